@@ -1,0 +1,39 @@
+# Thin wrapper over CMake + CTest. Every target installs missing Debian
+# packages first (scripts/deps.sh is idempotent and quick when all present).
+#   make              build into build/ (binary: build/xpool)
+#   make run          the main job (see README)
+#   make test         the whole test suite; SANITIZE=1 for address+undefined
+#   make bench        benchmark figures (medians of several runs)
+
+SANITIZE ?= 0
+ifeq ($(SANITIZE),1)
+BUILD ?= build-asan
+CMAKE_FLAGS += -DXP_SANITIZE=ON
+else
+BUILD ?= build
+endif
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+OPENB ?= ../shared/traces/openb
+
+.PHONY: all deps build run test bench clean
+
+all: build
+
+deps:
+	@./scripts/deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	./scripts/run.sh $(BUILD)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	./bench/run.sh $(BUILD)
+
+clean:
+	rm -rf build build-asan

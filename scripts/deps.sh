@@ -1,0 +1,35 @@
+#!/bin/sh
+# Installs the Debian 12 packages that building and testing xpool need.
+# Idempotent: when every package is present it prints one line and changes
+# nothing. Needs root (or sudo) only when something is missing.
+set -eu
+
+PKGS="build-essential cmake pkg-config
+libcmocka-dev libyaml-dev libjansson-dev"
+
+missing=""
+for p in $PKGS; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+		missing="$missing $p"
+	fi
+done
+
+if [ -z "$missing" ]; then
+	echo "deps: all build and test packages present"
+	exit 0
+fi
+
+echo "deps: installing:$missing"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+	if command -v sudo >/dev/null 2>&1; then
+		SUDO="sudo"
+	else
+		echo "deps: missing packages:$missing; run this script as root" >&2
+		exit 1
+	fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -q --no-install-recommends $missing

@@ -1,0 +1,2 @@
+#include <stdio.h>
+int main(void) { puts("xpool"); return 0; }

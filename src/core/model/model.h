@@ -1,0 +1,205 @@
+/*
+ * model: the unified resource model shared by every layer.
+ *
+ * A cluster holds nodes; a node holds CPU (milli-cores), memory (MiB),
+ * labels and devices of any class. Every device counts its capacity in
+ * compute milli-units (XP_MILLI = the whole device) and memory MiB, so a
+ * fraction of a GPU, a whole NPU and eight GPUs use one arithmetic.
+ * A request asks, per task replica, for CPU, memory and a number of device
+ * slots (compute milli and memory per slot, a selector over device
+ * attributes, a topology constraint). An allocation binds a request to one
+ * node and to specific devices on it.
+ *
+ * This file is static description only; free capacity lives in the
+ * scheduling core (src/core/sched). Strings that repeat across devices
+ * (vendor, model, architecture, zone) are interned in the cluster's string
+ * table and stored as xp_sym ids, so comparing them is comparing integers.
+ *
+ * Ownership: the cluster owns its nodes, a node its devices, labels and
+ * strings; xp_cluster_destroy() frees everything.
+ */
+#ifndef XP_MODEL_H
+#define XP_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../lib/err.h"
+#include "../../lib/strtab.h"
+
+#define XP_MILLI           1000 /* compute milli-units of one whole device */
+#define XP_MAX_NODE_DEVS   64   /* devices on one node */
+#define XP_MAX_SEL_MODELS  16   /* models one selector may list */
+#define XP_MAX_CPU_MILLI   (1ULL << 40)
+#define XP_MAX_MEM_MIB     (1ULL << 40)
+
+enum xp_dev_class {
+	XP_CLASS_CPU,
+	XP_CLASS_GPU,
+	XP_CLASS_NPU,
+	XP_CLASS_FPGA,
+	XP_CLASS_ASIC,
+	XP_CLASS_DPU,
+	XP_CLASS_CIM,
+	XP_CLASS_N
+};
+
+enum xp_health { XP_HEALTH_OK, XP_HEALTH_DEGRADED, XP_HEALTH_UNHEALTHY, XP_HEALTH_UNKNOWN };
+
+/* Precisions for peak throughput figures. */
+enum xp_prec {
+	XP_PREC_FP64,
+	XP_PREC_FP32,
+	XP_PREC_TF32,
+	XP_PREC_FP16,
+	XP_PREC_BF16,
+	XP_PREC_FP8,
+	XP_PREC_INT8,
+	XP_PREC_N
+};
+
+enum xp_link_kind {
+	XP_LINK_NVLINK,
+	XP_LINK_HCCS,
+	XP_LINK_XGMI,
+	XP_LINK_PCIE,
+	XP_LINK_RDMA,
+	XP_LINK_ETH,
+	XP_LINK_CXL,
+	XP_LINK_OTHER,
+	XP_LINK_N
+};
+
+struct xp_link {
+	uint8_t kind;  /* enum xp_link_kind */
+	int16_t peer;  /* device index on the same node, -1: off-node (NIC, fabric) */
+	uint32_t gbps; /* bandwidth, Gbit/s; 0 = unknown */
+};
+
+/* A partition a device can be split into (e.g. an NVIDIA MIG profile). */
+struct xp_partition {
+	char *name;
+	uint16_t compute_milli;
+	uint64_t mem_mib;
+	uint16_t max_count;
+};
+
+/* A free-form key/value; list values are joined with ','. */
+struct xp_attr {
+	char *key;
+	char *value;
+};
+
+struct xp_device {
+	uint8_t cls;    /* enum xp_dev_class */
+	uint8_t health; /* enum xp_health */
+	xp_sym vendor, model, arch;
+	uint32_t cc;          /* compute capability x100 ("8.0" -> 800); 0 = unset */
+	uint64_t mem_mib;     /* device memory */
+	uint64_t mem_bw_mbps; /* memory bandwidth, MB/s */
+	uint32_t peak_gflops[XP_PREC_N];
+	uint32_t tdp_w, idle_w; /* power model */
+	int16_t numa;           /* NUMA domain on the node, -1 unknown */
+	int16_t island;         /* devices sharing a fast fabric share an id; -1 none */
+	char *uuid, *pci_bus_id;
+	struct xp_link *links;
+	uint16_t nlinks;
+	struct xp_partition *parts;
+	uint16_t nparts;
+	struct xp_attr *attrs;
+	uint16_t nattrs;
+};
+
+struct xp_node {
+	char *name;
+	uint64_t cpu_milli; /* allocatable CPU */
+	uint64_t mem_mib;   /* allocatable memory */
+	xp_sym arch, zone, region;
+	uint16_t numa_domains;
+	struct xp_attr *labels;
+	uint16_t nlabels;
+	struct xp_device *devs;
+	uint16_t ndevs;
+};
+
+struct xp_cluster {
+	struct xp_strtab *syms;
+	struct xp_node *nodes;
+	size_t nnodes, cap;
+};
+
+/* Device selector: every set field must match. cls -1 matches any
+ * accelerator class (every class but cpu). */
+struct xp_selector {
+	int8_t cls;      /* enum xp_dev_class, -1 = any */
+	uint8_t nmodels; /* 0 = any model */
+	xp_sym vendor;   /* 0 = any */
+	xp_sym models[XP_MAX_SEL_MODELS];
+	uint64_t min_mem_mib;
+	uint32_t min_cc;
+};
+
+enum xp_topo { XP_TOPO_ANY, XP_TOPO_SAME_ISLAND, XP_TOPO_SAME_NUMA };
+
+/*
+ * One replica's request. Plain data (no pointers), so requests can be
+ * compared and hashed byte-wise once cleared with xp_request_init().
+ */
+struct xp_request {
+	uint64_t cpu_milli;
+	uint64_t mem_mib;
+	uint64_t dev_mem_mib; /* per device; 0 = not constrained */
+	uint16_t dev_count;   /* 0 = no devices */
+	uint16_t dev_milli;   /* per device, 1..XP_MILLI; XP_MILLI = the whole device */
+	uint8_t topo;         /* enum xp_topo, for dev_count > 1 */
+	uint8_t pad_[3];
+	struct xp_selector sel;
+};
+
+/* Where a request landed. */
+struct xp_alloc {
+	uint32_t node;
+	uint16_t ndev;
+	uint16_t dev_milli;
+	uint64_t dev_mem_mib; /* per device taken */
+	uint64_t cpu_milli, mem_mib;
+	uint8_t devs[XP_MAX_NODE_DEVS]; /* device indices on the node */
+};
+
+/* enum names: "gpu", "npu", ...; parse is case-insensitive, -1 if unknown */
+const char *xp_class_name(int cls);
+int xp_class_parse(const char *s);
+const char *xp_health_name(int h);
+int xp_health_parse(const char *s);
+const char *xp_link_name(int kind);
+int xp_link_parse(const char *s);
+const char *xp_prec_name(int p);
+int xp_prec_parse(const char *s);
+
+struct xp_cluster *xp_cluster_create(void);
+void xp_cluster_destroy(struct xp_cluster *c);
+/* Append a node; name is copied. Returns the new node (zeroed but for the name);
+ * the pointer is valid until the next add. */
+struct xp_node *xp_cluster_add_node(struct xp_cluster *c, const char *name);
+/* Index of the node named name, or -1. Linear; for tools and tests. */
+long xp_cluster_find_node(const struct xp_cluster *c, const char *name);
+/* Append a device with defaults (GPU class, healthy, numa/island -1). */
+struct xp_device *xp_node_add_device(struct xp_node *n);
+/* Set (replace) an attribute in an attribute array. */
+void xp_attrs_set(struct xp_attr **attrs, uint16_t *n, const char *key, const char *value);
+const char *xp_attrs_get(const struct xp_attr *attrs, uint16_t n, const char *key);
+void xp_link_add(struct xp_device *d, int kind, int peer, uint32_t gbps);
+
+/* Totals over the cluster. */
+uint64_t xp_cluster_total_devices(const struct xp_cluster *c, int cls);
+
+/* Requests */
+void xp_request_init(struct xp_request *r);
+/* Check a request against the model's limits; the error names the field. */
+int xp_request_check(const struct xp_request *r, struct xp_err *err);
+/* Does device d satisfy selector s (static attributes only, not health)? */
+int xp_selector_match(const struct xp_selector *s, const struct xp_device *d);
+/* Add a model to a selector; fails when full. Duplicates are ignored. */
+int xp_selector_add_model(struct xp_selector *s, xp_sym model);
+
+#endif

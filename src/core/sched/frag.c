@@ -1,0 +1,125 @@
+/*
+ * frag: the GPU fragmentation measure of the FGD paper (Weng et al., ATC'23),
+ * generalised to any accelerator and selector.
+ *
+ * For a target workload M of shapes m with probabilities p_m, node n's
+ * fragmentation is F_n(M) = sum_m p_m * F_n(m), where, with L_n the free
+ * milli of the node's healthy accelerators:
+ *   - m asks for no device, or the node lacks m's CPU:  F_n(m) = L_n;
+ *   - fewer than k_m devices both match m's selector and have room for one
+ *     slot of m:                                          F_n(m) = L_n;
+ *   - otherwise F_n(m) = the free milli of devices that cannot take a slot
+ *     of m (too little room, or not matching the selector).
+ * On a node whose devices are all one model this is exactly the reference
+ * simulator's definition (PROTOCOL.md 2.2): "no access" when the model is
+ * not allowed, and only GPUs with l < u counting when the node can host m.
+ * Host memory is not part of the measure, as in the reference.
+ */
+#include "sched_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../lib/xalloc.h"
+
+double xp_frag_eval(const struct xp_sched *s, uint32_t n, int64_t cpu_free,
+		    const uint16_t *free_milli, const uint64_t *free_mem)
+{
+	const struct xp_nstate *ns = &s->ns[n];
+	const struct xp_dstate *dv = &s->dev[ns->dev0];
+	uint16_t fm[XP_MAX_NODE_DEVS];
+	uint64_t fmem[XP_MAX_NODE_DEVS];
+	uint64_t live = 0; /* healthy accelerators */
+	double L = 0, acc = 0;
+
+	if (cpu_free < 0)
+		cpu_free = ns->cpu_free;
+	for (uint16_t d = 0; d < ns->ndev; d++) {
+		fm[d] = free_milli ? free_milli[d] : dv[d].free_milli;
+		fmem[d] = free_mem ? free_mem[d] : dv[d].free_mem;
+		if (dv[d].ok && dv[d].accel) {
+			live |= 1ULL << d;
+			L += fm[d];
+		}
+	}
+	for (size_t i = 0; i < s->nm; i++) {
+		const struct xp_shape *m = &s->m[i];
+		const struct xp_request *r = &m->req;
+		if (r->dev_count == 0 || cpu_free < (int64_t)r->cpu_milli) {
+			acc += m->p * L;
+			continue;
+		}
+		uint64_t mask = m->tmask[ns->type] & live, rest = live & ~mask;
+		int cnt = 0;
+		double small = 0;
+		while (mask) {
+			int d = __builtin_ctzll(mask);
+			mask &= mask - 1;
+			int fits = r->dev_milli >= XP_MILLI
+					   ? fm[d] == XP_MILLI && fmem[d] == dv[d].mem &&
+						     r->dev_mem_mib <= dv[d].mem
+					   : fm[d] >= r->dev_milli && fmem[d] >= r->dev_mem_mib;
+			if (fits)
+				cnt++;
+			else
+				small += fm[d];
+		}
+		if (cnt < r->dev_count) {
+			acc += m->p * L;
+			continue;
+		}
+		while (rest) {
+			int d = __builtin_ctzll(rest);
+			rest &= rest - 1;
+			small += fm[d];
+		}
+		acc += m->p * small;
+	}
+	return acc;
+}
+
+void xp_frag_refresh_node(struct xp_sched *s, uint32_t n)
+{
+	s->frag_total -= s->ns[n].frag;
+	s->ns[n].frag = s->nm ? xp_frag_eval(s, n, -1, NULL, NULL) : 0;
+	s->frag_total += s->ns[n].frag;
+}
+
+int xp_sched_set_workload(struct xp_sched *s, const struct xp_wshape *m, size_t n,
+			  struct xp_err *err)
+{
+	double sum = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		int rc = xp_request_check(&m[i].req, err);
+		if (rc < 0) {
+			xp_err_prefix(err, "workload shape %zu: ", i);
+			return rc;
+		}
+		if (!(m[i].p >= 0) || !isfinite(m[i].p))
+			return xp_errf(err, XP_EINVAL, "workload shape %zu: probability %g", i,
+				       m[i].p);
+		sum += m[i].p;
+	}
+	if (n && fabs(sum - 1) > 1e-3)
+		return xp_errf(err, XP_EINVAL, "workload probabilities sum to %g, not 1", sum);
+
+	for (size_t i = 0; i < s->nm; i++)
+		xp_shape_free(&s->m[i]);
+	free(s->m);
+	s->m = n ? XNEWV(struct xp_shape, n) : NULL;
+	s->nm = n;
+	for (size_t i = 0; i < n; i++) {
+		xp_shape_init(s, &s->m[i], &m[i].req);
+		s->m[i].p = m[i].p;
+	}
+	s->frag_total = 0;
+	for (uint32_t i = 0; i < s->nnodes; i++) {
+		s->ns[i].frag = n ? xp_frag_eval(s, i, -1, NULL, NULL) : 0;
+		s->frag_total += s->ns[i].frag;
+	}
+	if (s->idx)
+		xp_index_reset(s);
+	return 0;
+}

@@ -1,0 +1,121 @@
+/*
+ * sched: the scheduling core. Pure: no I/O, no clock, no threads; every
+ * random choice draws from the struct xp_rng the caller passes in. The
+ * simulator and the controller drive the same code.
+ *
+ * A struct xp_sched holds the free capacity of one cluster (borrowed: the
+ * cluster must outlive it and keep its nodes fixed) and answers "where does
+ * this request go?" through a placement policy:
+ *
+ *   filter  - nodes that are up and have the CPU, memory and enough devices
+ *             matching the request's selector;
+ *   score   - the policy scores each feasible node;
+ *   pick    - the best score wins; ties go to the node of lowest rank
+ *             (XP_TIE_RANK, the rule of the FGD reference simulator) or to
+ *             a uniformly random one (XP_TIE_RANDOM);
+ *   devices - the policy chooses the devices on the winning node.
+ *
+ * xp_sched_pick() decides without changing state; xp_sched_commit() applies
+ * a decision and xp_sched_release() undoes it, so a gang can be placed
+ * replica by replica and rolled back.
+ *
+ * Speed: every feasible node is considered, but not rescanned. Scores of a
+ * node depend only on its own state and the request's shape (everything but
+ * host memory), so the core keeps, per recent shape, a max-tree of node
+ * scores ordered by rank and refreshes only the nodes changed since that
+ * shape was last asked (docs/design/scheduler.md). opts.no_index = 1 turns
+ * this off and scans every node, which tests compare against.
+ */
+#ifndef XP_SCHED_H
+#define XP_SCHED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../lib/err.h"
+#include "../../lib/rng.h"
+#include "../model/model.h"
+
+enum xp_tiebreak { XP_TIE_RANK, XP_TIE_RANDOM };
+
+struct xp_sched_opts {
+	const char *policy;   /* policy name, see xp_policy_find(); NULL = "fgd" */
+	int tiebreak;         /* enum xp_tiebreak */
+	int no_index;         /* 1: plain scan of every node for every decision */
+	size_t index_bytes;   /* memory budget of the score index; 0 = 256 MiB */
+};
+
+/* Why a node cannot take a request (first failing filter, in this order). */
+enum xp_why {
+	XP_WHY_FITS,      /* feasible */
+	XP_WHY_DOWN,      /* node down, cordoned or removed */
+	XP_WHY_NO_DEVICE, /* too few devices match the selector at all */
+	XP_WHY_CPU,       /* CPU short */
+	XP_WHY_MEM,       /* memory short */
+	XP_WHY_DEV_BUSY,  /* matching devices exist but too few have room */
+	XP_WHY_TOPOLOGY,  /* enough room, but not inside one island / NUMA domain */
+	XP_WHY_N
+};
+
+struct xp_explain {
+	uint32_t nodes[XP_WHY_N];  /* node count per reason */
+	uint64_t cpu_short_min;    /* smallest CPU shortfall among XP_WHY_CPU nodes */
+	uint64_t mem_short_min;    /* smallest memory shortfall among XP_WHY_MEM nodes */
+};
+
+/* One shape of a target workload M with its probability. */
+struct xp_wshape {
+	struct xp_request req;
+	double p;
+};
+
+struct xp_sched;
+struct xp_policy_ops;
+
+struct xp_sched *xp_sched_create(const struct xp_cluster *c, const struct xp_sched_opts *o,
+				 struct xp_err *err);
+void xp_sched_destroy(struct xp_sched *s);
+const struct xp_policy_ops *xp_sched_policy(const struct xp_sched *s);
+
+/* Tie-break order: rank[i] for node i; lower wins. Ranks must be distinct.
+ * Default: the node index. */
+int xp_sched_set_ranks(struct xp_sched *s, const uint32_t *rank, struct xp_err *err);
+
+/* The target workload M used by fragmentation-aware policies and by
+ * xp_sched_frag(). Copied. Probabilities must be >= 0 and sum to ~1. */
+int xp_sched_set_workload(struct xp_sched *s, const struct xp_wshape *m, size_t n,
+			  struct xp_err *err);
+
+/* Decide where r goes. 0: *out filled. XP_ENOSPC: no node fits. */
+int xp_sched_pick(struct xp_sched *s, const struct xp_request *r, struct xp_rng *rng,
+		  struct xp_alloc *out);
+/* Apply a decision (it must still fit). */
+void xp_sched_commit(struct xp_sched *s, const struct xp_alloc *a);
+/* Return the resources of a committed allocation. */
+void xp_sched_release(struct xp_sched *s, const struct xp_alloc *a);
+/* pick + commit. */
+int xp_sched_place(struct xp_sched *s, const struct xp_request *r, struct xp_rng *rng,
+		   struct xp_alloc *out);
+
+/* Node up/down (a down node takes nothing; what it holds stays accounted). */
+void xp_sched_set_node_up(struct xp_sched *s, uint32_t node, int up);
+/* Device health: an unhealthy device takes nothing and counts as no capacity. */
+void xp_sched_set_device_ok(struct xp_sched *s, uint32_t node, uint16_t dev, int ok);
+
+/* Per-node reasons for r not fitting; totals in *out. */
+void xp_sched_explain(const struct xp_sched *s, const struct xp_request *r, struct xp_explain *out);
+const char *xp_why_name(int why);
+
+/* Observers. "Accelerator" = a device whose class is not cpu. */
+uint64_t xp_sched_total_milli(const struct xp_sched *s);  /* all healthy accelerators */
+uint64_t xp_sched_used_milli(const struct xp_sched *s);   /* allocated */
+double xp_sched_frag(const struct xp_sched *s);           /* F(M), milli; 0 without M */
+double xp_sched_node_frag(const struct xp_sched *s, uint32_t node);
+int64_t xp_sched_node_cpu_free(const struct xp_sched *s, uint32_t node);
+int64_t xp_sched_node_mem_free(const struct xp_sched *s, uint32_t node);
+uint16_t xp_sched_dev_free_milli(const struct xp_sched *s, uint32_t node, uint16_t dev);
+uint64_t xp_sched_dev_free_mem(const struct xp_sched *s, uint32_t node, uint16_t dev);
+/* Recompute cached totals from scratch and compare (debug / tests); 0 = consistent. */
+int xp_sched_check_invariants(const struct xp_sched *s, struct xp_err *err);
+
+#endif

@@ -1,0 +1,129 @@
+/*
+ * sched_int: internals shared by the files of the scheduling core.
+ *
+ * Layout. Node state is an array indexed like the cluster's nodes; device
+ * state is one flat array, node n owning dev[ns[n].dev0 .. + ndev). Nodes
+ * with the same device signature (class, vendor, model, memory, capability
+ * per device) share a type, so a selector is matched once per type, not
+ * once per node: shape->tmask[type] has bit d set when device d matches.
+ * Ranks order nodes for tie-breaks: slot_node[slot] is the node at rank
+ * position slot, ns[n].slot its inverse.
+ */
+#ifndef XP_SCHED_INT_H
+#define XP_SCHED_INT_H
+
+#include "sched.h"
+#include "policy.h"
+
+#define XP_NTAGS 17 /* affinity tags: 0 = fractional, k = k whole devices (16 = 16+) */
+#define XP_TAG_NONE 0xff
+
+struct xp_dstate {
+	uint16_t free_milli;
+	uint8_t ok;    /* healthy: may take work, counts as capacity */
+	uint8_t accel; /* class is not cpu */
+	uint64_t free_mem;
+	uint64_t mem; /* total device memory */
+};
+
+struct xp_nstate {
+	int64_t cpu_free, mem_free;
+	uint32_t dev0;
+	uint16_t ndev;
+	uint8_t up;
+	uint32_t type;
+	uint32_t slot;
+	uint32_t free_milli; /* L_n: free milli of healthy accelerators */
+	uint32_t cap_milli;  /* milli of healthy accelerators */
+	uint32_t tagmask;    /* bit t set when tagcnt[t] > 0 */
+	uint16_t tagcnt[XP_NTAGS];
+	double frag; /* F_n(M) */
+};
+
+/* A request's shape: all of it but host memory, with per-type device masks. */
+struct xp_shape {
+	struct xp_request req; /* req.mem_mib is 0 */
+	uint64_t *tmask;       /* [ntypes] devices matching req.sel */
+	uint8_t tag;
+	uint8_t sharing; /* one device, a fraction of it */
+	double p;        /* probability, for workload shapes */
+};
+
+struct xp_index;
+
+struct xp_sched {
+	const struct xp_cluster *c;
+	const struct xp_policy_ops *pol;
+	struct xp_sched_opts opts;
+	uint32_t nnodes;
+	struct xp_nstate *ns;
+	struct xp_dstate *dev;
+	uint32_t ndevs;
+	uint32_t *slot_node;
+	/* node types */
+	uint32_t ntypes;
+	uint32_t *type_node;  /* exemplar node of each type */
+	uint8_t *type_homog;  /* all devices of the type alike */
+	/* target workload M */
+	struct xp_shape *m;
+	size_t nm;
+	double frag_total;
+	/* totals */
+	uint64_t total_milli, used_milli;
+	/* normalisers of the OpenB-era policies: largest node CPU and device milli */
+	double max_cpu, max_milli;
+	struct xp_index *idx;
+};
+
+static inline const struct xp_device *xp_node_dev(const struct xp_sched *s, uint32_t n, uint16_t d)
+{
+	return &s->c->nodes[n].devs[d];
+}
+
+static inline uint64_t xp_shape_mask(const struct xp_sched *s, uint32_t n, const struct xp_shape *m)
+{
+	return m->tmask[s->ns[n].type];
+}
+
+/* Can a device with this state take one slot of r? */
+static inline int xp_dev_fits(const struct xp_dstate *d, const struct xp_request *r)
+{
+	if (!d->ok)
+		return 0;
+	if (r->dev_milli >= XP_MILLI)
+		return d->free_milli == XP_MILLI && d->free_mem == d->mem && r->dev_mem_mib <= d->mem;
+	return d->free_milli >= r->dev_milli && d->free_mem >= r->dev_mem_mib;
+}
+
+/* state.c */
+void xp_shape_init(const struct xp_sched *s, struct xp_shape *m, const struct xp_request *r);
+void xp_shape_free(struct xp_shape *m);
+int xp_shape_eq(const struct xp_request *a, const struct xp_request *b);
+uint8_t xp_request_tag(uint16_t count, uint16_t milli);
+/* Feasibility ignoring host memory: XP_WHY_FITS or the first failing reason. */
+int xp_node_why(const struct xp_sched *s, uint32_t n, const struct xp_shape *m);
+/* Lowest-index fitting devices honouring topology; returns count placed (k or less). */
+int xp_pick_lowest(const struct xp_sched *s, uint32_t n, const struct xp_shape *m,
+		   struct xp_alloc *a);
+/* Fractional request: the fitting device with the least (best) or most (worst) room. */
+int xp_pick_fraction(const struct xp_sched *s, uint32_t n, const struct xp_shape *m, int worst);
+void xp_pick_default(const struct xp_sched *s, uint32_t n, const struct xp_shape *m,
+		     struct xp_rng *rng, struct xp_alloc *a);
+void xp_alloc_fill(struct xp_alloc *a, uint32_t n, const struct xp_request *r);
+
+/* frag.c: F_n(M) of node n with the given CPU and device state (defaults:
+ * the node's own when cpu_free < 0 / free == NULL). */
+double xp_frag_eval(const struct xp_sched *s, uint32_t n, int64_t cpu_free,
+		    const uint16_t *free_milli, const uint64_t *free_mem);
+void xp_frag_refresh_node(struct xp_sched *s, uint32_t n);
+
+/* index.c */
+struct xp_index *xp_index_create(const struct xp_sched *s);
+void xp_index_destroy(struct xp_index *x);
+void xp_index_node_changed(struct xp_sched *s, uint32_t n);
+void xp_index_reset(struct xp_sched *s); /* ranks or workload changed */
+/* Best node for r (mem checked); -1 if none. */
+long xp_index_best(struct xp_sched *s, const struct xp_request *r, struct xp_rng *rng,
+		   const struct xp_shape **shape);
+
+#endif

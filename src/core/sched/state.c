@@ -1,0 +1,610 @@
+/*
+ * state: the free capacity the core tracks, and the operations on it:
+ * creation, node types, shapes, feasibility, device choice, commit and
+ * release, health, observers and the invariant check.
+ *
+ * Accounting rule: a node's contribution to the cluster totals (capacity
+ * and used milli of healthy accelerators, F(M)) is subtracted before any
+ * change to the node and added back after it (node_account), so totals
+ * never drift from the per-node values whatever the change.
+ */
+#include "sched_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../lib/strbuf.h"
+#include "../../lib/xalloc.h"
+
+uint8_t xp_request_tag(uint16_t count, uint16_t milli)
+{
+	if (count == 0)
+		return XP_TAG_NONE;
+	if (milli < XP_MILLI)
+		return 0;
+	return count >= XP_NTAGS - 1 ? XP_NTAGS - 1 : (uint8_t)count;
+}
+
+static void node_sums(struct xp_sched *s, uint32_t n)
+{
+	struct xp_nstate *ns = &s->ns[n];
+	ns->free_milli = ns->cap_milli = 0;
+	for (uint16_t d = 0; d < ns->ndev; d++) {
+		const struct xp_dstate *ds = &s->dev[ns->dev0 + d];
+		if (ds->accel && ds->ok) {
+			ns->free_milli += ds->free_milli;
+			ns->cap_milli += XP_MILLI;
+		}
+	}
+}
+
+static void node_account(struct xp_sched *s, uint32_t n, int sign)
+{
+	const struct xp_nstate *ns = &s->ns[n];
+	if (sign > 0) {
+		s->total_milli += ns->cap_milli;
+		s->used_milli += ns->cap_milli - ns->free_milli;
+		s->frag_total += ns->frag;
+	} else {
+		s->total_milli -= ns->cap_milli;
+		s->used_milli -= ns->cap_milli - ns->free_milli;
+		s->frag_total -= ns->frag;
+	}
+}
+
+/* After a change to node n: sums, F_n(M), totals, index. */
+static void node_changed(struct xp_sched *s, uint32_t n)
+{
+	node_sums(s, n);
+	if (s->nm)
+		s->ns[n].frag = xp_frag_eval(s, n, -1, NULL, NULL);
+	node_account(s, n, +1);
+	if (s->idx)
+		xp_index_node_changed(s, n);
+}
+
+static void build_types(struct xp_sched *s)
+{
+	struct xp_strtab *sig = xp_strtab_create();
+	struct xp_sb b;
+	size_t cap = 16;
+
+	xp_sb_init(&b);
+	s->type_node = XNEWV(uint32_t, cap);
+	s->type_homog = XNEWV(uint8_t, cap);
+	for (uint32_t n = 0; n < s->nnodes; n++) {
+		const struct xp_node *node = &s->c->nodes[n];
+		xp_sb_reset(&b);
+		for (uint16_t d = 0; d < node->ndevs; d++) {
+			const struct xp_device *dv = &node->devs[d];
+			xp_sb_printf(&b, "%u:%u:%u:%llu:%u;", dv->cls, dv->vendor, dv->model,
+				     (unsigned long long)dv->mem_mib, dv->cc);
+		}
+		xp_sym id = xp_strtab_intern(sig, b.s);
+		uint32_t t = id - 1;
+		if (t == s->ntypes) {
+			if (s->ntypes == cap) {
+				cap *= 2;
+				s->type_node = xreallocarray(s->type_node, cap, sizeof(uint32_t));
+				s->type_homog = xreallocarray(s->type_homog, cap, 1);
+			}
+			s->type_homog[s->ntypes] = 1;
+			for (uint16_t d = 1; d < node->ndevs; d++) {
+				const struct xp_device *a = &node->devs[0], *z = &node->devs[d];
+				if (a->cls != z->cls || a->vendor != z->vendor || a->model != z->model ||
+				    a->mem_mib != z->mem_mib || a->cc != z->cc)
+					s->type_homog[s->ntypes] = 0;
+			}
+			s->type_node[s->ntypes++] = n;
+		}
+		s->ns[n].type = t;
+	}
+	xp_sb_free(&b);
+	xp_strtab_destroy(sig);
+}
+
+struct xp_sched *xp_sched_create(const struct xp_cluster *c, const struct xp_sched_opts *o,
+				 struct xp_err *err)
+{
+	struct xp_sched_opts opts = {0};
+	const struct xp_policy_ops *pol;
+	struct xp_sched *s;
+	uint32_t ndevs = 0;
+
+	if (o)
+		opts = *o;
+	if (!opts.policy)
+		opts.policy = "fgd";
+	pol = xp_policy_find(opts.policy);
+	if (!pol) {
+		xp_errf(err, XP_EINVAL, "unknown policy '%s'", opts.policy);
+		return NULL;
+	}
+	if (opts.tiebreak != XP_TIE_RANK && opts.tiebreak != XP_TIE_RANDOM) {
+		xp_errf(err, XP_EINVAL, "unknown tie-break rule %d", opts.tiebreak);
+		return NULL;
+	}
+	if (c->nnodes > UINT32_MAX / 2) {
+		xp_errf(err, XP_ERANGE, "%zu nodes is too many", c->nnodes);
+		return NULL;
+	}
+	for (size_t n = 0; n < c->nnodes; n++) {
+		if (c->nodes[n].ndevs > XP_MAX_NODE_DEVS) {
+			xp_errf(err, XP_ERANGE, "node %s: %u devices, at most %d", c->nodes[n].name,
+				c->nodes[n].ndevs, XP_MAX_NODE_DEVS);
+			return NULL;
+		}
+		ndevs += c->nodes[n].ndevs;
+	}
+
+	s = XNEW(struct xp_sched);
+	s->c = c;
+	s->pol = pol;
+	s->opts = opts;
+	s->nnodes = (uint32_t)c->nnodes;
+	s->ns = XNEWV(struct xp_nstate, s->nnodes);
+	s->dev = XNEWV(struct xp_dstate, ndevs);
+	s->ndevs = ndevs;
+	s->slot_node = XNEWV(uint32_t, s->nnodes);
+	ndevs = 0;
+	for (uint32_t n = 0; n < s->nnodes; n++) {
+		const struct xp_node *node = &c->nodes[n];
+		struct xp_nstate *ns = &s->ns[n];
+		uint64_t milli = 0;
+		ns->cpu_free = (int64_t)node->cpu_milli;
+		ns->mem_free = (int64_t)node->mem_mib;
+		ns->dev0 = ndevs;
+		ns->ndev = node->ndevs;
+		ns->up = 1;
+		ns->slot = n;
+		s->slot_node[n] = n;
+		for (uint16_t d = 0; d < node->ndevs; d++) {
+			struct xp_dstate *ds = &s->dev[ndevs++];
+			ds->free_milli = XP_MILLI;
+			ds->ok = node->devs[d].health != XP_HEALTH_UNHEALTHY;
+			ds->accel = node->devs[d].cls != XP_CLASS_CPU;
+			ds->mem = ds->free_mem = node->devs[d].mem_mib;
+			if (ds->accel)
+				milli += XP_MILLI;
+		}
+		if ((double)node->cpu_milli > s->max_cpu)
+			s->max_cpu = (double)node->cpu_milli;
+		if ((double)milli > s->max_milli)
+			s->max_milli = (double)milli;
+		node_sums(s, n);
+		node_account(s, n, +1);
+	}
+	if (s->max_cpu <= 0)
+		s->max_cpu = 1;
+	if (s->max_milli <= 0)
+		s->max_milli = XP_MILLI;
+	build_types(s);
+	if (!opts.no_index && !(pol->flags & XP_POLICY_RANDOM_NODE))
+		s->idx = xp_index_create(s);
+	return s;
+}
+
+void xp_sched_destroy(struct xp_sched *s)
+{
+	if (!s)
+		return;
+	xp_index_destroy(s->idx);
+	for (size_t i = 0; i < s->nm; i++)
+		xp_shape_free(&s->m[i]);
+	free(s->m);
+	free(s->type_node);
+	free(s->type_homog);
+	free(s->slot_node);
+	free(s->dev);
+	free(s->ns);
+	free(s);
+}
+
+const struct xp_policy_ops *xp_sched_policy(const struct xp_sched *s)
+{
+	return s->pol;
+}
+
+static int cmp_rank(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+	return *x < *y ? -1 : *x > *y;
+}
+
+int xp_sched_set_ranks(struct xp_sched *s, const uint32_t *rank, struct xp_err *err)
+{
+	uint64_t *key = XNEWV(uint64_t, s->nnodes);
+	for (uint32_t n = 0; n < s->nnodes; n++)
+		key[n] = (uint64_t)rank[n] << 32 | n;
+	qsort(key, s->nnodes, sizeof(*key), cmp_rank);
+	for (uint32_t i = 1; i < s->nnodes; i++)
+		if (key[i] >> 32 == key[i - 1] >> 32) {
+			uint32_t r = (uint32_t)(key[i] >> 32);
+			free(key);
+			return xp_errf(err, XP_EINVAL, "rank %u given to two nodes", r);
+		}
+	for (uint32_t i = 0; i < s->nnodes; i++) {
+		uint32_t n = (uint32_t)key[i];
+		s->slot_node[i] = n;
+		s->ns[n].slot = i;
+	}
+	free(key);
+	if (s->idx)
+		xp_index_reset(s);
+	return 0;
+}
+
+/* ---- shapes ---- */
+
+int xp_shape_eq(const struct xp_request *a, const struct xp_request *b)
+{
+	if (a->cpu_milli != b->cpu_milli || a->dev_count != b->dev_count ||
+	    a->dev_milli != b->dev_milli || a->dev_mem_mib != b->dev_mem_mib || a->topo != b->topo)
+		return 0;
+	if (a->dev_count == 0)
+		return 1;
+	const struct xp_selector *x = &a->sel, *y = &b->sel;
+	if (x->cls != y->cls || x->vendor != y->vendor || x->nmodels != y->nmodels ||
+	    x->min_mem_mib != y->min_mem_mib || x->min_cc != y->min_cc)
+		return 0;
+	return memcmp(x->models, y->models, x->nmodels * sizeof(x->models[0])) == 0;
+}
+
+void xp_shape_init(const struct xp_sched *s, struct xp_shape *m, const struct xp_request *r)
+{
+	memset(m, 0, sizeof(*m));
+	m->req = *r;
+	m->req.mem_mib = 0;
+	if (r->dev_count == 0) {
+		/* selector is irrelevant: normalise so equal shapes compare equal */
+		memset(&m->req.sel, 0, sizeof(m->req.sel));
+		m->req.sel.cls = -1;
+		m->req.topo = XP_TOPO_ANY;
+	}
+	m->tag = xp_request_tag(r->dev_count, r->dev_milli);
+	m->sharing = r->dev_count == 1 && r->dev_milli < XP_MILLI;
+	m->tmask = XNEWV(uint64_t, s->ntypes ? s->ntypes : 1);
+	for (uint32_t t = 0; t < s->ntypes; t++) {
+		const struct xp_node *node = &s->c->nodes[s->type_node[t]];
+		uint64_t mask = 0;
+		for (uint16_t d = 0; d < node->ndevs; d++)
+			if (xp_selector_match(&m->req.sel, &node->devs[d]))
+				mask |= 1ULL << d;
+		m->tmask[t] = mask;
+	}
+}
+
+void xp_shape_free(struct xp_shape *m)
+{
+	if (!m)
+		return;
+	free(m->tmask);
+	m->tmask = NULL;
+}
+
+/* ---- feasibility ---- */
+
+/* Largest number of fitting devices inside one island / NUMA domain. */
+static int best_group(const struct xp_sched *s, uint32_t n, uint64_t fit, int topo)
+{
+	int16_t ids[XP_MAX_NODE_DEVS];
+	int cnt[XP_MAX_NODE_DEVS], ng = 0, best = 0;
+
+	while (fit) {
+		int d = __builtin_ctzll(fit);
+		const struct xp_device *dv = xp_node_dev(s, n, (uint16_t)d);
+		int16_t g = topo == XP_TOPO_SAME_ISLAND ? dv->island : dv->numa;
+		int i = 0;
+		fit &= fit - 1;
+		if (g < 0) { /* in no group: alone */
+			if (best < 1)
+				best = 1;
+			continue;
+		}
+		while (i < ng && ids[i] != g)
+			i++;
+		if (i == ng) {
+			ids[ng] = g;
+			cnt[ng++] = 0;
+		}
+		if (++cnt[i] > best)
+			best = cnt[i];
+	}
+	return best;
+}
+
+static uint64_t fit_mask(const struct xp_sched *s, uint32_t n, const struct xp_shape *m)
+{
+	const struct xp_nstate *ns = &s->ns[n];
+	uint64_t mask = xp_shape_mask(s, n, m), fit = 0;
+	while (mask) {
+		int d = __builtin_ctzll(mask);
+		mask &= mask - 1;
+		if (xp_dev_fits(&s->dev[ns->dev0 + d], &m->req))
+			fit |= 1ULL << d;
+	}
+	return fit;
+}
+
+int xp_node_why(const struct xp_sched *s, uint32_t n, const struct xp_shape *m)
+{
+	const struct xp_nstate *ns = &s->ns[n];
+	const struct xp_request *r = &m->req;
+
+	if (!ns->up)
+		return XP_WHY_DOWN;
+	if (r->dev_count) {
+		uint64_t mask = xp_shape_mask(s, n, m);
+		int healthy = 0;
+		while (mask) {
+			int d = __builtin_ctzll(mask);
+			mask &= mask - 1;
+			healthy += s->dev[ns->dev0 + d].ok;
+		}
+		if (healthy < r->dev_count)
+			return XP_WHY_NO_DEVICE;
+	}
+	if (ns->cpu_free < (int64_t)r->cpu_milli)
+		return XP_WHY_CPU;
+	if (r->dev_count) {
+		uint64_t fit = fit_mask(s, n, m);
+		if (__builtin_popcountll(fit) < r->dev_count)
+			return XP_WHY_DEV_BUSY;
+		if (r->topo != XP_TOPO_ANY && r->dev_count > 1 &&
+		    best_group(s, n, fit, r->topo) < r->dev_count)
+			return XP_WHY_TOPOLOGY;
+	}
+	return XP_WHY_FITS;
+}
+
+/* ---- device choice ---- */
+
+void xp_alloc_fill(struct xp_alloc *a, uint32_t n, const struct xp_request *r)
+{
+	a->node = n;
+	a->ndev = 0;
+	a->cpu_milli = r->cpu_milli;
+	a->mem_mib = r->mem_mib;
+	a->dev_milli = r->dev_milli;
+	a->dev_mem_mib = r->dev_mem_mib;
+}
+
+int xp_pick_lowest(const struct xp_sched *s, uint32_t n, const struct xp_shape *m,
+		   struct xp_alloc *a)
+{
+	const struct xp_request *r = &m->req;
+	uint64_t fit = fit_mask(s, n, m);
+	int k = r->dev_count;
+
+	a->ndev = 0;
+	if (r->topo != XP_TOPO_ANY && k > 1) {
+		/* the group of the lowest-index device that has room for all k */
+		uint64_t rest = fit;
+		while (rest) {
+			int d = __builtin_ctzll(rest);
+			const struct xp_device *dv = xp_node_dev(s, n, (uint16_t)d);
+			int16_t g = r->topo == XP_TOPO_SAME_ISLAND ? dv->island : dv->numa;
+			uint64_t grp = 0, f = fit;
+			while (f && g >= 0) {
+				int e = __builtin_ctzll(f);
+				const struct xp_device *ev = xp_node_dev(s, n, (uint16_t)e);
+				f &= f - 1;
+				if ((r->topo == XP_TOPO_SAME_ISLAND ? ev->island : ev->numa) == g)
+					grp |= 1ULL << e;
+			}
+			if (g >= 0 && __builtin_popcountll(grp) >= k) {
+				fit = grp;
+				break;
+			}
+			rest &= ~(grp | (1ULL << d));
+		}
+		if (!rest)
+			return 0;
+	}
+	while (fit && a->ndev < k) {
+		a->devs[a->ndev++] = (uint8_t)__builtin_ctzll(fit);
+		fit &= fit - 1;
+	}
+	return a->ndev;
+}
+
+int xp_pick_fraction(const struct xp_sched *s, uint32_t n, const struct xp_shape *m, int worst)
+{
+	const struct xp_nstate *ns = &s->ns[n];
+	uint64_t fit = fit_mask(s, n, m);
+	int best = -1;
+	while (fit) {
+		int d = __builtin_ctzll(fit);
+		fit &= fit - 1;
+		uint16_t f = s->dev[ns->dev0 + d].free_milli;
+		if (best < 0 || (worst ? f > s->dev[ns->dev0 + best].free_milli
+				       : f < s->dev[ns->dev0 + best].free_milli))
+			best = d;
+	}
+	return best;
+}
+
+void xp_pick_default(const struct xp_sched *s, uint32_t n, const struct xp_shape *m,
+		     struct xp_rng *rng, struct xp_alloc *a)
+{
+	(void)rng;
+	if (m->sharing) {
+		int d = xp_pick_fraction(s, n, m, 0);
+		a->ndev = 0;
+		if (d >= 0)
+			a->devs[a->ndev++] = (uint8_t)d;
+		return;
+	}
+	xp_pick_lowest(s, n, m, a);
+}
+
+/* ---- commit / release ---- */
+
+static void apply(struct xp_sched *s, const struct xp_alloc *a, int sign)
+{
+	struct xp_nstate *ns = &s->ns[a->node];
+	uint8_t tag = xp_request_tag(a->ndev, a->dev_milli);
+
+	node_account(s, a->node, -1);
+	ns->cpu_free -= sign * (int64_t)a->cpu_milli;
+	ns->mem_free -= sign * (int64_t)a->mem_mib;
+	for (uint16_t i = 0; i < a->ndev; i++) {
+		struct xp_dstate *ds = &s->dev[ns->dev0 + a->devs[i]];
+		if (a->dev_milli >= XP_MILLI) {
+			ds->free_milli = sign > 0 ? 0 : XP_MILLI;
+			ds->free_mem = sign > 0 ? 0 : ds->mem;
+		} else {
+			ds->free_milli = (uint16_t)(ds->free_milli - sign * (int)a->dev_milli);
+			ds->free_mem -= (uint64_t)(sign * (int64_t)a->dev_mem_mib);
+		}
+	}
+	if (tag != XP_TAG_NONE) {
+		ns->tagcnt[tag] = (uint16_t)(ns->tagcnt[tag] + sign);
+		if (ns->tagcnt[tag])
+			ns->tagmask |= 1u << tag;
+		else
+			ns->tagmask &= ~(1u << tag);
+	}
+	node_changed(s, a->node);
+}
+
+void xp_sched_commit(struct xp_sched *s, const struct xp_alloc *a)
+{
+	apply(s, a, +1);
+}
+
+void xp_sched_release(struct xp_sched *s, const struct xp_alloc *a)
+{
+	apply(s, a, -1);
+}
+
+int xp_sched_place(struct xp_sched *s, const struct xp_request *r, struct xp_rng *rng,
+		   struct xp_alloc *out)
+{
+	int rc = xp_sched_pick(s, r, rng, out);
+	if (rc == 0)
+		xp_sched_commit(s, out);
+	return rc;
+}
+
+void xp_sched_set_node_up(struct xp_sched *s, uint32_t node, int up)
+{
+	if (node >= s->nnodes || s->ns[node].up == !!up)
+		return;
+	node_account(s, node, -1);
+	s->ns[node].up = !!up;
+	node_changed(s, node);
+}
+
+void xp_sched_set_device_ok(struct xp_sched *s, uint32_t node, uint16_t dev, int ok)
+{
+	if (node >= s->nnodes || dev >= s->ns[node].ndev)
+		return;
+	struct xp_dstate *ds = &s->dev[s->ns[node].dev0 + dev];
+	if (ds->ok == !!ok)
+		return;
+	node_account(s, node, -1);
+	ds->ok = !!ok;
+	node_changed(s, node);
+}
+
+/* ---- observers ---- */
+
+uint64_t xp_sched_total_milli(const struct xp_sched *s)
+{
+	return s->total_milli;
+}
+
+uint64_t xp_sched_used_milli(const struct xp_sched *s)
+{
+	return s->used_milli;
+}
+
+double xp_sched_frag(const struct xp_sched *s)
+{
+	return s->nm ? s->frag_total : 0;
+}
+
+double xp_sched_node_frag(const struct xp_sched *s, uint32_t node)
+{
+	return s->ns[node].frag;
+}
+
+int64_t xp_sched_node_cpu_free(const struct xp_sched *s, uint32_t node)
+{
+	return s->ns[node].cpu_free;
+}
+
+int64_t xp_sched_node_mem_free(const struct xp_sched *s, uint32_t node)
+{
+	return s->ns[node].mem_free;
+}
+
+uint16_t xp_sched_dev_free_milli(const struct xp_sched *s, uint32_t node, uint16_t dev)
+{
+	return s->dev[s->ns[node].dev0 + dev].free_milli;
+}
+
+uint64_t xp_sched_dev_free_mem(const struct xp_sched *s, uint32_t node, uint16_t dev)
+{
+	return s->dev[s->ns[node].dev0 + dev].free_mem;
+}
+
+int xp_sched_check_invariants(const struct xp_sched *s, struct xp_err *err)
+{
+	uint64_t total = 0, used = 0;
+	double frag = 0;
+
+	for (uint32_t n = 0; n < s->nnodes; n++) {
+		const struct xp_nstate *ns = &s->ns[n];
+		const struct xp_node *node = &s->c->nodes[n];
+		uint32_t fm = 0, cm = 0, mask = 0;
+		if (ns->cpu_free < 0 || ns->cpu_free > (int64_t)node->cpu_milli)
+			return xp_errf(err, XP_EINTERNAL, "node %s: cpu_free %lld out of 0..%llu",
+				       node->name, (long long)ns->cpu_free,
+				       (unsigned long long)node->cpu_milli);
+		if (ns->mem_free < 0 || ns->mem_free > (int64_t)node->mem_mib)
+			return xp_errf(err, XP_EINTERNAL, "node %s: mem_free %lld out of range",
+				       node->name, (long long)ns->mem_free);
+		for (uint16_t d = 0; d < ns->ndev; d++) {
+			const struct xp_dstate *ds = &s->dev[ns->dev0 + d];
+			if (ds->free_milli > XP_MILLI || ds->free_mem > ds->mem)
+				return xp_errf(err, XP_EINTERNAL, "node %s dev %u: free %u/%llu",
+					       node->name, d, ds->free_milli,
+					       (unsigned long long)ds->free_mem);
+			if (ds->accel && ds->ok) {
+				fm += ds->free_milli;
+				cm += XP_MILLI;
+			}
+		}
+		if (fm != ns->free_milli || cm != ns->cap_milli)
+			return xp_errf(err, XP_EINTERNAL, "node %s: cached free milli %u != %u",
+				       node->name, ns->free_milli, fm);
+		for (int t = 0; t < XP_NTAGS; t++)
+			if (ns->tagcnt[t])
+				mask |= 1u << t;
+		if (mask != ns->tagmask)
+			return xp_errf(err, XP_EINTERNAL, "node %s: tag mask %#x != %#x", node->name,
+				       ns->tagmask, mask);
+		if (ns->slot >= s->nnodes || s->slot_node[ns->slot] != n)
+			return xp_errf(err, XP_EINTERNAL, "node %s: slot map broken", node->name);
+		if (s->nm) {
+			double f = xp_frag_eval(s, n, -1, NULL, NULL);
+			if (fabs(f - ns->frag) > 1e-6 * (1 + fabs(f)))
+				return xp_errf(err, XP_EINTERNAL, "node %s: cached F %.6f != %.6f",
+					       node->name, ns->frag, f);
+		}
+		total += cm;
+		used += cm - fm;
+		frag += ns->frag;
+	}
+	if (total != s->total_milli || used != s->used_milli)
+		return xp_errf(err, XP_EINTERNAL, "totals %llu/%llu != %llu/%llu",
+			       (unsigned long long)s->used_milli, (unsigned long long)s->total_milli,
+			       (unsigned long long)used, (unsigned long long)total);
+	if (s->nm && fabs(frag - s->frag_total) > 1e-6 * (1 + fabs(frag)))
+		return xp_errf(err, XP_EINTERNAL, "F(M) total %.6f != %.6f", s->frag_total, frag);
+	return 0;
+}

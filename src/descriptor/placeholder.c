@@ -1,0 +1,1 @@
+/* placeholder */ typedef int xp_desc_placeholder_;

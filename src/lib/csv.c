@@ -75,13 +75,14 @@ static int split(struct xp_csv *c, char ***fields, size_t *cap, struct xp_err *e
 			p++;
 			continue;
 		}
-		if (sep == '\r')
+		if (sep == '\r') {
+			if (p[1] != '\n')
+				return xp_errf(err, XP_EINVAL, "%s:%zu: stray carriage return",
+					       c->name, startline);
+			p += 2;
+		} else if (sep == '\n') {
 			p++;
-		if (*p == '\n')
-			p++;
-		else if (*p != '\0')
-			return xp_errf(err, XP_EINVAL, "%s:%zu: stray carriage return", c->name,
-				       startline);
+		}
 		c->nline++;
 		c->pos = (size_t)(p - c->buf);
 		return (int)n;

@@ -154,8 +154,8 @@ void xp_index_node_changed(struct xp_sched *s, uint32_t n)
 	struct xp_index *x = s->idx;
 	uint32_t slot = s->ns[n].slot;
 	mem_leaf(s, x, slot);
-	if (x->head && x->log[(x->head - 1) & x->logmask] == slot)
-		return;
+	/* no de-duplication here: a tree may already have consumed the last
+	 * entry; refresh() skips repeats within one catch-up instead */
 	x->log[x->head++ & x->logmask] = slot;
 }
 

@@ -1,0 +1,446 @@
+/*
+ * cmd_sim: `xpool sim <what>` - the trace-driven simulator.
+ *
+ *   openb     replay the OpenB trace under the FGD paper's protocol
+ *   compare   ours vs published results, with the validation gate
+ *   workload  the target workload M and the empty-cluster fragmentation
+ *   bench     placement throughput on synthetic clusters (sim_bench.c)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../core/sched/policy.h"
+#include "../lib/clock.h"
+#include "../lib/xalloc.h"
+#include "../sim/compare.h"
+#include "../sim/grid.h"
+#include "../sim/openb.h"
+#include "cli.h"
+#include "flags.h"
+
+int xp_cmd_sim_bench(int argc, char **argv);
+
+static const char *const paper_workloads[] = {
+	"default",    "cpu050",     "cpu100",     "cpu200",     "cpu250",     "gpushare40",
+	"gpushare60", "gpushare80", "gpushare100", "gpuspec10", "gpuspec20",  "gpuspec25",
+	"gpuspec33",  "multigpu20", "multigpu30", "multigpu40", "multigpu50", NULL,
+};
+static const char *const paper_policies = "random,dotprod,clustering,packing,bestfit,fgd";
+
+static const char *openb_dir(void)
+{
+	const char *d = getenv("XPOOL_OPENB");
+	return d && *d ? d : "../shared/traces/openb";
+}
+
+static char *default_path(const char *file)
+{
+	char buf[4096];
+	snprintf(buf, sizeof(buf), "%s/%s", openb_dir(), file);
+	return xstrdup(buf);
+}
+
+/* --pods: files, or workload names resolved in the OpenB folder, or "all" */
+static char **resolve_pods(const char *spec, size_t *n)
+{
+	size_t np;
+	char **parts = xp_split_list(spec, &np), **out = NULL;
+	size_t cnt = 0;
+	for (size_t i = 0; i < np; i++) {
+		if (!strcmp(parts[i], "all")) {
+			for (int w = 0; paper_workloads[w]; w++) {
+				char file[256];
+				snprintf(file, sizeof(file), "openb_pod_list_%s.csv", paper_workloads[w]);
+				out = xreallocarray(out, cnt + 1, sizeof(*out));
+				out[cnt++] = default_path(file);
+			}
+			continue;
+		}
+		out = xreallocarray(out, cnt + 1, sizeof(*out));
+		if (strchr(parts[i], '/') || strstr(parts[i], ".csv")) {
+			out[cnt++] = xstrdup(parts[i]);
+		} else {
+			char file[512];
+			snprintf(file, sizeof(file), "openb_pod_list_%s.csv", parts[i]);
+			out[cnt++] = default_path(file);
+		}
+	}
+	xp_free_list(parts, np);
+	*n = cnt;
+	return out;
+}
+
+struct progress {
+	uint64_t t0;
+	int tty;
+	size_t last_pct;
+};
+
+static void on_progress(void *ctx, size_t done, size_t total)
+{
+	struct progress *p = ctx;
+	double el = (double)(xp_mono_ns() - p->t0) / 1e9;
+	double eta = done ? el * (double)(total - done) / (double)done : 0;
+	size_t pct = total ? done * 100 / total : 100;
+	if (p->tty) {
+		fprintf(stderr, "\rsim: %zu/%zu runs (%zu%%), %.1f s, eta %.0f s   ", done, total, pct,
+			el, eta);
+		if (done == total)
+			fputc('\n', stderr);
+	} else if (pct / 10 != p->last_pct / 10 || done == total) {
+		fprintf(stderr, "sim: %zu/%zu runs (%zu%%), %.1f s, eta %.0f s\n", done, total, pct,
+			el, eta);
+	}
+	p->last_pct = pct;
+}
+
+static int cmd_openb(int argc, char **argv)
+{
+	struct xp_flag flags[] = {
+		{"nodes", XP_FLAG_STR, "FILE", "node list CSV (sn,cpu_milli,memory_mib,gpu,model)"},
+		{"pods", XP_FLAG_STR, "FILE[,...]",
+		 "pod list CSVs, workload names (default, cpu050, ...) or 'all' (the 17 published)"},
+		{"policy", XP_FLAG_STR, "P[,P...]", "policies by name or label, or 'paper' (the six published)"},
+		{"seeds", XP_FLAG_STR, "LIST", "seeds, e.g. 42-51 or 1,2,5-9"},
+		{"tune", XP_FLAG_STR, "X", "inflate the pods to X times the GPU capacity (0: as is)"},
+		{"tiebreak", XP_FLAG_STR, "RULE", "rank (lowest permuted node index) or random"},
+		{"out", XP_FLAG_STR, "DIR", "write the three *_discrete.csv files and runs.csv here"},
+		{"published", XP_FLAG_STR, "DIR", "print ours side by side with these published results"},
+		{"jobs", XP_FLAG_STR, "N", "worker threads (default: online CPUs)"},
+		{"no-index", XP_FLAG_BOOL, NULL, "score every node on every decision (slow; for checks)"},
+		{NULL, 0, NULL, NULL},
+	};
+	struct xp_err err = {0};
+	struct xp_grid g = {0};
+	struct xp_grid_cell *cells = NULL;
+	struct xp_cluster *c = NULL;
+	char **pods = NULL, **pols = NULL;
+	size_t npods = 0, npols = 0;
+	int help, status = 1;
+	long jobs = sysconf(_SC_NPROCESSORS_ONLN);
+	struct progress prog = {0};
+	char *nodes_default = default_path("openb_node_list_gpu_node.csv");
+
+	xp_flag_get(flags, "nodes")->sval = nodes_default;
+	xp_flag_get(flags, "pods")->sval = (char *)"default";
+	xp_flag_get(flags, "policy")->sval = (char *)"paper";
+	xp_flag_get(flags, "seeds")->sval = (char *)"42-51";
+	xp_flag_get(flags, "tune")->sval = (char *)"1.3";
+	xp_flag_get(flags, "tiebreak")->sval = (char *)"rank";
+	xp_flag_get(flags, "out")->sval = (char *)"out/openb";
+	if (xp_flags_parse(flags, argc, argv, &help, &err) < 0) {
+		status = xp_cli_fail("sim openb", &err, 2);
+		goto out;
+	}
+	if (help) {
+		xp_flags_usage(stdout, "xpool sim openb [flags]",
+			       "Replay the Alibaba OpenB GPU trace under the FGD paper's protocol\n"
+			       "(PROTOCOL.md): shuffle, inflate to --tune x capacity, permute node ranks,\n"
+			       "arrivals only; write the published CSV shapes to --out.",
+			       flags);
+		printf("\npolicies:\n");
+		for (int i = 0; xp_policies[i]; i++)
+			printf("  %-11s %-17s %s\n", xp_policies[i]->name, xp_policies[i]->label,
+			       xp_policies[i]->about);
+		status = 0;
+		goto out;
+	}
+	/* flags -> grid */
+	{
+		long j;
+		const char *pspec = xp_flag_get(flags, "policy")->sval;
+		const char *tb = xp_flag_get(flags, "tiebreak")->sval;
+		if (!strcmp(pspec, "paper"))
+			pspec = paper_policies;
+		pols = xp_split_list(pspec, &npols);
+		g.policies = XNEWV(const struct xp_policy_ops *, npols);
+		for (size_t i = 0; i < npols; i++) {
+			g.policies[i] = xp_policy_find(pols[i]);
+			if (!g.policies[i]) {
+				xp_errf(&err, XP_EINVAL, "--policy: unknown policy '%s' (see --help)",
+					pols[i]);
+				status = xp_cli_fail("sim openb", &err, 2);
+				goto out;
+			}
+		}
+		g.npolicies = npols;
+		if (xp_parse_seeds(xp_flag_get(flags, "seeds")->sval, &g.seeds, &g.nseeds, &err) < 0 ||
+		    xp_parse_double_flag("tune", xp_flag_get(flags, "tune")->sval, 0, 100, &g.tune,
+					 &err) < 0) {
+			status = xp_cli_fail("sim openb", &err, 2);
+			goto out;
+		}
+		if (!strcmp(tb, "rank"))
+			g.tiebreak = XP_TIE_RANK;
+		else if (!strcmp(tb, "random"))
+			g.tiebreak = XP_TIE_RANDOM;
+		else {
+			xp_errf(&err, XP_EINVAL, "--tiebreak: expected rank or random, got '%s'", tb);
+			status = xp_cli_fail("sim openb", &err, 2);
+			goto out;
+		}
+		if (xp_flag_get(flags, "jobs")->given) {
+			if (xp_parse_int_flag("jobs", xp_flag_get(flags, "jobs")->sval, 1, 1024, &j,
+					      &err) < 0) {
+				status = xp_cli_fail("sim openb", &err, 2);
+				goto out;
+			}
+			jobs = j;
+		}
+		g.threads = jobs > 0 ? (int)jobs : 1;
+		g.no_index = xp_flag_get(flags, "no-index")->bval;
+	}
+	c = xp_openb_load_nodes(xp_flag_get(flags, "nodes")->sval, &err);
+	if (!c) {
+		status = xp_cli_fail("sim openb", &err, 1);
+		goto out;
+	}
+	pods = resolve_pods(xp_flag_get(flags, "pods")->sval, &npods);
+	g.c = c;
+	g.traces = XNEWV(struct xp_openb_trace *, npods);
+	g.m = XNEWV(struct xp_wshape *, npods);
+	g.nm = XNEWV(size_t, npods);
+	for (size_t i = 0; i < npods; i++) {
+		g.traces[i] = xp_openb_load_pods(pods[i], c, &err);
+		g.ntraces = i + 1;
+		if (!g.traces[i] || xp_openb_workload(g.traces[i], &g.m[i], &g.nm[i], &err) < 0) {
+			status = xp_cli_fail("sim openb", &err, 1);
+			goto out;
+		}
+	}
+	prog.t0 = xp_mono_ns();
+	prog.tty = isatty(2);
+	g.progress = on_progress;
+	g.ctx = &prog;
+	if (xp_grid_run(&g, &cells, &err) < 0) {
+		status = xp_cli_fail("sim openb", &err, 1);
+		goto out;
+	}
+	{
+		double wall = (double)(xp_mono_ns() - prog.t0) / 1e9, cpu = 0;
+		size_t n = g.ntraces * g.npolicies * g.nseeds;
+		const char *dir = xp_flag_get(flags, "out")->sval;
+		for (size_t i = 0; i < n; i++)
+			cpu += (double)cells[i].res.cpu_ns / 1e9;
+		if (xp_grid_write(dir, &g, cells, &err) < 0) {
+			status = xp_cli_fail("sim openb", &err, 1);
+			goto out;
+		}
+		fprintf(stderr, "sim: %zu runs in %.1f s wall, %.1f s CPU on %d threads; results in %s/\n",
+			n, wall, cpu, g.threads, dir);
+		struct xp_cmp_opts co = {.ours = dir,
+					 .published = xp_flag_get(flags, "published")->given
+							      ? xp_flag_get(flags, "published")->sval
+							      : dir,
+					 .format = XP_CMP_TEXT,
+					 .points = {100, 130},
+					 .npoints = 2};
+		struct xp_cmp_summary sum;
+		if (xp_compare(&co, stdout, &sum, &err) < 0) {
+			status = xp_cli_fail("sim openb", &err, 1);
+			goto out;
+		}
+		if (xp_flag_get(flags, "published")->given)
+			printf("\n%d cells compared with published results, %d outside the gate "
+			       "max(2 sd, 0.5 points)\n",
+			       sum.cells, sum.outside);
+	}
+	status = 0;
+out:
+	free(cells);
+	if (g.traces)
+		for (size_t i = 0; i < g.ntraces; i++) {
+			xp_openb_trace_free(g.traces[i]);
+			free(g.m[i]);
+		}
+	free(g.traces);
+	free(g.m);
+	free(g.nm);
+	free(g.policies);
+	free(g.seeds);
+	xp_free_list(pols, npols);
+	xp_free_list(pods, npods);
+	xp_cluster_destroy(c);
+	xp_flags_free(flags);
+	free(nodes_default);
+	return status;
+}
+
+static int cmd_compare(int argc, char **argv)
+{
+	struct xp_flag flags[] = {
+		{"ours", XP_FLAG_STR, "DIR", "our results (a folder or analysis_allo_discrete.csv)"},
+		{"published", XP_FLAG_STR, "DIR", "published results"},
+		{"format", XP_FLAG_STR, "F", "text, markdown or csv"},
+		{"points", XP_FLAG_STR, "X[,X]", "arrival points, up to 4 of 0..130"},
+		{"gate", XP_FLAG_BOOL, NULL, "exit 1 when a cell is outside max(2 published sd, 0.5)"},
+		{NULL, 0, NULL, NULL},
+	};
+	struct xp_err err = {0};
+	struct xp_cmp_opts o = {0};
+	struct xp_cmp_summary sum;
+	char *pubdef = default_path("fgd_expected_results");
+	int help, status = 2;
+
+	xp_flag_get(flags, "published")->sval = pubdef;
+	xp_flag_get(flags, "format")->sval = (char *)"text";
+	xp_flag_get(flags, "points")->sval = (char *)"100,130";
+	if (xp_flags_parse(flags, argc, argv, &help, &err) < 0) {
+		status = xp_cli_fail("sim compare", &err, 2);
+		goto out;
+	}
+	if (help) {
+		xp_flags_usage(stdout, "xpool sim compare --ours DIR [flags]",
+			       "Unallocated GPU % (mean+-sd over seeds) per workload and policy, ours\n"
+			       "beside published, with the gate |diff| <= max(2 published sd, 0.5).",
+			       flags);
+		status = 0;
+		goto out;
+	}
+	if (!xp_flag_get(flags, "ours")->given) {
+		xp_errf(&err, XP_EINVAL, "--ours DIR is required");
+		status = xp_cli_fail("sim compare", &err, 2);
+		goto out;
+	}
+	o.ours = xp_flag_get(flags, "ours")->sval;
+	o.published = xp_flag_get(flags, "published")->sval;
+	{
+		const char *f = xp_flag_get(flags, "format")->sval;
+		if (!strcmp(f, "text"))
+			o.format = XP_CMP_TEXT;
+		else if (!strcmp(f, "markdown"))
+			o.format = XP_CMP_MARKDOWN;
+		else if (!strcmp(f, "csv"))
+			o.format = XP_CMP_CSV;
+		else {
+			xp_errf(&err, XP_EINVAL, "--format: expected text, markdown or csv, got '%s'", f);
+			status = xp_cli_fail("sim compare", &err, 2);
+			goto out;
+		}
+		size_t np;
+		char **pts = xp_split_list(xp_flag_get(flags, "points")->sval, &np);
+		if (np > 4) {
+			xp_free_list(pts, np);
+			xp_errf(&err, XP_EINVAL, "--points: at most 4 points");
+			status = xp_cli_fail("sim compare", &err, 2);
+			goto out;
+		}
+		for (size_t i = 0; i < np; i++) {
+			long x;
+			if (xp_parse_int_flag("points", pts[i], 0, 130, &x, &err) < 0) {
+				xp_free_list(pts, np);
+				status = xp_cli_fail("sim compare", &err, 2);
+				goto out;
+			}
+			o.points[o.npoints++] = (int)x;
+		}
+		xp_free_list(pts, np);
+	}
+	if (xp_compare(&o, stdout, &sum, &err) < 0) {
+		status = xp_cli_fail("sim compare", &err, 1);
+		goto out;
+	}
+	if (o.format == XP_CMP_TEXT)
+		printf("\n%d cells compared, %d outside the gate max(2 published sd, 0.5 points)\n",
+		       sum.cells, sum.outside);
+	status = xp_flag_get(flags, "gate")->bval && sum.outside ? 1 : 0;
+out:
+	xp_flags_free(flags);
+	free(pubdef);
+	return status;
+}
+
+static int cmd_workload(int argc, char **argv)
+{
+	struct xp_flag flags[] = {
+		{"nodes", XP_FLAG_STR, "FILE", "node list CSV"},
+		{"pods", XP_FLAG_STR, "FILE", "pod list CSV or workload name"},
+		{NULL, 0, NULL, NULL},
+	};
+	struct xp_err err = {0};
+	char *nodes_default = default_path("openb_node_list_gpu_node.csv");
+	struct xp_cluster *c = NULL;
+	struct xp_openb_trace *t = NULL;
+	struct xp_wshape *m = NULL;
+	size_t nm = 0, npods = 0;
+	char **pods = NULL;
+	int help, status = 1;
+
+	xp_flag_get(flags, "nodes")->sval = nodes_default;
+	xp_flag_get(flags, "pods")->sval = (char *)"default";
+	if (xp_flags_parse(flags, argc, argv, &help, &err) < 0) {
+		status = xp_cli_fail("sim workload", &err, 2);
+		goto out;
+	}
+	if (help) {
+		xp_flags_usage(stdout, "xpool sim workload [flags]",
+			       "Print the target workload M of a pod list (PROTOCOL.md 2.1) and the\n"
+			       "empty cluster's fragmentation ratio.",
+			       flags);
+		status = 0;
+		goto out;
+	}
+	pods = resolve_pods(xp_flag_get(flags, "pods")->sval, &npods);
+	if (npods != 1) {
+		xp_errf(&err, XP_EINVAL, "--pods: give exactly one pod list");
+		status = xp_cli_fail("sim workload", &err, 2);
+		goto out;
+	}
+	if (!(c = xp_openb_load_nodes(xp_flag_get(flags, "nodes")->sval, &err)) ||
+	    !(t = xp_openb_load_pods(pods[0], c, &err)) ||
+	    xp_openb_workload(t, &m, &nm, &err) < 0) {
+		status = xp_cli_fail("sim workload", &err, 1);
+		goto out;
+	}
+	printf("workload %s: %zu pods, %zu shapes in M\n", t->workload, t->n, nm);
+	printf("%4s %8s %6s %5s %-24s %8s\n", "#", "cpu_m", "milli", "gpus", "models", "p");
+	for (size_t i = 0; i < nm; i++) {
+		const struct xp_request *r = &m[i].req;
+		char models[128] = "";
+		size_t off = 0;
+		for (int k = 0; k < r->sel.nmodels && off < sizeof(models) - 1; k++)
+			off += (size_t)snprintf(models + off, sizeof(models) - off, "%s%s", k ? "|" : "",
+						xp_strtab_str(c->syms, r->sel.models[k]));
+		printf("%4zu %8llu %6u %5u %-24s %8.5f\n", i, (unsigned long long)r->cpu_milli,
+		       r->dev_milli, r->dev_count, models[0] ? models : "-", m[i].p);
+	}
+	printf("empty-cluster fragmentation ratio: %.2f%%\n", xp_openb_empty_frag_ratio(c, m, nm));
+	status = 0;
+out:
+	free(m);
+	xp_openb_trace_free(t);
+	xp_cluster_destroy(c);
+	xp_free_list(pods, npods);
+	xp_flags_free(flags);
+	free(nodes_default);
+	return status;
+}
+
+int xp_cmd_sim(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int (*fn)(int, char **);
+		const char *about;
+	} subs[] = {
+		{"openb", cmd_openb, "replay the OpenB trace under the FGD paper's protocol"},
+		{"compare", cmd_compare, "our results beside the published ones"},
+		{"workload", cmd_workload, "the target workload M and empty-cluster fragmentation"},
+		{"bench", xp_cmd_sim_bench, "placement throughput on synthetic OpenB-like clusters"},
+		{NULL, NULL, NULL},
+	};
+	if (argc < 1 || !strcmp(argv[0], "-h") || !strcmp(argv[0], "--help")) {
+		FILE *out = argc < 1 ? stderr : stdout;
+		fprintf(out, "usage: xpool sim <what> [flags]\n\n");
+		for (int i = 0; subs[i].name; i++)
+			fprintf(out, "  %-9s %s\n", subs[i].name, subs[i].about);
+		return argc < 1 ? 2 : 0;
+	}
+	for (int i = 0; subs[i].name; i++)
+		if (!strcmp(argv[0], subs[i].name))
+			return subs[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "xpool sim: unknown '%s' (see xpool sim --help)\n", argv[0]);
+	return 2;
+}

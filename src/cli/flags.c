@@ -1,0 +1,97 @@
+/* flags: command-line flag parsing (see flags.h). */
+#include "flags.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../lib/xalloc.h"
+
+struct xp_flag *xp_flag_get(struct xp_flag *flags, const char *name)
+{
+	for (struct xp_flag *f = flags; f->name; f++)
+		if (strcmp(f->name, name) == 0)
+			return f;
+	return NULL;
+}
+
+int xp_flags_parse(struct xp_flag *flags, int argc, char **argv, int *help, struct xp_err *err)
+{
+	*help = 0;
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			*help = 1;
+			continue;
+		}
+		if (strncmp(a, "--", 2) != 0 || a[2] == '\0')
+			return xp_errf(err, XP_EINVAL, "unexpected argument '%s' (flags start with --)",
+				       a);
+		const char *name = a + 2, *eq = strchr(name, '=');
+		size_t len = eq ? (size_t)(eq - name) : strlen(name);
+		struct xp_flag *f = NULL;
+		for (struct xp_flag *g = flags; g->name; g++)
+			if (strlen(g->name) == len && strncmp(g->name, name, len) == 0)
+				f = g;
+		if (!f)
+			return xp_errf(err, XP_EINVAL, "unknown flag --%.*s (see --help)", (int)len,
+				       name);
+		if (f->kind == XP_FLAG_BOOL) {
+			if (eq)
+				return xp_errf(err, XP_EINVAL, "flag --%s takes no value", f->name);
+			f->bval = 1;
+			f->given = 1;
+			continue;
+		}
+		const char *val;
+		if (eq) {
+			val = eq + 1;
+		} else {
+			if (i + 1 >= argc)
+				return xp_errf(err, XP_EINVAL, "flag --%s needs a value (%s)", f->name,
+					       f->metavar ? f->metavar : "VALUE");
+			val = argv[++i];
+		}
+		if (!*val)
+			return xp_errf(err, XP_EINVAL, "flag --%s: empty value", f->name);
+		if (f->given) {
+			size_t l1 = strlen(f->sval), l2 = strlen(val);
+			char *s = xmalloc(l1 + l2 + 2);
+			memcpy(s, f->sval, l1);
+			s[l1] = ',';
+			memcpy(s + l1 + 1, val, l2 + 1);
+			free(f->sval);
+			f->sval = s;
+		} else {
+			f->sval = xstrdup(val);
+		}
+		f->given = 1;
+	}
+	return 0;
+}
+
+void xp_flags_free(struct xp_flag *flags)
+{
+	for (struct xp_flag *f = flags; f->name; f++)
+		if (f->given && f->kind == XP_FLAG_STR) {
+			free(f->sval);
+			f->sval = NULL;
+		}
+}
+
+void xp_flags_usage(FILE *out, const char *synopsis, const char *about, const struct xp_flag *flags)
+{
+	fprintf(out, "usage: %s\n\n%s\n", synopsis, about);
+	if (flags->name)
+		fputs("\nflags:\n", out);
+	for (const struct xp_flag *f = flags; f->name; f++) {
+		char left[64];
+		if (f->kind == XP_FLAG_BOOL)
+			snprintf(left, sizeof(left), "--%s", f->name);
+		else
+			snprintf(left, sizeof(left), "--%s %s", f->name, f->metavar ? f->metavar : "VALUE");
+		fprintf(out, "  %-24s %s", left, f->help);
+		if (f->kind == XP_FLAG_STR && f->sval && !f->given)
+			fprintf(out, " (default: %s)", f->sval);
+		fputc('\n', out);
+	}
+}

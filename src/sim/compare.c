@@ -1,0 +1,219 @@
+/* compare: ours vs published OpenB results (see compare.h). */
+#include "compare.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../lib/csv.h"
+#include "../lib/parse.h"
+#include "../lib/xalloc.h"
+#include "openb.h"
+
+struct row {
+	char *workload, *policy;
+	double v[XP_OPENB_BUCKETS];
+	uint8_t have[XP_OPENB_BUCKETS];
+};
+
+struct table {
+	struct row *rows;
+	size_t n;
+};
+
+static void table_free(struct table *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		free(t->rows[i].workload);
+		free(t->rows[i].policy);
+	}
+	free(t->rows);
+}
+
+static const char *strip_workload(const char *w)
+{
+	return strncmp(w, "openb_pod_list_", 15) == 0 ? w + 15 : w;
+}
+
+static int load(const char *where, struct table *t, struct xp_err *err)
+{
+	char path[4096];
+	struct stat st;
+	struct xp_csv *csv;
+	size_t cap = 0;
+	int cols[XP_OPENB_BUCKETS], rc;
+	static const char *const need[] = {"workload", "sc_policy", "seed"};
+
+	if (stat(where, &st) == 0 && S_ISDIR(st.st_mode))
+		snprintf(path, sizeof(path), "%s/analysis_allo_discrete.csv", where);
+	else
+		snprintf(path, sizeof(path), "%s", where);
+	if ((rc = xp_csv_open(path, &csv, err)) < 0)
+		return rc;
+	if ((rc = xp_csv_require(csv, need, 3, err)) < 0)
+		goto out;
+	for (int x = 0; x < XP_OPENB_BUCKETS; x++) {
+		char name[8];
+		snprintf(name, sizeof(name), "%d", x);
+		cols[x] = xp_csv_col(csv, name);
+	}
+	int cw = xp_csv_col(csv, "workload"), cp = xp_csv_col(csv, "sc_policy");
+	while ((rc = xp_csv_next(csv, err)) > 0) {
+		if (t->n == cap) {
+			cap = cap ? 2 * cap : 256;
+			t->rows = xreallocarray(t->rows, cap, sizeof(*t->rows));
+		}
+		struct row *r = &t->rows[t->n];
+		memset(r, 0, sizeof(*r));
+		for (int x = 0; x < XP_OPENB_BUCKETS; x++) {
+			const char *s = cols[x] >= 0 ? xp_csv_field(csv, (size_t)cols[x]) : "";
+			if (!*s)
+				continue;
+			if (xp_parse_double(s, &r->v[x]) < 0) {
+				rc = xp_errf(err, XP_EINVAL, "%s:%zu: column %d: expected a number, got '%s'",
+					     path, xp_csv_line(csv), x, s);
+				goto out;
+			}
+			r->have[x] = 1;
+		}
+		r->workload = xstrdup(strip_workload(xp_csv_field(csv, (size_t)cw)));
+		r->policy = xstrdup(xp_csv_field(csv, (size_t)cp));
+		t->n++;
+	}
+out:
+	xp_csv_close(csv);
+	return rc;
+}
+
+struct stat2 {
+	double mean, sd;
+	int n;
+};
+
+/* unallocated % at x over the rows of (workload, policy) */
+static struct stat2 stats(const struct table *t, const char *w, const char *p, int x)
+{
+	struct stat2 s = {0, 0, 0};
+	double sum = 0, sq = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		const struct row *r = &t->rows[i];
+		if (strcmp(r->workload, w) || strcmp(r->policy, p) || !r->have[x])
+			continue;
+		double u = 100 - r->v[x];
+		sum += u;
+		sq += u * u;
+		s.n++;
+	}
+	if (s.n) {
+		s.mean = sum / s.n;
+		s.sd = s.n > 1 ? sqrt(fmax(0, (sq - sum * sum / s.n) / (s.n - 1))) : 0;
+	}
+	return s;
+}
+
+static int seen(const struct table *t, size_t upto, const char *w, const char *p)
+{
+	for (size_t i = 0; i < upto; i++)
+		if (!strcmp(t->rows[i].workload, w) && (!p || !strcmp(t->rows[i].policy, p)))
+			return 1;
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int xp_compare(const struct xp_cmp_opts *o, FILE *out, struct xp_cmp_summary *sum,
+	       struct xp_err *err)
+{
+	struct table ours = {0}, pub = {0};
+	int rc;
+
+	memset(sum, 0, sizeof(*sum));
+	if ((rc = load(o->ours, &ours, err)) < 0 || (rc = load(o->published, &pub, err)) < 0) {
+		table_free(&ours);
+		table_free(&pub);
+		return rc;
+	}
+	if (o->format == XP_CMP_MARKDOWN) {
+		fputs("| workload | policy |", out);
+		for (int k = 0; k < o->npoints; k++)
+			fprintf(out, " ours x=%d | published x=%d | diff | gate |", o->points[k],
+				o->points[k]);
+		fputs("\n|---|---|", out);
+		for (int k = 0; k < o->npoints; k++)
+			fputs("---|---|---|---|", out);
+		fputc('\n', out);
+	} else if (o->format == XP_CMP_CSV) {
+		fputs("workload,sc_policy", out);
+		for (int k = 0; k < o->npoints; k++)
+			fprintf(out, ",ours_mean_%d,ours_sd_%d,ours_n_%d,pub_mean_%d,pub_sd_%d,pub_n_%d",
+				o->points[k], o->points[k], o->points[k], o->points[k], o->points[k],
+				o->points[k]);
+		fputc('\n', out);
+	} else {
+		fprintf(out, "%-12s %-17s", "workload", "policy");
+		for (int k = 0; k < o->npoints; k++)
+			fprintf(out, " | %-15s %-15s %6s %-4s", "ours", "published", "diff", "gate");
+		fprintf(out, "\n%-30s", "(unallocated GPU %, mean+-sd over seeds)");
+		for (int k = 0; k < o->npoints; k++)
+			fprintf(out, " | at %3d%% arrived %30s", o->points[k], "");
+		fputc('\n', out);
+	}
+	for (size_t i = 0; i < ours.n; i++) {
+		const char *w = ours.rows[i].workload;
+		if (seen(&ours, i, w, NULL))
+			continue;
+		/* the policies of this workload, sorted by label */
+		const char **pol = XNEWV(const char *, ours.n);
+		size_t np = 0;
+		for (size_t j = i; j < ours.n; j++)
+			if (!strcmp(ours.rows[j].workload, w) &&
+			    !seen(&ours, j, w, ours.rows[j].policy))
+				pol[np++] = ours.rows[j].policy;
+		qsort(pol, np, sizeof(*pol), cmp_str);
+		for (size_t j = 0; j < np; j++) {
+			const char *p = pol[j];
+			if (o->format == XP_CMP_MARKDOWN)
+				fprintf(out, "| %s | %s |", w, p);
+			else if (o->format == XP_CMP_CSV)
+				fprintf(out, "%s,%s", w, p);
+			else
+				fprintf(out, "%-12s %-17s", w, p);
+			for (int k = 0; k < o->npoints; k++) {
+				int x = o->points[k];
+				struct stat2 a = stats(&ours, w, p, x), b = stats(&pub, w, p, x);
+				char sa[40], sb[40], sd[16];
+				const char *gate = "";
+				snprintf(sa, sizeof(sa), "%.2f±%.2f (%d)", a.mean, a.sd, a.n);
+				if (b.n) {
+					double d = a.mean - b.mean;
+					int ok = fabs(d) <= fmax(2 * b.sd, 0.5);
+					snprintf(sb, sizeof(sb), "%.2f±%.2f (%d)", b.mean, b.sd, b.n);
+					snprintf(sd, sizeof(sd), "%+.2f", d);
+					gate = ok ? "ok" : "MISS";
+					sum->cells++;
+					sum->outside += !ok;
+				} else {
+					snprintf(sb, sizeof(sb), "-");
+					snprintf(sd, sizeof(sd), "-");
+					sum->ours_only += k == 0;
+				}
+				if (o->format == XP_CMP_MARKDOWN)
+					fprintf(out, " %s | %s | %s | %s |", sa, sb, sd, gate);
+				else if (o->format == XP_CMP_CSV)
+					fprintf(out, ",%.4f,%.4f,%d,%.4f,%.4f,%d", a.mean, a.sd, a.n,
+						b.mean, b.sd, b.n);
+				else
+					fprintf(out, " | %-16s %-16s %6s %-4s", sa, sb, sd, gate);
+			}
+			fputc('\n', out);
+		}
+		free(pol);
+	}
+	table_free(&ours);
+	table_free(&pub);
+	return 0;
+}

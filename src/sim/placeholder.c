@@ -1,1 +1,0 @@
-/* placeholder */ typedef int xp_sim_placeholder_;

@@ -1,0 +1,40 @@
+#!/bin/sh
+# `make bench`: the figures the README quotes, each the median of several
+# runs on this machine.
+#   1. the whole FGD reproduction: 17 workloads x 6 policies x 10 seeds
+#      (1020 runs) on all cores, wall time (median of 3);
+#   2. placement decisions/s at 1k, 10k and 100k nodes, fgd and bestfit, one
+#      core, with the plain-scan baseline measured in the same run.
+set -eu
+BUILD=${1:-build}
+XP="$BUILD/xpool"
+OPENB=${XPOOL_OPENB:-../shared/traces/openb}
+RUNS=${BENCH_RUNS:-3}
+OUT=${BENCH_OUT:-out/bench}
+if [ ! -f "$OPENB/openb_node_list_gpu_node.csv" ]; then
+	echo "make bench: the OpenB trace is not at $OPENB; set XPOOL_OPENB" >&2
+	exit 1
+fi
+mkdir -p "$OUT"
+echo "== machine: $(nproc) cores, $(uname -m), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
+
+echo "== 1. OpenB reproduction: 1020 runs (17 workloads x 6 policies x 10 seeds), $RUNS times"
+: >"$OUT/reproduction_times.txt"
+i=1
+while [ "$i" -le "$RUNS" ]; do
+	"$XP" sim openb --pods all --policy paper --seeds 42-51 --out "$OUT/openb" \
+		--published "$OPENB/fgd_expected_results" >"$OUT/openb_compare.txt" 2>"$OUT/openb_stderr.txt"
+	sed -n 's/^sim: 1020 runs in \([0-9.]*\) s wall, \([0-9.]*\) s CPU.*/\1 \2/p' \
+		"$OUT/openb_stderr.txt" >>"$OUT/reproduction_times.txt"
+	i=$((i + 1))
+done
+sort -n "$OUT/reproduction_times.txt" | awk '{w[NR]=$1; c[NR]=$2} END {
+	m = int((NR + 1) / 2);
+	printf "1020 runs: median %.1f s wall (min %.1f, max %.1f), %.1f s CPU; target < 120 s wall\n",
+		w[m], w[1], w[NR], c[m] }'
+tail -1 "$OUT/openb_compare.txt"
+
+echo "== 2. placement throughput (one core, every feasible node considered)"
+"$XP" sim bench --nodes 1000,10000,100000 --policy fgd,bestfit --runs "$RUNS" \
+	--max-decisions 0 --scan-decisions 1000 | tee "$OUT/placement.txt"
+echo "targets: >= 20000 decisions/s at 10k nodes, >= 5000/s at 100k nodes"

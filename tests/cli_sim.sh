@@ -1,0 +1,87 @@
+#!/bin/sh
+# cli_sim: `xpool sim` from the command line - help on every verb, bad
+# flags and malformed files rejected with the flag / file:line:field and a
+# non-zero exit and no result files, and a tiny end-to-end run.
+# usage: cli_sim.sh XPOOL SHARED_DIR SOURCE_DIR
+set -u
+XP=$1
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+
+# expect STATUS PATTERN -- command...: exit status and a stderr/stdout pattern
+expect() {
+	want=$1 pat=$2
+	shift 3
+	"$@" >"$T/out" 2>"$T/err"
+	got=$?
+	if [ "$got" != "$want" ]; then
+		echo "FAIL: '$*' exited $got, expected $want"; cat "$T/err"; fails=$((fails + 1)); return
+	fi
+	if [ -n "$pat" ] && ! grep -q -- "$pat" "$T/out" "$T/err"; then
+		echo "FAIL: '$*' output lacks '$pat'"; cat "$T/out" "$T/err"; fails=$((fails + 1))
+	fi
+}
+
+printf 'sn,cpu_milli,memory_mib,gpu,model\nn1,8000,64000,2,T4\nn2,16000,64000,4,V100\n' >"$T/nodes.csv"
+printf 'name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\np1,1000,100,1,500,\np2,1000,100,1,1000,V100\np3,500,100,0,0,\np4,2000,100,2,1000,\n' >"$T/pods.csv"
+
+# help everywhere
+expect 0 "usage: xpool" -- "$XP" --help
+expect 0 "verbs:" -- "$XP" help
+for v in openb compare workload bench; do
+	expect 0 "usage: xpool sim $v" -- "$XP" sim "$v" --help
+done
+expect 0 "openb" -- "$XP" sim --help
+expect 0 "xpool 0." -- "$XP" version
+
+# bad usage: exit 2 naming the problem
+expect 2 "unknown verb 'nope'" -- "$XP" nope
+expect 2 "usage:" -- "$XP"
+expect 2 "unknown 'frobnicate'" -- "$XP" sim frobnicate
+expect 2 "unknown flag --bogus" -- "$XP" sim openb --bogus 1
+expect 2 "flag --seeds needs a value" -- "$XP" sim openb --seeds
+expect 2 "\-\-seeds: expected seeds" -- "$XP" sim openb --seeds abc --nodes "$T/nodes.csv" --pods "$T/pods.csv"
+expect 2 "\-\-seeds: " -- "$XP" sim openb --seeds 9-1 --nodes "$T/nodes.csv" --pods "$T/pods.csv"
+expect 2 "\-\-tune: expected a number" -- "$XP" sim openb --tune -1 --nodes "$T/nodes.csv" --pods "$T/pods.csv"
+expect 2 "\-\-tune: expected a number" -- "$XP" sim openb --tune 1.3x --nodes "$T/nodes.csv" --pods "$T/pods.csv"
+expect 2 "unknown policy 'nope'" -- "$XP" sim openb --policy fgd,nope --nodes "$T/nodes.csv" --pods "$T/pods.csv"
+expect 2 "\-\-tiebreak: expected rank or random" -- "$XP" sim openb --tiebreak coin
+expect 2 "\-\-jobs: expected an integer" -- "$XP" sim openb --jobs 0
+expect 2 "flag --no-index takes no value" -- "$XP" sim openb --no-index=1
+expect 2 "\-\-ours DIR is required" -- "$XP" sim compare
+expect 2 "\-\-format: expected" -- "$XP" sim compare --ours "$T" --format xml
+expect 2 "\-\-points: expected an integer 0..130" -- "$XP" sim compare --ours "$T" --points 200
+expect 2 "\-\-nodes: expected an integer" -- "$XP" sim bench --nodes 10k
+
+# malformed files: exit 1, file:line: field, and no results written
+printf 'sn,cpu_milli,memory_mib,gpu,model\nn1,8000,64000,2,T4\nn2,lots,64000,4,V100\n' >"$T/badnodes.csv"
+expect 1 "badnodes.csv:3: field cpu_milli" -- "$XP" sim openb --nodes "$T/badnodes.csv" --pods "$T/pods.csv" --out "$T/o1"
+[ -e "$T/o1" ] && { echo "FAIL: results written despite bad input"; fails=$((fails + 1)); }
+printf 'name,cpu_milli,memory_mib,num_gpu,gpu_milli\np1,1000,100,1,500\np2,1000,100,1\n' >"$T/badpods.csv"
+expect 1 "badpods.csv:3: expected 5 fields" -- "$XP" sim openb --nodes "$T/nodes.csv" --pods "$T/badpods.csv" --out "$T/o2"
+[ -e "$T/o2" ] && { echo "FAIL: results written despite bad input"; fails=$((fails + 1)); }
+expect 1 "No such file" -- "$XP" sim openb --nodes "$T/absent.csv" --pods "$T/pods.csv" --out "$T/o3"
+printf 'workload,sc_policy,seed,100\ndefault,06-FGD,42,abc\n' >"$T/bad_allo.csv"
+expect 1 "bad_allo.csv:2: column 100: expected a number" -- "$XP" sim compare --ours "$T/bad_allo.csv" --published "$T/bad_allo.csv"
+
+# a tiny end-to-end run
+expect 0 "fgd\|06-FGD" -- "$XP" sim openb --nodes "$T/nodes.csv" --pods "$T/pods.csv" --policy fgd,bestfit,binpack --seeds 1-3 --tune 1.3 --out "$T/run"
+for f in analysis_allo_discrete.csv analysis_frag_discrete.csv analysis_frag_ratio_discrete.csv runs.csv; do
+	[ -s "$T/run/$f" ] || { echo "FAIL: $f missing"; fails=$((fails + 1)); }
+done
+rows=$(($(wc -l <"$T/run/analysis_allo_discrete.csv") - 1))
+[ "$rows" = 9 ] || { echo "FAIL: expected 9 result rows, got $rows"; fails=$((fails + 1)); }
+head -1 "$T/run/analysis_allo_discrete.csv" | grep -q '^workload,sc_policy,tune,seed,total_gpus,0,1,2,' ||
+	{ echo "FAIL: allo header"; fails=$((fails + 1)); }
+head -1 "$T/run/analysis_frag_discrete.csv" | grep -q '^workload,sc_policy,tune,seed,0,1,2,' ||
+	{ echo "FAIL: frag header"; fails=$((fails + 1)); }
+grep -q '^pods,05-BestFit,1.3,2,6,' "$T/run/analysis_allo_discrete.csv" ||
+	{ echo "FAIL: a BestFit seed-2 row with workload 'pods' and 6 GPUs"; fails=$((fails + 1)); }
+expect 0 "cells compared" -- "$XP" sim compare --ours "$T/run" --published "$T/run" --gate
+
+if [ "$fails" -gt 0 ]; then
+	echo "$fails failure(s)"
+	exit 1
+fi
+echo "cli_sim: all checks passed"

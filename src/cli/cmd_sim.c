@@ -275,6 +275,7 @@ static int cmd_compare(int argc, char **argv)
 		{"published", XP_FLAG_STR, "DIR", "published results"},
 		{"format", XP_FLAG_STR, "F", "text, markdown or csv"},
 		{"points", XP_FLAG_STR, "X[,X]", "arrival points, up to 4 of 0..130"},
+		{"series", XP_FLAG_STR, "S", "unalloc (100 - GPU allocation %), frag (amount) or ratio"},
 		{"gate", XP_FLAG_BOOL, NULL, "exit 1 when a cell is outside max(2 published sd, 0.5)"},
 		{NULL, 0, NULL, NULL},
 	};
@@ -287,14 +288,16 @@ static int cmd_compare(int argc, char **argv)
 	xp_flag_get(flags, "published")->sval = pubdef;
 	xp_flag_get(flags, "format")->sval = (char *)"text";
 	xp_flag_get(flags, "points")->sval = (char *)"100,130";
+	xp_flag_get(flags, "series")->sval = (char *)"unalloc";
 	if (xp_flags_parse(flags, argc, argv, &help, &err) < 0) {
 		status = xp_cli_fail("sim compare", &err, 2);
 		goto out;
 	}
 	if (help) {
 		xp_flags_usage(stdout, "xpool sim compare --ours DIR [flags]",
-			       "Unallocated GPU % (mean+-sd over seeds) per workload and policy, ours\n"
-			       "beside published, with the gate |diff| <= max(2 published sd, 0.5).",
+			       "Unallocated GPU % (or, with --series, fragmentation amount or ratio),\n"
+			       "mean+-sd over seeds per workload and policy, ours beside published,\n"
+			       "with the gate |diff| <= max(2 published sd, 0.5).",
 			       flags);
 		status = 0;
 		goto out;
@@ -316,6 +319,18 @@ static int cmd_compare(int argc, char **argv)
 			o.format = XP_CMP_CSV;
 		else {
 			xp_errf(&err, XP_EINVAL, "--format: expected text, markdown or csv, got '%s'", f);
+			status = xp_cli_fail("sim compare", &err, 2);
+			goto out;
+		}
+		const char *se = xp_flag_get(flags, "series")->sval;
+		if (!strcmp(se, "unalloc"))
+			o.series = XP_CMP_UNALLOC;
+		else if (!strcmp(se, "frag"))
+			o.series = XP_CMP_FRAG;
+		else if (!strcmp(se, "ratio"))
+			o.series = XP_CMP_RATIO;
+		else {
+			xp_errf(&err, XP_EINVAL, "--series: expected unalloc, frag or ratio, got '%s'", se);
 			status = xp_cli_fail("sim compare", &err, 2);
 			goto out;
 		}

@@ -36,7 +36,11 @@ static const char *strip_workload(const char *w)
 	return strncmp(w, "openb_pod_list_", 15) == 0 ? w + 15 : w;
 }
 
-static int load(const char *where, struct table *t, struct xp_err *err)
+static const char *const series_file[] = {"analysis_allo_discrete.csv",
+					  "analysis_frag_discrete.csv",
+					  "analysis_frag_ratio_discrete.csv"};
+
+static int load(const char *where, int series, struct table *t, struct xp_err *err)
 {
 	char path[4096];
 	struct stat st;
@@ -46,7 +50,7 @@ static int load(const char *where, struct table *t, struct xp_err *err)
 	static const char *const need[] = {"workload", "sc_policy", "seed"};
 
 	if (stat(where, &st) == 0 && S_ISDIR(st.st_mode))
-		snprintf(path, sizeof(path), "%s/analysis_allo_discrete.csv", where);
+		snprintf(path, sizeof(path), "%s/%s", where, series_file[series]);
 	else
 		snprintf(path, sizeof(path), "%s", where);
 	if ((rc = xp_csv_open(path, &csv, err)) < 0)
@@ -92,7 +96,7 @@ struct stat2 {
 };
 
 /* unallocated % at x over the rows of (workload, policy) */
-static struct stat2 stats(const struct table *t, const char *w, const char *p, int x)
+static struct stat2 stats(const struct table *t, const char *w, const char *p, int x, int series)
 {
 	struct stat2 s = {0, 0, 0};
 	double sum = 0, sq = 0;
@@ -100,7 +104,7 @@ static struct stat2 stats(const struct table *t, const char *w, const char *p, i
 		const struct row *r = &t->rows[i];
 		if (strcmp(r->workload, w) || strcmp(r->policy, p) || !r->have[x])
 			continue;
-		double u = 100 - r->v[x];
+		double u = series == XP_CMP_UNALLOC ? 100 - r->v[x] : r->v[x];
 		sum += u;
 		sq += u * u;
 		s.n++;
@@ -132,7 +136,10 @@ int xp_compare(const struct xp_cmp_opts *o, FILE *out, struct xp_cmp_summary *su
 	int rc;
 
 	memset(sum, 0, sizeof(*sum));
-	if ((rc = load(o->ours, &ours, err)) < 0 || (rc = load(o->published, &pub, err)) < 0) {
+	if (o->series < 0 || o->series > XP_CMP_RATIO)
+		return xp_errf(err, XP_EINVAL, "unknown series %d", o->series);
+	if ((rc = load(o->ours, o->series, &ours, err)) < 0 ||
+	    (rc = load(o->published, o->series, &pub, err)) < 0) {
 		table_free(&ours);
 		table_free(&pub);
 		return rc;
@@ -157,7 +164,10 @@ int xp_compare(const struct xp_cmp_opts *o, FILE *out, struct xp_cmp_summary *su
 		fprintf(out, "%-12s %-17s", "workload", "policy");
 		for (int k = 0; k < o->npoints; k++)
 			fprintf(out, " | %-15s %-15s %6s %-4s", "ours", "published", "diff", "gate");
-		fprintf(out, "\n%-30s", "(unallocated GPU %, mean+-sd over seeds)");
+		static const char *const what[] = {"(unallocated GPU %, mean+-sd over seeds)",
+						   "(fragmentation, % of GPU capacity, mean+-sd)",
+						   "(fragmentation ratio, % of idle GPU, mean+-sd)"};
+		fprintf(out, "\n%-30s", what[o->series]);
 		for (int k = 0; k < o->npoints; k++)
 			fprintf(out, " | at %3d%% arrived %30s", o->points[k], "");
 		fputc('\n', out);
@@ -184,7 +194,8 @@ int xp_compare(const struct xp_cmp_opts *o, FILE *out, struct xp_cmp_summary *su
 				fprintf(out, "%-12s %-17s", w, p);
 			for (int k = 0; k < o->npoints; k++) {
 				int x = o->points[k];
-				struct stat2 a = stats(&ours, w, p, x), b = stats(&pub, w, p, x);
+				struct stat2 a = stats(&ours, w, p, x, o->series),
+					     b = stats(&pub, w, p, x, o->series);
 				char sa[40], sb[40], sd[16];
 				const char *gate = "";
 				snprintf(sa, sizeof(sa), "%.2f±%.2f (%d)", a.mean, a.sd, a.n);

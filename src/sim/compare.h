@@ -1,9 +1,10 @@
 /*
  * compare: our OpenB results side by side with the published ones.
- * Reads two analysis_allo_discrete.csv files, groups rows by (workload,
- * sc_policy), and reports unallocated GPU % = 100 - allocation at chosen
- * arrival points as mean +- sample sd over seeds, with the validation gate
- * of PROTOCOL.md 6.8: |ours - published| <= max(2 published sd, 0.5).
+ * Reads two result files of one series (analysis_allo_discrete.csv by
+ * default), groups rows by (workload, sc_policy), and reports the value at
+ * chosen arrival points (for allocation: unallocated GPU % = 100 - value)
+ * as mean +- sample sd over seeds, with the validation gate of PROTOCOL.md
+ * 6.8: |ours - published| <= max(2 published sd, 0.5).
  */
 #ifndef XP_COMPARE_H
 #define XP_COMPARE_H
@@ -14,10 +15,15 @@
 
 enum xp_cmp_format { XP_CMP_TEXT, XP_CMP_MARKDOWN, XP_CMP_CSV };
 
+/* What is compared: unallocated GPU % (100 - allocation), or the
+ * fragmentation amount (% of GPU capacity) or ratio (% of idle GPU). */
+enum xp_cmp_series { XP_CMP_UNALLOC, XP_CMP_FRAG, XP_CMP_RATIO };
+
 struct xp_cmp_opts {
 	const char *ours;      /* a directory or an analysis_allo_discrete.csv */
 	const char *published; /* the same */
 	int format;            /* enum xp_cmp_format */
+	int series;            /* enum xp_cmp_series */
 	int points[4];         /* arrival points, e.g. 100, 130 */
 	int npoints;
 };

@@ -27,23 +27,62 @@ int xp_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out)
 	return 0;
 }
 
-int xp_parse_double(const char *s, double *out)
+/* Length of a decimal number at s: [-]digits[.digits][e[+-]digits], or
+ * [-].digits...; 0 when there is none. Hex, "inf" and "nan" are not numbers
+ * here, whatever strtod() would make of them. */
+static size_t decimal_len(const char *s, int allow_sign)
 {
-	char *end;
-	double v;
+	size_t i = 0, digits = 0;
+	if (allow_sign && s[i] == '-')
+		i++;
+	while (isdigit((unsigned char)s[i]))
+		i++, digits++;
+	if (s[i] == '.') {
+		i++;
+		while (isdigit((unsigned char)s[i]))
+			i++, digits++;
+	}
+	if (!digits)
+		return 0;
+	if (s[i] == 'e' || s[i] == 'E') {
+		size_t j = i + 1;
+		if (s[j] == '+' || s[j] == '-')
+			j++;
+		if (isdigit((unsigned char)s[j])) {
+			while (isdigit((unsigned char)s[j]))
+				j++;
+			i = j;
+		}
+	}
+	return i;
+}
 
-	if (!s || !(isdigit((unsigned char)*s) || *s == '.' || *s == '-'))
+/* strtod over exactly the first len bytes of s */
+static int to_double(const char *s, size_t len, double *out)
+{
+	char buf[64];
+	double v;
+	if (len == 0 || len >= sizeof(buf))
 		return XP_EINVAL;
-	if (*s == '-' && !(isdigit((unsigned char)s[1]) || s[1] == '.'))
-		return XP_EINVAL;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
 	errno = 0;
-	v = strtod(s, &end);
-	if (*end != '\0' || !isfinite(v))
-		return XP_EINVAL;
-	if (errno == ERANGE)
+	v = strtod(buf, NULL);
+	if (!isfinite(v) || errno == ERANGE)
 		return XP_ERANGE;
 	*out = v;
 	return 0;
+}
+
+int xp_parse_double(const char *s, double *out)
+{
+	size_t len;
+	if (!s)
+		return XP_EINVAL;
+	len = decimal_len(s, 1);
+	if (len == 0 || s[len] != '\0')
+		return XP_EINVAL;
+	return to_double(s, len, out);
 }
 
 struct unit {
@@ -114,15 +153,16 @@ const char *xp_qty_hint(enum xp_qty kind)
 int xp_parse_qty(const char *s, enum xp_qty kind, double *out)
 {
 	const struct unit *u = units_of(kind);
-	char *end;
+	const char *end;
 	double v;
+	size_t len;
 
-	if (!s || !u || !(isdigit((unsigned char)*s) || *s == '.'))
+	if (!s || !u)
 		return XP_EINVAL;
-	errno = 0;
-	v = strtod(s, &end);
-	if (end == s || !isfinite(v) || errno == ERANGE)
+	len = decimal_len(s, 0);
+	if (len == 0 || to_double(s, len, &v) < 0)
 		return XP_EINVAL;
+	end = s + len;
 	/* the unit may follow one space: "600 GB/s" */
 	if (*end == ' ' && end[1] != '\0')
 		end++;

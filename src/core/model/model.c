@@ -81,7 +81,7 @@ struct xp_cluster *xp_cluster_create(void)
 	return c;
 }
 
-static void free_attrs(struct xp_attr *a, uint16_t n)
+void xp_attrs_free(struct xp_attr *a, uint16_t n)
 {
 	for (uint16_t i = 0; i < n; i++) {
 		free(a[i].key);
@@ -98,7 +98,7 @@ static void free_device(struct xp_device *d)
 	for (uint16_t i = 0; i < d->nparts; i++)
 		free(d->parts[i].name);
 	free(d->parts);
-	free_attrs(d->attrs, d->nattrs);
+	xp_attrs_free(d->attrs, d->nattrs);
 }
 
 void xp_cluster_destroy(struct xp_cluster *c)
@@ -108,7 +108,7 @@ void xp_cluster_destroy(struct xp_cluster *c)
 	for (size_t i = 0; i < c->nnodes; i++) {
 		struct xp_node *n = &c->nodes[i];
 		free(n->name);
-		free_attrs(n->labels, n->nlabels);
+		xp_attrs_free(n->labels, n->nlabels);
 		for (uint16_t d = 0; d < n->ndevs; d++)
 			free_device(&n->devs[d]);
 		free(n->devs);
@@ -176,6 +176,7 @@ const char *xp_attrs_get(const struct xp_attr *attrs, uint16_t n, const char *ke
 void xp_link_add(struct xp_device *d, int kind, int peer, uint32_t gbps)
 {
 	d->links = xreallocarray(d->links, (size_t)d->nlinks + 1, sizeof(*d->links));
+	memset(&d->links[d->nlinks], 0, sizeof(d->links[0])); /* padding too: links compare bytewise */
 	d->links[d->nlinks].kind = (uint8_t)kind;
 	d->links[d->nlinks].peer = (int16_t)peer;
 	d->links[d->nlinks].gbps = gbps;

@@ -96,11 +96,11 @@ struct xp_device {
 	xp_sym vendor, model, arch;
 	uint32_t cc;          /* compute capability x100 ("8.0" -> 800); 0 = unset */
 	uint64_t mem_mib;     /* device memory */
-	uint64_t mem_bw_mbps; /* memory bandwidth, MB/s */
+	uint64_t mem_bw_mb_s; /* memory bandwidth, MB/s */
 	uint32_t peak_gflops[XP_PREC_N];
 	uint32_t tdp_w, idle_w; /* power model */
 	int16_t numa;           /* NUMA domain on the node, -1 unknown */
-	int16_t island;         /* devices sharing a fast fabric share an id; -1 none */
+	int16_t island;         /* devices sharing a fast fabric share an id (per node); -1 none */
 	char *uuid, *pci_bus_id;
 	struct xp_link *links;
 	uint16_t nlinks;
@@ -115,7 +115,7 @@ struct xp_node {
 	uint64_t cpu_milli; /* allocatable CPU */
 	uint64_t mem_mib;   /* allocatable memory */
 	xp_sym arch, zone, region;
-	uint16_t numa_domains;
+	uint16_t numa_domains; /* 0 = unknown */
 	struct xp_attr *labels;
 	uint16_t nlabels;
 	struct xp_device *devs;
@@ -188,6 +188,8 @@ struct xp_device *xp_node_add_device(struct xp_node *n);
 /* Set (replace) an attribute in an attribute array. */
 void xp_attrs_set(struct xp_attr **attrs, uint16_t *n, const char *key, const char *value);
 const char *xp_attrs_get(const struct xp_attr *attrs, uint16_t n, const char *key);
+/* Free an attribute array and its strings. */
+void xp_attrs_free(struct xp_attr *attrs, uint16_t n);
 void xp_link_add(struct xp_device *d, int kind, int peer, uint32_t gbps);
 
 /* Totals over the cluster. */

@@ -1,1 +1,0 @@
-/* placeholder */ typedef int xp_desc_placeholder_;

@@ -16,6 +16,8 @@
 
 /* cmd_sim.c */
 int xp_cmd_sim(int argc, char **argv);
+/* cmd_cluster.c */
+int xp_cmd_cluster(int argc, char **argv);
 
 /* util.c */
 int xp_cli_fail(const char *verb, const struct xp_err *err, int status);

@@ -23,15 +23,28 @@ int xp_flags_parse(struct xp_flag *flags, int argc, char **argv, int *help, stru
 			*help = 1;
 			continue;
 		}
-		if (strncmp(a, "--", 2) != 0 || a[2] == '\0')
-			return xp_errf(err, XP_EINVAL, "unexpected argument '%s' (flags start with --)",
-				       a);
-		const char *name = a + 2, *eq = strchr(name, '=');
-		size_t len = eq ? (size_t)(eq - name) : strlen(name);
 		struct xp_flag *f = NULL;
-		for (struct xp_flag *g = flags; g->name; g++)
-			if (strlen(g->name) == len && strncmp(g->name, name, len) == 0)
-				f = g;
+		const char *name, *eq = NULL;
+		size_t len;
+		if (a[0] == '-' && a[1] != '-' && a[1] != '\0' && a[2] == '\0') {
+			for (struct xp_flag *g = flags; g->name; g++)
+				if (g->short_name == a[1])
+					f = g;
+			if (!f)
+				return xp_errf(err, XP_EINVAL, "unknown flag %s (see --help)", a);
+			name = f->name;
+			len = strlen(name);
+		} else {
+			if (strncmp(a, "--", 2) != 0 || a[2] == '\0')
+				return xp_errf(err, XP_EINVAL,
+					       "unexpected argument '%s' (flags start with --)", a);
+			name = a + 2;
+			eq = strchr(name, '=');
+			len = eq ? (size_t)(eq - name) : strlen(name);
+			for (struct xp_flag *g = flags; g->name; g++)
+				if (strlen(g->name) == len && strncmp(g->name, name, len) == 0)
+					f = g;
+		}
 		if (!f)
 			return xp_errf(err, XP_EINVAL, "unknown flag --%.*s (see --help)", (int)len,
 				       name);
@@ -84,11 +97,14 @@ void xp_flags_usage(FILE *out, const char *synopsis, const char *about, const st
 	if (flags->name)
 		fputs("\nflags:\n", out);
 	for (const struct xp_flag *f = flags; f->name; f++) {
-		char left[64];
+		char left[64], sn[8] = "";
+		if (f->short_name)
+			snprintf(sn, sizeof(sn), "-%c, ", f->short_name);
 		if (f->kind == XP_FLAG_BOOL)
-			snprintf(left, sizeof(left), "--%s", f->name);
+			snprintf(left, sizeof(left), "%s--%s", sn, f->name);
 		else
-			snprintf(left, sizeof(left), "--%s %s", f->name, f->metavar ? f->metavar : "VALUE");
+			snprintf(left, sizeof(left), "%s--%s %s", sn, f->name,
+				 f->metavar ? f->metavar : "VALUE");
 		fprintf(out, "  %-24s %s", left, f->help);
 		if (f->kind == XP_FLAG_STR && f->sval && !f->given)
 			fprintf(out, " (default: %s)", f->sval);

@@ -1,7 +1,8 @@
 /*
  * flags: command-line flags for the xpool verbs.
  *
- * Flags are "--name value", "--name=value" or, for booleans, "--name".
+ * Flags are "--name value", "--name=value", "-x value" where the flag has a
+ * short name, or, for booleans, "--name".
  * A flag given twice appends to a string flag with a ',' (so "--pods a
  * --pods b" equals "--pods a,b"). Unknown flags, missing values and stray
  * arguments are errors naming the flag. "-h" / "--help" set *help.
@@ -20,6 +21,7 @@ struct xp_flag {
 	int kind;         /* enum xp_flag_kind */
 	const char *metavar;
 	const char *help;
+	char short_name; /* "-o VALUE" for --output, 0 = none */
 	char *sval; /* result (malloc'd) or NULL; preset defaults are not freed */
 	int bval;
 	int given;

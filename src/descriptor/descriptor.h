@@ -12,8 +12,9 @@
  *   81920, 80Gi or 40GB (plain numbers are MiB), got '80Gx'
  *
  * Writing emits JSON in the same schema (explicit links, islands and
- * attributes, one entry per node and per device) that loads back into an
- * equal cluster.
+ * attributes; runs of identical devices and nodes folded into `count`
+ * only where loading the folded form rebuilds the same structs) that loads
+ * back into an equal cluster.
  *
  * Ownership: the load functions return a new cluster that the caller frees
  * with xp_cluster_destroy(); their inputs are borrowed.

@@ -32,9 +32,9 @@
 #include <string.h>
 
 static const char *const ref_names[REF_NPOLICIES] = {
-    [REF_RANDOM] = "random",   [REF_DOTPROD] = "dotprod", [REF_CLUSTERING] = "clustering",
-    [REF_PACKING] = "packing", [REF_BESTFIT] = "bestfit", [REF_FGD] = "fgd",
-    [REF_BINPACK] = "binpack", [REF_SPREAD] = "spread",
+	[REF_RANDOM] = "random",   [REF_DOTPROD] = "dotprod", [REF_CLUSTERING] = "clustering",
+	[REF_PACKING] = "packing", [REF_BESTFIT] = "bestfit", [REF_FGD] = "fgd",
+	[REF_BINPACK] = "binpack", [REF_SPREAD] = "spread",
 };
 
 const char *ref_policy_name(int policy)
@@ -436,16 +436,16 @@ static int32_t score_state(const struct ref_sched *r, uint32_t n, const struct n
 		return 0;
 	case REF_DOTPROD: {
 		double v =
-		    100.0 *
-		    (1.0 - (ratio(ratio(cn, mc) * c, mc) + ratio(ratio(l, mm) * ku, mm)) / 2.0);
+			100.0 *
+			(1.0 - (ratio(ratio(cn, mc) * c, mc) + ratio(ratio(l, mm) * ku, mm)) / 2.0);
 		return clamp((int64_t)v, max);
 	}
 	case REF_CLUSTERING: {
 		if (q->dev_count == 0)
 			return 0;
-		int64_t b = r->maxmilli
-				? 25 * ((int64_t)r->maxmilli - (int64_t)l) / (int64_t)r->maxmilli
-				: 0;
+		int64_t b = r->maxmilli ? 25 * ((int64_t)r->maxmilli - (int64_t)l) /
+						  (int64_t)r->maxmilli
+					: 0;
 		int t = tag_of(q->dev_count, q->dev_milli);
 		int ntags = 0;
 		for (int i = 0; i < REF_NTAGS; i++)

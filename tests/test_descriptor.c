@@ -28,18 +28,18 @@ static const char brief_yaml[] = "resources:\n"
 				 "    rdma_capability: 200Gbps\n";
 
 static const char brief_json[] =
-    "{\"resources\": [\n"
-    "  {\"type\": \"GPU\", \"vendor\": \"NVIDIA\",\n"
-    "   \"compute_capability\": \"8.0\",\n"
-    "   \"memory_bandwidth\": \"600GB/s\", \"interconnect\": \"NVLink\"},\n"
-    "  {\"type\": \"DPU\",\n"
-    "   \"offload_engines\": [\"storage\", \"network\", \"security\"],\n"
-    "   \"rdma_capability\": \"200Gbps\"}\n"
-    "]}\n";
+	"{\"resources\": [\n"
+	"  {\"type\": \"GPU\", \"vendor\": \"NVIDIA\",\n"
+	"   \"compute_capability\": \"8.0\",\n"
+	"   \"memory_bandwidth\": \"600GB/s\", \"interconnect\": \"NVLink\"},\n"
+	"  {\"type\": \"DPU\",\n"
+	"   \"offload_engines\": [\"storage\", \"network\", \"security\"],\n"
+	"   \"rdma_capability\": \"200Gbps\"}\n"
+	"]}\n";
 
 static struct xp_cluster *load(const char *name, const char *text)
 {
-	struct xp_err err = {0};
+	struct xp_err err = { 0 };
 	struct xp_cluster *c = xp_descriptor_load_buf(name, text, strlen(text), XP_DESC_AUTO, &err);
 	if (!c)
 		fail_msg("%s did not load: %s", name, err.text);
@@ -97,7 +97,7 @@ static void test_brief_yaml(void **state)
 {
 	(void)state;
 	char *path = xp_test_tmpfile(".yaml", brief_yaml);
-	struct xp_err err = {0};
+	struct xp_err err = { 0 };
 	assert_non_null(path);
 	struct xp_cluster *c = xp_descriptor_load_file(path, &err);
 	if (!c)
@@ -113,7 +113,7 @@ static void test_brief_json(void **state)
 {
 	(void)state;
 	char *path = xp_test_tmpfile(".json", brief_json);
-	struct xp_err err = {0};
+	struct xp_err err = { 0 };
 	assert_non_null(path);
 	struct xp_cluster *c = xp_descriptor_load_file(path, &err);
 	if (!c)
@@ -129,9 +129,9 @@ static void test_brief_json(void **state)
 static void test_small_example(void **state)
 {
 	(void)state;
-	struct xp_err err = {0};
+	struct xp_err err = { 0 };
 	struct xp_cluster *c =
-	    xp_descriptor_load_file(XP_SOURCE_DIR "/examples/clusters/small.yaml", &err);
+		xp_descriptor_load_file(XP_SOURCE_DIR "/examples/clusters/small.yaml", &err);
 	if (!c)
 		fail_msg("%s", err.text);
 	assert_int_equal(c->nnodes, 12);
@@ -199,15 +199,15 @@ static void test_count_replication(void **state)
 {
 	(void)state;
 	struct xp_cluster *c =
-	    load("rep.yaml", "nodes:\n"
-			     "  - name: w\n"
-			     "    count: 3\n"
-			     "    devices:\n"
-			     "      - {type: gpu, count: 4, interconnect: NVLink}\n"
-			     "      - {type: gpu, count: 2, interconnect: [PCIe, xGMI]}\n"
-			     "      - {type: gpu, count: 2, island: 7, interconnect: HCCS}\n"
-			     "      - {type: fpga, count: 2}\n"
-			     "  - name: solo\n");
+		load("rep.yaml", "nodes:\n"
+				 "  - name: w\n"
+				 "    count: 3\n"
+				 "    devices:\n"
+				 "      - {type: gpu, count: 4, interconnect: NVLink}\n"
+				 "      - {type: gpu, count: 2, interconnect: [PCIe, xGMI]}\n"
+				 "      - {type: gpu, count: 2, island: 7, interconnect: HCCS}\n"
+				 "      - {type: fpga, count: 2}\n"
+				 "  - name: solo\n");
 	assert_int_equal(c->nnodes, 4);
 	assert_string_equal(c->nodes[0].name, "w-0");
 	assert_string_equal(c->nodes[2].name, "w-2");
@@ -228,7 +228,8 @@ static void test_count_replication(void **state)
 		assert_int_equal(n->devs[4].links[0].kind, XP_LINK_XGMI);
 		assert_int_equal(n->devs[4].links[0].peer, 5);
 		assert_string_equal(
-		    xp_attrs_get(n->devs[4].attrs, n->devs[4].nattrs, "interconnect"), "PCIe,xGMI");
+			xp_attrs_get(n->devs[4].attrs, n->devs[4].nattrs, "interconnect"),
+			"PCIe,xGMI");
 		assert_int_equal(n->devs[6].island, 7);
 		assert_int_equal(n->devs[7].links[0].peer, 6);
 		assert_int_equal(n->devs[8].island, -1);
@@ -241,16 +242,17 @@ static void test_count_replication(void **state)
 static void test_units(void **state)
 {
 	(void)state;
-	struct xp_cluster *c = load(
-	    "units.yaml", "nodes:\n"
-			  "  - {name: a, cpu: \"2.5\", memory: 512Gi, devices: [\n"
-			  "      {type: gpu, memory: 80Gi, tdp: 0.7kW, idle_power: 60,\n"
-			  "       memory_bandwidth: 2TB/s, peak: {fp64: 19.5T, int8: 624TOPS}},\n"
-			  "      {type: gpu, memory: 40GB, memory_bandwidth: 900 GB/s},\n"
-			  "      {type: npu, memory: 81920, compute_capability: 7.5},\n"
-			  "      {type: dpu, memory: 512Mi, rdma_capability: 100Gb/s}]}\n"
-			  "  - {name: b, cpu: 500m, memory: 1024}\n"
-			  "  - {name: c, cpu: 128}\n");
+	struct xp_cluster *c =
+		load("units.yaml",
+		     "nodes:\n"
+		     "  - {name: a, cpu: \"2.5\", memory: 512Gi, devices: [\n"
+		     "      {type: gpu, memory: 80Gi, tdp: 0.7kW, idle_power: 60,\n"
+		     "       memory_bandwidth: 2TB/s, peak: {fp64: 19.5T, int8: 624TOPS}},\n"
+		     "      {type: gpu, memory: 40GB, memory_bandwidth: 900 GB/s},\n"
+		     "      {type: npu, memory: 81920, compute_capability: 7.5},\n"
+		     "      {type: dpu, memory: 512Mi, rdma_capability: 100Gb/s}]}\n"
+		     "  - {name: b, cpu: 500m, memory: 1024}\n"
+		     "  - {name: c, cpu: 128}\n");
 	assert_int_equal(c->nodes[0].cpu_milli, 2500);
 	assert_int_equal(c->nodes[0].mem_mib, 512 * 1024);
 	assert_int_equal(c->nodes[1].cpu_milli, 500);
@@ -296,105 +298,110 @@ struct bad {
 #define DEV    NODE_A "    devices:\n      - type: gpu\n"
 
 static const struct bad bads[] = {
-    {"t.yaml", NODE_A "  - name: b\n    devices:\n      - type: gpu\n        memory: 80Gx\n",
-     XP_EINVAL, "t.yaml:6: nodes[1].devices[0].memory: expected a size such as 81920",
-     "got '80Gx'"},
-    {"t.yaml", NODE_A "    colour: red\n", XP_EINVAL, "t.yaml:3: nodes[0].colour: unknown key",
-     "expected one of: name, count"},
-    {"t.yaml", NODE_A "    Memory: 1Gi\n", XP_EINVAL, "t.yaml:3: nodes[0].Memory",
-     "did you mean 'memory'"},
-    {"t.yaml", NODE_A "  - name: a\n", XP_EEXIST, "t.yaml:3: nodes[1].name", "more than once"},
-    {"t.yaml", NODE_A "    count: 2\n  - name: a-1\n", XP_EEXIST, "t.yaml:4: nodes[1].name",
-     "'a-1'"},
-    {"t.yaml", "nodes:\n  - name: 'a b'\n", XP_EINVAL, "t.yaml:2: nodes[0].name",
-     "invalid node name"},
-    {"t.yaml", "nodes:\n  - cpu: 4\n", XP_EINVAL, "t.yaml:2: nodes[0]: missing 'name'", NULL},
-    {"t.yaml", NODE_A "    cpu: four\n", XP_EINVAL, "t.yaml:3: nodes[0].cpu: expected cores",
-     "got 'four'"},
-    {"t.yaml", NODE_A "    cpu: {n: 4}\n", XP_EINVAL, "t.yaml:3: nodes[0].cpu", "got a map"},
-    {"t.yaml", NODE_A "    memory: 99999999999Ti\n", XP_ERANGE, "t.yaml:3: nodes[0].memory",
-     "out of range"},
-    {"t.yaml", NODE_A "    count: 0\n", XP_ERANGE, "t.yaml:3: nodes[0].count", "1..100000"},
-    {"t.yaml", NODE_A "    count: 99999999999999999999999\n", XP_ERANGE, "t.yaml:3: nodes[0].count",
-     NULL},
-    {"t.yaml", NODE_A "    numa_domains: -2\n", XP_ERANGE, "t.yaml:3: nodes[0].numa_domains", NULL},
-    {"t.yaml", NODE_A "    labels: [a, b]\n", XP_EINVAL, "t.yaml:3: nodes[0].labels",
-     "expected a map, got a list"},
-    {"t.yaml", NODE_A "    labels: {x: [1, 2]}\n", XP_EINVAL, "t.yaml:3: nodes[0].labels.x", NULL},
-    {"t.yaml", NODE_A "    devices: {type: gpu}\n", XP_EINVAL, "t.yaml:3: nodes[0].devices",
-     "expected a list"},
-    {"t.yaml", NODE_A "    devices:\n      - vendor: x\n", XP_EINVAL,
-     "t.yaml:4: nodes[0].devices[0]: missing 'type'", NULL},
-    {"t.yaml", NODE_A "    devices:\n      - type: xpu\n", XP_EINVAL,
-     "t.yaml:4: nodes[0].devices[0].type", "'xpu'"},
-    {"t.yaml", DEV "        class: npu\n", XP_EINVAL, "t.yaml:5: nodes[0].devices[0].class",
-     "another name"},
-    {"t.yaml", DEV "        compute_capability: 8.x\n", XP_EINVAL,
-     "t.yaml:5: nodes[0].devices[0].compute_capability", "got '8.x'"},
-    {"t.yaml", DEV "        compute_capability: 8.123\n", XP_EINVAL,
-     "t.yaml:5: nodes[0].devices[0].compute_capability", NULL},
-    {"t.yaml", DEV "        memory_bandwidth: 600\n", XP_EINVAL,
-     "t.yaml:5: nodes[0].devices[0].memory_bandwidth", "byte rate"},
-    {"t.yaml", DEV "        interconnect: [NVLink, Warp]\n", XP_EINVAL,
-     "t.yaml:5: nodes[0].devices[0].interconnect[1]", "'Warp'"},
-    {"t.yaml", DEV "        count: 65\n", XP_ERANGE, "t.yaml:5: nodes[0].devices[0].count", NULL},
-    {"t.yaml", DEV "        count: 40\n      - type: gpu\n        count: 30\n", XP_ERANGE,
-     "t.yaml:7: nodes[0].devices[1].count", "70 devices"},
-    {"t.yaml", DEV "        count: 2\n        uuid: GPU-1\n", XP_EINVAL,
-     "t.yaml:6: nodes[0].devices[0].uuid", "count > 1"},
-    {"t.yaml", DEV "        peak: {fp4: 1PFLOPS}\n", XP_EINVAL,
-     "t.yaml:5: nodes[0].devices[0].peak.fp4", "unknown precision"},
-    {"t.yaml", DEV "        peak: {fp16: 312}\n", XP_EINVAL,
-     "t.yaml:5: nodes[0].devices[0].peak.fp16", "throughput"},
-    {"t.yaml", DEV "        health: sick\n", XP_EINVAL, "t.yaml:5: nodes[0].devices[0].health",
-     "'sick'"},
-    {"t.yaml", DEV "        partitions:\n          - {name: p, compute_milli: 1001}\n", XP_ERANGE,
-     "t.yaml:6: nodes[0].devices[0].partitions[0].compute_milli", NULL},
-    {"t.yaml", DEV "        partitions:\n          - {name: p}\n", XP_EINVAL,
-     "t.yaml:6: nodes[0].devices[0].partitions[0]", "compute_milli"},
-    {"t.yaml", DEV "        links:\n          - {kind: nvlink, peer: 3}\n", XP_EINVAL,
-     "t.yaml:6: nodes[0].devices[0].links[0].peer", "does not exist"},
-    {"t.yaml", DEV "        links:\n          - {kind: nvlink, peer: 0}\n", XP_EINVAL,
-     "t.yaml:6: nodes[0].devices[0].links[0].peer", "itself"},
-    {"t.yaml", DEV "        rdma_capability: fast\n", XP_EINVAL,
-     "t.yaml:5: nodes[0].devices[0].rdma_capability", "bit rate"},
-    {"t.yaml", DEV "        attributes: {a: {b: c}}\n", XP_EINVAL,
-     "t.yaml:5: nodes[0].devices[0].attributes.a", "got a map"},
-    {"t.yaml", DEV "        type: npu\n", XP_EEXIST, "t.yaml:5: nodes[0].devices[0].type",
-     "duplicate key"},
-    {"t.yaml", "version: 2\nnodes: []\n", XP_EVERSION, "t.yaml:1: version", "not supported"},
-    {"t.yaml", "cpu: 4\nnodes: []\n", XP_EINVAL, "t.yaml:1: cpu", "'resources'"},
-    {"t.yaml", "nodes: []\nextra: 1\n", XP_EINVAL, "t.yaml:2: extra: unknown key", NULL},
-    {"t.yaml", "name: x\n", XP_EINVAL, "'nodes'", "'resources'"},
-    {"t.yaml", "name: a\nresources: []\nnodes: [{name: a}]\n", XP_EEXIST, "t.yaml:3: nodes[0].name",
-     NULL},
-    {"t.yaml", "42\n", XP_EINVAL, "t.yaml:1: expected a map", NULL},
-    {"t.yaml", "- a\n", XP_EINVAL, "t.yaml:1: expected a map", "got a list"},
-    {"t.yaml", "", XP_EINVAL, "t.yaml: empty descriptor", NULL},
-    {"t.yaml", "nodes: &n []\n", XP_EUNSUPP, "t.yaml:1: nodes: anchors", NULL},
-    {"t.yaml", "nodes: !!set {}\n", XP_EUNSUPP, "t.yaml:1: nodes: tag", NULL},
-    {"t.yaml", "--- {}\n--- {}\n", XP_EUNSUPP, "t.yaml:2:", "one YAML document"},
-    {"t.yaml", "nodes:\n  - name: a\n  devices: [\n", XP_EINVAL, "t.yaml:3:", "YAML syntax"},
-    {"t.yaml",
-     "nodes: [{name: a, count: 100000}, {name: b, count: 100000}, "
-     "{name: c, count: 100000}, {name: d, count: 100000}, {name: e, count: 100000}, "
-     "{name: f, count: 100000}, {name: g, count: 100000}, {name: h, count: 100000}, "
-     "{name: i, count: 100000}, {name: j, count: 100000}, {name: k}]\n",
-     XP_ETOOBIG, "t.yaml:1: nodes[10]", "more than 1000000 nodes"},
-    {"t.json",
-     "{\"nodes\": [{\"name\": \"a\", \"devices\": [{\"type\": \"gpu\", "
-     "\"memory\": \"80Gx\"}]}]}",
-     XP_EINVAL, "t.json: nodes[0].devices[0].memory: expected a size", "'80Gx'"},
-    {"t.json", "{\"nodes\": [{\"name\": \"a\", \"name\": \"b\"}]}", XP_EINVAL,
-     "t.json:1:", "duplicate"},
-    {"t.json", "{\"nodes\": [}", XP_EINVAL, "t.json:1:", "JSON syntax error"},
-    {"t.json", "{\"nodes\": [{\"name\": \"a\", \"cpu\": 1e999}]}", XP_EINVAL, "t.json:1:", NULL},
-    {"t.json", "{\"nodes\": [{\"name\": \"a\", \"count\": 1.5}]}", XP_EINVAL,
-     "t.json: nodes[0].count", "got '1.5'"},
-    {"t.json", "{\"nodes\": [{\"name\": \"a\", \"numa_domains\": true}]}", XP_EINVAL,
-     "t.json: nodes[0].numa_domains", "got 'true'"},
-    {"t.json", "\"nodes\"", XP_EINVAL, "t.json: expected a map", "got a string"},
-    {"t.json", "{\"nodes\": [{\"name\": \"a\\u0000b\"}]}", XP_EINVAL, "t.json:1:", NULL},
+	{ "t.yaml", NODE_A "  - name: b\n    devices:\n      - type: gpu\n        memory: 80Gx\n",
+	  XP_EINVAL, "t.yaml:6: nodes[1].devices[0].memory: expected a size such as 81920",
+	  "got '80Gx'" },
+	{ "t.yaml", NODE_A "    colour: red\n", XP_EINVAL, "t.yaml:3: nodes[0].colour: unknown key",
+	  "expected one of: name, count" },
+	{ "t.yaml", NODE_A "    Memory: 1Gi\n", XP_EINVAL, "t.yaml:3: nodes[0].Memory",
+	  "did you mean 'memory'" },
+	{ "t.yaml", NODE_A "  - name: a\n", XP_EEXIST, "t.yaml:3: nodes[1].name",
+	  "more than once" },
+	{ "t.yaml", NODE_A "    count: 2\n  - name: a-1\n", XP_EEXIST, "t.yaml:4: nodes[1].name",
+	  "'a-1'" },
+	{ "t.yaml", "nodes:\n  - name: 'a b'\n", XP_EINVAL, "t.yaml:2: nodes[0].name",
+	  "invalid node name" },
+	{ "t.yaml", "nodes:\n  - cpu: 4\n", XP_EINVAL, "t.yaml:2: nodes[0]: missing 'name'", NULL },
+	{ "t.yaml", NODE_A "    cpu: four\n", XP_EINVAL, "t.yaml:3: nodes[0].cpu: expected cores",
+	  "got 'four'" },
+	{ "t.yaml", NODE_A "    cpu: {n: 4}\n", XP_EINVAL, "t.yaml:3: nodes[0].cpu", "got a map" },
+	{ "t.yaml", NODE_A "    memory: 99999999999Ti\n", XP_ERANGE, "t.yaml:3: nodes[0].memory",
+	  "out of range" },
+	{ "t.yaml", NODE_A "    count: 0\n", XP_ERANGE, "t.yaml:3: nodes[0].count", "1..100000" },
+	{ "t.yaml", NODE_A "    count: 99999999999999999999999\n", XP_ERANGE,
+	  "t.yaml:3: nodes[0].count", NULL },
+	{ "t.yaml", NODE_A "    numa_domains: -2\n", XP_ERANGE, "t.yaml:3: nodes[0].numa_domains",
+	  NULL },
+	{ "t.yaml", NODE_A "    labels: [a, b]\n", XP_EINVAL, "t.yaml:3: nodes[0].labels",
+	  "expected a map, got a list" },
+	{ "t.yaml", NODE_A "    labels: {x: [1, 2]}\n", XP_EINVAL, "t.yaml:3: nodes[0].labels.x",
+	  NULL },
+	{ "t.yaml", NODE_A "    devices: {type: gpu}\n", XP_EINVAL, "t.yaml:3: nodes[0].devices",
+	  "expected a list" },
+	{ "t.yaml", NODE_A "    devices:\n      - vendor: x\n", XP_EINVAL,
+	  "t.yaml:4: nodes[0].devices[0]: missing 'type'", NULL },
+	{ "t.yaml", NODE_A "    devices:\n      - type: xpu\n", XP_EINVAL,
+	  "t.yaml:4: nodes[0].devices[0].type", "'xpu'" },
+	{ "t.yaml", DEV "        class: npu\n", XP_EINVAL, "t.yaml:5: nodes[0].devices[0].class",
+	  "another name" },
+	{ "t.yaml", DEV "        compute_capability: 8.x\n", XP_EINVAL,
+	  "t.yaml:5: nodes[0].devices[0].compute_capability", "got '8.x'" },
+	{ "t.yaml", DEV "        compute_capability: 8.123\n", XP_EINVAL,
+	  "t.yaml:5: nodes[0].devices[0].compute_capability", NULL },
+	{ "t.yaml", DEV "        memory_bandwidth: 600\n", XP_EINVAL,
+	  "t.yaml:5: nodes[0].devices[0].memory_bandwidth", "byte rate" },
+	{ "t.yaml", DEV "        interconnect: [NVLink, Warp]\n", XP_EINVAL,
+	  "t.yaml:5: nodes[0].devices[0].interconnect[1]", "'Warp'" },
+	{ "t.yaml", DEV "        count: 65\n", XP_ERANGE, "t.yaml:5: nodes[0].devices[0].count",
+	  NULL },
+	{ "t.yaml", DEV "        count: 40\n      - type: gpu\n        count: 30\n", XP_ERANGE,
+	  "t.yaml:7: nodes[0].devices[1].count", "70 devices" },
+	{ "t.yaml", DEV "        count: 2\n        uuid: GPU-1\n", XP_EINVAL,
+	  "t.yaml:6: nodes[0].devices[0].uuid", "count > 1" },
+	{ "t.yaml", DEV "        peak: {fp4: 1PFLOPS}\n", XP_EINVAL,
+	  "t.yaml:5: nodes[0].devices[0].peak.fp4", "unknown precision" },
+	{ "t.yaml", DEV "        peak: {fp16: 312}\n", XP_EINVAL,
+	  "t.yaml:5: nodes[0].devices[0].peak.fp16", "throughput" },
+	{ "t.yaml", DEV "        health: sick\n", XP_EINVAL, "t.yaml:5: nodes[0].devices[0].health",
+	  "'sick'" },
+	{ "t.yaml", DEV "        partitions:\n          - {name: p, compute_milli: 1001}\n",
+	  XP_ERANGE, "t.yaml:6: nodes[0].devices[0].partitions[0].compute_milli", NULL },
+	{ "t.yaml", DEV "        partitions:\n          - {name: p}\n", XP_EINVAL,
+	  "t.yaml:6: nodes[0].devices[0].partitions[0]", "compute_milli" },
+	{ "t.yaml", DEV "        links:\n          - {kind: nvlink, peer: 3}\n", XP_EINVAL,
+	  "t.yaml:6: nodes[0].devices[0].links[0].peer", "does not exist" },
+	{ "t.yaml", DEV "        links:\n          - {kind: nvlink, peer: 0}\n", XP_EINVAL,
+	  "t.yaml:6: nodes[0].devices[0].links[0].peer", "itself" },
+	{ "t.yaml", DEV "        rdma_capability: fast\n", XP_EINVAL,
+	  "t.yaml:5: nodes[0].devices[0].rdma_capability", "bit rate" },
+	{ "t.yaml", DEV "        attributes: {a: {b: c}}\n", XP_EINVAL,
+	  "t.yaml:5: nodes[0].devices[0].attributes.a", "got a map" },
+	{ "t.yaml", DEV "        type: npu\n", XP_EEXIST, "t.yaml:5: nodes[0].devices[0].type",
+	  "duplicate key" },
+	{ "t.yaml", "version: 2\nnodes: []\n", XP_EVERSION, "t.yaml:1: version", "not supported" },
+	{ "t.yaml", "cpu: 4\nnodes: []\n", XP_EINVAL, "t.yaml:1: cpu", "'resources'" },
+	{ "t.yaml", "nodes: []\nextra: 1\n", XP_EINVAL, "t.yaml:2: extra: unknown key", NULL },
+	{ "t.yaml", "name: x\n", XP_EINVAL, "'nodes'", "'resources'" },
+	{ "t.yaml", "name: a\nresources: []\nnodes: [{name: a}]\n", XP_EEXIST,
+	  "t.yaml:3: nodes[0].name", NULL },
+	{ "t.yaml", "42\n", XP_EINVAL, "t.yaml:1: expected a map", NULL },
+	{ "t.yaml", "- a\n", XP_EINVAL, "t.yaml:1: expected a map", "got a list" },
+	{ "t.yaml", "", XP_EINVAL, "t.yaml: empty descriptor", NULL },
+	{ "t.yaml", "nodes: &n []\n", XP_EUNSUPP, "t.yaml:1: nodes: anchors", NULL },
+	{ "t.yaml", "nodes: !!set {}\n", XP_EUNSUPP, "t.yaml:1: nodes: tag", NULL },
+	{ "t.yaml", "--- {}\n--- {}\n", XP_EUNSUPP, "t.yaml:2:", "one YAML document" },
+	{ "t.yaml", "nodes:\n  - name: a\n  devices: [\n", XP_EINVAL, "t.yaml:3:", "YAML syntax" },
+	{ "t.yaml",
+	  "nodes: [{name: a, count: 100000}, {name: b, count: 100000}, "
+	  "{name: c, count: 100000}, {name: d, count: 100000}, {name: e, count: 100000}, "
+	  "{name: f, count: 100000}, {name: g, count: 100000}, {name: h, count: 100000}, "
+	  "{name: i, count: 100000}, {name: j, count: 100000}, {name: k}]\n",
+	  XP_ETOOBIG, "t.yaml:1: nodes[10]", "more than 1000000 nodes" },
+	{ "t.json",
+	  "{\"nodes\": [{\"name\": \"a\", \"devices\": [{\"type\": \"gpu\", "
+	  "\"memory\": \"80Gx\"}]}]}",
+	  XP_EINVAL, "t.json: nodes[0].devices[0].memory: expected a size", "'80Gx'" },
+	{ "t.json", "{\"nodes\": [{\"name\": \"a\", \"name\": \"b\"}]}", XP_EINVAL,
+	  "t.json:1:", "duplicate" },
+	{ "t.json", "{\"nodes\": [}", XP_EINVAL, "t.json:1:", "JSON syntax error" },
+	{ "t.json", "{\"nodes\": [{\"name\": \"a\", \"cpu\": 1e999}]}", XP_EINVAL,
+	  "t.json:1:", NULL },
+	{ "t.json", "{\"nodes\": [{\"name\": \"a\", \"count\": 1.5}]}", XP_EINVAL,
+	  "t.json: nodes[0].count", "got '1.5'" },
+	{ "t.json", "{\"nodes\": [{\"name\": \"a\", \"numa_domains\": true}]}", XP_EINVAL,
+	  "t.json: nodes[0].numa_domains", "got 'true'" },
+	{ "t.json", "\"nodes\"", XP_EINVAL, "t.json: expected a map", "got a string" },
+	{ "t.json", "{\"nodes\": [{\"name\": \"a\\u0000b\"}]}", XP_EINVAL, "t.json:1:", NULL },
 };
 
 static void test_bad_inputs(void **state)
@@ -404,9 +411,9 @@ static void test_bad_inputs(void **state)
 	assert_true(n >= 25);
 	for (size_t i = 0; i < n; i++) {
 		const struct bad *b = &bads[i];
-		struct xp_err err = {0};
-		struct xp_cluster *c =
-		    xp_descriptor_load_buf(b->name, b->text, strlen(b->text), XP_DESC_AUTO, &err);
+		struct xp_err err = { 0 };
+		struct xp_cluster *c = xp_descriptor_load_buf(b->name, b->text, strlen(b->text),
+							      XP_DESC_AUTO, &err);
 		if (c) {
 			xp_cluster_destroy(c);
 			fail_msg("bad input %zu loaded:\n%s", i, b->text);
@@ -446,12 +453,12 @@ static void test_hostile_inputs(void **state)
 
 	/* NUL bytes and binary garbage */
 	static const char nul_yaml[] = "nodes:\n  - name: a\0b\n";
-	assert_null(
-	    xp_descriptor_load_buf("n.yaml", nul_yaml, sizeof(nul_yaml) - 1, XP_DESC_AUTO, &err));
+	assert_null(xp_descriptor_load_buf("n.yaml", nul_yaml, sizeof(nul_yaml) - 1, XP_DESC_AUTO,
+					   &err));
 	assert_true(err.code < 0);
 	static const char nul_json[] = "{\"nodes\": [{\"name\": \"a\0\"}]}";
-	assert_null(
-	    xp_descriptor_load_buf("n.json", nul_json, sizeof(nul_json) - 1, XP_DESC_AUTO, &err));
+	assert_null(xp_descriptor_load_buf("n.json", nul_json, sizeof(nul_json) - 1, XP_DESC_AUTO,
+					   &err));
 	assert_true(err.code < 0);
 	char bin[4096];
 	struct xp_rng r;
@@ -459,8 +466,8 @@ static void test_hostile_inputs(void **state)
 	for (size_t i = 0; i < sizeof(bin); i++)
 		bin[i] = (char)xp_rng_next(&r);
 	for (int f = 0; f < 3; f++) {
-		assert_null(
-		    xp_descriptor_load_buf("bin", bin, sizeof(bin), (enum xp_desc_format)f, &err));
+		assert_null(xp_descriptor_load_buf("bin", bin, sizeof(bin), (enum xp_desc_format)f,
+						   &err));
 		assert_true(err.code < 0 && err.text[0]);
 	}
 
@@ -469,25 +476,25 @@ static void test_hostile_inputs(void **state)
 	assert_int_equal(err.code, XP_EINVAL);
 	assert_null(xp_descriptor_load_buf("e.json", "", 0, XP_DESC_AUTO, &err));
 	assert_true(err.code < 0);
-	assert_null(
-	    xp_descriptor_load_buf("e.yaml", "   \n# only a comment\n", 21, XP_DESC_AUTO, NULL));
+	assert_null(xp_descriptor_load_buf("e.yaml", "   \n# only a comment\n", 21, XP_DESC_AUTO,
+					   NULL));
 	assert_null(xp_descriptor_load_file("/nonexistent/cluster.yaml", &err));
 	assert_int_equal(err.code, -2); /* -ENOENT */
 	assert_non_null(strstr(err.text, "/nonexistent/cluster.yaml"));
 
 	/* huge numbers */
 	const char *huge[] = {
-	    "nodes: [{name: a, cpu: 1e308}]",
-	    "nodes: [{name: a, memory: 18446744073709551616}]",
-	    "nodes: [{name: a, devices: [{type: gpu, tdp: 5000000000W}]}]",
-	    "nodes: [{name: a, devices: [{type: gpu, peak: {fp8: 1e30T}}]}]",
-	    "nodes: [{name: a, devices: [{type: gpu, island: 40000}]}]",
-	    "nodes: [{name: a, devices: [{type: gpu, rdma_capability: 1e20Tbps}]}]",
-	    "{\"nodes\": [{\"name\": \"a\", \"memory\": 123456789012345678901234567890}]}",
+		"nodes: [{name: a, cpu: 1e308}]",
+		"nodes: [{name: a, memory: 18446744073709551616}]",
+		"nodes: [{name: a, devices: [{type: gpu, tdp: 5000000000W}]}]",
+		"nodes: [{name: a, devices: [{type: gpu, peak: {fp8: 1e30T}}]}]",
+		"nodes: [{name: a, devices: [{type: gpu, island: 40000}]}]",
+		"nodes: [{name: a, devices: [{type: gpu, rdma_capability: 1e20Tbps}]}]",
+		"{\"nodes\": [{\"name\": \"a\", \"memory\": 123456789012345678901234567890}]}",
 	};
 	for (size_t i = 0; i < sizeof(huge) / sizeof(huge[0]); i++) {
 		assert_null(
-		    xp_descriptor_load_buf("h", huge[i], strlen(huge[i]), XP_DESC_AUTO, &err));
+			xp_descriptor_load_buf("h", huge[i], strlen(huge[i]), XP_DESC_AUTO, &err));
 		assert_true(err.code < 0 && err.text[0]);
 	}
 
@@ -497,7 +504,7 @@ static void test_hostile_inputs(void **state)
 	memcpy(longname, "nodes: [{name: ", 15);
 	memcpy(longname + sizeof(longname) - 3, "}]", 3);
 	assert_null(
-	    xp_descriptor_load_buf("l.yaml", longname, strlen(longname), XP_DESC_AUTO, &err));
+		xp_descriptor_load_buf("l.yaml", longname, strlen(longname), XP_DESC_AUTO, &err));
 	assert_non_null(strstr(err.text, "invalid node name"));
 }
 
@@ -588,49 +595,49 @@ static void round_trip(struct xp_cluster *c)
 static void test_round_trip(void **state)
 {
 	(void)state;
-	struct xp_err err = {0};
+	struct xp_err err = { 0 };
 	struct xp_cluster *c =
-	    xp_descriptor_load_file(XP_SOURCE_DIR "/examples/clusters/small.yaml", &err);
+		xp_descriptor_load_file(XP_SOURCE_DIR "/examples/clusters/small.yaml", &err);
 	if (!c)
 		fail_msg("%s", err.text);
 	round_trip(c);
 	round_trip(load("brief.yaml", brief_yaml));
 	round_trip(load("brief.json", brief_json));
-	round_trip(
-	    load("all.yaml",
-		 "zone: z1\n"
-		 "labels: {team: infra, empty: ~}\n"
-		 "nodes:\n"
-		 "  - name: all.fields_1\n"
-		 "    cpu: 2500m\n"
-		 "    memory: 40GB\n"
-		 "    numa_domains: 0\n"
-		 "    region: r\n"
-		 "    labels: {team: ml, \"quoted key\": \"v\"}\n"
-		 "    devices:\n"
-		 "      - class: asic\n"
-		 "        vendor: Google\n"
-		 "        model: TPU-v4\n"
-		 "        arch: tpu\n"
-		 "        compute_capability: \"8.65\"\n"
-		 "        memory: 32Gi\n"
-		 "        memory_bandwidth: 1.2TB/s\n"
-		 "        peak: {bf16: 275TFLOPS, int8: 275.5TOPS}\n"
-		 "        tdp: 170W\n"
-		 "        idle_power: 0.5W\n"
-		 "        numa: 3\n"
-		 "        island: 2\n"
-		 "        health: Degraded\n"
-		 "        uuid: TPU-1234\n"
-		 "        pci_bus_id: \"0000:3b:00.0\"\n"
-		 "        partitions: [{name: half, compute_milli: 500, memory: 16Gi, max: 2}]\n"
-		 "        links:\n"
-		 "          - {kind: other, peer: 1}\n"
-		 "      - {type: cim, links: [{kind: cxl, peer: 0, bandwidth: 512Gbps}],\n"
-		 "         health: unhealthy, island: 2, attributes: {tags: [a, b, c], n: 3}}\n"
-		 "      - {type: cpu, vendor: Ampere, count: 2, interconnect: [xgmi, nvlink],\n"
-		 "         offload_engines: crypto}\n"
-		 "  - name: bare\n"));
+	round_trip(load(
+		"all.yaml",
+		"zone: z1\n"
+		"labels: {team: infra, empty: ~}\n"
+		"nodes:\n"
+		"  - name: all.fields_1\n"
+		"    cpu: 2500m\n"
+		"    memory: 40GB\n"
+		"    numa_domains: 0\n"
+		"    region: r\n"
+		"    labels: {team: ml, \"quoted key\": \"v\"}\n"
+		"    devices:\n"
+		"      - class: asic\n"
+		"        vendor: Google\n"
+		"        model: TPU-v4\n"
+		"        arch: tpu\n"
+		"        compute_capability: \"8.65\"\n"
+		"        memory: 32Gi\n"
+		"        memory_bandwidth: 1.2TB/s\n"
+		"        peak: {bf16: 275TFLOPS, int8: 275.5TOPS}\n"
+		"        tdp: 170W\n"
+		"        idle_power: 0.5W\n"
+		"        numa: 3\n"
+		"        island: 2\n"
+		"        health: Degraded\n"
+		"        uuid: TPU-1234\n"
+		"        pci_bus_id: \"0000:3b:00.0\"\n"
+		"        partitions: [{name: half, compute_milli: 500, memory: 16Gi, max: 2}]\n"
+		"        links:\n"
+		"          - {kind: other, peer: 1}\n"
+		"      - {type: cim, links: [{kind: cxl, peer: 0, bandwidth: 512Gbps}],\n"
+		"         health: unhealthy, island: 2, attributes: {tags: [a, b, c], n: 3}}\n"
+		"      - {type: cpu, vendor: Ampere, count: 2, interconnect: [xgmi, nvlink],\n"
+		"         offload_engines: crypto}\n"
+		"  - name: bare\n"));
 	/* groups the writer must (or must not) fold back into count / interconnect */
 	round_trip(load("groups.yaml",
 			"nodes:\n"
@@ -690,17 +697,19 @@ static void test_fuzz(void **state)
 	char *json = NULL;
 	struct xp_err err0;
 	struct xp_cluster *c =
-	    xp_descriptor_load_file(XP_SOURCE_DIR "/examples/clusters/small.yaml", &err0);
+		xp_descriptor_load_file(XP_SOURCE_DIR "/examples/clusters/small.yaml", &err0);
 	assert_non_null(c);
 	json = xp_descriptor_to_json(c);
 	xp_cluster_destroy(c);
-	const char *seeds[] = {brief_yaml, brief_json,
-			       "nodes:\n  - name: a\n    count: 2\n    cpu: 4\n    devices:\n"
-			       "      - {type: gpu, count: 2, memory: 80Gi, interconnect: NVLink,\n"
-			       "         partitions: [{name: p, compute_milli: 500}],\n"
-			       "         peak: {fp16: 312T}, attributes: {a: [1, 2]}}\n"
-			       "      - {type: dpu, links: [{kind: rdma, bandwidth: 100G}]}\n",
-			       json};
+	const char *seeds[] = {
+		brief_yaml, brief_json,
+		"nodes:\n  - name: a\n    count: 2\n    cpu: 4\n    devices:\n"
+		"      - {type: gpu, count: 2, memory: 80Gi, interconnect: NVLink,\n"
+		"         partitions: [{name: p, compute_milli: 500}],\n"
+		"         peak: {fp16: 312T}, attributes: {a: [1, 2]}}\n"
+		"      - {type: dpu, links: [{kind: rdma, bandwidth: 100G}]}\n",
+		json
+	};
 	struct xp_rng r;
 	xp_rng_seed(&r, 20240611);
 	size_t cap = strlen(json) + 4096, loaded = 0;
@@ -720,9 +729,9 @@ static void test_fuzz(void **state)
 			memcpy(buf, seed, len);
 		}
 		mutate(&r, buf, &len, cap);
-		static const enum xp_desc_format fmts[] = {XP_DESC_AUTO, XP_DESC_YAML,
-							   XP_DESC_JSON};
-		struct xp_err err = {0};
+		static const enum xp_desc_format fmts[] = { XP_DESC_AUTO, XP_DESC_YAML,
+							    XP_DESC_JSON };
+		struct xp_err err = { 0 };
 		c = xp_descriptor_load_buf(it & 1 ? "f.json" : "f.yaml", buf, len,
 					   fmts[xp_rng_below(&r, 3)], &err);
 		if (c) {
@@ -744,11 +753,11 @@ static void test_fuzz(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_brief_yaml),	   cmocka_unit_test(test_brief_json),
-	    cmocka_unit_test(test_small_example),  cmocka_unit_test(test_count_replication),
-	    cmocka_unit_test(test_units),	   cmocka_unit_test(test_bad_inputs),
-	    cmocka_unit_test(test_hostile_inputs), cmocka_unit_test(test_round_trip),
-	    cmocka_unit_test(test_fuzz),
+		cmocka_unit_test(test_brief_yaml),     cmocka_unit_test(test_brief_json),
+		cmocka_unit_test(test_small_example),  cmocka_unit_test(test_count_replication),
+		cmocka_unit_test(test_units),	       cmocka_unit_test(test_bad_inputs),
+		cmocka_unit_test(test_hostile_inputs), cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_fuzz),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -72,7 +72,7 @@ static void test_rng_determinism(void **st)
 static void test_rng_below_uniform(void **st)
 {
 	(void)st;
-	static const uint64_t ns[] = {2, 3, 5, 7, 10, 16, 100, 1000};
+	static const uint64_t ns[] = { 2, 3, 5, 7, 10, 16, 100, 1000 };
 	struct xp_rng g;
 	xp_rng_seed(&g, 2024);
 	for (size_t t = 0; t < NELEM(ns); t++) {
@@ -128,7 +128,7 @@ static void test_rng_double(void **st)
 	struct xp_rng g;
 	xp_rng_seed(&g, 5);
 	double sum = 0;
-	unsigned bins[10] = {0};
+	unsigned bins[10] = { 0 };
 	const int draws = 100000;
 	for (int i = 0; i < draws; i++) {
 		double x = xp_rng_double(&g);
@@ -146,7 +146,7 @@ static void test_rng_double(void **st)
 static void test_rng_perm(void **st)
 {
 	(void)st;
-	static const size_t ns[] = {0, 1, 2, 3, 10, 1000, 4099};
+	static const size_t ns[] = { 0, 1, 2, 3, 10, 1000, 4099 };
 	struct xp_rng g;
 	xp_rng_seed(&g, 11);
 	for (size_t t = 0; t < NELEM(ns); t++) {
@@ -163,7 +163,7 @@ static void test_rng_perm(void **st)
 		free(p);
 	}
 	/* all 24 orders of 4 elements about equally often */
-	unsigned cnt[4 * 4 * 4 * 4] = {0};
+	unsigned cnt[4 * 4 * 4 * 4] = { 0 };
 	const int draws = 24000;
 	for (int i = 0; i < draws; i++) {
 		uint32_t p[4];
@@ -198,7 +198,7 @@ static void test_rng_shuffle_wide(void **st)
 	struct xp_rng g;
 	xp_rng_seed(&g, 3);
 	xp_rng_shuffle(&g, w, N, sizeof(*w));
-	unsigned seen[N] = {0};
+	unsigned seen[N] = { 0 };
 	int moved = 0;
 	for (uint32_t i = 0; i < N; i++) {
 		uint32_t id = w[i].id;
@@ -228,26 +228,26 @@ static void test_parse_i64(void **st)
 		int rc;
 		int64_t v;
 	} t[] = {
-	    {"0", 0, 10, 0, 0},
-	    {"10", 0, 10, 0, 10},
-	    {"11", 0, 10, XP_ERANGE, 0},
-	    {"-5", 0, 10, XP_ERANGE, 0},
-	    {"-5", -10, 10, 0, -5},
-	    {"007", 0, 100, 0, 7},
-	    {"9223372036854775807", INT64_MIN, INT64_MAX, 0, INT64_MAX},
-	    {"-9223372036854775808", INT64_MIN, INT64_MAX, 0, INT64_MIN},
-	    {"9223372036854775808", INT64_MIN, INT64_MAX, XP_ERANGE, 0},
-	    {"99999999999999999999999", INT64_MIN, INT64_MAX, XP_ERANGE, 0},
-	    {"", 0, 10, XP_EINVAL, 0},
-	    {" 1", 0, 10, XP_EINVAL, 0},
-	    {"1 ", 0, 10, XP_EINVAL, 0},
-	    {"12x", 0, 100, XP_EINVAL, 0},
-	    {"0x10", 0, 100, XP_EINVAL, 0},
-	    {"2.5", 0, 10, XP_EINVAL, 0},
-	    {"1e3", 0, 10000, XP_EINVAL, 0},
-	    {"-", -10, 10, XP_EINVAL, 0},
-	    {"\t3", 0, 10, XP_EINVAL, 0},
-	    {"80Gi", 0, 1000, XP_EINVAL, 0},
+		{ "0", 0, 10, 0, 0 },
+		{ "10", 0, 10, 0, 10 },
+		{ "11", 0, 10, XP_ERANGE, 0 },
+		{ "-5", 0, 10, XP_ERANGE, 0 },
+		{ "-5", -10, 10, 0, -5 },
+		{ "007", 0, 100, 0, 7 },
+		{ "9223372036854775807", INT64_MIN, INT64_MAX, 0, INT64_MAX },
+		{ "-9223372036854775808", INT64_MIN, INT64_MAX, 0, INT64_MIN },
+		{ "9223372036854775808", INT64_MIN, INT64_MAX, XP_ERANGE, 0 },
+		{ "99999999999999999999999", INT64_MIN, INT64_MAX, XP_ERANGE, 0 },
+		{ "", 0, 10, XP_EINVAL, 0 },
+		{ " 1", 0, 10, XP_EINVAL, 0 },
+		{ "1 ", 0, 10, XP_EINVAL, 0 },
+		{ "12x", 0, 100, XP_EINVAL, 0 },
+		{ "0x10", 0, 100, XP_EINVAL, 0 },
+		{ "2.5", 0, 10, XP_EINVAL, 0 },
+		{ "1e3", 0, 10000, XP_EINVAL, 0 },
+		{ "-", -10, 10, XP_EINVAL, 0 },
+		{ "\t3", 0, 10, XP_EINVAL, 0 },
+		{ "80Gi", 0, 1000, XP_EINVAL, 0 },
 	};
 	for (size_t i = 0; i < NELEM(t); i++) {
 		int64_t v = 12345;
@@ -271,27 +271,27 @@ static void test_parse_double(void **st)
 		int rc;
 		double v;
 	} t[] = {
-	    {"2.5", 0, 2.5},
-	    {"0", 0, 0},
-	    {"-5", 0, -5},
-	    {".5", 0, 0.5},
-	    {"-.5", 0, -0.5},
-	    {"1e3", 0, 1000},
-	    {"1.5E-3", 0, 0.0015},
-	    {"1e999", XP_ERANGE, 0},
-	    {"-1e999", XP_ERANGE, 0},
-	    {"", XP_EINVAL, 0},
-	    {" 1", XP_EINVAL, 0},
-	    {"1 ", XP_EINVAL, 0},
-	    {"+1", XP_EINVAL, 0},
-	    {"-", XP_EINVAL, 0},
-	    {".", XP_EINVAL, 0},
-	    {"inf", XP_EINVAL, 0},
-	    {"nan", XP_EINVAL, 0},
-	    {"-inf", XP_EINVAL, 0},
-	    {"1.2.3", XP_EINVAL, 0},
-	    {"2.5x", XP_EINVAL, 0},
-	    {"80Gi", XP_EINVAL, 0},
+		{ "2.5", 0, 2.5 },
+		{ "0", 0, 0 },
+		{ "-5", 0, -5 },
+		{ ".5", 0, 0.5 },
+		{ "-.5", 0, -0.5 },
+		{ "1e3", 0, 1000 },
+		{ "1.5E-3", 0, 0.0015 },
+		{ "1e999", XP_ERANGE, 0 },
+		{ "-1e999", XP_ERANGE, 0 },
+		{ "", XP_EINVAL, 0 },
+		{ " 1", XP_EINVAL, 0 },
+		{ "1 ", XP_EINVAL, 0 },
+		{ "+1", XP_EINVAL, 0 },
+		{ "-", XP_EINVAL, 0 },
+		{ ".", XP_EINVAL, 0 },
+		{ "inf", XP_EINVAL, 0 },
+		{ "nan", XP_EINVAL, 0 },
+		{ "-inf", XP_EINVAL, 0 },
+		{ "1.2.3", XP_EINVAL, 0 },
+		{ "2.5x", XP_EINVAL, 0 },
+		{ "80Gi", XP_EINVAL, 0 },
 	};
 	for (size_t i = 0; i < NELEM(t); i++) {
 		double v = 777;
@@ -315,62 +315,62 @@ static void test_parse_qty(void **st)
 		int ok;
 		double v;
 	} t[] = {
-	    /* memory -> MiB */
-	    {"81920", XP_QTY_MEM_MIB, 1, 81920},
-	    {"80Gi", XP_QTY_MEM_MIB, 1, 81920},
-	    {"80GiB", XP_QTY_MEM_MIB, 1, 81920},
-	    {"512Mi", XP_QTY_MEM_MIB, 1, 512},
-	    {"1Ti", XP_QTY_MEM_MIB, 1, 1048576},
-	    {"2048Ki", XP_QTY_MEM_MIB, 1, 2},
-	    {"40GB", XP_QTY_MEM_MIB, 1, 40e9 / 1048576},
-	    {"40G", XP_QTY_MEM_MIB, 1, 40e9 / 1048576},
-	    {"1.5Gi", XP_QTY_MEM_MIB, 1, 1536},
-	    {"80 Gi", XP_QTY_MEM_MIB, 1, 81920},
-	    {"80gi", XP_QTY_MEM_MIB, 0, 0},
-	    {"80Gi ", XP_QTY_MEM_MIB, 0, 0},
-	    {"80  Gi", XP_QTY_MEM_MIB, 0, 0},
-	    {"Gi", XP_QTY_MEM_MIB, 0, 0},
-	    {"-5", XP_QTY_MEM_MIB, 0, 0},
-	    {"-5Gi", XP_QTY_MEM_MIB, 0, 0},
-	    {"", XP_QTY_MEM_MIB, 0, 0},
-	    {" 1", XP_QTY_MEM_MIB, 0, 0},
-	    {"1e999", XP_QTY_MEM_MIB, 0, 0},
-	    {"80Xi", XP_QTY_MEM_MIB, 0, 0},
-	    {"500m", XP_QTY_MEM_MIB, 0, 0},
-	    /* CPU -> milli-cores */
-	    {"4", XP_QTY_CPU_MILLI, 1, 4000},
-	    {"2.5", XP_QTY_CPU_MILLI, 1, 2500},
-	    {"500m", XP_QTY_CPU_MILLI, 1, 500},
-	    {"0.5m", XP_QTY_CPU_MILLI, 1, 0.5},
-	    {"500M", XP_QTY_CPU_MILLI, 0, 0},
-	    {"4 cores", XP_QTY_CPU_MILLI, 0, 0},
-	    {"-1", XP_QTY_CPU_MILLI, 0, 0},
-	    /* byte rates -> MB/s */
-	    {"600GB/s", XP_QTY_BYTES_RATE, 1, 600000},
-	    {"900 GB/s", XP_QTY_BYTES_RATE, 1, 900000},
-	    {"2TB/s", XP_QTY_BYTES_RATE, 1, 2e6},
-	    {"100MB/s", XP_QTY_BYTES_RATE, 1, 100},
-	    {"600", XP_QTY_BYTES_RATE, 0, 0},
-	    {"600GB", XP_QTY_BYTES_RATE, 0, 0},
-	    {"200Gbps", XP_QTY_BYTES_RATE, 0, 0},
-	    /* bit rates -> Mbit/s */
-	    {"200Gbps", XP_QTY_BITS_RATE, 1, 200000},
-	    {"100Gb/s", XP_QTY_BITS_RATE, 1, 100000},
-	    {"400G", XP_QTY_BITS_RATE, 1, 400000},
-	    {"1.6Tbps", XP_QTY_BITS_RATE, 1, 1.6e6},
-	    {"600GB/s", XP_QTY_BITS_RATE, 0, 0},
-	    {"200", XP_QTY_BITS_RATE, 0, 0},
-	    /* power -> W */
-	    {"400W", XP_QTY_POWER_W, 1, 400},
-	    {"0.7kW", XP_QTY_POWER_W, 1, 700},
-	    {"350", XP_QTY_POWER_W, 1, 350},
-	    {"400w", XP_QTY_POWER_W, 0, 0},
-	    /* throughput -> GFLOPS */
-	    {"312TFLOPS", XP_QTY_FLOPS, 1, 312000},
-	    {"19.5T", XP_QTY_FLOPS, 1, 19500},
-	    {"624TOPS", XP_QTY_FLOPS, 1, 624000},
-	    {"1PFLOPS", XP_QTY_FLOPS, 1, 1e6},
-	    {"312", XP_QTY_FLOPS, 0, 0},
+		/* memory -> MiB */
+		{ "81920", XP_QTY_MEM_MIB, 1, 81920 },
+		{ "80Gi", XP_QTY_MEM_MIB, 1, 81920 },
+		{ "80GiB", XP_QTY_MEM_MIB, 1, 81920 },
+		{ "512Mi", XP_QTY_MEM_MIB, 1, 512 },
+		{ "1Ti", XP_QTY_MEM_MIB, 1, 1048576 },
+		{ "2048Ki", XP_QTY_MEM_MIB, 1, 2 },
+		{ "40GB", XP_QTY_MEM_MIB, 1, 40e9 / 1048576 },
+		{ "40G", XP_QTY_MEM_MIB, 1, 40e9 / 1048576 },
+		{ "1.5Gi", XP_QTY_MEM_MIB, 1, 1536 },
+		{ "80 Gi", XP_QTY_MEM_MIB, 1, 81920 },
+		{ "80gi", XP_QTY_MEM_MIB, 0, 0 },
+		{ "80Gi ", XP_QTY_MEM_MIB, 0, 0 },
+		{ "80  Gi", XP_QTY_MEM_MIB, 0, 0 },
+		{ "Gi", XP_QTY_MEM_MIB, 0, 0 },
+		{ "-5", XP_QTY_MEM_MIB, 0, 0 },
+		{ "-5Gi", XP_QTY_MEM_MIB, 0, 0 },
+		{ "", XP_QTY_MEM_MIB, 0, 0 },
+		{ " 1", XP_QTY_MEM_MIB, 0, 0 },
+		{ "1e999", XP_QTY_MEM_MIB, 0, 0 },
+		{ "80Xi", XP_QTY_MEM_MIB, 0, 0 },
+		{ "500m", XP_QTY_MEM_MIB, 0, 0 },
+		/* CPU -> milli-cores */
+		{ "4", XP_QTY_CPU_MILLI, 1, 4000 },
+		{ "2.5", XP_QTY_CPU_MILLI, 1, 2500 },
+		{ "500m", XP_QTY_CPU_MILLI, 1, 500 },
+		{ "0.5m", XP_QTY_CPU_MILLI, 1, 0.5 },
+		{ "500M", XP_QTY_CPU_MILLI, 0, 0 },
+		{ "4 cores", XP_QTY_CPU_MILLI, 0, 0 },
+		{ "-1", XP_QTY_CPU_MILLI, 0, 0 },
+		/* byte rates -> MB/s */
+		{ "600GB/s", XP_QTY_BYTES_RATE, 1, 600000 },
+		{ "900 GB/s", XP_QTY_BYTES_RATE, 1, 900000 },
+		{ "2TB/s", XP_QTY_BYTES_RATE, 1, 2e6 },
+		{ "100MB/s", XP_QTY_BYTES_RATE, 1, 100 },
+		{ "600", XP_QTY_BYTES_RATE, 0, 0 },
+		{ "600GB", XP_QTY_BYTES_RATE, 0, 0 },
+		{ "200Gbps", XP_QTY_BYTES_RATE, 0, 0 },
+		/* bit rates -> Mbit/s */
+		{ "200Gbps", XP_QTY_BITS_RATE, 1, 200000 },
+		{ "100Gb/s", XP_QTY_BITS_RATE, 1, 100000 },
+		{ "400G", XP_QTY_BITS_RATE, 1, 400000 },
+		{ "1.6Tbps", XP_QTY_BITS_RATE, 1, 1.6e6 },
+		{ "600GB/s", XP_QTY_BITS_RATE, 0, 0 },
+		{ "200", XP_QTY_BITS_RATE, 0, 0 },
+		/* power -> W */
+		{ "400W", XP_QTY_POWER_W, 1, 400 },
+		{ "0.7kW", XP_QTY_POWER_W, 1, 700 },
+		{ "350", XP_QTY_POWER_W, 1, 350 },
+		{ "400w", XP_QTY_POWER_W, 0, 0 },
+		/* throughput -> GFLOPS */
+		{ "312TFLOPS", XP_QTY_FLOPS, 1, 312000 },
+		{ "19.5T", XP_QTY_FLOPS, 1, 19500 },
+		{ "624TOPS", XP_QTY_FLOPS, 1, 624000 },
+		{ "1PFLOPS", XP_QTY_FLOPS, 1, 1e6 },
+		{ "312", XP_QTY_FLOPS, 0, 0 },
 	};
 	for (size_t i = 0; i < NELEM(t); i++) {
 		double v = -1;
@@ -399,7 +399,7 @@ static void test_parse_qty(void **st)
 static void test_parse_rejects_hex(void **st)
 {
 	(void)st;
-	static const char *const bad[] = {"0x10", "0X1A", "0x1p4"};
+	static const char *const bad[] = { "0x10", "0X1A", "0x1p4" };
 	for (size_t i = 0; i < NELEM(bad); i++) {
 		int64_t iv = 1;
 		double dv = -1, qv = -1;
@@ -484,9 +484,9 @@ static void test_csv_basic(void **st)
 	assert_int_equal(xp_csv_col(c, "gpu"), -1);
 	assert_int_equal(xp_csv_col(c, "Model"), -1);
 	assert_string_equal(xp_csv_name(c), "t.csv");
-	expect_row(c, 2, (const char *const[]){"n1", "64000", "V100M16"}, 3);
-	expect_row(c, 3, (const char *const[]){"n2", "32000", ""}, 3);
-	expect_row(c, 4, (const char *const[]){"", "", "T4"}, 3); /* no final newline */
+	expect_row(c, 2, (const char *const[]){ "n1", "64000", "V100M16" }, 3);
+	expect_row(c, 3, (const char *const[]){ "n2", "32000", "" }, 3);
+	expect_row(c, 4, (const char *const[]){ "", "", "T4" }, 3); /* no final newline */
 	expect_end(c);
 	xp_csv_close(c);
 	xp_csv_close(NULL);
@@ -499,9 +499,9 @@ static void test_csv_quoted(void **st)
 				  "\"x,y\",\"he said \"\"hi\"\"\"\n"
 				  "\"multi\nline\",\"\"\n"
 				  "plain,\"q\"\n");
-	expect_row(c, 2, (const char *const[]){"x,y", "he said \"hi\""}, 2);
-	expect_row(c, 3, (const char *const[]){"multi\nline", ""}, 2);
-	expect_row(c, 5, (const char *const[]){"plain", "q"},
+	expect_row(c, 2, (const char *const[]){ "x,y", "he said \"hi\"" }, 2);
+	expect_row(c, 3, (const char *const[]){ "multi\nline", "" }, 2);
+	expect_row(c, 5, (const char *const[]){ "plain", "q" },
 		   2); /* line counts the embedded newline */
 	expect_end(c);
 	xp_csv_close(c);
@@ -524,14 +524,14 @@ static void test_csv_blank_lines_crlf(void **st)
 {
 	(void)st;
 	struct xp_csv *c = csv_ok("\n\na,b\n\n1,2\n\r\n\n3,4\n\n");
-	expect_row(c, 5, (const char *const[]){"1", "2"}, 2);
-	expect_row(c, 8, (const char *const[]){"3", "4"}, 2);
+	expect_row(c, 5, (const char *const[]){ "1", "2" }, 2);
+	expect_row(c, 8, (const char *const[]){ "3", "4" }, 2);
 	expect_end(c);
 	xp_csv_close(c);
 	c = csv_ok("a,b\r\n1,2\r\n\"x\r\ny\",z\r\n");
 	assert_string_equal(xp_csv_colname(c, 1), "b");
-	expect_row(c, 2, (const char *const[]){"1", "2"}, 2);
-	expect_row(c, 3, (const char *const[]){"x\r\ny", "z"}, 2);
+	expect_row(c, 2, (const char *const[]){ "1", "2" }, 2);
+	expect_row(c, 3, (const char *const[]){ "x\r\ny", "z" }, 2);
 	expect_end(c);
 	xp_csv_close(c);
 	int code;
@@ -570,8 +570,8 @@ static void test_csv_columns(void **st)
 	(void)st;
 	struct xp_csv *c = csv_ok("sn,cpu_milli,memory_mib\n");
 	struct xp_err err;
-	static const char *const have[] = {"sn", "memory_mib"};
-	static const char *const miss[] = {"sn", "gpu", "model"};
+	static const char *const have[] = { "sn", "memory_mib" };
+	static const char *const miss[] = { "sn", "gpu", "model" };
 	assert_int_equal(xp_csv_require(c, have, 2, &err), 0);
 	assert_int_equal(xp_csv_require(c, miss, 3, &err), XP_EINVAL);
 	assert_non_null(strstr(err.text, "'gpu'"));
@@ -727,25 +727,25 @@ static void test_strtab_growth(void **st)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_rng_determinism),
-	    cmocka_unit_test(test_rng_below_uniform),
-	    cmocka_unit_test(test_rng_below_large_n),
-	    cmocka_unit_test(test_rng_double),
-	    cmocka_unit_test(test_rng_perm),
-	    cmocka_unit_test(test_rng_shuffle_wide),
-	    cmocka_unit_test(test_parse_i64),
-	    cmocka_unit_test(test_parse_double),
-	    cmocka_unit_test(test_parse_qty),
-	    cmocka_unit_test(test_parse_rejects_hex),
-	    cmocka_unit_test(test_csv_basic),
-	    cmocka_unit_test(test_csv_quoted),
-	    cmocka_unit_test(test_csv_blank_lines_crlf),
-	    cmocka_unit_test(test_csv_field_counts),
-	    cmocka_unit_test(test_csv_columns),
-	    cmocka_unit_test(test_csv_nul_and_limits),
-	    cmocka_unit_test(test_csv_file),
-	    cmocka_unit_test(test_strtab_basic),
-	    cmocka_unit_test(test_strtab_growth),
+		cmocka_unit_test(test_rng_determinism),
+		cmocka_unit_test(test_rng_below_uniform),
+		cmocka_unit_test(test_rng_below_large_n),
+		cmocka_unit_test(test_rng_double),
+		cmocka_unit_test(test_rng_perm),
+		cmocka_unit_test(test_rng_shuffle_wide),
+		cmocka_unit_test(test_parse_i64),
+		cmocka_unit_test(test_parse_double),
+		cmocka_unit_test(test_parse_qty),
+		cmocka_unit_test(test_parse_rejects_hex),
+		cmocka_unit_test(test_csv_basic),
+		cmocka_unit_test(test_csv_quoted),
+		cmocka_unit_test(test_csv_blank_lines_crlf),
+		cmocka_unit_test(test_csv_field_counts),
+		cmocka_unit_test(test_csv_columns),
+		cmocka_unit_test(test_csv_nul_and_limits),
+		cmocka_unit_test(test_csv_file),
+		cmocka_unit_test(test_strtab_basic),
+		cmocka_unit_test(test_strtab_growth),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,7 +20,7 @@
 static struct xp_cluster *openb_nodes(void)
 {
 	const char *p = xp_test_shared("traces/openb/openb_node_list_gpu_node.csv");
-	struct xp_err err = {0};
+	struct xp_err err = { 0 };
 	if (!p)
 		return NULL;
 	struct xp_cluster *c = xp_openb_load_nodes(p, &err);
@@ -32,7 +32,7 @@ static struct xp_cluster *openb_nodes(void)
 static struct xp_openb_trace *openb_pods(struct xp_cluster *c, const char *workload)
 {
 	char rel[256];
-	struct xp_err err = {0};
+	struct xp_err err = { 0 };
 	snprintf(rel, sizeof(rel), "traces/openb/openb_pod_list_%s.csv", workload);
 	const char *p = xp_test_shared(rel);
 	if (!p)
@@ -50,7 +50,9 @@ static void test_empty_cluster_fragmentation(void **state)
 		const char *w;
 		size_t shapes;
 		double ratio;
-	} cases[] = {{"default", 35, 13.94}, {"gpuspec33", 127, 35.49}, {"gpushare100", 21, 13.64}};
+	} cases[] = { { "default", 35, 13.94 },
+		      { "gpuspec33", 127, 35.49 },
+		      { "gpushare100", 21, 13.64 } };
 	struct xp_cluster *c = openb_nodes();
 	if (!c)
 		skip();
@@ -60,14 +62,15 @@ static void test_empty_cluster_fragmentation(void **state)
 		struct xp_openb_trace *t = openb_pods(c, cases[i].w);
 		struct xp_wshape *m;
 		size_t nm;
-		struct xp_err err = {0};
+		struct xp_err err = { 0 };
 		assert_non_null(t);
 		assert_int_equal(xp_openb_workload(t, &m, &nm, &err), 0);
 		assert_int_equal(nm, cases[i].shapes);
 		double r = xp_openb_empty_frag_ratio(c, m, nm);
 		if (fabs(r - cases[i].ratio) > 0.05)
-			fail_msg("%s: empty-cluster fragmentation ratio %.3f, expected %.2f +- 0.05",
-				 cases[i].w, r, cases[i].ratio);
+			fail_msg(
+				"%s: empty-cluster fragmentation ratio %.3f, expected %.2f +- 0.05",
+				cases[i].w, r, cases[i].ratio);
 		free(m);
 		xp_openb_trace_free(t);
 	}
@@ -99,9 +102,10 @@ static void test_default_trace_facts(void **state)
 /* published mean of unallocated % at x over seeds for (workload, label) */
 static int published(const char *workload, const char *label, int x, double *mean, double *sd)
 {
-	const char *p = xp_test_shared("traces/openb/fgd_expected_results/analysis_allo_discrete.csv");
+	const char *p =
+		xp_test_shared("traces/openb/fgd_expected_results/analysis_allo_discrete.csv");
 	struct xp_csv *csv;
-	struct xp_err err = {0};
+	struct xp_err err = { 0 };
 	char col[8], wl[64];
 	double s = 0, sq = 0;
 	int n = 0;
@@ -140,12 +144,12 @@ static void test_validation_gate_default(void **state)
 	struct xp_openb_trace *t = openb_pods(c, "default");
 	struct xp_wshape *m;
 	size_t nm;
-	struct xp_err err = {0};
-	static const char *const names[] = {"random", "dotprod", "clustering",
-					    "packing", "bestfit", "fgd"};
+	struct xp_err err = { 0 };
+	static const char *const names[] = { "random",	"dotprod", "clustering",
+					     "packing", "bestfit", "fgd" };
 	const struct xp_policy_ops *pols[6];
 	uint64_t seeds[10];
-	struct xp_grid g = {0};
+	struct xp_grid g = { 0 };
 	struct xp_grid_cell *cells;
 
 	assert_int_equal(xp_openb_workload(t, &m, &nm, &err), 0);
@@ -199,9 +203,9 @@ static void test_deterministic(void **state)
 	struct xp_openb_trace *t = openb_pods(c, "multigpu50");
 	struct xp_wshape *m;
 	size_t nm;
-	struct xp_err err = {0};
+	struct xp_err err = { 0 };
 	struct xp_openb_result a, b;
-	struct xp_openb_run_opts o = {.policy = "fgd", .seed = 7, .tune = 1.3};
+	struct xp_openb_run_opts o = { .policy = "fgd", .seed = 7, .tune = 1.3 };
 	assert_int_equal(xp_openb_workload(t, &m, &nm, &err), 0);
 	assert_int_equal(xp_openb_run(c, t, m, nm, &o, &a, &err), 0);
 	assert_int_equal(xp_openb_run(c, t, m, nm, &o, &b, &err), 0);
@@ -234,10 +238,11 @@ static char *write_tmp(const char *suffix, const char *text)
 static void test_hand_computed_buckets(void **state)
 {
 	char *nodes = write_tmp(".csv", "sn,cpu_milli,memory_mib,gpu,model\nn1,8000,1000,4,T4\n");
-	char *pods = write_tmp(".csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n"
-				       "w1,1000,10,1,1000,\nw2,1000,10,1,1000,\nw3,1000,10,1,1000,\n"
-				       "w4,1000,10,1,1000,\nw5,1000,10,1,1000,\nc1,1000,10,0,0,\n");
-	struct xp_err err = {0};
+	char *pods =
+		write_tmp(".csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n"
+				  "w1,1000,10,1,1000,\nw2,1000,10,1,1000,\nw3,1000,10,1,1000,\n"
+				  "w4,1000,10,1,1000,\nw5,1000,10,1,1000,\nc1,1000,10,0,0,\n");
+	struct xp_err err = { 0 };
 	struct xp_cluster *c = xp_openb_load_nodes(nodes, &err);
 	assert_non_null(c);
 	struct xp_openb_trace *t = xp_openb_load_pods(pods, c, &err);
@@ -248,7 +253,7 @@ static void test_hand_computed_buckets(void **state)
 	assert_int_equal(nm, 2);
 	assert_true(fabs(m[0].p - 5.0 / 6) < 1e-12 && m[0].req.dev_count == 1);
 	for (uint64_t seed = 1; seed <= 20; seed++) {
-		struct xp_openb_run_opts o = {.policy = "fgd", .seed = seed, .tune = 0};
+		struct xp_openb_run_opts o = { .policy = "fgd", .seed = seed, .tune = 0 };
 		struct xp_openb_result r;
 		assert_int_equal(xp_openb_run(c, t, m, nm, &o, &r, &err), 0);
 		assert_int_equal(r.pods, 6);
@@ -260,7 +265,9 @@ static void test_hand_computed_buckets(void **state)
 			assert_true(fabs(r.alloc[x] - 25.0 * (k < 4 ? k : 4)) < 1e-9);
 			double ratio = k < 4 ? 100.0 / 6 : 0; /* F = L/6; nothing idle at k = 4 */
 			assert_true(fabs(r.frag_ratio[x] - round(ratio * 100) / 100) < 1e-9);
-			assert_true(fabs(r.frag_amt[x] - round(100.0 * 100.0 * (4 - (k < 4 ? k : 4)) / 24) / 100) < 1e-9);
+			assert_true(fabs(r.frag_amt[x] -
+					 round(100.0 * 100.0 * (4 - (k < 4 ? k : 4)) / 24) / 100) <
+				    1e-9);
 		}
 		/* x = 24 has no event: it takes the events of 23..25 */
 		assert_true(r.have[24] && fabs(r.alloc[24] - 25.0) < 1e-9);
@@ -283,45 +290,48 @@ static void test_bad_input(void **state)
 	static const struct {
 		const char *nodes, *pods, *want;
 	} cases[] = {
-		{"sn,cpu_milli,memory_mib,gpu,model\nn1,8000,1000,2,T4\nn2,x,1,1,T4\n", NULL,
-		 ":3: field cpu_milli"},
-		{"sn,cpu_milli,memory_mib,gpu\nn1,8000,1000,2\n", NULL, "missing column 'model'"},
-		{"sn,cpu_milli,memory_mib,gpu,model\nn1,8000,1000,2,T4\nn1,8000,1000,2,T4\n", NULL,
-		 "listed twice"},
-		{"sn,cpu_milli,memory_mib,gpu,model\nn1,8000,1000,99,T4\n", NULL, "field gpu"},
-		{"sn,cpu_milli,memory_mib,gpu,model\nn1,8000,1000,2,\n", NULL, "field model"},
-		{"sn,cpu_milli,memory_mib,gpu,model\nn1,8000,1000,2,T4,extra\n", NULL,
-		 ":2: expected 5 fields"},
-		{"sn,cpu_milli,memory_mib,gpu,model\nn1,-5,1000,2,T4\n", NULL, "field cpu_milli"},
-		{"", NULL, "empty file"},
-		{NULL, "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np1,1000,10,1,1001\n",
-		 ":2: field gpu_milli"},
-		{NULL, "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np1,1000,10,2,500\n",
-		 "allowed only with num_gpu 1"},
-		{NULL, "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np1,1000,10,1,0\n",
-		 "field gpu_milli"},
-		{NULL, "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\np1,1,1,1,100,A||B\n",
-		 "field gpu_spec"},
-		{NULL, "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np1,1,1,1,100\np1,1,1,1,100\n",
-		 "listed twice"},
-		{NULL, "name,cpu_milli,memory_mib,num_gpu\np1,1,1,1\n", "missing column 'gpu_milli'"},
-		{NULL, "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n\"p1,1,1,1,100\n",
-		 "unterminated quoted field"},
-		{NULL, "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np1,1,1,1,1e3\n",
-		 "field gpu_milli"},
+		{ "sn,cpu_milli,memory_mib,gpu,model\nn1,8000,1000,2,T4\nn2,x,1,1,T4\n", NULL,
+		  ":3: field cpu_milli" },
+		{ "sn,cpu_milli,memory_mib,gpu\nn1,8000,1000,2\n", NULL, "missing column 'model'" },
+		{ "sn,cpu_milli,memory_mib,gpu,model\nn1,8000,1000,2,T4\nn1,8000,1000,2,T4\n", NULL,
+		  "listed twice" },
+		{ "sn,cpu_milli,memory_mib,gpu,model\nn1,8000,1000,99,T4\n", NULL, "field gpu" },
+		{ "sn,cpu_milli,memory_mib,gpu,model\nn1,8000,1000,2,\n", NULL, "field model" },
+		{ "sn,cpu_milli,memory_mib,gpu,model\nn1,8000,1000,2,T4,extra\n", NULL,
+		  ":2: expected 5 fields" },
+		{ "sn,cpu_milli,memory_mib,gpu,model\nn1,-5,1000,2,T4\n", NULL, "field cpu_milli" },
+		{ "", NULL, "empty file" },
+		{ NULL, "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np1,1000,10,1,1001\n",
+		  ":2: field gpu_milli" },
+		{ NULL, "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np1,1000,10,2,500\n",
+		  "allowed only with num_gpu 1" },
+		{ NULL, "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np1,1000,10,1,0\n",
+		  "field gpu_milli" },
+		{ NULL, "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\np1,1,1,1,100,A||B\n",
+		  "field gpu_spec" },
+		{ NULL, "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np1,1,1,1,100\np1,1,1,1,100\n",
+		  "listed twice" },
+		{ NULL, "name,cpu_milli,memory_mib,num_gpu\np1,1,1,1\n",
+		  "missing column 'gpu_milli'" },
+		{ NULL, "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n\"p1,1,1,1,100\n",
+		  "unterminated quoted field" },
+		{ NULL, "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np1,1,1,1,1e3\n",
+		  "field gpu_milli" },
 	};
 	const char *good_nodes = "sn,cpu_milli,memory_mib,gpu,model\nn1,8000,1000,2,T4\n";
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct xp_err err = {0};
+		struct xp_err err = { 0 };
 		char *np = write_tmp(".csv", cases[i].nodes ? cases[i].nodes : good_nodes);
 		struct xp_cluster *c = xp_openb_load_nodes(np, &err);
 		if (cases[i].nodes) {
 			assert_null(c);
 			assert_true(err.code < 0);
 			if (!strstr(err.text, cases[i].want))
-				fail_msg("case %zu: error '%s' lacks '%s'", i, err.text, cases[i].want);
+				fail_msg("case %zu: error '%s' lacks '%s'", i, err.text,
+					 cases[i].want);
 			if (cases[i].nodes[0] && !strstr(err.text, np))
-				fail_msg("case %zu: error '%s' does not name the file", i, err.text);
+				fail_msg("case %zu: error '%s' does not name the file", i,
+					 err.text);
 		} else {
 			assert_non_null(c);
 			char *pp = write_tmp(".csv", cases[i].pods);

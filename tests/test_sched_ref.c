@@ -37,8 +37,8 @@
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
-static const char *const det_policies[] = {"dotprod", "clustering", "packing", "bestfit",
-					   "fgd",     "binpack",    "spread"};
+static const char *const det_policies[] = { "dotprod", "clustering", "packing", "bestfit",
+					    "fgd",     "binpack",    "spread" };
 
 /* operation counters, printed with XP_REF_VERBOSE=1 */
 static size_t total_ops, n_placed, n_nofit, n_released, n_explain, n_checks;
@@ -94,8 +94,8 @@ struct ntype {
 	struct devspec dev[24];
 };
 
-static const uint64_t dev_mems[] = {8192, 16384, 24576, 32768, 40960, 81920};
-static const uint64_t ccs[] = {0, 600, 700, 750, 800, 860, 900};
+static const uint64_t dev_mems[] = { 8192, 16384, 24576, 32768, 40960, 81920 };
+static const uint64_t ccs[] = { 0, 600, 700, 750, 800, 860, 900 };
 
 static void random_devspec(struct world *w, struct xp_rng *g, struct devspec *d)
 {
@@ -114,9 +114,9 @@ static void random_devspec(struct world *w, struct xp_rng *g, struct devspec *d)
 
 static void world_syms(struct world *w)
 {
-	static const char *const vendors[] = {"nvidia", "amd", "huawei"};
-	static const char *const models[] = {"A100",  "H100",	   "V100", "T4",
-					     "MI250", "Ascend910", "L40",  "Gaudi2"};
+	static const char *const vendors[] = { "nvidia", "amd", "huawei" };
+	static const char *const models[] = { "A100",  "H100",	    "V100", "T4",
+					      "MI250", "Ascend910", "L40",  "Gaudi2" };
 	for (int i = 0; i < 3; i++)
 		w->vendor[i] = xp_strtab_intern(w->c->syms, vendors[i]);
 	for (int i = 0; i < 8; i++)
@@ -193,16 +193,16 @@ static void world_openb(struct world *w, struct xp_rng *g, size_t nnodes)
 	memset(w, 0, sizeof(*w));
 	w->c = xp_cluster_create();
 	w->openb = 1;
-	static const char *const models[] = {"G2", "T4", "P100", "V100M16"};
-	static const uint64_t mems[] = {16384, 15360, 16280, 16160};
-	static const uint32_t cc[] = {0, 750, 600, 700};
+	static const char *const models[] = { "G2", "T4", "P100", "V100M16" };
+	static const uint64_t mems[] = { 16384, 15360, 16280, 16160 };
+	static const uint32_t cc[] = { 0, 750, 600, 700 };
 	w->nmodel = 4;
 	w->vendor[0] = w->vendor[1] = w->vendor[2] = xp_strtab_intern(w->c->syms, "nvidia");
 	for (int i = 0; i < 4; i++)
 		w->model[i] = xp_strtab_intern(w->c->syms, models[i]);
-	static const uint64_t gpus[] = {1, 2, 2, 4, 4, 8, 8, 8};
-	static const uint64_t cores[] = {8, 16, 32, 48, 64, 96, 128};
-	static const uint64_t gib[] = {32, 64, 128, 256, 512, 768};
+	static const uint64_t gpus[] = { 1, 2, 2, 4, 4, 8, 8, 8 };
+	static const uint64_t cores[] = { 8, 16, 32, 48, 64, 96, 128 };
+	static const uint64_t gib[] = { 32, 64, 128, 256, 512, 768 };
 	for (size_t i = 0; i < nnodes; i++) {
 		char name[32];
 		snprintf(name, sizeof(name), "openb-%04zu", i);
@@ -224,11 +224,11 @@ static void world_openb(struct world *w, struct xp_rng *g, size_t nnodes)
 
 static void gen_request(const struct world *w, struct xp_rng *g, struct xp_request *q)
 {
-	static const uint64_t cpus[] = {0, 500, 1000, 1000, 2000, 2000, 4000, 8000, 16000, 32000};
-	static const uint64_t mems[] = {0, 512, 1024, 1024, 4096, 8192, 16384, 65536};
-	static const uint64_t millis[] = {100, 200, 250, 300, 400, 500, 600, 700, 750, 800, 900};
-	static const uint64_t counts[] = {1, 1, 1, 1, 2, 2, 2, 4, 4, 8, 3, 6, 16, 1, 2, 17, 20};
-	static const uint64_t wmems[] = {4096, 8192, 16384, 20000, 40960, 81920, 100000};
+	static const uint64_t cpus[] = { 0, 500, 1000, 1000, 2000, 2000, 4000, 8000, 16000, 32000 };
+	static const uint64_t mems[] = { 0, 512, 1024, 1024, 4096, 8192, 16384, 65536 };
+	static const uint64_t millis[] = { 100, 200, 250, 300, 400, 500, 600, 700, 750, 800, 900 };
+	static const uint64_t counts[] = { 1, 1, 1, 1, 2, 2, 2, 4, 4, 8, 3, 6, 16, 1, 2, 17, 20 };
+	static const uint64_t wmems[] = { 4096, 8192, 16384, 20000, 40960, 81920, 100000 };
 	xp_request_init(q);
 	q->cpu_milli = chance(g, 90) ? PICK(g, cpus) : below(g, 130000);
 	q->mem_mib = chance(g, 90) ? PICK(g, mems) : below(g, 1 << 19);
@@ -329,13 +329,13 @@ static void print_node(const struct ref_sched *r, uint32_t n, const struct xp_re
 		why == XP_WHY_FITS ? ref_score(r, n, q) : -1);
 	for (uint16_t d = 0; d < node->ndevs; d++) {
 		const struct xp_device *dv = &node->devs[d];
-		fprintf(
-		    stderr,
-		    "    dev %u cls %d vendor %u model %u cc %u mem %llu numa %d island %d ok %d "
-		    "free %d/%lld\n",
-		    d, dv->cls, dv->vendor, dv->model, dv->cc, (unsigned long long)dv->mem_mib,
-		    dv->numa, dv->island, r->dev_ok[r->dev0[n] + d], ref_dev_free_milli(r, n, d),
-		    (long long)ref_dev_free_mem(r, n, d));
+		fprintf(stderr,
+			"    dev %u cls %d vendor %u model %u cc %u mem %llu numa %d island %d ok "
+			"%d "
+			"free %d/%lld\n",
+			d, dv->cls, dv->vendor, dv->model, dv->cc, (unsigned long long)dv->mem_mib,
+			dv->numa, dv->island, r->dev_ok[r->dev0[n] + d],
+			ref_dev_free_milli(r, n, d), (long long)ref_dev_free_mem(r, n, d));
 	}
 }
 
@@ -781,9 +781,9 @@ static void h_check_state(struct harness *h)
 			}
 			for (uint16_t d = 0; d < h->w.c->nodes[n].ndevs; d++)
 				if (xp_sched_dev_free_milli(s, n, d) !=
-					ref_dev_free_milli(h->r, n, d) ||
+					    ref_dev_free_milli(h->r, n, d) ||
 				    (int64_t)xp_sched_dev_free_mem(s, n, d) !=
-					ref_dev_free_mem(h->r, n, d)) {
+					    ref_dev_free_mem(h->r, n, d)) {
 					h_context(h, "device free milli/mem");
 					fprintf(stderr, "  node %u dev %u\n", n, d);
 					fail();
@@ -837,7 +837,7 @@ static void h_run(struct harness *h, size_t nops)
 /* Node counts of the cases: mostly small and medium, a few large. */
 static size_t case_nodes(struct xp_rng *g, int i)
 {
-	static const size_t fixed[] = {1, 2, 3, 300, 5, 17, 64, 150};
+	static const size_t fixed[] = { 1, 2, 3, 300, 5, 17, 64, 150 };
 	if (i < (int)NELEM(fixed))
 		return fixed[i];
 	return 1 + below(g, chance(g, 30) ? 300 : 40);
@@ -941,7 +941,7 @@ static void test_valid_tie_random(void **st)
  * and device toggles) without asking them, and ask again. */
 static void run_stale(const char *policy, uint64_t seed)
 {
-	static const size_t churn[] = {0, 1, 7, 60, 500, 3000, 12000, 40000};
+	static const size_t churn[] = { 0, 1, 7, 60, 500, 3000, 12000, 40000 };
 	struct harness h;
 	h_init(&h, policy, XP_TIE_RANK, 1, 0, seed & 1 ? "openb" : "random", 120, seed);
 	struct xp_request rare[4];
@@ -1004,23 +1004,23 @@ static void test_ref_formulas(void **st)
 		const char *policy;
 		int32_t s0, s1, s2;
 	} want[] = {
-	    /* dotprod n0: 100(1 - (1*0.125 + 1*0.0625)/2) = 90.6;
-	     * n1: 100(1 - (0.4375*0.125 + 0.3375*0.0625)/2) = 96.2;
-	     * n2: 100(1 - (0.25*0.125 + 0.25*0.0625)/2) = 97.7 */
-	    {"dotprod", 90, 96, 97},
-	    /* bestfit n0: 100(1 - (0.5*112000/128000 + 0.5*7500/8000)) = 9.4;
-	     * n1: 100(1 - (0.5*40000/128000 + 0.5*2200/8000)) = 70.6;
-	     * n2: 100(1 - (0.5*16000/128000 + 0.5*1500/8000)) = 84.4 */
-	    {"bestfit", 9, 70, 84},
-	    /* clustering: n0 b 0 no tags: 25; n1 b 16, tags {share, 1}: 66;
-	     * n2 b 18: 43 */
-	    {"clustering", 25, 66, 43},
-	    /* packing: n0 all free f 8: max(25, 8); n1 takes the 700 device:
-	     * 100 - 70/10 = 93; n2 f 2: 31 */
-	    {"packing", 25, 93, 31},
-	    /* binpack n1: 10000 (500 + 1300) / 4000; n0 500/8000; n2 500/2000 */
-	    {"binpack", 625, 4500, 2500},
-	    {"spread", 9375, 5500, 7500},
+		/* dotprod n0: 100(1 - (1*0.125 + 1*0.0625)/2) = 90.6;
+		 * n1: 100(1 - (0.4375*0.125 + 0.3375*0.0625)/2) = 96.2;
+		 * n2: 100(1 - (0.25*0.125 + 0.25*0.0625)/2) = 97.7 */
+		{ "dotprod", 90, 96, 97 },
+		/* bestfit n0: 100(1 - (0.5*112000/128000 + 0.5*7500/8000)) = 9.4;
+		 * n1: 100(1 - (0.5*40000/128000 + 0.5*2200/8000)) = 70.6;
+		 * n2: 100(1 - (0.5*16000/128000 + 0.5*1500/8000)) = 84.4 */
+		{ "bestfit", 9, 70, 84 },
+		/* clustering: n0 b 0 no tags: 25; n1 b 16, tags {share, 1}: 66;
+		 * n2 b 18: 43 */
+		{ "clustering", 25, 66, 43 },
+		/* packing: n0 all free f 8: max(25, 8); n1 takes the 700 device:
+		 * 100 - 70/10 = 93; n2 f 2: 31 */
+		{ "packing", 25, 93, 31 },
+		/* binpack n1: 10000 (500 + 1300) / 4000; n0 500/8000; n2 500/2000 */
+		{ "binpack", 625, 4500, 2500 },
+		{ "spread", 9375, 5500, 7500 },
 	};
 	for (size_t i = 0; i < NELEM(want); i++) {
 		struct ref_sched *r = ref_create(c, want[i].policy);
@@ -1106,7 +1106,7 @@ static void test_chi_random_node(void **st)
 			q.sel.cls = XP_CLASS_GPU;
 			struct xp_rng g;
 			xp_rng_seed(&g, 77 + (uint64_t)no_index);
-			unsigned cnt[8] = {0};
+			unsigned cnt[8] = { 0 };
 			const int draws = 10000;
 			for (int i = 0; i < draws; i++) {
 				struct xp_alloc a;
@@ -1115,7 +1115,7 @@ static void test_chi_random_node(void **st)
 				cnt[a.node]++;
 			}
 			assert_int_equal(cnt[2] + cnt[5] + cnt[7], 0);
-			unsigned f[5] = {cnt[0], cnt[1], cnt[3], cnt[4], cnt[6]};
+			unsigned f[5] = { cnt[0], cnt[1], cnt[3], cnt[4], cnt[6] };
 			double x = chi2(f, 5, draws / 5.0);
 			if (x > chi2_bound(5))
 				fprintf(stderr, "random node: chi2 %.1f (%u %u %u %u %u)\n", x,
@@ -1156,7 +1156,7 @@ static void test_chi_random_device(void **st)
 		frac_req(&q, 1000, 300, 0);
 		struct xp_rng g;
 		xp_rng_seed(&g, 99 + (uint64_t)no_index);
-		unsigned cnt[6] = {0};
+		unsigned cnt[6] = { 0 };
 		const int draws = 8000;
 		for (int i = 0; i < draws; i++) {
 			assert_int_equal(xp_sched_pick(s, &q, &g, &a), 0);
@@ -1164,7 +1164,7 @@ static void test_chi_random_device(void **st)
 			cnt[a.devs[0]]++;
 		}
 		assert_int_equal(cnt[3] + cnt[5], 0);
-		unsigned f[4] = {cnt[0], cnt[1], cnt[2], cnt[4]};
+		unsigned f[4] = { cnt[0], cnt[1], cnt[2], cnt[4] };
 		double x = chi2(f, 4, draws / 4.0);
 		if (x > chi2_bound(4))
 			fprintf(stderr, "random device: chi2 %.1f (%u %u %u %u)\n", x, f[0], f[1],
@@ -1185,7 +1185,7 @@ static void test_chi_tie_random(void **st)
 	struct xp_cluster *c = xp_cluster_create();
 	for (int i = 0; i < 9; i++)
 		add_node(c, 32000, 65536, 4, 16384);
-	const char *const pols[] = {"binpack", "dotprod", "packing", "clustering"};
+	const char *const pols[] = { "binpack", "dotprod", "packing", "clustering" };
 	for (size_t p = 0; p < NELEM(pols); p++) {
 		for (int no_index = 0; no_index <= 1; no_index++) {
 			struct xp_sched *s = mk_core(c, pols[p], XP_TIE_RANDOM, no_index, 0);
@@ -1211,7 +1211,7 @@ static void test_chi_tie_random(void **st)
 			assert_true(nt == (cpu_only ? 9u : 3u));
 			struct xp_rng g;
 			xp_rng_seed(&g, 1234 + p * 2 + (uint64_t)no_index);
-			unsigned cnt[9] = {0};
+			unsigned cnt[9] = { 0 };
 			const int draws = 9000;
 			for (int i = 0; i < draws; i++) {
 				struct xp_alloc a;
@@ -1261,7 +1261,7 @@ static void test_chi_tie_random_memory(void **st)
 	for (int no_index = 0; no_index <= 1; no_index++) {
 		struct xp_sched *s = mk_core(c, "binpack", XP_TIE_RANDOM, no_index, 0);
 		assert_int_equal(xp_sched_set_ranks(s, rank, NULL), 0);
-		unsigned role[N] = {0}; /* 1: runs a GPU, 2: also starved of memory */
+		unsigned role[N] = { 0 }; /* 1: runs a GPU, 2: also starved of memory */
 		for (int i = 0; i < 12; i++) {
 			struct xp_alloc a;
 			memset(&a, 0, sizeof(a));
@@ -1281,7 +1281,7 @@ static void test_chi_tie_random_memory(void **st)
 				q.cpu_milli = 1000;
 			}
 			q.mem_mib = 8192;
-			unsigned cnt[N] = {0};
+			unsigned cnt[N] = { 0 };
 			unsigned nwin = 0;
 			for (int i = 0; i < N; i++)
 				nwin += cpu_only ? role[i] != 2 : role[i] == 1;
@@ -1409,7 +1409,7 @@ static void trio_explain(struct trio *t, const struct xp_request *q, int why, in
 {
 	struct xp_explain want;
 	ref_explain(t->r, q, &want);
-	uint32_t expect[XP_WHY_N] = {0};
+	uint32_t expect[XP_WHY_N] = { 0 };
 	for (size_t n = 0; n < t->r->nnodes; n++)
 		expect[(int)n == other ? owhy : why]++;
 	assert_memory_equal(want.nodes, expect, sizeof(expect));
@@ -1435,7 +1435,7 @@ static void trio_explain(struct trio *t, const struct xp_request *q, int why, in
 		assert_int_equal(want.mem_short_min, mem_short);
 }
 
-static const uint8_t D0[] = {0}, D1[] = {1}, D01[] = {0, 1};
+static const uint8_t D0[] = { 0 }, D1[] = { 1 }, D01[] = { 0, 1 };
 
 /* request == free: fits; one more milli-core / MiB / device MiB: does not. */
 static void test_edge_exact_fit(void **st)
@@ -1561,7 +1561,7 @@ static void test_edge_one_node(void **st)
 		assert_int_equal(xp_sched_used_milli(t.s[0]), 0);
 		assert_int_equal(xp_sched_used_milli(t.s[1]), 0);
 		whole_req(&q, 8000, 4);
-		trio_pick(&t, &q, 0, 4, (const uint8_t[]){0, 1, 2, 3}, 0);
+		trio_pick(&t, &q, 0, 4, (const uint8_t[]){ 0, 1, 2, 3 }, 0);
 		trio_close(&t);
 		xp_cluster_destroy(c);
 	}
@@ -1684,13 +1684,13 @@ static void test_edge_ranks_decide_ties(void **st)
 		q[2].cpu_milli = 2000;
 		for (int i = 0; i < 3; i++)
 			trio_pick(&t, &q[i], 0, -1, NULL, 0);
-		uint32_t rev[4] = {3, 2, 1, 0};
+		uint32_t rev[4] = { 3, 2, 1, 0 };
 		for (int i = 0; i < 2; i++)
 			assert_int_equal(xp_sched_set_ranks(t.s[i], rev, NULL), 0);
 		ref_set_ranks(t.r, rev);
 		for (int i = 0; i < 3; i++)
 			trio_pick(&t, &q[i], 3, -1, NULL, 0);
-		uint32_t sparse[4] = {40, 10, 30, 20}; /* distinct, not 0..n-1 */
+		uint32_t sparse[4] = { 40, 10, 30, 20 }; /* distinct, not 0..n-1 */
 		for (int i = 0; i < 2; i++)
 			assert_int_equal(xp_sched_set_ranks(t.s[i], sparse, NULL), 0);
 		ref_set_ranks(t.r, sparse);
@@ -1764,7 +1764,7 @@ static void test_api_contracts(void **st)
 	struct xp_sched *s = mk_core(c, NULL, XP_TIE_RANK, 0, 0);
 	assert_string_equal(xp_sched_policy(s)->name, "fgd");
 	struct xp_err err;
-	uint32_t dup[3] = {2, 0, 2}, ok[3] = {2, 0, 1};
+	uint32_t dup[3] = { 2, 0, 2 }, ok[3] = { 2, 0, 1 };
 	assert_true(xp_sched_set_ranks(s, dup, &err) < 0);
 	assert_int_equal(xp_sched_set_ranks(s, ok, &err), 0);
 	struct xp_wshape m[2];
@@ -1794,44 +1794,44 @@ static int report_ops(void **st)
 {
 	(void)st;
 	if (getenv("XP_REF_VERBOSE"))
-		fprintf(
-		    stderr,
-		    "test_sched_ref: %zu random operations: %zu placed, %zu no fit, %zu released, "
-		    "%zu explain, %zu state checks\n",
-		    total_ops, n_placed, n_nofit, n_released, n_explain, n_checks);
+		fprintf(stderr,
+			"test_sched_ref: %zu random operations: %zu placed, %zu no fit, %zu "
+			"released, "
+			"%zu explain, %zu state checks\n",
+			total_ops, n_placed, n_nofit, n_released, n_explain, n_checks);
 	return 0;
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_policy_table),
-	    cmocka_unit_test(test_api_contracts),
-	    cmocka_unit_test(test_ref_formulas),
-	    cmocka_unit_test(test_edge_exact_fit),
-	    cmocka_unit_test(test_edge_zero_free_devices),
-	    cmocka_unit_test(test_edge_last_node),
-	    cmocka_unit_test(test_edge_one_node),
-	    cmocka_unit_test(test_edge_node_without_devices),
-	    cmocka_unit_test(test_edge_whole_on_partly_used),
-	    cmocka_unit_test(test_edge_fraction_equal_free),
-	    cmocka_unit_test(test_edge_ranks_decide_ties),
-	    cmocka_unit_test(test_edge_tag16),
-	    cmocka_unit_test(test_chi_random_node),
-	    cmocka_unit_test(test_chi_random_device),
-	    cmocka_unit_test(test_chi_tie_random),
-	    cmocka_unit_test(test_chi_tie_random_memory),
-	    cmocka_unit_test(test_equiv_dotprod),
-	    cmocka_unit_test(test_equiv_clustering),
-	    cmocka_unit_test(test_equiv_packing),
-	    cmocka_unit_test(test_equiv_bestfit),
-	    cmocka_unit_test(test_equiv_fgd),
-	    cmocka_unit_test(test_equiv_binpack),
-	    cmocka_unit_test(test_equiv_spread),
-	    cmocka_unit_test(test_equiv_stale_index),
-	    cmocka_unit_test(test_equiv_openb_large),
-	    cmocka_unit_test(test_valid_random_policy),
-	    cmocka_unit_test(test_valid_tie_random),
+		cmocka_unit_test(test_policy_table),
+		cmocka_unit_test(test_api_contracts),
+		cmocka_unit_test(test_ref_formulas),
+		cmocka_unit_test(test_edge_exact_fit),
+		cmocka_unit_test(test_edge_zero_free_devices),
+		cmocka_unit_test(test_edge_last_node),
+		cmocka_unit_test(test_edge_one_node),
+		cmocka_unit_test(test_edge_node_without_devices),
+		cmocka_unit_test(test_edge_whole_on_partly_used),
+		cmocka_unit_test(test_edge_fraction_equal_free),
+		cmocka_unit_test(test_edge_ranks_decide_ties),
+		cmocka_unit_test(test_edge_tag16),
+		cmocka_unit_test(test_chi_random_node),
+		cmocka_unit_test(test_chi_random_device),
+		cmocka_unit_test(test_chi_tie_random),
+		cmocka_unit_test(test_chi_tie_random_memory),
+		cmocka_unit_test(test_equiv_dotprod),
+		cmocka_unit_test(test_equiv_clustering),
+		cmocka_unit_test(test_equiv_packing),
+		cmocka_unit_test(test_equiv_bestfit),
+		cmocka_unit_test(test_equiv_fgd),
+		cmocka_unit_test(test_equiv_binpack),
+		cmocka_unit_test(test_equiv_spread),
+		cmocka_unit_test(test_equiv_stale_index),
+		cmocka_unit_test(test_equiv_openb_large),
+		cmocka_unit_test(test_valid_random_policy),
+		cmocka_unit_test(test_valid_tie_random),
 	};
 	return cmocka_run_group_tests(tests, NULL, report_ops);
 }

@@ -33,19 +33,19 @@ int xp_cmd_sim_bench(int argc, char **argv)
 {
 	char nodes_path[4096], pods_path[4096];
 	struct xp_flag flags[] = {
-		{"nodes", XP_FLAG_STR, "N[,N...]", "cluster sizes in nodes"},
-		{"policy", XP_FLAG_STR, "P[,P...]", "policies"},
-		{"runs", XP_FLAG_STR, "R", "runs per cell; the median is reported"},
-		{"fill", XP_FLAG_STR, "PCT", "place pods until this % of GPU capacity arrived"},
-		{"max-decisions", XP_FLAG_STR, "D", "stop a run after D decisions (0: no cap)"},
-		{"scan-decisions", XP_FLAG_STR, "D",
-		 "decisions timed in plain-scan mode, the baseline (0: skip)"},
-		{"node-list", XP_FLAG_STR, "FILE", "OpenB node list the clusters are built from"},
-		{"pods", XP_FLAG_STR, "FILE", "OpenB pod list the pods are sampled from"},
-		{"csv", XP_FLAG_BOOL, NULL, "print CSV instead of a table"},
-		{NULL, 0, NULL, NULL},
+		{ "nodes", XP_FLAG_STR, "N[,N...]", "cluster sizes in nodes" },
+		{ "policy", XP_FLAG_STR, "P[,P...]", "policies" },
+		{ "runs", XP_FLAG_STR, "R", "runs per cell; the median is reported" },
+		{ "fill", XP_FLAG_STR, "PCT", "place pods until this % of GPU capacity arrived" },
+		{ "max-decisions", XP_FLAG_STR, "D", "stop a run after D decisions (0: no cap)" },
+		{ "scan-decisions", XP_FLAG_STR, "D",
+		  "decisions timed in plain-scan mode, the baseline (0: skip)" },
+		{ "node-list", XP_FLAG_STR, "FILE", "OpenB node list the clusters are built from" },
+		{ "pods", XP_FLAG_STR, "FILE", "OpenB pod list the pods are sampled from" },
+		{ "csv", XP_FLAG_BOOL, NULL, "print CSV instead of a table" },
+		{ NULL, 0, NULL, NULL },
 	};
-	struct xp_err err = {0};
+	struct xp_err err = { 0 };
 	struct xp_cluster *openb = NULL;
 	struct xp_openb_trace *t = NULL;
 	struct xp_wshape *m = NULL;
@@ -70,11 +70,12 @@ int xp_cmd_sim_bench(int argc, char **argv)
 		goto out;
 	}
 	if (help) {
-		xp_flags_usage(stdout, "xpool sim bench [flags]",
-			       "Placement decisions per second on synthetic clusters built from the\n"
-			       "OpenB node mix, pods sampled from an OpenB pod list, one core, every\n"
-			       "feasible node considered. Median of --runs, and the plain-scan baseline.",
-			       flags);
+		xp_flags_usage(
+			stdout, "xpool sim bench [flags]",
+			"Placement decisions per second on synthetic clusters built from the\n"
+			"OpenB node mix, pods sampled from an OpenB pod list, one core, every\n"
+			"feasible node considered. Median of --runs, and the plain-scan baseline.",
+			flags);
 		status = 0;
 		goto out;
 	}
@@ -121,11 +122,13 @@ int xp_cmd_sim_bench(int argc, char **argv)
 		struct xp_cluster *c = xp_bench_cluster(openb, n, 1);
 		for (size_t p = 0; p < npols; p++) {
 			double *rate = XNEWV(double, (size_t)runs), scan_rate = 0;
-			struct xp_bench_result r = {0};
+			struct xp_bench_result r = { 0 };
 			for (long k = 0; k < runs; k++) {
-				struct xp_bench_opts o = {.policy = pols[p], .nodes = n, .fill = fill,
-							  .max_decisions = (size_t)maxd,
-							  .seed = (uint64_t)k + 1};
+				struct xp_bench_opts o = { .policy = pols[p],
+							   .nodes = n,
+							   .fill = fill,
+							   .max_decisions = (size_t)maxd,
+							   .seed = (uint64_t)k + 1 };
 				if (xp_bench_run(c, t, m, nm, &o, &r, &err) < 0) {
 					free(rate);
 					xp_cluster_destroy(c);
@@ -136,11 +139,15 @@ int xp_cmd_sim_bench(int argc, char **argv)
 			}
 			if (scand > 0) {
 				struct xp_bench_result sr;
-				struct xp_bench_opts o = {.policy = pols[p], .nodes = n, .fill = fill,
-							  .max_decisions = (size_t)scand, .seed = 1,
-							  .no_index = 1};
+				struct xp_bench_opts o = { .policy = pols[p],
+							   .nodes = n,
+							   .fill = fill,
+							   .max_decisions = (size_t)scand,
+							   .seed = 1,
+							   .no_index = 1 };
 				if (xp_bench_run(c, t, m, nm, &o, &sr, &err) == 0)
-					scan_rate = (double)sr.decisions / (sr.secs > 0 ? sr.secs : 1e-9);
+					scan_rate = (double)sr.decisions /
+						    (sr.secs > 0 ? sr.secs : 1e-9);
 			}
 			qsort(rate, (size_t)runs, sizeof(double), cmp_double);
 			double med = rate[runs / 2];
@@ -148,13 +155,16 @@ int xp_cmd_sim_bench(int argc, char **argv)
 				med = (rate[runs / 2 - 1] + rate[runs / 2]) / 2;
 			double rss = (double)xp_peak_rss_kib() / 1024;
 			if (csv)
-				printf("%zu,%s,%zu,%.0f,%.0f,%.0f,%.0f,%.1f,%.2f,%.0f\n", n, pols[p],
-				       r.decisions, med, rate[0], rate[runs - 1], scan_rate,
-				       scan_rate > 0 ? med / scan_rate : 0, r.unalloc_pct, rss);
+				printf("%zu,%s,%zu,%.0f,%.0f,%.0f,%.0f,%.1f,%.2f,%.0f\n", n,
+				       pols[p], r.decisions, med, rate[0], rate[runs - 1],
+				       scan_rate, scan_rate > 0 ? med / scan_rate : 0,
+				       r.unalloc_pct, rss);
 			else
-				printf("%9zu %-8s %10zu %14.0f %10.0f..%-11.0f %12.0f %7.0fx %9.2f\n", n,
-				       pols[p], r.decisions, med, rate[0], rate[runs - 1], scan_rate,
-				       scan_rate > 0 ? med / scan_rate : 0, r.unalloc_pct);
+				printf("%9zu %-8s %10zu %14.0f %10.0f..%-11.0f %12.0f %7.0fx "
+				       "%9.2f\n",
+				       n, pols[p], r.decisions, med, rate[0], rate[runs - 1],
+				       scan_rate, scan_rate > 0 ? med / scan_rate : 0,
+				       r.unalloc_pct);
 			fflush(stdout);
 			free(rate);
 		}

@@ -42,7 +42,8 @@ static void summarise(const struct xp_cluster *c)
 					break;
 			if (k == nt) {
 				t = xreallocarray(t, nt + 1, sizeof(*t));
-				t[nt++] = (struct tally){dv->cls, dv->vendor, dv->model, 0, dv->mem_mib};
+				t[nt++] = (struct tally){ dv->cls, dv->vendor, dv->model, 0,
+							  dv->mem_mib };
 			}
 			t[k].count++;
 			if (dv->island >= 0) {
@@ -75,11 +76,11 @@ static void summarise(const struct xp_cluster *c)
 int xp_cmd_cluster(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
-		{"file", XP_FLAG_STR, "FILE", "cluster descriptor, YAML or JSON", 'f'},
-		{"output", XP_FLAG_STR, "FORMAT", "table or json", 'o'},
-		{NULL, 0, NULL, NULL},
+		{ "file", XP_FLAG_STR, "FILE", "cluster descriptor, YAML or JSON", 'f' },
+		{ "output", XP_FLAG_STR, "FORMAT", "table or json", 'o' },
+		{ NULL, 0, NULL, NULL },
 	};
-	struct xp_err err = {0};
+	struct xp_err err = { 0 };
 	struct xp_cluster *c = NULL;
 	int help, status = 2;
 
@@ -89,10 +90,11 @@ int xp_cmd_cluster(int argc, char **argv)
 		goto out;
 	}
 	if (help) {
-		xp_flags_usage(stdout, "xpool cluster -f FILE [-o table|json]",
-			       "Check a cluster descriptor (docs/descriptor.md) and summarise it, or\n"
-			       "print it as normalised JSON.",
-			       flags);
+		xp_flags_usage(
+			stdout, "xpool cluster -f FILE [-o table|json]",
+			"Check a cluster descriptor (docs/descriptor.md) and summarise it, or\n"
+			"print it as normalised JSON.",
+			flags);
 		status = 0;
 		goto out;
 	}

@@ -23,9 +23,9 @@
 int xp_cmd_sim_bench(int argc, char **argv);
 
 static const char *const paper_workloads[] = {
-	"default",    "cpu050",     "cpu100",     "cpu200",     "cpu250",     "gpushare40",
-	"gpushare60", "gpushare80", "gpushare100", "gpuspec10", "gpuspec20",  "gpuspec25",
-	"gpuspec33",  "multigpu20", "multigpu30", "multigpu40", "multigpu50", NULL,
+	"default",    "cpu050",	    "cpu100",	   "cpu200",	 "cpu250",     "gpushare40",
+	"gpushare60", "gpushare80", "gpushare100", "gpuspec10",	 "gpuspec20",  "gpuspec25",
+	"gpuspec33",  "multigpu20", "multigpu30",  "multigpu40", "multigpu50", NULL,
 };
 static const char *const paper_policies = "random,dotprod,clustering,packing,bestfit,fgd";
 
@@ -52,7 +52,8 @@ static char **resolve_pods(const char *spec, size_t *n)
 		if (!strcmp(parts[i], "all")) {
 			for (int w = 0; paper_workloads[w]; w++) {
 				char file[256];
-				snprintf(file, sizeof(file), "openb_pod_list_%s.csv", paper_workloads[w]);
+				snprintf(file, sizeof(file), "openb_pod_list_%s.csv",
+					 paper_workloads[w]);
 				out = xreallocarray(out, cnt + 1, sizeof(*out));
 				out[cnt++] = default_path(file);
 			}
@@ -85,8 +86,8 @@ static void on_progress(void *ctx, size_t done, size_t total)
 	double eta = done ? el * (double)(total - done) / (double)done : 0;
 	size_t pct = total ? done * 100 / total : 100;
 	if (p->tty) {
-		fprintf(stderr, "\rsim: %zu/%zu runs (%zu%%), %.1f s, eta %.0f s   ", done, total, pct,
-			el, eta);
+		fprintf(stderr, "\rsim: %zu/%zu runs (%zu%%), %.1f s, eta %.0f s   ", done, total,
+			pct, el, eta);
 		if (done == total)
 			fputc('\n', stderr);
 	} else if (pct / 10 != p->last_pct / 10 || done == total) {
@@ -99,28 +100,35 @@ static void on_progress(void *ctx, size_t done, size_t total)
 static int cmd_openb(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
-		{"nodes", XP_FLAG_STR, "FILE", "node list CSV (sn,cpu_milli,memory_mib,gpu,model)"},
-		{"pods", XP_FLAG_STR, "FILE[,...]",
-		 "pod list CSVs, workload names (default, cpu050, ...) or 'all' (the 17 published)"},
-		{"policy", XP_FLAG_STR, "P[,P...]", "policies by name or label, or 'paper' (the six published)"},
-		{"seeds", XP_FLAG_STR, "LIST", "seeds, e.g. 42-51 or 1,2,5-9"},
-		{"tune", XP_FLAG_STR, "X", "inflate the pods to X times the GPU capacity (0: as is)"},
-		{"tiebreak", XP_FLAG_STR, "RULE", "rank (lowest permuted node index) or random"},
-		{"out", XP_FLAG_STR, "DIR", "write the three *_discrete.csv files and runs.csv here"},
-		{"published", XP_FLAG_STR, "DIR", "print ours side by side with these published results"},
-		{"jobs", XP_FLAG_STR, "N", "worker threads (default: online CPUs)"},
-		{"no-index", XP_FLAG_BOOL, NULL, "score every node on every decision (slow; for checks)"},
-		{NULL, 0, NULL, NULL},
+		{ "nodes", XP_FLAG_STR, "FILE",
+		  "node list CSV (sn,cpu_milli,memory_mib,gpu,model)" },
+		{ "pods", XP_FLAG_STR, "FILE[,...]",
+		  "pod list CSVs, workload names (default, cpu050, ...) or 'all' (the 17 "
+		  "published)" },
+		{ "policy", XP_FLAG_STR, "P[,P...]",
+		  "policies by name or label, or 'paper' (the six published)" },
+		{ "seeds", XP_FLAG_STR, "LIST", "seeds, e.g. 42-51 or 1,2,5-9" },
+		{ "tune", XP_FLAG_STR, "X",
+		  "inflate the pods to X times the GPU capacity (0: as is)" },
+		{ "tiebreak", XP_FLAG_STR, "RULE", "rank (lowest permuted node index) or random" },
+		{ "out", XP_FLAG_STR, "DIR",
+		  "write the three *_discrete.csv files and runs.csv here" },
+		{ "published", XP_FLAG_STR, "DIR",
+		  "print ours side by side with these published results" },
+		{ "jobs", XP_FLAG_STR, "N", "worker threads (default: online CPUs)" },
+		{ "no-index", XP_FLAG_BOOL, NULL,
+		  "score every node on every decision (slow; for checks)" },
+		{ NULL, 0, NULL, NULL },
 	};
-	struct xp_err err = {0};
-	struct xp_grid g = {0};
+	struct xp_err err = { 0 };
+	struct xp_grid g = { 0 };
 	struct xp_grid_cell *cells = NULL;
 	struct xp_cluster *c = NULL;
 	char **pods = NULL, **pols = NULL;
 	size_t npods = 0, npols = 0;
 	int help, status = 1;
 	long jobs = sysconf(_SC_NPROCESSORS_ONLN);
-	struct progress prog = {0};
+	struct progress prog = { 0 };
 	char *nodes_default = default_path("openb_node_list_gpu_node.csv");
 
 	xp_flag_get(flags, "nodes")->sval = nodes_default;
@@ -137,7 +145,8 @@ static int cmd_openb(int argc, char **argv)
 	if (help) {
 		xp_flags_usage(stdout, "xpool sim openb [flags]",
 			       "Replay the Alibaba OpenB GPU trace under the FGD paper's protocol\n"
-			       "(PROTOCOL.md): shuffle, inflate to --tune x capacity, permute node ranks,\n"
+			       "(PROTOCOL.md): shuffle, inflate to --tune x capacity, permute node "
+			       "ranks,\n"
 			       "arrivals only; write the published CSV shapes to --out.",
 			       flags);
 		printf("\npolicies:\n");
@@ -159,14 +168,15 @@ static int cmd_openb(int argc, char **argv)
 		for (size_t i = 0; i < npols; i++) {
 			g.policies[i] = xp_policy_find(pols[i]);
 			if (!g.policies[i]) {
-				xp_errf(&err, XP_EINVAL, "--policy: unknown policy '%s' (see --help)",
-					pols[i]);
+				xp_errf(&err, XP_EINVAL,
+					"--policy: unknown policy '%s' (see --help)", pols[i]);
 				status = xp_cli_fail("sim openb", &err, 2);
 				goto out;
 			}
 		}
 		g.npolicies = npols;
-		if (xp_parse_seeds(xp_flag_get(flags, "seeds")->sval, &g.seeds, &g.nseeds, &err) < 0 ||
+		if (xp_parse_seeds(xp_flag_get(flags, "seeds")->sval, &g.seeds, &g.nseeds, &err) <
+			    0 ||
 		    xp_parse_double_flag("tune", xp_flag_get(flags, "tune")->sval, 0, 100, &g.tune,
 					 &err) < 0) {
 			status = xp_cli_fail("sim openb", &err, 2);
@@ -177,7 +187,8 @@ static int cmd_openb(int argc, char **argv)
 		else if (!strcmp(tb, "random"))
 			g.tiebreak = XP_TIE_RANDOM;
 		else {
-			xp_errf(&err, XP_EINVAL, "--tiebreak: expected rank or random, got '%s'", tb);
+			xp_errf(&err, XP_EINVAL, "--tiebreak: expected rank or random, got '%s'",
+				tb);
 			status = xp_cli_fail("sim openb", &err, 2);
 			goto out;
 		}
@@ -228,15 +239,17 @@ static int cmd_openb(int argc, char **argv)
 			status = xp_cli_fail("sim openb", &err, 1);
 			goto out;
 		}
-		fprintf(stderr, "sim: %zu runs in %.1f s wall, %.1f s CPU on %d threads; results in %s/\n",
+		fprintf(stderr,
+			"sim: %zu runs in %.1f s wall, %.1f s CPU on %d threads; results in %s/\n",
 			n, wall, cpu, g.threads, dir);
-		struct xp_cmp_opts co = {.ours = dir,
-					 .published = xp_flag_get(flags, "published")->given
-							      ? xp_flag_get(flags, "published")->sval
-							      : dir,
-					 .format = XP_CMP_TEXT,
-					 .points = {100, 130},
-					 .npoints = 2};
+		struct xp_cmp_opts co = { .ours = dir,
+					  .published =
+						  xp_flag_get(flags, "published")->given
+							  ? xp_flag_get(flags, "published")->sval
+							  : dir,
+					  .format = XP_CMP_TEXT,
+					  .points = { 100, 130 },
+					  .npoints = 2 };
 		struct xp_cmp_summary sum;
 		if (xp_compare(&co, stdout, &sum, &err) < 0) {
 			status = xp_cli_fail("sim openb", &err, 1);
@@ -271,16 +284,19 @@ out:
 static int cmd_compare(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
-		{"ours", XP_FLAG_STR, "DIR", "our results (a folder or analysis_allo_discrete.csv)"},
-		{"published", XP_FLAG_STR, "DIR", "published results"},
-		{"format", XP_FLAG_STR, "F", "text, markdown or csv"},
-		{"points", XP_FLAG_STR, "X[,X]", "arrival points, up to 4 of 0..130"},
-		{"series", XP_FLAG_STR, "S", "unalloc (100 - GPU allocation %), frag (amount) or ratio"},
-		{"gate", XP_FLAG_BOOL, NULL, "exit 1 when a cell is outside max(2 published sd, 0.5)"},
-		{NULL, 0, NULL, NULL},
+		{ "ours", XP_FLAG_STR, "DIR",
+		  "our results (a folder or analysis_allo_discrete.csv)" },
+		{ "published", XP_FLAG_STR, "DIR", "published results" },
+		{ "format", XP_FLAG_STR, "F", "text, markdown or csv" },
+		{ "points", XP_FLAG_STR, "X[,X]", "arrival points, up to 4 of 0..130" },
+		{ "series", XP_FLAG_STR, "S",
+		  "unalloc (100 - GPU allocation %), frag (amount) or ratio" },
+		{ "gate", XP_FLAG_BOOL, NULL,
+		  "exit 1 when a cell is outside max(2 published sd, 0.5)" },
+		{ NULL, 0, NULL, NULL },
 	};
-	struct xp_err err = {0};
-	struct xp_cmp_opts o = {0};
+	struct xp_err err = { 0 };
+	struct xp_cmp_opts o = { 0 };
 	struct xp_cmp_summary sum;
 	char *pubdef = default_path("fgd_expected_results");
 	int help, status = 2;
@@ -294,11 +310,12 @@ static int cmd_compare(int argc, char **argv)
 		goto out;
 	}
 	if (help) {
-		xp_flags_usage(stdout, "xpool sim compare --ours DIR [flags]",
-			       "Unallocated GPU % (or, with --series, fragmentation amount or ratio),\n"
-			       "mean+-sd over seeds per workload and policy, ours beside published,\n"
-			       "with the gate |diff| <= max(2 published sd, 0.5).",
-			       flags);
+		xp_flags_usage(
+			stdout, "xpool sim compare --ours DIR [flags]",
+			"Unallocated GPU % (or, with --series, fragmentation amount or ratio),\n"
+			"mean+-sd over seeds per workload and policy, ours beside published,\n"
+			"with the gate |diff| <= max(2 published sd, 0.5).",
+			flags);
 		status = 0;
 		goto out;
 	}
@@ -318,7 +335,8 @@ static int cmd_compare(int argc, char **argv)
 		else if (!strcmp(f, "csv"))
 			o.format = XP_CMP_CSV;
 		else {
-			xp_errf(&err, XP_EINVAL, "--format: expected text, markdown or csv, got '%s'", f);
+			xp_errf(&err, XP_EINVAL,
+				"--format: expected text, markdown or csv, got '%s'", f);
 			status = xp_cli_fail("sim compare", &err, 2);
 			goto out;
 		}
@@ -330,7 +348,8 @@ static int cmd_compare(int argc, char **argv)
 		else if (!strcmp(se, "ratio"))
 			o.series = XP_CMP_RATIO;
 		else {
-			xp_errf(&err, XP_EINVAL, "--series: expected unalloc, frag or ratio, got '%s'", se);
+			xp_errf(&err, XP_EINVAL,
+				"--series: expected unalloc, frag or ratio, got '%s'", se);
 			status = xp_cli_fail("sim compare", &err, 2);
 			goto out;
 		}
@@ -370,11 +389,11 @@ out:
 static int cmd_workload(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
-		{"nodes", XP_FLAG_STR, "FILE", "node list CSV"},
-		{"pods", XP_FLAG_STR, "FILE", "pod list CSV or workload name"},
-		{NULL, 0, NULL, NULL},
+		{ "nodes", XP_FLAG_STR, "FILE", "node list CSV" },
+		{ "pods", XP_FLAG_STR, "FILE", "pod list CSV or workload name" },
+		{ NULL, 0, NULL, NULL },
 	};
-	struct xp_err err = {0};
+	struct xp_err err = { 0 };
 	char *nodes_default = default_path("openb_node_list_gpu_node.csv");
 	struct xp_cluster *c = NULL;
 	struct xp_openb_trace *t = NULL;
@@ -390,10 +409,11 @@ static int cmd_workload(int argc, char **argv)
 		goto out;
 	}
 	if (help) {
-		xp_flags_usage(stdout, "xpool sim workload [flags]",
-			       "Print the target workload M of a pod list (PROTOCOL.md 2.1) and the\n"
-			       "empty cluster's fragmentation ratio.",
-			       flags);
+		xp_flags_usage(
+			stdout, "xpool sim workload [flags]",
+			"Print the target workload M of a pod list (PROTOCOL.md 2.1) and the\n"
+			"empty cluster's fragmentation ratio.",
+			flags);
 		status = 0;
 		goto out;
 	}
@@ -416,7 +436,8 @@ static int cmd_workload(int argc, char **argv)
 		char models[128] = "";
 		size_t off = 0;
 		for (int k = 0; k < r->sel.nmodels && off < sizeof(models) - 1; k++)
-			off += (size_t)snprintf(models + off, sizeof(models) - off, "%s%s", k ? "|" : "",
+			off += (size_t)snprintf(models + off, sizeof(models) - off, "%s%s",
+						k ? "|" : "",
 						xp_strtab_str(c->syms, r->sel.models[k]));
 		printf("%4zu %8llu %6u %5u %-24s %8.5f\n", i, (unsigned long long)r->cpu_milli,
 		       r->dev_milli, r->dev_count, models[0] ? models : "-", m[i].p);
@@ -440,11 +461,13 @@ int xp_cmd_sim(int argc, char **argv)
 		int (*fn)(int, char **);
 		const char *about;
 	} subs[] = {
-		{"openb", cmd_openb, "replay the OpenB trace under the FGD paper's protocol"},
-		{"compare", cmd_compare, "our results beside the published ones"},
-		{"workload", cmd_workload, "the target workload M and empty-cluster fragmentation"},
-		{"bench", xp_cmd_sim_bench, "placement throughput on synthetic OpenB-like clusters"},
-		{NULL, NULL, NULL},
+		{ "openb", cmd_openb, "replay the OpenB trace under the FGD paper's protocol" },
+		{ "compare", cmd_compare, "our results beside the published ones" },
+		{ "workload", cmd_workload,
+		  "the target workload M and empty-cluster fragmentation" },
+		{ "bench", xp_cmd_sim_bench,
+		  "placement throughput on synthetic OpenB-like clusters" },
+		{ NULL, NULL, NULL },
 	};
 	if (argc < 1 || !strcmp(argv[0], "-h") || !strcmp(argv[0], "--help")) {
 		FILE *out = argc < 1 ? stderr : stdout;

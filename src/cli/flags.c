@@ -60,8 +60,8 @@ int xp_flags_parse(struct xp_flag *flags, int argc, char **argv, int *help, stru
 			val = eq + 1;
 		} else {
 			if (i + 1 >= argc)
-				return xp_errf(err, XP_EINVAL, "flag --%s needs a value (%s)", f->name,
-					       f->metavar ? f->metavar : "VALUE");
+				return xp_errf(err, XP_EINVAL, "flag --%s needs a value (%s)",
+					       f->name, f->metavar ? f->metavar : "VALUE");
 			val = argv[++i];
 		}
 		if (!*val)

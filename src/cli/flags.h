@@ -18,11 +18,11 @@ enum xp_flag_kind { XP_FLAG_STR, XP_FLAG_BOOL };
 
 struct xp_flag {
 	const char *name; /* without the dashes */
-	int kind;         /* enum xp_flag_kind */
+	int kind;	  /* enum xp_flag_kind */
 	const char *metavar;
 	const char *help;
 	char short_name; /* "-o VALUE" for --output, 0 = none */
-	char *sval; /* result (malloc'd) or NULL; preset defaults are not freed */
+	char *sval;	 /* result (malloc'd) or NULL; preset defaults are not freed */
 	int bval;
 	int given;
 };
@@ -30,7 +30,8 @@ struct xp_flag {
 /* Parse argv[0..argc); returns 0 or a negative code with err naming the flag. */
 int xp_flags_parse(struct xp_flag *flags, int argc, char **argv, int *help, struct xp_err *err);
 void xp_flags_free(struct xp_flag *flags);
-void xp_flags_usage(FILE *out, const char *synopsis, const char *about, const struct xp_flag *flags);
+void xp_flags_usage(FILE *out, const char *synopsis, const char *about,
+		    const struct xp_flag *flags);
 struct xp_flag *xp_flag_get(struct xp_flag *flags, const char *name);
 
 #endif

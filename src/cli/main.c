@@ -12,9 +12,10 @@ static const struct verb {
 	int (*fn)(int argc, char **argv);
 	const char *about;
 } verbs[] = {
-	{"cluster", xp_cmd_cluster, "check a cluster descriptor (YAML/JSON) and summarise it"},
-	{"sim", xp_cmd_sim, "trace-driven simulator: replay OpenB, compare with published results, benchmarks"},
-	{NULL, NULL, NULL},
+	{ "cluster", xp_cmd_cluster, "check a cluster descriptor (YAML/JSON) and summarise it" },
+	{ "sim", xp_cmd_sim,
+	  "trace-driven simulator: replay OpenB, compare with published results, benchmarks" },
+	{ NULL, NULL, NULL },
 };
 
 static void usage(FILE *out)

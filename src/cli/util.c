@@ -56,14 +56,17 @@ int xp_parse_seeds(const char *spec, uint64_t **out, size_t *n, struct xp_err *e
 		if (xp_parse_i64(parts[i], 0, INT64_MAX, &lo) < 0 ||
 		    (dash && xp_parse_i64(dash + 1, 0, INT64_MAX, &hi) < 0)) {
 			rc = xp_errf(err, XP_EINVAL,
-				     "--seeds: expected seeds like 42-51 or 1,2,5-9, got '%s'", spec);
+				     "--seeds: expected seeds like 42-51 or 1,2,5-9, got '%s'",
+				     spec);
 			break;
 		}
 		if (!dash)
 			hi = lo;
-		if (hi < lo || (uint64_t)(hi - lo) >= MAX_SEEDS || cnt + (size_t)(hi - lo) >= MAX_SEEDS) {
-			rc = xp_errf(err, XP_ERANGE, "--seeds: '%s' is empty or has more than %d seeds",
-				     spec, MAX_SEEDS);
+		if (hi < lo || (uint64_t)(hi - lo) >= MAX_SEEDS ||
+		    cnt + (size_t)(hi - lo) >= MAX_SEEDS) {
+			rc = xp_errf(err, XP_ERANGE,
+				     "--seeds: '%s' is empty or has more than %d seeds", spec,
+				     MAX_SEEDS);
 			break;
 		}
 		for (int64_t s = lo; s <= hi; s++) {
@@ -97,8 +100,8 @@ int xp_parse_double_flag(const char *flag, const char *s, double min, double max
 {
 	double v;
 	if (xp_parse_double(s, &v) < 0 || v < min || v > max)
-		return xp_errf(err, XP_EINVAL, "--%s: expected a number %g..%g, got '%s'", flag, min,
-			       max, s);
+		return xp_errf(err, XP_EINVAL, "--%s: expected a number %g..%g, got '%s'", flag,
+			       min, max, s);
 	*out = v;
 	return 0;
 }

@@ -71,8 +71,8 @@ static const char *const dev_keys[] = {
 	"partitions", "health", "uuid", "pci_bus_id", "arch", "offload_engines",
 	"rdma_capability", "attributes", "links", NULL};
 /* clang-format on */
-static const char *const part_keys[] = {"name", "compute_milli", "memory", "max", NULL};
-static const char *const link_keys[] = {"kind", "peer", "bandwidth", NULL};
+static const char *const part_keys[] = { "name", "compute_milli", "memory", "max", NULL };
+static const char *const link_keys[] = { "kind", "peer", "bandwidth", NULL };
 
 /* Push key, fail with a message, pop: for errors about a field as a whole. */
 static int fail_at(struct ctx *x, const struct xp_tree *map, const char *key, int code,
@@ -366,8 +366,8 @@ static int device_fields(struct ctx *x, const struct xp_tree *e, struct xp_devic
 		xp_walk_pop(&x->w, m);
 		TRY(rc);
 	}
-	int rc =
-	    xp_walk_get_qty(&x->w, e, "rdma_capability", XP_QTY_BITS_RATE, 1e3 * UINT32_MAX, &mbps);
+	int rc = xp_walk_get_qty(&x->w, e, "rdma_capability", XP_QTY_BITS_RATE, 1e3 * UINT32_MAX,
+				 &mbps);
 	TRY(rc);
 	if (rc > 0) {
 		uint32_t gbps = (uint32_t)((mbps + 500) / 1000);
@@ -403,7 +403,7 @@ static void make_island(struct xp_node *n, int first, int count, unsigned kinds)
 static int device_entry(struct ctx *x, const struct xp_tree *e, size_t idx, struct xp_node *n,
 			struct devref *refs)
 {
-	static const char *const single[] = {"uuid", "pci_bus_id", "links", NULL};
+	static const char *const single[] = { "uuid", "pci_bus_id", "links", NULL };
 	int64_t count = 1;
 	unsigned kinds = 0;
 	struct xp_sb ic;
@@ -423,7 +423,7 @@ static int device_entry(struct ctx *x, const struct xp_tree *e, size_t idx, stru
 	int rc = get_interconnect(x, e, &ic, &kinds), first = n->ndevs;
 	for (int k = 0; rc == 0 && k < count; k++) {
 		struct xp_device *d = xp_node_add_device(n);
-		refs[n->ndevs - 1] = (struct devref){e, idx};
+		refs[n->ndevs - 1] = (struct devref){ e, idx };
 		rc = device_fields(x, e, d, n->ndevs - 1);
 		if (rc == 0 && ic.len)
 			xp_attrs_set(&d->attrs, &d->nattrs, "interconnect", ic.s);
@@ -446,9 +446,9 @@ static int check_peers(struct ctx *x, const struct xp_node *n, const struct devr
 			size_t m = xp_walk_push_idx(&x->w, refs[i].idx);
 			xp_walk_push_key(&x->w, "links");
 			xp_walk_push_idx(&x->w, (size_t)j);
-			int rc =
-			    fail_at(x, l, "peer", XP_EINVAL,
-				    "device %d does not exist (the node has %u)", peer, n->ndevs);
+			int rc = fail_at(x, l, "peer", XP_EINVAL,
+					 "device %d does not exist (the node has %u)", peer,
+					 n->ndevs);
 			xp_walk_pop(&x->w, m);
 			return rc;
 		}
@@ -564,13 +564,13 @@ static int count_nodes(struct ctx *x, const struct xp_tree *nodes, size_t total)
 
 static int walk_top(struct ctx *x, const struct xp_tree *t)
 {
-	static const char *const only_res[] = {"name", "cpu", "memory", "arch", NULL};
+	static const char *const only_res[] = { "name", "cpu", "memory", "arch", NULL };
 	int64_t version = 1;
 
 	if (!t)
 		return xp_walk_fail(
-		    &x->w, 0, XP_EINVAL,
-		    "empty descriptor (expected a map with 'nodes' or 'resources')");
+			&x->w, 0, XP_EINVAL,
+			"empty descriptor (expected a map with 'nodes' or 'resources')");
 	if (t->kind != XP_TREE_MAP)
 		return xp_walk_fail(&x->w, t->line, XP_EINVAL,
 				    "expected a map with 'nodes' or 'resources', got %s",

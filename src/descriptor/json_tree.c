@@ -62,15 +62,15 @@ static int conv(struct jstate *s, json_t *j, int depth, struct xp_tree **out)
 			const char *key = is_map ? json_object_iter_key(iter) : NULL;
 			json_t *v = is_map ? json_object_iter_value(iter) : json_array_get(j, i);
 			size_t m =
-			    is_map ? xp_walk_push_key(&s->w, key) : xp_walk_push_idx(&s->w, i);
+				is_map ? xp_walk_push_key(&s->w, key) : xp_walk_push_idx(&s->w, i);
 			struct xp_tree *kid;
 			int rc = conv(s, v, depth + 1, &kid);
 			if (rc == 0 && is_map &&
 			    (rc = xp_tree_map_add(t, key, strlen(key), 0, kid)) < 0)
 				rc = xp_walk_fail(&s->w, 0, rc, "%s",
 						  rc == XP_EEXIST
-						      ? "duplicate key"
-						      : "more than 256 keys in one object");
+							  ? "duplicate key"
+							  : "more than 256 keys in one object");
 			else if (rc == 0 && !is_map)
 				xp_tree_seq_add(t, kid);
 			xp_walk_pop(&s->w, m);
@@ -114,7 +114,7 @@ static int conv(struct jstate *s, json_t *j, int depth, struct xp_tree **out)
 int xp_tree_from_json(const char *name, const char *buf, size_t len, struct xp_tree **out,
 		      struct xp_err *err)
 {
-	struct jstate s = {.w = {.name = name, .err = err}};
+	struct jstate s = { .w = { .name = name, .err = err } };
 	json_error_t je;
 	json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
 
@@ -141,7 +141,7 @@ static void put_str(json_t *o, const char *key, const char *s)
 }
 
 static void put_fmt(json_t *o, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+	__attribute__((format(printf, 3, 4)));
 static void put_fmt(json_t *o, const char *key, const char *fmt, ...)
 {
 	char buf[64];

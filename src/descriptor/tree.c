@@ -123,7 +123,7 @@ const struct xp_tree *xp_tree_get(const struct xp_tree *map, const char *key)
 
 int xp_tree_is_null(const struct xp_tree *t)
 {
-	static const char *const nulls[] = {"", "~", "null", "Null", "NULL"};
+	static const char *const nulls[] = { "", "~", "null", "Null", "NULL" };
 
 	if (!t || t->kind != XP_TREE_SCALAR || t->quoted)
 		return 0;
@@ -376,7 +376,9 @@ int xp_walk_int(struct xp_walk *w, const struct xp_tree *v, int64_t min, int64_t
 
 int xp_walk_qty(struct xp_walk *w, const struct xp_tree *v, int q, double max, uint64_t *out)
 {
-	static const char *const units[] = {"MiB", "milli-cores", "MB/s", "Mbit/s", "W", "GFLOPS"};
+	static const char *const units[] = {
+		"MiB", "milli-cores", "MB/s", "Mbit/s", "W", "GFLOPS"
+	};
 	double d;
 	int rc = xp_walk_want(w, v, XP_TREE_SCALAR, xp_qty_hint((enum xp_qty)q));
 

@@ -114,7 +114,7 @@ struct xp_shown xp_show(const char *s);
 #define XP_SHOW(str) (xp_show(str).s)
 
 int xp_walk_fail(struct xp_walk *w, uint32_t line, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+	__attribute__((format(printf, 4, 5)));
 size_t xp_walk_push_key(struct xp_walk *w, const char *key);
 size_t xp_walk_push_idx(struct xp_walk *w, size_t i);
 void xp_walk_pop(struct xp_walk *w, size_t mark);

@@ -57,7 +57,7 @@ static int syntax_error(struct ystate *s, yaml_parser_t *p)
 /* An error at line, with the path from the root to the value being read
  * (pending: include the key or index the next value goes to). */
 static int yfail(struct ystate *s, uint32_t line, int pending, int code, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
+	__attribute__((format(printf, 5, 6)));
 static int yfail(struct ystate *s, uint32_t line, int pending, int code, const char *fmt, ...)
 {
 	char msg[XP_ERR_TEXT_MAX];
@@ -85,7 +85,7 @@ static int yfail(struct ystate *s, uint32_t line, int pending, int code, const c
 /* Tags of the YAML core schema are harmless; anything else is refused. */
 static int tag_ok(const char *tag, yaml_event_type_t type)
 {
-	static const char *const scalar_tags[] = {"str", "int", "float", "bool", "null", NULL};
+	static const char *const scalar_tags[] = { "str", "int", "float", "bool", "null", NULL };
 	static const char prefix[] = "tag:yaml.org,2002:";
 
 	if (!tag)
@@ -173,7 +173,7 @@ static int on_node(struct ystate *s, const yaml_event_t *ev)
 		return yfail(s, line, 1, XP_ETOOBIG, "nested deeper than %d levels",
 			     XP_TREE_MAX_DEPTH);
 	struct xp_tree *node =
-	    xp_tree_new(ev->type == YAML_MAPPING_START_EVENT ? XP_TREE_MAP : XP_TREE_SEQ, line);
+		xp_tree_new(ev->type == YAML_MAPPING_START_EVENT ? XP_TREE_MAP : XP_TREE_SEQ, line);
 	int rc = attach(s, node);
 	if (rc < 0)
 		return rc;

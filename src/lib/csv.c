@@ -10,7 +10,7 @@
 
 struct xp_csv {
 	char *name;
-	char *buf;    /* whole file, NUL-terminated, split in place */
+	char *buf; /* whole file, NUL-terminated, split in place */
 	size_t len;
 	size_t pos;   /* start of the next unread line */
 	size_t line;  /* line number of the current row */
@@ -42,8 +42,9 @@ static int split(struct xp_csv *c, char ***fields, size_t *cap, struct xp_err *e
 			p++;
 			for (;;) {
 				if (*p == '\0')
-					return xp_errf(err, XP_EINVAL, "%s:%zu: unterminated quoted field",
-						       c->name, startline);
+					return xp_errf(err, XP_EINVAL,
+						       "%s:%zu: unterminated quoted field", c->name,
+						       startline);
 				if (*p == '"' && p[1] == '"') {
 					*w++ = '"';
 					p += 2;
@@ -58,14 +59,14 @@ static int split(struct xp_csv *c, char ***fields, size_t *cap, struct xp_err *e
 			}
 			if (*p != ',' && *p != '\n' && *p != '\r' && *p != '\0')
 				return xp_errf(err, XP_EINVAL,
-					       "%s:%zu: text after closing quote in field %zu", c->name,
-					       startline, n);
+					       "%s:%zu: text after closing quote in field %zu",
+					       c->name, startline, n);
 		} else {
 			while (*p != ',' && *p != '\n' && *p != '\r' && *p != '\0') {
 				if (*p == '"')
 					return xp_errf(err, XP_EINVAL,
-						       "%s:%zu: quote inside unquoted field %zu", c->name,
-						       startline, n);
+						       "%s:%zu: quote inside unquoted field %zu",
+						       c->name, startline, n);
 				*w++ = *p++;
 			}
 		}
@@ -94,8 +95,7 @@ static int is_blank_line(const char *p)
 	return *p == '\n' || (*p == '\r' && p[1] == '\n');
 }
 
-static int next_row(struct xp_csv *c, char ***fields, size_t *cap, size_t *nout,
-		    struct xp_err *err)
+static int next_row(struct xp_csv *c, char ***fields, size_t *cap, size_t *nout, struct xp_err *err)
 {
 	while (c->pos < c->len && is_blank_line(c->buf + c->pos)) {
 		c->pos += c->buf[c->pos] == '\r' ? 2 : 1;
@@ -119,7 +119,8 @@ int xp_csv_open_mem(const char *name, const char *buf, size_t len, struct xp_csv
 	int rc;
 
 	if (len > XP_CSV_MAX_BYTES)
-		return xp_errf(err, XP_ETOOBIG, "%s: larger than %zu bytes", name, XP_CSV_MAX_BYTES);
+		return xp_errf(err, XP_ETOOBIG, "%s: larger than %zu bytes", name,
+			       XP_CSV_MAX_BYTES);
 	if (memchr(buf, '\0', len))
 		return xp_errf(err, XP_EINVAL, "%s: contains a NUL byte (not a text file)", name);
 	c = XNEW(struct xp_csv);
@@ -235,8 +236,9 @@ int xp_csv_next(struct xp_csv *c, struct xp_err *err)
 	if (rc <= 0)
 		return rc;
 	if (c->nf != c->nhdr)
-		return xp_errf(err, XP_EINVAL, "%s:%zu: expected %zu fields as in the header, got %zu",
-			       c->name, c->line, c->nhdr, c->nf);
+		return xp_errf(err, XP_EINVAL,
+			       "%s:%zu: expected %zu fields as in the header, got %zu", c->name,
+			       c->line, c->nhdr, c->nf);
 	return 1;
 }
 

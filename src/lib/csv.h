@@ -14,7 +14,7 @@
 
 #include "err.h"
 
-#define XP_CSV_MAX_BYTES ((size_t)1 << 30)
+#define XP_CSV_MAX_BYTES  ((size_t)1 << 30)
 #define XP_CSV_MAX_FIELDS 4096
 
 struct xp_csv;

@@ -87,29 +87,45 @@ int xp_parse_double(const char *s, double *out)
 
 struct unit {
 	const char *suffix; /* compared case-sensitively, "" = no unit */
-	double mult;        /* to the family's base unit */
+	double mult;	    /* to the family's base unit */
 };
 
 static const struct unit mem_units[] = {
-	{"", 1},         {"Ki", 1.0 / 1024}, {"KiB", 1.0 / 1024}, {"Mi", 1},
-	{"MiB", 1},      {"Gi", 1024},       {"GiB", 1024},       {"Ti", 1048576},
-	{"TiB", 1048576}, {"K", 1e3 / 1048576}, {"KB", 1e3 / 1048576}, {"M", 1e6 / 1048576},
-	{"MB", 1e6 / 1048576}, {"G", 1e9 / 1048576}, {"GB", 1e9 / 1048576}, {"T", 1e12 / 1048576},
-	{"TB", 1e12 / 1048576}, {NULL, 0},
+	{ "", 1 },
+	{ "Ki", 1.0 / 1024 },
+	{ "KiB", 1.0 / 1024 },
+	{ "Mi", 1 },
+	{ "MiB", 1 },
+	{ "Gi", 1024 },
+	{ "GiB", 1024 },
+	{ "Ti", 1048576 },
+	{ "TiB", 1048576 },
+	{ "K", 1e3 / 1048576 },
+	{ "KB", 1e3 / 1048576 },
+	{ "M", 1e6 / 1048576 },
+	{ "MB", 1e6 / 1048576 },
+	{ "G", 1e9 / 1048576 },
+	{ "GB", 1e9 / 1048576 },
+	{ "T", 1e12 / 1048576 },
+	{ "TB", 1e12 / 1048576 },
+	{ NULL, 0 },
 };
-static const struct unit cpu_units[] = {{"", 1000}, {"m", 1}, {NULL, 0}};
+static const struct unit cpu_units[] = { { "", 1000 }, { "m", 1 }, { NULL, 0 } };
 static const struct unit byte_rate_units[] = {
-	{"MB/s", 1}, {"GB/s", 1e3}, {"TB/s", 1e6}, {"MiB/s", 1.048576}, {"GiB/s", 1073.741824},
-	{"MBps", 1}, {"GBps", 1e3}, {"TBps", 1e6}, {NULL, 0},
+	{ "MB/s", 1 },	       { "GB/s", 1e3 },		 { "TB/s", 1e6 },
+	{ "MiB/s", 1.048576 }, { "GiB/s", 1073.741824 }, { "MBps", 1 },
+	{ "GBps", 1e3 },       { "TBps", 1e6 },		 { NULL, 0 },
 };
 static const struct unit bit_rate_units[] = {
-	{"Mbps", 1}, {"Gbps", 1e3}, {"Tbps", 1e6}, {"Mb/s", 1}, {"Gb/s", 1e3},
-	{"Tb/s", 1e6}, {"M", 1},     {"G", 1e3},    {"T", 1e6},   {NULL, 0},
+	{ "Mbps", 1 },	 { "Gbps", 1e3 }, { "Tbps", 1e6 }, { "Mb/s", 1 }, { "Gb/s", 1e3 },
+	{ "Tb/s", 1e6 }, { "M", 1 },	  { "G", 1e3 },	   { "T", 1e6 },  { NULL, 0 },
 };
-static const struct unit power_units[] = {{"", 1}, {"W", 1}, {"kW", 1e3}, {"mW", 1e-3}, {NULL, 0}};
+static const struct unit power_units[] = {
+	{ "", 1 }, { "W", 1 }, { "kW", 1e3 }, { "mW", 1e-3 }, { NULL, 0 }
+};
 static const struct unit flops_units[] = {
-	{"G", 1},        {"GFLOPS", 1}, {"GOPS", 1}, {"T", 1e3},       {"TFLOPS", 1e3},
-	{"TOPS", 1e3},   {"P", 1e6},    {"PFLOPS", 1e6}, {"POPS", 1e6}, {NULL, 0},
+	{ "G", 1 },	 { "GFLOPS", 1 }, { "GOPS", 1 },     { "T", 1e3 },    { "TFLOPS", 1e3 },
+	{ "TOPS", 1e3 }, { "P", 1e6 },	  { "PFLOPS", 1e6 }, { "POPS", 1e6 }, { NULL, 0 },
 };
 
 static const struct unit *units_of(enum xp_qty kind)

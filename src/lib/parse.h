@@ -15,12 +15,12 @@ int xp_parse_double(const char *s, double *out);
 
 /* Unit families for xp_parse_qty; each names the unit of the result. */
 enum xp_qty {
-	XP_QTY_MEM_MIB,    /* "80Gi", "80GiB", "40GB", "512Mi", plain number = MiB */
+	XP_QTY_MEM_MIB,	   /* "80Gi", "80GiB", "40GB", "512Mi", plain number = MiB */
 	XP_QTY_CPU_MILLI,  /* "4", "2.5", "500m" -> milli-cores */
 	XP_QTY_BYTES_RATE, /* "600GB/s", "2TB/s", "900 GB/s" -> MB/s */
 	XP_QTY_BITS_RATE,  /* "200Gbps", "100Gb/s", "400G" -> Mbit/s */
-	XP_QTY_POWER_W,    /* "400W", "0.7kW", plain number = W */
-	XP_QTY_FLOPS,      /* "312TFLOPS", "19.5T", "624TOPS" -> GFLOPS (or GOPS) */
+	XP_QTY_POWER_W,	   /* "400W", "0.7kW", plain number = W */
+	XP_QTY_FLOPS,	   /* "312TFLOPS", "19.5T", "624TOPS" -> GFLOPS (or GOPS) */
 };
 
 /* Parse a number with an optional unit of the family; the result is in the

@@ -18,7 +18,7 @@ void *xreallocarray(void *p, size_t nmemb, size_t size);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 
-#define XNEW(T)      ((T *)xcalloc(1, sizeof(T)))
-#define XNEWV(T, n)  ((T *)xcalloc((n), sizeof(T)))
+#define XNEW(T)	    ((T *)xcalloc(1, sizeof(T)))
+#define XNEWV(T, n) ((T *)xcalloc((n), sizeof(T)))
 
 #endif

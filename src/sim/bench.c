@@ -30,8 +30,8 @@ struct xp_cluster *xp_bench_cluster(const struct xp_cluster *openb, size_t n, ui
 		for (uint16_t d = 0; d < src->ndevs; d++) {
 			struct xp_device *dv = xp_node_add_device(dst);
 			dv->cls = src->devs[d].cls;
-			dv->model = xp_strtab_intern(c->syms,
-						     xp_strtab_str(openb->syms, src->devs[d].model));
+			dv->model = xp_strtab_intern(
+				c->syms, xp_strtab_str(openb->syms, src->devs[d].model));
 		}
 	}
 	free(perm);
@@ -42,7 +42,7 @@ int xp_bench_run(const struct xp_cluster *c, const struct xp_openb_trace *t,
 		 const struct xp_wshape *m, size_t nm, const struct xp_bench_opts *o,
 		 struct xp_bench_result *res, struct xp_err *err)
 {
-	struct xp_sched_opts so = {.policy = o->policy, .no_index = o->no_index};
+	struct xp_sched_opts so = { .policy = o->policy, .no_index = o->no_index };
 	struct xp_rng rng;
 	struct xp_sched *s;
 	uint64_t t0 = xp_mono_ns(), target, arrived = 0;
@@ -85,8 +85,9 @@ int xp_bench_run(const struct xp_cluster *c, const struct xp_openb_trace *t,
 	}
 	res->secs = (double)(xp_mono_ns() - t0) / 1e9;
 	res->decisions = n;
-	res->unalloc_pct = 100.0 - 100.0 * (double)xp_sched_used_milli(s) /
-					   (double)(xp_sched_total_milli(s) ? xp_sched_total_milli(s) : 1);
+	res->unalloc_pct =
+		100.0 - 100.0 * (double)xp_sched_used_milli(s) /
+				(double)(xp_sched_total_milli(s) ? xp_sched_total_milli(s) : 1);
 	free(seq);
 out:
 	xp_sched_destroy(s);

@@ -19,7 +19,7 @@
 struct xp_bench_opts {
 	const char *policy;
 	size_t nodes;
-	double fill;          /* % of GPU capacity to arrive */
+	double fill;	      /* % of GPU capacity to arrive */
 	size_t max_decisions; /* 0 = no cap */
 	uint64_t seed;
 	int no_index;
@@ -27,9 +27,9 @@ struct xp_bench_opts {
 
 struct xp_bench_result {
 	size_t decisions, placed;
-	double secs;         /* wall time of the decisions only */
-	double setup_secs;   /* cluster + scheduler construction */
-	double unalloc_pct;  /* unallocated GPU % at the end */
+	double secs;	    /* wall time of the decisions only */
+	double setup_secs;  /* cluster + scheduler construction */
+	double unalloc_pct; /* unallocated GPU % at the end */
 };
 
 /* Synthetic cluster of n nodes from the OpenB node mix. */

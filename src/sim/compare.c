@@ -36,9 +36,9 @@ static const char *strip_workload(const char *w)
 	return strncmp(w, "openb_pod_list_", 15) == 0 ? w + 15 : w;
 }
 
-static const char *const series_file[] = {"analysis_allo_discrete.csv",
-					  "analysis_frag_discrete.csv",
-					  "analysis_frag_ratio_discrete.csv"};
+static const char *const series_file[] = { "analysis_allo_discrete.csv",
+					   "analysis_frag_discrete.csv",
+					   "analysis_frag_ratio_discrete.csv" };
 
 static int load(const char *where, int series, struct table *t, struct xp_err *err)
 {
@@ -47,7 +47,7 @@ static int load(const char *where, int series, struct table *t, struct xp_err *e
 	struct xp_csv *csv;
 	size_t cap = 0;
 	int cols[XP_OPENB_BUCKETS], rc;
-	static const char *const need[] = {"workload", "sc_policy", "seed"};
+	static const char *const need[] = { "workload", "sc_policy", "seed" };
 
 	if (stat(where, &st) == 0 && S_ISDIR(st.st_mode))
 		snprintf(path, sizeof(path), "%s/%s", where, series_file[series]);
@@ -75,8 +75,9 @@ static int load(const char *where, int series, struct table *t, struct xp_err *e
 			if (!*s)
 				continue;
 			if (xp_parse_double(s, &r->v[x]) < 0) {
-				rc = xp_errf(err, XP_EINVAL, "%s:%zu: column %d: expected a number, got '%s'",
-					     path, xp_csv_line(csv), x, s);
+				rc = xp_errf(err, XP_EINVAL,
+					     "%s:%zu: column %d: expected a number, got '%s'", path,
+					     xp_csv_line(csv), x, s);
 				goto out;
 			}
 			r->have[x] = 1;
@@ -98,7 +99,7 @@ struct stat2 {
 /* unallocated % at x over the rows of (workload, policy) */
 static struct stat2 stats(const struct table *t, const char *w, const char *p, int x, int series)
 {
-	struct stat2 s = {0, 0, 0};
+	struct stat2 s = { 0, 0, 0 };
 	double sum = 0, sq = 0;
 	for (size_t i = 0; i < t->n; i++) {
 		const struct row *r = &t->rows[i];
@@ -132,7 +133,7 @@ static int cmp_str(const void *a, const void *b)
 int xp_compare(const struct xp_cmp_opts *o, FILE *out, struct xp_cmp_summary *sum,
 	       struct xp_err *err)
 {
-	struct table ours = {0}, pub = {0};
+	struct table ours = { 0 }, pub = { 0 };
 	int rc;
 
 	memset(sum, 0, sizeof(*sum));
@@ -156,17 +157,21 @@ int xp_compare(const struct xp_cmp_opts *o, FILE *out, struct xp_cmp_summary *su
 	} else if (o->format == XP_CMP_CSV) {
 		fputs("workload,sc_policy", out);
 		for (int k = 0; k < o->npoints; k++)
-			fprintf(out, ",ours_mean_%d,ours_sd_%d,ours_n_%d,pub_mean_%d,pub_sd_%d,pub_n_%d",
-				o->points[k], o->points[k], o->points[k], o->points[k], o->points[k],
-				o->points[k]);
+			fprintf(out,
+				",ours_mean_%d,ours_sd_%d,ours_n_%d,pub_mean_%d,pub_sd_%d,pub_n_%d",
+				o->points[k], o->points[k], o->points[k], o->points[k],
+				o->points[k], o->points[k]);
 		fputc('\n', out);
 	} else {
 		fprintf(out, "%-12s %-17s", "workload", "policy");
 		for (int k = 0; k < o->npoints; k++)
-			fprintf(out, " | %-15s %-15s %6s %-4s", "ours", "published", "diff", "gate");
-		static const char *const what[] = {"(unallocated GPU %, mean+-sd over seeds)",
-						   "(fragmentation, % of GPU capacity, mean+-sd)",
-						   "(fragmentation ratio, % of idle GPU, mean+-sd)"};
+			fprintf(out, " | %-15s %-15s %6s %-4s", "ours", "published", "diff",
+				"gate");
+		static const char *const what[] = {
+			"(unallocated GPU %, mean+-sd over seeds)",
+			"(fragmentation, % of GPU capacity, mean+-sd)",
+			"(fragmentation ratio, % of idle GPU, mean+-sd)"
+		};
 		fprintf(out, "\n%-30s", what[o->series]);
 		for (int k = 0; k < o->npoints; k++)
 			fprintf(out, " | at %3d%% arrived %30s", o->points[k], "");
@@ -202,7 +207,8 @@ int xp_compare(const struct xp_cmp_opts *o, FILE *out, struct xp_cmp_summary *su
 				if (b.n) {
 					double d = a.mean - b.mean;
 					int ok = fabs(d) <= fmax(2 * b.sd, 0.5);
-					snprintf(sb, sizeof(sb), "%.2f±%.2f (%d)", b.mean, b.sd, b.n);
+					snprintf(sb, sizeof(sb), "%.2f±%.2f (%d)", b.mean, b.sd,
+						 b.n);
 					snprintf(sd, sizeof(sd), "%+.2f", d);
 					gate = ok ? "ok" : "MISS";
 					sum->cells++;
@@ -215,8 +221,8 @@ int xp_compare(const struct xp_cmp_opts *o, FILE *out, struct xp_cmp_summary *su
 				if (o->format == XP_CMP_MARKDOWN)
 					fprintf(out, " %s | %s | %s | %s |", sa, sb, sd, gate);
 				else if (o->format == XP_CMP_CSV)
-					fprintf(out, ",%.4f,%.4f,%d,%.4f,%.4f,%d", a.mean, a.sd, a.n,
-						b.mean, b.sd, b.n);
+					fprintf(out, ",%.4f,%.4f,%d,%.4f,%.4f,%d", a.mean, a.sd,
+						a.n, b.mean, b.sd, b.n);
 				else
 					fprintf(out, " | %-16s %-16s %6s %-4s", sa, sb, sd, gate);
 			}

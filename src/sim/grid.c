@@ -38,7 +38,7 @@ static void *worker(void *arg)
 			.tiebreak = g->tiebreak,
 			.no_index = g->no_index,
 		};
-		struct xp_err err = {0};
+		struct xp_err err = { 0 };
 		cell->rc = xp_openb_run(g->c, g->traces[cell->trace], g->m[cell->trace],
 					g->nm[cell->trace], &o, &cell->res, &err);
 		if (cell->rc < 0)
@@ -54,7 +54,7 @@ static void *worker(void *arg)
 
 int xp_grid_run(const struct xp_grid *g, struct xp_grid_cell **cells, struct xp_err *err)
 {
-	struct shared sh = {.g = g};
+	struct shared sh = { .g = g };
 	int threads = g->threads > 0 ? g->threads : 1;
 	pthread_t *tid;
 
@@ -88,7 +88,8 @@ int xp_grid_run(const struct xp_grid *g, struct xp_grid_cell **cells, struct xp_
 			return xp_errf(err, sh.cells[i].rc, "%s / %s / seed %llu: %s",
 				       g->traces[sh.cells[i].trace]->workload,
 				       g->policies[sh.cells[i].policy]->name,
-				       (unsigned long long)g->seeds[sh.cells[i].seed], sh.cells[i].err);
+				       (unsigned long long)g->seeds[sh.cells[i].seed],
+				       sh.cells[i].err);
 	return 0;
 }
 
@@ -144,8 +145,9 @@ static int write_series(const char *dir, const char *name, enum series which,
 				fputc(',', f);
 				continue;
 			}
-			double v = which == ALLOC ? r->alloc[x] : which == FRAG ? r->frag_amt[x]
-									  : r->frag_ratio[x];
+			double v = which == ALLOC  ? r->alloc[x]
+				   : which == FRAG ? r->frag_amt[x]
+						   : r->frag_ratio[x];
 			fprintf(f, which == RATIO ? ",%.4f" : ",%.2f", v);
 		}
 		fputc('\n', f);

@@ -39,7 +39,7 @@ static int valid_name(const char *s)
 
 struct xp_cluster *xp_openb_load_nodes(const char *path, struct xp_err *err)
 {
-	static const char *const cols[] = {"sn", "cpu_milli", "memory_mib", "gpu", "model"};
+	static const char *const cols[] = { "sn", "cpu_milli", "memory_mib", "gpu", "model" };
 	struct xp_csv *csv = NULL;
 	struct xp_cluster *c = NULL;
 	struct xp_strtab *names = NULL;
@@ -68,18 +68,21 @@ struct xp_cluster *xp_openb_load_nodes(const char *path, struct xp_err *err)
 		size_t before = xp_strtab_count(names);
 		xp_strtab_intern(names, sn);
 		if (xp_strtab_count(names) == before) {
-			rc = xp_errf(err, XP_EINVAL, "%s:%zu: field sn: node '%s' listed twice", path,
-				     xp_csv_line(csv), sn);
+			rc = xp_errf(err, XP_EINVAL, "%s:%zu: field sn: node '%s' listed twice",
+				     path, xp_csv_line(csv), sn);
 			goto fail;
 		}
-		if ((rc = field_u64(csv, ccpu, "cpu_milli", (int64_t)XP_MAX_CPU_MILLI, &cpu, err)) < 0 ||
-		    (rc = field_u64(csv, cmem, "memory_mib", (int64_t)XP_MAX_MEM_MIB, &mem, err)) < 0 ||
+		if ((rc = field_u64(csv, ccpu, "cpu_milli", (int64_t)XP_MAX_CPU_MILLI, &cpu, err)) <
+			    0 ||
+		    (rc = field_u64(csv, cmem, "memory_mib", (int64_t)XP_MAX_MEM_MIB, &mem, err)) <
+			    0 ||
 		    (rc = field_u64(csv, cgpu, "gpu", XP_MAX_NODE_DEVS, &gpu, err)) < 0)
 			goto fail;
 		if (gpu > 0 && (!*model || strcmp(model, "nan") == 0)) {
-			rc = xp_errf(err, XP_EINVAL, "%s:%zu: field model: a node with %llu GPUs "
-				     "needs a GPU model", path, xp_csv_line(csv),
-				     (unsigned long long)gpu);
+			rc = xp_errf(err, XP_EINVAL,
+				     "%s:%zu: field model: a node with %llu GPUs "
+				     "needs a GPU model",
+				     path, xp_csv_line(csv), (unsigned long long)gpu);
 			goto fail;
 		}
 		struct xp_node *n = xp_cluster_add_node(c, sn);
@@ -156,8 +159,8 @@ static int parse_spec(struct xp_cluster *c, const char *spec, struct xp_selector
 struct xp_openb_trace *xp_openb_load_pods(const char *path, struct xp_cluster *c,
 					  struct xp_err *err)
 {
-	static const char *const cols[] = {"name", "cpu_milli", "memory_mib", "num_gpu",
-					   "gpu_milli"};
+	static const char *const cols[] = { "name", "cpu_milli", "memory_mib", "num_gpu",
+					    "gpu_milli" };
 	struct xp_csv *csv = NULL;
 	struct xp_openb_trace *t = XNEW(struct xp_openb_trace);
 	size_t cap = 0;
@@ -177,24 +180,31 @@ struct xp_openb_trace *xp_openb_load_pods(const char *path, struct xp_cluster *c
 		size_t line = xp_csv_line(csv);
 
 		if (!valid_name(name)) {
-			rc = xp_errf(err, XP_EINVAL, "%s:%zu: field name: expected a pod name, got '%s'",
-				     path, line, name);
+			rc = xp_errf(err, XP_EINVAL,
+				     "%s:%zu: field name: expected a pod name, got '%s'", path,
+				     line, name);
 			goto fail;
 		}
-		if ((rc = field_u64(csv, ccpu, "cpu_milli", (int64_t)XP_MAX_CPU_MILLI, &cpu, err)) < 0 ||
-		    (rc = field_u64(csv, cmem, "memory_mib", (int64_t)XP_MAX_MEM_MIB, &mem, err)) < 0 ||
+		if ((rc = field_u64(csv, ccpu, "cpu_milli", (int64_t)XP_MAX_CPU_MILLI, &cpu, err)) <
+			    0 ||
+		    (rc = field_u64(csv, cmem, "memory_mib", (int64_t)XP_MAX_MEM_MIB, &mem, err)) <
+			    0 ||
 		    (rc = field_u64(csv, cnum, "num_gpu", XP_MAX_NODE_DEVS, &num, err)) < 0 ||
 		    (rc = field_u64(csv, cmilli, "gpu_milli", XP_MILLI, &milli, err)) < 0)
 			goto fail;
 		if (num > 0 && milli == 0) {
-			rc = xp_errf(err, XP_EINVAL, "%s:%zu: field gpu_milli: 0 with num_gpu %llu; "
-				     "expected 1..1000", path, line, (unsigned long long)num);
+			rc = xp_errf(err, XP_EINVAL,
+				     "%s:%zu: field gpu_milli: 0 with num_gpu %llu; "
+				     "expected 1..1000",
+				     path, line, (unsigned long long)num);
 			goto fail;
 		}
 		if (num > 1 && milli < XP_MILLI) {
-			rc = xp_errf(err, XP_EINVAL, "%s:%zu: field gpu_milli: a fraction (%llu) is "
-				     "allowed only with num_gpu 1, not %llu", path, line,
-				     (unsigned long long)milli, (unsigned long long)num);
+			rc = xp_errf(err, XP_EINVAL,
+				     "%s:%zu: field gpu_milli: a fraction (%llu) is "
+				     "allowed only with num_gpu 1, not %llu",
+				     path, line, (unsigned long long)milli,
+				     (unsigned long long)num);
 			goto fail;
 		}
 		if (strcmp(spec, "nan") == 0)
@@ -207,8 +217,10 @@ struct xp_openb_trace *xp_openb_load_pods(const char *path, struct xp_cluster *c
 		memset(p, 0, sizeof(*p));
 		xp_request_init(&p->req);
 		if (num > 0 && *spec && (rc = parse_spec(c, spec, &p->req.sel)) < 0) {
-			xp_errf(err, rc, "%s:%zu: field gpu_spec: expected models separated by '|' "
-				"(at most %d), got '%s'", path, line, XP_MAX_SEL_MODELS, spec);
+			xp_errf(err, rc,
+				"%s:%zu: field gpu_spec: expected models separated by '|' "
+				"(at most %d), got '%s'",
+				path, line, XP_MAX_SEL_MODELS, spec);
 			goto fail;
 		}
 		t->n++;

@@ -26,12 +26,12 @@ struct xp_openb_pod {
 	char *name;
 	uint64_t cpu_milli, mem_mib;
 	uint16_t num_gpu, gpu_milli; /* gpu_milli 0 when num_gpu is 0 */
-	char *spec;                  /* allowed models as written ("" = any) */
+	char *spec;		     /* allowed models as written ("" = any) */
 	struct xp_request req;
 };
 
 struct xp_openb_trace {
-	char *workload; /* pod file name without openb_pod_list_ and .csv */
+	char *workload;		   /* pod file name without openb_pod_list_ and .csv */
 	struct xp_openb_pod *pods; /* sorted by name */
 	size_t n;
 };
@@ -58,7 +58,7 @@ struct xp_openb_run_opts {
 };
 
 struct xp_openb_result {
-	double alloc[XP_OPENB_BUCKETS];      /* GPU allocation %, bucket mean */
+	double alloc[XP_OPENB_BUCKETS];	     /* GPU allocation %, bucket mean */
 	double frag_amt[XP_OPENB_BUCKETS];   /* F(M) as % of total GPU capacity */
 	double frag_ratio[XP_OPENB_BUCKETS]; /* F(M) / idle GPU, % */
 	uint8_t have[XP_OPENB_BUCKETS];

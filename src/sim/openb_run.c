@@ -41,7 +41,7 @@ static int cmp_node_name(const void *a, const void *b, void *ctx)
 
 double xp_openb_empty_frag_ratio(const struct xp_cluster *c, const struct xp_wshape *m, size_t nm)
 {
-	struct xp_sched_opts o = {.policy = "bestfit", .no_index = 1};
+	struct xp_sched_opts o = { .policy = "bestfit", .no_index = 1 };
 	struct xp_sched *s = xp_sched_create(c, &o, NULL);
 	double r = 0;
 	if (!s)
@@ -58,8 +58,9 @@ int xp_openb_run(const struct xp_cluster *c, const struct xp_openb_trace *t,
 		 const struct xp_wshape *m, size_t nm, const struct xp_openb_run_opts *o,
 		 struct xp_openb_result *res, struct xp_err *err)
 {
-	struct xp_sched_opts so = {.policy = o->policy, .tiebreak = o->tiebreak,
-				   .no_index = o->no_index};
+	struct xp_sched_opts so = { .policy = o->policy,
+				    .tiebreak = o->tiebreak,
+				    .no_index = o->no_index };
 	struct bucket b[XP_OPENB_BUCKETS];
 	struct xp_rng rng;
 	struct xp_sched *s;

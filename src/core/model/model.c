@@ -11,13 +11,13 @@
 
 #include "../../lib/xalloc.h"
 
-static const char *const class_names[XP_CLASS_N] = {"cpu", "gpu", "npu", "fpga",
-						     "asic", "dpu", "cim"};
-static const char *const health_names[] = {"ok", "degraded", "unhealthy", "unknown"};
-static const char *const link_names[XP_LINK_N] = {"nvlink", "hccs", "xgmi", "pcie",
-						  "rdma", "ethernet", "cxl", "other"};
-static const char *const prec_names[XP_PREC_N] = {"fp64", "fp32", "tf32", "fp16",
-						  "bf16", "fp8", "int8"};
+static const char *const class_names[XP_CLASS_N] = { "cpu",  "gpu", "npu", "fpga",
+						     "asic", "dpu", "cim" };
+static const char *const health_names[] = { "ok", "degraded", "unhealthy", "unknown" };
+static const char *const link_names[XP_LINK_N] = { "nvlink", "hccs",	 "xgmi", "pcie",
+						   "rdma",   "ethernet", "cxl",	 "other" };
+static const char *const prec_names[XP_PREC_N] = { "fp64", "fp32", "tf32", "fp16",
+						   "bf16", "fp8",  "int8" };
 
 static int lookup(const char *const *names, int n, const char *s)
 {
@@ -176,7 +176,8 @@ const char *xp_attrs_get(const struct xp_attr *attrs, uint16_t n, const char *ke
 void xp_link_add(struct xp_device *d, int kind, int peer, uint32_t gbps)
 {
 	d->links = xreallocarray(d->links, (size_t)d->nlinks + 1, sizeof(*d->links));
-	memset(&d->links[d->nlinks], 0, sizeof(d->links[0])); /* padding too: links compare bytewise */
+	memset(&d->links[d->nlinks], 0,
+	       sizeof(d->links[0])); /* padding too: links compare bytewise */
 	d->links[d->nlinks].kind = (uint8_t)kind;
 	d->links[d->nlinks].peer = (int16_t)peer;
 	d->links[d->nlinks].gbps = gbps;
@@ -208,7 +209,8 @@ int xp_request_check(const struct xp_request *r, struct xp_err *err)
 		return xp_errf(err, XP_ERANGE, "memory: %llu MiB is more than any node has",
 			       (unsigned long long)r->mem_mib);
 	if (r->dev_count > XP_MAX_NODE_DEVS)
-		return xp_errf(err, XP_ERANGE, "devices.count: %u is more than the %d a node may hold",
+		return xp_errf(err, XP_ERANGE,
+			       "devices.count: %u is more than the %d a node may hold",
 			       r->dev_count, XP_MAX_NODE_DEVS);
 	if (r->dev_count == 0) {
 		if (r->dev_milli || r->dev_mem_mib)

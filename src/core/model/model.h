@@ -27,11 +27,11 @@
 #include "../../lib/err.h"
 #include "../../lib/strtab.h"
 
-#define XP_MILLI           1000 /* compute milli-units of one whole device */
-#define XP_MAX_NODE_DEVS   64   /* devices on one node */
-#define XP_MAX_SEL_MODELS  16   /* models one selector may list */
-#define XP_MAX_CPU_MILLI   (1ULL << 40)
-#define XP_MAX_MEM_MIB     (1ULL << 40)
+#define XP_MILLI	  1000 /* compute milli-units of one whole device */
+#define XP_MAX_NODE_DEVS  64   /* devices on one node */
+#define XP_MAX_SEL_MODELS 16   /* models one selector may list */
+#define XP_MAX_CPU_MILLI  (1ULL << 40)
+#define XP_MAX_MEM_MIB	  (1ULL << 40)
 
 enum xp_dev_class {
 	XP_CLASS_CPU,
@@ -91,16 +91,16 @@ struct xp_attr {
 };
 
 struct xp_device {
-	uint8_t cls;    /* enum xp_dev_class */
+	uint8_t cls;	/* enum xp_dev_class */
 	uint8_t health; /* enum xp_health */
 	xp_sym vendor, model, arch;
-	uint32_t cc;          /* compute capability x100 ("8.0" -> 800); 0 = unset */
+	uint32_t cc;	      /* compute capability x100 ("8.0" -> 800); 0 = unset */
 	uint64_t mem_mib;     /* device memory */
 	uint64_t mem_bw_mb_s; /* memory bandwidth, MB/s */
 	uint32_t peak_gflops[XP_PREC_N];
 	uint32_t tdp_w, idle_w; /* power model */
-	int16_t numa;           /* NUMA domain on the node, -1 unknown */
-	int16_t island;         /* devices sharing a fast fabric share an id (per node); -1 none */
+	int16_t numa;		/* NUMA domain on the node, -1 unknown */
+	int16_t island;		/* devices sharing a fast fabric share an id (per node); -1 none */
 	char *uuid, *pci_bus_id;
 	struct xp_link *links;
 	uint16_t nlinks;
@@ -131,9 +131,9 @@ struct xp_cluster {
 /* Device selector: every set field must match. cls -1 matches any
  * accelerator class (every class but cpu). */
 struct xp_selector {
-	int8_t cls;      /* enum xp_dev_class, -1 = any */
+	int8_t cls;	 /* enum xp_dev_class, -1 = any */
 	uint8_t nmodels; /* 0 = any model */
-	xp_sym vendor;   /* 0 = any */
+	xp_sym vendor;	 /* 0 = any */
 	xp_sym models[XP_MAX_SEL_MODELS];
 	uint64_t min_mem_mib;
 	uint32_t min_cc;
@@ -151,7 +151,7 @@ struct xp_request {
 	uint64_t dev_mem_mib; /* per device; 0 = not constrained */
 	uint16_t dev_count;   /* 0 = no devices */
 	uint16_t dev_milli;   /* per device, 1..XP_MILLI; XP_MILLI = the whole device */
-	uint8_t topo;         /* enum xp_topo, for dev_count > 1 */
+	uint8_t topo;	      /* enum xp_topo, for dev_count > 1 */
 	uint8_t pad_[3];
 	struct xp_selector sel;
 };

@@ -45,7 +45,7 @@ struct entry {
 };
 
 struct xp_index {
-	uint32_t cap;   /* leaves, a power of two >= nnodes */
+	uint32_t cap;	/* leaves, a power of two >= nnodes */
 	uint32_t depth; /* log2(cap) */
 	int64_t *memtree;
 	uint32_t *log;

@@ -239,8 +239,9 @@ static const struct xp_policy_ops policy_spread = {
 extern const struct xp_policy_ops xp_policy_fgd;
 
 const struct xp_policy_ops *const xp_policies[] = {
-	&policy_random, &policy_dotprod, &policy_clustering, &policy_packing, &policy_bestfit,
-	&xp_policy_fgd, &policy_binpack, &policy_spread, NULL,
+	&policy_random,	 &policy_dotprod, &policy_clustering,
+	&policy_packing, &policy_bestfit, &xp_policy_fgd,
+	&policy_binpack, &policy_spread,  NULL,
 };
 
 const struct xp_policy_ops *xp_policy_find(const char *name)

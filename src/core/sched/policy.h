@@ -21,7 +21,7 @@ struct xp_sched;
 struct xp_shape;
 
 enum {
-	XP_POLICY_RANDOM_NODE = 1 << 0,   /* node chosen uniformly among feasible ones */
+	XP_POLICY_RANDOM_NODE = 1 << 0,	  /* node chosen uniformly among feasible ones */
 	XP_POLICY_NEEDS_WORKLOAD = 1 << 1 /* scores read the target workload M */
 };
 

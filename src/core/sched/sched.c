@@ -8,8 +8,13 @@
 #include <string.h>
 
 static const char *const why_names[XP_WHY_N] = {
-	"fits", "node down", "no matching device", "CPU short",
-	"memory short", "matching devices busy", "no island/NUMA domain with room",
+	"fits",
+	"node down",
+	"no matching device",
+	"CPU short",
+	"memory short",
+	"matching devices busy",
+	"no island/NUMA domain with room",
 };
 
 const char *xp_why_name(int why)

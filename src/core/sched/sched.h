@@ -39,28 +39,28 @@
 enum xp_tiebreak { XP_TIE_RANK, XP_TIE_RANDOM };
 
 struct xp_sched_opts {
-	const char *policy;   /* policy name, see xp_policy_find(); NULL = "fgd" */
-	int tiebreak;         /* enum xp_tiebreak */
-	int no_index;         /* 1: plain scan of every node for every decision */
-	size_t index_bytes;   /* memory budget of the score index; 0 = 256 MiB */
+	const char *policy; /* policy name, see xp_policy_find(); NULL = "fgd" */
+	int tiebreak;	    /* enum xp_tiebreak */
+	int no_index;	    /* 1: plain scan of every node for every decision */
+	size_t index_bytes; /* memory budget of the score index; 0 = 256 MiB */
 };
 
 /* Why a node cannot take a request (first failing filter, in this order). */
 enum xp_why {
-	XP_WHY_FITS,      /* feasible */
-	XP_WHY_DOWN,      /* node down, cordoned or removed */
+	XP_WHY_FITS,	  /* feasible */
+	XP_WHY_DOWN,	  /* node down, cordoned or removed */
 	XP_WHY_NO_DEVICE, /* too few devices match the selector at all */
-	XP_WHY_CPU,       /* CPU short */
-	XP_WHY_MEM,       /* memory short */
+	XP_WHY_CPU,	  /* CPU short */
+	XP_WHY_MEM,	  /* memory short */
 	XP_WHY_DEV_BUSY,  /* matching devices exist but too few have room */
 	XP_WHY_TOPOLOGY,  /* enough room, but not inside one island / NUMA domain */
 	XP_WHY_N
 };
 
 struct xp_explain {
-	uint32_t nodes[XP_WHY_N];  /* node count per reason */
-	uint64_t cpu_short_min;    /* smallest CPU shortfall among XP_WHY_CPU nodes */
-	uint64_t mem_short_min;    /* smallest memory shortfall among XP_WHY_MEM nodes */
+	uint32_t nodes[XP_WHY_N]; /* node count per reason */
+	uint64_t cpu_short_min;	  /* smallest CPU shortfall among XP_WHY_CPU nodes */
+	uint64_t mem_short_min;	  /* smallest memory shortfall among XP_WHY_MEM nodes */
 };
 
 /* One shape of a target workload M with its probability. */
@@ -107,9 +107,9 @@ void xp_sched_explain(const struct xp_sched *s, const struct xp_request *r, stru
 const char *xp_why_name(int why);
 
 /* Observers. "Accelerator" = a device whose class is not cpu. */
-uint64_t xp_sched_total_milli(const struct xp_sched *s);  /* all healthy accelerators */
-uint64_t xp_sched_used_milli(const struct xp_sched *s);   /* allocated */
-double xp_sched_frag(const struct xp_sched *s);           /* F(M), milli; 0 without M */
+uint64_t xp_sched_total_milli(const struct xp_sched *s); /* all healthy accelerators */
+uint64_t xp_sched_used_milli(const struct xp_sched *s);	 /* allocated */
+double xp_sched_frag(const struct xp_sched *s);		 /* F(M), milli; 0 without M */
 double xp_sched_node_frag(const struct xp_sched *s, uint32_t node);
 int64_t xp_sched_node_cpu_free(const struct xp_sched *s, uint32_t node);
 int64_t xp_sched_node_mem_free(const struct xp_sched *s, uint32_t node);

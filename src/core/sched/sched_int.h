@@ -15,7 +15,7 @@
 #include "sched.h"
 #include "policy.h"
 
-#define XP_NTAGS 17 /* affinity tags: 0 = fractional, k = k whole devices (16 = 16+) */
+#define XP_NTAGS    17 /* affinity tags: 0 = fractional, k = k whole devices (16 = 16+) */
 #define XP_TAG_NONE 0xff
 
 struct xp_dstate {
@@ -46,7 +46,7 @@ struct xp_shape {
 	uint64_t *tmask;       /* [ntypes] devices matching req.sel */
 	uint8_t tag;
 	uint8_t sharing; /* one device, a fraction of it */
-	double p;        /* probability, for workload shapes */
+	double p;	 /* probability, for workload shapes */
 };
 
 struct xp_index;
@@ -62,8 +62,8 @@ struct xp_sched {
 	uint32_t *slot_node;
 	/* node types */
 	uint32_t ntypes;
-	uint32_t *type_node;  /* exemplar node of each type */
-	uint8_t *type_homog;  /* all devices of the type alike */
+	uint32_t *type_node; /* exemplar node of each type */
+	uint8_t *type_homog; /* all devices of the type alike */
 	/* target workload M */
 	struct xp_shape *m;
 	size_t nm;
@@ -91,7 +91,8 @@ static inline int xp_dev_fits(const struct xp_dstate *d, const struct xp_request
 	if (!d->ok)
 		return 0;
 	if (r->dev_milli >= XP_MILLI)
-		return d->free_milli == XP_MILLI && d->free_mem == d->mem && r->dev_mem_mib <= d->mem;
+		return d->free_milli == XP_MILLI && d->free_mem == d->mem &&
+		       r->dev_mem_mib <= d->mem;
 	return d->free_milli >= r->dev_milli && d->free_mem >= r->dev_mem_mib;
 }
 

@@ -93,8 +93,9 @@ static void build_types(struct xp_sched *s)
 			s->type_homog[s->ntypes] = 1;
 			for (uint16_t d = 1; d < node->ndevs; d++) {
 				const struct xp_device *a = &node->devs[0], *z = &node->devs[d];
-				if (a->cls != z->cls || a->vendor != z->vendor || a->model != z->model ||
-				    a->mem_mib != z->mem_mib || a->cc != z->cc)
+				if (a->cls != z->cls || a->vendor != z->vendor ||
+				    a->model != z->model || a->mem_mib != z->mem_mib ||
+				    a->cc != z->cc)
 					s->type_homog[s->ntypes] = 0;
 			}
 			s->type_node[s->ntypes++] = n;
@@ -108,7 +109,7 @@ static void build_types(struct xp_sched *s)
 struct xp_sched *xp_sched_create(const struct xp_cluster *c, const struct xp_sched_opts *o,
 				 struct xp_err *err)
 {
-	struct xp_sched_opts opts = {0};
+	struct xp_sched_opts opts = { 0 };
 	const struct xp_policy_ops *pol;
 	struct xp_sched *s;
 	uint32_t ndevs = 0;
@@ -586,8 +587,8 @@ int xp_sched_check_invariants(const struct xp_sched *s, struct xp_err *err)
 			if (ns->tagcnt[t])
 				mask |= 1u << t;
 		if (mask != ns->tagmask)
-			return xp_errf(err, XP_EINTERNAL, "node %s: tag mask %#x != %#x", node->name,
-				       ns->tagmask, mask);
+			return xp_errf(err, XP_EINTERNAL, "node %s: tag mask %#x != %#x",
+				       node->name, ns->tagmask, mask);
 		if (ns->slot >= s->nnodes || s->slot_node[ns->slot] != n)
 			return xp_errf(err, XP_EINTERNAL, "node %s: slot map broken", node->name);
 		if (s->nm) {
@@ -602,8 +603,9 @@ int xp_sched_check_invariants(const struct xp_sched *s, struct xp_err *err)
 	}
 	if (total != s->total_milli || used != s->used_milli)
 		return xp_errf(err, XP_EINTERNAL, "totals %llu/%llu != %llu/%llu",
-			       (unsigned long long)s->used_milli, (unsigned long long)s->total_milli,
-			       (unsigned long long)used, (unsigned long long)total);
+			       (unsigned long long)s->used_milli,
+			       (unsigned long long)s->total_milli, (unsigned long long)used,
+			       (unsigned long long)total);
 	if (s->nm && fabs(frag - s->frag_total) > 1e-6 * (1 + fabs(frag)))
 		return xp_errf(err, XP_EINTERNAL, "F(M) total %.6f != %.6f", s->frag_total, frag);
 	return 0;

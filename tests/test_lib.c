@@ -14,10 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
 #include "lib/csv.h"
+#include "lib/fileio.h"
 #include "lib/err.h"
 #include "lib/parse.h"
 #include "lib/rng.h"
@@ -724,6 +726,52 @@ static void test_strtab_growth(void **st)
 	xp_strtab_destroy(t);
 }
 
+/* ------------------------------------------------------------------------ */
+/* fileio */
+
+static void test_fileio(void **st)
+{
+	(void)st;
+	char dir[] = "/tmp/xpfioXXXXXX", path[64], tmp[128];
+	struct xp_afile af;
+	struct xp_err err = { 0 };
+	char *buf;
+	size_t len;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/f.csv", dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	/* commit: the file appears whole, no .tmp is left */
+	assert_int_equal(xp_afile_open(&af, path, &err), 0);
+	fputs("a,b\n1,2\n", af.f);
+	assert_true(access(path, F_OK) != 0);
+	assert_int_equal(xp_afile_commit(&af, &err), 0);
+	assert_true(access(tmp, F_OK) != 0);
+	assert_int_equal(xp_read_file(path, 100, &buf, &len, &err), 0);
+	assert_int_equal(len, 8);
+	assert_string_equal(buf, "a,b\n1,2\n");
+	free(buf);
+	/* the size bound is enforced, and says so */
+	assert_int_equal(xp_read_file(path, 7, &buf, &len, &err), XP_ETOOBIG);
+	assert_non_null(strstr(err.text, "larger than 7 bytes"));
+	/* abort: the old file stays as it was */
+	assert_int_equal(xp_afile_open(&af, path, &err), 0);
+	fputs("partial", af.f);
+	xp_afile_abort(&af);
+	assert_true(access(tmp, F_OK) != 0);
+	assert_int_equal(xp_read_file(path, 100, &buf, &len, &err), 0);
+	assert_string_equal(buf, "a,b\n1,2\n");
+	free(buf);
+	/* errors name the file */
+	assert_true(xp_read_file("/nonexistent/x", 10, &buf, &len, &err) < 0);
+	assert_non_null(strstr(err.text, "/nonexistent/x"));
+	snprintf(tmp, sizeof(tmp), "%s/no/such/dir/f", dir);
+	assert_true(xp_afile_open(&af, tmp, &err) < 0);
+	assert_non_null(strstr(err.text, "no/such/dir"));
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -746,6 +794,7 @@ int main(void)
 		cmocka_unit_test(test_csv_file),
 		cmocka_unit_test(test_strtab_basic),
 		cmocka_unit_test(test_strtab_growth),
+		cmocka_unit_test(test_fileio),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

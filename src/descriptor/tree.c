@@ -21,18 +21,16 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../lib/fileio.h"
+#include "../lib/hash.h"
 #include "../lib/parse.h"
 #include "../lib/strbuf.h"
 #include "../lib/xalloc.h"
 
 static uint32_t key_hash(const char *s, size_t len)
 {
-	uint32_t h = 2166136261u;
-	for (size_t i = 0; i < len; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 16777619u;
-	}
-	return h;
+	uint64_t h = xp_hash_bytes(s, len);
+	return (uint32_t)(h ^ (h >> 32));
 }
 
 struct xp_tree *xp_tree_new(enum xp_tree_kind kind, uint32_t line)
@@ -174,36 +172,7 @@ int xp_tree_parse(const char *name, const char *buf, size_t len, int json, struc
 
 int xp_tree_read_file(const char *path, char **buf, size_t *len, struct xp_err *err)
 {
-	FILE *f = fopen(path, "rb");
-	size_t n = 0, cap = 1 << 16;
-	char *b;
-
-	if (!f)
-		return xp_errf(err, -errno, "%s: cannot open: %s", path, strerror(errno));
-	b = xmalloc(cap);
-	for (;;) {
-		n += fread(b + n, 1, cap - n, f);
-		if (n < cap)
-			break;
-		if (cap > XP_TREE_MAX_BYTES) {
-			fclose(f);
-			free(b);
-			return xp_errf(err, XP_ETOOBIG,
-				       "%s: more than the %zu bytes a document may have", path,
-				       XP_TREE_MAX_BYTES);
-		}
-		cap *= 2;
-		b = xrealloc(b, cap);
-	}
-	int bad = ferror(f);
-	fclose(f);
-	if (bad) {
-		free(b);
-		return xp_errf(err, XP_EIO, "%s: read error", path);
-	}
-	*buf = b;
-	*len = n;
-	return 0;
+	return xp_read_file(path, XP_TREE_MAX_BYTES, buf, len, err);
 }
 
 /* ---- walking ---- */

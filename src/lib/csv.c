@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fileio.h"
 #include "xalloc.h"
 
 struct xp_csv {
@@ -151,39 +152,12 @@ int xp_csv_open_mem(const char *name, const char *buf, size_t len, struct xp_csv
 
 int xp_csv_open(const char *path, struct xp_csv **out, struct xp_err *err)
 {
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	int rc;
-
-	if (!f)
-		return xp_errf(err, -errno, "%s: %s", path, strerror(errno));
-	for (;;) {
-		if (len == cap) {
-			cap = cap ? cap * 2 : 65536;
-			if (cap > XP_CSV_MAX_BYTES + 1)
-				cap = XP_CSV_MAX_BYTES + 1;
-			if (len == cap) {
-				free(buf);
-				fclose(f);
-				return xp_errf(err, XP_ETOOBIG, "%s: larger than %zu bytes", path,
-					       XP_CSV_MAX_BYTES);
-			}
-			buf = xrealloc(buf, cap);
-		}
-		size_t r = fread(buf + len, 1, cap - len, f);
-		len += r;
-		if (r == 0)
-			break;
-	}
-	if (ferror(f)) {
-		rc = xp_errf(err, XP_EIO, "%s: read error", path);
-		free(buf);
-		fclose(f);
+	char *buf;
+	size_t len;
+	int rc = xp_read_file(path, XP_CSV_MAX_BYTES, &buf, &len, err);
+	if (rc < 0)
 		return rc;
-	}
-	fclose(f);
-	rc = xp_csv_open_mem(path, buf ? buf : "", len, out, err);
+	rc = xp_csv_open_mem(path, buf, len, out, err);
 	free(buf);
 	return rc;
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "xalloc.h"
 
 struct xp_strtab {
@@ -15,12 +16,7 @@ struct xp_strtab {
 
 static uint64_t hash(const char *s, size_t len)
 {
-	uint64_t h = 1469598103934665603ULL;
-	for (size_t i = 0; i < len; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 1099511628211ULL;
-	}
-	return h;
+	return xp_hash_bytes(s, len);
 }
 
 struct xp_strtab *xp_strtab_create(void)

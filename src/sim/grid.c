@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "../core/sched/policy.h"
+#include "../lib/fileio.h"
 #include "../lib/xalloc.h"
 
 struct shared {
@@ -118,14 +118,14 @@ static int write_series(const char *dir, const char *name, enum series which,
 			const struct xp_grid *g, const struct xp_grid_cell *cells, size_t n,
 			struct xp_err *err)
 {
-	char path[4096], tmp[4200];
-	FILE *f;
+	char path[4096];
+	struct xp_afile af;
+	int rc;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "w");
-	if (!f)
-		return xp_errf(err, -errno, "%s: %s", tmp, strerror(errno));
+	if ((rc = xp_afile_open(&af, path, err)) < 0)
+		return rc;
+	FILE *f = af.f;
 	fputs("workload,sc_policy,tune,seed", f);
 	if (which == ALLOC)
 		fputs(",total_gpus", f);
@@ -152,49 +152,30 @@ static int write_series(const char *dir, const char *name, enum series which,
 		}
 		fputc('\n', f);
 	}
-	if (fflush(f) != 0 || ferror(f)) {
-		int e = errno;
-		fclose(f);
-		unlink(tmp);
-		return xp_errf(err, -e, "%s: write failed: %s", tmp, strerror(e));
-	}
-	fclose(f);
-	if (rename(tmp, path) != 0)
-		return xp_errf(err, -errno, "%s: %s", path, strerror(errno));
-	return 0;
+	return xp_afile_commit(&af, err);
 }
 
 static int write_runs(const char *dir, const struct xp_grid *g, const struct xp_grid_cell *cells,
 		      size_t n, struct xp_err *err)
 {
-	char path[4096], tmp[4200];
-	FILE *f;
+	char path[4096];
+	struct xp_afile af;
+	int rc;
 
 	snprintf(path, sizeof(path), "%s/runs.csv", dir);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "w");
-	if (!f)
-		return xp_errf(err, -errno, "%s: %s", tmp, strerror(errno));
-	fputs("workload,sc_policy,tune,seed,pods,failed,cpu_ms,unalloc_100,unalloc_130\n", f);
+	if ((rc = xp_afile_open(&af, path, err)) < 0)
+		return rc;
+	fputs("workload,sc_policy,tune,seed,pods,failed,cpu_ms,unalloc_100,unalloc_130\n", af.f);
 	for (size_t i = 0; i < n; i++) {
 		const struct xp_grid_cell *c = &cells[i];
 		const struct xp_openb_result *r = &c->res;
-		fprintf(f, "%s,%s,%g,%llu,%zu,%zu,%.1f,%.2f,%.2f\n", g->traces[c->trace]->workload,
-			g->policies[c->policy]->label, g->tune,
+		fprintf(af.f, "%s,%s,%g,%llu,%zu,%zu,%.1f,%.2f,%.2f\n",
+			g->traces[c->trace]->workload, g->policies[c->policy]->label, g->tune,
 			(unsigned long long)g->seeds[c->seed], r->pods, r->failed,
 			(double)r->cpu_ns / 1e6, r->have[100] ? 100 - r->alloc[100] : -1,
 			r->have[130] ? 100 - r->alloc[130] : -1);
 	}
-	if (fflush(f) != 0 || ferror(f)) {
-		int e = errno;
-		fclose(f);
-		unlink(tmp);
-		return xp_errf(err, -e, "%s: write failed", tmp);
-	}
-	fclose(f);
-	if (rename(tmp, path) != 0)
-		return xp_errf(err, -errno, "%s: %s", path, strerror(errno));
-	return 0;
+	return xp_afile_commit(&af, err);
 }
 
 int xp_grid_write(const char *dir, const struct xp_grid *g, const struct xp_grid_cell *cells,

@@ -15,6 +15,12 @@
  * (vendor, model, architecture, zone) are interned in the cluster's string
  * table and stored as xp_sym ids, so comparing them is comparing integers.
  *
+ * A request is one replica's resource ask and nothing more: who asks
+ * (tenant, queue, priority, QoS), how many replicas must start together
+ * (gangs) and after what (DAG edges) belong to the job that carries the
+ * requests; gangs are placed replica by replica with xp_sched_commit() and
+ * rolled back with xp_sched_release().
+ *
  * Ownership: the cluster owns its nodes, a node its devices, labels and
  * strings; xp_cluster_destroy() frees everything.
  */

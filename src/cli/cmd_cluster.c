@@ -98,9 +98,9 @@ int xp_cmd_cluster(int argc, char **argv)
 		status = 0;
 		goto out;
 	}
-	const char *fmt = xp_flag_get(flags, "output")->sval;
-	if (strcmp(fmt, "table") && strcmp(fmt, "json")) {
-		xp_errf(&err, XP_EINVAL, "--output: expected table or json, got '%s'", fmt);
+	static const char *const outputs[] = { "table", "json", NULL };
+	int json;
+	if (xp_flag_choice(flags, "output", outputs, &json, &err) < 0) {
 		status = xp_cli_fail("cluster", &err, 2);
 		goto out;
 	}
@@ -114,7 +114,7 @@ int xp_cmd_cluster(int argc, char **argv)
 		status = xp_cli_fail("cluster", &err, 1);
 		goto out;
 	}
-	if (!strcmp(fmt, "json")) {
+	if (json) {
 		char *js = xp_descriptor_to_json(c);
 		puts(js);
 		free(js);

@@ -160,7 +160,6 @@ static int cmd_openb(int argc, char **argv)
 	{
 		long j;
 		const char *pspec = xp_flag_get(flags, "policy")->sval;
-		const char *tb = xp_flag_get(flags, "tiebreak")->sval;
 		if (!strcmp(pspec, "paper"))
 			pspec = paper_policies;
 		pols = xp_split_list(pspec, &npols);
@@ -182,13 +181,9 @@ static int cmd_openb(int argc, char **argv)
 			status = xp_cli_fail("sim openb", &err, 2);
 			goto out;
 		}
-		if (!strcmp(tb, "rank"))
-			g.tiebreak = XP_TIE_RANK;
-		else if (!strcmp(tb, "random"))
-			g.tiebreak = XP_TIE_RANDOM;
-		else {
-			xp_errf(&err, XP_EINVAL, "--tiebreak: expected rank or random, got '%s'",
-				tb);
+		static const char *const tiebreaks[] = { "rank", "random",
+							 NULL }; /* enum xp_tiebreak */
+		if (xp_flag_choice(flags, "tiebreak", tiebreaks, &g.tiebreak, &err) < 0) {
 			status = xp_cli_fail("sim openb", &err, 2);
 			goto out;
 		}
@@ -327,29 +322,11 @@ static int cmd_compare(int argc, char **argv)
 	o.ours = xp_flag_get(flags, "ours")->sval;
 	o.published = xp_flag_get(flags, "published")->sval;
 	{
-		const char *f = xp_flag_get(flags, "format")->sval;
-		if (!strcmp(f, "text"))
-			o.format = XP_CMP_TEXT;
-		else if (!strcmp(f, "markdown"))
-			o.format = XP_CMP_MARKDOWN;
-		else if (!strcmp(f, "csv"))
-			o.format = XP_CMP_CSV;
-		else {
-			xp_errf(&err, XP_EINVAL,
-				"--format: expected text, markdown or csv, got '%s'", f);
-			status = xp_cli_fail("sim compare", &err, 2);
-			goto out;
-		}
-		const char *se = xp_flag_get(flags, "series")->sval;
-		if (!strcmp(se, "unalloc"))
-			o.series = XP_CMP_UNALLOC;
-		else if (!strcmp(se, "frag"))
-			o.series = XP_CMP_FRAG;
-		else if (!strcmp(se, "ratio"))
-			o.series = XP_CMP_RATIO;
-		else {
-			xp_errf(&err, XP_EINVAL,
-				"--series: expected unalloc, frag or ratio, got '%s'", se);
+		/* in the order of enum xp_cmp_format and enum xp_cmp_series */
+		static const char *const formats[] = { "text", "markdown", "csv", NULL };
+		static const char *const series[] = { "unalloc", "frag", "ratio", NULL };
+		if (xp_flag_choice(flags, "format", formats, &o.format, &err) < 0 ||
+		    xp_flag_choice(flags, "series", series, &o.series, &err) < 0) {
 			status = xp_cli_fail("sim compare", &err, 2);
 			goto out;
 		}

@@ -14,6 +14,28 @@ struct xp_flag *xp_flag_get(struct xp_flag *flags, const char *name)
 	return NULL;
 }
 
+int xp_flag_choice(struct xp_flag *flags, const char *name, const char *const *names, int *out,
+		   struct xp_err *err)
+{
+	const char *v = xp_flag_get(flags, name)->sval;
+	char list[256] = "";
+	size_t off = 0;
+	int n = 0;
+
+	for (; names[n]; n++)
+		if (strcmp(names[n], v) == 0) {
+			*out = n;
+			return 0;
+		}
+	for (int i = 0; i < n && off < sizeof(list); i++)
+		off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s",
+					i == 0	     ? ""
+					: i == n - 1 ? " or "
+						     : ", ",
+					names[i]);
+	return xp_errf(err, XP_EINVAL, "--%s: expected %s, got '%s'", name, list, v);
+}
+
 int xp_flags_parse(struct xp_flag *flags, int argc, char **argv, int *help, struct xp_err *err)
 {
 	*help = 0;

@@ -33,5 +33,9 @@ void xp_flags_free(struct xp_flag *flags);
 void xp_flags_usage(FILE *out, const char *synopsis, const char *about,
 		    const struct xp_flag *flags);
 struct xp_flag *xp_flag_get(struct xp_flag *flags, const char *name);
+/* The index of a string flag's value in NULL-terminated names (the enum
+ * order), or an error "--name: expected a, b or c, got 'x'". */
+int xp_flag_choice(struct xp_flag *flags, const char *name, const char *const *names, int *out,
+		   struct xp_err *err);
 
 #endif

@@ -5,7 +5,8 @@
 set -eu
 
 PKGS="build-essential cmake pkg-config
-libcmocka-dev libyaml-dev libjansson-dev"
+libcmocka-dev libyaml-dev libjansson-dev
+libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev"
 
 missing=""
 for p in $PKGS; do

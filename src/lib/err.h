@@ -32,7 +32,8 @@
 	X(ECORRUPT, -1011, "corrupt data", 500)                                                    \
 	X(EUNSUPP, -1012, "not supported", 501)                                                    \
 	X(EIO, -1013, "input/output error", 500)                                                   \
-	X(EINTERNAL, -1014, "internal error", 500)
+	X(EINTERNAL, -1014, "internal error", 500)                                                 \
+	X(EUNAVAIL, -1015, "service unavailable", 503)
 
 enum {
 #define XP_ERR_ENUM(name, code, msg, http) XP_##name = (code),

@@ -147,36 +147,12 @@ static int get_attrs(struct ctx *x, const struct xp_tree *map, const char *key, 
 	return rc;
 }
 
-/* Compute capability "8.0" / 9 / "8.65" -> x100; -1 if malformed. */
-static int parse_cc(const char *s, uint32_t *out)
-{
-	uint32_t maj = 0, min = 0;
-	int nd = 0, nf = 0;
-
-	for (; *s >= '0' && *s <= '9' && nd < 3; s++, nd++)
-		maj = maj * 10 + (uint32_t)(*s - '0');
-	if (nd == 0 || nd > 2)
-		return -1;
-	if (*s == '.') {
-		for (s++; *s >= '0' && *s <= '9' && nf < 3; s++, nf++)
-			min = min * 10 + (uint32_t)(*s - '0');
-		if (nf == 0 || nf > 2)
-			return -1;
-		if (nf == 1)
-			min *= 10;
-	}
-	if (*s)
-		return -1;
-	*out = maj * 100 + min;
-	return 0;
-}
-
 static int get_cc(struct ctx *x, const struct xp_tree *e, uint32_t *out)
 {
 	const struct xp_tree *v = xp_tree_field(e, "compute_capability");
 	if (!v)
 		return 0;
-	if (v->kind != XP_TREE_SCALAR || parse_cc(v->text, out) < 0)
+	if (v->kind != XP_TREE_SCALAR || xp_cc_parse(v->text, out) < 0)
 		return fail_at(x, e, "compute_capability", XP_EINVAL,
 			       "expected a compute capability such as \"8.0\", \"9.0\" or \"7.5\", "
 			       "got %s%s%s",

@@ -319,9 +319,11 @@ static json_t *device_json(const struct xp_cluster *c, const struct xp_device *d
 	put_sym(o, c, "vendor", d->vendor);
 	put_sym(o, c, "model", d->model);
 	put_sym(o, c, "arch", d->arch);
-	if (d->cc)
-		put_fmt(o, "compute_capability", d->cc % 10 ? "%u.%02u" : "%u.%u", d->cc / 100,
-			d->cc % 10 ? d->cc % 100 : d->cc % 100 / 10);
+	if (d->cc) {
+		char cc[16];
+		xp_cc_format(d->cc, cc, sizeof(cc));
+		put_fmt(o, "compute_capability", "%s", cc);
+	}
 	if (d->mem_mib)
 		put_int(o, "memory", (long long)d->mem_mib);
 	if (d->mem_bw_mb_s)

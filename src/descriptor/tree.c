@@ -201,6 +201,7 @@ int xp_walk_fail(struct xp_walk *w, uint32_t line, int code, const char *fmt, ..
 	va_end(ap);
 	if (line)
 		snprintf(at, sizeof(at), ":%u", line);
+	memcpy(w->field, w->path, sizeof(w->field));
 	return xp_errf(w->err, code, "%s%s: %s%s%s", w->name, at, w->path, w->plen ? ": " : "",
 		       msg);
 }

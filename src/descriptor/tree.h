@@ -104,6 +104,7 @@ struct xp_walk {
 	struct xp_err *err;
 	size_t plen;
 	char path[320];
+	char field[320]; /* the path of the field of the last error ("" = the document) */
 };
 
 /* s made safe for error text (control bytes as '?', cut at 64 bytes). */

@@ -5,6 +5,7 @@
  */
 #include "model.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -278,4 +279,83 @@ int xp_selector_add_model(struct xp_selector *s, xp_sym model)
 	s->models[i] = model;
 	s->nmodels++;
 	return 0;
+}
+
+int xp_cc_parse(const char *s, uint32_t *out)
+{
+	uint32_t maj = 0, min = 0;
+	int nd = 0, nf = 0;
+
+	for (; *s >= '0' && *s <= '9' && nd < 3; s++, nd++)
+		maj = maj * 10 + (uint32_t)(*s - '0');
+	if (nd == 0 || nd > 2)
+		return XP_EINVAL;
+	if (*s == '.') {
+		for (s++; *s >= '0' && *s <= '9' && nf < 3; s++, nf++)
+			min = min * 10 + (uint32_t)(*s - '0');
+		if (nf == 0 || nf > 2)
+			return XP_EINVAL;
+		if (nf == 1)
+			min *= 10;
+	}
+	if (*s)
+		return XP_EINVAL;
+	*out = maj * 100 + min;
+	return 0;
+}
+
+void xp_cc_format(uint32_t cc, char *out, size_t len)
+{
+	if (cc % 10)
+		snprintf(out, len, "%u.%02u", cc / 100, cc % 100);
+	else
+		snprintf(out, len, "%u.%u", cc / 100, cc % 100 / 10);
+}
+
+static void copy_attrs(struct xp_attr **dst, uint16_t *nd, const struct xp_attr *src, uint16_t n)
+{
+	for (uint16_t i = 0; i < n; i++)
+		xp_attrs_set(dst, nd, src[i].key, src[i].value);
+}
+
+static xp_sym resym(struct xp_cluster *dst, const struct xp_cluster *src, xp_sym s)
+{
+	return s ? xp_strtab_intern(dst->syms, xp_strtab_str(src->syms, s)) : 0;
+}
+
+struct xp_node *xp_cluster_copy_node(struct xp_cluster *dst, const struct xp_cluster *src,
+				     const struct xp_node *n, const char *name)
+{
+	struct xp_node *o = xp_cluster_add_node(dst, name ? name : n->name);
+	o->cpu_milli = n->cpu_milli;
+	o->mem_mib = n->mem_mib;
+	o->arch = resym(dst, src, n->arch);
+	o->zone = resym(dst, src, n->zone);
+	o->region = resym(dst, src, n->region);
+	o->numa_domains = n->numa_domains;
+	copy_attrs(&o->labels, &o->nlabels, n->labels, n->nlabels);
+	for (uint16_t i = 0; i < n->ndevs; i++) {
+		const struct xp_device *d = &n->devs[i];
+		struct xp_device *e = xp_node_add_device(o);
+		struct xp_link *links = e->links;
+		*e = *d;
+		e->links = links;
+		e->nlinks = 0;
+		e->vendor = resym(dst, src, d->vendor);
+		e->model = resym(dst, src, d->model);
+		e->arch = resym(dst, src, d->arch);
+		e->uuid = d->uuid ? xstrdup(d->uuid) : NULL;
+		e->pci_bus_id = d->pci_bus_id ? xstrdup(d->pci_bus_id) : NULL;
+		for (uint16_t l = 0; l < d->nlinks; l++)
+			xp_link_add(e, d->links[l].kind, d->links[l].peer, d->links[l].gbps);
+		e->parts = d->nparts ? XNEWV(struct xp_partition, d->nparts) : NULL;
+		for (uint16_t p = 0; p < d->nparts; p++) {
+			e->parts[p] = d->parts[p];
+			e->parts[p].name = xstrdup(d->parts[p].name);
+		}
+		e->attrs = NULL;
+		e->nattrs = 0;
+		copy_attrs(&e->attrs, &e->nattrs, d->attrs, d->nattrs);
+	}
+	return o;
 }

@@ -198,6 +198,14 @@ const char *xp_attrs_get(const struct xp_attr *attrs, uint16_t n, const char *ke
 void xp_attrs_free(struct xp_attr *attrs, uint16_t n);
 void xp_link_add(struct xp_device *d, int kind, int peer, uint32_t gbps);
 
+/* Deep copy of node n of cluster src into dst (strings re-interned in
+ * dst); name overrides the node's name when not NULL. */
+struct xp_node *xp_cluster_copy_node(struct xp_cluster *dst, const struct xp_cluster *src,
+				     const struct xp_node *n, const char *name);
+/* Compute capability text ("8.0", "9", "8.65") <-> x100; XP_EINVAL if malformed. */
+int xp_cc_parse(const char *s, uint32_t *out);
+void xp_cc_format(uint32_t cc, char *out, size_t len);
+
 /* Totals over the cluster. */
 uint64_t xp_cluster_total_devices(const struct xp_cluster *c, int cls);
 

@@ -89,6 +89,9 @@ int xp_sched_set_workload(struct xp_sched *s, const struct xp_wshape *m, size_t 
 /* Decide where r goes. 0: *out filled. XP_ENOSPC: no node fits. */
 int xp_sched_pick(struct xp_sched *s, const struct xp_request *r, struct xp_rng *rng,
 		  struct xp_alloc *out);
+/* Does a (e.g. read back from a journal) still fit the free capacity?
+ * 0 or XP_ENOSPC / XP_EINVAL with the reason in err. */
+int xp_sched_alloc_fits(const struct xp_sched *s, const struct xp_alloc *a, struct xp_err *err);
 /* Apply a decision (it must still fit). */
 void xp_sched_commit(struct xp_sched *s, const struct xp_alloc *a);
 /* Return the resources of a committed allocation. */

@@ -471,6 +471,37 @@ static void apply(struct xp_sched *s, const struct xp_alloc *a, int sign)
 	node_changed(s, a->node);
 }
 
+int xp_sched_alloc_fits(const struct xp_sched *s, const struct xp_alloc *a, struct xp_err *err)
+{
+	if (a->node >= s->nnodes)
+		return xp_errf(err, XP_EINVAL, "node %u does not exist", a->node);
+	const struct xp_nstate *ns = &s->ns[a->node];
+	const char *name = s->c->nodes[a->node].name;
+	if (ns->cpu_free < (int64_t)a->cpu_milli)
+		return xp_errf(err, XP_ENOSPC, "node %s: CPU short", name);
+	if (ns->mem_free < (int64_t)a->mem_mib)
+		return xp_errf(err, XP_ENOSPC, "node %s: memory short", name);
+	if (a->ndev && (a->dev_milli == 0 || a->dev_milli > XP_MILLI))
+		return xp_errf(err, XP_EINVAL, "node %s: %u milli per device", name, a->dev_milli);
+	for (uint16_t i = 0; i < a->ndev; i++) {
+		if (a->devs[i] >= ns->ndev)
+			return xp_errf(err, XP_EINVAL, "node %s has no device %u", name, a->devs[i]);
+		for (uint16_t k = 0; k < i; k++)
+			if (a->devs[k] == a->devs[i])
+				return xp_errf(err, XP_EINVAL, "node %s: device %u given twice", name,
+					       a->devs[i]);
+		struct xp_request r;
+		xp_request_init(&r);
+		r.dev_count = 1;
+		r.dev_milli = a->dev_milli;
+		r.dev_mem_mib = a->dev_milli >= XP_MILLI ? 0 : a->dev_mem_mib;
+		if (!xp_dev_fits(&s->dev[ns->dev0 + a->devs[i]], &r))
+			return xp_errf(err, XP_ENOSPC, "node %s: device %u has no room", name,
+				       a->devs[i]);
+	}
+	return 0;
+}
+
 void xp_sched_commit(struct xp_sched *s, const struct xp_alloc *a)
 {
 	apply(s, a, +1);

@@ -1,0 +1,617 @@
+/*
+ * apply: journal records into the state (see state.h). Each handler first
+ * decodes and checks everything - the record's fields, the objects it names,
+ * that the transition is legal, that allocations fit - and only then
+ * changes anything, so a rejected record leaves the state as it was. The
+ * live path and replay both come through here.
+ */
+#include "state_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../descriptor/descriptor.h"
+#include "../../descriptor/tree.h"
+#include "../../lib/xalloc.h"
+
+struct rec {
+	const char *type;
+	uint64_t seq;
+	json_t *o;
+	struct xp_err *err;
+};
+
+static int bad(struct rec *r, const char *fmt, const char *field)
+{
+	return xp_errf(r->err, XP_ECORRUPT, "record %llu (%s): %s%s%s", (unsigned long long)r->seq,
+		       r->type, field ? field : "", field ? ": " : "", fmt);
+}
+
+static int get_str(struct rec *r, const char *key, const char **out)
+{
+	json_t *v = json_object_get(r->o, key);
+	if (!json_is_string(v))
+		return bad(r, "missing or not a string", key);
+	*out = json_string_value(v);
+	return 0;
+}
+
+static int get_int(struct rec *r, const char *key, int64_t min, int64_t max, int64_t *out)
+{
+	json_t *v = json_object_get(r->o, key);
+	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
+		return bad(r, "missing or out of range", key);
+	*out = json_integer_value(v);
+	return 0;
+}
+
+/* refusals of a well-formed record: the state does not allow it */
+static int refuse(struct rec *r, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int refuse(struct rec *r, int code, const char *fmt, ...)
+{
+	char msg[400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return xp_errf(r->err, code, "%s", msg);
+}
+
+int xp_state_sched(struct xp_state *st, struct xp_err *err)
+{
+	if (!st->sched_stale)
+		return 0;
+	struct xp_sched *s = xp_sched_create(st->c, &st->sopts, err);
+	if (!s)
+		return err ? err->code : XP_EINTERNAL;
+	for (size_t n = 0; n < st->nodes.n; n++)
+		if (st->nodes.v[n].removed || st->nodes.v[n].state != XP_NODE_READY)
+			xp_sched_set_node_up(s, (uint32_t)n, 0);
+	for (size_t i = 0; i < st->jobs.n; i++) {
+		const struct xp_job *j = st->jobs.v[i];
+		if (j->state == XP_JOB_RUNNING)
+			for (uint32_t k = 0; k < j->spec.replicas; k++)
+				xp_sched_commit(s, &j->allocs[k]);
+	}
+	xp_sched_destroy(st->sched);
+	st->sched = s;
+	st->sched_stale = 0;
+	st->cap_grew = 1;
+	return 0;
+}
+
+void xp_state_add_job(struct xp_state *st, struct xp_job *j)
+{
+	xp_vec_push(&st->jobs, j);
+	xp_intmap_put(&st->job_by_id, j->id, j);
+	st->count[j->state]++;
+	if (j->id >= st->next_job_id)
+		st->next_job_id = j->id + 1;
+	st->tenants.v[j->tenant].live += !xp_job_terminal(j->state);
+	if (j->state == XP_JOB_PENDING) {
+		st->queues.v[j->queue].pending++;
+		xp_vec_push(&st->pending, j);
+		xp_vec_push(&st->fresh, j);
+		st->pending_sorted = 0;
+	} else if (j->state == XP_JOB_RUNNING) {
+		st->queues.v[j->queue].running++;
+		for (uint32_t r = 0; r < j->spec.replicas; r++)
+			st->nodes.v[j->allocs[r].node].jobs++;
+	}
+	if (j->key) {
+		char buf[512];
+		xp_state_key(st, j->tenant, j->key, buf, sizeof(buf));
+		xp_sym s = xp_strtab_intern(st->keys, buf);
+		while (st->key_job.n <= s)
+			xp_vec_push(&st->key_job, 0);
+		st->key_job.v[s] = j->id;
+	}
+}
+
+long xp_state_add_node(struct xp_state *st, json_t *descriptor, int source, int state,
+		       struct xp_err *err)
+{
+	char *text = json_dumps(descriptor, JSON_COMPACT);
+	struct xp_cluster *one;
+	long idx;
+
+	if (!text)
+		return xp_errf(err, XP_ECORRUPT, "node descriptor: not JSON");
+	one = xp_descriptor_load_buf("node", text, strlen(text), XP_DESC_JSON, err);
+	free(text);
+	if (!one)
+		return err ? err->code : XP_EINVAL;
+	if (one->nnodes != 1) {
+		xp_cluster_destroy(one);
+		return xp_errf(err, XP_EINVAL, "a node descriptor must describe one node, not %zu",
+			       one->nnodes);
+	}
+	if (xp_state_node(st, one->nodes[0].name) >= 0) {
+		int rc = xp_errf(err, XP_EEXIST, "node %s is already registered",
+				 one->nodes[0].name);
+		xp_cluster_destroy(one);
+		return rc;
+	}
+	xp_cluster_copy_node(st->c, one, &one->nodes[0], NULL);
+	idx = (long)st->c->nnodes - 1;
+	struct xp_nodeinfo ni = { .state = (uint8_t)state, .source = (uint8_t)source };
+	xp_vec_push(&st->nodes, ni);
+	xp_sym s = xp_strtab_intern(st->node_names, one->nodes[0].name);
+	while (st->node_of_sym.n <= s)
+		xp_vec_push(&st->node_of_sym, UINT32_MAX);
+	st->node_of_sym.v[s] = (uint32_t)idx;
+	st->sched_stale = 1;
+	xp_cluster_destroy(one);
+	return idx;
+}
+
+int xp_allocs_parse(struct xp_state *st, json_t *arr, struct xp_alloc *a, uint32_t n,
+		    struct xp_err *err)
+{
+	if (!json_is_array(arr) || json_array_size(arr) != n)
+		return xp_errf(err, XP_ECORRUPT, "allocations: expected %u", n);
+	for (uint32_t r = 0; r < n; r++) {
+		json_t *o = json_array_get(arr, r), *devs;
+		const char *node;
+		json_int_t cpu, mem, milli, dmem;
+		if (json_unpack(o, "{s:s,s:I,s:I,s:I,s:I,s:o}", "node", &node, "cpu_milli", &cpu,
+				"memory_mib", &mem, "dev_milli", &milli, "dev_mem_mib", &dmem,
+				"devices", &devs) < 0 ||
+		    !json_is_array(devs) || json_array_size(devs) > XP_MAX_NODE_DEVS || cpu < 0 ||
+		    mem < 0 || milli < 0 || milli > XP_MILLI || dmem < 0)
+			return xp_errf(err, XP_ECORRUPT, "allocation %u: malformed", r);
+		/* by index when given (snapshots keep removed nodes), else by name */
+		json_t *ix = json_object_get(o, "node_index");
+		long idx = -1;
+		if (json_is_integer(ix)) {
+			json_int_t v = json_integer_value(ix);
+			if (v >= 0 && (size_t)v < st->c->nnodes &&
+			    !strcmp(st->c->nodes[v].name, node))
+				idx = (long)v;
+		} else {
+			idx = xp_state_node(st, node);
+		}
+		if (idx < 0)
+			return xp_errf(err, XP_ENOENT, "allocation %u: no node %s", r, node);
+		memset(&a[r], 0, sizeof(a[r]));
+		a[r].node = (uint32_t)idx;
+		a[r].cpu_milli = (uint64_t)cpu;
+		a[r].mem_mib = (uint64_t)mem;
+		a[r].dev_milli = (uint16_t)milli;
+		a[r].dev_mem_mib = (uint64_t)dmem;
+		a[r].ndev = (uint16_t)json_array_size(devs);
+		for (uint16_t i = 0; i < a[r].ndev; i++) {
+			json_t *d = json_array_get(devs, i);
+			if (!json_is_integer(d) || json_integer_value(d) < 0 ||
+			    json_integer_value(d) >= XP_MAX_NODE_DEVS)
+				return xp_errf(err, XP_ECORRUPT, "allocation %u: device index", r);
+			a[r].devs[i] = (uint8_t)json_integer_value(d);
+		}
+	}
+	return 0;
+}
+
+/* ---- handlers ---- */
+
+static int tenant_create(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
+{
+	const char *name;
+	int rc = get_str(r, "name", &name);
+	if (rc < 0)
+		return rc;
+	if (!xp_name_ok(name))
+		return refuse(r, XP_EINVAL, "tenant name '%s' is not a valid name", name);
+	if (xp_state_tenant(st, name) >= 0)
+		return refuse(r, XP_EEXIST, "tenant %s already exists", name);
+	struct xp_tenant t = { .name = xstrdup(name) };
+	xp_vec_push(&st->tenants, t);
+	ev->type = "tenant.created";
+	ev->tenant = -2;
+	return 0;
+}
+
+static int token_create(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
+{
+	const char *tenant, *name, *sha;
+	int64_t id;
+	json_t *admin = json_object_get(r->o, "admin");
+	int rc;
+	if ((rc = get_int(r, "id", 1, INT64_MAX, &id)) < 0 ||
+	    (rc = get_str(r, "tenant", &tenant)) < 0 || (rc = get_str(r, "name", &name)) < 0 ||
+	    (rc = get_str(r, "sha256", &sha)) < 0)
+		return rc;
+	if (!json_is_boolean(admin))
+		return bad(r, "missing or not a boolean", "admin");
+	if (strlen(sha) != 64 || strspn(sha, "0123456789abcdef") != 64)
+		return bad(r, "not a SHA-256 in hex", "sha256");
+	long t = xp_state_tenant(st, tenant);
+	if (t < 0)
+		return refuse(r, XP_ENOENT, "no tenant %s", tenant);
+	if (!xp_name_ok(name))
+		return refuse(r, XP_EINVAL, "token name '%s' is not a valid name", name);
+	for (size_t i = 0; i < st->tokens.n; i++)
+		if (st->tokens.v[i].id == (uint64_t)id || !strcmp(st->tokens.v[i].sha256, sha))
+			return refuse(r, XP_EEXIST, "token %lld already exists", (long long)id);
+	struct xp_token k = { .id = (uint64_t)id,
+			      .tenant = (uint32_t)t,
+			      .admin = json_is_true(admin),
+			      .name = xstrdup(name) };
+	memcpy(k.sha256, sha, 65);
+	xp_vec_push(&st->tokens, k);
+	if ((uint64_t)id >= st->next_token_id)
+		st->next_token_id = (uint64_t)id + 1;
+	ev->type = "token.created";
+	ev->tenant = -2;
+	return 0;
+}
+
+static int token_revoke(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
+{
+	int64_t id;
+	int rc = get_int(r, "id", 1, INT64_MAX, &id);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < st->tokens.n; i++)
+		if (st->tokens.v[i].id == (uint64_t)id) {
+			if (st->tokens.v[i].revoked)
+				return refuse(r, XP_ESTATE, "token %lld is already revoked",
+					      (long long)id);
+			st->tokens.v[i].revoked = 1;
+			ev->type = "token.revoked";
+			ev->tenant = -2;
+			return 0;
+		}
+	return refuse(r, XP_ENOENT, "no token %lld", (long long)id);
+}
+
+static int queue_create(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
+{
+	const char *name;
+	int64_t prio, weight;
+	int rc;
+	if ((rc = get_str(r, "name", &name)) < 0 ||
+	    (rc = get_int(r, "priority", -XP_PRIORITY_MAX, XP_PRIORITY_MAX, &prio)) < 0 ||
+	    (rc = get_int(r, "weight", 1, 1000000, &weight)) < 0)
+		return rc;
+	if (!xp_name_ok(name))
+		return refuse(r, XP_EINVAL, "queue name '%s' is not a valid name", name);
+	if (xp_state_queue(st, name) >= 0)
+		return refuse(r, XP_EEXIST, "queue %s already exists", name);
+	struct xp_queue q = { .name = xstrdup(name),
+			      .priority = (int32_t)prio,
+			      .weight = (uint32_t)weight };
+	xp_vec_push(&st->queues, q);
+	st->pending_sorted = 0;
+	ev->type = "queue.created";
+	ev->tenant = -1;
+	return 0;
+}
+
+static int queue_delete(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
+{
+	const char *name;
+	int rc = get_str(r, "name", &name);
+	if (rc < 0)
+		return rc;
+	long q = xp_state_queue(st, name);
+	if (q < 0)
+		return refuse(r, XP_ENOENT, "no queue %s", name);
+	if (st->queues.v[q].pending || st->queues.v[q].running)
+		return refuse(r, XP_ESTATE, "queue %s still has %u pending and %u running jobs",
+			      name, st->queues.v[q].pending, st->queues.v[q].running);
+	st->queues.v[q].deleted = 1;
+	ev->type = "queue.deleted";
+	ev->tenant = -1;
+	return 0;
+}
+
+static int node_add(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
+{
+	const char *src;
+	int rc = get_str(r, "source", &src);
+	if (rc < 0)
+		return rc;
+	int source = xp_node_source_parse(src);
+	if (source < 0)
+		return bad(r, "unknown source", "source");
+	json_t *d = json_object_get(r->o, "descriptor");
+	if (!json_is_object(d))
+		return bad(r, "missing or not an object", "descriptor");
+	long idx = xp_state_add_node(st, d, source, XP_NODE_READY, r->err);
+	if (idx < 0)
+		return (int)idx;
+	ev->type = "node.added";
+	ev->tenant = -1;
+	ev->node = (int32_t)idx;
+	ev->state = XP_NODE_READY;
+	return 0;
+}
+
+static void set_node_state(struct xp_state *st, long n, int state)
+{
+	int was_ready = st->nodes.v[n].state == XP_NODE_READY;
+	st->nodes.v[n].state = (uint8_t)state;
+	if (!st->sched_stale)
+		xp_sched_set_node_up(st->sched, (uint32_t)n, state == XP_NODE_READY);
+	if (!was_ready && state == XP_NODE_READY)
+		st->cap_grew = 1;
+}
+
+static int node_state(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
+{
+	const char *name, *sname;
+	int rc;
+	if ((rc = get_str(r, "name", &name)) < 0 || (rc = get_str(r, "state", &sname)) < 0)
+		return rc;
+	int to = xp_node_state_parse(sname);
+	if (to < 0)
+		return bad(r, "unknown node state", "state");
+	long n = xp_state_node(st, name);
+	if (n < 0)
+		return refuse(r, XP_ENOENT, "no node %s", name);
+	int from = st->nodes.v[n].state;
+	if (!xp_node_transition_ok(from, to))
+		return refuse(r, XP_ESTATE, "node %s cannot go from %s to %s", name,
+			      xp_node_state_name(from), xp_node_state_name(to));
+	if (to == XP_NODE_DRAINING && st->nodes.v[n].jobs == 0)
+		to = XP_NODE_DRAINED; /* nothing to wait for */
+	set_node_state(st, n, to);
+	ev->type = "node.state";
+	ev->tenant = -1;
+	ev->node = (int32_t)n;
+	ev->state = to;
+	return 0;
+}
+
+static int node_remove(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
+{
+	const char *name;
+	int rc = get_str(r, "name", &name);
+	if (rc < 0)
+		return rc;
+	long n = xp_state_node(st, name);
+	if (n < 0)
+		return refuse(r, XP_ENOENT, "no node %s", name);
+	if (st->nodes.v[n].jobs)
+		return refuse(r, XP_ESTATE, "node %s still runs %u jobs", name,
+			      st->nodes.v[n].jobs);
+	st->nodes.v[n].removed = 1;
+	if (!st->sched_stale)
+		xp_sched_set_node_up(st->sched, (uint32_t)n, 0);
+	st->node_of_sym.v[xp_strtab_find(st->node_names, name)] = UINT32_MAX;
+	ev->type = "node.removed";
+	ev->tenant = -1;
+	ev->node = (int32_t)n;
+	return 0;
+}
+
+static int job_submit(struct xp_state *st, struct rec *r, int64_t at, struct xp_event_info *ev)
+{
+	const char *tenant, *key = NULL;
+	int64_t id;
+	int rc;
+	if ((rc = get_int(r, "id", 1, INT64_MAX, &id)) < 0 ||
+	    (rc = get_str(r, "tenant", &tenant)) < 0)
+		return rc;
+	json_t *k = json_object_get(r->o, "key"), *spec = json_object_get(r->o, "spec");
+	if (k && !json_is_null(k)) {
+		if (!json_is_string(k))
+			return bad(r, "not a string", "key");
+		key = json_string_value(k);
+	}
+	if (!json_is_object(spec))
+		return bad(r, "missing or not an object", "spec");
+	long t = xp_state_tenant(st, tenant);
+	if (t < 0)
+		return refuse(r, XP_ENOENT, "no tenant %s", tenant);
+	if (xp_state_job(st, (uint64_t)id))
+		return refuse(r, XP_EEXIST, "job %lld already exists", (long long)id);
+	if ((uint64_t)id < st->next_job_id)
+		return refuse(r, XP_EINVAL, "job id %lld is below the next id %llu", (long long)id,
+			      (unsigned long long)st->next_job_id);
+	if (key && xp_state_job_by_key(st, (uint32_t)t, key))
+		return refuse(r, XP_EEXIST, "idempotency key already used");
+
+	struct xp_job *j = XNEW(struct xp_job);
+	char *text = json_dumps(spec, JSON_COMPACT);
+	rc = xp_jobspec_parse_text("spec", text, strlen(text), 1, &j->spec, NULL, r->err);
+	free(text);
+	const char *qname = j->spec.queue ? j->spec.queue : "default";
+	long q = rc < 0 ? -1 : xp_state_queue(st, qname);
+	if (rc == 0 && q < 0)
+		rc = refuse(r, XP_ENOENT, "no queue %s", qname);
+	if (rc == 0) {
+		xp_jobspec_request(&j->spec, st->c->syms, &j->req);
+		rc = xp_request_check(&j->req, r->err);
+	}
+	if (rc < 0) {
+		xp_state_job_free(j);
+		return rc;
+	}
+	j->id = (uint64_t)id;
+	j->tenant = (uint32_t)t;
+	j->queue = (uint32_t)q;
+	j->state = XP_JOB_PENDING;
+	j->key = key ? xstrdup(key) : NULL;
+	j->submitted_at = at;
+	xp_state_add_job(st, j);
+	ev->type = "job.submitted";
+	ev->job = j->id;
+	ev->tenant = t;
+	ev->state = XP_JOB_PENDING;
+	return 0;
+}
+
+static int job_start(struct xp_state *st, struct rec *r, int64_t at, struct xp_event_info *ev)
+{
+	int64_t id;
+	int rc = get_int(r, "id", 1, INT64_MAX, &id);
+	if (rc < 0)
+		return rc;
+	struct xp_job *j = xp_state_job(st, (uint64_t)id);
+	if (!j)
+		return refuse(r, XP_ENOENT, "no job %lld", (long long)id);
+	if (!xp_job_transition_ok(j->state, XP_JOB_RUNNING))
+		return refuse(r, XP_ESTATE, "job %lld is %s, it cannot start", (long long)id,
+			      xp_job_state_name(j->state));
+	if ((rc = xp_state_sched(st, r->err)) < 0)
+		return rc;
+	uint32_t n = j->spec.replicas;
+	struct xp_alloc *a = XNEWV(struct xp_alloc, n);
+	rc = xp_allocs_parse(st, json_object_get(r->o, "allocations"), a, n, r->err);
+	uint32_t done = 0;
+	for (; rc == 0 && done < n; done++) {
+		const struct xp_alloc *x = &a[done];
+		if (st->nodes.v[x->node].state != XP_NODE_READY)
+			rc = refuse(r, XP_ESTATE, "node %s is %s", st->c->nodes[x->node].name,
+				    xp_node_state_name(st->nodes.v[x->node].state));
+		else if (x->cpu_milli != j->req.cpu_milli || x->mem_mib != j->req.mem_mib ||
+			 x->ndev != j->req.dev_count ||
+			 (x->ndev && x->dev_milli != j->req.dev_milli))
+			rc = refuse(r, XP_EINVAL, "allocation %u does not match the request", done);
+		else if ((rc = xp_sched_alloc_fits(st->sched, x, r->err)) == 0)
+			xp_sched_commit(st->sched, x);
+		if (rc < 0)
+			break;
+	}
+	if (rc < 0) {
+		while (done-- > 0)
+			xp_sched_release(st->sched, &a[done]);
+		free(a);
+		return rc;
+	}
+	st->count[j->state]--;
+	j->state = XP_JOB_RUNNING;
+	st->count[j->state]++;
+	j->allocs = a;
+	j->started_at = at;
+	free(j->reason);
+	j->reason = NULL;
+	st->queues.v[j->queue].pending--;
+	st->queues.v[j->queue].running++;
+	for (uint32_t k = 0; k < n; k++)
+		st->nodes.v[a[k].node].jobs++;
+	ev->type = "job.started";
+	ev->job = j->id;
+	ev->tenant = j->tenant;
+	ev->node = (int32_t)a[0].node;
+	ev->state = XP_JOB_RUNNING;
+	return 0;
+}
+
+/* running or pending -> terminal; releases what the job holds */
+static void finish(struct xp_state *st, struct xp_job *j, int to, int64_t at)
+{
+	if (j->state == XP_JOB_RUNNING) {
+		for (uint32_t k = 0; k < j->spec.replicas; k++) {
+			uint32_t n = j->allocs[k].node;
+			if (!st->sched_stale)
+				xp_sched_release(st->sched, &j->allocs[k]);
+			if (--st->nodes.v[n].jobs == 0 && st->nodes.v[n].state == XP_NODE_DRAINING)
+				set_node_state(st, n, XP_NODE_DRAINED);
+		}
+		/* j->allocs stays: where the job ran (it holds nothing now) */
+		st->queues.v[j->queue].running--;
+		st->cap_grew = 1;
+	} else {
+		st->queues.v[j->queue].pending--;
+	}
+	st->tenants.v[j->tenant].live--;
+	st->count[j->state]--;
+	j->state = (uint8_t)to;
+	st->count[j->state]++;
+	j->finished_at = at;
+}
+
+static int job_end(struct xp_state *st, struct rec *r, int64_t at, int cancel,
+		   struct xp_event_info *ev)
+{
+	int64_t id, code = 0;
+	const char *reason = "", *sname = "cancelled";
+	int rc = get_int(r, "id", 1, INT64_MAX, &id);
+	if (rc == 0 && !cancel && (rc = get_str(r, "state", &sname)) == 0)
+		rc = get_int(r, "exit_code", -255, 255, &code);
+	if (rc < 0)
+		return rc;
+	json_t *rs = json_object_get(r->o, "reason");
+	if (json_is_string(rs))
+		reason = json_string_value(rs);
+	int to = xp_job_state_parse(sname);
+	if (!cancel && to != XP_JOB_SUCCEEDED && to != XP_JOB_FAILED)
+		return bad(r, "expected succeeded or failed", "state");
+	struct xp_job *j = xp_state_job(st, (uint64_t)id);
+	if (!j)
+		return refuse(r, XP_ENOENT, "no job %lld", (long long)id);
+	if (!xp_job_transition_ok(j->state, to))
+		return refuse(r, XP_ESTATE, "job %lld is %s, it cannot become %s", (long long)id,
+			      xp_job_state_name(j->state), xp_job_state_name(to));
+	if (j->state == XP_JOB_RUNNING && (rc = xp_state_sched(st, r->err)) < 0)
+		return rc;
+	finish(st, j, to, at);
+	if (!cancel) {
+		j->has_exit = 1;
+		j->exit_code = (int32_t)code;
+	}
+	free(j->reason);
+	j->reason = *reason ? xstrdup(reason) : NULL;
+	ev->type = cancel ? "job.cancelled" : "job.finished";
+	ev->job = j->id;
+	ev->tenant = j->tenant;
+	ev->state = to;
+	return 0;
+}
+
+int xp_state_apply(struct xp_state *st, uint64_t seq, int64_t at, const char *type,
+		   const char *body, size_t len, struct xp_event_info *ev, struct xp_err *err)
+{
+	struct xp_event_info dummy;
+	json_error_t je;
+	struct rec r = { .type = type, .seq = seq, .err = err };
+	int rc;
+
+	if (!ev)
+		ev = &dummy;
+	memset(ev, 0, sizeof(*ev));
+	ev->node = -1;
+	ev->state = -1;
+	r.o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+	if (!json_is_object(r.o)) {
+		json_decref(r.o);
+		return xp_errf(err, XP_ECORRUPT, "record %llu (%s): not a JSON object: %s",
+			       (unsigned long long)seq, type, je.text);
+	}
+	if (!strcmp(type, "tenant.create"))
+		rc = tenant_create(st, &r, ev);
+	else if (!strcmp(type, "token.create"))
+		rc = token_create(st, &r, ev);
+	else if (!strcmp(type, "token.revoke"))
+		rc = token_revoke(st, &r, ev);
+	else if (!strcmp(type, "queue.create"))
+		rc = queue_create(st, &r, ev);
+	else if (!strcmp(type, "queue.delete"))
+		rc = queue_delete(st, &r, ev);
+	else if (!strcmp(type, "node.add"))
+		rc = node_add(st, &r, ev);
+	else if (!strcmp(type, "node.state"))
+		rc = node_state(st, &r, ev);
+	else if (!strcmp(type, "node.remove"))
+		rc = node_remove(st, &r, ev);
+	else if (!strcmp(type, "job.submit"))
+		rc = job_submit(st, &r, at, ev);
+	else if (!strcmp(type, "job.start"))
+		rc = job_start(st, &r, at, ev);
+	else if (!strcmp(type, "job.finish"))
+		rc = job_end(st, &r, at, 0, ev);
+	else if (!strcmp(type, "job.cancel"))
+		rc = job_end(st, &r, at, 1, ev);
+	else
+		rc = xp_errf(err, XP_ECORRUPT, "record %llu: unknown type '%s'",
+			     (unsigned long long)seq, type);
+	json_decref(r.o);
+	if (rc == 0 && seq)
+		st->seq = seq;
+	return rc;
+}

@@ -1,0 +1,264 @@
+/*
+ * snapshot: the whole state as one JSON document, and back. Written with
+ * the shapes of the journal records (specs, one-node descriptors,
+ * allocations), so loading a snapshot and applying the records after it
+ * rebuilds exactly the state the records alone would. Nodes are kept in
+ * index order, removed ones included, so allocations keep their indices.
+ */
+#include "state_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../descriptor/descriptor.h"
+#include "../../lib/xalloc.h"
+
+#define SNAPSHOT_FORMAT 1
+
+static json_t *node_descriptor(const struct xp_state *st, size_t n)
+{
+	struct xp_cluster *one = xp_cluster_create();
+	xp_cluster_copy_node(one, st->c, &st->c->nodes[n], NULL);
+	char *text = xp_descriptor_to_json(one);
+	xp_cluster_destroy(one);
+	json_error_t e;
+	json_t *d = json_loads(text, 0, &e);
+	free(text);
+	return d;
+}
+
+char *xp_state_snapshot(const struct xp_state *st)
+{
+	json_t *o = json_object(), *a;
+
+	json_object_set_new(o, "format", json_integer(SNAPSHOT_FORMAT));
+	json_object_set_new(o, "seq", json_integer((json_int_t)st->seq));
+	json_object_set_new(o, "next_job_id", json_integer((json_int_t)st->next_job_id));
+	json_object_set_new(o, "next_token_id", json_integer((json_int_t)st->next_token_id));
+	a = json_array();
+	for (size_t i = 0; i < st->tenants.n; i++)
+		json_array_append_new(a, json_pack("{s:s}", "name", st->tenants.v[i].name));
+	json_object_set_new(o, "tenants", a);
+	a = json_array();
+	for (size_t i = 0; i < st->tokens.n; i++) {
+		const struct xp_token *k = &st->tokens.v[i];
+		json_array_append_new(
+			a, json_pack("{s:I,s:s,s:s,s:b,s:b,s:s}", "id", (json_int_t)k->id, "tenant",
+				     st->tenants.v[k->tenant].name, "name", k->name, "admin",
+				     k->admin, "revoked", k->revoked, "sha256", k->sha256));
+	}
+	json_object_set_new(o, "tokens", a);
+	a = json_array();
+	for (size_t i = 0; i < st->queues.n; i++) {
+		const struct xp_queue *q = &st->queues.v[i];
+		json_array_append_new(a, json_pack("{s:s,s:i,s:I,s:b}", "name", q->name, "priority",
+						   q->priority, "weight", (json_int_t)q->weight,
+						   "deleted", q->deleted));
+	}
+	json_object_set_new(o, "queues", a);
+	a = json_array();
+	for (size_t n = 0; n < st->nodes.n; n++) {
+		const struct xp_nodeinfo *ni = &st->nodes.v[n];
+		json_array_append_new(
+			a, json_pack("{s:s,s:s,s:b,s:o}", "source", xp_node_source_name(ni->source),
+				     "state", xp_node_state_name(ni->state), "removed", ni->removed,
+				     "descriptor", node_descriptor(st, n)));
+	}
+	json_object_set_new(o, "nodes", a);
+	a = json_array();
+	for (size_t i = 0; i < st->jobs.n; i++) {
+		const struct xp_job *j = st->jobs.v[i];
+		char *sj = xp_jobspec_to_json(&j->spec);
+		json_error_t e;
+		json_t *jo = json_pack(
+			"{s:I,s:s,s:s?,s:s,s:o,s:I,s:I,s:I,s:s?}", "id", (json_int_t)j->id,
+			"tenant", st->tenants.v[j->tenant].name, "key", j->key, "state",
+			xp_job_state_name(j->state), "spec", json_loads(sj, 0, &e), "submitted_at",
+			(json_int_t)j->submitted_at, "started_at", (json_int_t)j->started_at,
+			"finished_at", (json_int_t)j->finished_at, "reason", j->reason);
+		free(sj);
+		if (j->has_exit)
+			json_object_set_new(jo, "exit_code", json_integer(j->exit_code));
+		if (j->allocs)
+			json_object_set_new(jo, "allocations",
+					    xp_allocs_json(st, j->allocs, j->spec.replicas));
+		json_array_append_new(a, jo);
+	}
+	json_object_set_new(o, "jobs", a);
+	char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	return text;
+}
+
+static int load_job(struct xp_state *st, json_t *jo, size_t i, struct xp_err *err)
+{
+	json_int_t id, sub, start, fin;
+	const char *tenant, *state;
+	json_t *spec, *exit = json_object_get(jo, "exit_code");
+	json_t *kv = json_object_get(jo, "key"), *rv = json_object_get(jo, "reason");
+	const char *key = json_is_string(kv) ? json_string_value(kv) : NULL;
+	const char *reason = json_is_string(rv) ? json_string_value(rv) : NULL;
+	int rc;
+
+	if (json_unpack(jo, "{s:I,s:s,s:s,s:o,s:I,s:I,s:I}", "id", &id, "tenant", &tenant, "state",
+			&state, "spec", &spec, "submitted_at", &sub, "started_at", &start,
+			"finished_at", &fin) < 0 ||
+	    id < 1)
+		return xp_errf(err, XP_ECORRUPT, "snapshot: job %zu is malformed", i);
+	long t = xp_state_tenant(st, tenant);
+	int s = xp_job_state_parse(state);
+	if (t < 0 || s < 0 || xp_state_job(st, (uint64_t)id))
+		return xp_errf(err, XP_ECORRUPT, "snapshot: job %lld: bad tenant, state or id",
+			       (long long)id);
+	struct xp_job *j = XNEW(struct xp_job);
+	char *text = json_dumps(spec, JSON_COMPACT);
+	rc = xp_jobspec_parse_text("snapshot", text, strlen(text), 1, &j->spec, NULL, err);
+	free(text);
+	const char *qname = rc == 0 && j->spec.queue ? j->spec.queue : "default";
+	long q = -1;
+	for (size_t k = 0; rc == 0 && k < st->queues.n; k++) /* deleted ones too */
+		if (!strcmp(st->queues.v[k].name, qname) && (q < 0 || !st->queues.v[k].deleted))
+			q = (long)k;
+	if (rc == 0 && q < 0)
+		rc = xp_errf(err, XP_ECORRUPT, "snapshot: job %lld: no queue %s", (long long)id,
+			     qname);
+	json_t *al = json_object_get(jo, "allocations");
+	if (rc == 0 && (s == XP_JOB_RUNNING) && !al)
+		rc = xp_errf(err, XP_ECORRUPT, "snapshot: running job %lld without allocations",
+			     (long long)id);
+	if (rc == 0 && al) {
+		j->allocs = XNEWV(struct xp_alloc, j->spec.replicas);
+		rc = xp_allocs_parse(st, al, j->allocs, j->spec.replicas, err);
+	}
+	if (rc < 0) {
+		xp_state_job_free(j);
+		return rc;
+	}
+	xp_jobspec_request(&j->spec, st->c->syms, &j->req);
+	j->id = (uint64_t)id;
+	j->tenant = (uint32_t)t;
+	j->queue = (uint32_t)q;
+	j->state = (uint8_t)s;
+	j->key = key ? xstrdup(key) : NULL;
+	j->submitted_at = sub;
+	j->started_at = start;
+	j->finished_at = fin;
+	j->reason = reason && *reason ? xstrdup(reason) : NULL;
+	if (json_is_integer(exit)) {
+		j->has_exit = 1;
+		j->exit_code = (int32_t)json_integer_value(exit);
+	}
+	xp_state_add_job(st, j);
+	return 0;
+}
+
+int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, struct xp_err *err)
+{
+	json_error_t je;
+	json_t *o = json_loadb(body, len, 0, &je), *a, *v;
+	json_int_t fmt, seq, nj, nt;
+	size_t i;
+	int rc = 0;
+
+	if (!o || json_unpack(o, "{s:I,s:I,s:I,s:I}", "format", &fmt, "seq", &seq, "next_job_id",
+			      &nj, "next_token_id", &nt) < 0) {
+		json_decref(o);
+		return xp_errf(err, XP_ECORRUPT, "snapshot: not a state snapshot%s%s",
+			       o ? "" : ": ", o ? "" : je.text);
+	}
+	if (fmt > SNAPSHOT_FORMAT) {
+		json_decref(o);
+		return xp_errf(err, XP_EVERSION,
+			       "snapshot format %lld is newer than this build's %d", (long long)fmt,
+			       SNAPSHOT_FORMAT);
+	}
+	json_array_foreach(json_object_get(o, "tenants"), i, v)
+	{
+		const char *name;
+		if (rc == 0 && (json_unpack(v, "{s:s}", "name", &name) < 0 || !xp_name_ok(name)))
+			rc = xp_errf(err, XP_ECORRUPT, "snapshot: tenant %zu is malformed", i);
+		if (rc == 0) {
+			struct xp_tenant t = { .name = xstrdup(name) };
+			xp_vec_push(&st->tenants, t);
+		}
+	}
+	json_array_foreach(json_object_get(o, "tokens"), i, v)
+	{
+		json_int_t id;
+		const char *tenant, *name, *sha;
+		int admin, revoked;
+		long t = -1;
+		if (rc == 0 && (json_unpack(v, "{s:I,s:s,s:s,s:b,s:b,s:s}", "id", &id, "tenant",
+					    &tenant, "name", &name, "admin", &admin, "revoked",
+					    &revoked, "sha256", &sha) < 0 ||
+				strlen(sha) != 64 || (t = xp_state_tenant(st, tenant)) < 0))
+			rc = xp_errf(err, XP_ECORRUPT, "snapshot: token %zu is malformed", i);
+		if (rc == 0) {
+			struct xp_token k = { .id = (uint64_t)id,
+					      .tenant = (uint32_t)t,
+					      .admin = (uint8_t)admin,
+					      .revoked = (uint8_t)revoked,
+					      .name = xstrdup(name) };
+			memcpy(k.sha256, sha, 65);
+			xp_vec_push(&st->tokens, k);
+		}
+	}
+	json_array_foreach(json_object_get(o, "queues"), i, v)
+	{
+		const char *name;
+		int prio, deleted;
+		json_int_t w;
+		if (rc == 0 && json_unpack(v, "{s:s,s:i,s:I,s:b}", "name", &name, "priority", &prio,
+					   "weight", &w, "deleted", &deleted) < 0)
+			rc = xp_errf(err, XP_ECORRUPT, "snapshot: queue %zu is malformed", i);
+		if (rc == 0) {
+			struct xp_queue q = { .name = xstrdup(name),
+					      .priority = prio,
+					      .weight = (uint32_t)w,
+					      .deleted = (uint8_t)deleted };
+			xp_vec_push(&st->queues, q);
+		}
+	}
+	json_array_foreach(json_object_get(o, "nodes"), i, v)
+	{
+		const char *src, *state;
+		int removed;
+		json_t *d;
+		if (rc == 0 && json_unpack(v, "{s:s,s:s,s:b,s:o}", "source", &src, "state", &state,
+					   "removed", &removed, "descriptor", &d) < 0)
+			rc = xp_errf(err, XP_ECORRUPT, "snapshot: node %zu is malformed", i);
+		int so = rc == 0 ? xp_node_source_parse(src) : -1,
+		    ns = rc == 0 ? xp_node_state_parse(state) : -1;
+		if (rc == 0 && (so < 0 || ns < 0))
+			rc = xp_errf(err, XP_ECORRUPT, "snapshot: node %zu: bad source or state",
+				     i);
+		if (rc == 0) {
+			long idx = xp_state_add_node(st, d, so, ns, err);
+			if (idx < 0)
+				rc = (int)idx;
+			else if (removed) {
+				st->nodes.v[idx].removed = 1;
+				st->node_of_sym
+					.v[xp_strtab_find(st->node_names, st->c->nodes[idx].name)] =
+					UINT32_MAX;
+			}
+		}
+	}
+	a = json_object_get(o, "jobs");
+	json_array_foreach(a, i, v)
+	{
+		if (rc == 0)
+			rc = load_job(st, v, i, err);
+	}
+	if (rc == 0) {
+		st->seq = (uint64_t)seq;
+		if ((uint64_t)nj > st->next_job_id)
+			st->next_job_id = (uint64_t)nj;
+		if ((uint64_t)nt > st->next_token_id)
+			st->next_token_id = (uint64_t)nt;
+		st->sched_stale = 1;
+		rc = xp_state_sched(st, err);
+	}
+	json_decref(o);
+	return rc;
+}

@@ -1,0 +1,509 @@
+/*
+ * spec: job specifications - the schema walker and the canonical writer
+ * (see spec.h). The walker reads the schema of docs/api.md field by field
+ * with the tree walker of src/descriptor, so errors carry the line (YAML)
+ * and the path of the field. The writer emits the same schema with
+ * canonical values (CPU as "<milli>m", memory as MiB, durations in ms), so
+ * parsing its output gives an equal spec.
+ */
+#include "spec.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../descriptor/tree.h"
+#include "../../lib/parse.h"
+#include "../../lib/strbuf.h"
+#include "../../lib/timefmt.h"
+#include "../../lib/xalloc.h"
+
+static const char *const top_keys[] = { "name",	  "tenant",   "queue",	   "priority", "command",
+					"args",	  "env",      "workdir",   "replicas", "resources",
+					"labels", "duration", "exit_code", NULL };
+static const char *const res_keys[] = { "cpu", "memory", "devices", NULL };
+static const char *const dev_keys[] = { "count",      "compute_milli",
+					"fraction",   "memory",
+					"class",      "vendor",
+					"models",     "model",
+					"min_memory", "min_compute_capability",
+					"topology",   NULL };
+static const char *const topo_names[] = { "any", "same_island", "same_numa", NULL };
+
+int xp_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > XP_NAME_MAX)
+		return 0;
+	if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') ||
+	      (s[0] >= '0' && s[0] <= '9')))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '-' || c == '_' || c == '.'))
+			return 0;
+	}
+	return 1;
+}
+
+static int env_name_ok(const char *s)
+{
+	if (!*s || strlen(s) > 256 || (s[0] >= '0' && s[0] <= '9'))
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '_'))
+			return 0;
+	return 1;
+}
+
+void xp_jobspec_free(struct xp_jobspec *s)
+{
+	if (!s)
+		return;
+	free(s->name);
+	free(s->tenant);
+	free(s->queue);
+	for (uint16_t i = 0; i < s->ncommand; i++)
+		free(s->command[i]);
+	free(s->command);
+	for (uint16_t i = 0; i < s->nargs; i++)
+		free(s->args[i]);
+	free(s->args);
+	xp_attrs_free(s->env, s->nenv);
+	free(s->workdir);
+	free(s->vendor);
+	for (uint8_t i = 0; i < s->nmodels; i++)
+		free(s->models[i]);
+	free(s->models);
+	xp_attrs_free(s->labels, s->nlabels);
+	memset(s, 0, sizeof(*s));
+}
+
+/* a name-like string field */
+static int get_name(struct xp_walk *w, const struct xp_tree *t, const char *key, char **out)
+{
+	const char *v = NULL;
+	int rc = xp_walk_get_str(w, t, key, 253, &v);
+	if (rc <= 0)
+		return rc;
+	if (!xp_name_ok(v)) {
+		size_t m = xp_walk_push_key(w, key);
+		rc = xp_walk_fail(w, xp_tree_get(t, key)->line, XP_EINVAL,
+				  "expected 1..%d letters, digits, '-', '_' or '.' starting with a "
+				  "letter or digit, got '%s'",
+				  XP_NAME_MAX, XP_SHOW(v));
+		xp_walk_pop(w, m);
+		return rc;
+	}
+	*out = xstrdup(v);
+	return 1;
+}
+
+/* a list of strings (or, if one_ok, a single string) into argv */
+static int get_strings(struct xp_walk *w, const struct xp_tree *t, const char *key, size_t max,
+		       int one_ok, char ***out, uint16_t *n, uint8_t *single)
+{
+	const struct xp_tree *v = xp_tree_field(t, key);
+	int rc;
+	if (!v)
+		return 0;
+	size_t m = xp_walk_push_key(w, key);
+	if (one_ok && v->kind == XP_TREE_SCALAR) {
+		if (!v->len)
+			rc = xp_walk_fail(w, v->line, XP_EINVAL, "empty command");
+		else if (v->len > 65536)
+			rc = xp_walk_fail(w, v->line, XP_ERANGE, "longer than 65536 characters");
+		else {
+			*out = XNEWV(char *, 1);
+			(*out)[0] = xstrdup(v->text);
+			*n = 1;
+			if (single)
+				*single = 1;
+			rc = 1;
+		}
+		xp_walk_pop(w, m);
+		return rc;
+	}
+	rc = xp_walk_list(w, v, max);
+	if (rc == 0 && one_ok && v->n == 0)
+		rc = xp_walk_fail(w, v->line, XP_EINVAL, "empty command");
+	if (rc == 0) {
+		*out = XNEWV(char *, v->n ? v->n : 1);
+		for (size_t i = 0; rc == 0 && i < v->n; i++) {
+			const char *s;
+			size_t m2 = xp_walk_push_idx(w, i);
+			rc = xp_walk_str(w, v->kids[i], 4096, &s);
+			xp_walk_pop(w, m2);
+			if (rc == 0)
+				(*out)[(*n)++] = xstrdup(s);
+		}
+	}
+	xp_walk_pop(w, m);
+	return rc < 0 ? rc : 1;
+}
+
+/* a map of string -> scalar into attrs; key_ok checks the keys */
+static int get_map(struct xp_walk *w, const struct xp_tree *t, const char *key, size_t max,
+		   int (*key_ok)(const char *), const char *key_what, struct xp_attr **out,
+		   uint16_t *n)
+{
+	const struct xp_tree *v = xp_tree_field(t, key);
+	int rc;
+	if (!v)
+		return 0;
+	size_t m = xp_walk_push_key(w, key);
+	rc = xp_walk_want(w, v, XP_TREE_MAP, "a map");
+	if (rc == 0 && v->n > max)
+		rc = xp_walk_fail(w, v->line, XP_ERANGE, "more than %zu entries", max);
+	for (size_t i = 0; rc == 0 && i < v->n; i++) {
+		const char *s = "";
+		size_t m2 = xp_walk_push_key(w, v->keys[i]);
+		if (!key_ok(v->keys[i]))
+			rc = xp_walk_fail(w, v->key_lines[i], XP_EINVAL, "not a valid %s",
+					  key_what);
+		if (rc == 0 && !xp_tree_is_null(v->kids[i]))
+			rc = xp_walk_str(w, v->kids[i], 4096, &s);
+		if (rc == 0)
+			xp_attrs_set(out, n, v->keys[i], s);
+		xp_walk_pop(w, m2);
+	}
+	xp_walk_pop(w, m);
+	return rc < 0 ? rc : 1;
+}
+
+static int label_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (!n || n > 63)
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '-' || *s == '_' || *s == '.' || *s == '/'))
+			return 0;
+	return 1;
+}
+
+static int parse_devices(struct xp_walk *w, const struct xp_tree *d, struct xp_jobspec *s)
+{
+	int64_t v;
+	uint64_t q;
+	int rc, cls;
+	const char *str;
+
+	if ((rc = xp_walk_want(w, d, XP_TREE_MAP, "a map")) < 0 ||
+	    (rc = xp_walk_keys(w, d, dev_keys)) < 0)
+		return rc;
+	s->dev_count = 1;
+	s->dev_milli = XP_MILLI;
+	if ((rc = xp_walk_get_int(w, d, "count", 0, XP_MAX_NODE_DEVS, &v)) < 0)
+		return rc;
+	if (rc)
+		s->dev_count = (uint16_t)v;
+	const char *which;
+	if ((rc = xp_walk_alias(w, d, "compute_milli", "fraction", &which)) < 0)
+		return rc;
+	if (which && !strcmp(which, "compute_milli")) {
+		if ((rc = xp_walk_get_int(w, d, "compute_milli", 1, XP_MILLI, &v)) < 0)
+			return rc;
+		s->dev_milli = (uint16_t)v;
+	} else if (which) {
+		const struct xp_tree *f = xp_tree_field(d, "fraction");
+		double x;
+		size_t m = xp_walk_push_key(w, "fraction");
+		rc = xp_walk_want(w, f, XP_TREE_SCALAR, "a number");
+		if (rc == 0 && (xp_parse_double(f->text, &x) < 0 || x <= 0 || x > 1))
+			rc = xp_walk_fail(w, f->line, XP_ERANGE,
+					  "expected a number in (0, 1], got '%s'",
+					  XP_SHOW(f->text));
+		xp_walk_pop(w, m);
+		if (rc < 0)
+			return rc;
+		s->dev_milli = (uint16_t)(x * XP_MILLI + 0.5);
+		if (s->dev_milli == 0)
+			s->dev_milli = 1;
+	}
+	if ((rc = xp_walk_get_qty(w, d, "memory", XP_QTY_MEM_MIB, (double)XP_MAX_MEM_MIB, &q)) < 0)
+		return rc;
+	if (rc)
+		s->dev_mem_mib = q;
+	if ((rc = xp_walk_get_enum(w, d, "class", xp_class_parse,
+				   "gpu, npu, fpga, asic, dpu, cim or cpu", &cls)) < 0)
+		return rc;
+	if (rc)
+		s->dev_class = (int8_t)cls;
+	if ((rc = xp_walk_get_str(w, d, "vendor", 128, &str)) < 0)
+		return rc;
+	if (rc)
+		s->vendor = xstrdup(str);
+	if ((rc = xp_walk_alias(w, d, "models", "model", &which)) < 0)
+		return rc;
+	if (which) {
+		uint16_t n = 0;
+		rc = get_strings(w, d, which, XP_MAX_SEL_MODELS, 1, &s->models, &n, NULL);
+		s->nmodels = (uint8_t)n;
+		if (rc < 0)
+			return rc;
+	}
+	if ((rc = xp_walk_get_qty(w, d, "min_memory", XP_QTY_MEM_MIB, (double)XP_MAX_MEM_MIB, &q)) <
+	    0)
+		return rc;
+	if (rc)
+		s->min_mem_mib = q;
+	const struct xp_tree *cc = xp_tree_field(d, "min_compute_capability");
+	if (cc) {
+		size_t m = xp_walk_push_key(w, "min_compute_capability");
+		rc = xp_walk_want(w, cc, XP_TREE_SCALAR, "a compute capability such as \"8.0\"");
+		if (rc == 0 && xp_cc_parse(cc->text, &s->min_cc) < 0)
+			rc = xp_walk_fail(w, cc->line, XP_EINVAL,
+					  "expected a compute capability such as \"8.0\", got '%s'",
+					  XP_SHOW(cc->text));
+		xp_walk_pop(w, m);
+		if (rc < 0)
+			return rc;
+	}
+	const struct xp_tree *tp = xp_tree_field(d, "topology");
+	if (tp) {
+		size_t m = xp_walk_push_key(w, "topology");
+		rc = xp_walk_want(w, tp, XP_TREE_SCALAR, "any, same_island or same_numa");
+		int k = -1;
+		for (int i = 0; rc == 0 && topo_names[i]; i++)
+			if (!strcmp(topo_names[i], tp->text))
+				k = i;
+		if (rc == 0 && k < 0)
+			rc = xp_walk_fail(w, tp->line, XP_EINVAL,
+					  "expected any, same_island or same_numa, got '%s'",
+					  XP_SHOW(tp->text));
+		xp_walk_pop(w, m);
+		if (rc < 0)
+			return rc;
+		s->topo = (uint8_t)k;
+	}
+	if (s->dev_milli < XP_MILLI && s->dev_count > 1)
+		return xp_walk_fail(w, d->line, XP_EINVAL,
+				    "a fraction of a device (%u milli) needs count 1, not %u",
+				    s->dev_milli, s->dev_count);
+	if (s->dev_count == 0) { /* no devices: the rest means nothing */
+		s->dev_milli = 0;
+		s->dev_mem_mib = 0;
+	}
+	return 0;
+}
+
+static int parse(struct xp_walk *w, const struct xp_tree *t, struct xp_jobspec *s)
+{
+	int64_t v;
+	uint64_t q;
+	int rc;
+	const char *str;
+
+	if (!t)
+		return xp_walk_fail(w, 0, XP_EINVAL, "empty document, expected a job spec");
+	if ((rc = xp_walk_want(w, t, XP_TREE_MAP, "a map (a job spec)")) < 0 ||
+	    (rc = xp_walk_keys(w, t, top_keys)) < 0)
+		return rc;
+	if ((rc = get_name(w, t, "name", &s->name)) < 0 ||
+	    (rc = get_name(w, t, "tenant", &s->tenant)) < 0 ||
+	    (rc = get_name(w, t, "queue", &s->queue)) < 0)
+		return rc;
+	if ((rc = xp_walk_get_int(w, t, "priority", -XP_PRIORITY_MAX, XP_PRIORITY_MAX, &v)) < 0)
+		return rc;
+	s->priority = rc ? (int32_t)v : 0;
+	if ((rc = get_strings(w, t, "command", XP_JOB_MAX_ARGS, 1, &s->command, &s->ncommand,
+			      &s->shell)) < 0 ||
+	    (rc = get_strings(w, t, "args", XP_JOB_MAX_ARGS, 0, &s->args, &s->nargs, NULL)) < 0 ||
+	    (rc = get_map(w, t, "env", XP_JOB_MAX_ENV, env_name_ok, "variable name", &s->env,
+			  &s->nenv)) < 0 ||
+	    (rc = get_map(w, t, "labels", XP_JOB_MAX_LABELS, label_ok, "label key", &s->labels,
+			  &s->nlabels)) < 0)
+		return rc;
+	if ((rc = xp_walk_get_str(w, t, "workdir", 4096, &str)) < 0)
+		return rc;
+	if (rc) {
+		if (str[0] != '/') {
+			size_t m = xp_walk_push_key(w, "workdir");
+			rc = xp_walk_fail(w, xp_tree_get(t, "workdir")->line, XP_EINVAL,
+					  "expected an absolute path, got '%s'", XP_SHOW(str));
+			xp_walk_pop(w, m);
+			return rc;
+		}
+		s->workdir = xstrdup(str);
+	}
+	if ((rc = xp_walk_get_int(w, t, "replicas", 1, XP_JOB_MAX_REPLICAS, &v)) < 0)
+		return rc;
+	s->replicas = rc ? (uint32_t)v : 1;
+	s->cpu_milli = XP_MILLI;
+	s->mem_mib = 1024;
+	s->dev_class = -1;
+	s->duration_ms = -1;
+	const struct xp_tree *res = xp_tree_field(t, "resources");
+	if (res) {
+		size_t m = xp_walk_push_key(w, "resources");
+		rc = xp_walk_want(w, res, XP_TREE_MAP, "a map");
+		if (rc == 0)
+			rc = xp_walk_keys(w, res, res_keys);
+		if (rc == 0 && (rc = xp_walk_get_qty(w, res, "cpu", XP_QTY_CPU_MILLI,
+						     (double)XP_MAX_CPU_MILLI, &q)) > 0)
+			s->cpu_milli = q;
+		if (rc >= 0 && (rc = xp_walk_get_qty(w, res, "memory", XP_QTY_MEM_MIB,
+						     (double)XP_MAX_MEM_MIB, &q)) > 0)
+			s->mem_mib = q;
+		const struct xp_tree *d = rc >= 0 ? xp_tree_field(res, "devices") : NULL;
+		if (d) {
+			size_t m2 = xp_walk_push_key(w, "devices");
+			rc = parse_devices(w, d, s);
+			xp_walk_pop(w, m2);
+		}
+		xp_walk_pop(w, m);
+		if (rc < 0)
+			return rc;
+	}
+	const struct xp_tree *dur = xp_tree_field(t, "duration");
+	if (dur) {
+		size_t m = xp_walk_push_key(w, "duration");
+		rc = xp_walk_want(w, dur, XP_TREE_SCALAR, "a duration such as 30s");
+		if (rc == 0 &&
+		    xp_duration_parse(dur->text, XP_DURATION_MAX_MS, &s->duration_ms) < 0)
+			rc = xp_walk_fail(w, dur->line, XP_EINVAL,
+					  "expected a duration such as 30s, 5m or 1h30m (at most "
+					  "366d), got '%s'",
+					  XP_SHOW(dur->text));
+		xp_walk_pop(w, m);
+		if (rc < 0)
+			return rc;
+	}
+	if ((rc = xp_walk_get_int(w, t, "exit_code", 0, 255, &v)) < 0)
+		return rc;
+	s->exit_code = rc ? (int32_t)v : 0;
+	return 0;
+}
+
+int xp_jobspec_parse(const struct xp_tree *t, const char *name, struct xp_jobspec *out,
+		     char field[320], struct xp_err *err)
+{
+	struct xp_walk w;
+	memset(&w, 0, sizeof(w));
+	w.name = name;
+	w.err = err;
+	memset(out, 0, sizeof(*out));
+	int rc = parse(&w, t, out);
+	if (field)
+		memcpy(field, w.field, sizeof(w.field));
+	if (rc < 0)
+		xp_jobspec_free(out);
+	return rc < 0 ? rc : 0;
+}
+
+int xp_jobspec_parse_text(const char *name, const char *buf, size_t len, int json,
+			  struct xp_jobspec *out, char field[320], struct xp_err *err)
+{
+	struct xp_tree *t = NULL;
+	int rc = xp_tree_parse(name, buf, len, json, &t, err);
+	if (field)
+		field[0] = '\0';
+	if (rc < 0)
+		return rc;
+	rc = xp_jobspec_parse(t, name, out, field, err);
+	xp_tree_destroy(t);
+	return rc;
+}
+
+static json_t *attrs_json(const struct xp_attr *a, uint16_t n)
+{
+	json_t *o = json_object();
+	for (uint16_t i = 0; i < n; i++)
+		json_object_set_new(o, a[i].key, json_string(a[i].value));
+	return o;
+}
+
+static json_t *strings_json(char *const *v, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, json_string(v[i]));
+	return a;
+}
+
+char *xp_jobspec_to_json(const struct xp_jobspec *s)
+{
+	json_t *o = json_object(), *res = json_object();
+	char buf[64];
+
+	if (s->name)
+		json_object_set_new(o, "name", json_string(s->name));
+	if (s->tenant)
+		json_object_set_new(o, "tenant", json_string(s->tenant));
+	if (s->queue)
+		json_object_set_new(o, "queue", json_string(s->queue));
+	json_object_set_new(o, "priority", json_integer(s->priority));
+	if (s->ncommand)
+		json_object_set_new(o, "command",
+				    s->shell ? json_string(s->command[0])
+					     : strings_json(s->command, s->ncommand));
+	if (s->nargs)
+		json_object_set_new(o, "args", strings_json(s->args, s->nargs));
+	if (s->nenv)
+		json_object_set_new(o, "env", attrs_json(s->env, s->nenv));
+	if (s->workdir)
+		json_object_set_new(o, "workdir", json_string(s->workdir));
+	json_object_set_new(o, "replicas", json_integer(s->replicas));
+	snprintf(buf, sizeof(buf), "%llum", (unsigned long long)s->cpu_milli);
+	json_object_set_new(res, "cpu", json_string(buf));
+	json_object_set_new(res, "memory", json_integer((json_int_t)s->mem_mib));
+	if (s->dev_count) {
+		json_t *d = json_object();
+		json_object_set_new(d, "count", json_integer(s->dev_count));
+		json_object_set_new(d, "compute_milli", json_integer(s->dev_milli));
+		if (s->dev_mem_mib)
+			json_object_set_new(d, "memory", json_integer((json_int_t)s->dev_mem_mib));
+		if (s->dev_class >= 0)
+			json_object_set_new(d, "class", json_string(xp_class_name(s->dev_class)));
+		if (s->vendor)
+			json_object_set_new(d, "vendor", json_string(s->vendor));
+		if (s->nmodels)
+			json_object_set_new(d, "models", strings_json(s->models, s->nmodels));
+		if (s->min_mem_mib)
+			json_object_set_new(d, "min_memory",
+					    json_integer((json_int_t)s->min_mem_mib));
+		if (s->min_cc) {
+			xp_cc_format(s->min_cc, buf, sizeof(buf));
+			json_object_set_new(d, "min_compute_capability", json_string(buf));
+		}
+		if (s->topo)
+			json_object_set_new(d, "topology", json_string(topo_names[s->topo]));
+		json_object_set_new(res, "devices", d);
+	}
+	json_object_set_new(o, "resources", res);
+	if (s->nlabels)
+		json_object_set_new(o, "labels", attrs_json(s->labels, s->nlabels));
+	if (s->duration_ms >= 0) {
+		snprintf(buf, sizeof(buf), "%lldms", (long long)s->duration_ms);
+		json_object_set_new(o, "duration", json_string(buf));
+	}
+	if (s->exit_code)
+		json_object_set_new(o, "exit_code", json_integer(s->exit_code));
+	char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	return text;
+}
+
+void xp_jobspec_request(const struct xp_jobspec *s, struct xp_strtab *syms, struct xp_request *r)
+{
+	xp_request_init(r);
+	r->cpu_milli = s->cpu_milli;
+	r->mem_mib = s->mem_mib;
+	if (!s->dev_count)
+		return;
+	r->dev_count = s->dev_count;
+	r->dev_milli = s->dev_milli;
+	r->dev_mem_mib = s->dev_mem_mib;
+	r->topo = s->topo;
+	r->sel.cls = s->dev_class;
+	r->sel.vendor = s->vendor ? xp_strtab_intern(syms, s->vendor) : 0;
+	for (uint8_t i = 0; i < s->nmodels; i++)
+		xp_selector_add_model(&r->sel, xp_strtab_intern(syms, s->models[i]));
+	r->sel.min_mem_mib = s->min_mem_mib;
+	r->sel.min_cc = s->min_cc;
+}

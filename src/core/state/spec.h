@@ -1,0 +1,75 @@
+/*
+ * spec: a job specification (docs/api.md "POST /v1/jobs"), parsed from a
+ * document tree (JSON or YAML, user input or a journal record alike) with
+ * every field checked, and written back as canonical JSON that parses to
+ * the same spec. One parser serves the API edge and replay, so what was
+ * accepted is exactly what is replayed.
+ *
+ * Ownership: a spec owns its strings; xp_jobspec_free() releases them.
+ */
+#ifndef XP_SPEC_H
+#define XP_SPEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../lib/err.h"
+#include "../model/model.h"
+
+#define XP_NAME_MAX	    63
+#define XP_JOB_MAX_REPLICAS 1024
+#define XP_JOB_MAX_ARGS	    256
+#define XP_JOB_MAX_ENV	    256
+#define XP_JOB_MAX_LABELS   64
+#define XP_PRIORITY_MAX	    1000
+#define XP_DURATION_MAX_MS  (366LL * 24 * 3600 * 1000)
+
+struct xp_tree;
+
+struct xp_jobspec {
+	char *name;   /* NULL: "job-<id>" */
+	char *tenant; /* NULL: the submitter's */
+	char *queue;  /* NULL: "default" */
+	int32_t priority;
+	char **command; /* argv, or one string run by /bin/sh -c when shell */
+	uint16_t ncommand;
+	uint8_t shell;
+	char **args;
+	uint16_t nargs;
+	struct xp_attr *env;
+	uint16_t nenv;
+	char *workdir;
+	uint32_t replicas;
+	/* per replica */
+	uint64_t cpu_milli, mem_mib;
+	uint16_t dev_count, dev_milli;
+	uint64_t dev_mem_mib;
+	int8_t dev_class; /* -1: any accelerator */
+	uint8_t topo;
+	char *vendor;
+	char **models;
+	uint8_t nmodels;
+	uint64_t min_mem_mib;
+	uint32_t min_cc;
+	struct xp_attr *labels;
+	uint16_t nlabels;
+	int64_t duration_ms; /* emulated run time, -1 unset */
+	int32_t exit_code;   /* emulated exit code */
+};
+
+/* Parse a spec from t; name labels errors ("request:12: resources.cpu: ...").
+ * On error *field (if not NULL) gets the path of the faulty field. */
+int xp_jobspec_parse(const struct xp_tree *t, const char *name, struct xp_jobspec *out,
+		     char field[320], struct xp_err *err);
+/* The same from text; json < 0 detects the syntax, 0 YAML, 1 JSON. */
+int xp_jobspec_parse_text(const char *name, const char *buf, size_t len, int json,
+			  struct xp_jobspec *out, char field[320], struct xp_err *err);
+void xp_jobspec_free(struct xp_jobspec *s);
+/* Canonical JSON (malloc'd). */
+char *xp_jobspec_to_json(const struct xp_jobspec *s);
+/* The per-replica request, with vendor and models interned in syms. */
+void xp_jobspec_request(const struct xp_jobspec *s, struct xp_strtab *syms, struct xp_request *r);
+/* Is s a valid name (1..63 of [A-Za-z0-9._-], starting with a letter or digit)? */
+int xp_name_ok(const char *s);
+
+#endif

@@ -1,0 +1,361 @@
+/*
+ * state: creation, lookups, names and transitions, record builders and the
+ * invariant check of the controller's state (see state.h). Applying records
+ * is in apply.c, the scheduling cycle in cycle.c, snapshots in snapshot.c.
+ */
+#include "state_int.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../lib/xalloc.h"
+
+static const char *const job_states[XP_JOB_STATE_N] = { "pending", "running", "succeeded", "failed",
+							"cancelled" };
+static const char *const node_states[XP_NODE_STATE_N] = { "ready", "cordoned", "draining",
+							  "drained", "down" };
+static const char *const sources[XP_SRC_N] = { "emulated", "agent" };
+
+static int find(const char *const *names, int n, const char *s)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(names[i], s))
+			return i;
+	return -1;
+}
+
+const char *xp_job_state_name(int s)
+{
+	return s >= 0 && s < XP_JOB_STATE_N ? job_states[s] : "?";
+}
+int xp_job_state_parse(const char *s)
+{
+	return find(job_states, XP_JOB_STATE_N, s);
+}
+const char *xp_node_state_name(int s)
+{
+	return s >= 0 && s < XP_NODE_STATE_N ? node_states[s] : "?";
+}
+int xp_node_state_parse(const char *s)
+{
+	return find(node_states, XP_NODE_STATE_N, s);
+}
+const char *xp_node_source_name(int s)
+{
+	return s >= 0 && s < XP_SRC_N ? sources[s] : "?";
+}
+int xp_node_source_parse(const char *s)
+{
+	return find(sources, XP_SRC_N, s);
+}
+
+int xp_job_terminal(int s)
+{
+	return s == XP_JOB_SUCCEEDED || s == XP_JOB_FAILED || s == XP_JOB_CANCELLED;
+}
+
+int xp_job_transition_ok(int from, int to)
+{
+	switch (from) {
+	case XP_JOB_PENDING:
+		return to == XP_JOB_RUNNING || to == XP_JOB_CANCELLED;
+	case XP_JOB_RUNNING:
+		return to == XP_JOB_SUCCEEDED || to == XP_JOB_FAILED || to == XP_JOB_CANCELLED;
+	default:
+		return 0;
+	}
+}
+
+int xp_node_transition_ok(int from, int to)
+{
+	if (from == to)
+		return 0;
+	switch (to) {
+	case XP_NODE_READY:
+		return 1; /* uncordon, undrain, a node that returns */
+	case XP_NODE_CORDONED:
+		return from == XP_NODE_READY;
+	case XP_NODE_DRAINING:
+		return from == XP_NODE_READY || from == XP_NODE_CORDONED;
+	case XP_NODE_DRAINED:
+		return from == XP_NODE_DRAINING;
+	case XP_NODE_DOWN:
+		return 1;
+	}
+	return 0;
+}
+
+struct xp_state *xp_state_create(const struct xp_state_opts *o, struct xp_err *err)
+{
+	struct xp_state *st = XNEW(struct xp_state);
+	st->sopts.policy = o && o->policy ? o->policy : "bestfit";
+	st->sopts.tiebreak = o ? o->tiebreak : XP_TIE_RANK;
+	st->c = xp_cluster_create();
+	st->sched = xp_sched_create(st->c, &st->sopts, err);
+	if (!st->sched) {
+		xp_cluster_destroy(st->c);
+		free(st);
+		return NULL;
+	}
+	st->node_names = xp_strtab_create();
+	st->keys = xp_strtab_create();
+	xp_intmap_init(&st->job_by_id);
+	st->next_job_id = 1;
+	st->next_token_id = 1;
+	return st;
+}
+
+void xp_state_job_free(struct xp_job *j)
+{
+	if (!j)
+		return;
+	free(j->key);
+	free(j->reason);
+	free(j->allocs);
+	xp_jobspec_free(&j->spec);
+	free(j);
+}
+
+void xp_state_destroy(struct xp_state *st)
+{
+	if (!st)
+		return;
+	for (size_t i = 0; i < st->jobs.n; i++)
+		xp_state_job_free(st->jobs.v[i]);
+	xp_vec_free(&st->jobs);
+	xp_vec_free(&st->pending);
+	xp_vec_free(&st->fresh);
+	xp_intmap_free(&st->job_by_id);
+	for (size_t i = 0; i < st->tenants.n; i++)
+		free(st->tenants.v[i].name);
+	xp_vec_free(&st->tenants);
+	for (size_t i = 0; i < st->tokens.n; i++)
+		free(st->tokens.v[i].name);
+	xp_vec_free(&st->tokens);
+	for (size_t i = 0; i < st->queues.n; i++)
+		free(st->queues.v[i].name);
+	xp_vec_free(&st->queues);
+	xp_vec_free(&st->nodes);
+	xp_vec_free(&st->node_of_sym);
+	xp_vec_free(&st->key_job);
+	xp_strtab_destroy(st->node_names);
+	xp_strtab_destroy(st->keys);
+	xp_sched_destroy(st->sched);
+	xp_cluster_destroy(st->c);
+	free(st);
+}
+
+struct xp_job *xp_state_job(const struct xp_state *st, uint64_t id)
+{
+	return xp_intmap_get(&st->job_by_id, id);
+}
+
+long xp_state_tenant(const struct xp_state *st, const char *name)
+{
+	for (size_t i = 0; i < st->tenants.n; i++)
+		if (!strcmp(st->tenants.v[i].name, name))
+			return (long)i;
+	return -1;
+}
+
+long xp_state_queue(const struct xp_state *st, const char *name)
+{
+	for (size_t i = 0; i < st->queues.n; i++)
+		if (!st->queues.v[i].deleted && !strcmp(st->queues.v[i].name, name))
+			return (long)i;
+	return -1;
+}
+
+long xp_state_node(const struct xp_state *st, const char *name)
+{
+	xp_sym s = xp_strtab_find(st->node_names, name);
+	if (!s || s >= st->node_of_sym.n || st->node_of_sym.v[s] == UINT32_MAX)
+		return -1;
+	return st->node_of_sym.v[s];
+}
+
+struct xp_token *xp_state_token_by_hash(const struct xp_state *st, const char *sha256)
+{
+	for (size_t i = 0; i < st->tokens.n; i++)
+		if (!st->tokens.v[i].revoked && !strcmp(st->tokens.v[i].sha256, sha256))
+			return &st->tokens.v[i];
+	return NULL;
+}
+
+void xp_state_key(const struct xp_state *st, uint32_t tenant, const char *key, char *buf,
+		  size_t len)
+{
+	snprintf(buf, len, "%s\x01%s", st->tenants.v[tenant].name, key);
+}
+
+uint64_t xp_state_job_by_key(const struct xp_state *st, uint32_t tenant, const char *key)
+{
+	char buf[512];
+	xp_state_key(st, tenant, key, buf, sizeof(buf));
+	xp_sym s = xp_strtab_find(st->keys, buf);
+	return s && s < st->key_job.n ? st->key_job.v[s] : 0;
+}
+
+/* ---- records ---- */
+
+static char *dump(json_t *o)
+{
+	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	return s;
+}
+
+char *xp_rec_tenant_create(const char *name)
+{
+	return dump(json_pack("{s:s}", "name", name));
+}
+
+char *xp_rec_token_create(uint64_t id, const char *tenant, const char *name, int admin,
+			  const char *sha256)
+{
+	return dump(json_pack("{s:I,s:s,s:s,s:b,s:s}", "id", (json_int_t)id, "tenant", tenant,
+			      "name", name, "admin", admin, "sha256", sha256));
+}
+
+char *xp_rec_token_revoke(uint64_t id)
+{
+	return dump(json_pack("{s:I}", "id", (json_int_t)id));
+}
+
+char *xp_rec_queue_create(const char *name, int32_t priority, uint32_t weight)
+{
+	return dump(json_pack("{s:s,s:i,s:I}", "name", name, "priority", priority, "weight",
+			      (json_int_t)weight));
+}
+
+char *xp_rec_queue_delete(const char *name)
+{
+	return dump(json_pack("{s:s}", "name", name));
+}
+
+char *xp_rec_node_add(int source, const char *descriptor)
+{
+	json_error_t e;
+	json_t *d = json_loads(descriptor, 0, &e);
+	if (!d)
+		return NULL;
+	return dump(json_pack("{s:s,s:o}", "source", xp_node_source_name(source), "descriptor", d));
+}
+
+char *xp_rec_node_state(const char *name, int state)
+{
+	return dump(json_pack("{s:s,s:s}", "name", name, "state", xp_node_state_name(state)));
+}
+
+char *xp_rec_node_remove(const char *name)
+{
+	return dump(json_pack("{s:s}", "name", name));
+}
+
+char *xp_rec_job_submit(uint64_t id, const char *tenant, const char *key,
+			const struct xp_jobspec *spec)
+{
+	char *sj = xp_jobspec_to_json(spec);
+	json_error_t e;
+	json_t *sp = json_loads(sj, 0, &e);
+	free(sj);
+	return dump(json_pack("{s:I,s:s,s:s?,s:o}", "id", (json_int_t)id, "tenant", tenant, "key",
+			      key, "spec", sp));
+}
+
+json_t *xp_allocs_json(const struct xp_state *st, const struct xp_alloc *a, uint32_t n)
+{
+	json_t *arr = json_array();
+	for (uint32_t r = 0; r < n; r++) {
+		json_t *devs = json_array();
+		for (uint16_t i = 0; i < a[r].ndev; i++)
+			json_array_append_new(devs, json_integer(a[r].devs[i]));
+		json_array_append_new(
+			arr,
+			json_pack("{s:i,s:s,s:i,s:I,s:I,s:i,s:I,s:o}", "replica", (int)r, "node",
+				  st->c->nodes[a[r].node].name, "node_index", (int)a[r].node,
+				  "cpu_milli", (json_int_t)a[r].cpu_milli, "memory_mib",
+				  (json_int_t)a[r].mem_mib, "dev_milli", (int)a[r].dev_milli,
+				  "dev_mem_mib", (json_int_t)a[r].dev_mem_mib, "devices", devs));
+	}
+	return arr;
+}
+
+char *xp_rec_job_start(const struct xp_state *st, uint64_t id, const struct xp_alloc *a, uint32_t n)
+{
+	return dump(json_pack("{s:I,s:o}", "id", (json_int_t)id, "allocations",
+			      xp_allocs_json(st, a, n)));
+}
+
+char *xp_rec_job_finish(uint64_t id, int state, int exit_code, const char *reason)
+{
+	return dump(json_pack("{s:I,s:s,s:i,s:s}", "id", (json_int_t)id, "state",
+			      xp_job_state_name(state), "exit_code", exit_code, "reason",
+			      reason ? reason : ""));
+}
+
+char *xp_rec_job_cancel(uint64_t id, const char *reason)
+{
+	return dump(json_pack("{s:I,s:s}", "id", (json_int_t)id, "reason", reason ? reason : ""));
+}
+
+/* ---- invariants ---- */
+
+int xp_state_check(const struct xp_state *st, struct xp_err *err)
+{
+	uint64_t count[XP_JOB_STATE_N] = { 0 };
+	uint32_t *node_jobs = XNEWV(uint32_t, st->nodes.n ? st->nodes.n : 1);
+	uint32_t *qp = XNEWV(uint32_t, st->queues.n ? st->queues.n : 1);
+	uint32_t *qr = XNEWV(uint32_t, st->queues.n ? st->queues.n : 1);
+	int rc = 0;
+
+	for (size_t i = 0; i < st->jobs.n && rc == 0; i++) {
+		const struct xp_job *j = st->jobs.v[i];
+		if (i && st->jobs.v[i - 1]->id >= j->id)
+			rc = xp_errf(err, XP_EINTERNAL, "job ids out of order at %llu",
+				     (unsigned long long)j->id);
+		else if (xp_state_job(st, j->id) != j)
+			rc = xp_errf(err, XP_EINTERNAL, "job %llu missing from the id map",
+				     (unsigned long long)j->id);
+		else if ((j->state == XP_JOB_RUNNING && !j->allocs) ||
+			 (j->state == XP_JOB_PENDING && j->allocs))
+			rc = xp_errf(err, XP_EINTERNAL, "job %llu: %s with%s allocations",
+				     (unsigned long long)j->id, xp_job_state_name(j->state),
+				     j->allocs ? "" : "out");
+		else if (xp_job_terminal(j->state) && !j->finished_at)
+			rc = xp_errf(err, XP_EINTERNAL, "job %llu: %s without finished_at",
+				     (unsigned long long)j->id, xp_job_state_name(j->state));
+		if (rc)
+			break;
+		count[j->state]++;
+		if (j->state == XP_JOB_PENDING)
+			qp[j->queue]++;
+		if (j->state == XP_JOB_RUNNING) {
+			qr[j->queue]++;
+			for (uint32_t r = 0; r < j->spec.replicas; r++)
+				node_jobs[j->allocs[r].node]++;
+		}
+	}
+	for (int s = 0; rc == 0 && s < XP_JOB_STATE_N; s++)
+		if (count[s] != st->count[s])
+			rc = xp_errf(err, XP_EINTERNAL, "%llu %s jobs counted, %llu present",
+				     (unsigned long long)st->count[s], xp_job_state_name(s),
+				     (unsigned long long)count[s]);
+	for (size_t n = 0; rc == 0 && n < st->nodes.n; n++)
+		if (node_jobs[n] != st->nodes.v[n].jobs)
+			rc = xp_errf(err, XP_EINTERNAL, "node %s: %u jobs counted, %u running",
+				     st->c->nodes[n].name, st->nodes.v[n].jobs, node_jobs[n]);
+	for (size_t q = 0; rc == 0 && q < st->queues.n; q++)
+		if (qp[q] != st->queues.v[q].pending || qr[q] != st->queues.v[q].running)
+			rc = xp_errf(err, XP_EINTERNAL, "queue %s: counts %u/%u, present %u/%u",
+				     st->queues.v[q].name, st->queues.v[q].pending,
+				     st->queues.v[q].running, qp[q], qr[q]);
+	if (rc == 0 && !st->sched_stale)
+		rc = xp_sched_check_invariants(st->sched, err);
+	free(node_jobs);
+	free(qp);
+	free(qr);
+	return rc;
+}

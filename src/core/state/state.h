@@ -1,0 +1,196 @@
+/*
+ * state: the controller's state as data - tenants, tokens, queues, nodes
+ * and jobs over the resource model and the scheduling core - changed only
+ * by applying journal records (docs/design/controller.md).
+ *
+ * xp_state_apply() is the one way in, live and on replay alike: it decodes
+ * a record, checks it against the state (an illegal transition or a
+ * reference to something absent is rejected and changes nothing), then
+ * applies it. The owner thread of the server builds records with the
+ * xp_rec_*() functions, applies them, and only then appends them to the
+ * store. Pure: no I/O, no clock (times arrive as arguments), no threads.
+ *
+ * Ownership: the state owns its cluster, scheduler, jobs and strings.
+ */
+#ifndef XP_STATE_H
+#define XP_STATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../lib/err.h"
+#include "../../lib/intmap.h"
+#include "../../lib/rng.h"
+#include "../../lib/vec.h"
+#include "../model/model.h"
+#include "../sched/sched.h"
+#include "spec.h"
+
+enum xp_job_state {
+	XP_JOB_PENDING,
+	XP_JOB_RUNNING,
+	XP_JOB_SUCCEEDED,
+	XP_JOB_FAILED,
+	XP_JOB_CANCELLED,
+	XP_JOB_STATE_N
+};
+
+enum xp_node_state {
+	XP_NODE_READY,
+	XP_NODE_CORDONED,
+	XP_NODE_DRAINING,
+	XP_NODE_DRAINED,
+	XP_NODE_DOWN,
+	XP_NODE_STATE_N
+};
+
+enum xp_node_source { XP_SRC_EMULATED, XP_SRC_AGENT, XP_SRC_N };
+
+struct xp_job {
+	uint64_t id;
+	uint32_t tenant, queue;
+	uint8_t state;
+	uint8_t has_exit;
+	int32_t exit_code;
+	char *key; /* idempotency key or NULL */
+	struct xp_jobspec spec;
+	struct xp_request req; /* per replica, interned in the cluster */
+	int64_t submitted_at, started_at, finished_at;
+	char *reason;
+	struct xp_alloc *allocs; /* spec.replicas of them once started (held while running) */
+};
+
+struct xp_tenant {
+	char *name;
+	uint32_t live; /* pending + running jobs */
+};
+
+struct xp_token {
+	uint64_t id;
+	uint32_t tenant;
+	uint8_t admin, revoked;
+	char *name;
+	char sha256[65];
+};
+
+struct xp_queue {
+	char *name;
+	int32_t priority;
+	uint32_t weight;
+	uint8_t deleted;
+	uint32_t pending, running;
+};
+
+struct xp_nodeinfo {
+	uint8_t state, source, removed;
+	uint32_t jobs; /* running replicas on it */
+};
+
+struct xp_state_opts {
+	const char *policy; /* default "bestfit" */
+	int tiebreak;
+};
+
+struct xp_state {
+	struct xp_cluster *c;
+	struct xp_sched *sched;
+	struct xp_sched_opts sopts;
+	XP_VEC(struct xp_nodeinfo) nodes; /* parallel to c->nodes */
+	struct xp_strtab *node_names;
+	XP_VEC(uint32_t) node_of_sym; /* node index per name symbol, UINT32_MAX: none */
+	XP_VEC(struct xp_tenant) tenants;
+	XP_VEC(struct xp_token) tokens;
+	XP_VEC(struct xp_queue) queues;
+	XP_VEC(struct xp_job *) jobs; /* ascending id */
+	struct xp_intmap job_by_id;
+	struct xp_strtab *keys; /* "<tenant>\x1<key>" */
+	XP_VEC(uint64_t) key_job;
+	XP_VEC(struct xp_job *) pending; /* may hold jobs no longer pending */
+	XP_VEC(struct xp_job *) fresh;	 /* submitted since the last full pass */
+	int pending_sorted;
+	int cap_grew;	 /* capacity freed since the last full pass began */
+	size_t pass_pos; /* position of the full pass in progress, 0 = none */
+	int sched_stale; /* nodes changed: rebuild the scheduler before use */
+	uint64_t next_job_id, next_token_id;
+	uint64_t seq; /* last record applied */
+	uint64_t count[XP_JOB_STATE_N];
+	uint64_t placed, unplaced; /* decisions of the cycle */
+};
+
+/* What a record did, for the event stream. */
+struct xp_event_info {
+	const char *type; /* "job.started", ... */
+	uint64_t job;	  /* 0: not about a job */
+	int64_t tenant;	  /* the job's tenant; -1: everyone may see it; -2: admin only */
+	int32_t node;	  /* node index, -1 none */
+	int state;	  /* job or node state after, -1 none */
+};
+
+struct xp_state *xp_state_create(const struct xp_state_opts *o, struct xp_err *err);
+void xp_state_destroy(struct xp_state *st);
+
+int xp_state_apply(struct xp_state *st, uint64_t seq, int64_t at, const char *type,
+		   const char *body, size_t len, struct xp_event_info *ev, struct xp_err *err);
+
+/* Records (bodies are malloc'd JSON). */
+char *xp_rec_tenant_create(const char *name);
+char *xp_rec_token_create(uint64_t id, const char *tenant, const char *name, int admin,
+			  const char *sha256);
+char *xp_rec_token_revoke(uint64_t id);
+char *xp_rec_queue_create(const char *name, int32_t priority, uint32_t weight);
+char *xp_rec_queue_delete(const char *name);
+/* descriptor: a one-node descriptor document (JSON) */
+char *xp_rec_node_add(int source, const char *descriptor);
+char *xp_rec_node_state(const char *name, int state);
+char *xp_rec_node_remove(const char *name);
+char *xp_rec_job_submit(uint64_t id, const char *tenant, const char *key,
+			const struct xp_jobspec *spec);
+char *xp_rec_job_start(const struct xp_state *st, uint64_t id, const struct xp_alloc *a,
+		       uint32_t n);
+char *xp_rec_job_finish(uint64_t id, int state, int exit_code, const char *reason);
+char *xp_rec_job_cancel(uint64_t id, const char *reason);
+
+/* Lookups (NULL / -1 when absent). */
+struct xp_job *xp_state_job(const struct xp_state *st, uint64_t id);
+long xp_state_tenant(const struct xp_state *st, const char *name);
+long xp_state_queue(const struct xp_state *st, const char *name);
+long xp_state_node(const struct xp_state *st, const char *name);
+struct xp_token *xp_state_token_by_hash(const struct xp_state *st, const char *sha256);
+/* Job id for (tenant, idempotency key), 0 when none. */
+uint64_t xp_state_job_by_key(const struct xp_state *st, uint32_t tenant, const char *key);
+
+/*
+ * The scheduling cycle: pending jobs in order (queue priority, job
+ * priority, then id), each gang placed whole or not at all. A placement is
+ * handed to emit() as a job.start record, which must apply it before
+ * returning (the owner also journals it). At most budget jobs are tried.
+ * Returns the number placed, or a negative code from emit().
+ */
+typedef int (*xp_emit_fn)(void *ctx, const char *type, char *body);
+long xp_state_cycle(struct xp_state *st, size_t budget, struct xp_rng *rng, xp_emit_fn emit,
+		    void *ctx);
+/* Why job j (pending) is not placed: the explanation for its first replica
+ * that does not fit once the earlier ones are tentatively placed. */
+void xp_state_explain(struct xp_state *st, const struct xp_job *j, struct xp_explain *out,
+		      int *fits_now);
+
+/* Snapshot: the whole state as JSON (malloc'd); load into a fresh state. */
+char *xp_state_snapshot(const struct xp_state *st);
+int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, struct xp_err *err);
+
+/* Names of states and sources; parse returns -1 when unknown. */
+const char *xp_job_state_name(int s);
+int xp_job_state_parse(const char *s);
+const char *xp_node_state_name(int s);
+int xp_node_state_parse(const char *s);
+const char *xp_node_source_name(int s);
+int xp_node_source_parse(const char *s);
+int xp_job_terminal(int s);
+/* Legal transitions (docs/design/controller.md). */
+int xp_job_transition_ok(int from, int to);
+int xp_node_transition_ok(int from, int to);
+/* Check every invariant of the state; 0 or XP_EINTERNAL naming the first
+ * broken one. For tests and debug builds. */
+int xp_state_check(const struct xp_state *st, struct xp_err *err);
+
+#endif

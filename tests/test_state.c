@@ -1,0 +1,363 @@
+/*
+ * test_state: the controller's state layer. Every record goes through
+ * xp_state_apply(); the tests check that illegal records change nothing,
+ * that replaying the journal - from the start or from a snapshot - gives a
+ * byte-identical snapshot, and that invariants hold after every step of a
+ * random workload.
+ */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/state/state.h"
+#include "lib/rng.h"
+#include "lib/sha256.h"
+#include "lib/vec.h"
+#include "lib/xalloc.h"
+
+struct logrec {
+	char *type, *body;
+	int64_t at;
+};
+
+struct world {
+	struct xp_state *st;
+	XP_VEC(struct logrec) log;
+	int64_t now;
+};
+
+static int apply(struct world *w, const char *type, char *body)
+{
+	struct xp_err err = { 0 };
+	assert_non_null(body);
+	int rc = xp_state_apply(w->st, w->log.n + 1, w->now, type, body, strlen(body), NULL, &err);
+	if (rc == 0) {
+		struct logrec r = { xstrdup(type), body, w->now };
+		xp_vec_push(&w->log, r);
+	} else {
+		free(body);
+	}
+	if (xp_state_check(w->st, &err) < 0)
+		fail_msg("invariant after %s: %s", type, err.text);
+	return rc;
+}
+
+static int emit(void *ctx, const char *type, char *body)
+{
+	int rc = apply(ctx, type, body);
+	if (rc < 0)
+		fail_msg("job.start from the cycle refused: %d", rc);
+	return rc;
+}
+
+static char *node_doc(const char *name, int gpus, const char *model, int cpu)
+{
+	char buf[1024];
+	snprintf(buf, sizeof(buf),
+		 "{\"version\":1,\"nodes\":[{\"name\":\"%s\",\"cpu\":%d,\"memory\":262144%s%s%s%s%"
+		 "d%s}]}",
+		 name, cpu,
+		 gpus ? ",\"devices\":[{\"type\":\"gpu\",\"vendor\":\"NVIDIA\",\"model\":\"" : "",
+		 gpus ? model : "", gpus ? "\",\"memory\":81920" : "", gpus ? ",\"count\":" : "",
+		 gpus, gpus ? "}]" : "");
+	if (!gpus) /* drop the stray count */
+		snprintf(buf, sizeof(buf),
+			 "{\"version\":1,\"nodes\":[{\"name\":\"%s\",\"cpu\":%d,\"memory\":262144}]"
+			 "}",
+			 name, cpu);
+	return xstrdup(buf);
+}
+
+static void setup(struct world *w)
+{
+	struct xp_err err = { 0 };
+	char sha[65];
+	memset(w, 0, sizeof(*w));
+	w->st = xp_state_create(NULL, &err);
+	assert_non_null(w->st);
+	w->now = 1000;
+	assert_int_equal(apply(w, "tenant.create", xp_rec_tenant_create("admin")), 0);
+	assert_int_equal(apply(w, "tenant.create", xp_rec_tenant_create("team-a")), 0);
+	xp_sha256_hex("secret", 6, sha);
+	assert_int_equal(apply(w, "token.create", xp_rec_token_create(1, "admin", "root", 1, sha)),
+			 0);
+	assert_int_equal(apply(w, "queue.create", xp_rec_queue_create("default", 0, 1)), 0);
+	assert_int_equal(apply(w, "queue.create", xp_rec_queue_create("urgent", 10, 1)), 0);
+	for (int i = 0; i < 4; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "gpu-%d", i);
+		char *d = node_doc(name, 4, i < 2 ? "A100" : "H100", 32);
+		assert_int_equal(apply(w, "node.add", xp_rec_node_add(XP_SRC_EMULATED, d)), 0);
+		free(d);
+	}
+	char *d = node_doc("cpu-0", 0, NULL, 64);
+	assert_int_equal(apply(w, "node.add", xp_rec_node_add(XP_SRC_EMULATED, d)), 0);
+	free(d);
+}
+
+static void teardown(struct world *w)
+{
+	for (size_t i = 0; i < w->log.n; i++) {
+		free(w->log.v[i].type);
+		free(w->log.v[i].body);
+	}
+	xp_vec_free(&w->log);
+	xp_state_destroy(w->st);
+}
+
+static uint64_t submit(struct world *w, const char *tenant, const char *yaml, const char *key)
+{
+	struct xp_jobspec s;
+	struct xp_err err = { 0 };
+	char field[320];
+	if (xp_jobspec_parse_text("t", yaml, strlen(yaml), 0, &s, field, &err) < 0)
+		fail_msg("spec: %s", err.text);
+	uint64_t id = w->st->next_job_id;
+	int rc = apply(w, "job.submit", xp_rec_job_submit(id, tenant, key, &s));
+	xp_jobspec_free(&s);
+	return rc == 0 ? id : 0;
+}
+
+static void cycle(struct world *w)
+{
+	struct xp_rng rng;
+	xp_rng_seed(&rng, 1);
+	while (xp_state_cycle(w->st, 1000, &rng, emit, w) > 0 || w->st->pass_pos)
+		;
+}
+
+static char *replay(struct world *w, size_t upto, const char *snap, uint64_t snap_seq)
+{
+	struct xp_err err = { 0 };
+	struct xp_state *st = xp_state_create(NULL, &err);
+	assert_non_null(st);
+	if (snap && xp_state_load_snapshot(st, snap, strlen(snap), &err) < 0)
+		fail_msg("snapshot load: %s", err.text);
+	for (size_t i = snap ? snap_seq : 0; i < upto; i++) {
+		const struct logrec *r = &w->log.v[i];
+		if (xp_state_apply(st, i + 1, r->at, r->type, r->body, strlen(r->body), NULL,
+				   &err) < 0)
+			fail_msg("replay of %zu (%s) failed: %s", i + 1, r->type, err.text);
+	}
+	assert_int_equal(xp_state_check(st, &err), 0);
+	char *s = xp_state_snapshot(st);
+	xp_state_destroy(st);
+	return s;
+}
+
+static void test_lifecycle(void **state)
+{
+	struct world w;
+	setup(&w);
+	uint64_t a = submit(&w, "team-a",
+			    "name: train\nreplicas: 2\nresources: {cpu: 4, memory: 8Gi, devices: "
+			    "{count: 2, models: [A100]}}\nduration: 30s\n",
+			    "k1");
+	uint64_t b = submit(&w, "team-a", "resources: {cpu: 2, devices: {fraction: 0.5}}\n", NULL);
+	uint64_t c = submit(&w, "admin", "queue: urgent\nresources: {cpu: 60}\n", NULL);
+	uint64_t big = submit(&w, "team-a", "resources: {devices: {count: 8}}\n", NULL);
+	assert_true(a && b && c && big);
+	/* idempotency keys are unique per tenant */
+	struct xp_jobspec s;
+	struct xp_err err = { 0 };
+	assert_int_equal(xp_state_job_by_key(w.st, 1, "k1"), a);
+	assert_int_equal(xp_jobspec_parse_text("t", "{}", 2, 1, &s, NULL, &err), 0);
+	assert_int_equal(apply(&w, "job.submit", xp_rec_job_submit(99, "team-a", "k1", &s)),
+			 XP_EEXIST);
+	xp_jobspec_free(&s);
+	cycle(&w);
+	assert_int_equal(xp_state_job(w.st, a)->state, XP_JOB_RUNNING);
+	assert_int_equal(xp_state_job(w.st, b)->state, XP_JOB_RUNNING);
+	assert_int_equal(xp_state_job(w.st, c)->state, XP_JOB_RUNNING);
+	assert_int_equal(xp_state_job(w.st, big)->state, XP_JOB_PENDING);
+	/* the gang of two 2xA100 replicas lands on A100 nodes only */
+	const struct xp_job *ja = xp_state_job(w.st, a);
+	assert_true(ja->allocs[0].node < 2 && ja->allocs[1].node < 2);
+	/* explain: the 8-GPU job has no node with 8 GPUs */
+	struct xp_explain ex;
+	int fits;
+	xp_state_explain(w.st, xp_state_job(w.st, big), &ex, &fits);
+	assert_false(fits);
+	assert_int_equal(ex.nodes[XP_WHY_NO_DEVICE], 5);
+	/* illegal transitions change nothing */
+	char *before = xp_state_snapshot(w.st);
+	assert_int_equal(apply(&w, "job.start", xp_rec_job_start(w.st, a, ja->allocs, 2)),
+			 XP_ESTATE);
+	assert_int_equal(apply(&w, "job.finish", xp_rec_job_finish(big, XP_JOB_SUCCEEDED, 0, NULL)),
+			 XP_ESTATE);
+	assert_int_equal(apply(&w, "node.remove", xp_rec_node_remove("gpu-0")), XP_ESTATE);
+	assert_int_equal(apply(&w, "queue.delete", xp_rec_queue_delete("default")), XP_ESTATE);
+	assert_int_equal(apply(&w, "node.state", xp_rec_node_state("nope", XP_NODE_CORDONED)),
+			 XP_ENOENT);
+	assert_int_equal(apply(&w, "job.cancel", xp_rec_job_cancel(12345, NULL)), XP_ENOENT);
+	assert_int_equal(apply(&w, "job.finish", xstrdup("{\"id\": \"x\"}")), XP_ECORRUPT);
+	char *after = xp_state_snapshot(w.st);
+	assert_string_equal(before, after);
+	free(before);
+	free(after);
+	/* finish, cancel, drain */
+	assert_int_equal(apply(&w, "job.finish", xp_rec_job_finish(a, XP_JOB_SUCCEEDED, 0, NULL)),
+			 0);
+	assert_int_equal(apply(&w, "job.cancel", xp_rec_job_cancel(b, "by user")), 0);
+	assert_int_equal(apply(&w, "job.cancel", xp_rec_job_cancel(big, "by user")), 0);
+	assert_int_equal(apply(&w, "job.cancel", xp_rec_job_cancel(big, NULL)), XP_ESTATE);
+	long cn = xp_state_node(w.st, "cpu-0");
+	int cpu_busy = w.st->nodes.v[cn].jobs > 0;
+	assert_int_equal(apply(&w, "node.state", xp_rec_node_state("cpu-0", XP_NODE_DRAINING)), 0);
+	assert_int_equal(w.st->nodes.v[cn].state, cpu_busy ? XP_NODE_DRAINING : XP_NODE_DRAINED);
+	assert_int_equal(apply(&w, "job.finish", xp_rec_job_finish(c, XP_JOB_FAILED, 3, "oom")), 0);
+	assert_int_equal(w.st->nodes.v[cn].state, XP_NODE_DRAINED);
+	assert_int_equal(apply(&w, "node.remove", xp_rec_node_remove("cpu-0")), 0);
+	assert_int_equal(xp_state_node(w.st, "cpu-0"), -1);
+	/* replay from the start and from a snapshot give the same state */
+	char *live = xp_state_snapshot(w.st);
+	char *full = replay(&w, w.log.n, NULL, 0);
+	assert_string_equal(live, full);
+	free(full);
+	free(live);
+	teardown(&w);
+}
+
+static void test_random_replay(void **state)
+{
+	struct world w;
+	struct xp_rng rng;
+	char *snap = NULL;
+	uint64_t snap_seq = 0;
+	static const char *const specs[] = {
+		"resources: {cpu: 2, memory: 4Gi, devices: {count: 1}}\n",
+		"resources: {cpu: 1, devices: {compute_milli: 300}}\n",
+		"replicas: 3\nresources: {cpu: 4, devices: {count: 2, models: [H100]}}\n",
+		"resources: {cpu: 8}\npriority: 5\n",
+		"queue: urgent\nresources: {devices: {count: 4, topology: same_island}}\n",
+		"resources: {cpu: 30, memory: 200Gi}\n",
+	};
+	setup(&w);
+	xp_rng_seed(&rng, 77);
+	for (int step = 0; step < 3000; step++) {
+		w.now += 10;
+		switch (xp_rng_below(&rng, 6)) {
+		case 0:
+		case 1:
+			submit(&w, xp_rng_below(&rng, 2) ? "team-a" : "admin",
+			       specs[xp_rng_below(&rng, 6)], NULL);
+			break;
+		case 2: {
+			uint64_t id = 1 + xp_rng_below(&rng, w.st->next_job_id);
+			struct xp_job *j = xp_state_job(w.st, id);
+			if (j)
+				apply(&w, "job.finish",
+				      xp_rec_job_finish(id,
+							xp_rng_below(&rng, 2) ? XP_JOB_SUCCEEDED
+									      : XP_JOB_FAILED,
+							0, NULL));
+			break;
+		}
+		case 3: {
+			uint64_t id = 1 + xp_rng_below(&rng, w.st->next_job_id);
+			if (xp_state_job(w.st, id))
+				apply(&w, "job.cancel", xp_rec_job_cancel(id, NULL));
+			break;
+		}
+		case 4: {
+			char name[16];
+			snprintf(name, sizeof(name), "gpu-%d", (int)xp_rng_below(&rng, 4));
+			apply(&w, "node.state",
+			      xp_rec_node_state(name, (int)xp_rng_below(&rng, 3)));
+			break;
+		}
+		default:
+			cycle(&w);
+		}
+		if (step == 1500) {
+			snap = xp_state_snapshot(w.st);
+			snap_seq = w.log.n;
+		}
+	}
+	cycle(&w);
+	char *live = xp_state_snapshot(w.st);
+	char *full = replay(&w, w.log.n, NULL, 0);
+	char *tail = replay(&w, w.log.n, snap, snap_seq);
+	assert_string_equal(live, full);
+	assert_string_equal(live, tail);
+	print_message("  %zu records, %llu placed, %llu jobs\n", w.log.n,
+		      (unsigned long long)w.st->placed, (unsigned long long)w.st->next_job_id - 1);
+	free(live);
+	free(full);
+	free(tail);
+	free(snap);
+	teardown(&w);
+}
+
+static void test_spec_edges(void **state)
+{
+	static const struct {
+		const char *doc, *field;
+	} bad[] = {
+		{ "resources: {cpu: -1}\n", "resources.cpu" },
+		{ "resources: {devices: {count: 99}}\n", "resources.devices.count" },
+		{ "resources: {devices: {count: 2, fraction: 0.5}}\n", "resources.devices" },
+		{ "resources: {devices: {compute_milli: 0}}\n", "resources.devices.compute_milli" },
+		{ "resources: {memroy: 1Gi}\n", "resources.memroy" },
+		{ "name: 'bad name'\n", "name" },
+		{ "replicas: 0\n", "replicas" },
+		{ "priority: 5000\n", "priority" },
+		{ "command: []\n", "command" },
+		{ "env: {1X: y}\n", "env.1X" },
+		{ "workdir: relative\n", "workdir" },
+		{ "duration: soon\n", "duration" },
+		{ "resources: {devices: {topology: ring}}\n", "resources.devices.topology" },
+		{ "resources: {devices: {min_compute_capability: eight}}\n",
+		  "resources.devices.min_compute_capability" },
+		{ "- a\n- b\n", "" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct xp_jobspec s;
+		struct xp_err err = { 0 };
+		char field[320];
+		int rc = xp_jobspec_parse_text("job.yaml", bad[i].doc, strlen(bad[i].doc), 0, &s,
+					       field, &err);
+		if (rc >= 0)
+			fail_msg("accepted: %s", bad[i].doc);
+		if (strcmp(field, bad[i].field))
+			fail_msg("'%s': field '%s', expected '%s' (%s)", bad[i].doc, field,
+				 bad[i].field, err.text);
+		assert_non_null(strstr(err.text, "job.yaml:"));
+	}
+	/* canonical JSON parses back to the same canonical JSON */
+	const char *doc =
+		"name: x\ncommand: 'echo hi'\nargs: [a]\nenv: {A: b}\nworkdir: /w\nreplicas: 2\n"
+		"resources: {cpu: 500m, memory: 40GB, devices: {count: 1, fraction: 0.25, memory: "
+		"8Gi, "
+		"class: gpu, vendor: NVIDIA, models: [A100, H100], min_memory: 40Gi, "
+		"min_compute_capability: '8.0', topology: same_numa}}\nlabels: {team: "
+		"v}\nduration: 1h30m\n"
+		"exit_code: 3\n";
+	struct xp_jobspec s, t;
+	struct xp_err err = { 0 };
+	assert_int_equal(xp_jobspec_parse_text("j", doc, strlen(doc), 0, &s, NULL, &err), 0);
+	char *j1 = xp_jobspec_to_json(&s);
+	assert_int_equal(xp_jobspec_parse_text("j", j1, strlen(j1), 1, &t, NULL, &err), 0);
+	char *j2 = xp_jobspec_to_json(&t);
+	assert_string_equal(j1, j2);
+	assert_int_equal(s.dev_milli, 250);
+	assert_int_equal(s.cpu_milli, 500);
+	assert_int_equal(s.duration_ms, 5400000);
+	assert_int_equal(s.shell, 1);
+	free(j1);
+	free(j2);
+	xp_jobspec_free(&s);
+	xp_jobspec_free(&t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lifecycle),
+		cmocka_unit_test(test_random_replay),
+		cmocka_unit_test(test_spec_edges),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

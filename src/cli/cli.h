@@ -18,6 +18,9 @@
 int xp_cmd_sim(int argc, char **argv);
 /* cmd_cluster.c */
 int xp_cmd_cluster(int argc, char **argv);
+/* cmd_server.c */
+int xp_cmd_server(int argc, char **argv);
+int xp_cmd_dev(int argc, char **argv);
 
 /* util.c */
 int xp_cli_fail(const char *verb, const struct xp_err *err, int status);

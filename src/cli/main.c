@@ -12,6 +12,8 @@ static const struct verb {
 	int (*fn)(int argc, char **argv);
 	const char *about;
 } verbs[] = {
+	{ "server", xp_cmd_server, "the controller: HTTP API, durable journal, scheduling" },
+	{ "dev", xp_cmd_dev, "a controller with emulated nodes on a fresh data directory" },
 	{ "cluster", xp_cmd_cluster, "check a cluster descriptor (YAML/JSON) and summarise it" },
 	{ "sim", xp_cmd_sim,
 	  "trace-driven simulator: replay OpenB, compare with published results, benchmarks" },

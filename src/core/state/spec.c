@@ -225,7 +225,8 @@ static int parse_devices(struct xp_walk *w, const struct xp_tree *d, struct xp_j
 		if (s->dev_milli == 0)
 			s->dev_milli = 1;
 	}
-	if ((rc = xp_walk_get_qty(w, d, "memory", XP_QTY_MEM_MIB, (double)XP_MAX_MEM_MIB, &q)) < 0)
+	if ((rc = xp_walk_get_qty(w, d, "memory", XP_QTY_MEM_MIB, (double)XP_JOB_MAX_MEM_MIB, &q)) <
+	    0)
 		return rc;
 	if (rc)
 		s->dev_mem_mib = q;
@@ -247,7 +248,7 @@ static int parse_devices(struct xp_walk *w, const struct xp_tree *d, struct xp_j
 		if (rc < 0)
 			return rc;
 	}
-	if ((rc = xp_walk_get_qty(w, d, "min_memory", XP_QTY_MEM_MIB, (double)XP_MAX_MEM_MIB, &q)) <
+	if ((rc = xp_walk_get_qty(w, d, "min_memory", XP_QTY_MEM_MIB, (double)XP_JOB_MAX_MEM_MIB, &q)) <
 	    0)
 		return rc;
 	if (rc)
@@ -345,10 +346,10 @@ static int parse(struct xp_walk *w, const struct xp_tree *t, struct xp_jobspec *
 		if (rc == 0)
 			rc = xp_walk_keys(w, res, res_keys);
 		if (rc == 0 && (rc = xp_walk_get_qty(w, res, "cpu", XP_QTY_CPU_MILLI,
-						     (double)XP_MAX_CPU_MILLI, &q)) > 0)
+						     (double)XP_JOB_MAX_CPU_MILLI, &q)) > 0)
 			s->cpu_milli = q;
 		if (rc >= 0 && (rc = xp_walk_get_qty(w, res, "memory", XP_QTY_MEM_MIB,
-						     (double)XP_MAX_MEM_MIB, &q)) > 0)
+						     (double)XP_JOB_MAX_MEM_MIB, &q)) > 0)
 			s->mem_mib = q;
 		const struct xp_tree *d = rc >= 0 ? xp_tree_field(res, "devices") : NULL;
 		if (d) {

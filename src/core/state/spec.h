@@ -22,6 +22,9 @@
 #define XP_JOB_MAX_ENV	    256
 #define XP_JOB_MAX_LABELS   64
 #define XP_PRIORITY_MAX	    1000
+/* per replica; beyond these a request is absurd, not just large */
+#define XP_JOB_MAX_CPU_MILLI 1000000000ULL /* a million cores */
+#define XP_JOB_MAX_MEM_MIB   (1ULL << 30)  /* 1 PiB */
 #define XP_DURATION_MAX_MS  (366LL * 24 * 3600 * 1000)
 
 struct xp_tree;

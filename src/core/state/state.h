@@ -150,6 +150,10 @@ char *xp_rec_job_start(const struct xp_state *st, uint64_t id, const struct xp_a
 char *xp_rec_job_finish(uint64_t id, int state, int exit_code, const char *reason);
 char *xp_rec_job_cancel(uint64_t id, const char *reason);
 
+/* Rebuild the scheduler over the current nodes if they changed (node
+ * additions are applied lazily); call before reading st->sched. */
+int xp_state_sched(struct xp_state *st, struct xp_err *err);
+
 /* Lookups (NULL / -1 when absent). */
 struct xp_job *xp_state_job(const struct xp_state *st, uint64_t id);
 long xp_state_tenant(const struct xp_state *st, const char *name);

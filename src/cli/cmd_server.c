@@ -1,0 +1,201 @@
+/*
+ * cmd_server: `xpool server` (a controller on a data directory) and
+ * `xpool dev` (a controller on a fresh directory with emulated nodes from a
+ * cluster descriptor, printing its address and admin token). Both serve
+ * until SIGINT or SIGTERM, then stop in order: HTTP, owner, store.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../core/sched/policy.h"
+#include "../descriptor/tree.h"
+#include "../lib/parse.h"
+#include "../lib/timefmt.h"
+#include "../lib/xalloc.h"
+#include "../server/ctl.h"
+#include "cli.h"
+#include "flags.h"
+
+/* --config FILE: YAML (or JSON) with the flags' names as keys */
+static int load_config(const char *path, struct xp_flag *flags, struct xp_err *err)
+{
+	static const char *const keys[] = { "data",	    "listen",	     "policy",
+					    "body-limit",   "tick",	     "max-per-cycle",
+					    "snapshot-every", "event-ring", "max-connections", NULL };
+	struct xp_tree *t = NULL;
+	char *buf;
+	size_t len;
+	struct xp_walk w = { .name = path, .err = err };
+	int rc = xp_tree_read_file(path, &buf, &len, err);
+	if (rc < 0)
+		return rc;
+	rc = xp_tree_parse(path, buf, len, -1, &t, err);
+	free(buf);
+	if (rc < 0)
+		return rc;
+	if (t && (rc = xp_walk_want(&w, t, XP_TREE_MAP, "a map of settings")) == 0)
+		rc = xp_walk_keys(&w, t, keys);
+	for (size_t i = 0; rc == 0 && t && i < t->n; i++) {
+		const char *v;
+		size_t m = xp_walk_push_key(&w, t->keys[i]);
+		rc = xp_walk_str(&w, t->kids[i], 4096, &v);
+		xp_walk_pop(&w, m);
+		struct xp_flag *f = xp_flag_get(flags, t->keys[i]);
+		if (rc == 0 && f && !f->given) { /* flags win over the file */
+			f->sval = xstrdup(v);
+			f->given = 1;
+		}
+	}
+	xp_tree_destroy(t);
+	return rc;
+}
+
+static int size_flag(struct xp_flag *flags, const char *name, long min, long max, size_t *out,
+		     struct xp_err *err)
+{
+	struct xp_flag *f = xp_flag_get(flags, name);
+	long v;
+	if (!f->sval)
+		return 0;
+	if (xp_parse_int_flag(name, f->sval, min, max, &v, err) < 0)
+		return XP_EINVAL;
+	*out = (size_t)v;
+	return 0;
+}
+
+static int serve(const char *verb, int dev, int argc, char **argv)
+{
+	struct xp_flag flags[] = {
+		{ "data", XP_FLAG_STR, "DIR", dev ? "data directory (default: a fresh one in /tmp)"
+					       : "data directory (required)" },
+		{ "listen", XP_FLAG_STR, "HOST:PORT", "address to serve on; port 0 picks a free one" },
+		{ "config", XP_FLAG_STR, "FILE", "YAML settings with these flags' names as keys" },
+		{ "cluster", XP_FLAG_STR, "FILE", "cluster descriptor of emulated nodes to register" },
+		{ "policy", XP_FLAG_STR, "P", "placement policy (see xpool sim openb --help)" },
+		{ "body-limit", XP_FLAG_STR, "BYTES", "largest request body" },
+		{ "tick", XP_FLAG_STR, "DURATION", "scheduling timer" },
+		{ "max-per-cycle", XP_FLAG_STR, "N", "placement attempts per cycle step" },
+		{ "snapshot-every", XP_FLAG_STR, "N", "journal records between snapshots" },
+		{ "event-ring", XP_FLAG_STR, "N", "events kept in memory for resuming watchers" },
+		{ "max-connections", XP_FLAG_STR, "N", "concurrent HTTP connections" },
+		{ "no-sync", XP_FLAG_BOOL, NULL,
+		  "do not fsync commits (benchmarks only: a crash loses acknowledged work)" },
+		{ NULL, 0, NULL, NULL },
+	};
+	struct xp_ctl_opts o = { 0 };
+	struct xp_err err = { 0 };
+	struct xp_ctl *ctl = NULL;
+	char tmpdir[] = "/tmp/xpool-dev-XXXXXX";
+	int help, status = 2;
+	sigset_t set;
+
+	xp_flag_get(flags, "listen")->sval = (char *)"127.0.0.1:7700";
+	xp_flag_get(flags, "policy")->sval = (char *)"bestfit";
+	if (dev)
+		xp_flag_get(flags, "cluster")->sval = (char *)"examples/clusters/mixed.yaml";
+	if (xp_flags_parse(flags, argc, argv, &help, &err) < 0)
+		goto usage;
+	if (help) {
+		xp_flags_usage(stdout,
+			       dev ? "xpool dev [flags]" : "xpool server --data DIR [flags]",
+			       dev ? "A controller on a fresh data directory with emulated nodes from a\n"
+				     "cluster descriptor; prints the address and the admin token and\n"
+				     "serves until interrupted. Emulated nodes finish a job after its\n"
+				     "declared duration."
+				   : "The controller: HTTP API (docs/api.md), durable journal in DIR,\n"
+				     "scheduling. Serves until SIGINT or SIGTERM.",
+			       flags);
+		status = 0;
+		goto out;
+	}
+	if (xp_flag_get(flags, "config")->given &&
+	    load_config(xp_flag_get(flags, "config")->sval, flags, &err) < 0) {
+		status = xp_cli_fail(verb, &err, 1);
+		goto out;
+	}
+	o.data = xp_flag_get(flags, "data")->sval;
+	if (!o.data && dev) {
+		if (!mkdtemp(tmpdir)) {
+			xp_errf(&err, -errno, "cannot create a data directory: %s", strerror(errno));
+			status = xp_cli_fail(verb, &err, 1);
+			goto out;
+		}
+		o.data = tmpdir;
+	}
+	if (!o.data) {
+		xp_errf(&err, XP_EINVAL, "--data DIR is required");
+		goto usage;
+	}
+	o.listen = xp_flag_get(flags, "listen")->sval;
+	o.cluster = xp_flag_get(flags, "cluster")->sval;
+	o.policy = xp_flag_get(flags, "policy")->sval;
+	o.sync = !xp_flag_get(flags, "no-sync")->bval;
+	if (!xp_policy_find(o.policy)) {
+		xp_errf(&err, XP_EINVAL, "--policy: unknown policy '%s'", o.policy);
+		goto usage;
+	}
+	if (xp_flag_get(flags, "tick")->sval) {
+		int64_t ms;
+		if (xp_duration_parse(xp_flag_get(flags, "tick")->sval, 60000, &ms) < 0 || ms < 1) {
+			xp_errf(&err, XP_EINVAL, "--tick: expected a duration 1ms..60s, got '%s'",
+				xp_flag_get(flags, "tick")->sval);
+			goto usage;
+		}
+		o.tick_ms = (int)ms;
+	}
+	size_t snap = 0;
+	if (size_flag(flags, "body-limit", 1024, 1L << 30, &o.body_limit, &err) < 0 ||
+	    size_flag(flags, "max-per-cycle", 1, 1000000, &o.max_per_cycle, &err) < 0 ||
+	    size_flag(flags, "snapshot-every", 1, 100000000, &snap, &err) < 0 ||
+	    size_flag(flags, "event-ring", 16, 100000000, &o.event_ring, &err) < 0 ||
+	    size_flag(flags, "max-connections", 1, 100000, &o.max_connections, &err) < 0)
+		goto usage;
+	o.snapshot_every = snap;
+
+	/* every thread inherits the mask; this one waits for the signal */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (xp_ctl_start(&o, &ctl, &err) < 0) {
+		status = xp_cli_fail(verb, &err, 1);
+		goto out;
+	}
+	printf("address: http://%s\n", ctl->addr);
+	printf("data: %s\n", o.data);
+	if (ctl->admin_token[0])
+		printf("admin token: %s\n", ctl->admin_token);
+	else
+		printf("admin token: in %s/admin.token\n", o.data);
+	if (dev && ctl->admin_token[0])
+		printf("  export XPOOL_ADDR=%s XPOOL_TOKEN=%s\n", ctl->addr, ctl->admin_token);
+	printf("serving until interrupted (%zu nodes, %zu jobs)\n",
+	       ctl->st->c->nnodes, ctl->st->jobs.n);
+	fflush(stdout);
+	int sig;
+	sigwait(&set, &sig);
+	fprintf(stderr, "xpool %s: stopping (signal %d)\n", verb, sig);
+	xp_ctl_stop(ctl);
+	status = 0;
+	goto out;
+usage:
+	status = xp_cli_fail(verb, &err, 2);
+out:
+	xp_flags_free(flags);
+	return status;
+}
+
+int xp_cmd_server(int argc, char **argv)
+{
+	return serve("server", 0, argc, argv);
+}
+
+int xp_cmd_dev(int argc, char **argv)
+{
+	return serve("dev", 1, argc, argv);
+}

@@ -1,0 +1,428 @@
+/*
+ * api_admin: nodes, devices, queues, tenants and tokens (docs/api.md),
+ * run on the owner thread. Writes here are admin-only (the route table
+ * says so); reads of nodes, devices and queues are open to every tenant.
+ */
+#include "ctl.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "../descriptor/descriptor.h"
+#include "../lib/sha256.h"
+#include "../lib/xalloc.h"
+
+static char *dumps(json_t *o)
+{
+	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	return s;
+}
+
+int xp_token_new(char token[80], char sha[65])
+{
+	unsigned char raw[32];
+	size_t got = 0;
+	while (got < sizeof(raw)) {
+		ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
+		if (n <= 0)
+			return XP_EIO;
+		got += (size_t)n;
+	}
+	memcpy(token, "xpt_", 4);
+	for (size_t i = 0; i < sizeof(raw); i++)
+		snprintf(token + 4 + 2 * i, 3, "%02x", raw[i]);
+	xp_sha256_hex(token, strlen(token), sha);
+	return 0;
+}
+
+/* ---- nodes ---- */
+
+static json_t *attrs_obj(const struct xp_attr *a, uint16_t n)
+{
+	json_t *o = json_object();
+	for (uint16_t i = 0; i < n; i++)
+		json_object_set_new(o, a[i].key, json_string(a[i].value));
+	return o;
+}
+
+static json_t *node_json(struct xp_ctl *ctl, size_t n)
+{
+	struct xp_state *st = ctl->st;
+	const struct xp_node *node = &st->c->nodes[n];
+	const struct xp_nodeinfo *ni = &st->nodes.v[n];
+	uint32_t free_devs = 0;
+
+	for (uint16_t d = 0; d < node->ndevs; d++)
+		free_devs +=
+			xp_sched_dev_free_milli(st->sched, (uint32_t)n, d) == XP_MILLI &&
+			xp_sched_dev_free_mem(st->sched, (uint32_t)n, d) == node->devs[d].mem_mib;
+	json_t *o =
+		json_pack("{s:s,s:s,s:s}", "name", node->name, "state",
+			  xp_node_state_name(ni->state), "source", xp_node_source_name(ni->source));
+	if (node->arch)
+		json_object_set_new(o, "arch", json_string(xp_strtab_str(st->c->syms, node->arch)));
+	if (node->zone)
+		json_object_set_new(o, "zone", json_string(xp_strtab_str(st->c->syms, node->zone)));
+	if (node->region)
+		json_object_set_new(o, "region",
+				    json_string(xp_strtab_str(st->c->syms, node->region)));
+	json_object_set_new(o, "labels", attrs_obj(node->labels, node->nlabels));
+	json_object_set_new(o, "cpu_milli", json_integer((json_int_t)node->cpu_milli));
+	json_object_set_new(o, "cpu_free_milli",
+			    json_integer(xp_sched_node_cpu_free(st->sched, (uint32_t)n)));
+	json_object_set_new(o, "memory_mib", json_integer((json_int_t)node->mem_mib));
+	json_object_set_new(o, "memory_free_mib",
+			    json_integer(xp_sched_node_mem_free(st->sched, (uint32_t)n)));
+	json_object_set_new(o, "devices", json_integer(node->ndevs));
+	json_object_set_new(o, "devices_free", json_integer(free_devs));
+	json_object_set_new(o, "jobs", json_integer(ni->jobs));
+	return o;
+}
+
+static int fresh_sched(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	struct xp_err err = { 0 };
+	if (xp_state_sched(ctl->st, &err) < 0) {
+		xp_reply_err(cmd, &err, NULL);
+		return -1;
+	}
+	return 0;
+}
+
+void xp_api_nodes_list(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	struct xp_state *st = ctl->st;
+	if (fresh_sched(ctl, cmd) < 0)
+		return;
+	json_t *arr = json_array();
+	for (size_t n = 0; n < st->nodes.n; n++)
+		if (!st->nodes.v[n].removed)
+			json_array_append_new(arr, node_json(ctl, n));
+	json_t *o = json_pack("{s:o,s:n}", "nodes", arr, "next");
+	xp_reply_json(cmd, 200, dumps(o));
+}
+
+static long node_or_404(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	long n = xp_state_node(ctl->st, cmd->name);
+	if (n < 0)
+		xp_reply_error(cmd, XP_ENOENT, NULL, "no node %s", cmd->name);
+	return n;
+}
+
+void xp_api_node_get(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	long n;
+	if (fresh_sched(ctl, cmd) < 0 || (n = node_or_404(ctl, cmd)) < 0)
+		return;
+	xp_reply_json(cmd, 200, dumps(node_json(ctl, (size_t)n)));
+}
+
+void xp_api_nodes_add(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	struct xp_cluster *c = cmd->payload;
+	struct xp_err err = { 0 };
+
+	for (size_t i = 0; i < c->nnodes; i++) /* all or nothing */
+		if (xp_state_node(ctl->st, c->nodes[i].name) >= 0)
+			FAIL(cmd, XP_EEXIST, NULL, "node %s is already registered",
+			     c->nodes[i].name);
+	json_t *arr = json_array();
+	for (size_t i = 0; i < c->nnodes; i++) {
+		struct xp_cluster *one = xp_cluster_create();
+		xp_cluster_copy_node(one, c, &c->nodes[i], NULL);
+		char *d = xp_descriptor_to_json(one);
+		xp_cluster_destroy(one);
+		int rc = xp_ctl_journal(ctl, "node.add", xp_rec_node_add(XP_SRC_EMULATED, d), &err);
+		free(d);
+		if (rc < 0) {
+			json_decref(arr);
+			cmd->journaled = i > 0;
+			FAIL_ERR(cmd, &err, NULL);
+		}
+	}
+	cmd->journaled = 1;
+	if (fresh_sched(ctl, cmd) < 0) {
+		json_decref(arr);
+		return;
+	}
+	for (size_t i = 0; i < c->nnodes; i++)
+		json_array_append_new(
+			arr, node_json(ctl, (size_t)xp_state_node(ctl->st, c->nodes[i].name)));
+	xp_reply_json(cmd, 201, dumps(json_pack("{s:o}", "nodes", arr)));
+}
+
+void xp_api_node_patch(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	static const char *const allowed[] = { "state", NULL };
+	struct xp_err err = { 0 };
+	long n = node_or_404(ctl, cmd);
+	if (n < 0)
+		return;
+	json_t *o = xp_cmd_body_object(cmd, allowed);
+	if (!o)
+		return;
+	json_t *sv = json_object_get(o, "state");
+	int to = json_is_string(sv) ? xp_node_state_parse(json_string_value(sv)) : -1;
+	json_decref(o);
+	if (to != XP_NODE_READY && to != XP_NODE_CORDONED && to != XP_NODE_DRAINING)
+		FAIL(cmd, XP_EINVAL, "state", "state: expected ready, cordoned or draining");
+	if (xp_ctl_journal(ctl, "node.state", xp_rec_node_state(cmd->name, to), &err) < 0)
+		FAIL_ERR(cmd, &err, NULL);
+	cmd->journaled = 1;
+	if (fresh_sched(ctl, cmd) == 0)
+		xp_reply_json(cmd, 200, dumps(node_json(ctl, (size_t)n)));
+}
+
+void xp_api_node_delete(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	struct xp_err err = { 0 };
+	if (node_or_404(ctl, cmd) < 0)
+		return;
+	if (xp_ctl_journal(ctl, "node.remove", xp_rec_node_remove(cmd->name), &err) < 0)
+		FAIL_ERR(cmd, &err, NULL);
+	cmd->journaled = 1;
+	xp_reply_json(cmd, 200, dumps(json_pack("{s:s,s:b}", "name", cmd->name, "removed", 1)));
+}
+
+void xp_api_devices(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	struct xp_state *st = ctl->st;
+	const char *qn = xp_cmd_query(cmd, "node"), *qc = xp_cmd_query(cmd, "class"),
+		   *qm = xp_cmd_query(cmd, "model");
+	int cls = -1;
+	if (qc && (cls = xp_class_parse(qc)) < 0)
+		FAIL(cmd, XP_EINVAL, "class", "class: unknown device class '%s'", qc);
+	if (qn && xp_state_node(st, qn) < 0)
+		FAIL(cmd, XP_ENOENT, "node", "no node %s", qn);
+	if (fresh_sched(ctl, cmd) < 0)
+		return;
+	json_t *arr = json_array();
+	for (size_t n = 0; n < st->nodes.n; n++) {
+		const struct xp_node *node = &st->c->nodes[n];
+		if (st->nodes.v[n].removed || (qn && strcmp(qn, node->name)))
+			continue;
+		for (uint16_t d = 0; d < node->ndevs; d++) {
+			const struct xp_device *dv = &node->devs[d];
+			const char *model = xp_strtab_str(st->c->syms, dv->model);
+			if ((cls >= 0 && dv->cls != cls) || (qm && strcmp(qm, model)))
+				continue;
+			json_t *jobs = json_array();
+			for (size_t i = 0; st->nodes.v[n].jobs && i < st->jobs.n; i++) {
+				const struct xp_job *j = st->jobs.v[i];
+				if (j->state != XP_JOB_RUNNING)
+					continue;
+				for (uint32_t r = 0; r < j->spec.replicas; r++)
+					for (uint16_t k = 0;
+					     j->allocs[r].node == n && k < j->allocs[r].ndev; k++)
+						if (j->allocs[r].devs[k] == d)
+							json_array_append_new(
+								jobs,
+								json_integer((json_int_t)j->id));
+			}
+			json_array_append_new(
+				arr, json_pack("{s:s,s:i,s:s,s:s,s:s,s:I,s:s,s:i,s:i,s:i,s:I,s:o}",
+					       "node", node->name, "index", d, "class",
+					       xp_class_name(dv->cls), "vendor",
+					       xp_strtab_str(st->c->syms, dv->vendor), "model",
+					       model, "memory_mib", (json_int_t)dv->mem_mib,
+					       "health", xp_health_name(dv->health), "island",
+					       dv->island, "numa", dv->numa, "free_milli",
+					       xp_sched_dev_free_milli(st->sched, (uint32_t)n, d),
+					       "free_memory_mib",
+					       (json_int_t)xp_sched_dev_free_mem(st->sched,
+										 (uint32_t)n, d),
+					       "jobs", jobs));
+		}
+	}
+	xp_reply_json(cmd, 200, dumps(json_pack("{s:o}", "devices", arr)));
+}
+
+/* ---- queues, tenants, tokens ---- */
+
+static json_t *queue_json(const struct xp_queue *q)
+{
+	return json_pack("{s:s,s:i,s:I,s:i,s:i}", "name", q->name, "priority", q->priority,
+			 "weight", (json_int_t)q->weight, "pending", (int)q->pending, "running",
+			 (int)q->running);
+}
+
+void xp_api_queues_list(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	json_t *arr = json_array();
+	for (size_t i = 0; i < ctl->st->queues.n; i++)
+		if (!ctl->st->queues.v[i].deleted)
+			json_array_append_new(arr, queue_json(&ctl->st->queues.v[i]));
+	xp_reply_json(cmd, 200, dumps(json_pack("{s:o}", "queues", arr)));
+}
+
+static int body_name(struct xp_cmd *cmd, json_t *o, const char *key, const char **out)
+{
+	json_t *v = json_object_get(o, key);
+	if (!json_is_string(v) || !xp_name_ok(json_string_value(v))) {
+		xp_reply_error(cmd, XP_EINVAL, key,
+			       "%s: expected a name of 1..63 letters, digits, '-', '_' or '.'",
+			       key);
+		return -1;
+	}
+	*out = json_string_value(v);
+	return 0;
+}
+
+static int body_int(struct xp_cmd *cmd, json_t *o, const char *key, int64_t min, int64_t max,
+		    int64_t def, int64_t *out)
+{
+	json_t *v = json_object_get(o, key);
+	*out = def;
+	if (!v)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max) {
+		xp_reply_error(cmd, XP_EINVAL, key, "%s: expected an integer %lld..%lld", key,
+			       (long long)min, (long long)max);
+		return -1;
+	}
+	*out = json_integer_value(v);
+	return 0;
+}
+
+void xp_api_queues_create(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	static const char *const allowed[] = { "name", "priority", "weight", NULL };
+	struct xp_err err = { 0 };
+	const char *name;
+	int64_t prio, weight;
+	json_t *o = xp_cmd_body_object(cmd, allowed);
+	if (!o)
+		return;
+	if (body_name(cmd, o, "name", &name) == 0 &&
+	    body_int(cmd, o, "priority", -XP_PRIORITY_MAX, XP_PRIORITY_MAX, 0, &prio) == 0 &&
+	    body_int(cmd, o, "weight", 1, 1000000, 1, &weight) == 0) {
+		if (xp_ctl_journal(ctl, "queue.create",
+				   xp_rec_queue_create(name, (int32_t)prio, (uint32_t)weight),
+				   &err) < 0)
+			xp_reply_err(cmd, &err, NULL);
+		else {
+			cmd->journaled = 1;
+			xp_reply_json(cmd, 201,
+				      dumps(queue_json(
+					      &ctl->st->queues.v[xp_state_queue(ctl->st, name)])));
+		}
+	}
+	json_decref(o);
+}
+
+void xp_api_queue_delete(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	struct xp_err err = { 0 };
+	if (xp_state_queue(ctl->st, cmd->name) < 0)
+		FAIL(cmd, XP_ENOENT, NULL, "no queue %s", cmd->name);
+	if (xp_ctl_journal(ctl, "queue.delete", xp_rec_queue_delete(cmd->name), &err) < 0)
+		FAIL_ERR(cmd, &err, NULL);
+	cmd->journaled = 1;
+	xp_reply_json(cmd, 200, dumps(json_pack("{s:s,s:b}", "name", cmd->name, "deleted", 1)));
+}
+
+void xp_api_tenants_list(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	json_t *arr = json_array();
+	for (size_t i = 0; i < ctl->st->tenants.n; i++)
+		json_array_append_new(arr,
+				      json_pack("{s:s,s:i}", "name", ctl->st->tenants.v[i].name,
+						"jobs", (int)ctl->st->tenants.v[i].live));
+	xp_reply_json(cmd, 200, dumps(json_pack("{s:o}", "tenants", arr)));
+}
+
+void xp_api_tenants_create(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	static const char *const allowed[] = { "name", NULL };
+	struct xp_err err = { 0 };
+	const char *name;
+	json_t *o = xp_cmd_body_object(cmd, allowed);
+	if (!o)
+		return;
+	if (body_name(cmd, o, "name", &name) == 0) {
+		if (xp_ctl_journal(ctl, "tenant.create", xp_rec_tenant_create(name), &err) < 0)
+			xp_reply_err(cmd, &err, NULL);
+		else {
+			cmd->journaled = 1;
+			xp_reply_json(cmd, 201,
+				      dumps(json_pack("{s:s,s:i}", "name", name, "jobs", 0)));
+		}
+	}
+	json_decref(o);
+}
+
+static json_t *token_json(struct xp_ctl *ctl, const struct xp_token *t)
+{
+	return json_pack("{s:I,s:s,s:s,s:b}", "id", (json_int_t)t->id, "tenant",
+			 ctl->st->tenants.v[t->tenant].name, "name", t->name, "admin", t->admin);
+}
+
+void xp_api_tokens_list(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	json_t *arr = json_array();
+	for (size_t i = 0; i < ctl->st->tokens.n; i++)
+		if (!ctl->st->tokens.v[i].revoked)
+			json_array_append_new(arr, token_json(ctl, &ctl->st->tokens.v[i]));
+	xp_reply_json(cmd, 200, dumps(json_pack("{s:o}", "tokens", arr)));
+}
+
+void xp_api_tokens_create(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	static const char *const allowed[] = { "tenant", "name", "admin", NULL };
+	struct xp_err err = { 0 };
+	const char *tenant, *name;
+	char token[80], sha[65];
+	json_t *o = xp_cmd_body_object(cmd, allowed), *adm;
+	if (!o)
+		return;
+	adm = json_object_get(o, "admin");
+	if (body_name(cmd, o, "tenant", &tenant) < 0 || body_name(cmd, o, "name", &name) < 0) {
+		json_decref(o);
+		return;
+	}
+	if (adm && !json_is_boolean(adm)) {
+		json_decref(o);
+		FAIL(cmd, XP_EINVAL, "admin", "admin: expected true or false");
+	}
+	if (xp_state_tenant(ctl->st, tenant) < 0) {
+		xp_reply_error(cmd, XP_ENOENT, "tenant", "tenant: no tenant %s", tenant);
+		json_decref(o);
+		return;
+	}
+	if (xp_token_new(token, sha) < 0) {
+		json_decref(o);
+		FAIL(cmd, XP_EIO, NULL, "no randomness for a token");
+	}
+	uint64_t id = ctl->st->next_token_id;
+	if (xp_ctl_journal(ctl, "token.create",
+			   xp_rec_token_create(id, tenant, name, json_is_true(adm), sha),
+			   &err) < 0) {
+		json_decref(o);
+		FAIL_ERR(cmd, &err, NULL);
+	}
+	json_decref(o);
+	cmd->journaled = 1;
+	json_t *r = token_json(ctl, &ctl->st->tokens.v[ctl->st->tokens.n - 1]);
+	json_object_set_new(r, "token", json_string(token));
+	xp_reply_json(cmd, 201, dumps(r));
+}
+
+void xp_api_token_delete(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	struct xp_err err = { 0 };
+	if (xp_ctl_journal(ctl, "token.revoke", xp_rec_token_revoke(cmd->id), &err) < 0)
+		FAIL_ERR(cmd, &err, NULL);
+	cmd->journaled = 1;
+	xp_reply_json(cmd, 200,
+		      dumps(json_pack("{s:I,s:b}", "id", (json_int_t)cmd->id, "revoked", 1)));
+}
+
+void xp_api_metrics(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	xp_reply_text(cmd, 200, "text/plain; version=0.0.4", xp_metrics_render(ctl));
+}

@@ -1,0 +1,330 @@
+/*
+ * api_jobs: the /v1/jobs handlers (docs/api.md), run on the owner thread,
+ * and the job object they return. A tenant sees only its own jobs: another
+ * tenant's job answers 404 exactly as a missing one.
+ */
+#include "ctl.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../lib/parse.h"
+#include "../lib/strbuf.h"
+#include "../lib/timefmt.h"
+#include "../lib/xalloc.h"
+
+static json_t *time_or_null(int64_t ms)
+{
+	char ts[XP_TIME_LEN];
+	if (!ms)
+		return json_null();
+	xp_time_format(ms, ts);
+	return json_string(ts);
+}
+
+static json_t *job_json(struct xp_ctl *ctl, const struct xp_job *j)
+{
+	const struct xp_state *st = ctl->st;
+	char name[40];
+	char *sj = xp_jobspec_to_json(&j->spec);
+	json_error_t e;
+	json_t *o;
+
+	snprintf(name, sizeof(name), "job-%llu", (unsigned long long)j->id);
+	o = json_pack("{s:I,s:s,s:s,s:s,s:i,s:s,s:s}", "id", (json_int_t)j->id, "name",
+		      j->spec.name ? j->spec.name : name, "tenant", st->tenants.v[j->tenant].name,
+		      "queue", st->queues.v[j->queue].name, "priority", j->spec.priority, "state",
+		      xp_job_state_name(j->state), "reason", j->reason ? j->reason : "");
+	json_object_set_new(o, "submitted_at", time_or_null(j->submitted_at));
+	json_object_set_new(o, "started_at", time_or_null(j->started_at));
+	json_object_set_new(o, "finished_at", time_or_null(j->finished_at));
+	json_object_set_new(o, "exit_code", j->has_exit ? json_integer(j->exit_code) : json_null());
+	json_object_set_new(o, "spec", json_loads(sj, 0, &e));
+	free(sj);
+	json_t *allocs = json_array();
+	for (uint32_t r = 0; j->allocs && r < j->spec.replicas; r++) {
+		const struct xp_alloc *a = &j->allocs[r];
+		const struct xp_node *n = &st->c->nodes[a->node];
+		json_t *devs = json_array();
+		for (uint16_t i = 0; i < a->ndev; i++) {
+			const struct xp_device *d = &n->devs[a->devs[i]];
+			json_array_append_new(
+				devs,
+				json_pack("{s:i,s:s,s:s,s:i,s:I}", "index", a->devs[i], "class",
+					  xp_class_name(d->cls), "model",
+					  xp_strtab_str(st->c->syms, d->model), "compute_milli",
+					  a->dev_milli, "memory_mib",
+					  (json_int_t)(a->dev_milli >= XP_MILLI ? d->mem_mib
+										: a->dev_mem_mib)));
+		}
+		json_array_append_new(allocs, json_pack("{s:i,s:s,s:I,s:I,s:o}", "replica", (int)r,
+							"node", n->name, "cpu_milli",
+							(json_int_t)a->cpu_milli, "memory_mib",
+							(json_int_t)a->mem_mib, "devices", devs));
+	}
+	json_object_set_new(o, "allocations", allocs);
+	if (j->state == XP_JOB_PENDING && !j->reason)
+		json_object_set_new(o, "reason", json_string("not placed yet (see explain)"));
+	return o;
+}
+
+static char *dumps(json_t *o)
+{
+	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	return s;
+}
+
+/* the job, if it exists and the asker may see it; else a 404 reply */
+static struct xp_job *visible_job(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	struct xp_job *j = xp_state_job(ctl->st, cmd->id);
+	if (!j || (!cmd->admin && (long)j->tenant != cmd->tenant)) {
+		xp_reply_error(cmd, XP_ENOENT, NULL, "no job %llu", (unsigned long long)cmd->id);
+		return NULL;
+	}
+	return j;
+}
+
+static int list_limit(struct xp_cmd *cmd, size_t *limit)
+{
+	const char *l = xp_cmd_query(cmd, "limit");
+	int64_t v = 100;
+	if (l && xp_parse_i64(l, 1, 1000, &v) < 0) {
+		xp_reply_error(cmd, XP_EINVAL, "limit",
+			       "limit: expected an integer 1..1000, got '%s'", l);
+		return -1;
+	}
+	*limit = (size_t)v;
+	return 0;
+}
+
+void xp_api_jobs_list(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	struct xp_state *st = ctl->st;
+	const char *qs = xp_cmd_query(cmd, "state"), *qq = xp_cmd_query(cmd, "queue"),
+		   *qn = xp_cmd_query(cmd, "name"), *qt = xp_cmd_query(cmd, "tenant"),
+		   *qa = xp_cmd_query(cmd, "after");
+	unsigned states = 0;
+	long queue = -1, tenant = cmd->admin ? -1 : cmd->tenant;
+	int64_t after = 0;
+	size_t limit;
+
+	if (list_limit(cmd, &limit) < 0)
+		return;
+	if (qa && xp_parse_i64(qa, 0, INT64_MAX, &after) < 0)
+		FAIL(cmd, XP_EINVAL, "after", "after: expected a job id, got '%s'", qa);
+	if (qs) {
+		const char *p = qs;
+		while (*p) {
+			char word[32];
+			size_t n = strcspn(p, ",");
+			snprintf(word, sizeof(word), "%.*s", (int)(n < 31 ? n : 31), p);
+			int s = xp_job_state_parse(word);
+			if (s < 0)
+				FAIL(cmd, XP_EINVAL, "state",
+				     "state: unknown job state '%s' (pending, "
+				     "running, succeeded, failed, cancelled)",
+				     word);
+			states |= 1u << s;
+			p += n + (p[n] == ',');
+		}
+	}
+	if (qq && (queue = xp_state_queue(st, qq)) < 0)
+		FAIL(cmd, XP_ENOENT, "queue", "no queue %s", qq);
+	if (qt) {
+		if (!cmd->admin)
+			FAIL(cmd, XP_EPERM, "tenant",
+			     "only admin tokens may list other tenants' jobs");
+		if ((tenant = xp_state_tenant(st, qt)) < 0)
+			FAIL(cmd, XP_ENOENT, "tenant", "no tenant %s", qt);
+	}
+	/* jobs are in id order: start after the cursor */
+	size_t lo = 0, hi = st->jobs.n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (st->jobs.v[mid]->id <= (uint64_t)after)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	json_t *arr = json_array();
+	uint64_t last = 0;
+	size_t found = 0, i;
+	for (i = lo; i < st->jobs.n && found < limit; i++) {
+		const struct xp_job *j = st->jobs.v[i];
+		if ((tenant >= 0 && (long)j->tenant != tenant) ||
+		    (states && !(states & (1u << j->state))) ||
+		    (queue >= 0 && (long)j->queue != queue) ||
+		    (qn && (!j->spec.name || strcmp(j->spec.name, qn))))
+			continue;
+		json_array_append_new(arr, job_json(ctl, j));
+		last = j->id;
+		found++;
+	}
+	json_t *o = json_pack("{s:o}", "jobs", arr);
+	json_object_set_new(o, "next",
+			    found == limit && i < st->jobs.n ? json_integer((json_int_t)last)
+							     : json_null());
+	xp_reply_json(cmd, 200, dumps(o));
+}
+
+void xp_api_jobs_submit(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	struct xp_state *st = ctl->st;
+	struct xp_jobspec *spec = cmd->payload;
+	struct xp_err err = { 0 };
+	long tenant = cmd->tenant;
+
+	if (spec->tenant) {
+		long t = xp_state_tenant(st, spec->tenant);
+		if (!cmd->admin && t != cmd->tenant)
+			FAIL(cmd, XP_EPERM, "tenant",
+			     "tenant: only admin tokens may submit for another "
+			     "tenant");
+		if (t < 0)
+			FAIL(cmd, XP_ENOENT, "tenant", "tenant: no tenant %s", spec->tenant);
+		tenant = t;
+	}
+	if (cmd->idem_key) {
+		uint64_t id = xp_state_job_by_key(st, (uint32_t)tenant, cmd->idem_key);
+		if (id)
+			DONE_JSON(cmd, 200, dumps(job_json(ctl, xp_state_job(st, id))));
+	}
+	const char *q = spec->queue ? spec->queue : "default";
+	if (xp_state_queue(st, q) < 0)
+		FAIL(cmd, XP_ENOENT, "queue", "queue: no queue %s", q);
+	uint64_t id = st->next_job_id;
+	char *body = xp_rec_job_submit(id, st->tenants.v[tenant].name, cmd->idem_key, spec);
+	if (xp_ctl_journal(ctl, "job.submit", body, &err) < 0)
+		FAIL_ERR(cmd, &err, NULL);
+	cmd->journaled = 1;
+	xp_reply_json(cmd, 201, dumps(job_json(ctl, xp_state_job(st, id))));
+}
+
+void xp_api_job_get(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	struct xp_job *j = visible_job(ctl, cmd);
+	if (j)
+		xp_reply_json(cmd, 200, dumps(job_json(ctl, j)));
+}
+
+void xp_api_job_cancel(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	struct xp_err err = { 0 };
+	struct xp_job *j = visible_job(ctl, cmd);
+	if (!j)
+		return;
+	if (xp_job_terminal(j->state))
+		FAIL(cmd, XP_ESTATE, NULL, "job %llu is already %s", (unsigned long long)j->id,
+		     xp_job_state_name(j->state));
+	if (xp_ctl_journal(ctl, "job.cancel", xp_rec_job_cancel(j->id, "cancelled by request"),
+			   &err) < 0)
+		FAIL_ERR(cmd, &err, NULL);
+	cmd->journaled = 1;
+	xp_reply_json(cmd, 200, dumps(job_json(ctl, j)));
+}
+
+void xp_api_job_explain(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	struct xp_job *j = visible_job(ctl, cmd);
+	struct xp_explain ex;
+	struct xp_sb sum;
+	int fits = 0;
+
+	if (!j)
+		return;
+	json_t *o = json_pack("{s:I,s:s}", "id", (json_int_t)j->id, "state",
+			      xp_job_state_name(j->state));
+	xp_sb_init(&sum);
+	if (j->state != XP_JOB_PENDING) {
+		xp_sb_printf(&sum, "job %llu is %s, not waiting", (unsigned long long)j->id,
+			     xp_job_state_name(j->state));
+		json_object_set_new(o, "reasons", json_array());
+	} else {
+		xp_state_explain(ctl->st, j, &ex, &fits);
+		json_t *rs = json_array();
+		uint32_t total = 0;
+		for (int w = XP_WHY_DOWN; w < XP_WHY_N; w++) {
+			if (!ex.nodes[w])
+				continue;
+			json_t *r = json_pack("{s:s,s:i}", "reason", xp_why_name(w), "nodes",
+					      (int)ex.nodes[w]);
+			if (sum.len)
+				xp_sb_puts(&sum, "; ");
+			xp_sb_printf(&sum, "%u nodes: %s", ex.nodes[w], xp_why_name(w));
+			if (w == XP_WHY_CPU) {
+				json_object_set_new(r, "short_by_milli",
+						    json_integer((json_int_t)ex.cpu_short_min));
+				xp_sb_printf(&sum, " by %llum",
+					     (unsigned long long)ex.cpu_short_min);
+			}
+			if (w == XP_WHY_MEM) {
+				json_object_set_new(r, "short_by_mib",
+						    json_integer((json_int_t)ex.mem_short_min));
+				xp_sb_printf(&sum, " by %lluMi",
+					     (unsigned long long)ex.mem_short_min);
+			}
+			json_array_append_new(rs, r);
+		}
+		for (int w = 0; w < XP_WHY_N; w++)
+			total += ex.nodes[w];
+		if (fits)
+			xp_sb_printf(&sum,
+				     "fits now: %u nodes can take it; it starts at the next cycle",
+				     ex.nodes[XP_WHY_FITS]);
+		else if (!total)
+			xp_sb_puts(&sum, "no nodes are registered");
+		else if (ex.nodes[XP_WHY_FITS] && j->spec.replicas > 1)
+			xp_sb_printf(&sum, "%s%u nodes fit one replica but not all %u",
+				     sum.len ? "; " : "", ex.nodes[XP_WHY_FITS], j->spec.replicas);
+		json_object_set_new(o, "reasons", rs);
+		json_object_set_new(o, "nodes", json_integer(total));
+	}
+	json_object_set_new(o, "fits_now", json_boolean(fits));
+	json_object_set_new(o, "summary", json_string(sum.s));
+	xp_sb_free(&sum);
+	xp_reply_json(cmd, 200, dumps(o));
+}
+
+void xp_api_job_logs(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	struct xp_job *j = visible_job(ctl, cmd);
+	struct xp_sb sb;
+	char ts[XP_TIME_LEN];
+
+	if (!j)
+		return;
+	if (!j->allocs)
+		FAIL(cmd, XP_ENOENT, NULL, "job %llu has not started: no logs yet",
+		     (unsigned long long)j->id);
+	xp_sb_init(&sb);
+	for (uint32_t r = 0; r < j->spec.replicas; r++) {
+		const struct xp_alloc *a = &j->allocs[r];
+		const struct xp_node *n = &ctl->st->c->nodes[a->node];
+		xp_time_format(j->started_at, ts);
+		xp_sb_printf(&sb, "%s [xpool emulator] replica %u started on %s", ts, r, n->name);
+		if (a->ndev) {
+			xp_sb_puts(&sb, " devices");
+			for (uint16_t i = 0; i < a->ndev; i++)
+				xp_sb_printf(&sb, "%s%u", i ? "," : " ", a->devs[i]);
+		}
+		xp_sb_puts(&sb, "\n");
+		xp_sb_printf(&sb, "%s [xpool emulator] command:", ts);
+		for (uint16_t i = 0; i < j->spec.ncommand; i++)
+			xp_sb_printf(&sb, " %s", j->spec.command[i]);
+		for (uint16_t i = 0; i < j->spec.nargs; i++)
+			xp_sb_printf(&sb, " %s", j->spec.args[i]);
+		xp_sb_puts(&sb, j->spec.ncommand ? "\n" : " (none)\n");
+	}
+	if (j->finished_at) {
+		xp_time_format(j->finished_at, ts);
+		xp_sb_printf(&sb, "%s [xpool emulator] %s", ts, xp_job_state_name(j->state));
+		if (j->has_exit)
+			xp_sb_printf(&sb, " with exit code %d", j->exit_code);
+		xp_sb_puts(&sb, "\n");
+	}
+	xp_reply_text(cmd, 200, "text/plain; charset=utf-8", xp_sb_steal(&sb));
+}

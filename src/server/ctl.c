@@ -1,0 +1,206 @@
+/*
+ * ctl: starting and stopping a controller.
+ *
+ * Start: open the store (which refuses a newer or damaged one), replay the
+ * newest snapshot and the journal after it through xp_state_apply() - a
+ * record that does not apply stops the start with its sequence number and
+ * the reason, nothing is skipped - refill the event ring, reschedule the
+ * completion of emulated tasks; on a fresh store write the bootstrap
+ * records (tenant admin, queue default, an admin token whose secret goes to
+ * DATA/admin.token, mode 0600); register the emulated nodes of --cluster
+ * that are not registered yet; then start the owner thread and HTTP.
+ * Stop: HTTP first (no new commands), then the owner (drains its queue),
+ * then the store (flushes).
+ */
+#include "ctl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../descriptor/descriptor.h"
+#include "../lib/fileio.h"
+#include "../lib/xalloc.h"
+
+struct load_ctx {
+	struct xp_ctl *ctl;
+	struct xp_err *err;
+	uint64_t records;
+};
+
+static int on_snapshot(void *arg, uint64_t seq, const char *body, size_t len)
+{
+	struct load_ctx *lc = arg;
+	int rc = xp_state_load_snapshot(lc->ctl->st, body, len, lc->err);
+	if (rc < 0)
+		xp_err_prefix(lc->err, "snapshot at seq %llu: ", (unsigned long long)seq);
+	return rc;
+}
+
+static int on_record(void *arg, const struct xp_store_rec *r)
+{
+	struct load_ctx *lc = arg;
+	struct xp_event_info ev;
+	int rc = xp_state_apply(lc->ctl->st, r->seq, r->at_ms, r->type, r->body, r->len, &ev,
+				lc->err);
+	if (rc < 0) {
+		xp_err_prefix(lc->err, "journal record %llu (%s) does not apply: ",
+			      (unsigned long long)r->seq, r->type);
+		return rc;
+	}
+	xp_events_add(lc->ctl->ev, r->seq, ev.tenant, ev.type,
+		      xp_event_json(lc->ctl, r->seq, r->at_ms, &ev));
+	lc->records++;
+	return 0;
+}
+
+static int write_admin_token(const char *dir, const char *token, struct xp_err *err)
+{
+	char path[4096], tmp[4200];
+	int fd;
+	snprintf(path, sizeof(path), "%s/admin.token", dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0)
+		return xp_errf(err, -errno, "%s: %s", tmp, strerror(errno));
+	size_t len = strlen(token);
+	if (write(fd, token, len) != (ssize_t)len || write(fd, "\n", 1) != 1 || fsync(fd) != 0) {
+		int e = errno;
+		close(fd);
+		unlink(tmp);
+		return xp_errf(err, -e, "%s: %s", tmp, strerror(e));
+	}
+	close(fd);
+	if (rename(tmp, path) != 0)
+		return xp_errf(err, -errno, "%s: %s", path, strerror(errno));
+	return 0;
+}
+
+static int bootstrap(struct xp_ctl *ctl, struct xp_err *err)
+{
+	char token[80], sha[65];
+	int rc;
+	if (ctl->st->tenants.n)
+		return 0;
+	if (xp_token_new(token, sha) < 0)
+		return xp_errf(err, XP_EIO, "no randomness for the admin token");
+	if ((rc = xp_ctl_journal(ctl, "tenant.create", xp_rec_tenant_create("admin"), err)) < 0 ||
+	    (rc = xp_ctl_journal(ctl, "queue.create", xp_rec_queue_create("default", 0, 1), err)) <
+		    0 ||
+	    (rc = xp_ctl_journal(ctl, "token.create",
+				 xp_rec_token_create(1, "admin", "admin", 1, sha), err)) < 0)
+		return rc;
+	if ((rc = xp_store_sync(ctl->store)) < 0)
+		return xp_errf(err, rc, "the journal could not be written");
+	if ((rc = write_admin_token(ctl->o.data, token, err)) < 0)
+		return rc;
+	snprintf(ctl->admin_token, sizeof(ctl->admin_token), "%s", token);
+	return 0;
+}
+
+static int register_cluster(struct xp_ctl *ctl, struct xp_err *err)
+{
+	struct xp_cluster *c;
+	int rc = 0;
+	if (!ctl->o.cluster)
+		return 0;
+	c = xp_descriptor_load_file(ctl->o.cluster, err);
+	if (!c)
+		return err->code;
+	for (size_t i = 0; rc == 0 && i < c->nnodes; i++) {
+		if (xp_state_node(ctl->st, c->nodes[i].name) >= 0)
+			continue; /* registered by an earlier start */
+		struct xp_cluster *one = xp_cluster_create();
+		xp_cluster_copy_node(one, c, &c->nodes[i], NULL);
+		char *d = xp_descriptor_to_json(one);
+		xp_cluster_destroy(one);
+		rc = xp_ctl_journal(ctl, "node.add", xp_rec_node_add(XP_SRC_EMULATED, d), err);
+		free(d);
+	}
+	xp_cluster_destroy(c);
+	if (rc == 0 && (rc = xp_store_sync(ctl->store)) < 0)
+		xp_errf(err, rc, "the journal could not be written");
+	return rc;
+}
+
+int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err *err)
+{
+	struct xp_ctl *ctl = XNEW(struct xp_ctl);
+	struct xp_state_opts so = { 0 };
+	struct xp_store_opts sto = { 0 };
+	struct load_ctx lc = { .ctl = ctl, .err = err };
+	int rc;
+
+	ctl->o = *o;
+	if (!ctl->o.listen)
+		ctl->o.listen = "127.0.0.1:7700";
+	if (!ctl->o.body_limit)
+		ctl->o.body_limit = 1 << 20;
+	if (ctl->o.tick_ms <= 0)
+		ctl->o.tick_ms = 50;
+	if (!ctl->o.max_per_cycle)
+		ctl->o.max_per_cycle = 2000;
+	if (!ctl->o.snapshot_every)
+		ctl->o.snapshot_every = 20000;
+	if (!ctl->o.max_connections)
+		ctl->o.max_connections = 1024;
+	pthread_mutex_init(&ctl->qmu, NULL);
+	pthread_cond_init(&ctl->qcv, NULL);
+	pthread_mutex_init(&ctl->m.mu, NULL);
+	pthread_rwlock_init(&ctl->auth_lock, NULL);
+	xp_rng_seed(&ctl->rng, (uint64_t)xp_ctl_now());
+	ctl->ev = xp_events_create(ctl->o.event_ring);
+	so.policy = ctl->o.policy;
+	ctl->st = xp_state_create(&so, err);
+	if (!ctl->st) {
+		rc = err->code;
+		goto fail;
+	}
+	sto.sync = ctl->o.sync;
+	if ((rc = xp_store_open(ctl->o.data, &sto, &ctl->store, err)) < 0)
+		goto fail;
+	if ((rc = xp_store_load(ctl->store, on_snapshot, on_record, &lc, err)) < 0)
+		goto fail;
+	xp_events_durable(ctl->ev, xp_store_durable_seq(ctl->store));
+	for (size_t i = 0; i < ctl->st->jobs.n; i++)
+		xp_emu_schedule(ctl, ctl->st->jobs.v[i]);
+	if ((rc = bootstrap(ctl, err)) < 0 || (rc = register_cluster(ctl, err)) < 0)
+		goto fail;
+	if ((rc = xp_state_check(ctl->st, err)) < 0)
+		goto fail;
+	xp_auth_refresh(ctl);
+	if ((rc = xp_owner_start(ctl, err)) < 0 || (rc = xp_http_start(ctl, err)) < 0)
+		goto fail;
+	ctl->ready = 1;
+	*out = ctl;
+	return 0;
+fail:
+	xp_ctl_stop(ctl);
+	return rc;
+}
+
+void xp_ctl_stop(struct xp_ctl *ctl)
+{
+	if (!ctl)
+		return;
+	ctl->ready = 0;
+	if (ctl->ev)
+		xp_events_stop(ctl->ev);
+	xp_http_stop(ctl);
+	xp_owner_stop(ctl);
+	xp_store_close(ctl->store);
+	xp_state_destroy(ctl->st);
+	xp_events_destroy(ctl->ev);
+	xp_vec_free(&ctl->emu);
+	pthread_mutex_destroy(&ctl->qmu);
+	pthread_cond_destroy(&ctl->qcv);
+	pthread_mutex_destroy(&ctl->m.mu);
+	pthread_rwlock_destroy(&ctl->auth_lock);
+	free(ctl->auth);
+	free(ctl);
+}

@@ -1,0 +1,258 @@
+/*
+ * ctl: the map of the controller (docs/design/controller.md). One struct
+ * xp_ctl per server; the files below each own one concern:
+ *
+ *   ctl.c        start-up (store, replay, bootstrap, emulated nodes), stop
+ *   owner.c      the owner thread: command queue, journaling, the cycle,
+ *                emulated task completion, snapshots
+ *   http.c       libmicrohttpd glue: bodies, routing, auth header, replies
+ *   reply.c      JSON replies and the one error-reply family
+ *   api_jobs.c   /v1/jobs handlers and the job object
+ *   api_admin.c  nodes, devices, queues, tenants, tokens
+ *   events.c     the event ring, long polls and server-sent events
+ *   metrics.c    /metrics in the Prometheus text format
+ *
+ * Threads: HTTP workers (one per connection) parse and validate, then hand
+ * a struct xp_cmd to the owner thread and wait; only the owner touches
+ * ctl->st. The store has its own thread; a command whose records are in
+ * flight is answered from the store's durability callback.
+ */
+#ifndef XP_CTL_H
+#define XP_CTL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/state/state.h"
+#include "../lib/err.h"
+#include "../lib/rng.h"
+#include "../lib/vec.h"
+#include "../store/store.h"
+
+#define XP_CTL_DEFAULT_PORT 7700
+
+struct xp_ctl_opts {
+	const char *data;	 /* data directory (required) */
+	const char *listen;	 /* "127.0.0.1:7700"; port 0 picks one */
+	const char *cluster;	 /* descriptor of emulated nodes to register (xpool dev) */
+	const char *policy;	 /* placement policy, default bestfit */
+	size_t body_limit;	 /* bytes, default 1 MiB */
+	int tick_ms;		 /* owner timer, default 50 */
+	size_t max_per_cycle;	 /* placement attempts per cycle call, default 2000 */
+	uint64_t snapshot_every; /* records between snapshots, default 20000 */
+	size_t event_ring;	 /* events kept in memory, default 100000 */
+	int sync;		 /* 1: fsync commits (default); 0: tests and benches only */
+	size_t max_connections;	 /* default 1024 */
+};
+
+/* ---- commands: one API request handed to the owner ---- */
+
+struct xp_ctl;
+struct xp_cmd;
+typedef void (*xp_cmd_fn)(struct xp_ctl *ctl, struct xp_cmd *cmd);
+
+#define XP_QUERY_MAX 16
+
+struct xp_cmd {
+	xp_cmd_fn fn;
+	int admin_only;
+	int no_auth; /* /metrics */
+	/* the request */
+	const char *method;
+	uint64_t id;   /* {id} in the path */
+	char name[64]; /* {name} in the path */
+	char token_sha[65];
+	int has_token;
+	const char *idem_key;
+	const char *query_keys[XP_QUERY_MAX], *query_vals[XP_QUERY_MAX];
+	int nquery;
+	const char *body;
+	size_t len;
+	int body_json; /* 1 JSON, 0 YAML */
+	void *payload; /* parsed at the edge; freed by payload_free */
+	void (*payload_free)(void *);
+	/* filled by the owner before fn: who asks */
+	long tenant;
+	int admin;
+	/* the reply */
+	int status;
+	char *reply; /* malloc'd */
+	const char *reply_type;
+	int journaled; /* records appended: reply once durable */
+	/* completion */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int done;
+	struct xp_cmd *next;
+};
+
+/* ---- events (events.c) ---- */
+
+struct xp_event {
+	uint64_t seq;
+	int64_t tenant; /* -1 everyone, -2 admin only, else the tenant index */
+	char *json;
+	char type[24];
+};
+
+struct xp_events;
+struct xp_events *xp_events_create(size_t cap);
+void xp_events_destroy(struct xp_events *e);
+/* Add an event (owner thread); json is taken. */
+void xp_events_add(struct xp_events *e, uint64_t seq, int64_t tenant, const char *type, char *json);
+/* Everything up to seq is durable now: wake the readers. */
+void xp_events_durable(struct xp_events *e, uint64_t seq);
+void xp_events_stop(struct xp_events *e);
+/* Copy visible events after since (at most limit), waiting up to wait_ms for
+ * one; *next gets the seq to resume from. Returns a malloc'd JSON array, or
+ * NULL when since is older than what is kept (then *oldest is set). */
+char *xp_events_read(struct xp_events *e, uint64_t since, size_t limit, int wait_ms, long tenant,
+		     int admin, uint64_t *next, uint64_t *oldest);
+/* For server-sent events: the next visible event after since as an SSE
+ * frame (malloc'd), waiting up to wait_ms; NULL on timeout or stop. */
+char *xp_events_next_sse(struct xp_events *e, uint64_t *since, int wait_ms, long tenant, int admin,
+			 int *stopped, int *gone);
+
+/* ---- metrics (metrics.c) ---- */
+
+#define XP_HIST_BUCKETS 14
+struct xp_hist {
+	uint64_t count[XP_HIST_BUCKETS + 1];
+	double sum;
+	uint64_t n;
+};
+void xp_hist_add(struct xp_hist *h, double seconds);
+extern const double xp_hist_bounds[XP_HIST_BUCKETS];
+
+struct xp_metrics {
+	struct xp_hist sched_latency; /* submit -> start */
+	struct xp_hist cycle;	      /* one cycle call */
+	uint64_t http[6];	      /* replies by class: 1xx..5xx, [0] other */
+	pthread_mutex_t mu;	      /* http[] is bumped by workers */
+};
+char *xp_metrics_render(struct xp_ctl *ctl);
+
+/* ---- the controller ---- */
+
+struct xp_emu {
+	int64_t due;
+	uint64_t job;
+};
+
+struct xp_ctl {
+	struct xp_ctl_opts o;
+	struct xp_store *store;
+	struct xp_state *st;
+	struct xp_events *ev;
+	struct xp_metrics m;
+	struct MHD_Daemon *http;
+	uint16_t port;
+	char addr[64];
+	pthread_t owner;
+	int owner_started;
+	pthread_mutex_t qmu;
+	pthread_cond_t qcv;
+	struct xp_cmd *qhead, *qtail;
+	int stopping;
+	volatile int ready;
+	int fatal;		   /* the store failed: refuse everything */
+	XP_VEC(struct xp_emu) emu; /* min-heap by due */
+	uint64_t since_snapshot;
+	struct xp_rng rng;
+	char admin_token[80]; /* set when this start created it */
+	/* a copy of the live tokens for workers, so a bad token is refused at
+	 * the edge before any body is parsed; the owner refreshes it */
+	pthread_rwlock_t auth_lock;
+	struct xp_auth_ent *auth;
+	size_t nauth;
+};
+
+struct xp_auth_ent {
+	char sha256[65];
+	long tenant;
+	int admin;
+};
+
+/* owner.c: refresh ctl->auth from the state (owner thread or start-up). */
+void xp_auth_refresh(struct xp_ctl *ctl);
+/* Any thread: 0 and who, or XP_EAUTH. */
+int xp_auth_check(struct xp_ctl *ctl, const char *sha256, long *tenant, int *admin);
+
+/* ctl.c */
+int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err *err);
+void xp_ctl_stop(struct xp_ctl *ctl);
+int64_t xp_ctl_now(void);
+
+/* owner.c */
+int xp_owner_start(struct xp_ctl *ctl, struct xp_err *err);
+void xp_owner_stop(struct xp_ctl *ctl);
+/* Hand cmd to the owner and wait for the reply (worker threads). */
+void xp_owner_call(struct xp_ctl *ctl, struct xp_cmd *cmd);
+/* Owner thread: apply a record, journal it, publish its event. 0 or < 0
+ * (refused: nothing changed, the error in err). body is taken. */
+int xp_ctl_journal(struct xp_ctl *ctl, const char *type, char *body, struct xp_err *err);
+/* After replay: emulated tasks of running jobs get their completion time. */
+void xp_emu_schedule(struct xp_ctl *ctl, const struct xp_job *j);
+/* Build the event JSON of an applied record. */
+char *xp_event_json(struct xp_ctl *ctl, uint64_t seq, int64_t at, const struct xp_event_info *ev);
+
+/* http.c */
+int xp_http_start(struct xp_ctl *ctl, struct xp_err *err);
+void xp_http_stop(struct xp_ctl *ctl);
+
+/* reply.c: the one family of replies */
+void xp_reply_json(struct xp_cmd *cmd, int status, char *json);
+void xp_reply_text(struct xp_cmd *cmd, int status, const char *type, char *text);
+void xp_reply_error(struct xp_cmd *cmd, int code, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+void xp_reply_err(struct xp_cmd *cmd, const struct xp_err *err, const char *field);
+char *xp_error_body(int code, const char *field, const char *msg);
+const char *xp_cmd_query(const struct xp_cmd *cmd, const char *key);
+/* Parse the body as a JSON object whose keys are all in allowed. */
+struct json_t;
+struct json_t *xp_cmd_body_object(struct xp_cmd *cmd, const char *const *allowed);
+
+/* Reply and return from a void handler. */
+#define FAIL(...)                                                                                  \
+	do {                                                                                       \
+		xp_reply_error(__VA_ARGS__);                                                       \
+		return;                                                                            \
+	} while (0)
+#define FAIL_ERR(...)                                                                              \
+	do {                                                                                       \
+		xp_reply_err(__VA_ARGS__);                                                         \
+		return;                                                                            \
+	} while (0)
+#define DONE_JSON(...)                                                                             \
+	do {                                                                                       \
+		xp_reply_json(__VA_ARGS__);                                                        \
+		return;                                                                            \
+	} while (0)
+
+/* api_jobs.c / api_admin.c: handlers, run on the owner thread */
+void xp_api_jobs_list(struct xp_ctl *, struct xp_cmd *);
+void xp_api_jobs_submit(struct xp_ctl *, struct xp_cmd *);
+void xp_api_job_get(struct xp_ctl *, struct xp_cmd *);
+void xp_api_job_cancel(struct xp_ctl *, struct xp_cmd *);
+void xp_api_job_explain(struct xp_ctl *, struct xp_cmd *);
+void xp_api_job_logs(struct xp_ctl *, struct xp_cmd *);
+void xp_api_nodes_list(struct xp_ctl *, struct xp_cmd *);
+void xp_api_nodes_add(struct xp_ctl *, struct xp_cmd *);
+void xp_api_node_get(struct xp_ctl *, struct xp_cmd *);
+void xp_api_node_patch(struct xp_ctl *, struct xp_cmd *);
+void xp_api_node_delete(struct xp_ctl *, struct xp_cmd *);
+void xp_api_devices(struct xp_ctl *, struct xp_cmd *);
+void xp_api_queues_list(struct xp_ctl *, struct xp_cmd *);
+void xp_api_queues_create(struct xp_ctl *, struct xp_cmd *);
+void xp_api_queue_delete(struct xp_ctl *, struct xp_cmd *);
+void xp_api_tenants_list(struct xp_ctl *, struct xp_cmd *);
+void xp_api_tenants_create(struct xp_ctl *, struct xp_cmd *);
+void xp_api_tokens_list(struct xp_ctl *, struct xp_cmd *);
+void xp_api_tokens_create(struct xp_ctl *, struct xp_cmd *);
+void xp_api_token_delete(struct xp_ctl *, struct xp_cmd *);
+void xp_api_metrics(struct xp_ctl *, struct xp_cmd *);
+/* A new random token "xpt_<64 hex>"; its SHA-256 hex into sha. */
+int xp_token_new(char token[80], char sha[65]);
+
+#endif

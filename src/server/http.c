@@ -1,0 +1,490 @@
+/*
+ * http: the controller's HTTP/1.1 front on libmicrohttpd, one thread per
+ * connection. A worker reads the body (up to the configured limit), routes
+ * by method and path, checks and parses what it can at the edge (the job
+ * spec, a node descriptor, the token's hash), hands a command to the owner
+ * thread, waits for its reply and sends it. /healthz and /readyz are
+ * answered here, and so is /v1/events, from the event ring. Tokens are
+ * checked here first (against the owner's copy of the live tokens), so a
+ * request without a valid token costs no parsing.
+ */
+#include "ctl.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "../core/state/spec.h"
+#include "../descriptor/descriptor.h"
+#include "../lib/parse.h"
+#include "../lib/sha256.h"
+#include "../lib/strbuf.h"
+#include "../lib/xalloc.h"
+
+enum { EDGE_NONE, EDGE_SPEC, EDGE_NODES };
+
+static const struct route {
+	const char *method, *pattern;
+	xp_cmd_fn fn;
+	int admin, edge;
+} routes[] = {
+	{ "GET", "/v1/jobs", xp_api_jobs_list, 0, 0 },
+	{ "POST", "/v1/jobs", xp_api_jobs_submit, 0, EDGE_SPEC },
+	{ "GET", "/v1/jobs/{id}", xp_api_job_get, 0, 0 },
+	{ "DELETE", "/v1/jobs/{id}", xp_api_job_cancel, 0, 0 },
+	{ "POST", "/v1/jobs/{id}/cancel", xp_api_job_cancel, 0, 0 },
+	{ "GET", "/v1/jobs/{id}/explain", xp_api_job_explain, 0, 0 },
+	{ "GET", "/v1/jobs/{id}/logs", xp_api_job_logs, 0, 0 },
+	{ "GET", "/v1/nodes", xp_api_nodes_list, 0, 0 },
+	{ "POST", "/v1/nodes", xp_api_nodes_add, 1, EDGE_NODES },
+	{ "GET", "/v1/nodes/{name}", xp_api_node_get, 0, 0 },
+	{ "PATCH", "/v1/nodes/{name}", xp_api_node_patch, 1, 0 },
+	{ "DELETE", "/v1/nodes/{name}", xp_api_node_delete, 1, 0 },
+	{ "GET", "/v1/devices", xp_api_devices, 0, 0 },
+	{ "GET", "/v1/queues", xp_api_queues_list, 0, 0 },
+	{ "POST", "/v1/queues", xp_api_queues_create, 1, 0 },
+	{ "DELETE", "/v1/queues/{name}", xp_api_queue_delete, 1, 0 },
+	{ "GET", "/v1/tenants", xp_api_tenants_list, 1, 0 },
+	{ "POST", "/v1/tenants", xp_api_tenants_create, 1, 0 },
+	{ "GET", "/v1/tokens", xp_api_tokens_list, 1, 0 },
+	{ "POST", "/v1/tokens", xp_api_tokens_create, 1, 0 },
+	{ "DELETE", "/v1/tokens/{id}", xp_api_token_delete, 1, 0 },
+	{ NULL, NULL, NULL, 0, 0 },
+};
+
+struct conn {
+	struct xp_sb body;
+	int too_big;
+};
+
+/* Match url against a pattern; fills {id} / {name}. 1 match, 0 no, -1 bad parameter. */
+static int match(const char *pattern, const char *url, struct xp_cmd *cmd, char *bad, size_t blen)
+{
+	const char *p = pattern, *u = url;
+	while (*p && *u) {
+		if (*p == '{') {
+			const char *pe = strchr(p, '}');
+			size_t ul = strcspn(u, "/");
+			char seg[128];
+			snprintf(seg, sizeof(seg), "%.*s", (int)(ul < 127 ? ul : 127), u);
+			if (!strncmp(p, "{id}", 4)) {
+				int64_t v;
+				if (xp_parse_i64(seg, 1, INT64_MAX, &v) < 0) {
+					snprintf(bad, blen, "'%s' is not an id", seg);
+					return -1;
+				}
+				cmd->id = (uint64_t)v;
+			} else {
+				if (!xp_name_ok(seg)) {
+					snprintf(bad, blen, "'%s' is not a valid name", seg);
+					return -1;
+				}
+				snprintf(cmd->name, sizeof(cmd->name), "%.63s", seg);
+			}
+			p = pe + 1;
+			u += ul;
+			continue;
+		}
+		if (*p != *u)
+			return 0;
+		p++, u++;
+	}
+	return *p == '\0' && (*u == '\0' || (*u == '/' && u[1] == '\0'));
+}
+
+static enum MHD_Result collect_query(void *cls, enum MHD_ValueKind kind, const char *key,
+				     const char *value)
+{
+	struct xp_cmd *cmd = cls;
+	(void)kind;
+	if (cmd->nquery < XP_QUERY_MAX) {
+		cmd->query_keys[cmd->nquery] = key;
+		cmd->query_vals[cmd->nquery++] = value ? value : "";
+	}
+	return MHD_YES;
+}
+
+static void count_reply(struct xp_ctl *ctl, int status)
+{
+	int cls = status / 100;
+	pthread_mutex_lock(&ctl->m.mu);
+	ctl->m.http[cls >= 1 && cls <= 5 ? cls : 0]++;
+	pthread_mutex_unlock(&ctl->m.mu);
+}
+
+static enum MHD_Result send_reply(struct xp_ctl *ctl, struct MHD_Connection *c, int status,
+				  const char *type, char *body)
+{
+	struct MHD_Response *r =
+		MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+	MHD_add_response_header(r, "Content-Type", type);
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
+	MHD_destroy_response(r);
+	count_reply(ctl, status);
+	return ok;
+}
+
+static enum MHD_Result send_error(struct xp_ctl *ctl, struct MHD_Connection *c, int code,
+				  const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static enum MHD_Result send_error(struct xp_ctl *ctl, struct MHD_Connection *c, int code,
+				  const char *field, const char *fmt, ...)
+{
+	char msg[XP_ERR_TEXT_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return send_reply(ctl, c, xp_errhttp(code), "application/json",
+			  xp_error_body(code, field, msg));
+}
+
+static void free_spec(void *p)
+{
+	xp_jobspec_free(p);
+	free(p);
+}
+
+static void free_cluster(void *p)
+{
+	xp_cluster_destroy(p);
+}
+
+/* ---- /v1/events: long poll or server-sent events ---- */
+
+struct sse {
+	struct xp_ctl *ctl;
+	uint64_t since;
+	long tenant;
+	int admin, done;
+	char *frame;
+	size_t len, off;
+};
+
+static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct sse *s = cls;
+	(void)pos;
+	if (s->done && !s->frame)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	if (!s->frame) {
+		int stopped, gone;
+		s->frame = xp_events_next_sse(s->ctl->ev, &s->since, 15000, s->tenant, s->admin,
+					      &stopped, &gone);
+		if (gone) {
+			s->frame = xstrdup(
+				"event: gone\ndata: {\"error\":{\"code\":\"EGONE\",\"message\":"
+				"\"events that old are no longer kept\"}}\n\n");
+			s->done = 1;
+		} else if (!s->frame && stopped) {
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		} else if (!s->frame) {
+			s->frame = xstrdup(": keep-alive\n\n");
+		}
+		s->len = strlen(s->frame);
+		s->off = 0;
+	}
+	size_t n = s->len - s->off < max ? s->len - s->off : max;
+	memcpy(buf, s->frame + s->off, n);
+	s->off += n;
+	if (s->off == s->len) {
+		free(s->frame);
+		s->frame = NULL;
+	}
+	return (ssize_t)n;
+}
+
+static void sse_free(void *cls)
+{
+	struct sse *s = cls;
+	free(s->frame);
+	free(s);
+}
+
+static enum MHD_Result events(struct xp_ctl *ctl, struct MHD_Connection *c, struct xp_cmd *cmd)
+{
+	const char *qs = xp_cmd_query(cmd, "since"), *qw = xp_cmd_query(cmd, "wait"),
+		   *ql = xp_cmd_query(cmd, "limit");
+	const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept");
+	const char *last = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Last-Event-ID");
+	int64_t since = 0, wait = 0, limit = 1000;
+
+	if (last && !qs)
+		qs = last;
+	if (qs && xp_parse_i64(qs, 0, INT64_MAX, &since) < 0)
+		return send_error(ctl, c, XP_EINVAL, "since",
+				  "since: expected a sequence number, got '%s'", qs);
+	if (qw && xp_parse_i64(qw, 0, 60, &wait) < 0)
+		return send_error(ctl, c, XP_EINVAL, "wait",
+				  "wait: expected seconds 0..60, got '%s'", qw);
+	if (ql && xp_parse_i64(ql, 1, 10000, &limit) < 0)
+		return send_error(ctl, c, XP_EINVAL, "limit", "limit: expected 1..10000, got '%s'",
+				  ql);
+	if (accept && strstr(accept, "text/event-stream")) {
+		struct sse *s = XNEW(struct sse);
+		s->ctl = ctl;
+		s->since = (uint64_t)since;
+		s->tenant = cmd->tenant;
+		s->admin = cmd->admin;
+		struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096,
+									   sse_read, s, sse_free);
+		MHD_add_response_header(r, "Content-Type", "text/event-stream");
+		MHD_add_response_header(r, "Cache-Control", "no-store");
+		enum MHD_Result ok = MHD_queue_response(c, 200, r);
+		MHD_destroy_response(r);
+		count_reply(ctl, 200);
+		return ok;
+	}
+	uint64_t next = 0, oldest = 0;
+	char *arr = xp_events_read(ctl->ev, (uint64_t)since, (size_t)limit, (int)wait * 1000,
+				   cmd->tenant, cmd->admin, &next, &oldest);
+	if (!arr)
+		return send_error(ctl, c, XP_EGONE, "since",
+				  "events after %lld are no longer kept (the oldest is %llu): list "
+				  "the jobs, then follow from the newest",
+				  (long long)since, (unsigned long long)oldest);
+	struct xp_sb sb;
+	xp_sb_init(&sb);
+	xp_sb_printf(&sb, "{\"events\":%s,\"next\":%llu}", arr, (unsigned long long)next);
+	free(arr);
+	return send_reply(ctl, c, 200, "application/json", xp_sb_steal(&sb));
+}
+
+/* ---- dispatch ---- */
+
+static int content_json(struct MHD_Connection *c, const char *body, size_t len, int *json)
+{
+	const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+	if (!ct || !*ct) { /* guess: JSON starts with { or [ */
+		size_t i = 0;
+		while (i < len && strchr(" \t\r\n", body[i]))
+			i++;
+		*json = i < len && (body[i] == '{' || body[i] == '[');
+		return 0;
+	}
+	if (!strncasecmp(ct, "application/x-www-form-urlencoded", 33)) { /* curl -d */
+		size_t i = 0;
+		while (i < len && strchr(" \t\r\n", body[i]))
+			i++;
+		*json = i < len && (body[i] == '{' || body[i] == '[');
+		return 0;
+	}
+	if (!strncasecmp(ct, "application/json", 16)) {
+		*json = 1;
+		return 0;
+	}
+	if (!strncasecmp(ct, "application/yaml", 16) || !strncasecmp(ct, "text/yaml", 9) ||
+	    !strncasecmp(ct, "application/x-yaml", 18)) {
+		*json = 0;
+		return 0;
+	}
+	return -1;
+}
+
+static enum MHD_Result dispatch(struct xp_ctl *ctl, struct MHD_Connection *c, const char *url,
+				const char *method, struct conn *k)
+{
+	struct xp_cmd cmd;
+	const struct route *rt = NULL;
+	int path_known = 0;
+	char bad[160] = "";
+	enum MHD_Result ok;
+
+	if (!strcmp(url, "/healthz"))
+		return send_reply(ctl, c, 200, "text/plain", xstrdup("ok\n"));
+	if (!strcmp(url, "/readyz"))
+		return ctl->ready ? send_reply(ctl, c, 200, "text/plain", xstrdup("ready\n"))
+				  : send_error(ctl, c, XP_EUNAVAIL, NULL, "replaying the journal");
+	if (!ctl->ready)
+		return send_error(ctl, c, XP_EUNAVAIL, NULL, "the controller is starting");
+	if (k->too_big)
+		return send_error(ctl, c, XP_ETOOBIG, NULL,
+				  "the body is larger than the %zu-byte limit", ctl->o.body_limit);
+
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.method = method;
+	cmd.body = k->body.s ? k->body.s : "";
+	cmd.len = k->body.len;
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_query, &cmd);
+	const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+	if (auth && !strncasecmp(auth, "Bearer ", 7) && auth[7]) {
+		xp_sha256_hex(auth + 7, strlen(auth + 7), cmd.token_sha);
+		cmd.has_token = 1;
+	}
+
+	if (strcmp(url, "/metrics")) { /* everything else needs a token: refuse early */
+		if (!cmd.has_token)
+			return send_error(ctl, c, XP_EAUTH, NULL,
+					  "missing 'Authorization: Bearer <token>'");
+		if (xp_auth_check(ctl, cmd.token_sha, &cmd.tenant, &cmd.admin) < 0)
+			return send_error(ctl, c, XP_EAUTH, NULL, "unknown or revoked token");
+	}
+	if (!strcmp(url, "/metrics")) {
+		if (strcmp(method, "GET"))
+			return send_error(ctl, c, XP_EINVAL, NULL, "use GET");
+		cmd.fn = xp_api_metrics;
+		cmd.no_auth = 1;
+		goto call;
+	}
+	if (!strcmp(url, "/v1/events") || !strcmp(url, "/v1/events/")) {
+		if (strcmp(method, "GET"))
+			return send_error(ctl, c, XP_EINVAL, NULL, "use GET on /v1/events");
+		return events(ctl, c, &cmd);
+	}
+	for (const struct route *r = routes; r->method; r++) {
+		int m = match(r->pattern, url, &cmd, bad, sizeof(bad));
+		if (m < 0)
+			return send_error(ctl, c, XP_EINVAL, NULL, "%s: %s", url, bad);
+		if (m == 0)
+			continue;
+		path_known = 1;
+		if (!strcmp(r->method, method)) {
+			rt = r;
+			break;
+		}
+	}
+	if (!rt)
+		return path_known ? send_error(ctl, c, XP_EINVAL, NULL, "%s does not take %s", url,
+					       method)
+				  : send_error(ctl, c, XP_ENOENT, NULL, "no such endpoint: %s %s",
+					       method, url);
+	cmd.fn = rt->fn;
+	cmd.admin_only = rt->admin;
+	cmd.idem_key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key");
+	if (cmd.idem_key) {
+		size_t n = strlen(cmd.idem_key);
+		int printable = n >= 1 && n <= 128;
+		for (size_t i = 0; printable && i < n; i++)
+			printable = cmd.idem_key[i] > 32 && cmd.idem_key[i] < 127;
+		if (!printable)
+			return send_error(ctl, c, XP_EINVAL, "Idempotency-Key",
+					  "Idempotency-Key: expected 1..128 printable characters");
+	}
+	if (cmd.len && content_json(c, cmd.body, cmd.len, &cmd.body_json) < 0)
+		return send_error(
+			ctl, c, XP_EINVAL, "Content-Type",
+			"unsupported Content-Type: send application/json or application/yaml");
+	if (rt->edge == EDGE_SPEC) {
+		struct xp_err err = { 0 };
+		struct xp_jobspec *spec = XNEW(struct xp_jobspec);
+		char field[320];
+		if (xp_jobspec_parse_text("request", cmd.body, cmd.len, cmd.body_json, spec, field,
+					  &err) < 0) {
+			free(spec);
+			return send_error(ctl, c, err.code, field, "%s", err.text);
+		}
+		cmd.payload = spec;
+		cmd.payload_free = free_spec;
+	} else if (rt->edge == EDGE_NODES) {
+		struct xp_err err = { 0 };
+		struct xp_cluster *cl =
+			xp_descriptor_load_buf("request", cmd.body, cmd.len,
+					       cmd.body_json ? XP_DESC_JSON : XP_DESC_YAML, &err);
+		if (!cl)
+			return send_error(ctl, c, err.code, NULL, "%s", err.text);
+		if (cl->nnodes == 0) {
+			xp_cluster_destroy(cl);
+			return send_error(ctl, c, XP_EINVAL, "nodes",
+					  "the descriptor has no nodes");
+		}
+		cmd.payload = cl;
+		cmd.payload_free = free_cluster;
+	}
+call:
+	xp_owner_call(ctl, &cmd);
+	if (cmd.payload_free)
+		cmd.payload_free(cmd.payload);
+	if (!cmd.reply)
+		return send_error(ctl, c, XP_EINTERNAL, NULL, "no reply");
+	ok = send_reply(ctl, c, cmd.status, cmd.reply_type ? cmd.reply_type : "application/json",
+			cmd.reply);
+	return ok;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+				  const char *method, const char *version, const char *upload,
+				  size_t *upload_size, void **con_cls)
+{
+	struct xp_ctl *ctl = cls;
+	struct conn *k = *con_cls;
+	(void)version;
+
+	if (!k) {
+		k = XNEW(struct conn);
+		*con_cls = k;
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		if (!k->too_big) {
+			if (k->body.len + *upload_size > ctl->o.body_limit)
+				k->too_big = 1;
+			else
+				xp_sb_putn(&k->body, upload, *upload_size);
+		}
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	return dispatch(ctl, c, url, method, k);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct conn *k = *con_cls;
+	(void)cls, (void)c, (void)toe;
+	if (k) {
+		xp_sb_free(&k->body);
+		free(k);
+		*con_cls = NULL;
+	}
+}
+
+int xp_http_start(struct xp_ctl *ctl, struct xp_err *err)
+{
+	char host[256];
+	const char *colon = strrchr(ctl->o.listen, ':');
+	struct addrinfo hints, *ai = NULL;
+	int64_t port;
+
+	if (!colon || colon == ctl->o.listen || (size_t)(colon - ctl->o.listen) >= sizeof(host) ||
+	    xp_parse_i64(colon + 1, 0, 65535, &port) < 0)
+		return xp_errf(err, XP_EINVAL, "--listen: expected HOST:PORT, got '%s'",
+			       ctl->o.listen);
+	snprintf(host, sizeof(host), "%.*s", (int)(colon - ctl->o.listen), ctl->o.listen);
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_INET;
+	hints.ai_socktype = SOCK_STREAM;
+	if (getaddrinfo(host, NULL, &hints, &ai) != 0 || !ai)
+		return xp_errf(err, XP_EINVAL, "--listen: cannot resolve '%s' (IPv4)", host);
+	struct sockaddr_in sa;
+	memcpy(&sa, ai->ai_addr, sizeof(sa));
+	sa.sin_port = htons((uint16_t)port);
+	freeaddrinfo(ai);
+	ctl->http = MHD_start_daemon(
+		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, (uint16_t)port,
+		NULL, NULL, on_request, ctl, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned)ctl->o.max_connections,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300, MHD_OPTION_NOTIFY_COMPLETED,
+		on_completed, ctl, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_END);
+	if (!ctl->http)
+		return xp_errf(err, XP_EIO, "cannot listen on %s (in use, or not permitted)",
+			       ctl->o.listen);
+	const union MHD_DaemonInfo *info =
+		MHD_get_daemon_info(ctl->http, MHD_DAEMON_INFO_BIND_PORT);
+	ctl->port = info ? info->port : (uint16_t)port;
+	snprintf(ctl->addr, sizeof(ctl->addr), "%.40s:%u", host, ctl->port);
+	return 0;
+}
+
+void xp_http_stop(struct xp_ctl *ctl)
+{
+	if (ctl->http) {
+		MHD_stop_daemon(ctl->http);
+		ctl->http = NULL;
+	}
+}

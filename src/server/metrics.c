@@ -1,0 +1,108 @@
+/*
+ * metrics: /metrics in the Prometheus text exposition format (version
+ * 0.0.4). Counters and histograms the owner keeps, plus the store's commit
+ * statistics and the live GPU fragmentation of the core.
+ */
+#include "ctl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../lib/strbuf.h"
+
+const double xp_hist_bounds[XP_HIST_BUCKETS] = { 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+						 0.1,	 0.25,	0.5,	1,     2.5,  5,	    10 };
+
+void xp_hist_add(struct xp_hist *h, double seconds)
+{
+	int i = 0;
+	while (i < XP_HIST_BUCKETS && seconds > xp_hist_bounds[i])
+		i++;
+	h->count[i]++;
+	h->sum += seconds;
+	h->n++;
+}
+
+static void hist(struct xp_sb *sb, const char *name, const char *help, const uint64_t *count,
+		 const double *bounds, int nb, double sum, uint64_t n)
+{
+	uint64_t cum = 0;
+	xp_sb_printf(sb, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+	for (int i = 0; i < nb; i++) {
+		cum += count[i];
+		xp_sb_printf(sb, "%s_bucket{le=\"%g\"} %llu\n", name, bounds[i],
+			     (unsigned long long)cum);
+	}
+	xp_sb_printf(sb, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.9g\n%s_count %llu\n", name,
+		     (unsigned long long)n, name, sum, name, (unsigned long long)n);
+}
+
+char *xp_metrics_render(struct xp_ctl *ctl)
+{
+	struct xp_state *st = ctl->st;
+	struct xp_sb sb;
+	struct xp_store_stats ss;
+	uint64_t nodes[XP_NODE_STATE_N] = { 0 };
+
+	xp_sb_init(&sb);
+	xp_sb_puts(&sb, "# HELP xpool_jobs Jobs by state.\n# TYPE xpool_jobs gauge\n");
+	for (int s = 0; s < XP_JOB_STATE_N; s++)
+		xp_sb_printf(&sb, "xpool_jobs{state=\"%s\"} %llu\n", xp_job_state_name(s),
+			     (unsigned long long)st->count[s]);
+	for (size_t n = 0; n < st->nodes.n; n++)
+		if (!st->nodes.v[n].removed)
+			nodes[st->nodes.v[n].state]++;
+	xp_sb_puts(&sb, "# HELP xpool_nodes Nodes by state.\n# TYPE xpool_nodes gauge\n");
+	for (int s = 0; s < XP_NODE_STATE_N; s++)
+		xp_sb_printf(&sb, "xpool_nodes{state=\"%s\"} %llu\n", xp_node_state_name(s),
+			     (unsigned long long)nodes[s]);
+	xp_sb_printf(&sb,
+		     "# HELP xpool_decisions_total Placement attempts of the scheduling cycle.\n"
+		     "# TYPE xpool_decisions_total counter\n"
+		     "xpool_decisions_total{result=\"placed\"} %llu\n"
+		     "xpool_decisions_total{result=\"unplaced\"} %llu\n",
+		     (unsigned long long)st->placed, (unsigned long long)st->unplaced);
+	hist(&sb, "xpool_schedule_latency_seconds", "Time from submission to start.",
+	     ctl->m.sched_latency.count, xp_hist_bounds, XP_HIST_BUCKETS, ctl->m.sched_latency.sum,
+	     ctl->m.sched_latency.n);
+	hist(&sb, "xpool_scheduling_cycle_seconds", "Duration of one scheduling cycle call.",
+	     ctl->m.cycle.count, xp_hist_bounds, XP_HIST_BUCKETS, ctl->m.cycle.sum, ctl->m.cycle.n);
+	xp_store_stats(ctl->store, &ss);
+	hist(&sb, "xpool_store_commit_seconds", "Duration of one journal commit (fsync included).",
+	     ss.commit_hist, xp_store_commit_buckets, 12, ss.commit_seconds_sum, ss.commits);
+	{
+		double sum = (double)ss.records;
+		hist(&sb, "xpool_store_batch_records", "Records per journal commit (group commit).",
+		     ss.batch_hist, xp_store_batch_buckets, 12, sum, ss.commits);
+	}
+	pthread_mutex_lock(&ctl->m.mu);
+	xp_sb_puts(&sb, "# HELP xpool_http_requests_total API replies by status class.\n"
+			"# TYPE xpool_http_requests_total counter\n");
+	for (int i = 1; i <= 5; i++)
+		xp_sb_printf(&sb, "xpool_http_requests_total{code=\"%dxx\"} %llu\n", i,
+			     (unsigned long long)ctl->m.http[i]);
+	pthread_mutex_unlock(&ctl->m.mu);
+	if (!st->sched_stale) {
+		uint64_t total = xp_sched_total_milli(st->sched),
+			 used = xp_sched_used_milli(st->sched);
+		xp_sb_printf(&sb,
+			     "# HELP xpool_device_milli Accelerator capacity in milli-devices.\n"
+			     "# TYPE xpool_device_milli gauge\n"
+			     "xpool_device_milli{kind=\"total\"} %llu\n"
+			     "xpool_device_milli{kind=\"used\"} %llu\n",
+			     (unsigned long long)total, (unsigned long long)used);
+		double idle = (double)(total - used);
+		xp_sb_printf(&sb,
+			     "# HELP xpool_gpu_fragmentation_ratio F(M) / idle accelerator milli "
+			     "(0 without a target workload).\n"
+			     "# TYPE xpool_gpu_fragmentation_ratio gauge\n"
+			     "xpool_gpu_fragmentation_ratio %.6f\n",
+			     idle > 0 ? xp_sched_frag(st->sched) / idle : 0);
+	}
+	xp_sb_printf(&sb,
+		     "# HELP xpool_journal_seq Last journal sequence applied.\n"
+		     "# TYPE xpool_journal_seq gauge\nxpool_journal_seq %llu\n",
+		     (unsigned long long)st->seq);
+	return xp_sb_steal(&sb);
+}

@@ -1,0 +1,402 @@
+/*
+ * owner: the one thread that owns the controller's state (ARCHITECTURE.md
+ * contract 2). It takes the commands HTTP workers queue, runs them, journals
+ * what they change, runs the scheduling cycle, finishes emulated tasks and
+ * writes snapshots.
+ *
+ * Journaling (xp_ctl_journal): apply the record first - that is the check;
+ * a refused record changes nothing and is never written - then append it to
+ * the store and publish its event. A command that journaled is answered
+ * from the store thread once its records are durable; everything else is
+ * answered at once. If the store fails, the controller stops taking writes
+ * (fail-stop): memory would be ahead of the disk.
+ *
+ * The loop: take all queued commands, run them; finish due emulated tasks;
+ * run the cycle (bounded per call, repeated while it has work, but a queued
+ * command is served between two calls); write a snapshot when due; then
+ * sleep until a command arrives or the next tick.
+ */
+#include "ctl.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../lib/clock.h"
+#include "../lib/timefmt.h"
+#include "../lib/xalloc.h"
+
+/* back-pressure: mutations wait (503) while this many records are in flight */
+#define XP_MAX_INFLIGHT 200000
+
+int64_t xp_ctl_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- command completion ---- */
+
+static void cmd_done(struct xp_cmd *cmd)
+{
+	pthread_mutex_lock(&cmd->mu);
+	cmd->done = 1;
+	pthread_cond_signal(&cmd->cv);
+	pthread_mutex_unlock(&cmd->mu);
+}
+
+/* store thread: the command's records are durable (or the store failed) */
+static void cmd_durable(void *arg, int rc)
+{
+	struct xp_cmd *cmd = arg;
+	if (rc < 0)
+		xp_reply_error(cmd, XP_EIO, NULL, "the journal could not be written: %s",
+			       xp_strerror(rc));
+	cmd_done(cmd);
+}
+
+static void events_durable(void *arg, int rc)
+{
+	struct xp_ctl *ctl = arg;
+	if (rc == 0)
+		xp_events_durable(ctl->ev, xp_store_durable_seq(ctl->store));
+}
+
+void xp_owner_call(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	pthread_mutex_init(&cmd->mu, NULL);
+	pthread_cond_init(&cmd->cv, NULL);
+	cmd->done = 0;
+	cmd->next = NULL;
+	pthread_mutex_lock(&ctl->qmu);
+	if (ctl->stopping) {
+		pthread_mutex_unlock(&ctl->qmu);
+		xp_reply_error(cmd, XP_EUNAVAIL, NULL, "the controller is stopping");
+		pthread_mutex_destroy(&cmd->mu);
+		pthread_cond_destroy(&cmd->cv);
+		return;
+	}
+	if (ctl->qtail)
+		ctl->qtail->next = cmd;
+	else
+		ctl->qhead = cmd;
+	ctl->qtail = cmd;
+	pthread_cond_signal(&ctl->qcv);
+	pthread_mutex_unlock(&ctl->qmu);
+	pthread_mutex_lock(&cmd->mu);
+	while (!cmd->done)
+		pthread_cond_wait(&cmd->cv, &cmd->mu);
+	pthread_mutex_unlock(&cmd->mu);
+	pthread_mutex_destroy(&cmd->mu);
+	pthread_cond_destroy(&cmd->cv);
+}
+
+/* ---- journaling ---- */
+
+char *xp_event_json(struct xp_ctl *ctl, uint64_t seq, int64_t at, const struct xp_event_info *ev)
+{
+	struct xp_state *st = ctl->st;
+	char ts[XP_TIME_LEN];
+	json_t *o;
+
+	xp_time_format(at, ts);
+	o = json_pack("{s:I,s:s,s:s}", "seq", (json_int_t)seq, "at", ts, "type", ev->type);
+	if (ev->job) {
+		const struct xp_job *j = xp_state_job(st, ev->job);
+		json_object_set_new(o, "job", json_integer((json_int_t)ev->job));
+		if (j) {
+			json_object_set_new(o, "tenant",
+					    json_string(st->tenants.v[j->tenant].name));
+			if (j->spec.name)
+				json_object_set_new(o, "name", json_string(j->spec.name));
+		}
+	}
+	if (ev->state >= 0)
+		json_object_set_new(o, "state",
+				    json_string(ev->job ? xp_job_state_name(ev->state)
+							: xp_node_state_name(ev->state)));
+	if (ev->node >= 0)
+		json_object_set_new(o, "node", json_string(st->c->nodes[ev->node].name));
+	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	return s;
+}
+
+static void heap_push(struct xp_ctl *ctl, struct xp_emu e)
+{
+	xp_vec_push(&ctl->emu, e);
+	size_t i = ctl->emu.n - 1;
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		if (ctl->emu.v[p].due <= ctl->emu.v[i].due)
+			break;
+		struct xp_emu t = ctl->emu.v[p];
+		ctl->emu.v[p] = ctl->emu.v[i];
+		ctl->emu.v[i] = t;
+		i = p;
+	}
+}
+
+static struct xp_emu heap_pop(struct xp_ctl *ctl)
+{
+	struct xp_emu top = ctl->emu.v[0];
+	ctl->emu.v[0] = ctl->emu.v[--ctl->emu.n];
+	size_t i = 0, n = ctl->emu.n;
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+		if (l < n && ctl->emu.v[l].due < ctl->emu.v[m].due)
+			m = l;
+		if (r < n && ctl->emu.v[r].due < ctl->emu.v[m].due)
+			m = r;
+		if (m == i)
+			break;
+		struct xp_emu t = ctl->emu.v[m];
+		ctl->emu.v[m] = ctl->emu.v[i];
+		ctl->emu.v[i] = t;
+		i = m;
+	}
+	return top;
+}
+
+void xp_emu_schedule(struct xp_ctl *ctl, const struct xp_job *j)
+{
+	if (j->state != XP_JOB_RUNNING || j->spec.duration_ms < 0)
+		return;
+	for (uint32_t r = 0; r < j->spec.replicas; r++)
+		if (ctl->st->nodes.v[j->allocs[r].node].source != XP_SRC_EMULATED)
+			return;
+	struct xp_emu e = { .due = j->started_at + j->spec.duration_ms, .job = j->id };
+	heap_push(ctl, e);
+}
+
+void xp_auth_refresh(struct xp_ctl *ctl)
+{
+	struct xp_state *st = ctl->st;
+	struct xp_auth_ent *a = XNEWV(struct xp_auth_ent, st->tokens.n ? st->tokens.n : 1), *old;
+	size_t n = 0;
+	for (size_t i = 0; i < st->tokens.n; i++) {
+		if (st->tokens.v[i].revoked)
+			continue;
+		memcpy(a[n].sha256, st->tokens.v[i].sha256, 65);
+		a[n].tenant = st->tokens.v[i].tenant;
+		a[n++].admin = st->tokens.v[i].admin;
+	}
+	pthread_rwlock_wrlock(&ctl->auth_lock);
+	old = ctl->auth;
+	ctl->auth = a;
+	ctl->nauth = n;
+	pthread_rwlock_unlock(&ctl->auth_lock);
+	free(old);
+}
+
+int xp_auth_check(struct xp_ctl *ctl, const char *sha256, long *tenant, int *admin)
+{
+	int rc = XP_EAUTH;
+	pthread_rwlock_rdlock(&ctl->auth_lock);
+	for (size_t i = 0; i < ctl->nauth; i++)
+		if (!strcmp(ctl->auth[i].sha256, sha256)) {
+			*tenant = ctl->auth[i].tenant;
+			*admin = ctl->auth[i].admin;
+			rc = 0;
+			break;
+		}
+	pthread_rwlock_unlock(&ctl->auth_lock);
+	return rc;
+}
+
+int xp_ctl_journal(struct xp_ctl *ctl, const char *type, char *body, struct xp_err *err)
+{
+	struct xp_event_info ev;
+	int64_t now = xp_ctl_now();
+	int rc;
+
+	if (!body)
+		return xp_errf(err, XP_EINTERNAL, "%s: could not encode the record", type);
+	if (ctl->fatal) {
+		free(body);
+		return xp_errf(err, XP_EIO, "the journal failed; the controller takes no changes");
+	}
+	rc = xp_state_apply(ctl->st, 0, now, type, body, strlen(body), &ev, err);
+	if (rc < 0) {
+		free(body);
+		return rc;
+	}
+	uint64_t seq = xp_store_append(ctl->store, type, body, strlen(body), now);
+	free(body);
+	if (seq == 0) { /* the store has failed: memory is now ahead of the disk */
+		ctl->fatal = 1;
+		return xp_errf(err, XP_EIO, "the journal failed; the controller takes no changes");
+	}
+	ctl->st->seq = seq;
+	ctl->since_snapshot++;
+	xp_events_add(ctl->ev, seq, ev.tenant, ev.type, xp_event_json(ctl, seq, now, &ev));
+	if (!strncmp(type, "token.", 6))
+		xp_auth_refresh(ctl);
+	if (ev.job && !strcmp(type, "job.start")) {
+		const struct xp_job *j = xp_state_job(ctl->st, ev.job);
+		xp_hist_add(&ctl->m.sched_latency, (double)(j->started_at - j->submitted_at) / 1e3);
+		xp_emu_schedule(ctl, j);
+	}
+	return 0;
+}
+
+static int cycle_emit(void *ctx, const char *type, char *body)
+{
+	struct xp_err err = { 0 };
+	int rc = xp_ctl_journal(ctx, type, body, &err);
+	if (rc < 0)
+		fprintf(stderr, "xpool server: the cycle's %s was refused: %s\n", type, err.text);
+	return rc;
+}
+
+/* ---- the loop ---- */
+
+static void run(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	int write = strcmp(cmd->method, "GET") != 0;
+	if (ctl->fatal && write) {
+		xp_reply_error(cmd, XP_EIO, NULL,
+			       "the journal failed; the controller takes no changes");
+	} else if (write && xp_store_last_seq(ctl->store) - xp_store_durable_seq(ctl->store) >
+				    XP_MAX_INFLIGHT) {
+		xp_reply_error(cmd, XP_EUNAVAIL, NULL, "the journal is %d records behind; retry",
+			       XP_MAX_INFLIGHT);
+	} else if (cmd->no_auth) {
+		cmd->fn(ctl, cmd);
+	} else if (!cmd->has_token ||
+		   xp_auth_check(ctl, cmd->token_sha, &cmd->tenant, &cmd->admin) < 0) {
+		/* checked at the edge too; this catches a token revoked meanwhile */
+		xp_reply_error(cmd, XP_EAUTH, NULL, "unknown or revoked token");
+	} else if (cmd->admin_only && !cmd->admin) {
+		xp_reply_error(cmd, XP_EPERM, NULL, "this needs an admin token");
+	} else {
+		cmd->fn(ctl, cmd);
+	}
+	if (cmd->journaled)
+		xp_store_when_durable(ctl->store, cmd_durable, cmd);
+	else
+		cmd_done(cmd);
+}
+
+static void finish_due(struct xp_ctl *ctl, int64_t now)
+{
+	while (ctl->emu.n && ctl->emu.v[0].due <= now) {
+		struct xp_emu e = heap_pop(ctl);
+		struct xp_job *j = xp_state_job(ctl->st, e.job);
+		if (!j || j->state != XP_JOB_RUNNING)
+			continue; /* cancelled meanwhile */
+		struct xp_err err = { 0 };
+		int code = j->spec.exit_code;
+		char *body = xp_rec_job_finish(j->id, code ? XP_JOB_FAILED : XP_JOB_SUCCEEDED, code,
+					       code ? "exited with a non-zero code" : NULL);
+		if (xp_ctl_journal(ctl, "job.finish", body, &err) < 0)
+			fprintf(stderr, "xpool server: job %llu: %s\n", (unsigned long long)j->id,
+				err.text);
+	}
+}
+
+static void snapshot_if_due(struct xp_ctl *ctl)
+{
+	if (ctl->since_snapshot < ctl->o.snapshot_every || ctl->fatal)
+		return;
+	char *s = xp_state_snapshot(ctl->st);
+	xp_store_snapshot(ctl->store, ctl->st->seq, s, strlen(s));
+	free(s);
+	ctl->since_snapshot = 0;
+}
+
+static int cycle(struct xp_ctl *ctl)
+{
+	uint64_t t0 = xp_mono_ns();
+	long placed = xp_state_cycle(ctl->st, ctl->o.max_per_cycle, &ctl->rng, cycle_emit, ctl);
+	xp_hist_add(&ctl->m.cycle, (double)(xp_mono_ns() - t0) / 1e9);
+	(void)placed;
+	return ctl->st->pass_pos != 0 || ctl->st->fresh.n != 0; /* more to do */
+}
+
+static void *owner_main(void *arg)
+{
+	struct xp_ctl *ctl = arg;
+	int more = 1;
+
+	for (;;) {
+		struct xp_cmd *batch;
+		pthread_mutex_lock(&ctl->qmu);
+		if (!ctl->qhead && !ctl->stopping && !more) {
+			int64_t wait_ms = ctl->o.tick_ms;
+			if (ctl->emu.n) {
+				int64_t until = ctl->emu.v[0].due - xp_ctl_now();
+				if (until < wait_ms)
+					wait_ms = until < 1 ? 1 : until;
+			}
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += wait_ms / 1000;
+			ts.tv_nsec += (wait_ms % 1000) * 1000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&ctl->qcv, &ctl->qmu, &ts);
+		}
+		batch = ctl->qhead;
+		ctl->qhead = ctl->qtail = NULL;
+		int stopping = ctl->stopping;
+		pthread_mutex_unlock(&ctl->qmu);
+
+		uint64_t before = ctl->st->seq;
+		while (batch) {
+			struct xp_cmd *next = batch->next;
+			run(ctl, batch);
+			batch = next;
+		}
+		if (!ctl->fatal) {
+			finish_due(ctl, xp_ctl_now());
+			more = cycle(ctl);
+			snapshot_if_due(ctl);
+		} else {
+			more = 0;
+		}
+		if (ctl->st->seq != before)
+			xp_store_when_durable(ctl->store, events_durable, ctl);
+		struct xp_err err = { 0 };
+		if (!ctl->fatal && xp_store_failure(ctl->store, &err) < 0) {
+			fprintf(stderr, "xpool server: the journal failed, refusing changes: %s\n",
+				err.text);
+			ctl->fatal = 1;
+		}
+		if (stopping) {
+			pthread_mutex_lock(&ctl->qmu);
+			int empty = ctl->qhead == NULL;
+			pthread_mutex_unlock(&ctl->qmu);
+			if (empty)
+				break;
+		}
+	}
+	return NULL;
+}
+
+int xp_owner_start(struct xp_ctl *ctl, struct xp_err *err)
+{
+	int rc = pthread_create(&ctl->owner, NULL, owner_main, ctl);
+	if (rc != 0)
+		return xp_errf(err, -rc, "cannot start the owner thread: %s", strerror(rc));
+	ctl->owner_started = 1;
+	return 0;
+}
+
+void xp_owner_stop(struct xp_ctl *ctl)
+{
+	if (!ctl->owner_started)
+		return;
+	pthread_mutex_lock(&ctl->qmu);
+	ctl->stopping = 1;
+	pthread_cond_signal(&ctl->qcv);
+	pthread_mutex_unlock(&ctl->qmu);
+	pthread_join(ctl->owner, NULL);
+	ctl->owner_started = 0;
+}

@@ -1,0 +1,113 @@
+/*
+ * store: the controller's durable journal and snapshots, in one SQLite file
+ * (DIR/xpool.db, WAL mode), written by one store thread with group commit.
+ * It knows nothing of what a record means: a record is (seq, at, type,
+ * body) with body an opaque text (JSON by convention).
+ *
+ * Ownership: every function borrows its arguments; append and snapshot copy
+ * what they are given, and the pointers a callback receives are valid only
+ * during that call.
+ *
+ * Threads: one owner thread appends and registers waiters (append is also
+ * safe from other threads). The store thread does every write and calls the
+ * done callbacks. xp_store_read, xp_store_last_seq, xp_store_durable_seq,
+ * xp_store_stats and xp_store_failure may run on any thread. Nothing may run
+ * concurrently with xp_store_close, and a done callback must not call
+ * xp_store_sync or xp_store_close (it runs on the thread they wait for).
+ *
+ * Design, schema, guarantees and failure behaviour: docs/design/store.md.
+ */
+#ifndef XP_STORE_H
+#define XP_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/err.h"
+
+/* The on-disk format this build writes and the newest it reads. */
+#define XP_STORE_FORMAT 1
+/* The database file inside the data directory. */
+#define XP_STORE_FILE "xpool.db"
+
+struct xp_store;
+struct xp_store_opts {
+	int sync; /* 1 (default when opts NULL): durable commits (WAL + synchronous=FULL); 0: no
+		     fsync, for tests/benchmarks only */
+	size_t max_batch;      /* records per transaction, 0 = 4096 */
+	size_t keep_snapshots; /* newest snapshots kept, 0 = 2 */
+};
+struct xp_store_rec {
+	uint64_t seq;
+	int64_t at_ms;
+	const char *type;
+	const char *body;
+	size_t len;
+};
+typedef int (*xp_store_snap_fn)(void *ctx, uint64_t seq, const char *body, size_t len);
+typedef int (*xp_store_rec_fn)(void *ctx, const struct xp_store_rec *r);
+typedef void (*xp_store_done_fn)(void *arg, int rc); /* called on the store thread */
+
+/* Open or create DIR/xpool.db (DIR is created if absent, mode 0700). Refuses, with a clear message
+ * naming the file: a store whose format version is newer than this build's ("written by a newer
+ * xpool: format 3, this build reads up to 1"), a file that is not an xpool store or fails SQLite's
+ * quick_check, a journal with a gap or a non-increasing seq. A refused file is not modified.
+ * Also refuses (XP_EUNAVAIL) a directory whose store another process or handle has open: the
+ * store holds an exclusive flock on DIR/xpool.lock while open. */
+int xp_store_open(const char *dir, const struct xp_store_opts *o, struct xp_store **out,
+		  struct xp_err *err);
+void xp_store_close(struct xp_store *s); /* flushes what is queued, stops the thread; NULL-safe */
+/* Replay: the newest snapshot (if any) to snap(), then every journal record after it, in seq
+ * order, to rec(). A callback returning < 0 stops the load with that code. Call before the first
+ * append or snapshot (XP_ESTATE otherwise). snap may be NULL when no snapshot is expected (a
+ * snapshot then fails the load with XP_EUNSUPP). On a callback failure err reads "DIR/xpool.db: seq
+ * N (TYPE): " followed by the text the callback left in err (when ctx lets it fill the same struct
+ * xp_err) or by the code's message. */
+int xp_store_load(struct xp_store *s, xp_store_snap_fn snap, xp_store_rec_fn rec, void *ctx,
+		  struct xp_err *err);
+/* Queue a record (copied): returns its seq (> every seq before, contiguous). Never blocks on I/O.
+ * Returns 0, queuing nothing, once the store has failed. */
+uint64_t xp_store_append(struct xp_store *s, const char *type, const char *body, size_t len,
+			 int64_t at_ms);
+/* done(arg, 0) is called once every record appended before this call is durable (or done(arg, <0)
+ * if the commit failed; after a failure every later call fails too — the server stops). Cheap;
+ * many may be outstanding. Always called on the store thread, never from inside this call, in
+ * registration order; snapshots queued before the call are covered too. */
+void xp_store_when_durable(struct xp_store *s, xp_store_done_fn done, void *arg);
+/* Block until everything appended (and every snapshot queued) so far is durable; returns 0 or the
+ * failure. */
+int xp_store_sync(struct xp_store *s);
+/* Queue a snapshot of the state as of seq (copied), written by the store thread in order with the
+ * journal; older snapshots beyond keep_snapshots and journal records at or below the oldest kept
+ * snapshot's seq are pruned. seq must not exceed xp_store_last_seq(); a snapshot with the seq of
+ * an existing one replaces it. */
+void xp_store_snapshot(struct xp_store *s, uint64_t seq, const char *body, size_t len);
+/* Read committed records with seq > since (at most limit) on a separate read connection, for
+ * clients resuming an event stream. May run on any thread, concurrently with appends. Returns the
+ * number read or < 0: XP_ENOENT when records right after since were pruned (the client must start
+ * again from current state), or a callback's code. Readers take turns on one connection. */
+long xp_store_read(struct xp_store *s, uint64_t since, size_t limit, xp_store_rec_fn rec, void *ctx,
+		   struct xp_err *err);
+uint64_t xp_store_last_seq(const struct xp_store *s);	 /* highest seq appended */
+uint64_t xp_store_durable_seq(const struct xp_store *s); /* highest seq committed */
+/* 0 while healthy; after a failed commit, its code, with err (may be NULL) naming the file, the
+ * seqs lost and SQLite's reason. Any thread. */
+int xp_store_failure(const struct xp_store *s, struct xp_err *err);
+/* The database file's path (DIR/xpool.db), for messages. */
+const char *xp_store_path(const struct xp_store *s);
+
+/* Commit latency and batch size statistics for /metrics: fill counts per bucket (upper bounds
+ * given), sum and count. Bucket i counts observations v with bounds[i-1] < v <= bounds[i] (not
+ * cumulative); observations above the last bound are in the totals only, so the +Inf bucket is
+ * commits minus the sum of the buckets. A commit that wrote only a snapshot has batch size 0. */
+struct xp_store_stats {
+	uint64_t commits, records;
+	double commit_seconds_sum;
+	uint64_t commit_hist[12];
+	uint64_t batch_hist[12];
+};
+void xp_store_stats(const struct xp_store *s, struct xp_store_stats *out); /* thread-safe copy */
+extern const double xp_store_commit_buckets[12]; /* seconds: 0.0005 .. 5 */
+extern const double xp_store_batch_buckets[12];	 /* records: 1 .. 4096 */
+
+#endif

@@ -22,6 +22,116 @@ int xp_cmd_cluster(int argc, char **argv);
 int xp_cmd_server(int argc, char **argv);
 int xp_cmd_dev(int argc, char **argv);
 
+/* The client verbs (docs/cli.md): each talks to the controller through
+ * src/client/client.h. cmd_submit.c */
+int xp_cmd_submit(int argc, char **argv);
+/* cmd_jobs.c */
+int xp_cmd_jobs(int argc, char **argv);
+int xp_cmd_job(int argc, char **argv);
+int xp_cmd_cancel(int argc, char **argv);
+int xp_cmd_explain(int argc, char **argv);
+int xp_cmd_logs(int argc, char **argv);
+/* cmd_nodes.c */
+int xp_cmd_nodes(int argc, char **argv);
+int xp_cmd_node(int argc, char **argv);
+int xp_cmd_cordon(int argc, char **argv);
+int xp_cmd_uncordon(int argc, char **argv);
+int xp_cmd_drain(int argc, char **argv);
+int xp_cmd_devices(int argc, char **argv);
+/* cmd_admin.c */
+int xp_cmd_queues(int argc, char **argv);
+int xp_cmd_queue(int argc, char **argv);
+int xp_cmd_tenants(int argc, char **argv);
+int xp_cmd_tenant(int argc, char **argv);
+int xp_cmd_tokens(int argc, char **argv);
+int xp_cmd_token(int argc, char **argv);
+/* cmd_events.c */
+int xp_cmd_events(int argc, char **argv);
+
+/* cmd_client.c: what the client verbs share. A verb fills a struct
+ * xp_cli_verb, calls xp_cli_start() (flags, --help, -o, positional
+ * arguments), xp_cli_connect(), then xp_cli_call() / xp_cli_list(), and
+ * returns xp_cli_end(). Errors print "xpool VERB: ..." and give exit status
+ * 1 (controller or transport) or 2 (bad usage, found before any request). */
+struct json_t;
+struct xp_client;
+struct xp_flag;
+struct xp_table;
+
+/* The flags every client verb takes; put them last in its flag table. */
+/* clang-format off */
+#define XP_CLIENT_FLAGS \
+	{ "addr", XP_FLAG_STR, "ADDR", "controller address (else $XPOOL_ADDR, the config file)" }, \
+	{ "token", XP_FLAG_STR, "TOKEN", "API token (else $XPOOL_TOKEN, the config file)" }, \
+	{ "output", XP_FLAG_STR, "FORMAT", "table or json", 'o' }
+/* clang-format on */
+
+struct xp_cli_verb {
+	const char *verb;     /* in messages: "jobs", "queue create" */
+	const char *synopsis; /* "xpool job ID [flags]" */
+	const char *about;
+	const char *args;	/* the positional arguments in errors ("ID"), NULL = none */
+	int min_args, max_args; /* max_args -1: any number */
+	int rest;		/* keep what follows "--" apart, in rest (submit's command) */
+};
+
+struct xp_cli {
+	const struct xp_cli_verb *v;
+	struct xp_flag *flags;
+	char **args; /* positional arguments (strings borrowed from argv) */
+	int nargs;
+	char **rest; /* after "--" when v->rest */
+	int nrest;
+	int json; /* -o json */
+	int status;
+	struct xp_client *client;
+	char *token_from; /* where the token came from, for hints */
+	struct xp_err err;
+};
+
+/* Parse argv; 0 to go on, or 1 to return x->status (0 after --help, 2 on
+ * bad usage, already reported). */
+int xp_cli_start(struct xp_cli *x, const struct xp_cli_verb *v, struct xp_flag *flags, int argc,
+		 char **argv);
+/* Resolve the address and the token and make the client; 0 or -1 (x->status set). */
+int xp_cli_connect(struct xp_cli *x);
+/* Free what x holds; returns status. */
+int xp_cli_end(struct xp_cli *x, int status);
+/* "xpool VERB: ..." on stderr; returns status. */
+int xp_cli_errorf(struct xp_cli *x, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Report x->err (from the controller or the transport); returns 1. */
+int xp_cli_fail_api(struct xp_cli *x);
+/* One JSON request; 0 with *reply (new reference), or -1 with x->err set. */
+int xp_cli_call(struct xp_cli *x, const char *method, const char *path, struct json_t *body,
+		struct json_t **reply);
+/* GET a list (path may hold a query) and, when all, follow "next" through
+ * every page; *reply is the first page with key's array holding every
+ * item and "next" the last page's. 0 or -1 with x->err set. */
+int xp_cli_list(struct xp_cli *x, const char *path, const char *key, int all,
+		struct json_t **reply);
+/* Pretty JSON and a newline on stdout. */
+void xp_cli_print_json(const struct json_t *v);
+/* Exit-2 checks of positional arguments: a job id, a name (docs/api.md's rule). */
+int xp_cli_parse_id(struct xp_cli *x, const char *what, const char *s, long long *id);
+int xp_cli_check_name(struct xp_cli *x, const char *what, const char *s);
+/* 1 when s is a valid name: 1-63 of [A-Za-z0-9._-], starting with a letter or digit. */
+int xp_cli_valid_name(const char *s);
+/* Reading replies: a string member or NULL; an integer member (0 or -1
+ * when absent); any scalar as text (malloc'd, NULL for null/absent). */
+const char *xp_cli_jstr(const struct json_t *o, const char *key);
+int xp_cli_jint(const struct json_t *o, const char *key, long long *v);
+char *xp_cli_jtext(const struct json_t *v);
+/* Table cells from a member: text, integer, CPU milli, MiB, age since an
+ * RFC 3339 time ("-" when absent). */
+void xp_cli_cell_str(struct xp_table *t, const struct json_t *o, const char *key);
+void xp_cli_cell_int(struct xp_table *t, const struct json_t *o, const char *key);
+void xp_cli_cell_cpu(struct xp_table *t, const struct json_t *o, const char *key);
+void xp_cli_cell_mib(struct xp_table *t, const struct json_t *o, const char *key);
+void xp_cli_cell_age(struct xp_table *t, const struct json_t *o, const char *key);
+/* Wall-clock milliseconds since the epoch. */
+long long xp_cli_now_ms(void);
+
 /* util.c */
 int xp_cli_fail(const char *verb, const struct xp_err *err, int status);
 /* "42-51", "1,2,5-9" -> a malloc'd list; max entries bounded. */

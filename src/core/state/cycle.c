@@ -48,6 +48,8 @@ static void order(struct xp_state *st, void *vec_v, size_t *n)
 		if (v[i]->state == XP_JOB_PENDING)
 			v[k++] = v[i];
 	*n = k;
+	if (k < 2)
+		return;
 	sort_st = st;
 	qsort(v, k, sizeof(*v), cmp_pending);
 	sort_st = NULL;

@@ -1,0 +1,386 @@
+/*
+ * cmd_nodes: the verbs about nodes and devices - `xpool nodes`, `xpool
+ * node NAME` (the node and its devices), `xpool cordon|uncordon|drain
+ * NAME` (admin: PATCH the node's state) and `xpool devices`.
+ *
+ * Lists follow "next" to the end: a cluster view that silently stopped at
+ * the first 100 nodes would mislead. Free capacity is shown next to the
+ * total so a glance tells where a job could still go.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "../client/client.h"
+#include "../lib/strbuf.h"
+#include "../lib/xalloc.h"
+#include "cli.h"
+#include "flags.h"
+#include "table.h"
+
+static void print_nodes(const json_t *list)
+{
+	static const char *const hdr[] = { "NAME",     "STATE",	   "SOURCE", "ARCH",	 "ZONE",
+					   "CPU",      "CPU-FREE", "MEMORY", "MEM-FREE", "DEVICES",
+					   "DEV-FREE", "JOBS",	   NULL };
+	struct xp_table *t = xp_table_create(hdr);
+	json_t *n;
+	size_t i;
+
+	json_array_foreach(json_object_get(list, "nodes"), i, n)
+	{
+		xp_cli_cell_str(t, n, "name");
+		xp_cli_cell_str(t, n, "state");
+		xp_cli_cell_str(t, n, "source");
+		xp_cli_cell_str(t, n, "arch");
+		xp_cli_cell_str(t, n, "zone");
+		xp_cli_cell_cpu(t, n, "cpu_milli");
+		xp_cli_cell_cpu(t, n, "cpu_free_milli");
+		xp_cli_cell_mib(t, n, "memory_mib");
+		xp_cli_cell_mib(t, n, "memory_free_mib");
+		xp_cli_cell_int(t, n, "devices");
+		xp_cli_cell_int(t, n, "devices_free");
+		xp_cli_cell_int(t, n, "jobs");
+	}
+	if (xp_table_rows(t))
+		xp_table_print(t, stdout);
+	else
+		printf("no nodes\n");
+	xp_table_destroy(t);
+}
+
+int xp_cmd_nodes(int argc, char **argv)
+{
+	struct xp_flag flags[] = { XP_CLIENT_FLAGS, { NULL, 0, NULL, NULL } };
+	static const struct xp_cli_verb verb = {
+		"nodes",
+		"xpool nodes [-o table|json]",
+		"List the nodes with their state and their free and total CPU, memory and devices.",
+		NULL,
+		0,
+		0,
+	};
+	struct xp_cli x;
+	json_t *reply = NULL;
+	int status = 1;
+
+	if (xp_cli_start(&x, &verb, flags, argc, argv))
+		return xp_cli_end(&x, x.status);
+	if (xp_cli_connect(&x) < 0) {
+		status = x.status;
+		goto out;
+	}
+	if (xp_cli_list(&x, "/v1/nodes", "nodes", 1, &reply) < 0) {
+		xp_cli_fail_api(&x);
+		goto out;
+	}
+	if (x.json)
+		xp_cli_print_json(reply);
+	else
+		print_nodes(reply);
+	status = 0;
+out:
+	json_decref(reply);
+	return xp_cli_end(&x, status);
+}
+
+/* "a=1,b=2" from a labels object, "-" when empty. */
+static void labels_text(struct xp_sb *b, const json_t *labels)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)labels, k, v)
+	{
+		char *s = xp_cli_jtext(v);
+		xp_sb_printf(b, "%s%s=%s", b->len ? "," : "", k, s ? s : "");
+		free(s);
+	}
+}
+
+static void print_devices(const json_t *list, int with_node)
+{
+	static const char *const hdr[] = { "NODE",     "INDEX",	 "CLASS",  "VENDOR", "MODEL",
+					   "MEMORY",   "HEALTH", "ISLAND", "NUMA",   "FREE",
+					   "FREE-MEM", "JOBS",	 NULL };
+	struct xp_table *t = xp_table_create(with_node ? hdr : hdr + 1);
+	json_t *d;
+	size_t i;
+
+	json_array_foreach(json_object_get(list, "devices"), i, d)
+	{
+		long long v;
+		json_t *j;
+		size_t k;
+		struct xp_sb jobs = { 0 };
+		if (with_node)
+			xp_cli_cell_str(t, d, "node");
+		xp_cli_cell_int(t, d, "index");
+		xp_cli_cell_str(t, d, "class");
+		xp_cli_cell_str(t, d, "vendor");
+		xp_cli_cell_str(t, d, "model");
+		xp_cli_cell_mib(t, d, "memory_mib");
+		xp_cli_cell_str(t, d, "health");
+		xp_cli_cell_int(t, d, "island");
+		xp_cli_cell_int(t, d, "numa");
+		if (xp_cli_jint(d, "free_milli", &v) == 0)
+			xp_table_addf(t, "%lldm", v);
+		else
+			xp_table_add(t, NULL);
+		xp_cli_cell_mib(t, d, "free_memory_mib");
+		json_array_foreach(json_object_get(d, "jobs"), k, j)
+		{
+			char *s = xp_cli_jtext(j);
+			xp_sb_printf(&jobs, "%s%s", k ? "," : "", s ? s : "?");
+			free(s);
+		}
+		xp_table_add(t, jobs.s);
+		xp_sb_free(&jobs);
+	}
+	if (xp_table_rows(t))
+		xp_table_print(t, stdout);
+	else
+		printf("no devices\n");
+	xp_table_destroy(t);
+}
+
+static void describe_node(const json_t *n, const json_t *devices)
+{
+	static const struct {
+		const char *label, *key;
+		int unit; /* 0 text, 1 cpu, 2 MiB */
+	} rows[] = {
+		{ "Name:", "name", 0 },
+		{ "State:", "state", 0 },
+		{ "Source:", "source", 0 },
+		{ "Arch:", "arch", 0 },
+		{ "Zone:", "zone", 0 },
+		{ "CPU:", "cpu_milli", 1 },
+		{ "CPU free:", "cpu_free_milli", 1 },
+		{ "Memory:", "memory_mib", 2 },
+		{ "Memory free:", "memory_free_mib", 2 },
+		{ "Devices:", "devices", 0 },
+		{ "Devices free:", "devices_free", 0 },
+		{ "Jobs:", "jobs", 0 },
+	};
+	struct xp_sb b = { 0 };
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		char u[XP_UNIT_LEN];
+		long long v;
+		char *s = NULL;
+		if (rows[i].unit && xp_cli_jint(n, rows[i].key, &v) == 0) {
+			if (rows[i].unit == 1)
+				xp_fmt_cpu(v, u);
+			else
+				xp_fmt_mib(v, u);
+			s = xstrdup(u);
+		} else {
+			s = xp_cli_jtext(json_object_get(n, rows[i].key));
+		}
+		printf("%-14s %s\n", rows[i].label, s && *s ? s : "-");
+		free(s);
+	}
+	labels_text(&b, json_object_get(n, "labels"));
+	printf("%-14s %s\n", "Labels:", b.len ? b.s : "-");
+	xp_sb_free(&b);
+	if (json_array_size(json_object_get(devices, "devices"))) {
+		printf("\n");
+		print_devices(devices, 0);
+	}
+}
+
+int xp_cmd_node(int argc, char **argv)
+{
+	struct xp_flag flags[] = { XP_CLIENT_FLAGS, { NULL, 0, NULL, NULL } };
+	static const struct xp_cli_verb verb = {
+		"node",
+		"xpool node NAME [-o table|json]",
+		"Show one node and its devices (-o json: the node object only).",
+		"NAME",
+		1,
+		1,
+	};
+	struct xp_cli x;
+	struct xp_sb path = { 0 };
+	json_t *reply = NULL, *devs = NULL;
+	int status = 2;
+
+	if (xp_cli_start(&x, &verb, flags, argc, argv))
+		return xp_cli_end(&x, x.status);
+	if (xp_cli_check_name(&x, "node NAME", x.args[0]) < 0)
+		goto out;
+	status = 1;
+	if (xp_cli_connect(&x) < 0) {
+		status = x.status;
+		goto out;
+	}
+	xp_sb_puts(&path, "/v1/nodes/");
+	xp_client_escape(&path, x.args[0]);
+	if (xp_cli_call(&x, "GET", path.s, NULL, &reply) < 0) {
+		xp_cli_fail_api(&x);
+		goto out;
+	}
+	if (x.json) {
+		xp_cli_print_json(reply);
+	} else {
+		xp_sb_reset(&path);
+		xp_sb_puts(&path, "/v1/devices");
+		xp_client_query(&path, "node", x.args[0]);
+		if (xp_cli_list(&x, path.s, "devices", 1, &devs) < 0) {
+			xp_cli_fail_api(&x);
+			goto out;
+		}
+		describe_node(reply, devs);
+	}
+	status = 0;
+out:
+	xp_sb_free(&path);
+	json_decref(reply);
+	json_decref(devs);
+	return xp_cli_end(&x, status);
+}
+
+/* PATCH /v1/nodes/NAME {"state": state}; done names the change. */
+static int set_state(int argc, char **argv, const struct xp_cli_verb *verb, const char *state,
+		     const char *done)
+{
+	struct xp_flag flags[] = { XP_CLIENT_FLAGS, { NULL, 0, NULL, NULL } };
+	struct xp_cli x;
+	struct xp_sb path = { 0 };
+	json_t *reply = NULL, *body = NULL;
+	int status = 2;
+
+	if (xp_cli_start(&x, verb, flags, argc, argv))
+		return xp_cli_end(&x, x.status);
+	if (xp_cli_check_name(&x, "node NAME", x.args[0]) < 0)
+		goto out;
+	status = 1;
+	if (xp_cli_connect(&x) < 0) {
+		status = x.status;
+		goto out;
+	}
+	xp_sb_puts(&path, "/v1/nodes/");
+	xp_client_escape(&path, x.args[0]);
+	body = json_pack("{s:s}", "state", state);
+	if (xp_cli_call(&x, "PATCH", path.s, body, &reply) < 0) {
+		xp_cli_fail_api(&x);
+		goto out;
+	}
+	if (x.json) {
+		xp_cli_print_json(reply);
+	} else {
+		const char *now = xp_cli_jstr(reply, "state");
+		if (now && strcmp(now, state) != 0)
+			printf("node %s %s (now %s)\n", x.args[0], done, now);
+		else
+			printf("node %s %s\n", x.args[0], done);
+	}
+	status = 0;
+out:
+	xp_sb_free(&path);
+	json_decref(body);
+	json_decref(reply);
+	return xp_cli_end(&x, status);
+}
+
+int xp_cmd_cordon(int argc, char **argv)
+{
+	static const struct xp_cli_verb verb = {
+		"cordon",
+		"xpool cordon NAME",
+		"Stop placing new work on a node; what runs there keeps running (admin).",
+		"NAME",
+		1,
+		1,
+	};
+	return set_state(argc, argv, &verb, "cordoned", "cordoned");
+}
+
+int xp_cmd_uncordon(int argc, char **argv)
+{
+	static const struct xp_cli_verb verb = {
+		"uncordon",
+		"xpool uncordon NAME",
+		"Make a cordoned, draining or drained node ready for new work again (admin).",
+		"NAME",
+		1,
+		1,
+	};
+	return set_state(argc, argv, &verb, "ready", "uncordoned");
+}
+
+int xp_cmd_drain(int argc, char **argv)
+{
+	static const struct xp_cli_verb verb = {
+		"drain",
+		"xpool drain NAME",
+		"Stop placing new work on a node; it becomes drained when its last job ends\n"
+		"(admin).",
+		"NAME",
+		1,
+		1,
+	};
+	return set_state(argc, argv, &verb, "draining", "draining");
+}
+
+int xp_cmd_devices(int argc, char **argv)
+{
+	struct xp_flag flags[] = {
+		{ "node", XP_FLAG_STR, "NAME", "only this node's devices" },
+		{ "class", XP_FLAG_STR, "CLASS", "only gpu, npu, fpga, asic, dpu, cim or cpu" },
+		{ "model", XP_FLAG_STR, "MODEL", "only this model" },
+		XP_CLIENT_FLAGS,
+		{ NULL, 0, NULL, NULL },
+	};
+	static const struct xp_cli_verb verb = {
+		"devices",
+		"xpool devices [--node NAME] [--class CLASS] [--model MODEL]",
+		"List devices: class, model, memory, health, topology, what is free and which\n"
+		"jobs hold them.",
+		NULL,
+		0,
+		0,
+	};
+	static const char *const classes[] = { "gpu", "npu", "fpga", "asic",
+					       "dpu", "cim", "cpu",  NULL };
+	struct xp_cli x;
+	struct xp_sb path = { 0 };
+	json_t *reply = NULL;
+	int status = 2, cls;
+
+	if (xp_cli_start(&x, &verb, flags, argc, argv))
+		return xp_cli_end(&x, x.status);
+	if (xp_flag_get(flags, "class")->given &&
+	    xp_flag_choice(flags, "class", classes, &cls, &x.err) < 0) {
+		xp_cli_fail("devices", &x.err, 2);
+		goto out;
+	}
+	if (xp_flag_get(flags, "node")->given &&
+	    xp_cli_check_name(&x, "--node", xp_flag_get(flags, "node")->sval) < 0)
+		goto out;
+	xp_sb_puts(&path, "/v1/devices");
+	static const char *const filters[] = { "node", "class", "model", NULL };
+	for (const char *const *f = filters; *f; f++)
+		if (xp_flag_get(flags, *f)->given)
+			xp_client_query(&path, *f, xp_flag_get(flags, *f)->sval);
+	status = 1;
+	if (xp_cli_connect(&x) < 0) {
+		status = x.status;
+		goto out;
+	}
+	if (xp_cli_list(&x, path.s, "devices", 1, &reply) < 0) {
+		xp_cli_fail_api(&x);
+		goto out;
+	}
+	if (x.json)
+		xp_cli_print_json(reply);
+	else
+		print_devices(reply, 1);
+	status = 0;
+out:
+	xp_sb_free(&path);
+	json_decref(reply);
+	return xp_cli_end(&x, status);
+}

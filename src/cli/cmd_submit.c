@@ -1,0 +1,586 @@
+/*
+ * cmd_submit: `xpool submit` - build a job spec (docs/api.md, "POST
+ * /v1/jobs") from flags, or send a YAML/JSON file as it is, and print the
+ * job the controller created.
+ *
+ * Every flag is checked here before anything is sent, with the same rules
+ * the controller applies (names, ranges, quantities, durations), so a typo
+ * is exit 2 naming the flag rather than a round trip. The spec holds only
+ * what was asked for, written the way the user wrote it ("500m", "32Gi",
+ * 8): the controller normalises and fills in the defaults.
+ *
+ * Device flags: --gpus N is --devices N --device-class gpu. Any device
+ * flag without a count asks for one device. A fraction (--compute-milli
+ * under 1000, or --fraction) needs a count of 1, as the API says.
+ *
+ * --env and --label may repeat. The flag parser joins repeats with ',',
+ * which would split "--env CUDA_VISIBLE_DEVICES=0,1", so --env values are
+ * collected from argv one occurrence at a time; --label also accepts a
+ * comma list (label values cannot hold commas).
+ *
+ * --dry-run prints the request body instead of sending it (no token
+ * needed); the tests compare its output with the expected spec.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "../client/client.h"
+#include "../lib/fileio.h"
+#include "../lib/parse.h"
+#include "../lib/timefmt.h"
+#include "../lib/xalloc.h"
+#include "cli.h"
+#include "flags.h"
+
+#define SPEC_FILE_MAX	(16u << 20)
+#define MAX_DURATION_MS (366LL * 86400 * 1000)
+#define IDEMPOTENCY_MAX 128
+
+static const char *const device_classes[] = { "gpu", "npu", "fpga", "asic",
+					      "dpu", "cim", "cpu",  NULL };
+static const char *const topologies[] = { "any", "same_island", "same_numa", NULL };
+
+/* Flags that build the spec, which -f FILE excludes. */
+static const char *const spec_flags[] = {
+	"name",		 "tenant",   "queue",	  "priority",	  "replicas",	   "cpu",
+	"memory",	 "gpus",     "devices",	  "device-class", "compute-milli", "fraction",
+	"device-memory", "model",    "vendor",	  "topology",	  "label",	   "env",
+	"workdir",	 "duration", "exit-code", NULL,
+};
+
+/* Every value of --name in argv, one per occurrence (flags end at "--"). */
+static const char **occurrences(struct xp_flag *flags, int argc, char **argv, const char *name,
+				size_t *n)
+{
+	const char **v = XNEWV(const char *, (size_t)argc + 1);
+	size_t nl = strlen(name);
+	*n = 0;
+	for (int i = 0; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		const char *a = argv[i];
+		if (a[0] != '-' || a[1] != '-')
+			continue;
+		if (strncmp(a + 2, name, nl) == 0 && a[2 + nl] == '=') {
+			v[(*n)++] = a + 3 + nl;
+			continue;
+		}
+		/* skip the value of any string flag given as "--flag value" */
+		struct xp_flag *f = NULL;
+		for (struct xp_flag *g = flags; g->name; g++)
+			if (strcmp(g->name, a + 2) == 0)
+				f = g;
+		if (f && f->kind == XP_FLAG_STR && i + 1 < argc) {
+			if (strcmp(f->name, name) == 0)
+				v[(*n)++] = argv[i + 1];
+			i++;
+		}
+	}
+	return v;
+}
+
+/* "8" -> 8, "2.5" -> 2.5, anything else -> the string as written. */
+static json_t *number_or_string(const char *s)
+{
+	double d;
+	int64_t i;
+	if (xp_parse_i64(s, INT64_MIN, INT64_MAX, &i) == 0)
+		return json_integer(i);
+	if (xp_parse_double(s, &d) == 0)
+		return json_real(d);
+	return json_string(s);
+}
+
+struct builder {
+	struct xp_cli *x;
+	struct xp_flag *flags;
+	int bad;
+};
+
+static const char *val(struct builder *b, const char *name)
+{
+	struct xp_flag *f = xp_flag_get(b->flags, name);
+	return f->given ? f->sval : NULL;
+}
+
+static int fail(struct builder *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Report a bad flag (exit 2) and remember it. */
+static int fail(struct builder *b, const char *fmt, ...)
+{
+	char msg[XP_ERR_TEXT_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	xp_cli_errorf(b->x, 2, "%s", msg);
+	b->bad = 1;
+	return -1;
+}
+
+static int int_flag(struct builder *b, const char *name, long min, long max, long *out)
+{
+	const char *s = val(b, name);
+	if (!s)
+		return 0;
+	if (xp_parse_int_flag(name, s, min, max, out, &b->x->err) < 0) {
+		xp_cli_errorf(b->x, 2, "%s", b->x->err.text);
+		b->bad = 1;
+		return -1;
+	}
+	return 1;
+}
+
+static int name_flag(struct builder *b, const char *name, json_t *spec)
+{
+	const char *s = val(b, name);
+	char what[64];
+	if (!s)
+		return 0;
+	snprintf(what, sizeof(what), "--%s", name);
+	if (xp_cli_check_name(b->x, what, s) < 0) {
+		b->bad = 1;
+		return -1;
+	}
+	json_object_set_new(spec, name, json_string(s));
+	return 1;
+}
+
+static int qty_flag(struct builder *b, const char *name, enum xp_qty kind, double min, json_t *obj,
+		    const char *key)
+{
+	const char *s = val(b, name);
+	double v;
+	if (!s)
+		return 0;
+	if (xp_parse_qty(s, kind, &v) < 0 || v < min)
+		return fail(b, "--%s: expected %s, got '%s'", name, xp_qty_hint(kind), s);
+	json_object_set_new(obj, key, number_or_string(s));
+	return 1;
+}
+
+static int choice_flag(struct builder *b, const char *name, const char *const *names, json_t *obj,
+		       const char *key)
+{
+	int i;
+	if (!val(b, name))
+		return 0;
+	if (xp_flag_choice(b->flags, name, names, &i, &b->x->err) < 0) {
+		xp_cli_errorf(b->x, 2, "%s", b->x->err.text);
+		b->bad = 1;
+		return -1;
+	}
+	json_object_set_new(obj, key, json_string(names[i]));
+	return 1;
+}
+
+/* "K=V" pairs (one per element) into an object; keys checked by keyok. */
+static int pairs(struct builder *b, const char *name, const char **v, size_t n,
+		 int (*keyok)(const char *, size_t), json_t **out)
+{
+	json_t *o = json_object();
+	for (size_t i = 0; i < n; i++) {
+		const char *eq = strchr(v[i], '=');
+		if (!eq || !keyok(v[i], (size_t)(eq - v[i]))) {
+			json_decref(o);
+			return fail(b, "--%s: expected KEY=VALUE, got '%s'", name, v[i]);
+		}
+		char *key = xstrndup(v[i], (size_t)(eq - v[i]));
+		if (json_object_get(o, key)) {
+			free(key);
+			json_decref(o);
+			return fail(b, "--%s: '%s' is given twice", name, v[i]);
+		}
+		json_object_set_new(o, key, json_string(eq + 1));
+		free(key);
+	}
+	*out = o;
+	return 1;
+}
+
+static int env_key(const char *k, size_t n)
+{
+	if (n == 0 || isdigit((unsigned char)k[0]))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)k[i]) && k[i] != '_')
+			return 0;
+	return 1;
+}
+
+static int label_key(const char *k, size_t n)
+{
+	if (n == 0 || n > 253)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!isgraph((unsigned char)k[i]))
+			return 0;
+	return 1;
+}
+
+static json_t *build_devices(struct builder *b)
+{
+	json_t *d = json_object();
+	long count = -1, milli = -1;
+	int any = 0, rc;
+	const char *gpus = val(b, "gpus"), *devs = val(b, "devices"), *cls = val(b, "device-class");
+
+	if (gpus && devs) {
+		fail(b,
+		     "--gpus: give --gpus or --devices, not both (--gpus %s is --devices %s "
+		     "--device-class gpu)",
+		     gpus, gpus);
+		goto bad;
+	}
+	if (gpus && cls && strcmp(cls, "gpu") != 0) {
+		fail(b, "--%s: --gpus asks for class gpu, not '%s'", "device-class", cls);
+		goto bad;
+	}
+	if (int_flag(b, gpus ? "gpus" : "devices", 0, 64, &count) < 0)
+		goto bad;
+	if (int_flag(b, "compute-milli", 1, 1000, &milli) < 0)
+		goto bad;
+	if (val(b, "fraction")) {
+		double f;
+		if (milli >= 0) {
+			fail(b, "--%s: give --fraction or --compute-milli, not both (got %s)",
+			     "fraction", val(b, "fraction"));
+			goto bad;
+		}
+		if (xp_parse_double(val(b, "fraction"), &f) < 0 || !(f > 0) || f > 1 ||
+		    lround(f * 1000) < 1) {
+			fail(b, "--%s: expected a share of one device in (0, 1], got '%s'",
+			     "fraction", val(b, "fraction"));
+			goto bad;
+		}
+		milli = lround(f * 1000);
+	}
+	any = milli >= 0 || cls || val(b, "device-memory") || val(b, "model") || val(b, "vendor") ||
+	      val(b, "topology");
+	if (count < 0)
+		count = any ? 1 : 0;
+	if (count == 0) {
+		if (any) {
+			fail(b, "--%s: device options need a device count of at least 1, got %s",
+			     gpus ? "gpus" : "devices", gpus ? gpus : devs);
+			goto bad;
+		}
+		json_decref(d);
+		return NULL;
+	}
+	if (milli >= 0 && milli < 1000 && count != 1) {
+		fail(b, "--%s: a fraction of a device needs a device count of 1, got %s",
+		     val(b, "fraction") ? "fraction" : "compute-milli", gpus ? gpus : devs);
+		goto bad;
+	}
+	json_object_set_new(d, "count", json_integer(count));
+	if (milli >= 0)
+		json_object_set_new(d, "compute_milli", json_integer(milli));
+	if (qty_flag(b, "device-memory", XP_QTY_MEM_MIB, 1, d, "memory") < 0)
+		goto bad;
+	if (gpus)
+		json_object_set_new(d, "class", json_string("gpu"));
+	else if ((rc = choice_flag(b, "device-class", device_classes, d, "class")) < 0)
+		goto bad;
+	if (val(b, "vendor"))
+		json_object_set_new(d, "vendor", json_string(val(b, "vendor")));
+	if (val(b, "model")) {
+		size_t n;
+		char **m = xp_split_list(val(b, "model"), &n);
+		json_t *a = json_array();
+		for (size_t i = 0; i < n; i++) {
+			if (!*m[i]) {
+				xp_free_list(m, n);
+				json_decref(a);
+				fail(b, "--%s: empty model name in '%s'", "model", val(b, "model"));
+				goto bad;
+			}
+			json_array_append_new(a, json_string(m[i]));
+		}
+		xp_free_list(m, n);
+		json_object_set_new(d, "models", a);
+	}
+	if (choice_flag(b, "topology", topologies, d, "topology") < 0)
+		goto bad;
+	return d;
+bad:
+	json_decref(d);
+	return NULL;
+}
+
+/* The job spec the flags describe, or NULL (reported, exit 2). */
+static json_t *build_spec(struct xp_cli *x, struct xp_flag *flags, int argc, char **argv)
+{
+	struct builder b = { x, flags, 0 };
+	json_t *spec = json_object(), *res = json_object(), *devs, *o;
+	const char **v;
+	size_t n;
+	long num;
+
+	if (name_flag(&b, "name", spec) < 0 || name_flag(&b, "tenant", spec) < 0 ||
+	    name_flag(&b, "queue", spec) < 0)
+		goto bad;
+	if (int_flag(&b, "priority", -1000, 1000, &num) < 0)
+		goto bad;
+	if (val(&b, "priority"))
+		json_object_set_new(spec, "priority", json_integer(num));
+	if (x->nrest) {
+		json_t *cmd = json_array();
+		for (int i = 0; i < x->nrest; i++)
+			json_array_append_new(cmd, json_string(x->rest[i]));
+		json_object_set_new(spec, "command", cmd);
+	}
+	v = occurrences(flags, argc, argv, "env", &n);
+	int rc = n ? pairs(&b, "env", v, n, env_key, &o) : 0;
+	free(v);
+	if (rc < 0)
+		goto bad;
+	if (rc)
+		json_object_set_new(spec, "env", o);
+	if (val(&b, "workdir"))
+		json_object_set_new(spec, "workdir", json_string(val(&b, "workdir")));
+	if (int_flag(&b, "replicas", 1, 1024, &num) < 0)
+		goto bad;
+	if (val(&b, "replicas"))
+		json_object_set_new(spec, "replicas", json_integer(num));
+
+	if (qty_flag(&b, "cpu", XP_QTY_CPU_MILLI, 1, res, "cpu") < 0 ||
+	    qty_flag(&b, "memory", XP_QTY_MEM_MIB, 1, res, "memory") < 0)
+		goto bad;
+	devs = build_devices(&b);
+	if (b.bad)
+		goto bad;
+	if (devs)
+		json_object_set_new(res, "devices", devs);
+	json_object_set_new(spec, "resources", res);
+	res = NULL;
+
+	if (val(&b, "label")) {
+		/* repeats arrive joined with ',', the list separator anyway */
+		char **l = xp_split_list(val(&b, "label"), &n);
+		rc = pairs(&b, "label", (const char **)l, n, label_key, &o);
+		xp_free_list(l, n);
+		if (rc < 0)
+			goto bad;
+		json_object_set_new(spec, "labels", o);
+	}
+	if (val(&b, "duration")) {
+		int64_t ms;
+		const char *d = val(&b, "duration");
+		if (xp_duration_parse(d, MAX_DURATION_MS, &ms) < 0) {
+			fail(&b,
+			     "--%s: expected a duration such as 30s, 5m, 1h30m or seconds, got "
+			     "'%s'",
+			     "duration", d);
+			goto bad;
+		}
+		json_object_set_new(spec, "duration", number_or_string(d));
+	}
+	if (int_flag(&b, "exit-code", 0, 255, &num) < 0)
+		goto bad;
+	if (val(&b, "exit-code"))
+		json_object_set_new(spec, "exit_code", json_integer(num));
+	return spec;
+bad:
+	json_decref(res);
+	json_decref(spec);
+	return NULL;
+}
+
+/* application/yaml or application/json, by extension, else by the first byte. */
+static const char *spec_type(const char *path, const char *text)
+{
+	const char *dot = strrchr(path, '.');
+	if (dot && (!strcmp(dot, ".yaml") || !strcmp(dot, ".yml")))
+		return "application/yaml";
+	if (dot && !strcmp(dot, ".json"))
+		return "application/json";
+	while (isspace((unsigned char)*text))
+		text++;
+	return *text == '{' ? "application/json" : "application/yaml";
+}
+
+static int read_spec_file(struct xp_cli *x, const char *path, char **text, size_t *len)
+{
+	if (strcmp(path, "-") == 0) {
+		struct xp_sb b = { 0 };
+		char buf[65536];
+		size_t n;
+		while ((n = fread(buf, 1, sizeof(buf), stdin)) > 0) {
+			if (b.len + n > SPEC_FILE_MAX) {
+				xp_sb_free(&b);
+				xp_cli_errorf(x, 1, "-f -: larger than %u MiB",
+					      SPEC_FILE_MAX >> 20);
+				return -1;
+			}
+			xp_sb_putn(&b, buf, n);
+		}
+		*len = b.len;
+		*text = xp_sb_steal(&b);
+		return 0;
+	}
+	if (xp_read_file(path, SPEC_FILE_MAX, text, len, &x->err) < 0) {
+		xp_cli_errorf(x, 1, "-f: %s", x->err.text);
+		return -1;
+	}
+	return 0;
+}
+
+int xp_cmd_submit(int argc, char **argv)
+{
+	struct xp_flag flags[] = {
+		{ "file", XP_FLAG_STR, "FILE",
+		  "the job spec as YAML or JSON ('-' = stdin), sent as is", 'f' },
+		{ "name", XP_FLAG_STR, "NAME", "job name (default: job-ID)" },
+		{ "tenant", XP_FLAG_STR, "TENANT", "submit for this tenant (admin tokens only)" },
+		{ "queue", XP_FLAG_STR, "QUEUE", "queue (default: default)" },
+		{ "priority", XP_FLAG_STR, "N", "-1000..1000, higher runs first (default 0)" },
+		{ "replicas", XP_FLAG_STR, "N", "1..1024 replicas started together (a gang)" },
+		{ "cpu", XP_FLAG_STR, "CORES", "CPU per replica: 4, 2.5 or 500m (default 1)" },
+		{ "memory", XP_FLAG_STR, "SIZE", "memory per replica: 32Gi, 512Mi (default 1Gi)" },
+		{ "gpus", XP_FLAG_STR, "N", "N GPUs per replica (--devices N --device-class gpu)" },
+		{ "devices", XP_FLAG_STR, "N", "N devices per replica, 0..64" },
+		{ "device-class", XP_FLAG_STR, "CLASS",
+		  "gpu, npu, fpga, asic, dpu, cim or cpu (default: any accelerator)" },
+		{ "compute-milli", XP_FLAG_STR, "M",
+		  "share of each device, 1..1000 (1000 = whole)" },
+		{ "fraction", XP_FLAG_STR, "F",
+		  "share of one device, e.g. 0.5 (= --compute-milli 500)" },
+		{ "device-memory", XP_FLAG_STR, "SIZE", "memory per device, e.g. 20Gi" },
+		{ "model", XP_FLAG_STR, "MODEL",
+		  "acceptable device models (repeat or comma list)" },
+		{ "vendor", XP_FLAG_STR, "VENDOR", "device vendor, e.g. NVIDIA" },
+		{ "topology", XP_FLAG_STR, "T", "any, same_island or same_numa (default any)" },
+		{ "label", XP_FLAG_STR, "K=V", "a label (repeatable)" },
+		{ "env", XP_FLAG_STR, "K=V", "an environment variable (repeatable)" },
+		{ "workdir", XP_FLAG_STR, "DIR", "working directory" },
+		{ "duration", XP_FLAG_STR, "D", "run time on emulated nodes: 30s, 5m, 1h30m" },
+		{ "exit-code", XP_FLAG_STR, "N", "exit code emulated nodes report (default 0)" },
+		{ "idempotency-key", XP_FLAG_STR, "KEY",
+		  "submit at most once per key (a repeat returns the first job)" },
+		{ "dry-run", XP_FLAG_BOOL, NULL, "print the request body instead of sending it" },
+		{ "quiet", XP_FLAG_BOOL, NULL, "print only the job id", 'q' },
+		XP_CLIENT_FLAGS,
+		{ NULL, 0, NULL, NULL },
+	};
+	static const struct xp_cli_verb verb = {
+		"submit",
+		"xpool submit [flags] [-- COMMAND ARGS...] | xpool submit -f FILE",
+		"Submit a job: build its spec from flags (the command goes after --), or send\n"
+		"a YAML or JSON spec file as it is (docs/api.md, POST /v1/jobs).\n\n"
+		"  xpool submit --name train --gpus 2 --device-memory 40Gi --topology same_island "
+		"\\\n"
+		"      --cpu 8 --memory 32Gi -- python train.py --epochs 3\n"
+		"  xpool submit --fraction 0.3 --model A100-SXM4-80GB,H100-SXM5-80GB -- ./infer\n"
+		"  xpool submit -f job.yaml",
+		NULL,
+		0,
+		0,
+		1,
+	};
+	struct xp_cli x;
+	json_t *spec = NULL, *reply = NULL;
+	char *body = NULL, *resp = NULL;
+	size_t len = 0, rlen = 0;
+	const char *ctype = "application/json";
+	int status = 2;
+
+	if (xp_cli_start(&x, &verb, flags, argc, argv))
+		return xp_cli_end(&x, x.status);
+	struct xp_flag *file = xp_flag_get(flags, "file");
+	if (file->given) {
+		for (const char *const *s = spec_flags; *s; s++)
+			if (xp_flag_get(flags, *s)->given) {
+				xp_cli_errorf(&x, 2,
+					      "-f FILE cannot be combined with --%s (put it "
+					      "in the file)",
+					      *s);
+				goto out;
+			}
+		if (x.nrest) {
+			xp_cli_errorf(&x, 2, "-f FILE cannot be combined with a command after --");
+			goto out;
+		}
+	}
+	const char *key = xp_flag_get(flags, "idempotency-key")->sval;
+	if (key) {
+		size_t kl = strlen(key);
+		int ok = kl >= 1 && kl <= IDEMPOTENCY_MAX;
+		for (size_t i = 0; ok && i < kl; i++)
+			ok = isprint((unsigned char)key[i]);
+		if (!ok) {
+			xp_cli_errorf(&x, 2,
+				      "--idempotency-key: expected 1..%d printable characters, "
+				      "got '%s'",
+				      IDEMPOTENCY_MAX, key);
+			goto out;
+		}
+	}
+	if (file->given) {
+		if (read_spec_file(&x, file->sval, &body, &len) < 0) {
+			status = 1;
+			goto out;
+		}
+		ctype = spec_type(file->sval, body);
+	} else {
+		spec = build_spec(&x, flags, argc, argv);
+		if (!spec)
+			goto out;
+		body = json_dumps(spec, JSON_INDENT(2));
+		len = strlen(body);
+	}
+	if (xp_flag_get(flags, "dry-run")->given) {
+		fwrite(body, 1, len, stdout);
+		if (len && body[len - 1] != '\n')
+			putchar('\n');
+		status = 0;
+		goto out;
+	}
+	if (xp_cli_connect(&x) < 0) {
+		status = x.status;
+		goto out;
+	}
+	struct xp_sb keyh = { 0 };
+	const char *headers[3] = { "Accept: application/json", NULL, NULL };
+	if (key) {
+		xp_sb_printf(&keyh, "Idempotency-Key: %s", key);
+		headers[1] = keyh.s;
+	}
+	int code = xp_client_call(x.client, "POST", "/v1/jobs", headers, ctype, body, len, &resp,
+				  &rlen, &x.err);
+	xp_sb_free(&keyh);
+	if (code < 0) {
+		status = xp_cli_fail_api(&x);
+		goto out;
+	}
+	reply = json_loadb(resp, rlen, 0, NULL);
+	long long id;
+	if (!reply || xp_cli_jint(reply, "id", &id) < 0) {
+		status = xp_cli_errorf(&x, 1, "the controller's reply has no job id: %.200s", resp);
+		goto out;
+	}
+	if (x.json)
+		xp_cli_print_json(reply);
+	else if (xp_flag_get(flags, "quiet")->given)
+		printf("%lld\n", id);
+	else if (code == 200)
+		printf("job %lld already submitted with this idempotency key (%s, %s)\n", id,
+		       xp_cli_jstr(reply, "name") ? xp_cli_jstr(reply, "name") : "-",
+		       xp_cli_jstr(reply, "state") ? xp_cli_jstr(reply, "state") : "-");
+	else
+		printf("job %lld submitted (%s, queue %s, %s)\n", id,
+		       xp_cli_jstr(reply, "name") ? xp_cli_jstr(reply, "name") : "-",
+		       xp_cli_jstr(reply, "queue") ? xp_cli_jstr(reply, "queue") : "-",
+		       xp_cli_jstr(reply, "state") ? xp_cli_jstr(reply, "state") : "-");
+	status = 0;
+out:
+	json_decref(spec);
+	json_decref(reply);
+	free(body);
+	free(resp);
+	return xp_cli_end(&x, status);
+}

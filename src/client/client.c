@@ -1,0 +1,672 @@
+/*
+ * client: requests to the controller over libcurl (see client.h).
+ *
+ * One CURL easy handle per client. Before each request the handle is reset
+ * (curl_easy_reset keeps live connections), so no option of one request
+ * leaks into the next while the TCP connection is reused (keep-alive).
+ *
+ * Notes on the non-obvious:
+ * - "Expect:" is sent empty: curl would otherwise wait for a 100-continue
+ *   on bodies over 1 KiB, a round trip the controller does not need.
+ * - A POST without a body (cancel) is sent with Content-Length: 0 and no
+ *   Content-Type, not as an empty form.
+ * - Replies are bounded (XP_CLIENT_MAX_REPLY): the size comes from the
+ *   network, so it is checked before memory grows.
+ * - Event streams: the first bytes decide, from the status and the
+ *   Content-Type, whether the body is events, an API error to decode, or a
+ *   200 from a controller that does not stream (XP_EUNSUPP).
+ */
+#include "client.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <curl/curl.h>
+
+#include "../lib/xalloc.h"
+
+struct xp_client {
+	CURL *curl;
+	char *base; /* "http://host:port[/prefix]", no trailing '/' */
+	char *auth; /* "Authorization: Bearer ..." or NULL */
+	long timeout_ms;
+	char errbuf[CURL_ERROR_SIZE];
+};
+
+/* ---- addresses ---- */
+
+static int bad_addr(struct xp_err *err, const char *addr, const char *why)
+{
+	return xp_errf(err, XP_EINVAL, "bad controller address '%s': %s (expected HOST:PORT or %s)",
+		       addr, why, "http://HOST:PORT");
+}
+
+/* Check that the authority (host[:port]) of an address is sane and say
+ * whether it names a port. */
+static int check_authority(const char *addr, const char *a, size_t n, int *has_port,
+			   struct xp_err *err)
+{
+	const char *host_end = a + n, *port = NULL;
+
+	if (n == 0)
+		return bad_addr(err, addr, "no host");
+	if (a[0] == '[') {
+		const char *rb = memchr(a, ']', n);
+		if (!rb || rb == a + 1)
+			return bad_addr(err, addr, "unterminated IPv6 address");
+		if (rb + 1 < a + n) {
+			if (rb[1] != ':')
+				return bad_addr(err, addr, "junk after the IPv6 address");
+			port = rb + 2;
+		}
+		host_end = rb + 1;
+	} else {
+		const char *colon = memchr(a, ':', n);
+		if (colon) {
+			port = colon + 1;
+			host_end = colon;
+		}
+		if (host_end == a)
+			return bad_addr(err, addr, "no host");
+	}
+	*has_port = port != NULL;
+	if (port) {
+		size_t pl = (size_t)(a + n - port);
+		long v = 0;
+		if (pl == 0 || pl > 5)
+			return bad_addr(err, addr, "bad port");
+		for (size_t i = 0; i < pl; i++) {
+			if (!isdigit((unsigned char)port[i]))
+				return bad_addr(err, addr, "bad port");
+			v = v * 10 + (port[i] - '0');
+		}
+		if (v < 1 || v > 65535)
+			return bad_addr(err, addr, "port out of range 1..65535");
+	}
+	return 0;
+}
+
+/* "host:port" -> "http://host:port"; "host" -> "http://host:7700";
+ * "http(s)://..." kept; a trailing '/' dropped. */
+int xp_client_normalise_addr(const char *addr, char **out, struct xp_err *err)
+{
+	struct xp_sb b = { 0 };
+	const char *rest = addr, *sep;
+	size_t alen;
+	int has_port, rc;
+
+	if (!addr || !*addr)
+		return xp_errf(err, XP_EINVAL, "empty controller address");
+	for (const char *p = addr; *p; p++)
+		if (!isgraph((unsigned char)*p) || *p == '?' || *p == '#')
+			return bad_addr(err, addr, "unexpected character");
+	sep = strstr(addr, "://");
+	if (sep) {
+		size_t sl = (size_t)(sep - addr);
+		if (!((sl == 4 && strncasecmp(addr, "http", 4) == 0) ||
+		      (sl == 5 && strncasecmp(addr, "https", 5) == 0)))
+			return bad_addr(err, addr, "only http:// and https:// are spoken");
+		rest = sep + 3;
+	}
+	alen = strcspn(rest, "/");
+	if ((rc = check_authority(addr, rest, alen, &has_port, err)) < 0)
+		return rc;
+	if (sep) {
+		xp_sb_puts(&b, addr);
+	} else {
+		xp_sb_puts(&b, "http://");
+		xp_sb_putn(&b, rest, alen);
+		if (!has_port)
+			xp_sb_puts(&b, ":" XP_CLIENT_DEFAULT_PORT);
+		xp_sb_puts(&b, rest + alen);
+	}
+	while (b.len > 0 && b.s[b.len - 1] == '/')
+		b.s[--b.len] = '\0';
+	*out = xp_sb_steal(&b);
+	return 0;
+}
+
+/* ---- the client ---- */
+
+struct xp_client *xp_client_create(const char *addr, const char *token, struct xp_err *err)
+{
+	static int curl_ready;
+	struct xp_client *c;
+	char *base = NULL;
+
+	if (xp_client_normalise_addr(addr, &base, err) < 0)
+		return NULL;
+	if (token) {
+		if (!*token) {
+			free(base);
+			xp_errf(err, XP_EINVAL, "empty API token");
+			return NULL;
+		}
+		for (const char *p = token; *p; p++)
+			if (!isgraph((unsigned char)*p)) {
+				free(base);
+				xp_errf(err, XP_EINVAL,
+					"the API token has a space or control character");
+				return NULL;
+			}
+	}
+	if (!curl_ready) {
+		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+			free(base);
+			xp_errf(err, XP_EINTERNAL, "libcurl failed to initialise");
+			return NULL;
+		}
+		curl_ready = 1;
+	}
+	c = XNEW(struct xp_client);
+	c->curl = curl_easy_init();
+	if (!c->curl) {
+		free(base);
+		free(c);
+		xp_errf(err, XP_EINTERNAL, "libcurl failed to create a handle");
+		return NULL;
+	}
+	c->base = base;
+	c->timeout_ms = XP_CLIENT_DEFAULT_TIMEOUT_MS;
+	if (token) {
+		struct xp_sb a = { 0 };
+		xp_sb_printf(&a, "Authorization: Bearer %s", token);
+		c->auth = xp_sb_steal(&a);
+	}
+	return c;
+}
+
+void xp_client_destroy(struct xp_client *c)
+{
+	if (!c)
+		return;
+	curl_easy_cleanup(c->curl);
+	free(c->base);
+	free(c->auth);
+	free(c);
+}
+
+void xp_client_set_timeout(struct xp_client *c, long ms)
+{
+	c->timeout_ms = ms < 0 ? 0 : ms;
+}
+
+const char *xp_client_base(const struct xp_client *c)
+{
+	return c->base;
+}
+
+/* ---- one transfer ---- */
+
+struct sink {
+	struct xp_sb body;
+	int too_big;
+};
+
+static size_t sink_write(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+	struct sink *s = ud;
+	size_t n = size * nmemb;
+	if (s->body.len + n > XP_CLIENT_MAX_REPLY) {
+		s->too_big = 1;
+		return 0;
+	}
+	xp_sb_putn(&s->body, ptr, n);
+	return n;
+}
+
+struct transfer {
+	const char *method, *path;
+	const char *const *headers; /* extra, NULL-ended, may be NULL */
+	const char *content_type;
+	const char *body;
+	size_t len;
+	long timeout_ms;
+	size_t (*write)(char *, size_t, size_t, void *);
+	void *ud;
+};
+
+/* Run one transfer; the status goes to *status. Curl failures become
+ * XP_EUNAVAIL "cannot reach ..." unless the write callback stopped it
+ * (then the caller knows why and returns its own code). */
+static int perform(struct xp_client *c, const struct transfer *t, long *status, int *aborted,
+		   struct xp_err *err)
+{
+	struct curl_slist *hdrs = NULL;
+	struct xp_sb url = { 0 }, ct = { 0 };
+	CURL *h = c->curl;
+	CURLcode rc;
+
+	*aborted = 0;
+	if (!t->path || t->path[0] != '/')
+		return xp_errf(err, XP_EINVAL, "request path must start with '/'");
+	curl_easy_reset(h);
+	xp_sb_puts(&url, c->base);
+	xp_sb_puts(&url, t->path);
+	c->errbuf[0] = '\0';
+	curl_easy_setopt(h, CURLOPT_URL, url.s);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->errbuf);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)XP_CLIENT_CONNECT_TIMEOUT_MS);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, t->timeout_ms);
+	curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_USERAGENT, "xpool-client/1");
+	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, t->write);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, t->ud);
+
+	hdrs = curl_slist_append(hdrs, "Expect:");
+	if (c->auth)
+		hdrs = curl_slist_append(hdrs, c->auth);
+	for (const char *const *x = t->headers; x && *x; x++)
+		hdrs = curl_slist_append(hdrs, *x);
+	if (t->body) {
+		xp_sb_printf(&ct, "Content-Type: %s",
+			     t->content_type ? t->content_type : "application/json");
+		hdrs = curl_slist_append(hdrs, ct.s);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)t->len);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, t->body);
+		if (strcmp(t->method, "POST") != 0)
+			curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, t->method);
+	} else if (strcmp(t->method, "GET") == 0) {
+		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+	} else if (strcmp(t->method, "POST") == 0) {
+		hdrs = curl_slist_append(hdrs, "Content-Type:");
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
+	} else {
+		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, t->method);
+	}
+	if (!hdrs) {
+		xp_sb_free(&url);
+		xp_sb_free(&ct);
+		return xp_errf(err, XP_EINTERNAL, "out of memory building headers");
+	}
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+
+	rc = curl_easy_perform(h);
+	curl_slist_free_all(hdrs);
+	xp_sb_free(&url);
+	xp_sb_free(&ct);
+	*status = 0;
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+	if (rc == CURLE_WRITE_ERROR) {
+		*aborted = 1;
+		return 0;
+	}
+	if (rc != CURLE_OK)
+		return xp_errf(err, XP_EUNAVAIL, "cannot reach the controller at %s: %s", c->base,
+			       c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc));
+	return 0;
+}
+
+int xp_client_request(struct xp_client *c, const char *method, const char *path,
+		      const char *content_type, const char *body, size_t len, long *status,
+		      char **resp, size_t *resp_len, struct xp_err *err)
+{
+	struct sink s = { { 0 }, 0 };
+	struct transfer t = { method,	     path,	 NULL, content_type, body, len,
+			      c->timeout_ms, sink_write, &s };
+	int aborted, rc;
+
+	rc = perform(c, &t, status, &aborted, err);
+	if (rc == 0 && aborted)
+		rc = xp_errf(err, XP_ETOOBIG, "the controller's reply is larger than %u MiB",
+			     XP_CLIENT_MAX_REPLY >> 20);
+	if (rc < 0) {
+		xp_sb_free(&s.body);
+		return rc;
+	}
+	*resp_len = s.body.len;
+	*resp = xp_sb_steal(&s.body);
+	return 0;
+}
+
+int xp_client_call(struct xp_client *c, const char *method, const char *path,
+		   const char *const *headers, const char *content_type, const char *body,
+		   size_t len, char **resp, size_t *resp_len, struct xp_err *err)
+{
+	struct sink s = { { 0 }, 0 };
+	struct transfer t = { method,	     path,	 headers, content_type, body, len,
+			      c->timeout_ms, sink_write, &s };
+	long status;
+	int aborted, rc;
+
+	rc = perform(c, &t, &status, &aborted, err);
+	if (rc == 0 && aborted)
+		rc = xp_errf(err, XP_ETOOBIG, "the controller's reply is larger than %u MiB",
+			     XP_CLIENT_MAX_REPLY >> 20);
+	if (rc == 0 && (status < 200 || status > 299))
+		rc = xp_client_decode_error(status, s.body.s ? s.body.s : "", s.body.len, NULL,
+					    err);
+	if (rc < 0) {
+		xp_sb_free(&s.body);
+		return rc;
+	}
+	*resp_len = s.body.len;
+	*resp = xp_sb_steal(&s.body);
+	return (int)status;
+}
+
+int xp_client_json(struct xp_client *c, const char *method, const char *path, json_t *body,
+		   json_t **reply, struct xp_err *err)
+{
+	char *text = NULL, *resp;
+	size_t len = 0, rlen;
+	json_error_t je;
+	int rc;
+
+	*reply = NULL;
+	if (body) {
+		text = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
+		if (!text)
+			return xp_errf(err, XP_EINTERNAL, "cannot encode the request as JSON");
+		len = strlen(text);
+	}
+	static const char *const accept[] = { "Accept: application/json", NULL };
+	rc = xp_client_call(c, method, path, accept, NULL, text, len, &resp, &rlen, err);
+	free(text);
+	if (rc < 0)
+		return rc;
+	if (rlen == 0) {
+		*reply = json_null();
+	} else {
+		*reply = json_loadb(resp, rlen, JSON_DECODE_ANY, &je);
+		if (!*reply)
+			rc = xp_errf(err, XP_EIO,
+				     "the controller's reply to %s %s is not JSON: %s (line %d)",
+				     method, path, je.text, je.line);
+	}
+	free(resp);
+	return rc;
+}
+
+/* ---- API errors ---- */
+
+int xp_client_status_code(long status)
+{
+	switch (status) {
+	case 400:
+		return XP_EINVAL;
+	case 401:
+		return XP_EAUTH;
+	case 403:
+		return XP_EPERM;
+	case 404:
+		return XP_ENOENT;
+	case 409:
+		return XP_ESTATE;
+	case 413:
+		return XP_ETOOBIG;
+	case 501:
+		return XP_EUNSUPP;
+	case 502:
+	case 503:
+	case 504:
+		return XP_EUNAVAIL;
+	}
+	if (status >= 400 && status < 500)
+		return XP_EINVAL;
+	if (status >= 500 && status < 600)
+		return XP_EINTERNAL;
+	return XP_EIO;
+}
+
+/* The xpool code named name ("ENOENT"), or 0. */
+static int code_by_name(const char *name)
+{
+#define XP_ERR_BYNAME(n, c, msg, http)                                                             \
+	if (strcmp(name, #n) == 0)                                                                 \
+		return c;
+	XP_ERR_MAP(XP_ERR_BYNAME)
+#undef XP_ERR_BYNAME
+	return 0;
+}
+
+int xp_client_decode_error(long status, const char *body, size_t len, char **field,
+			   struct xp_err *err)
+{
+	int code = xp_client_status_code(status);
+	json_t *root = len ? json_loadb(body, len, 0, NULL) : NULL;
+	json_t *e = json_object_get(root, "error");
+	const char *msg = json_string_value(json_object_get(e, "message"));
+	const char *name = json_string_value(json_object_get(e, "code"));
+	const char *f = json_string_value(json_object_get(e, "field"));
+
+	if (field)
+		*field = f ? xstrdup(f) : NULL;
+	if (name && code_by_name(name))
+		code = code_by_name(name);
+	if (msg && *msg) {
+		xp_errf(err, code, "%s", msg);
+	} else if (json_is_object(e)) {
+		xp_errf(err, code, "%s (HTTP %ld)", xp_strerror(code), status);
+	} else {
+		/* not our error body (a proxy's page, a plain-text reply) */
+		size_t n = 0;
+		while (n < len && n < 200 && body[n] != '\n' && body[n] != '\r')
+			n++;
+		while (n > 0 && isspace((unsigned char)body[n - 1]))
+			n--;
+		if (n)
+			xp_errf(err, code, "HTTP %ld: %.*s", status, (int)n, body);
+		else
+			xp_errf(err, code, "HTTP %ld: %s", status, xp_strerror(code));
+	}
+	json_decref(root);
+	return code;
+}
+
+/* ---- paths ---- */
+
+void xp_client_escape(struct xp_sb *b, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (isalnum(*p) || *p == '-' || *p == '.' || *p == '_' || *p == '~') {
+			xp_sb_putc(b, (char)*p);
+		} else {
+			char e[3] = { '%', hex[*p >> 4], hex[*p & 15] };
+			xp_sb_putn(b, e, 3);
+		}
+	}
+}
+
+void xp_client_query(struct xp_sb *b, const char *key, const char *value)
+{
+	xp_sb_putc(b, b->s && strchr(b->s, '?') ? '&' : '?');
+	xp_client_escape(b, key);
+	xp_sb_putc(b, '=');
+	xp_client_escape(b, value);
+}
+
+/* ---- server-sent events ---- */
+
+#define SSE_MAX_LINE XP_CLIENT_MAX_REPLY
+
+void xp_sse_init(struct xp_sse_parser *p, xp_sse_fn fn, void *ud)
+{
+	memset(p, 0, sizeof(*p));
+	p->fn = fn;
+	p->ud = ud;
+}
+
+void xp_sse_free(struct xp_sse_parser *p)
+{
+	xp_sb_free(&p->line);
+	xp_sb_free(&p->data);
+	xp_sb_free(&p->type);
+	xp_sb_free(&p->id);
+}
+
+/* One complete line (without its end). Field rules from the HTML living
+ * standard: ":" starts a comment, "name: value" drops one space, a blank
+ * line dispatches the event; "id" persists across events. */
+static int sse_line(struct xp_sse_parser *p)
+{
+	const char *l = p->line.s ? p->line.s : "";
+	size_t n = p->line.len;
+	int rc = 0;
+
+	if (n == 0) {
+		if (p->has_data) {
+			struct xp_sse_event ev = {
+				p->id.s ? p->id.s : "",
+				p->type.len ? p->type.s : "message",
+				p->data.s,
+				p->data.len,
+			};
+			rc = p->fn(p->ud, &ev);
+		}
+		xp_sb_reset(&p->data);
+		xp_sb_reset(&p->type);
+		p->has_data = 0;
+		return rc;
+	}
+	if (l[0] == ':')
+		goto done;
+	const char *colon = memchr(l, ':', n);
+	size_t fl = colon ? (size_t)(colon - l) : n;
+	const char *v = colon ? colon + 1 : l + n;
+	if (colon && *v == ' ')
+		v++;
+	size_t vl = (size_t)(l + n - v);
+	if (fl == 4 && memcmp(l, "data", 4) == 0) {
+		if (p->has_data)
+			xp_sb_putc(&p->data, '\n');
+		xp_sb_putn(&p->data, v, vl);
+		p->has_data = 1;
+	} else if (fl == 5 && memcmp(l, "event", 5) == 0) {
+		xp_sb_reset(&p->type);
+		xp_sb_putn(&p->type, v, vl);
+	} else if (fl == 2 && memcmp(l, "id", 2) == 0 && !memchr(v, '\0', vl) &&
+		   vl < XP_SSE_ID_MAX) {
+		xp_sb_reset(&p->id);
+		xp_sb_putn(&p->id, v, vl);
+	}
+done:
+	xp_sb_reset(&p->line);
+	return rc;
+}
+
+int xp_sse_feed(struct xp_sse_parser *p, const char *buf, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		char ch = buf[i];
+		int rc;
+		if (p->saw_cr) {
+			p->saw_cr = 0;
+			if (ch == '\n')
+				continue;
+		}
+		if (ch == '\r' || ch == '\n') {
+			p->saw_cr = ch == '\r';
+			if ((rc = sse_line(p)) != 0)
+				return rc;
+			continue;
+		}
+		if (p->line.len + p->data.len >= SSE_MAX_LINE)
+			return XP_ETOOBIG;
+		xp_sb_putc(&p->line, ch);
+	}
+	return 0;
+}
+
+enum stream_mode { SM_UNKNOWN, SM_EVENTS, SM_ERROR, SM_NOT_STREAM };
+
+struct stream {
+	struct xp_client *c;
+	enum stream_mode mode;
+	struct xp_sse_parser parser;
+	struct sink errbody;
+	char *last_id;
+	xp_sse_fn fn;
+	void *ud;
+	int stop; /* fn's non-zero return, or a parser error */
+	long status;
+};
+
+static int stream_event(void *ud, const struct xp_sse_event *ev)
+{
+	struct stream *s = ud;
+	if (ev->id[0])
+		snprintf(s->last_id, XP_SSE_ID_MAX, "%s", ev->id);
+	return s->fn(s->ud, ev);
+}
+
+static size_t stream_write(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+	struct stream *s = ud;
+	size_t n = size * nmemb;
+
+	if (s->mode == SM_UNKNOWN) {
+		char *ct = NULL;
+		s->status = 0;
+		curl_easy_getinfo(s->c->curl, CURLINFO_RESPONSE_CODE, &s->status);
+		curl_easy_getinfo(s->c->curl, CURLINFO_CONTENT_TYPE, &ct);
+		if (s->status < 200 || s->status > 299)
+			s->mode = SM_ERROR;
+		else if (ct && strncasecmp(ct, "text/event-stream", 17) == 0)
+			s->mode = SM_EVENTS;
+		else
+			s->mode = SM_NOT_STREAM;
+	}
+	switch (s->mode) {
+	case SM_EVENTS:
+		s->stop = xp_sse_feed(&s->parser, ptr, n);
+		return s->stop ? 0 : n;
+	case SM_ERROR:
+		return sink_write(ptr, size, nmemb, &s->errbody);
+	default:
+		return 0;
+	}
+}
+
+int xp_client_stream(struct xp_client *c, const char *path, char *last_id, xp_sse_fn fn, void *ud,
+		     struct xp_err *err)
+{
+	struct stream s = { .c = c, .mode = SM_UNKNOWN, .last_id = last_id, .fn = fn, .ud = ud };
+	struct xp_sb idh = { 0 };
+	const char *headers[3] = { "Accept: text/event-stream", NULL, NULL };
+	struct transfer t = { "GET", path, headers, NULL, NULL, 0, 0, stream_write, &s };
+	long status;
+	int aborted, rc;
+
+	if (last_id[0]) {
+		xp_sb_printf(&idh, "Last-Event-ID: %s", last_id);
+		headers[1] = idh.s;
+	}
+	xp_sse_init(&s.parser, stream_event, &s);
+	rc = perform(c, &t, &status, &aborted, err);
+	if (rc < 0 && s.mode == SM_EVENTS)
+		rc = xp_errf(err, XP_EIO, "the event stream from %s broke: %s", c->base,
+			     c->errbuf[0] ? c->errbuf : "connection lost");
+	if (rc == 0 && s.mode == SM_UNKNOWN && (status < 200 || status > 299))
+		s.mode = SM_ERROR; /* an error reply with an empty body */
+	if (rc == 0) {
+		if (s.mode == SM_ERROR)
+			rc = s.errbody.too_big
+				     ? xp_errf(err, XP_ETOOBIG,
+					       "the controller's error reply is "
+					       "too large")
+				     : xp_client_decode_error(
+					       status, s.errbody.body.s ? s.errbody.body.s : "",
+					       s.errbody.body.len, NULL, err);
+		else if (s.mode == SM_NOT_STREAM || s.mode == SM_UNKNOWN)
+			rc = xp_errf(err, XP_EUNSUPP,
+				     "the controller at %s did not answer with an event stream",
+				     c->base);
+		else if (aborted && s.stop == XP_ETOOBIG)
+			rc = xp_errf(err, XP_ETOOBIG, "an event is larger than %u MiB",
+				     XP_CLIENT_MAX_REPLY >> 20);
+		else if (aborted)
+			rc = s.stop;
+	}
+	xp_sse_free(&s.parser);
+	xp_sb_free(&s.errbody.body);
+	xp_sb_free(&idh);
+	return rc;
+}

@@ -1,0 +1,232 @@
+#!/bin/sh
+# cli_client: the client verbs end to end against a real controller. Starts
+# `xpool dev` on a free port with the example cluster, then drives it only
+# through the CLI: submit (flags and -f YAML), jobs/job/explain/cancel/logs
+# with their exit codes, -o json, nodes/devices/queues, cordon, tenants and
+# tokens (a second tenant cannot see the first's job), events --since and
+# --follow, and the config file. Skips (exit 0) when `xpool dev` is absent.
+# usage: cli_client.sh XPOOL SHARED_DIR SOURCE_DIR
+set -u
+XP=$1 SRC=$3
+
+if ! "$XP" dev --help >/dev/null 2>&1; then
+	echo "SKIP: xpool dev not available"
+	exit 0
+fi
+
+T=$(mktemp -d)
+PID=
+stop_server() {
+	if [ -n "$PID" ]; then
+		kill "$PID" 2>/dev/null
+		wait "$PID" 2>/dev/null
+		PID=
+	fi
+}
+trap 'stop_server; rm -rf "$T"' EXIT
+trap 'exit 1' INT TERM HUP
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# run VERB ARGS...: $T/out gets stdout, $T/err stderr, $rc the exit status
+run() {
+	"$XP" "$@" >"$T/out" 2>"$T/err"
+	rc=$?
+}
+run_as() { # run_as TOKEN VERB ARGS...: run with another token
+	tok=$1
+	shift
+	XPOOL_TOKEN=$tok "$XP" "$@" >"$T/out" 2>"$T/err"
+	rc=$?
+}
+expect() { # expect STATUS WHAT: the last run exited with STATUS
+	[ "$rc" = "$1" ] || fail "$2: exit $rc, want $1; stdout: $(head -c 400 "$T/out"); stderr: $(cat "$T/err")"
+}
+# a config of our own: nothing from the user running the tests leaks in
+HOME=$T/home
+export HOME
+unset XPOOL_ADDR XPOOL_TOKEN
+
+: >"$T/dev.out"
+"$XP" dev --data "$T/data" --listen 127.0.0.1:0 \
+	--cluster "$SRC/examples/clusters/small.yaml" >"$T/dev.out" 2>"$T/dev.err" &
+PID=$!
+i=0
+while ! grep -q '^admin token:' "$T/dev.out" || ! grep -q '^address:' "$T/dev.out"; do
+	if ! kill -0 "$PID" 2>/dev/null; then
+		PID=
+		echo "FAIL: xpool dev exited: $(cat "$T/dev.err")"
+		exit 1
+	fi
+	i=$((i + 1))
+	if [ "$i" -gt 300 ]; then
+		echo "FAIL: xpool dev printed no address and admin token in 30 s"
+		exit 1
+	fi
+	sleep 0.1
+done
+XPOOL_ADDR=$(sed -n 's/^address: *//p' "$T/dev.out" | head -n 1)
+XPOOL_TOKEN=$(sed -n 's/^admin token: *//p' "$T/dev.out" | head -n 1)
+export XPOOL_ADDR XPOOL_TOKEN
+ADMIN=$XPOOL_TOKEN
+# serving: wait until the store is replayed and queries answer
+i=0
+until "$XP" queues >/dev/null 2>&1; do
+	i=$((i + 1))
+	[ "$i" -le 100 ] || { echo "FAIL: the controller at $XPOOL_ADDR does not answer"; exit 1; }
+	sleep 0.1
+done
+
+# --- nodes, devices, queues ---
+run nodes; expect 0 "nodes"
+head -n 1 "$T/out" | grep -q '^NAME  *STATE' || fail "nodes header: $(head -n 1 "$T/out")"
+[ "$(tail -n +2 "$T/out" | wc -l)" -eq 12 ] || fail "nodes: want the example's 12 nodes: $(cat "$T/out")"
+grep -q '^gpu-a100-0  *ready' "$T/out" || fail "nodes: gpu-a100-0 not ready: $(cat "$T/out")"
+run nodes -o json; expect 0 "nodes -o json"
+grep -q '"name": "gpu-a100-0"' "$T/out" || fail "nodes -o json: $(head -c 300 "$T/out")"
+run node gpu-a100-0; expect 0 "node gpu-a100-0"
+grep -q 'A100-SXM4-80GB' "$T/out" || fail "node: no devices listed: $(cat "$T/out")"
+run node no-such-node; expect 1 "node no-such-node"
+grep -q '^xpool node: ' "$T/err" || fail "node 404 message: $(cat "$T/err")"
+run devices --class gpu; expect 0 "devices --class gpu"
+[ "$(tail -n +2 "$T/out" | wc -l)" -eq 28 ] || fail "devices --class gpu: want 28 GPUs, got $(tail -n +2 "$T/out" | wc -l)"
+run devices --node gpu-h100-0 -o json; expect 0 "devices --node -o json"
+grep -q '"H100-SXM5-80GB"' "$T/out" || fail "devices --node gpu-h100-0: $(head -c 300 "$T/out")"
+run queues; expect 0 "queues"
+grep -q '^default ' "$T/out" || fail "queues: no default queue: $(cat "$T/out")"
+
+# --- submit by flags, by -f YAML; jobs, job, -o json ---
+run submit --name flagjob --gpus 1 --cpu 2 --memory 4Gi --duration 1h --label team=vision \
+	-q -- sleep 3600
+expect 0 "submit by flags"
+J1=$(cat "$T/out")
+case "$J1" in '' | *[!0-9]*) fail "submit -q printed '$J1', not an id"; J1=0 ;; esac
+cat >"$T/job.yaml" <<'YAML'
+name: yamljob
+priority: 5
+command: ["python", "train.py"]
+resources:
+  cpu: 1
+  memory: 1Gi
+  devices: {count: 1, class: gpu, models: [H100-SXM5-80GB]}
+duration: 1h
+YAML
+run submit -f "$T/job.yaml"; expect 0 "submit -f job.yaml"
+grep -q '^job [0-9][0-9]* submitted (yamljob' "$T/out" || fail "submit -f output: $(cat "$T/out")"
+J2=$(sed -n 's/^job \([0-9]*\) .*/\1/p' "$T/out")
+run submit --name nofit --gpus 8 --model NO-SUCH-MODEL -o json; expect 0 "submit unplaceable"
+J3=$(sed -n 's/^  "id": \([0-9]*\),*$/\1/p' "$T/out" | head -n 1)
+[ -n "$J3" ] || fail "submit -o json has no id: $(cat "$T/out")"
+run submit --name bad --gpus 99; expect 2 "submit --gpus 99 (checked locally)"
+grep -q '^xpool submit: --gpus' "$T/err" || fail "--gpus 99 message: $(cat "$T/err")"
+
+run jobs; expect 0 "jobs"
+head -n 1 "$T/out" | grep -q '^ID  *NAME  *TENANT  *QUEUE  *STATE  *NODE  *AGE' ||
+	fail "jobs header: $(head -n 1 "$T/out")"
+grep -q "^$J1  *flagjob  *admin  *default  *running  *[a-z]" "$T/out" || fail "jobs: flagjob not running: $(cat "$T/out")"
+grep -q "^$J2  *yamljob " "$T/out" || fail "jobs: no yamljob: $(cat "$T/out")"
+grep -q "^$J3  *nofit .* pending " "$T/out" || fail "jobs: nofit not pending: $(cat "$T/out")"
+run jobs --state pending; expect 0 "jobs --state pending"
+grep -q "flagjob" "$T/out" && fail "jobs --state pending lists a running job"
+run jobs --limit 1 --all -o json; expect 0 "jobs --limit 1 --all"
+[ "$(grep -c '"submitted_at"' "$T/out")" -eq 3 ] || fail "jobs --all did not follow the pages: $(head -c 400 "$T/out")"
+run job "$J1"; expect 0 "job ID"
+grep -q '^Name: *flagjob' "$T/out" || fail "job: $(cat "$T/out")"
+grep -q '^Allocations:' "$T/out" || fail "job: no allocations: $(cat "$T/out")"
+run job "$J1" -o json; expect 0 "job -o json"
+grep -q "\"id\": $J1," "$T/out" || fail "job -o json: $(head -c 300 "$T/out")"
+run job 999999; expect 1 "job 999999"
+grep -q '^xpool job: ..*' "$T/err" || fail "job 404: $(cat "$T/err")"
+run job abc; expect 2 "job abc"
+
+# --- explain, cancel, logs ---
+run explain "$J3"; expect 0 "explain"
+grep -q 'nodes: no matching device' "$T/out" || fail "explain: $(cat "$T/out")"
+run explain "$J3" -o json; expect 0 "explain -o json"
+grep -q '"reasons"' "$T/out" || fail "explain -o json: $(cat "$T/out")"
+run cancel "$J3"; expect 0 "cancel"
+grep -q "^job $J3 cancelled" "$T/out" || fail "cancel: $(cat "$T/out")"
+run cancel "$J3"; expect 1 "cancel a cancelled job (409)"
+grep -q '^xpool cancel: ' "$T/err" || fail "cancel twice: $(cat "$T/err")"
+run cancel 999999; expect 1 "cancel 999999"
+run submit --name quick --cpu 1 --duration 1s --exit-code 3 -q -- echo hi; expect 0 "submit quick"
+J4=$(cat "$T/out")
+i=0
+until "$XP" job "$J4" -o json 2>/dev/null | grep -q '"state": "failed"'; do
+	i=$((i + 1))
+	[ "$i" -le 100 ] || { fail "job $J4 (1 s, exit 3) did not fail in 10 s"; break; }
+	sleep 0.1
+done
+run job "$J4"; expect 0 "job quick"
+grep -q '^Exit code: *3' "$T/out" || fail "exit code: $(cat "$T/out")"
+run logs "$J4"; expect 0 "logs"
+[ -s "$T/out" ] || fail "logs: empty"
+
+# --- admin: queues, cordon ---
+run queue create batch --priority 5 --weight 2; expect 0 "queue create"
+run queue create batch; expect 1 "queue create twice (409)"
+run queues; grep -q '^batch  *5  *2 ' "$T/out" || fail "queues: batch: $(cat "$T/out")"
+run queue delete batch; expect 0 "queue delete"
+run cordon gpu-a100-1; expect 0 "cordon"
+run node gpu-a100-1 -o json; grep -q '"state": "cordoned"' "$T/out" || fail "cordon: $(head -c 300 "$T/out")"
+run uncordon gpu-a100-1; expect 0 "uncordon"
+run nodes; grep -q '^gpu-a100-1  *ready' "$T/out" || fail "uncordon: $(cat "$T/out")"
+
+# --- tenants and tokens: a second tenant cannot see the first's job ---
+run tenant create team-b; expect 0 "tenant create"
+run tenants; grep -q '^team-b ' "$T/out" || fail "tenants: $(cat "$T/out")"
+run token create --tenant team-b --name ci; expect 0 "token create"
+TB=$(tail -n 1 "$T/out")
+run tokens; grep -q ' team-b  *ci  *false' "$T/out" || fail "tokens: $(cat "$T/out")"
+TBID=$(sed -n 's/^\([0-9]*\)  *team-b  *ci .*/\1/p' "$T/out")
+run_as "$TB" job "$J1"; expect 1 "team-b reads admin's job (404)"
+grep -q '^xpool job: ..*' "$T/err" || fail "team-b 404 message: $(cat "$T/err")"
+run_as "$TB" jobs; expect 0 "team-b jobs"
+grep -q 'flagjob' "$T/out" && fail "team-b sees admin's jobs: $(cat "$T/out")"
+run_as "$TB" cancel "$J1"; expect 1 "team-b cancels admin's job"
+run_as "$TB" tenants; expect 1 "team-b lists tenants (403)"
+run_as "$TB" submit --name bjob --cpu 1 --duration 1h -q; expect 0 "team-b submits"
+run jobs --tenant team-b; grep -q 'bjob' "$T/out" || fail "admin jobs --tenant team-b: $(cat "$T/out")"
+run token revoke "$TBID"; expect 0 "token revoke"
+run_as "$TB" jobs; expect 1 "a revoked token (401)"
+grep -q '^xpool jobs: ' "$T/err" || fail "401 message: $(cat "$T/err")"
+run jobs --token wrong; expect 1 "an unknown token (401)"
+
+# --- events ---
+run events --since 0; expect 0 "events --since 0"
+grep -q 'job.submitted' "$T/out" || fail "events: no job.submitted: $(head -n 5 "$T/out")"
+grep -q 'tenant.created' "$T/out" || fail "events: no tenant.created"
+run events --since 0 --limit 1 -o json; expect 0 "events -o json"
+grep -q '"events"' "$T/out" || fail "events -o json: $(head -c 300 "$T/out")"
+NEXT=$(sed -n 's/^  "next": \([0-9]*\).*/\1/p' "$T/out")
+[ -n "$NEXT" ] || fail "events -o json: no next"
+run events --since "${NEXT:-0}" --limit 1 -o json
+grep -q "\"seq\": ${NEXT:-0}," "$T/out" && fail "events --since $NEXT repeats event $NEXT"
+if command -v timeout >/dev/null 2>&1; then
+	timeout 5 "$XP" events --follow --since 0 >"$T/follow" 2>&1
+	grep -q 'job.submitted' "$T/follow" || fail "events --follow: $(head -n 5 "$T/follow")"
+fi
+
+# --- the config file; errors ---
+mkdir -p "$HOME/.config/xpool"
+printf 'addr: %s\ntoken_file: %s/data/admin.token\n' "$XPOOL_ADDR" "$T" >"$HOME/.config/xpool/config"
+(unset XPOOL_ADDR XPOOL_TOKEN; "$XP" queues >"$T/out" 2>"$T/err") ||
+	fail "config file with token_file: $(cat "$T/err")"
+printf 'adress: x\n' >"$HOME/.config/xpool/config"
+(unset XPOOL_ADDR XPOOL_TOKEN; "$XP" queues >"$T/out" 2>"$T/err") && fail "a bad config key was accepted"
+grep -q 'config:1: unknown key' "$T/err" || fail "bad config message: $(cat "$T/err")"
+rm -f "$HOME/.config/xpool/config"
+run jobs --addr 127.0.0.1:1; expect 1 "a closed port"
+grep -q 'cannot reach the controller at http://127.0.0.1:1' "$T/err" || fail "closed port: $(cat "$T/err")"
+
+# --- the server stops on SIGTERM ---
+kill "$PID"
+i=0
+while kill -0 "$PID" 2>/dev/null; do
+	i=$((i + 1))
+	[ "$i" -le 100 ] || { fail "xpool dev ignores SIGTERM"; break; }
+	sleep 0.1
+done
+stop_server
+
+[ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
+echo "cli_client: all checks passed"

@@ -1,7 +1,8 @@
 # Thin wrapper over CMake + CTest. Every target installs missing Debian
 # packages first (scripts/deps.sh is idempotent and quick when all present).
 #   make              build into build/ (binary: build/xpool)
-#   make run          the main job (see README)
+#   make run          the main job: xpool dev, a controller with emulated nodes
+#   make run-sim      the OpenB / FGD reproduction beside the published results
 #   make test         the whole test suite; SANITIZE=1 for address+undefined
 #   make bench        benchmark figures (medians of several runs)
 
@@ -15,7 +16,7 @@ endif
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 OPENB ?= ../shared/traces/openb
 
-.PHONY: all deps build run test bench clean
+.PHONY: all deps build run run-sim test bench clean
 
 all: build
 
@@ -28,6 +29,9 @@ build: deps
 
 run: build
 	./scripts/run.sh $(BUILD)
+
+run-sim: build
+	./scripts/run-sim.sh $(BUILD)
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -1,14 +1,12 @@
 #!/bin/sh
-# `make run`: the main job. Until the controller lands this replays the
-# OpenB default trace under the FGD paper's protocol with the six published
-# policies and 10 seeds, and prints ours beside the published results.
+# `make run`: the main job - a controller with emulated nodes (xpool dev)
+# on a fresh data directory, serving on 127.0.0.1:7700 until interrupted.
+# It prints the address and the admin token; from a second terminal:
+#   export XPOOL_ADDR=127.0.0.1:7700 XPOOL_TOKEN=<the token>
+#   build/xpool submit --gpus 2 --duration 1m -- python train.py
+#   build/xpool jobs; build/xpool explain 1; build/xpool nodes
+# The FGD reproduction the simulator runs is `make run-sim`.
 set -eu
 BUILD=${1:-build}
-OPENB=${XPOOL_OPENB:-../shared/traces/openb}
-if [ ! -f "$OPENB/openb_node_list_gpu_node.csv" ]; then
-	echo "make run: the OpenB trace is not at $OPENB; set XPOOL_OPENB to its folder" >&2
-	exit 1
-fi
-exec "$BUILD/xpool" sim openb --nodes "$OPENB/openb_node_list_gpu_node.csv" \
-	--pods "$OPENB/openb_pod_list_default.csv" --policy paper --seeds 42-51 \
-	--out out/run --published "$OPENB/fgd_expected_results"
+exec "$BUILD/xpool" dev --listen "${XPOOL_LISTEN:-127.0.0.1:7700}" \
+	--cluster "${XPOOL_CLUSTER:-examples/clusters/mixed.yaml}"

@@ -49,8 +49,7 @@ static int on_record(void *arg, const struct xp_store_rec *r)
 	int rc = xp_state_apply(lc->ctl->st, r->seq, r->at_ms, r->type, r->body, r->len, &ev,
 				lc->err);
 	if (rc < 0) {
-		xp_err_prefix(lc->err, "journal record %llu (%s) does not apply: ",
-			      (unsigned long long)r->seq, r->type);
+		xp_err_prefix(lc->err, "does not apply: "); /* the store names the record */
 		return rc;
 	}
 	xp_events_add(lc->ctl->ev, r->seq, ev.tenant, ev.type,

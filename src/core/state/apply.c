@@ -17,16 +17,14 @@
 #include "../../lib/xalloc.h"
 
 struct rec {
-	const char *type;
-	uint64_t seq;
 	json_t *o;
 	struct xp_err *err;
 };
 
-static int bad(struct rec *r, const char *fmt, const char *field)
+/* a malformed record; replay names the record */
+static int bad(struct rec *r, const char *what, const char *field)
 {
-	return xp_errf(r->err, XP_ECORRUPT, "record %llu (%s): %s%s%s", (unsigned long long)r->seq,
-		       r->type, field ? field : "", field ? ": " : "", fmt);
+	return xp_errf(r->err, XP_ECORRUPT, "%s%s%s", field ? field : "", field ? ": " : "", what);
 }
 
 static int get_str(struct rec *r, const char *key, const char **out)
@@ -569,7 +567,7 @@ int xp_state_apply(struct xp_state *st, uint64_t seq, int64_t at, const char *ty
 {
 	struct xp_event_info dummy;
 	json_error_t je;
-	struct rec r = { .type = type, .seq = seq, .err = err };
+	struct rec r = { .err = err };
 	int rc;
 
 	if (!ev)
@@ -580,8 +578,7 @@ int xp_state_apply(struct xp_state *st, uint64_t seq, int64_t at, const char *ty
 	r.o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
 	if (!json_is_object(r.o)) {
 		json_decref(r.o);
-		return xp_errf(err, XP_ECORRUPT, "record %llu (%s): not a JSON object: %s",
-			       (unsigned long long)seq, type, je.text);
+		return xp_errf(err, XP_ECORRUPT, "not a JSON object: %s", je.text);
 	}
 	if (!strcmp(type, "tenant.create"))
 		rc = tenant_create(st, &r, ev);
@@ -608,8 +605,7 @@ int xp_state_apply(struct xp_state *st, uint64_t seq, int64_t at, const char *ty
 	else if (!strcmp(type, "job.cancel"))
 		rc = job_end(st, &r, at, 1, ev);
 	else
-		rc = xp_errf(err, XP_ECORRUPT, "record %llu: unknown type '%s'",
-			     (unsigned long long)seq, type);
+		rc = xp_errf(err, XP_ECORRUPT, "unknown record type '%s'", type);
 	json_decref(r.o);
 	if (rc == 0 && seq)
 		st->seq = seq;

@@ -6,7 +6,8 @@ set -eu
 
 PKGS="build-essential cmake pkg-config
 libcmocka-dev libyaml-dev libjansson-dev
-libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev"
+libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev
+libhwloc-dev"
 
 missing=""
 for p in $PKGS; do

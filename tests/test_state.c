@@ -238,7 +238,7 @@ static void test_random_replay(void **state)
 	xp_rng_seed(&rng, 77);
 	for (int step = 0; step < 3000; step++) {
 		w.now += 10;
-		switch (xp_rng_below(&rng, 6)) {
+		switch (xp_rng_below(&rng, 9)) {
 		case 0:
 		case 1:
 			submit(&w, xp_rng_below(&rng, 2) ? "team-a" : "admin",
@@ -266,6 +266,32 @@ static void test_random_replay(void **state)
 			snprintf(name, sizeof(name), "gpu-%d", (int)xp_rng_below(&rng, 4));
 			apply(&w, "node.state",
 			      xp_rec_node_state(name, (int)xp_rng_below(&rng, 3)));
+			break;
+		}
+		case 6: { /* an agent reports a replica's exit */
+			uint64_t id = 1 + xp_rng_below(&rng, w.st->next_job_id);
+			struct xp_job *j = xp_state_job(w.st, id);
+			if (j && j->state == XP_JOB_RUNNING)
+				apply(&w, "job.task",
+				      xp_rec_job_task(id, j->attempts,
+						      (uint32_t)xp_rng_below(&rng, j->spec.replicas),
+						      xp_rng_below(&rng, 4) == 0));
+			break;
+		}
+		case 7: { /* a node was lost: requeue */
+			uint64_t id = 1 + xp_rng_below(&rng, w.st->next_job_id);
+			if (xp_state_job(w.st, id))
+				apply(&w, "job.requeue", xp_rec_job_requeue(id, "node lost"));
+			break;
+		}
+		case 8: { /* device health */
+			char name[16];
+			uint8_t ok[4];
+			char *why[4] = { "ECC", "", "", "XID 79" };
+			for (int d = 0; d < 4; d++)
+				ok[d] = xp_rng_below(&rng, 4) != 0;
+			snprintf(name, sizeof(name), "gpu-%d", (int)xp_rng_below(&rng, 4));
+			apply(&w, "node.health", xp_rec_node_health(name, ok, why, 4));
 			break;
 		}
 		default:

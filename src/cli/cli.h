@@ -21,6 +21,8 @@ int xp_cmd_cluster(int argc, char **argv);
 /* cmd_server.c */
 int xp_cmd_server(int argc, char **argv);
 int xp_cmd_dev(int argc, char **argv);
+/* cmd_agent.c */
+int xp_cmd_agent(int argc, char **argv);
 
 /* The client verbs (docs/cli.md): each talks to the controller through
  * src/client/client.h. cmd_submit.c */

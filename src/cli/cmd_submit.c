@@ -51,7 +51,7 @@ static const char *const spec_flags[] = {
 	"name",		 "tenant",   "queue",	  "priority",	  "replicas",	   "cpu",
 	"memory",	 "gpus",     "devices",	  "device-class", "compute-milli", "fraction",
 	"device-memory", "model",    "vendor",	  "topology",	  "label",	   "env",
-	"workdir",	 "duration", "exit-code", NULL,
+	"workdir",	 "duration", "exit-code", "node", NULL,
 };
 
 /* Every value of --name in argv, one per occurrence (flags end at "--"). */
@@ -322,7 +322,7 @@ static json_t *build_spec(struct xp_cli *x, struct xp_flag *flags, int argc, cha
 	long num;
 
 	if (name_flag(&b, "name", spec) < 0 || name_flag(&b, "tenant", spec) < 0 ||
-	    name_flag(&b, "queue", spec) < 0)
+	    name_flag(&b, "queue", spec) < 0 || name_flag(&b, "node", spec) < 0)
 		goto bad;
 	if (int_flag(&b, "priority", -1000, 1000, &num) < 0)
 		goto bad;
@@ -438,6 +438,7 @@ int xp_cmd_submit(int argc, char **argv)
 		{ "name", XP_FLAG_STR, "NAME", "job name (default: job-ID)" },
 		{ "tenant", XP_FLAG_STR, "TENANT", "submit for this tenant (admin tokens only)" },
 		{ "queue", XP_FLAG_STR, "QUEUE", "queue (default: default)" },
+		{ "node", XP_FLAG_STR, "NAME", "run only on this node" },
 		{ "priority", XP_FLAG_STR, "N", "-1000..1000, higher runs first (default 0)" },
 		{ "replicas", XP_FLAG_STR, "N", "1..1024 replicas started together (a gang)" },
 		{ "cpu", XP_FLAG_STR, "CORES", "CPU per replica: 4, 2.5 or 500m (default 1)" },

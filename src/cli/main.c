@@ -13,6 +13,7 @@ static const struct verb {
 	const char *about;
 } verbs[] = {
 	{ "server", xp_cmd_server, "the controller: HTTP API, durable journal, scheduling" },
+	{ "agent", xp_cmd_agent, "the node agent: discover devices, register, run assigned tasks" },
 	{ "dev", xp_cmd_dev, "a controller with emulated nodes on a fresh data directory" },
 	{ "cluster", xp_cmd_cluster, "check a cluster descriptor (YAML/JSON) and summarise it" },
 	{ "sim", xp_cmd_sim,

@@ -32,6 +32,7 @@ struct xp_client {
 	char *base; /* "http://host:port[/prefix]", no trailing '/' */
 	char *auth; /* "Authorization: Bearer ..." or NULL */
 	long timeout_ms;
+	const volatile int *abort; /* see xp_client_set_abort() */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -193,6 +194,19 @@ void xp_client_set_timeout(struct xp_client *c, long ms)
 	c->timeout_ms = ms < 0 ? 0 : ms;
 }
 
+void xp_client_set_abort(struct xp_client *c, const volatile int *flag)
+{
+	c->abort = flag;
+}
+
+/* libcurl calls this about once a second while a transfer idles */
+static int check_abort(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	const volatile int *flag = ud;
+	(void)dt, (void)dn, (void)ut, (void)un;
+	return *flag != 0;
+}
+
 const char *xp_client_base(const struct xp_client *c)
 {
 	return c->base;
@@ -257,6 +271,11 @@ static int perform(struct xp_client *c, const struct transfer *t, long *status, 
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, t->write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, t->ud);
+	if (c->abort) {
+		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, check_abort);
+		curl_easy_setopt(h, CURLOPT_XFERINFODATA, (void *)c->abort);
+		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	}
 
 	hdrs = curl_slist_append(hdrs, "Expect:");
 	if (c->auth)
@@ -297,6 +316,8 @@ static int perform(struct xp_client *c, const struct transfer *t, long *status, 
 		*aborted = 1;
 		return 0;
 	}
+	if (rc == CURLE_ABORTED_BY_CALLBACK)
+		return xp_errf(err, XP_EUNAVAIL, "interrupted");
 	if (rc != CURLE_OK)
 		return xp_errf(err, XP_EUNAVAIL, "cannot reach the controller at %s: %s", c->base,
 			       c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc));

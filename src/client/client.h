@@ -56,6 +56,10 @@ void xp_client_destroy(struct xp_client *c);
 /* The request timeout in milliseconds (0 = none); the default is
  * XP_CLIENT_DEFAULT_TIMEOUT_MS. Connecting is bounded separately (5 s). */
 void xp_client_set_timeout(struct xp_client *c, long ms);
+/* A flag the caller sets (from a signal handler, another thread) to end the
+ * request in flight within about a second: it then fails with XP_EUNAVAIL
+ * "interrupted". NULL (the default) turns the check off. */
+void xp_client_set_abort(struct xp_client *c, const volatile int *flag);
 /* The normalised base URL ("http://127.0.0.1:7700"). */
 const char *xp_client_base(const struct xp_client *c);
 

@@ -80,6 +80,15 @@ static json_t *node_json(struct xp_ctl *ctl, size_t n)
 	json_object_set_new(o, "devices", json_integer(node->ndevs));
 	json_object_set_new(o, "devices_free", json_integer(free_devs));
 	json_object_set_new(o, "jobs", json_integer(ni->jobs));
+	if (ni->source == XP_SRC_AGENT && n < ctl->live.n && ctl->live.v[n].last_seen) {
+		json_object_set_new(o, "heartbeat_age_ms",
+				    json_integer(xp_ctl_now() - ctl->live.v[n].last_seen));
+		json_object_set_new(o, "suspect", json_boolean(ctl->live.v[n].suspect));
+	}
+	uint32_t bad = 0;
+	for (uint16_t d = 0; d < node->ndevs; d++)
+		bad += node->devs[d].health == XP_HEALTH_UNHEALTHY;
+	json_object_set_new(o, "devices_unhealthy", json_integer(bad));
 	return o;
 }
 
@@ -224,19 +233,26 @@ void xp_api_devices(struct xp_ctl *ctl, struct xp_cmd *cmd)
 								jobs,
 								json_integer((json_int_t)j->id));
 			}
-			json_array_append_new(
-				arr, json_pack("{s:s,s:i,s:s,s:s,s:s,s:I,s:s,s:i,s:i,s:i,s:I,s:o}",
-					       "node", node->name, "index", d, "class",
-					       xp_class_name(dv->cls), "vendor",
-					       xp_strtab_str(st->c->syms, dv->vendor), "model",
-					       model, "memory_mib", (json_int_t)dv->mem_mib,
-					       "health", xp_health_name(dv->health), "island",
-					       dv->island, "numa", dv->numa, "free_milli",
-					       xp_sched_dev_free_milli(st->sched, (uint32_t)n, d),
-					       "free_memory_mib",
-					       (json_int_t)xp_sched_dev_free_mem(st->sched,
-										 (uint32_t)n, d),
-					       "jobs", jobs));
+			json_t *dj = json_pack(
+				"{s:s,s:i,s:s,s:s,s:s,s:I,s:s,s:i,s:i,s:i,s:I,s:o}", "node", node->name,
+				"index", d, "class", xp_class_name(dv->cls), "vendor",
+				xp_strtab_str(st->c->syms, dv->vendor), "model", model, "memory_mib",
+				(json_int_t)dv->mem_mib, "health", xp_health_name(dv->health), "island",
+				dv->island, "numa", dv->numa, "free_milli",
+				xp_sched_dev_free_milli(st->sched, (uint32_t)n, d), "free_memory_mib",
+				(json_int_t)xp_sched_dev_free_mem(st->sched, (uint32_t)n, d), "jobs",
+				jobs);
+			const struct xp_nodeinfo *ni = &st->nodes.v[n];
+			if (ni->dev_why && ni->dev_why[d])
+				json_object_set_new(dj, "why", json_string(ni->dev_why[d]));
+			if (n < ctl->live.n && d < ctl->live.v[n].ndev) {
+				const struct xp_devstat *x = &ctl->live.v[n].dev[d];
+				json_object_set_new(dj, "util_pct", json_integer(x->util_pct));
+				json_object_set_new(dj, "mem_used_mib", json_integer(x->mem_used_mib));
+				json_object_set_new(dj, "power_w", json_integer(x->power_w));
+				json_object_set_new(dj, "temp_c", json_integer(x->temp_c));
+			}
+			json_array_append_new(arr, dj);
 		}
 	}
 	xp_reply_json(cmd, 200, dumps(json_pack("{s:o}", "devices", arr)));

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../lib/fileio.h"
 #include "../lib/parse.h"
 #include "../lib/strbuf.h"
 #include "../lib/timefmt.h"
@@ -193,6 +194,8 @@ void xp_api_jobs_submit(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		if (id)
 			DONE_JSON(cmd, 200, dumps(job_json(ctl, xp_state_job(st, id))));
 	}
+	if (spec->node && xp_state_node(st, spec->node) < 0)
+		FAIL(cmd, XP_ENOENT, "node", "node: no node %s", spec->node);
 	const char *q = spec->queue ? spec->queue : "default";
 	if (xp_state_queue(st, q) < 0)
 		FAIL(cmd, XP_ENOENT, "queue", "queue: no queue %s", q);
@@ -300,6 +303,27 @@ void xp_api_job_logs(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	if (!j->allocs)
 		FAIL(cmd, XP_ENOENT, NULL, "job %llu has not started: no logs yet",
 		     (unsigned long long)j->id);
+	if (ctl->st->nodes.v[j->allocs[0].node].source == XP_SRC_AGENT) { /* uploaded output */
+		const char *qs = xp_cmd_query(cmd, "stream");
+		if (qs && strcmp(qs, "stdout") && strcmp(qs, "stderr"))
+			FAIL(cmd, XP_EINVAL, "stream", "stream: expected stdout or stderr");
+		xp_sb_init(&sb);
+		for (uint32_t r = 0; r < j->spec.replicas; r++) {
+			char path[4200];
+			char *buf = NULL;
+			size_t len = 0;
+			struct xp_err err = { 0 };
+			xp_log_path(ctl, j->id, r, qs && !strcmp(qs, "stderr"), path, sizeof(path));
+			if (j->spec.replicas > 1)
+				xp_sb_printf(&sb, "==> replica %u on %s <==\n", r,
+					     ctl->st->c->nodes[j->allocs[r].node].name);
+			if (xp_read_file(path, (size_t)64 << 20, &buf, &len, &err) == 0)
+				xp_sb_putn(&sb, buf, len);
+			free(buf);
+		}
+		xp_reply_text(cmd, 200, "text/plain; charset=utf-8", xp_sb_steal(&sb));
+		return;
+	}
 	xp_sb_init(&sb);
 	for (uint32_t r = 0; r < j->spec.replicas; r++) {
 		const struct xp_alloc *a = &j->allocs[r];

@@ -136,8 +136,11 @@ int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err
 	int rc;
 
 	ctl->o = *o;
-	if (!ctl->o.listen)
-		ctl->o.listen = "127.0.0.1:7700";
+	/* the controller keeps its own copies: the caller's strings may go */
+	ctl->o.data = ctl->own[0] = o->data ? xstrdup(o->data) : NULL;
+	ctl->o.listen = ctl->own[1] = xstrdup(o->listen ? o->listen : "127.0.0.1:7700");
+	ctl->o.cluster = ctl->own[2] = o->cluster ? xstrdup(o->cluster) : NULL;
+	ctl->o.policy = ctl->own[3] = o->policy ? xstrdup(o->policy) : NULL;
 	if (!ctl->o.body_limit)
 		ctl->o.body_limit = 1 << 20;
 	if (ctl->o.tick_ms <= 0)
@@ -148,10 +151,18 @@ int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err
 		ctl->o.snapshot_every = 20000;
 	if (!ctl->o.max_connections)
 		ctl->o.max_connections = 1024;
+	if (ctl->o.heartbeat_ms <= 0)
+		ctl->o.heartbeat_ms = 5000;
+	if (ctl->o.suspect_beats <= 0)
+		ctl->o.suspect_beats = 3;
+	if (ctl->o.lost_ms <= 0)
+		ctl->o.lost_ms = 40000;
 	pthread_mutex_init(&ctl->qmu, NULL);
 	pthread_cond_init(&ctl->qcv, NULL);
 	pthread_mutex_init(&ctl->m.mu, NULL);
 	pthread_rwlock_init(&ctl->auth_lock, NULL);
+	pthread_mutex_init(&ctl->watch_mu, NULL);
+	pthread_cond_init(&ctl->watch_cv, NULL);
 	xp_rng_seed(&ctl->rng, (uint64_t)xp_ctl_now());
 	ctl->ev = xp_events_create(ctl->o.event_ring);
 	so.policy = ctl->o.policy;
@@ -173,6 +184,11 @@ int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err
 	if ((rc = xp_state_check(ctl->st, err)) < 0)
 		goto fail;
 	xp_auth_refresh(ctl);
+	/* agent nodes get a full lost period to speak after a controller restart */
+	for (size_t n = 0; n < ctl->st->nodes.n; n++) {
+		xp_watch_bump(ctl, (uint32_t)n);
+		ctl->live.v[n].last_seen = xp_ctl_now();
+	}
 	if ((rc = xp_owner_start(ctl, err)) < 0 || (rc = xp_http_start(ctl, err)) < 0)
 		goto fail;
 	ctl->ready = 1;
@@ -190,6 +206,10 @@ void xp_ctl_stop(struct xp_ctl *ctl)
 	ctl->ready = 0;
 	if (ctl->ev)
 		xp_events_stop(ctl->ev);
+	pthread_mutex_lock(&ctl->watch_mu);
+	ctl->watch_stop = 1;
+	pthread_cond_broadcast(&ctl->watch_cv);
+	pthread_mutex_unlock(&ctl->watch_mu);
 	xp_http_stop(ctl);
 	xp_owner_stop(ctl);
 	xp_store_close(ctl->store);
@@ -200,6 +220,14 @@ void xp_ctl_stop(struct xp_ctl *ctl)
 	pthread_cond_destroy(&ctl->qcv);
 	pthread_mutex_destroy(&ctl->m.mu);
 	pthread_rwlock_destroy(&ctl->auth_lock);
+	for (size_t i = 0; i < ctl->live.n; i++)
+		free(ctl->live.v[i].dev);
+	xp_vec_free(&ctl->live);
+	xp_vec_free(&ctl->assign_ver);
+	pthread_mutex_destroy(&ctl->watch_mu);
+	pthread_cond_destroy(&ctl->watch_cv);
 	free(ctl->auth);
+	for (size_t i = 0; i < sizeof(ctl->own) / sizeof(ctl->own[0]); i++)
+		free(ctl->own[i]);
 	free(ctl);
 }

@@ -9,6 +9,8 @@
  *   reply.c      JSON replies and the one error-reply family
  *   api_jobs.c   /v1/jobs handlers and the job object
  *   api_admin.c  nodes, devices, queues, tenants, tokens
+ *   api_agents.c agent registration, heartbeats, assignments, task reports,
+ *                logs; node liveness (suspect, lost, back)
  *   events.c     the event ring, long polls and server-sent events
  *   metrics.c    /metrics in the Prometheus text format
  *
@@ -44,6 +46,9 @@ struct xp_ctl_opts {
 	size_t event_ring;	 /* events kept in memory, default 100000 */
 	int sync;		 /* 1: fsync commits (default); 0: tests and benches only */
 	size_t max_connections;	 /* default 1024 */
+	int heartbeat_ms;	 /* agents' heartbeat period, default 5000 */
+	int suspect_beats;	 /* missed beats before a node is suspect, default 3 */
+	int lost_ms;		 /* silence before a node is lost, default 40000 */
 };
 
 /* ---- commands: one API request handed to the owner ---- */
@@ -61,6 +66,7 @@ struct xp_cmd {
 	/* the request */
 	const char *method;
 	uint64_t id;   /* {id} in the path */
+	long node; /* a watch reply: the node index */
 	char name[64]; /* {name} in the path */
 	char token_sha[65];
 	int has_token;
@@ -142,6 +148,7 @@ struct xp_emu {
 
 struct xp_ctl {
 	struct xp_ctl_opts o;
+	char *own[4]; /* copies of o's strings */
 	struct xp_store *store;
 	struct xp_state *st;
 	struct xp_events *ev;
@@ -166,7 +173,39 @@ struct xp_ctl {
 	pthread_rwlock_t auth_lock;
 	struct xp_auth_ent *auth;
 	size_t nauth;
+	/* agents: per node liveness (owner) and assignment versions (shared) */
+	XP_VEC(struct xp_live) live;
+	pthread_mutex_t watch_mu;
+	pthread_cond_t watch_cv;
+	XP_VEC(uint64_t) assign_ver; /* bumped when a node's assignments change */
+	int watch_stop;
 };
+
+struct xp_live {
+	int64_t last_seen; /* ms; 0 = never (emulated) */
+	uint8_t suspect;
+	uint16_t ndev;
+	struct xp_devstat {
+		int32_t util_pct, power_w, temp_c;
+		int64_t mem_used_mib;
+	} *dev;
+};
+
+/* api_agents.c */
+void xp_api_agents_register(struct xp_ctl *, struct xp_cmd *);
+void xp_api_node_heartbeat(struct xp_ctl *, struct xp_cmd *);
+void xp_api_node_assignments(struct xp_ctl *, struct xp_cmd *);
+void xp_api_node_tasks(struct xp_ctl *, struct xp_cmd *);
+void xp_api_node_logs(struct xp_ctl *, struct xp_cmd *);
+/* Owner tick: mark silent agent nodes suspect, lose the silent ones. */
+void xp_live_check(struct xp_ctl *ctl, int64_t now);
+/* Owner: node n's assignments changed. */
+void xp_watch_bump(struct xp_ctl *ctl, uint32_t node);
+/* Worker: wait until node n's version passes since, or wait_ms. Returns the version. */
+uint64_t xp_watch_wait(struct xp_ctl *ctl, uint32_t node, uint64_t since, int wait_ms);
+/* A replica's uploaded output: DATA/logs/<job>-<replica>.<out|err>. */
+void xp_log_path(const struct xp_ctl *ctl, uint64_t job, uint32_t replica, int err_stream,
+		 char *buf, size_t len);
 
 struct xp_auth_ent {
 	char sha256[65];

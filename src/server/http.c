@@ -25,7 +25,7 @@
 #include "../lib/strbuf.h"
 #include "../lib/xalloc.h"
 
-enum { EDGE_NONE, EDGE_SPEC, EDGE_NODES };
+enum { EDGE_NONE, EDGE_SPEC, EDGE_NODES, EDGE_RAW, EDGE_WATCH };
 
 static const struct route {
 	const char *method, *pattern;
@@ -53,6 +53,11 @@ static const struct route {
 	{ "GET", "/v1/tokens", xp_api_tokens_list, 1, 0 },
 	{ "POST", "/v1/tokens", xp_api_tokens_create, 1, 0 },
 	{ "DELETE", "/v1/tokens/{id}", xp_api_token_delete, 1, 0 },
+	{ "POST", "/v1/agents", xp_api_agents_register, 1, EDGE_NODES },
+	{ "POST", "/v1/nodes/{name}/heartbeat", xp_api_node_heartbeat, 1, 0 },
+	{ "GET", "/v1/nodes/{name}/assignments", xp_api_node_assignments, 1, EDGE_WATCH },
+	{ "POST", "/v1/nodes/{name}/tasks", xp_api_node_tasks, 1, 0 },
+	{ "POST", "/v1/nodes/{name}/logs", xp_api_node_logs, 1, EDGE_RAW },
 	{ NULL, NULL, NULL, 0, 0 },
 };
 
@@ -255,6 +260,31 @@ static enum MHD_Result events(struct xp_ctl *ctl, struct MHD_Connection *c, stru
 	return send_reply(ctl, c, 200, "application/json", xp_sb_steal(&sb));
 }
 
+/* ---- GET /v1/nodes/{name}/assignments?since=V&wait=S ---- */
+
+static enum MHD_Result watch(struct xp_ctl *ctl, struct MHD_Connection *c, struct xp_cmd *cmd)
+{
+	const char *qs = xp_cmd_query(cmd, "since"), *qw = xp_cmd_query(cmd, "wait");
+	int64_t since = 0, wait = 0, deadline;
+	if (qs && xp_parse_i64(qs, 0, INT64_MAX, &since) < 0)
+		return send_error(ctl, c, XP_EINVAL, "since", "since: expected a version, got '%s'", qs);
+	if (qw && xp_parse_i64(qw, 0, 120, &wait) < 0)
+		return send_error(ctl, c, XP_EINVAL, "wait", "wait: expected seconds 0..120, got '%s'", qw);
+	deadline = xp_ctl_now() + wait * 1000;
+	for (;;) {
+		struct xp_cmd q = *cmd;
+		q.reply = NULL;
+		xp_owner_call(ctl, &q);
+		if (!q.reply)
+			return send_error(ctl, c, XP_EINTERNAL, NULL, "no reply");
+		int64_t left = deadline - xp_ctl_now();
+		if (q.status != 200 || q.id > (uint64_t)since || left <= 0 || ctl->watch_stop)
+			return send_reply(ctl, c, q.status, "application/json", q.reply);
+		free(q.reply);
+		xp_watch_wait(ctl, (uint32_t)q.node, (uint64_t)since, (int)left);
+	}
+}
+
 /* ---- dispatch ---- */
 
 static int content_json(struct MHD_Connection *c, const char *body, size_t len, int *json)
@@ -365,7 +395,7 @@ static enum MHD_Result dispatch(struct xp_ctl *ctl, struct MHD_Connection *c, co
 			return send_error(ctl, c, XP_EINVAL, "Idempotency-Key",
 					  "Idempotency-Key: expected 1..128 printable characters");
 	}
-	if (cmd.len && content_json(c, cmd.body, cmd.len, &cmd.body_json) < 0)
+	if (cmd.len && rt->edge != EDGE_RAW && content_json(c, cmd.body, cmd.len, &cmd.body_json) < 0)
 		return send_error(
 			ctl, c, XP_EINVAL, "Content-Type",
 			"unsupported Content-Type: send application/json or application/yaml");
@@ -395,6 +425,8 @@ static enum MHD_Result dispatch(struct xp_ctl *ctl, struct MHD_Connection *c, co
 		cmd.payload = cl;
 		cmd.payload_free = free_cluster;
 	}
+	if (rt->edge == EDGE_WATCH) /* a long poll on a node's assignments */
+		return watch(ctl, c, &cmd);
 call:
 	xp_owner_call(ctl, &cmd);
 	if (cmd.payload_free)

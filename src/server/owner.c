@@ -220,11 +220,28 @@ int xp_ctl_journal(struct xp_ctl *ctl, const char *type, char *body, struct xp_e
 		free(body);
 		return xp_errf(err, XP_EIO, "the journal failed; the controller takes no changes");
 	}
+	/* the nodes whose assignments this may change: those of the job's
+	 * running attempt before and after (a watcher asks the owner, which is
+	 * busy here, so bumping before the change is safe) */
+	const struct xp_job *job = NULL;
+	if (!strncmp(type, "job.", 4) && strcmp(type, "job.submit")) {
+		json_error_t je;
+		json_t *o = json_loads(body, 0, &je);
+		job = xp_state_job(ctl->st, (uint64_t)json_integer_value(json_object_get(o, "id")));
+		json_decref(o);
+		for (uint32_t r = 0; job && job->state == XP_JOB_RUNNING && r < job->spec.replicas; r++)
+			xp_watch_bump(ctl, job->allocs[r].node);
+	}
+	int was_running = job && job->state == XP_JOB_RUNNING;
 	rc = xp_state_apply(ctl->st, 0, now, type, body, strlen(body), &ev, err);
 	if (rc < 0) {
 		free(body);
 		return rc;
 	}
+	for (uint32_t r = 0; job && !was_running && job->state == XP_JOB_RUNNING &&
+			     r < job->spec.replicas;
+	     r++)
+		xp_watch_bump(ctl, job->allocs[r].node);
 	uint64_t seq = xp_store_append(ctl->store, type, body, strlen(body), now);
 	free(body);
 	if (seq == 0) { /* the store has failed: memory is now ahead of the disk */
@@ -356,6 +373,7 @@ static void *owner_main(void *arg)
 		}
 		if (!ctl->fatal) {
 			finish_due(ctl, xp_ctl_now());
+			xp_live_check(ctl, xp_ctl_now());
 			more = cycle(ctl);
 			snapshot_if_due(ctl);
 		} else {

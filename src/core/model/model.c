@@ -199,6 +199,7 @@ void xp_request_init(struct xp_request *r)
 {
 	memset(r, 0, sizeof(*r));
 	r->sel.cls = -1;
+	r->node = -1;
 }
 
 int xp_request_check(const struct xp_request *r, struct xp_err *err)

@@ -159,6 +159,8 @@ struct xp_request {
 	uint16_t dev_milli;   /* per device, 1..XP_MILLI; XP_MILLI = the whole device */
 	uint8_t topo;	      /* enum xp_topo, for dev_count > 1 */
 	uint8_t pad_[3];
+	int32_t node; /* only this node (cluster index); -1 = any */
+	uint32_t pad2_;
 	struct xp_selector sel;
 };
 

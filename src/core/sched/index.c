@@ -70,6 +70,7 @@ static uint32_t shape_hash(const struct xp_request *r)
 	MIX(r->dev_count);
 	MIX(r->dev_milli);
 	MIX(r->dev_mem_mib);
+	MIX(r->node);
 	if (r->dev_count) {
 		MIX(r->topo);
 		MIX(r->sel.cls);

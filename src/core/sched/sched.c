@@ -15,6 +15,7 @@ static const char *const why_names[XP_WHY_N] = {
 	"memory short",
 	"matching devices busy",
 	"no island/NUMA domain with room",
+	"not the requested node",
 };
 
 const char *xp_why_name(int why)

@@ -54,6 +54,7 @@ enum xp_why {
 	XP_WHY_MEM,	  /* memory short */
 	XP_WHY_DEV_BUSY,  /* matching devices exist but too few have room */
 	XP_WHY_TOPOLOGY,  /* enough room, but not inside one island / NUMA domain */
+	XP_WHY_NODE,	  /* the request names another node (checked first) */
 	XP_WHY_N
 };
 

@@ -241,7 +241,7 @@ int xp_sched_set_ranks(struct xp_sched *s, const uint32_t *rank, struct xp_err *
 
 int xp_shape_eq(const struct xp_request *a, const struct xp_request *b)
 {
-	if (a->cpu_milli != b->cpu_milli || a->dev_count != b->dev_count ||
+	if (a->cpu_milli != b->cpu_milli || a->dev_count != b->dev_count || a->node != b->node ||
 	    a->dev_milli != b->dev_milli || a->dev_mem_mib != b->dev_mem_mib || a->topo != b->topo)
 		return 0;
 	if (a->dev_count == 0)
@@ -334,6 +334,8 @@ int xp_node_why(const struct xp_sched *s, uint32_t n, const struct xp_shape *m)
 	const struct xp_nstate *ns = &s->ns[n];
 	const struct xp_request *r = &m->req;
 
+	if (r->node >= 0 && (uint32_t)r->node != n)
+		return XP_WHY_NODE;
 	if (!ns->up)
 		return XP_WHY_DOWN;
 	if (r->dev_count) {

@@ -425,6 +425,12 @@ static int job_submit(struct xp_state *st, struct rec *r, int64_t at, struct xp_
 		xp_jobspec_request(&j->spec, st->c->syms, &j->req);
 		rc = xp_request_check(&j->req, r->err);
 	}
+	if (rc == 0 && j->spec.node) {
+		long n = xp_state_node(st, j->spec.node);
+		if (n < 0)
+			rc = refuse(r, XP_ENOENT, "no node %s", j->spec.node);
+		j->req.node = (int32_t)n;
+	}
 	if (rc < 0) {
 		xp_state_job_free(j);
 		return rc;
@@ -484,7 +490,11 @@ static int job_start(struct xp_state *st, struct rec *r, int64_t at, struct xp_e
 	st->count[j->state]--;
 	j->state = XP_JOB_RUNNING;
 	st->count[j->state]++;
+	free(j->allocs); /* where an earlier attempt ran */
 	j->allocs = a;
+	j->attempts++;
+	free(j->exited);
+	j->exited = XNEWV(uint8_t, n);
 	j->started_at = at;
 	free(j->reason);
 	j->reason = NULL;
@@ -501,7 +511,7 @@ static int job_start(struct xp_state *st, struct rec *r, int64_t at, struct xp_e
 }
 
 /* running or pending -> terminal; releases what the job holds */
-static void finish(struct xp_state *st, struct xp_job *j, int to, int64_t at)
+void xp_state_finish(struct xp_state *st, struct xp_job *j, int to, int64_t at)
 {
 	if (j->state == XP_JOB_RUNNING) {
 		for (uint32_t k = 0; k < j->spec.replicas; k++) {
@@ -513,6 +523,8 @@ static void finish(struct xp_state *st, struct xp_job *j, int to, int64_t at)
 		}
 		/* j->allocs stays: where the job ran (it holds nothing now) */
 		st->queues.v[j->queue].running--;
+		free(j->exited);
+		j->exited = NULL;
 		st->cap_grew = 1;
 	} else {
 		st->queues.v[j->queue].pending--;
@@ -548,7 +560,7 @@ static int job_end(struct xp_state *st, struct rec *r, int64_t at, int cancel,
 			      xp_job_state_name(j->state), xp_job_state_name(to));
 	if (j->state == XP_JOB_RUNNING && (rc = xp_state_sched(st, r->err)) < 0)
 		return rc;
-	finish(st, j, to, at);
+	xp_state_finish(st, j, to, at);
 	if (!cancel) {
 		j->has_exit = 1;
 		j->exit_code = (int32_t)code;
@@ -559,6 +571,149 @@ static int job_end(struct xp_state *st, struct rec *r, int64_t at, int cancel,
 	ev->job = j->id;
 	ev->tenant = j->tenant;
 	ev->state = to;
+	return 0;
+}
+
+/* a replica of the running attempt exited: the job ends when one fails or all are done */
+static int job_task(struct xp_state *st, struct rec *r, int64_t at, struct xp_event_info *ev)
+{
+	int64_t id, attempt, replica, code;
+	int rc;
+	if ((rc = get_int(r, "id", 1, INT64_MAX, &id)) < 0 ||
+	    (rc = get_int(r, "attempt", 1, INT32_MAX, &attempt)) < 0 ||
+	    (rc = get_int(r, "replica", 0, XP_JOB_MAX_REPLICAS - 1, &replica)) < 0 ||
+	    (rc = get_int(r, "exit_code", -255, 255, &code)) < 0)
+		return rc;
+	struct xp_job *j = xp_state_job(st, (uint64_t)id);
+	if (!j)
+		return refuse(r, XP_ENOENT, "no job %lld", (long long)id);
+	if (j->state != XP_JOB_RUNNING || (uint32_t)attempt != j->attempts)
+		return refuse(r, XP_ESTATE, "job %lld attempt %lld is not running", (long long)id,
+			      (long long)attempt);
+	if ((uint32_t)replica >= j->spec.replicas)
+		return refuse(r, XP_EINVAL, "job %lld has no replica %lld", (long long)id,
+			      (long long)replica);
+	if (j->exited[replica])
+		return refuse(r, XP_ESTATE, "job %lld replica %lld already exited", (long long)id,
+			      (long long)replica);
+	if ((rc = xp_state_sched(st, r->err)) < 0)
+		return rc;
+	j->exited[replica] = 1;
+	ev->type = "job.task";
+	ev->job = j->id;
+	ev->tenant = j->tenant;
+	ev->node = (int32_t)j->allocs[replica].node;
+	uint32_t done = 0;
+	for (uint32_t k = 0; k < j->spec.replicas; k++)
+		done += j->exited[k];
+	if (code != 0 || done == j->spec.replicas) {
+		char why[96] = "";
+		if (code != 0)
+			snprintf(why, sizeof(why), "replica %lld exited with code %lld", (long long)replica,
+				 (long long)code);
+		xp_state_finish(st, j, code ? XP_JOB_FAILED : XP_JOB_SUCCEEDED, at);
+		j->has_exit = 1;
+		j->exit_code = (int32_t)code;
+		free(j->reason);
+		j->reason = *why ? xstrdup(why) : NULL;
+		ev->type = "job.finished";
+		ev->state = j->state;
+	}
+	return 0;
+}
+
+/* running -> pending: its node was lost; a new attempt starts later */
+static int job_requeue(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
+{
+	int64_t id;
+	int rc = get_int(r, "id", 1, INT64_MAX, &id);
+	if (rc < 0)
+		return rc;
+	json_t *rs = json_object_get(r->o, "reason");
+	struct xp_job *j = xp_state_job(st, (uint64_t)id);
+	if (!j)
+		return refuse(r, XP_ENOENT, "no job %lld", (long long)id);
+	if (j->state != XP_JOB_RUNNING)
+		return refuse(r, XP_ESTATE, "job %lld is %s, it cannot be requeued", (long long)id,
+			      xp_job_state_name(j->state));
+	if ((rc = xp_state_sched(st, r->err)) < 0)
+		return rc;
+	for (uint32_t k = 0; k < j->spec.replicas; k++) {
+		uint32_t n = j->allocs[k].node;
+		xp_sched_release(st->sched, &j->allocs[k]);
+		st->nodes.v[n].jobs--;
+	}
+	free(j->exited);
+	j->exited = NULL;
+	free(j->allocs);
+	j->allocs = NULL;
+	st->count[j->state]--;
+	j->state = XP_JOB_PENDING;
+	st->count[j->state]++;
+	st->queues.v[j->queue].running--;
+	st->queues.v[j->queue].pending++;
+	j->requeues++;
+	j->started_at = 0;
+	free(j->reason);
+	j->reason = json_is_string(rs) && *json_string_value(rs) ? xstrdup(json_string_value(rs))
+								  : NULL;
+	xp_vec_push(&st->pending, j);
+	xp_vec_push(&st->fresh, j);
+	st->pending_sorted = 0;
+	st->cap_grew = 1;
+	ev->type = "job.requeued";
+	ev->job = j->id;
+	ev->tenant = j->tenant;
+	ev->state = XP_JOB_PENDING;
+	return 0;
+}
+
+void xp_state_set_health(struct xp_state *st, long n, const uint8_t *ok, char *const *why)
+{
+	struct xp_node *node = &st->c->nodes[n];
+	struct xp_nodeinfo *ni = &st->nodes.v[n];
+	if (!ni->dev_why && node->ndevs)
+		ni->dev_why = XNEWV(char *, node->ndevs);
+	for (uint16_t d = 0; d < node->ndevs; d++) {
+		int was = node->devs[d].health != XP_HEALTH_UNHEALTHY;
+		node->devs[d].health = ok[d] ? XP_HEALTH_OK : XP_HEALTH_UNHEALTHY;
+		free(ni->dev_why[d]);
+		ni->dev_why[d] = !ok[d] && why && why[d] && *why[d] ? xstrdup(why[d]) : NULL;
+		if (!st->sched_stale)
+			xp_sched_set_device_ok(st->sched, (uint32_t)n, d, ok[d]);
+		if (!was && ok[d])
+			st->cap_grew = 1;
+	}
+}
+
+static int node_health(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
+{
+	const char *name;
+	int rc = get_str(r, "name", &name);
+	if (rc < 0)
+		return rc;
+	long n = xp_state_node(st, name);
+	if (n < 0)
+		return refuse(r, XP_ENOENT, "no node %s", name);
+	json_t *devs = json_object_get(r->o, "devices");
+	uint16_t nd = st->c->nodes[n].ndevs;
+	if (!json_is_array(devs) || json_array_size(devs) != nd)
+		return refuse(r, XP_EINVAL, "node %s has %u devices, the report lists %zu", name, nd,
+			      json_is_array(devs) ? json_array_size(devs) : 0);
+	uint8_t ok[XP_MAX_NODE_DEVS];
+	char *why[XP_MAX_NODE_DEVS];
+	for (uint16_t d = 0; d < nd; d++) {
+		json_t *o = json_array_get(devs, d), *okv = json_object_get(o, "ok"),
+		       *wv = json_object_get(o, "why");
+		if (!json_is_boolean(okv) || (wv && !json_is_string(wv)))
+			return bad(r, "expected {ok, why}", "devices");
+		ok[d] = json_is_true(okv);
+		why[d] = wv ? (char *)json_string_value(wv) : NULL;
+	}
+	xp_state_set_health(st, n, ok, why);
+	ev->type = "node.health";
+	ev->tenant = -1;
+	ev->node = (int32_t)n;
 	return 0;
 }
 
@@ -604,6 +759,12 @@ int xp_state_apply(struct xp_state *st, uint64_t seq, int64_t at, const char *ty
 		rc = job_end(st, &r, at, 0, ev);
 	else if (!strcmp(type, "job.cancel"))
 		rc = job_end(st, &r, at, 1, ev);
+	else if (!strcmp(type, "job.task"))
+		rc = job_task(st, &r, at, ev);
+	else if (!strcmp(type, "job.requeue"))
+		rc = job_requeue(st, &r, ev);
+	else if (!strcmp(type, "node.health"))
+		rc = node_health(st, &r, ev);
 	else
 		rc = xp_errf(err, XP_ECORRUPT, "unknown record type '%s'", type);
 	json_decref(r.o);

@@ -59,10 +59,17 @@ char *xp_state_snapshot(const struct xp_state *st)
 	a = json_array();
 	for (size_t n = 0; n < st->nodes.n; n++) {
 		const struct xp_nodeinfo *ni = &st->nodes.v[n];
-		json_array_append_new(
-			a, json_pack("{s:s,s:s,s:b,s:o}", "source", xp_node_source_name(ni->source),
-				     "state", xp_node_state_name(ni->state), "removed", ni->removed,
-				     "descriptor", node_descriptor(st, n)));
+		json_t *no = json_pack("{s:s,s:s,s:b,s:o}", "source", xp_node_source_name(ni->source),
+				       "state", xp_node_state_name(ni->state), "removed", ni->removed,
+				       "descriptor", node_descriptor(st, n));
+		if (ni->dev_why) {
+			json_t *why = json_array();
+			for (uint16_t d = 0; d < st->c->nodes[n].ndevs; d++)
+				json_array_append_new(why, json_string(ni->dev_why[d] ? ni->dev_why[d]
+										       : ""));
+			json_object_set_new(no, "why", why);
+		}
+		json_array_append_new(a, no);
 	}
 	json_object_set_new(o, "nodes", a);
 	a = json_array();
@@ -82,6 +89,14 @@ char *xp_state_snapshot(const struct xp_state *st)
 		if (j->allocs)
 			json_object_set_new(jo, "allocations",
 					    xp_allocs_json(st, j->allocs, j->spec.replicas));
+		json_object_set_new(jo, "attempts", json_integer(j->attempts));
+		json_object_set_new(jo, "requeues", json_integer(j->requeues));
+		if (j->exited) {
+			json_t *ex = json_array();
+			for (uint32_t k = 0; k < j->spec.replicas; k++)
+				json_array_append_new(ex, json_boolean(j->exited[k]));
+			json_object_set_new(jo, "exited", ex);
+		}
 		json_array_append_new(a, jo);
 	}
 	json_object_set_new(o, "jobs", a);
@@ -135,6 +150,11 @@ static int load_job(struct xp_state *st, json_t *jo, size_t i, struct xp_err *er
 		return rc;
 	}
 	xp_jobspec_request(&j->spec, st->c->syms, &j->req);
+	if (j->spec.node) { /* by name: a removed node keeps no name */
+		j->req.node = (int32_t)xp_state_node(st, j->spec.node);
+		if (j->req.node < 0) /* never placed again */
+			j->req.node = INT32_MAX;
+	}
 	j->id = (uint64_t)id;
 	j->tenant = (uint32_t)t;
 	j->queue = (uint32_t)q;
@@ -144,6 +164,14 @@ static int load_job(struct xp_state *st, json_t *jo, size_t i, struct xp_err *er
 	j->started_at = start;
 	j->finished_at = fin;
 	j->reason = reason && *reason ? xstrdup(reason) : NULL;
+	j->attempts = (uint32_t)json_integer_value(json_object_get(jo, "attempts"));
+	j->requeues = (uint32_t)json_integer_value(json_object_get(jo, "requeues"));
+	json_t *ex = json_object_get(jo, "exited");
+	if (s == XP_JOB_RUNNING) {
+		j->exited = XNEWV(uint8_t, j->spec.replicas);
+		for (uint32_t k = 0; k < j->spec.replicas && json_is_array(ex); k++)
+			j->exited[k] = json_is_true(json_array_get(ex, k));
+	}
 	if (json_is_integer(exit)) {
 		j->has_exit = 1;
 		j->exit_code = (int32_t)json_integer_value(exit);
@@ -234,6 +262,18 @@ int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, st
 				     i);
 		if (rc == 0) {
 			long idx = xp_state_add_node(st, d, so, ns, err);
+			json_t *why = json_object_get(v, "why");
+			if (idx >= 0 && json_is_array(why)) { /* health comes with the descriptor */
+				uint16_t nd = st->c->nodes[idx].ndevs;
+				uint8_t ok[XP_MAX_NODE_DEVS];
+				char *w[XP_MAX_NODE_DEVS];
+				for (uint16_t k = 0; k < nd; k++) {
+					const char *t = json_string_value(json_array_get(why, k));
+					ok[k] = st->c->nodes[idx].devs[k].health != XP_HEALTH_UNHEALTHY;
+					w[k] = (char *)(t ? t : "");
+				}
+				xp_state_set_health(st, idx, ok, w);
+			}
 			if (idx < 0)
 				rc = (int)idx;
 			else if (removed) {

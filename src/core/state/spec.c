@@ -66,6 +66,7 @@ void xp_jobspec_free(struct xp_jobspec *s)
 	free(s->name);
 	free(s->tenant);
 	free(s->queue);
+	free(s->node);
 	for (uint16_t i = 0; i < s->ncommand; i++)
 		free(s->command[i]);
 	free(s->command);
@@ -307,7 +308,8 @@ static int parse(struct xp_walk *w, const struct xp_tree *t, struct xp_jobspec *
 		return rc;
 	if ((rc = get_name(w, t, "name", &s->name)) < 0 ||
 	    (rc = get_name(w, t, "tenant", &s->tenant)) < 0 ||
-	    (rc = get_name(w, t, "queue", &s->queue)) < 0)
+	    (rc = get_name(w, t, "queue", &s->queue)) < 0 ||
+	    (rc = get_name(w, t, "node", &s->node)) < 0)
 		return rc;
 	if ((rc = xp_walk_get_int(w, t, "priority", -XP_PRIORITY_MAX, XP_PRIORITY_MAX, &v)) < 0)
 		return rc;
@@ -378,6 +380,18 @@ static int parse(struct xp_walk *w, const struct xp_tree *t, struct xp_jobspec *
 	if ((rc = xp_walk_get_int(w, t, "exit_code", 0, 255, &v)) < 0)
 		return rc;
 	s->exit_code = rc ? (int32_t)v : 0;
+	const struct xp_tree *lost = xp_tree_field(t, "on_node_lost");
+	if (lost) {
+		size_t m = xp_walk_push_key(w, "on_node_lost");
+		rc = xp_walk_want(w, lost, XP_TREE_SCALAR, "requeue or fail");
+		if (rc == 0 && strcmp(lost->text, "requeue") && strcmp(lost->text, "fail"))
+			rc = xp_walk_fail(w, lost->line, XP_EINVAL, "expected requeue or fail, got '%s'",
+					  XP_SHOW(lost->text));
+		xp_walk_pop(w, m);
+		if (rc < 0)
+			return rc;
+		s->fail_on_lost = !strcmp(lost->text, "fail");
+	}
 	return 0;
 }
 
@@ -438,6 +452,8 @@ char *xp_jobspec_to_json(const struct xp_jobspec *s)
 		json_object_set_new(o, "tenant", json_string(s->tenant));
 	if (s->queue)
 		json_object_set_new(o, "queue", json_string(s->queue));
+	if (s->node)
+		json_object_set_new(o, "node", json_string(s->node));
 	json_object_set_new(o, "priority", json_integer(s->priority));
 	if (s->ncommand)
 		json_object_set_new(o, "command",
@@ -485,6 +501,8 @@ char *xp_jobspec_to_json(const struct xp_jobspec *s)
 	}
 	if (s->exit_code)
 		json_object_set_new(o, "exit_code", json_integer(s->exit_code));
+	if (s->fail_on_lost)
+		json_object_set_new(o, "on_node_lost", json_string("fail"));
 	char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(o);
 	return text;

@@ -33,6 +33,7 @@ struct xp_jobspec {
 	char *name;   /* NULL: "job-<id>" */
 	char *tenant; /* NULL: the submitter's */
 	char *queue;  /* NULL: "default" */
+	char *node;   /* NULL: any node; else only this one */
 	int32_t priority;
 	char **command; /* argv, or one string run by /bin/sh -c when shell */
 	uint16_t ncommand;
@@ -58,6 +59,7 @@ struct xp_jobspec {
 	uint16_t nlabels;
 	int64_t duration_ms; /* emulated run time, -1 unset */
 	int32_t exit_code;   /* emulated exit code */
+	uint8_t fail_on_lost; /* on_node_lost: fail (1) or requeue (0, the default) */
 };
 
 /* Parse a spec from t; name labels errors ("request:12: resources.cpu: ...").

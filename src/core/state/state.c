@@ -61,8 +61,9 @@ int xp_job_transition_ok(int from, int to)
 	switch (from) {
 	case XP_JOB_PENDING:
 		return to == XP_JOB_RUNNING || to == XP_JOB_CANCELLED;
-	case XP_JOB_RUNNING:
-		return to == XP_JOB_SUCCEEDED || to == XP_JOB_FAILED || to == XP_JOB_CANCELLED;
+	case XP_JOB_RUNNING: /* pending again: requeued after its node was lost */
+		return to == XP_JOB_SUCCEEDED || to == XP_JOB_FAILED || to == XP_JOB_CANCELLED ||
+		       to == XP_JOB_PENDING;
 	default:
 		return 0;
 	}
@@ -114,6 +115,7 @@ void xp_state_job_free(struct xp_job *j)
 	free(j->key);
 	free(j->reason);
 	free(j->allocs);
+	free(j->exited);
 	xp_jobspec_free(&j->spec);
 	free(j);
 }
@@ -137,6 +139,11 @@ void xp_state_destroy(struct xp_state *st)
 	for (size_t i = 0; i < st->queues.n; i++)
 		free(st->queues.v[i].name);
 	xp_vec_free(&st->queues);
+	for (size_t n = 0; n < st->nodes.n; n++) {
+		for (uint16_t d = 0; st->nodes.v[n].dev_why && d < st->c->nodes[n].ndevs; d++)
+			free(st->nodes.v[n].dev_why[d]);
+		free(st->nodes.v[n].dev_why);
+	}
 	xp_vec_free(&st->nodes);
 	xp_vec_free(&st->node_of_sym);
 	xp_vec_free(&st->key_job);
@@ -299,6 +306,27 @@ char *xp_rec_job_finish(uint64_t id, int state, int exit_code, const char *reaso
 char *xp_rec_job_cancel(uint64_t id, const char *reason)
 {
 	return dump(json_pack("{s:I,s:s}", "id", (json_int_t)id, "reason", reason ? reason : ""));
+}
+
+char *xp_rec_job_task(uint64_t id, uint32_t attempt, uint32_t replica, int exit_code)
+{
+	return dump(json_pack("{s:I,s:I,s:I,s:i}", "id", (json_int_t)id, "attempt",
+			      (json_int_t)attempt, "replica", (json_int_t)replica, "exit_code",
+			      exit_code));
+}
+
+char *xp_rec_job_requeue(uint64_t id, const char *reason)
+{
+	return dump(json_pack("{s:I,s:s}", "id", (json_int_t)id, "reason", reason ? reason : ""));
+}
+
+char *xp_rec_node_health(const char *name, const uint8_t *ok, char *const *why, unsigned n)
+{
+	json_t *a = json_array();
+	for (unsigned i = 0; i < n; i++)
+		json_array_append_new(a, json_pack("{s:b,s:s}", "ok", ok[i], "why",
+						   why && why[i] ? why[i] : ""));
+	return dump(json_pack("{s:s,s:o}", "name", name, "devices", a));
 }
 
 /* ---- invariants ---- */

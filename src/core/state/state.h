@@ -58,6 +58,9 @@ struct xp_job {
 	int64_t submitted_at, started_at, finished_at;
 	char *reason;
 	struct xp_alloc *allocs; /* spec.replicas of them once started (held while running) */
+	uint32_t attempts;	 /* starts so far; a requeue makes the next start a new attempt */
+	uint32_t requeues;
+	uint8_t *exited;	 /* per replica of the running attempt: reported exited */
 };
 
 struct xp_tenant {
@@ -83,7 +86,8 @@ struct xp_queue {
 
 struct xp_nodeinfo {
 	uint8_t state, source, removed;
-	uint32_t jobs; /* running replicas on it */
+	uint32_t jobs;	/* running replicas on it */
+	char **dev_why; /* per device: why it is unhealthy (NULL: healthy) */
 };
 
 struct xp_state_opts {
@@ -149,6 +153,12 @@ char *xp_rec_job_start(const struct xp_state *st, uint64_t id, const struct xp_a
 		       uint32_t n);
 char *xp_rec_job_finish(uint64_t id, int state, int exit_code, const char *reason);
 char *xp_rec_job_cancel(uint64_t id, const char *reason);
+/* A replica of attempt `attempt` exited (agent report). */
+char *xp_rec_job_task(uint64_t id, uint32_t attempt, uint32_t replica, int exit_code);
+/* Running -> pending: its node was lost; the allocations are released. */
+char *xp_rec_job_requeue(uint64_t id, const char *reason);
+/* Device health of a node: ok[i] / why[i] for each of its n devices. */
+char *xp_rec_node_health(const char *name, const uint8_t *ok, char *const *why, unsigned n);
 
 /* Rebuild the scheduler over the current nodes if they changed (node
  * additions are applied lazily); call before reading st->sched. */

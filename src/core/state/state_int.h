@@ -19,4 +19,7 @@ long xp_state_add_node(struct xp_state *st, json_t *descriptor, int source, int 
 int xp_allocs_parse(struct xp_state *st, json_t *arr, struct xp_alloc *a, uint32_t n,
 		    struct xp_err *err);
 
+void xp_state_finish(struct xp_state *st, struct xp_job *j, int to, int64_t at);
+void xp_state_set_health(struct xp_state *st, long n, const uint8_t *ok, char *const *why);
+
 #endif

@@ -1,0 +1,422 @@
+/*
+ * agent: `xpool agent` (see agent.h). Three threads share the task list
+ * under one mutex:
+ *   - the main thread watches the node's assignments (a long poll on
+ *     GET /v1/nodes/NAME/assignments) and reconciles: a new assignment
+ *     starts a task, a task no longer assigned is killed;
+ *   - the heartbeat thread sends device health and utilisation every
+ *     heartbeat and uploads new task output;
+ *   - the monitor thread reaps shims, notices exits, escalates kills and
+ *     reports exits (after their last output).
+ * Each thread has its own HTTP client. Lost contact is retried with a
+ * growing pause; tasks keep running meanwhile.
+ */
+#define _GNU_SOURCE
+#include "agent.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../client/client.h"
+#include "../descriptor/descriptor.h"
+#include "../hal/hal.h"
+#include "../lib/xalloc.h"
+
+#define OUTPUT_CHUNK (256 * 1024) /* per task and stream per upload */
+#define STOP(a)	     ((a)->stop || g_stop)
+
+static volatile sig_atomic_t g_stop;
+
+static void nap(struct xp_agent *a, int ms)
+{
+	while (ms > 0 && !STOP(a)) {
+		int step = ms < 100 ? ms : 100;
+		usleep((useconds_t)step * 1000);
+		ms -= step;
+	}
+}
+
+static struct xp_cluster *discover(const struct xp_agent_opts *o, struct xp_hal **hal,
+				   struct xp_err *err)
+{
+	struct xp_hal_opts ho;
+	struct xp_sb warn;
+	memset(&ho, 0, sizeof(ho));
+	ho.devices_file = o->devices_file;
+	*hal = xp_hal_open(&ho, err);
+	if (!*hal)
+		return NULL;
+	xp_sb_init(&warn);
+	struct xp_cluster *c = xp_hal_discover(*hal, o->node_name, &warn, err);
+	if (warn.len)
+		fprintf(stderr, "xpool agent: discovery warnings:\n%s", warn.s);
+	xp_sb_free(&warn);
+	return c;
+}
+
+int xp_agent_discover(const struct xp_agent_opts *o, int json, struct xp_err *err)
+{
+	struct xp_hal *hal = NULL;
+	struct xp_cluster *c = discover(o, &hal, err);
+	if (!c) {
+		xp_hal_close(hal);
+		return err->code;
+	}
+	if (json) {
+		char *s = xp_descriptor_to_json(c);
+		puts(s);
+		free(s);
+	} else {
+		const struct xp_node *n = &c->nodes[0];
+		printf("node %s: %s, %.1f cores, %.1f GiB, %u NUMA domains, %u devices\n", n->name,
+		       n->arch ? xp_strtab_str(c->syms, n->arch) : "?", (double)n->cpu_milli / 1000,
+		       (double)n->mem_mib / 1024, n->numa_domains, n->ndevs);
+		printf("%-5s %-6s %-10s %-24s %10s %-5s %-5s %-8s %s\n", "INDEX", "CLASS", "VENDOR",
+		       "MODEL", "MEMORY", "NUMA", "ISL", "HEALTH", "UUID / PCI");
+		for (uint16_t d = 0; d < n->ndevs; d++) {
+			const struct xp_device *dv = &n->devs[d];
+			printf("%-5u %-6s %-10s %-24s %8lluMi %-5d %-5d %-8s %s %s\n", d,
+			       xp_class_name(dv->cls), xp_strtab_str(c->syms, dv->vendor),
+			       xp_strtab_str(c->syms, dv->model), (unsigned long long)dv->mem_mib,
+			       dv->numa, dv->island, xp_health_name(dv->health),
+			       dv->uuid ? dv->uuid : "-", dv->pci_bus_id ? dv->pci_bus_id : "");
+		}
+	}
+	xp_cluster_destroy(c);
+	xp_hal_close(hal);
+	return 0;
+}
+
+static int do_register(struct xp_agent *a, struct xp_client *cl, struct xp_err *err)
+{
+	json_error_t je;
+	json_t *body = json_loads(a->descriptor, 0, &je), *reply = NULL;
+	int rc = xp_client_json(cl, "POST", "/v1/agents", body, &reply, err);
+	json_decref(body);
+	if (rc >= 0) {
+		int hb = (int)json_integer_value(json_object_get(reply, "heartbeat_ms"));
+		if (!a->o.heartbeat_ms && hb > 0)
+			a->heartbeat_ms = hb;
+		fprintf(stderr, "xpool agent: node=%s: registered with %s (heartbeat %d ms)\n",
+			a->node, xp_client_base(cl), a->heartbeat_ms);
+	}
+	json_decref(reply);
+	return rc < 0 ? rc : 0;
+}
+
+/* ---- heartbeat thread ---- */
+
+/* Sends what a task wrote since the last call. 0: all sent (or the
+ * controller refused it for good: a 4xx); -1: try again later. */
+static int upload_output(struct xp_agent *a, struct xp_client *cl, struct xp_task *copy)
+{
+	int ret = 0;
+	for (int stream = 0; stream < 2; stream++) {
+		for (int round = 0; round < 64; round++) { /* at most 16 MiB per call */
+			struct xp_sb sb;
+			struct xp_err err = { 0 };
+			char path[512];
+			long status;
+			char *resp = NULL;
+			size_t rl;
+			xp_sb_init(&sb);
+			int n = xp_task_output(copy, stream, &sb, OUTPUT_CHUNK);
+			if (n <= 0) {
+				xp_sb_free(&sb);
+				break;
+			}
+			snprintf(path, sizeof(path), "/v1/nodes/%s/logs?job=%llu&replica=%u&stream=%s",
+				 a->node, (unsigned long long)copy->job, copy->replica,
+				 stream ? "stderr" : "stdout");
+			int rc = xp_client_request(cl, "POST", path, "application/octet-stream", sb.s,
+						   sb.len, &status, &resp, &rl, &err);
+			xp_sb_free(&sb);
+			if (rc < 0 || status / 100 != 2) {
+				fprintf(stderr, "xpool agent: node=%s job=%llu: output not sent (%ld): %s\n",
+					a->node, (unsigned long long)copy->job, status,
+					rc < 0 ? err.text : resp ? resp : "refused");
+				free(resp);
+				if (rc < 0 || status / 100 == 5) {
+					ret = -1; /* on the next beat */
+					goto save;
+				}
+				/* refused for good (over the cap, not ours): drop it */
+			} else {
+				free(resp);
+			}
+			if (stream)
+				copy->sent_err += n;
+			else
+				copy->sent_out += n;
+		}
+	}
+save: /* what went out is never sent twice */
+	pthread_mutex_lock(&a->mu);
+	struct xp_task *t = xp_task_find(a, copy->job, copy->replica, copy->attempt);
+	if (t) {
+		t->sent_out = copy->sent_out;
+		t->sent_err = copy->sent_err;
+	}
+	pthread_mutex_unlock(&a->mu);
+	return ret;
+}
+
+static void *heartbeat_main(void *arg)
+{
+	struct xp_agent *a = arg;
+	struct xp_err err = { 0 };
+	struct xp_client *cl = xp_client_create(a->o.server, a->o.token, &err);
+	if (cl)
+		xp_client_set_abort(cl, &g_stop);
+	char path[300];
+
+	snprintf(path, sizeof(path), "/v1/nodes/%s/heartbeat", a->node);
+	while (!STOP(a) && cl) {
+		json_t *devs = json_array(), *reply = NULL;
+		for (unsigned d = 0; d < a->ndevs; d++) {
+			struct xp_hal_stats s;
+			memset(&s, 0, sizeof(s));
+			s.util_pct = s.power_w = s.temp_c = -1;
+			s.mem_used_mib = -1;
+			if (xp_hal_stats(a->hal, d, &s, &err) < 0) {
+				s.health = XP_HEALTH_UNKNOWN;
+				snprintf(s.why, sizeof(s.why), "%.120s", err.text);
+			}
+			json_t *o = json_pack("{s:s,s:s,s:i,s:I,s:i,s:i}", "health",
+					      xp_health_name(s.health), "why", s.why, "util_pct",
+					      s.util_pct < 0 ? -1 : s.util_pct > 100 ? 100 : s.util_pct,
+					      "mem_used_mib", (json_int_t)s.mem_used_mib, "power_w", s.power_w,
+					      "temp_c", s.temp_c);
+			json_array_append_new(devs, o);
+		}
+		json_t *body = json_pack("{s:o}", "devices", devs);
+		int rc = xp_client_json(cl, "POST", path, body, &reply, &err);
+		json_decref(body);
+		json_decref(reply);
+		if (rc == XP_ENOENT || rc == XP_ESTATE) /* the controller forgot the node */
+			do_register(a, cl, &err);
+		else if (rc < 0)
+			fprintf(stderr, "xpool agent: node=%s: heartbeat failed: %s\n", a->node,
+				err.text);
+		/* output of running tasks */
+		pthread_mutex_lock(&a->mu);
+		size_t n = a->tasks.n;
+		struct xp_task *copy = n ? XNEWV(struct xp_task, n) : NULL;
+		if (n)
+			memcpy(copy, a->tasks.v, n * sizeof(*copy));
+		pthread_mutex_unlock(&a->mu);
+		for (size_t i = 0; rc >= 0 && i < n; i++)
+			if (copy[i].state == XP_TASK_RUNNING || copy[i].state == XP_TASK_KILLING)
+				upload_output(a, cl, &copy[i]);
+		free(copy);
+		nap(a, a->heartbeat_ms);
+	}
+	xp_client_destroy(cl);
+	return NULL;
+}
+
+/* ---- monitor thread ---- */
+
+static void *monitor_main(void *arg)
+{
+	struct xp_agent *a = arg;
+	struct xp_err err = { 0 };
+	struct xp_client *cl = xp_client_create(a->o.server, a->o.token, &err);
+	if (cl)
+		xp_client_set_abort(cl, &g_stop);
+	char path[300];
+
+	snprintf(path, sizeof(path), "/v1/nodes/%s/tasks", a->node);
+	while (!STOP(a) && cl) {
+		pthread_mutex_lock(&a->mu);
+		xp_task_poll(a, xp_agent_now());
+		size_t n = 0;
+		struct xp_task *ended = XNEWV(struct xp_task, a->tasks.n ? a->tasks.n : 1);
+		for (size_t i = 0; i < a->tasks.n; i++)
+			if (a->tasks.v[i].state == XP_TASK_EXITED)
+				ended[n++] = a->tasks.v[i];
+		pthread_mutex_unlock(&a->mu);
+		for (size_t i = 0; i < n; i++) {
+			struct xp_task *t = &ended[i];
+			if (upload_output(a, cl, t) < 0)
+				continue; /* the exit goes after the output */
+			json_t *body = json_pack("{s:[{s:I,s:i,s:i,s:i}]}", "tasks", "job",
+						 (json_int_t)t->job, "attempt", (int)t->attempt,
+						 "replica", (int)t->replica, "exit_code", t->exit_code),
+			       *reply = NULL;
+			int rc = xp_client_json(cl, "POST", path, body, &reply, &err);
+			json_decref(body);
+			json_decref(reply);
+			if (rc >= 0 || rc == XP_ESTATE || rc == XP_EINVAL) {
+				if (rc < 0) /* stale: the job moved on (cancelled, requeued) */
+					fprintf(stderr,
+						"xpool agent: node=%s job=%llu: exit not taken: %s\n",
+						a->node, (unsigned long long)t->job, err.text);
+				pthread_mutex_lock(&a->mu);
+				struct xp_task *live =
+					xp_task_find(a, t->job, t->replica, t->attempt);
+				if (live)
+					xp_task_forget(a, live);
+				pthread_mutex_unlock(&a->mu);
+			}
+		}
+		free(ended);
+		nap(a, 200);
+	}
+	xp_client_destroy(cl);
+	return NULL;
+}
+
+/* ---- the watch ---- */
+
+static void reconcile(struct xp_agent *a, json_t *assignments)
+{
+	json_t *as;
+	size_t i;
+	int64_t now = xp_agent_now();
+	pthread_mutex_lock(&a->mu);
+	json_array_foreach(assignments, i, as)
+	{
+		uint64_t job = (uint64_t)json_integer_value(json_object_get(as, "job"));
+		uint32_t r = (uint32_t)json_integer_value(json_object_get(as, "replica"));
+		uint32_t at = (uint32_t)json_integer_value(json_object_get(as, "attempt"));
+		if (xp_task_find(a, job, r, at))
+			continue; /* running, or ran: never twice */
+		struct xp_err err = { 0 };
+		if (xp_task_launch(a, as, &err) < 0) {
+			/* cannot start it: report it as failed so the job does not hang */
+			struct xp_task t;
+			memset(&t, 0, sizeof(t));
+			t.job = job;
+			t.replica = r;
+			t.attempt = at;
+			t.state = XP_TASK_EXITED;
+			t.exit_code = 127;
+			snprintf(t.dir, sizeof(t.dir), "%s/tasks/%llu-%u-%u", a->o.work,
+				 (unsigned long long)job, r, at);
+			xp_vec_push(&a->tasks, t);
+			fprintf(stderr, "xpool agent: node=%s job=%llu: cannot start: %s\n", a->node,
+				(unsigned long long)job, err.text);
+		}
+	}
+	for (size_t k = 0; k < a->tasks.n; k++) {
+		struct xp_task *t = &a->tasks.v[k];
+		if (t->state != XP_TASK_RUNNING)
+			continue;
+		int wanted = 0;
+		json_array_foreach(assignments, i, as)
+		{
+			if ((uint64_t)json_integer_value(json_object_get(as, "job")) == t->job &&
+			    json_integer_value(json_object_get(as, "replica")) == t->replica &&
+			    json_integer_value(json_object_get(as, "attempt")) == t->attempt)
+				wanted = 1;
+		}
+		if (!wanted) /* cancelled, failed elsewhere, or requeued while we were away */
+			xp_task_kill(a, t, now);
+	}
+	/* forget reported tasks from the in-memory list */
+	size_t keep = 0;
+	for (size_t k = 0; k < a->tasks.n; k++)
+		if (a->tasks.v[k].state != XP_TASK_DONE)
+			a->tasks.v[keep++] = a->tasks.v[k];
+	a->tasks.n = keep;
+	pthread_mutex_unlock(&a->mu);
+}
+
+void xp_agent_signal(int sig)
+{
+	(void)sig;
+	g_stop = 1;
+}
+
+int xp_agent_run(const struct xp_agent_opts *o, struct xp_err *err)
+{
+	struct xp_agent *a = XNEW(struct xp_agent);
+	struct xp_cluster *c = NULL;
+	struct xp_client *cl = NULL;
+	pthread_t hb, mon;
+	int rc = 0, started = 0;
+
+	a->o = *o;
+	if (!a->o.work)
+		a->o.work = "/var/lib/xpool/agent";
+	if (a->o.grace_ms <= 0)
+		a->o.grace_ms = 10000;
+	a->heartbeat_ms = a->o.heartbeat_ms > 0 ? a->o.heartbeat_ms : 5000;
+	pthread_mutex_init(&a->mu, NULL);
+	if (mkdir(a->o.work, 0755) != 0 && errno != EEXIST) {
+		rc = xp_errf(err, -errno, "%s: %s", a->o.work, strerror(errno));
+		goto out;
+	}
+	c = discover(&a->o, &a->hal, err);
+	if (!c) {
+		rc = err->code;
+		goto out;
+	}
+	snprintf(a->node, sizeof(a->node), "%s", c->nodes[0].name);
+	a->ndevs = c->nodes[0].ndevs;
+	a->descriptor = xp_descriptor_to_json(c);
+	xp_task_adopt(a);
+	cl = xp_client_create(a->o.server, a->o.token, err);
+	if (!cl) {
+		rc = err->code;
+		goto out;
+	}
+	xp_client_set_abort(cl, &g_stop); /* SIGTERM ends the long poll */
+	for (int backoff = 500; !STOP(a); backoff = backoff < 8000 ? backoff * 2 : 8000) {
+		if ((rc = do_register(a, cl, err)) == 0)
+			break;
+		if (rc != XP_EUNAVAIL && rc != XP_EIO)
+			goto out; /* refused: a bad token, another node's name ... */
+		fprintf(stderr, "xpool agent: node=%s: %s; retrying\n", a->node, err->text);
+		nap(a, backoff);
+	}
+	pthread_create(&hb, NULL, heartbeat_main, a);
+	pthread_create(&mon, NULL, monitor_main, a);
+	started = 1;
+	uint64_t version = 0;
+	char path[400];
+	xp_client_set_timeout(cl, 60000);
+	for (int backoff = 500; !STOP(a);) {
+		json_t *reply = NULL;
+		snprintf(path, sizeof(path), "/v1/nodes/%s/assignments?since=%llu&wait=10", a->node,
+			 (unsigned long long)version);
+		rc = xp_client_json(cl, "GET", path, NULL, &reply, err);
+		if (rc < 0) {
+			json_decref(reply);
+			if (rc == XP_ENOENT || rc == XP_ESTATE)
+				do_register(a, cl, err);
+			else
+				fprintf(stderr, "xpool agent: node=%s: watch: %s\n", a->node, err->text);
+			nap(a, backoff);
+			backoff = backoff < 8000 ? backoff * 2 : 8000;
+			continue;
+		}
+		backoff = 500;
+		version = (uint64_t)json_integer_value(json_object_get(reply, "version"));
+		reconcile(a, json_object_get(reply, "assignments"));
+		json_decref(reply);
+	}
+	rc = 0;
+out:
+	a->stop = 1;
+	if (started) {
+		pthread_join(hb, NULL);
+		pthread_join(mon, NULL);
+	}
+	xp_client_destroy(cl);
+	xp_cluster_destroy(c);
+	xp_hal_close(a->hal);
+	free(a->descriptor);
+	xp_vec_free(&a->tasks);
+	pthread_mutex_destroy(&a->mu);
+	free(a);
+	return rc;
+}

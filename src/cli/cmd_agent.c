@@ -1,0 +1,102 @@
+/*
+ * cmd_agent: `xpool agent` - the node agent (src/agent): discover the
+ * machine's devices, register with the controller, run what it assigns.
+ * `--discover` only prints what discovery found.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../agent/agent.h"
+#include "../client/client.h"
+#include "../lib/timefmt.h"
+#include "cli.h"
+#include "flags.h"
+
+int xp_cmd_agent(int argc, char **argv)
+{
+	struct xp_flag flags[] = {
+		{ "server", XP_FLAG_STR, "ADDR", "controller address (else $XPOOL_ADDR, the config file)" },
+		{ "token", XP_FLAG_STR, "TOKEN", "an admin API token (else $XPOOL_TOKEN, the config file)" },
+		{ "node-name", XP_FLAG_STR, "NAME", "the node's name (default: the host name)" },
+		{ "devices", XP_FLAG_STR, "FILE",
+		  "report the devices of this descriptor instead of the real ones (emulation, tests)" },
+		{ "work", XP_FLAG_STR, "DIR", "task folders and output" },
+		{ "cgroup-root", XP_FLAG_STR, "DIR", "cgroup v2 mount for CPU and memory limits" },
+		{ "grace", XP_FLAG_STR, "DURATION", "SIGTERM to SIGKILL when a task is cancelled" },
+		{ "heartbeat", XP_FLAG_STR, "DURATION", "override the controller's heartbeat period" },
+		{ "discover", XP_FLAG_BOOL, NULL, "print the discovered node and its devices, then exit" },
+		{ "output", XP_FLAG_STR, "FORMAT", "with --discover: table or json", 'o' },
+		{ NULL, 0, NULL, NULL },
+	};
+	struct xp_agent_opts o;
+	struct xp_err err = { 0 };
+	struct xp_client_config cfg;
+	int help, status = 2;
+	int64_t ms;
+
+	memset(&o, 0, sizeof(o));
+	memset(&cfg, 0, sizeof(cfg));
+	xp_flag_get(flags, "work")->sval = (char *)"/var/lib/xpool/agent";
+	xp_flag_get(flags, "output")->sval = (char *)"table";
+	if (xp_flags_parse(flags, argc, argv, &help, &err) < 0)
+		goto usage;
+	if (help) {
+		xp_flags_usage(stdout, "xpool agent --server ADDR --token T [flags]",
+			       "The node agent: discovers this machine's devices (NVML, ROCm SMI, DCMI,\n"
+			       "CNDev, sysfs FPGAs, hwloc), registers the node, heartbeats, and runs\n"
+			       "the tasks the controller assigns as real processes.",
+			       flags);
+		status = 0;
+		goto out;
+	}
+	o.node_name = xp_flag_get(flags, "node-name")->sval;
+	o.devices_file = xp_flag_get(flags, "devices")->sval;
+	o.work = xp_flag_get(flags, "work")->sval;
+	o.cgroup_root = xp_flag_get(flags, "cgroup-root")->sval;
+	if (xp_flag_get(flags, "grace")->given) {
+		if (xp_duration_parse(xp_flag_get(flags, "grace")->sval, 3600000, &ms) < 0) {
+			xp_errf(&err, XP_EINVAL, "--grace: expected a duration such as 10s");
+			goto usage;
+		}
+		o.grace_ms = (int)ms;
+	}
+	if (xp_flag_get(flags, "heartbeat")->given) {
+		if (xp_duration_parse(xp_flag_get(flags, "heartbeat")->sval, 600000, &ms) < 0 ||
+		    ms < 100) {
+			xp_errf(&err, XP_EINVAL, "--heartbeat: expected a duration 100ms..10m");
+			goto usage;
+		}
+		o.heartbeat_ms = (int)ms;
+	}
+	static const char *const outputs[] = { "table", "json", NULL };
+	int json;
+	if (xp_flag_choice(flags, "output", outputs, &json, &err) < 0)
+		goto usage;
+	if (xp_flag_get(flags, "discover")->bval) {
+		status = xp_agent_discover(&o, json, &err) < 0 ? xp_cli_fail("agent", &err, 1) : 0;
+		goto out;
+	}
+	if (xp_client_config_resolve(xp_flag_get(flags, "server")->sval,
+				     xp_flag_get(flags, "token")->sval, &cfg, &err) < 0) {
+		status = xp_cli_fail("agent", &err, 1);
+		goto out;
+	}
+	o.server = cfg.addr;
+	o.token = cfg.token;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = xp_agent_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	status = xp_agent_run(&o, &err) < 0 ? xp_cli_fail("agent", &err, 1) : 0;
+	goto out;
+usage:
+	status = xp_cli_fail("agent", &err, 2);
+out:
+	xp_client_config_free(&cfg);
+	xp_flags_free(flags);
+	return status;
+}

@@ -1,0 +1,116 @@
+/*
+ * hal: device plugins. One ops table (struct xp_device_ops) per device
+ * family - cpu, nvidia, amd, ascend, cambricon, fpga, fake - and a thin
+ * router (xp_hal_*) that probes every family, builds the machine's node in
+ * the resource model, and routes per-device questions (stats, task
+ * environment) back to the family that owns the device.
+ *
+ * Vendor libraries (NVML, ROCm SMI, DCMI, CNDev) are opened with dlopen at
+ * run time, never linked: one build runs everywhere, and a library that is
+ * absent, too old or lacks a function means "no such devices here"
+ * (XP_ENOENT with the reason in err), not a failure. The cpu family uses
+ * hwloc (linked); the fpga family reads sysfs; the fake family reads a
+ * descriptor file (tests, emulation).
+ *
+ * Ownership: xp_hal_open() returns a handle the caller frees with
+ * xp_hal_close(); xp_hal_discover() returns a NEW cluster the caller frees
+ * with xp_cluster_destroy(); every other argument is borrowed.
+ *
+ * Threads: xp_hal_stats() and xp_hal_env() may be called from several
+ * threads at once (the router serialises them); xp_hal_discover() may run
+ * concurrently with them too. xp_hal_close() must not.
+ *
+ * docs/design/hal.md has each family's source of truth, its attributes and
+ * its environment variables.
+ */
+#ifndef XP_HAL_H
+#define XP_HAL_H
+
+#include <stdint.h>
+
+#include "../core/model/model.h"
+#include "../lib/err.h"
+#include "../lib/strbuf.h"
+
+#define XP_HAL_ABI 1
+
+struct xp_hal_stats {	      /* one device, now */
+	uint8_t health;	      /* enum xp_health */
+	char why[128];	      /* why not ok ("3 uncorrectable ECC errors", "XID 79"), "" when ok */
+	int32_t util_pct;     /* -1 unknown */
+	int64_t mem_used_mib; /* -1 unknown */
+	int32_t power_w;      /* -1 unknown */
+	int32_t temp_c;	      /* -1 unknown */
+};
+
+struct xp_hal_family; /* opaque per-family state */
+struct xp_hal_opts;
+
+struct xp_device_ops {
+	uint32_t abi;	  /* XP_HAL_ABI */
+	const char *name; /* "cpu", "nvidia", "amd", "ascend", "cambricon", "fpga", "fake" */
+	/* Load the vendor library / read the source; XP_ENOENT = no such devices here (not an
+	 * error). */
+	int (*probe)(const struct xp_hal_opts *o, struct xp_hal_family **out, struct xp_err *err);
+	/* Fill node n (in cluster c: intern strings in c->syms) with this family's devices; the cpu
+	 * family fills the node's cpu_milli, mem_mib, arch and numa_domains instead, and may set
+	 * numa of devices already present by PCI bus id. Each device gets attribute "hal" = family
+	 * name and "hal_index" = the family-local index. */
+	int (*enumerate)(struct xp_hal_family *f, struct xp_cluster *c, struct xp_node *n,
+			 struct xp_err *err);
+	int (*stats)(struct xp_hal_family *f, unsigned idx, struct xp_hal_stats *out,
+		     struct xp_err *err);
+	/* Append "NAME=VALUE\n" lines a task needs to see exactly these devices (family-local
+	 * indices), e.g. CUDA_VISIBLE_DEVICES=GPU-uuid,..., HIP_VISIBLE_DEVICES and
+	 * ROCR_VISIBLE_DEVICES, ASCEND_RT_VISIBLE_DEVICES, MLU_VISIBLE_DEVICES. n = 0 asks for
+	 * the lines that hide every device of the family. */
+	int (*env)(struct xp_hal_family *f, const unsigned *idx, unsigned n, struct xp_sb *out);
+	void (*close)(struct xp_hal_family *f); /* NULL-safe */
+};
+
+struct xp_hal_opts {
+	const char *devices_file;    /* fake: a descriptor file (docs/descriptor.md) whose single
+					node's devices are reported */
+	const char *sysfs_root;	     /* fpga: default "/" (tests point it at a fake tree) */
+	const char *lib_override[8]; /* "nvidia=/path/libfake_nvml.so" style overrides; else env
+					XP_HAL_<FAMILY>_LIB; else the vendor's soname
+					(libnvidia-ml.so.1, librocm_smi64.so.*, libdcmi.so,
+					libcndev.so) */
+};
+
+extern const struct xp_device_ops *const xp_hal_families[]; /* NULL-terminated, cpu first */
+
+/* The family ops of that name, or NULL. */
+const struct xp_device_ops *xp_hal_family_ops(const char *name);
+
+/* Probe the families. With devices_file set, the fake family replaces the vendor families
+ * (emulation) and failing to read the file fails the open; otherwise open fails only on bad
+ * options. Families that probe XP_ENOENT are skipped (their reasons: xp_hal_notes()); real
+ * probe errors are kept and reported by xp_hal_discover(). */
+struct xp_hal *xp_hal_open(const struct xp_hal_opts *o, struct xp_err *err);
+/* All families on this machine into a new one-node cluster named node_name (the host name
+ * when NULL). With devices_file set, the fake family replaces the vendor families
+ * (emulation). Families that probe XP_ENOENT are skipped; real errors are reported in err but
+ * do not stop the others (collect them in *warnings as "family: message" lines if warnings !=
+ * NULL). err->code is 0 when no family failed. Returns NULL only when no node could be built.
+ * Each call re-enumerates; the device indices of the newest call are the ones xp_hal_stats()
+ * and xp_hal_env() take. */
+struct xp_cluster *xp_hal_discover(struct xp_hal *h, const char *node_name, struct xp_sb *warnings,
+				   struct xp_err *err);
+/* Stats / env of node device d (the index in the discovered node), routed to its family.
+ * env writes, for every family with devices on the node, the lines that show exactly the
+ * given devices of that family (and hide all of a family none of whose devices is given). */
+int xp_hal_stats(struct xp_hal *h, unsigned dev, struct xp_hal_stats *out, struct xp_err *err);
+int xp_hal_env(struct xp_hal *h, const unsigned *devs, unsigned n, struct xp_sb *out,
+	       struct xp_err *err);
+/* "family: reason\n" for every family skipped at open (library absent, no devices, ...); ""
+ * when none. Borrowed, valid until xp_hal_close(). */
+const char *xp_hal_notes(const struct xp_hal *h);
+/* Names of the families in use, comma-separated ("cpu,nvidia"). Borrowed. */
+const char *xp_hal_active(const struct xp_hal *h);
+void xp_hal_close(struct xp_hal *h); /* NULL-safe */
+
+/* Initialise stats to "unknown": health UNKNOWN, every number -1, why "". */
+void xp_hal_stats_init(struct xp_hal_stats *s);
+
+#endif

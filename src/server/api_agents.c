@@ -1,0 +1,493 @@
+/*
+ * api_agents: the controller's side of node agents (docs/api.md "Agents").
+ *
+ * An agent registers its node (a one-node descriptor), then heartbeats
+ * every few seconds with device health and utilisation, watches its
+ * assignments with a long poll, reports replica exits and uploads task
+ * output. Heartbeats are not journaled - only what they change is (a
+ * device turning unhealthy, a lost node coming back).
+ *
+ * Liveness (xp_live_check, on the owner's tick): an agent node silent for
+ * suspect_beats heartbeats is shown suspect; silent for lost_ms it is lost:
+ * node.state down is journaled, and each job with a replica there is
+ * requeued once (job.requeue) or failed, per its spec's on_node_lost. When
+ * the node speaks again it is journaled ready; its agent then kills what
+ * its assignments no longer list, so a requeued task never runs twice.
+ *
+ * Reports are checked like user input: a malformed or inconsistent one
+ * (wrong device count, a job not running there, a stale attempt) is refused
+ * whole with the reason, logged, and changes nothing.
+ */
+#include "ctl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../descriptor/descriptor.h"
+#include "../lib/xalloc.h"
+
+#define LOG_MAX_BYTES ((off_t)64 << 20) /* per replica log kept by the controller */
+
+static char *dumps(json_t *o)
+{
+	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	return s;
+}
+
+static void live_ensure(struct xp_ctl *ctl, size_t n)
+{
+	while (ctl->live.n <= n) {
+		struct xp_live l = { 0 };
+		xp_vec_push(&ctl->live, l);
+	}
+	pthread_mutex_lock(&ctl->watch_mu);
+	while (ctl->assign_ver.n <= n)
+		xp_vec_push(&ctl->assign_ver, 1);
+	pthread_mutex_unlock(&ctl->watch_mu);
+}
+
+static void refuse_report(struct xp_ctl *ctl, struct xp_cmd *cmd, int code, const char *field,
+			  const char *what)
+{
+	fprintf(stderr, "xpool server: node=%s: report refused: %s%s%s\n", cmd->name,
+		field ? field : "", field ? ": " : "", what);
+	xp_reply_error(cmd, code, field, "%s%s%s", field ? field : "", field ? ": " : "", what);
+}
+
+#define REFUSE(...)                                                                                \
+	do {                                                                                       \
+		refuse_report(__VA_ARGS__);                                                        \
+		return;                                                                            \
+	} while (0)
+
+/* ---- watch: per-node assignment versions ---- */
+
+void xp_watch_bump(struct xp_ctl *ctl, uint32_t node)
+{
+	live_ensure(ctl, node);
+	pthread_mutex_lock(&ctl->watch_mu);
+	ctl->assign_ver.v[node]++;
+	pthread_cond_broadcast(&ctl->watch_cv);
+	pthread_mutex_unlock(&ctl->watch_mu);
+}
+
+uint64_t xp_watch_wait(struct xp_ctl *ctl, uint32_t node, uint64_t since, int wait_ms)
+{
+	struct timespec ts;
+	uint64_t v;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += wait_ms / 1000;
+	ts.tv_nsec += (long)(wait_ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&ctl->watch_mu);
+	for (;;) {
+		v = node < ctl->assign_ver.n ? ctl->assign_ver.v[node] : 0;
+		if (v > since || ctl->watch_stop)
+			break;
+		if (pthread_cond_timedwait(&ctl->watch_cv, &ctl->watch_mu, &ts) != 0) {
+			v = node < ctl->assign_ver.n ? ctl->assign_ver.v[node] : 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ctl->watch_mu);
+	return v;
+}
+
+/* ---- registration ---- */
+
+static int same_devices(const struct xp_state *st, long n, const struct xp_cluster *c,
+			const struct xp_node *node)
+{
+	const struct xp_node *have = &st->c->nodes[n];
+	if (have->ndevs != node->ndevs)
+		return 0;
+	for (uint16_t d = 0; d < node->ndevs; d++) {
+		const struct xp_device *a = &have->devs[d], *b = &node->devs[d];
+		if (a->cls != b->cls || a->mem_mib != b->mem_mib ||
+		    strcmp(xp_strtab_str(st->c->syms, a->model), xp_strtab_str(c->syms, b->model)))
+			return 0;
+	}
+	return 1;
+}
+
+void xp_api_agents_register(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	struct xp_state *st = ctl->st;
+	struct xp_cluster *c = cmd->payload;
+	struct xp_err err = { 0 };
+
+	if (c->nnodes != 1)
+		FAIL(cmd, XP_EINVAL, "nodes", "an agent registers exactly one node, not %zu", c->nnodes);
+	const struct xp_node *node = &c->nodes[0];
+	long n = xp_state_node(st, node->name);
+	if (n < 0) {
+		struct xp_cluster *one = xp_cluster_create();
+		xp_cluster_copy_node(one, c, node, NULL);
+		char *d = xp_descriptor_to_json(one);
+		xp_cluster_destroy(one);
+		int rc = xp_ctl_journal(ctl, "node.add", xp_rec_node_add(XP_SRC_AGENT, d), &err);
+		free(d);
+		if (rc < 0)
+			FAIL_ERR(cmd, &err, NULL);
+		cmd->journaled = 1;
+		n = xp_state_node(st, node->name);
+	} else {
+		if (st->nodes.v[n].source != XP_SRC_AGENT)
+			FAIL(cmd, XP_EEXIST, "name", "node %s is registered as %s, not by an agent",
+			     node->name, xp_node_source_name(st->nodes.v[n].source));
+		if (!same_devices(st, n, c, node))
+			FAIL(cmd, XP_EEXIST, "devices",
+			     "node %s is registered with other devices; remove it (xpool node "
+			     "delete) before it registers again",
+			     node->name);
+		if (st->nodes.v[n].state == XP_NODE_DOWN) {
+			if (xp_ctl_journal(ctl, "node.state", xp_rec_node_state(node->name, XP_NODE_READY),
+					   &err) < 0)
+				FAIL_ERR(cmd, &err, NULL);
+			cmd->journaled = 1;
+		}
+	}
+	live_ensure(ctl, (size_t)n);
+	ctl->live.v[n].last_seen = xp_ctl_now();
+	ctl->live.v[n].suspect = 0;
+	xp_reply_json(cmd, cmd->journaled ? 201 : 200,
+		      dumps(json_pack("{s:s,s:i,s:I}", "node", node->name, "heartbeat_ms",
+				      ctl->o.heartbeat_ms, "version",
+				      (json_int_t)ctl->assign_ver.v[n])));
+}
+
+static long agent_node(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	long n = xp_state_node(ctl->st, cmd->name);
+	if (n < 0) {
+		xp_reply_error(cmd, XP_ENOENT, NULL, "no node %s (register it first)", cmd->name);
+		return -1;
+	}
+	if (ctl->st->nodes.v[n].source != XP_SRC_AGENT) {
+		xp_reply_error(cmd, XP_ESTATE, NULL, "node %s is not an agent's", cmd->name);
+		return -1;
+	}
+	live_ensure(ctl, (size_t)n);
+	return n;
+}
+
+/* ---- heartbeats ---- */
+
+void xp_api_node_heartbeat(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	static const char *const allowed[] = { "devices", NULL };
+	static const char *const dev_keys[] = { "health", "why",	  "util_pct",
+						"power_w", "temp_c", "mem_used_mib", NULL };
+	struct xp_state *st = ctl->st;
+	struct xp_err err = { 0 };
+	char field[64];
+	long n = agent_node(ctl, cmd);
+	if (n < 0)
+		return;
+	json_t *o = xp_cmd_body_object(cmd, allowed);
+	if (!o)
+		return;
+	const struct xp_node *node = &st->c->nodes[n];
+	json_t *devs = json_object_get(o, "devices");
+	uint8_t ok[XP_MAX_NODE_DEVS];
+	char *why[XP_MAX_NODE_DEVS];
+	struct xp_devstat ds[XP_MAX_NODE_DEVS];
+	if (!json_is_array(devs) || json_array_size(devs) != node->ndevs) {
+		json_decref(o);
+		snprintf(field, sizeof(field), "devices");
+		char what[96];
+		snprintf(what, sizeof(what), "expected a list of the node's %u devices", node->ndevs);
+		REFUSE(ctl, cmd, XP_EINVAL, field, what);
+	}
+	for (uint16_t d = 0; d < node->ndevs; d++) {
+		json_t *e = json_array_get(devs, d), *v;
+		const char *k;
+		int bad = !json_is_object(e);
+		snprintf(field, sizeof(field), "devices[%u]", d);
+		json_object_foreach(bad ? NULL : e, k, v)
+		{
+			int known = 0;
+			for (int i = 0; dev_keys[i]; i++)
+				known |= !strcmp(k, dev_keys[i]);
+			bad |= !known;
+		}
+		json_t *h = json_object_get(e, "health"), *w = json_object_get(e, "why");
+		int health = json_is_string(h) ? xp_health_parse(json_string_value(h)) : -1;
+		bad |= health < 0 || (w && !json_is_string(w));
+#define NUM(key, lo, hi, dst)                                                                      \
+	do {                                                                                       \
+		json_t *x = json_object_get(e, key);                                               \
+		if (!x)                                                                            \
+			dst = -1;                                                                  \
+		else if (!json_is_integer(x) || json_integer_value(x) < (lo) ||                    \
+			 json_integer_value(x) > (hi))                                             \
+			bad = 1;                                                                   \
+		else                                                                               \
+			dst = json_integer_value(x);                                               \
+	} while (0)
+		NUM("util_pct", -1, 100, ds[d].util_pct);
+		NUM("power_w", -1, 100000, ds[d].power_w);
+		NUM("temp_c", -100, 300, ds[d].temp_c);
+		NUM("mem_used_mib", -1, (json_int_t)XP_MAX_MEM_MIB, ds[d].mem_used_mib);
+#undef NUM
+		if (bad) {
+			json_decref(o);
+			REFUSE(ctl, cmd, XP_EINVAL, field,
+					     "expected {health: ok|degraded|unhealthy|unknown, why, "
+					     "util_pct 0..100, power_w, temp_c, mem_used_mib}");
+		}
+		ok[d] = health != XP_HEALTH_UNHEALTHY;
+		why[d] = w ? (char *)json_string_value(w) : NULL;
+	}
+	/* all checked: now it may change things */
+	struct xp_live *l = &ctl->live.v[n];
+	l->last_seen = xp_ctl_now();
+	l->suspect = 0;
+	if (l->ndev != node->ndevs) {
+		free(l->dev);
+		l->dev = XNEWV(struct xp_devstat, node->ndevs ? node->ndevs : 1);
+		l->ndev = node->ndevs;
+	}
+	memcpy(l->dev, ds, sizeof(ds[0]) * node->ndevs);
+	int changed = 0;
+	for (uint16_t d = 0; d < node->ndevs; d++)
+		changed |= ok[d] != (node->devs[d].health != XP_HEALTH_UNHEALTHY);
+	int rc = 0;
+	if (st->nodes.v[n].state == XP_NODE_DOWN) /* it is back */
+		rc = xp_ctl_journal(ctl, "node.state", xp_rec_node_state(node->name, XP_NODE_READY),
+				    &err);
+	if (rc == 0 && changed)
+		rc = xp_ctl_journal(ctl, "node.health",
+				    xp_rec_node_health(node->name, ok, why, node->ndevs), &err);
+	json_decref(o);
+	if (rc < 0)
+		FAIL_ERR(cmd, &err, NULL);
+	cmd->journaled = st->nodes.v[n].state == XP_NODE_READY && changed;
+	xp_reply_json(cmd, 200,
+		      dumps(json_pack("{s:I}", "version", (json_int_t)ctl->assign_ver.v[n])));
+}
+
+/* ---- assignments ---- */
+
+void xp_api_node_assignments(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	struct xp_state *st = ctl->st;
+	long n = agent_node(ctl, cmd);
+	if (n < 0)
+		return;
+	json_t *arr = json_array();
+	for (size_t i = 0; i < st->jobs.n; i++) {
+		const struct xp_job *j = st->jobs.v[i];
+		if (j->state != XP_JOB_RUNNING || !st->nodes.v[n].jobs)
+			continue;
+		for (uint32_t r = 0; r < j->spec.replicas; r++) {
+			const struct xp_alloc *a = &j->allocs[r];
+			if (a->node != (uint32_t)n || j->exited[r])
+				continue;
+			json_t *devs = json_array(), *cmdv = json_array(), *args = json_array(),
+			       *env = json_object();
+			for (uint16_t k = 0; k < a->ndev; k++)
+				json_array_append_new(devs, json_integer(a->devs[k]));
+			for (uint16_t k = 0; k < j->spec.ncommand; k++)
+				json_array_append_new(cmdv, json_string(j->spec.command[k]));
+			for (uint16_t k = 0; k < j->spec.nargs; k++)
+				json_array_append_new(args, json_string(j->spec.args[k]));
+			for (uint16_t k = 0; k < j->spec.nenv; k++)
+				json_object_set_new(env, j->spec.env[k].key,
+						    json_string(j->spec.env[k].value));
+			json_t *e = json_pack(
+				"{s:I,s:i,s:i,s:i,s:s,s:o,s:b,s:o,s:o,s:I,s:I,s:o,s:i,s:I}", "job",
+				(json_int_t)j->id, "replica", (int)r, "replicas", (int)j->spec.replicas,
+				"attempt", (int)j->attempts, "tenant", st->tenants.v[j->tenant].name,
+				"command", cmdv, "shell", j->spec.shell, "args", args, "env", env,
+				"cpu_milli", (json_int_t)a->cpu_milli, "memory_mib",
+				(json_int_t)a->mem_mib, "devices", devs, "dev_milli", (int)a->dev_milli,
+				"dev_mem_mib", (json_int_t)a->dev_mem_mib);
+			if (j->spec.name)
+				json_object_set_new(e, "name", json_string(j->spec.name));
+			if (j->spec.workdir)
+				json_object_set_new(e, "workdir", json_string(j->spec.workdir));
+			json_array_append_new(arr, e);
+		}
+	}
+	cmd->id = ctl->assign_ver.v[n]; /* the version this list reflects */
+	cmd->node = n;			/* for the worker's wait */
+	xp_reply_json(cmd, 200,
+		      dumps(json_pack("{s:s,s:I,s:o}", "node", cmd->name, "version",
+				      (json_int_t)cmd->id, "assignments", arr)));
+}
+
+/* ---- task reports ---- */
+
+void xp_api_node_tasks(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	static const char *const allowed[] = { "tasks", NULL };
+	struct xp_state *st = ctl->st;
+	struct xp_err err = { 0 };
+	char field[64], what[160];
+	long n = agent_node(ctl, cmd);
+	if (n < 0)
+		return;
+	json_t *o = xp_cmd_body_object(cmd, allowed);
+	if (!o)
+		return;
+	json_t *tasks = json_object_get(o, "tasks"), *t;
+	size_t i;
+	if (!json_is_array(tasks) || json_array_size(tasks) > 4096) {
+		json_decref(o);
+		REFUSE(ctl, cmd, XP_EINVAL, "tasks", "expected a list (at most 4096)");
+	}
+	/* check every report before journaling any */
+	json_array_foreach(tasks, i, t)
+	{
+		json_int_t id, attempt, replica, code;
+		snprintf(field, sizeof(field), "tasks[%zu]", i);
+		if (json_unpack(t, "{s:I,s:I,s:I,s:I}", "job", &id, "attempt", &attempt, "replica",
+				&replica, "exit_code", &code) < 0 ||
+		    json_object_size(t) != 4 || code < -255 || code > 255) {
+			json_decref(o);
+			REFUSE(ctl, cmd, XP_EINVAL, field,
+					     "expected {job, attempt, replica, exit_code -255..255}");
+		}
+		const struct xp_job *j = id > 0 ? xp_state_job(st, (uint64_t)id) : NULL;
+		const char *stale = NULL;
+		if (!j || j->state != XP_JOB_RUNNING || attempt != (json_int_t)j->attempts)
+			stale = "that job attempt is not running";
+		else if (replica < 0 || replica >= (json_int_t)j->spec.replicas ||
+			 j->allocs[replica].node != (uint32_t)n)
+			stale = "that replica does not run on this node";
+		else if (j->exited[replica])
+			stale = "that replica already exited";
+		for (size_t k = 0; !stale && k < i; k++) {
+			json_t *p = json_array_get(tasks, k);
+			if (json_integer_value(json_object_get(p, "job")) == id &&
+			    json_integer_value(json_object_get(p, "replica")) == replica)
+				stale = "reported twice";
+		}
+		if (stale) {
+			snprintf(what, sizeof(what), "job %lld attempt %lld replica %lld: %s",
+				 (long long)id, (long long)attempt, (long long)replica, stale);
+			json_decref(o);
+			REFUSE(ctl, cmd, XP_ESTATE, field, what);
+		}
+	}
+	json_array_foreach(tasks, i, t)
+	{
+		json_int_t id, attempt, replica, code;
+		json_unpack(t, "{s:I,s:I,s:I,s:I}", "job", &id, "attempt", &attempt, "replica",
+			    &replica, "exit_code", &code);
+		if (xp_state_job(st, (uint64_t)id)->state != XP_JOB_RUNNING)
+			continue; /* an earlier report of this batch ended the job */
+		if (xp_ctl_journal(ctl, "job.task",
+				   xp_rec_job_task((uint64_t)id, (uint32_t)attempt, (uint32_t)replica,
+						   (int)code),
+				   &err) < 0) {
+			json_decref(o);
+			cmd->journaled = i > 0;
+			FAIL_ERR(cmd, &err, NULL);
+		}
+		cmd->journaled = 1;
+	}
+	json_decref(o);
+	xp_reply_json(cmd, 200, dumps(json_pack("{s:i}", "accepted", (int)json_array_size(tasks))));
+}
+
+/* ---- logs ---- */
+
+void xp_log_path(const struct xp_ctl *ctl, uint64_t job, uint32_t replica, int err_stream,
+		 char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/logs/%llu-%u.%s", ctl->o.data, (unsigned long long)job, replica,
+		 err_stream ? "err" : "out");
+}
+
+void xp_api_node_logs(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	struct xp_state *st = ctl->st;
+	const char *qj = xp_cmd_query(cmd, "job"), *qr = xp_cmd_query(cmd, "replica"),
+		   *qs = xp_cmd_query(cmd, "stream");
+	char path[4200];
+	long n = agent_node(ctl, cmd);
+	if (n < 0)
+		return;
+	long long id = qj ? atoll(qj) : 0, r = qr ? atoll(qr) : -1;
+	const struct xp_job *j = id > 0 ? xp_state_job(st, (uint64_t)id) : NULL;
+	if (!qs || (strcmp(qs, "stdout") && strcmp(qs, "stderr")))
+		REFUSE(ctl, cmd, XP_EINVAL, "stream", "expected stdout or stderr");
+	if (!j || !j->allocs || r < 0 || r >= (long long)j->spec.replicas ||
+	    j->allocs[r].node != (uint32_t)n)
+		REFUSE(ctl, cmd, XP_ESTATE, "job", "output of a replica that did not run on this node");
+	snprintf(path, sizeof(path), "%s/logs", ctl->o.data);
+	mkdir(path, 0700);
+	xp_log_path(ctl, (uint64_t)id, (uint32_t)r, !strcmp(qs, "stderr"), path, sizeof(path));
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+	if (fd < 0)
+		FAIL(cmd, XP_EIO, NULL, "%s: %s", path, strerror(errno));
+	struct stat sb;
+	if (fstat(fd, &sb) == 0 && sb.st_size + (off_t)cmd->len > LOG_MAX_BYTES) {
+		close(fd);
+		FAIL(cmd, XP_ETOOBIG, NULL, "the output of job %lld passed %lld bytes; the rest is dropped",
+		     id, (long long)LOG_MAX_BYTES);
+	}
+	if (cmd->len && write(fd, cmd->body, cmd->len) != (ssize_t)cmd->len) {
+		int e = errno;
+		close(fd);
+		FAIL(cmd, XP_EIO, NULL, "%s: %s", path, strerror(e));
+	}
+	close(fd);
+	xp_reply_json(cmd, 200, dumps(json_pack("{s:I}", "bytes", (json_int_t)cmd->len)));
+}
+
+/* ---- liveness ---- */
+
+void xp_live_check(struct xp_ctl *ctl, int64_t now)
+{
+	struct xp_state *st = ctl->st;
+	int64_t suspect_ms = (int64_t)ctl->o.heartbeat_ms * ctl->o.suspect_beats;
+	for (size_t n = 0; n < st->nodes.n && n < ctl->live.n; n++) {
+		struct xp_live *l = &ctl->live.v[n];
+		const struct xp_nodeinfo *ni = &st->nodes.v[n];
+		if (ni->source != XP_SRC_AGENT || ni->removed || ni->state == XP_NODE_DOWN ||
+		    !l->last_seen)
+			continue;
+		int64_t silent = now - l->last_seen;
+		l->suspect = silent > suspect_ms;
+		if (silent <= ctl->o.lost_ms)
+			continue;
+		struct xp_err err = { 0 };
+		const char *name = st->c->nodes[n].name;
+		fprintf(stderr, "xpool server: node=%s: lost (no heartbeat for %lld ms)\n", name,
+			(long long)silent);
+		if (xp_ctl_journal(ctl, "node.state", xp_rec_node_state(name, XP_NODE_DOWN), &err) < 0) {
+			fprintf(stderr, "xpool server: node=%s: %s\n", name, err.text);
+			continue;
+		}
+		char reason[160];
+		snprintf(reason, sizeof(reason), "node %s was lost", name);
+		for (size_t i = 0; i < st->jobs.n; i++) {
+			struct xp_job *j = st->jobs.v[i];
+			int here = 0;
+			for (uint32_t r = 0; j->state == XP_JOB_RUNNING && r < j->spec.replicas; r++)
+				here |= j->allocs[r].node == n && !j->exited[r];
+			if (!here)
+				continue;
+			char *body = j->spec.fail_on_lost
+					     ? xp_rec_job_finish(j->id, XP_JOB_FAILED, -1, reason)
+					     : xp_rec_job_requeue(j->id, reason);
+			if (xp_ctl_journal(ctl, j->spec.fail_on_lost ? "job.finish" : "job.requeue", body,
+					   &err) < 0)
+				fprintf(stderr, "xpool server: job=%llu node=%s: %s\n",
+					(unsigned long long)j->id, name, err.text);
+		}
+	}
+}

@@ -1,0 +1,395 @@
+/*
+ * test_agents: a real controller (in this process) and real `xpool agent`
+ * processes on loopback, each with its own fake device file.
+ *  - a 2-GPU job's command prints what it sees: the vendor variable and the
+ *    XPOOL_* ones match the allocation; a fraction sees its limits;
+ *  - an agent killed with SIGKILL: its node is lost, the job is requeued
+ *    once and completes on the other agent; the agent, restarted, does not
+ *    take the job back;
+ *  - an agent restarted while its task runs adopts it: the task runs once;
+ *  - malformed or inconsistent reports are refused and change nothing;
+ *    an unhealthy device leaves scheduling and comes back.
+ */
+#include "testutil.h"
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/strbuf.h"
+#include "lib/xalloc.h"
+#include "server/ctl.h"
+
+struct env {
+	char dir[64];
+	struct xp_ctl *ctl;
+	pid_t agents[4];
+	char names[4][32];
+	int n;
+	int passed; /* set at the end of a test; otherwise teardown shows the logs */
+};
+
+/* one environment at a time; cmocka's teardown cleans it up even when an
+ * assertion fails half-way, so no agent outlives the test */
+static struct env E;
+
+static size_t sink(char *p, size_t sz, size_t n, void *ud)
+{
+	xp_sb_putn(ud, p, sz * n);
+	return sz * n;
+}
+
+static json_t *api(struct env *e, const char *method, const char *path, const char *body,
+		   long *status)
+{
+	CURL *h = curl_easy_init();
+	struct curl_slist *hdr = NULL;
+	struct xp_sb sb;
+	char url[512], auth[256];
+	long st = 0;
+	xp_sb_init(&sb);
+	snprintf(url, sizeof(url), "http://%s%s", e->ctl->addr, path);
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", e->ctl->admin_token);
+	hdr = curl_slist_append(hdr, auth);
+	hdr = curl_slist_append(hdr, "Content-Type: application/json");
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &sb);
+	if (body)
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+	assert_int_equal(curl_easy_perform(h), CURLE_OK);
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+	curl_slist_free_all(hdr);
+	curl_easy_cleanup(h);
+	if (status)
+		*status = st;
+	json_error_t je;
+	json_t *o = json_loads(sb.s, JSON_DECODE_ANY, &je);
+	if (!o) /* text (logs) */
+		o = json_string(sb.s);
+	xp_sb_free(&sb);
+	return o;
+}
+
+static void write_devices(const char *path, const char *name, const char *vendor, int count)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "nodes:\n  - name: %s\n    cpu: 4\n    memory: 8Gi\n    devices:\n", name);
+	for (int i = 0; i < count; i++)
+		fprintf(f,
+			"      - {type: gpu, vendor: %s, model: Fake-%s, memory: 16Gi, uuid: GPU-%s-%d}\n",
+			vendor, vendor, name, i);
+	fclose(f);
+}
+
+static pid_t start_agent(struct env *e, int i)
+{
+	char devs[128], work[128];
+	snprintf(devs, sizeof(devs), "%s/%s.yaml", e->dir, e->names[i]);
+	snprintf(work, sizeof(work), "%s/work-%s", e->dir, e->names[i]);
+	pid_t p = fork();
+	if (p == 0) {
+		char log[160];
+		snprintf(log, sizeof(log), "%s/%s.log", e->dir, e->names[i]);
+		freopen(log, "a", stderr);
+		execl(XP_BINARY, XP_BINARY, "agent", "--server", e->ctl->addr, "--token",
+		      e->ctl->admin_token, "--node-name", e->names[i], "--devices", devs, "--work",
+		      work, "--heartbeat", "200ms", "--grace", "1s", "--cgroup-root",
+		      "/nonexistent", (char *)NULL);
+		_exit(127);
+	}
+	e->agents[i] = p;
+	return p;
+}
+
+static void stop_agent(struct env *e, int i, int sig)
+{
+	if (e->agents[i] > 0) {
+		kill(e->agents[i], sig);
+		waitpid(e->agents[i], NULL, 0);
+		e->agents[i] = 0;
+	}
+}
+
+static void wait_nodes_ready(struct env *e, int n)
+{
+	for (int t = 0; t < 200; t++) {
+		json_t *o = api(e, "GET", "/v1/nodes", NULL, NULL), *nd;
+		size_t i;
+		int ready = 0;
+		json_array_foreach(json_object_get(o, "nodes"), i, nd) ready +=
+			!strcmp(json_string_value(json_object_get(nd, "state")), "ready");
+		json_decref(o);
+		if (ready >= n)
+			return;
+		usleep(50000);
+	}
+	fail_msg("agents did not register");
+}
+
+static void setup(struct env *e, int n, const char *const *names, const char *const *vendors,
+		  const int *counts)
+{
+	struct xp_ctl_opts o = { 0 };
+	struct xp_err err = { 0 };
+	memset(e, 0, sizeof(*e));
+	snprintf(e->dir, sizeof(e->dir), "/tmp/xpagentsXXXXXX");
+	assert_non_null(mkdtemp(e->dir));
+	char data[128];
+	snprintf(data, sizeof(data), "%s/ctl", e->dir);
+	o.data = data;
+	o.listen = "127.0.0.1:0";
+	o.sync = 1;
+	o.heartbeat_ms = 200;
+	o.lost_ms = 1500;
+	if (xp_ctl_start(&o, &e->ctl, &err) < 0)
+		fail_msg("start: %s", err.text);
+	e->n = n;
+	for (int i = 0; i < n; i++) {
+		char path[128];
+		snprintf(e->names[i], sizeof(e->names[i]), "%s", names[i]);
+		snprintf(path, sizeof(path), "%s/%s.yaml", e->dir, names[i]);
+		write_devices(path, names[i], vendors[i], counts[i]);
+		start_agent(e, i);
+	}
+	wait_nodes_ready(e, n);
+}
+
+static int teardown(void **state)
+{
+	struct env *e = &E;
+	(void)state;
+	if (!e->ctl)
+		return 0;
+	for (int i = 0; i < e->n; i++)
+		stop_agent(e, i, SIGTERM);
+	xp_ctl_stop(e->ctl);
+	e->ctl = NULL;
+	for (int i = 0; !e->passed && i < e->n; i++) { /* what the agents said */
+		char cmd[512];
+		snprintf(cmd, sizeof(cmd), "echo '--- agent %s:'; cat %s/%s.log", e->names[i], e->dir,
+			 e->names[i]);
+		if (system(cmd)) {
+		}
+	}
+	/* tasks of killed agents may still run: they die with their group */
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "pkill -f '%s/work-' >/dev/null 2>&1; %s %s", e->dir,
+		 getenv("XP_TEST_KEEP") ? "echo kept" : "rm -rf", e->dir);
+	if (system(cmd)) {
+	}
+	return 0;
+}
+
+static json_t *wait_state(struct env *e, long long id, const char *state, int secs)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/v1/jobs/%lld", id);
+	for (int t = 0; t < secs * 20; t++) {
+		json_t *j = api(e, "GET", path, NULL, NULL);
+		if (!strcmp(json_string_value(json_object_get(j, "state")), state))
+			return j;
+		json_decref(j);
+		usleep(50000);
+	}
+	json_t *j = api(e, "GET", path, NULL, NULL);
+	char *s = json_dumps(j, 0);
+	fail_msg("job %lld did not become %s: %s", id, state, s);
+	return NULL;
+}
+
+static long long submit(struct env *e, const char *body)
+{
+	long st;
+	json_t *r = api(e, "POST", "/v1/jobs", body, &st);
+	assert_int_equal(st, 201);
+	long long id = json_integer_value(json_object_get(r, "id"));
+	json_decref(r);
+	return id;
+}
+
+static char *logs(struct env *e, long long id)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/v1/jobs/%lld/logs", id);
+	json_t *r = api(e, "GET", path, NULL, NULL);
+	char *s = xstrdup(json_is_string(r) ? json_string_value(r) : "");
+	json_decref(r);
+	return s;
+}
+
+static void test_visible_devices(void **state)
+{
+	static const char *const names[] = { "nv-0", "amd-0" }, *const vendors[] = { "NVIDIA", "AMD" };
+	static const int counts[] = { 4, 2 };
+	struct env *e = &E;
+	setup(e, 2, names, vendors, counts);
+
+	long long id = submit(e, "{\"name\":\"see\",\"resources\":{\"cpu\":\"100m\",\"memory\":64,"
+				  "\"devices\":{\"count\":2,\"vendor\":\"NVIDIA\"}},"
+				  "\"command\":\"echo CUDA=$CUDA_VISIBLE_DEVICES; echo "
+				  "XPOOL=$XPOOL_DEVICES\"}");
+	json_t *j = wait_state(e, id, "succeeded", 20);
+	json_t *devs = json_object_get(json_array_get(json_object_get(j, "allocations"), 0), "devices");
+	char want_cuda[128] = "CUDA=", want_x[64] = "XPOOL=";
+	for (size_t i = 0; i < json_array_size(devs); i++) {
+		long long ix = json_integer_value(json_object_get(json_array_get(devs, i), "index"));
+		char part[32];
+		snprintf(part, sizeof(part), "%sGPU-nv-0-%lld", i ? "," : "", ix);
+		strcat(want_cuda, part);
+		snprintf(part, sizeof(part), "%s%lld", i ? "," : "", ix);
+		strcat(want_x, part);
+	}
+	json_decref(j);
+	char *out = logs(e, id);
+	if (!strstr(out, want_cuda) || !strstr(out, want_x))
+		fail_msg("output '%s' lacks '%s' or '%s'", out, want_cuda, want_x);
+	free(out);
+
+	id = submit(e, "{\"resources\":{\"cpu\":\"100m\",\"memory\":64,\"devices\":{\"fraction\":0.25,"
+			"\"memory\":\"4Gi\",\"vendor\":\"AMD\"}},\"command\":\"echo "
+			"F=$XPOOL_DEVICE_FRACTION M=$XPOOL_DEVICE_MEMORY_MIB R=$ROCR_VISIBLE_DEVICES\"}");
+	json_decref(wait_state(e, id, "succeeded", 20));
+	out = logs(e, id);
+	if (!strstr(out, "F=0.250 M=4096 R=") )
+		fail_msg("fraction output: '%s'", out);
+	free(out);
+	e->passed = 1;
+}
+
+static int count_events(struct env *e, const char *type, long long job)
+{
+	json_t *o = api(e, "GET", "/v1/events?since=0&limit=10000", NULL, NULL), *ev;
+	size_t i;
+	int n = 0;
+	json_array_foreach(json_object_get(o, "events"), i, ev) n +=
+		!strcmp(json_string_value(json_object_get(ev, "type")), type) &&
+		json_integer_value(json_object_get(ev, "job")) == job;
+	json_decref(o);
+	return n;
+}
+
+static void test_lost_agent_requeue(void **state)
+{
+	static const char *const names[] = { "b-0", "b-1" }, *const vendors[] = { "NVIDIA", "NVIDIA" };
+	static const int counts[] = { 1, 1 };
+	struct env *e = &E;
+	setup(e, 2, names, vendors, counts);
+
+	long long id = submit(e, "{\"resources\":{\"cpu\":\"100m\",\"memory\":64,\"devices\":{\"count\":1}},"
+				  "\"command\":\"sleep 2; echo done on $XPOOL_NODE\"}");
+	json_t *j = wait_state(e, id, "running", 20);
+	const char *first = json_string_value(
+		json_object_get(json_array_get(json_object_get(j, "allocations"), 0), "node"));
+	int victim = !strcmp(first, "b-0") ? 0 : 1;
+	json_decref(j);
+	stop_agent(e, victim, SIGKILL);
+	j = wait_state(e, id, "succeeded", 30);
+	const char *second = json_string_value(
+		json_object_get(json_array_get(json_object_get(j, "allocations"), 0), "node"));
+	assert_string_equal(second, e->names[1 - victim]);
+	json_decref(j);
+	assert_int_equal(count_events(e, "job.requeued", id), 1);
+	/* the lost node's agent comes back: it must not take the job again */
+	start_agent(e, victim);
+	wait_nodes_ready(e, 2);
+	sleep(3);
+	j = wait_state(e, id, "succeeded", 1);
+	assert_string_equal(json_string_value(json_object_get(
+				    json_array_get(json_object_get(j, "allocations"), 0), "node")),
+			    e->names[1 - victim]);
+	json_decref(j);
+	assert_int_equal(count_events(e, "job.requeued", id), 1);
+	e->passed = 1;
+}
+
+static void test_restart_no_duplicate(void **state)
+{
+	static const char *const names[] = { "c-0" }, *const vendors[] = { "NVIDIA" };
+	static const int counts[] = { 1 };
+	struct env *e = &E;
+	char marker[320], body[768];
+	setup(e, 1, names, vendors, counts);
+	snprintf(marker, sizeof(marker), "%s/marker", e->dir);
+	snprintf(body, sizeof(body),
+		 "{\"resources\":{\"cpu\":\"100m\",\"memory\":64},\"command\":\"echo run >> %s; "
+		 "sleep 2\"}",
+		 marker);
+	long long id = submit(e, body);
+	json_decref(wait_state(e, id, "running", 20));
+	for (int t = 0; t < 100 && access(marker, F_OK) != 0; t++)
+		usleep(50000);
+	stop_agent(e, 0, SIGKILL);
+	usleep(300000);
+	start_agent(e, 0); /* back well before the node would be lost */
+	json_decref(wait_state(e, id, "succeeded", 20));
+	FILE *f = fopen(marker, "r");
+	assert_non_null(f);
+	int lines = 0;
+	char buf[64];
+	while (fgets(buf, sizeof(buf), f))
+		lines++;
+	fclose(f);
+	assert_int_equal(lines, 1);
+	assert_int_equal(count_events(e, "job.requeued", id), 0);
+	e->passed = 1;
+}
+
+static void test_reports_checked(void **state)
+{
+	static const char *const names[] = { "d-0" }, *const vendors[] = { "NVIDIA" };
+	static const int counts[] = { 2 };
+	struct env *e = &E;
+	long st;
+	setup(e, 1, names, vendors, counts);
+	/* wrong device count, an unknown field, a job not running here */
+	json_decref(api(e, "POST", "/v1/nodes/d-0/heartbeat", "{\"devices\":[{\"health\":\"ok\"}]}", &st));
+	assert_int_equal(st, 400);
+	json_decref(api(e, "POST", "/v1/nodes/d-0/heartbeat",
+			"{\"devices\":[{\"health\":\"ok\",\"color\":1},{\"health\":\"ok\"}]}", &st));
+	assert_int_equal(st, 400);
+	json_decref(api(e, "POST", "/v1/nodes/d-0/tasks",
+			"{\"tasks\":[{\"job\":99,\"attempt\":1,\"replica\":0,\"exit_code\":0}]}", &st));
+	assert_int_equal(st, 409);
+	json_decref(api(e, "POST", "/v1/nodes/d-0/tasks", "{\"tasks\":\"all done\"}", &st));
+	assert_int_equal(st, 400);
+	/* an unhealthy device (as an agent would report it) leaves scheduling */
+	json_decref(api(e, "POST", "/v1/nodes/d-0/heartbeat",
+			"{\"devices\":[{\"health\":\"unhealthy\",\"why\":\"ECC\"},{\"health\":\"ok\"}]}",
+			&st));
+	assert_int_equal(st, 200);
+	json_t *d = api(e, "GET", "/v1/devices?node=d-0", NULL, NULL);
+	json_t *d0 = json_array_get(json_object_get(d, "devices"), 0);
+	assert_string_equal(json_string_value(json_object_get(d0, "health")), "unhealthy");
+	assert_string_equal(json_string_value(json_object_get(d0, "why")), "ECC");
+	json_decref(d);
+	/* the agent's own next heartbeat says healthy again (its fake file does) */
+	long long id = submit(e, "{\"resources\":{\"cpu\":\"100m\",\"memory\":64,\"devices\":{\"count\":2}},"
+				  "\"command\":\"true\"}");
+	json_decref(wait_state(e, id, "succeeded", 20));
+	e->passed = 1;
+}
+
+int main(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_visible_devices, teardown),
+		cmocka_unit_test_teardown(test_lost_agent_requeue, teardown),
+		cmocka_unit_test_teardown(test_restart_no_duplicate, teardown),
+		cmocka_unit_test_teardown(test_reports_checked, teardown),
+	};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	curl_global_cleanup();
+	return rc;
+}

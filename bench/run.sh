@@ -38,3 +38,6 @@ echo "== 2. placement throughput (one core, every feasible node considered)"
 "$XP" sim bench --nodes 1000,10000,100000 --policy fgd,bestfit --runs "$RUNS" \
 	--max-decisions 0 --scan-decisions 1000 | tee "$OUT/placement.txt"
 echo "targets: >= 20000 decisions/s at 10k nodes, >= 5000/s at 100k nodes"
+
+echo "== 3. the controller beside Slurm (xpool side; BENCH_SLURM=1 adds the Slurm peer)"
+./bench/controller.sh "$BUILD"

@@ -14,67 +14,10 @@ if ! "$XP" dev --help >/dev/null 2>&1; then
 	exit 0
 fi
 
-T=$(mktemp -d)
-PID=
-stop_server() {
-	if [ -n "$PID" ]; then
-		kill "$PID" 2>/dev/null
-		wait "$PID" 2>/dev/null
-		PID=
-	fi
-}
-trap 'stop_server; rm -rf "$T"' EXIT
-trap 'exit 1' INT TERM HUP
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-# run VERB ARGS...: $T/out gets stdout, $T/err stderr, $rc the exit status
-run() {
-	"$XP" "$@" >"$T/out" 2>"$T/err"
-	rc=$?
-}
-run_as() { # run_as TOKEN VERB ARGS...: run with another token
-	tok=$1
-	shift
-	XPOOL_TOKEN=$tok "$XP" "$@" >"$T/out" 2>"$T/err"
-	rc=$?
-}
-expect() { # expect STATUS WHAT: the last run exited with STATUS
-	[ "$rc" = "$1" ] || fail "$2: exit $rc, want $1; stdout: $(head -c 400 "$T/out"); stderr: $(cat "$T/err")"
-}
-# a config of our own: nothing from the user running the tests leaks in
-HOME=$T/home
-export HOME
-unset XPOOL_ADDR XPOOL_TOKEN
-
-: >"$T/dev.out"
-"$XP" dev --data "$T/data" --listen 127.0.0.1:0 \
-	--cluster "$SRC/examples/clusters/small.yaml" >"$T/dev.out" 2>"$T/dev.err" &
-PID=$!
-i=0
-while ! grep -q '^admin token:' "$T/dev.out" || ! grep -q '^address:' "$T/dev.out"; do
-	if ! kill -0 "$PID" 2>/dev/null; then
-		PID=
-		echo "FAIL: xpool dev exited: $(cat "$T/dev.err")"
-		exit 1
-	fi
-	i=$((i + 1))
-	if [ "$i" -gt 300 ]; then
-		echo "FAIL: xpool dev printed no address and admin token in 30 s"
-		exit 1
-	fi
-	sleep 0.1
-done
-XPOOL_ADDR=$(sed -n 's/^address: *//p' "$T/dev.out" | head -n 1)
-XPOOL_TOKEN=$(sed -n 's/^admin token: *//p' "$T/dev.out" | head -n 1)
-export XPOOL_ADDR XPOOL_TOKEN
+. "$SRC/tests/devlib.sh"
+# emulated nodes only: the local agent's real runs are cli_dev.sh's
+start_dev --no-agent --cluster "$SRC/examples/clusters/small.yaml"
 ADMIN=$XPOOL_TOKEN
-# serving: wait until the store is replayed and queries answer
-i=0
-until "$XP" queues >/dev/null 2>&1; do
-	i=$((i + 1))
-	[ "$i" -le 100 ] || { echo "FAIL: the controller at $XPOOL_ADDR does not answer"; exit 1; }
-	sleep 0.1
-done
 
 # --- nodes, devices, queues ---
 run nodes; expect 0 "nodes"

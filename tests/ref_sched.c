@@ -157,6 +157,8 @@ static int why_state(const struct ref_sched *r, uint32_t n, const struct nstate 
 		     const struct xp_request *q)
 {
 	const struct xp_node *node = &r->c->nodes[n];
+	if (q->node >= 0 && (uint32_t)q->node != n) /* pinned elsewhere: checked first */
+		return XP_WHY_NODE;
 	if (!r->up[n])
 		return XP_WHY_DOWN;
 	if (q->dev_count) {

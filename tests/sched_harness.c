@@ -195,6 +195,8 @@ void gen_request(const struct world *w, struct xp_rng *g, struct xp_request *q)
 	xp_request_init(q);
 	q->cpu_milli = chance(g, 90) ? PICK(g, cpus) : below(g, 130000);
 	q->mem_mib = chance(g, 90) ? PICK(g, mems) : below(g, 1 << 19);
+	if (!w->openb && chance(g, 4)) /* pinned to one node (or one past the end) */
+		q->node = (int32_t)below(g, w->c->nnodes + 1);
 	unsigned k = (unsigned)below(g, 100);
 	if (k < 20)
 		return;
@@ -259,9 +261,9 @@ static size_t gen_workload(const struct world *w, struct xp_rng *g, struct xp_ws
 void print_request(const char *what, const struct xp_request *q)
 {
 	fprintf(stderr,
-		"  %s: cpu %llu mem %llu dev_count %u dev_milli %u dev_mem %llu topo %u "
+		"  %s: node %d cpu %llu mem %llu dev_count %u dev_milli %u dev_mem %llu topo %u "
 		"sel{cls %d vendor %u min_mem %llu min_cc %u models",
-		what, (unsigned long long)q->cpu_milli, (unsigned long long)q->mem_mib,
+		what, (int)q->node, (unsigned long long)q->cpu_milli, (unsigned long long)q->mem_mib,
 		q->dev_count, q->dev_milli, (unsigned long long)q->dev_mem_mib, q->topo, q->sel.cls,
 		q->sel.vendor, (unsigned long long)q->sel.min_mem_mib, q->sel.min_cc);
 	for (int i = 0; i < q->sel.nmodels; i++)

@@ -317,6 +317,44 @@ static void test_random_replay(void **state)
 	teardown(&w);
 }
 
+/* `node:` pins a job like Kubernetes' nodeName: it runs there or waits, and
+ * explain says why every other node was passed over */
+static void test_node_pinning(void **state)
+{
+	struct world w;
+	struct xp_explain ex;
+	int fits;
+	(void)state;
+	setup(&w);
+	uint64_t a = submit(&w, "team-a", "node: gpu-3\nresources: {cpu: 1, devices: {count: 4}}\n",
+			    NULL);
+	uint64_t b = submit(&w, "team-a", "node: gpu-3\nresources: {cpu: 1, devices: {count: 1}}\n",
+			    NULL);
+	/* a node that does not exist is refused at submit, not left to wait */
+	assert_int_equal(submit(&w, "team-a", "node: nowhere\nresources: {cpu: 1}\n", NULL), 0);
+	uint64_t d = submit(&w, "team-a", "resources: {cpu: 1, devices: {count: 1}}\n", NULL);
+	cycle(&w);
+	const struct xp_job *ja = xp_state_job(w.st, a);
+	assert_int_equal(ja->state, XP_JOB_RUNNING);
+	assert_int_equal(ja->allocs[0].node, xp_state_node(w.st, "gpu-3"));
+	assert_int_equal(xp_state_job(w.st, b)->state, XP_JOB_PENDING);
+	assert_int_equal(xp_state_job(w.st, d)->state, XP_JOB_RUNNING); /* free nodes elsewhere */
+	xp_state_explain(w.st, xp_state_job(w.st, b), &ex, &fits);
+	assert_false(fits);
+	assert_int_equal(ex.nodes[XP_WHY_NODE], 4);
+	assert_int_equal(ex.nodes[XP_WHY_DEV_BUSY], 1);
+	/* the node frees up: the waiting pinned job starts there */
+	assert_int_equal(apply(&w, "job.finish", xp_rec_job_finish(a, XP_JOB_SUCCEEDED, 0, NULL)), 0);
+	cycle(&w);
+	assert_int_equal(xp_state_job(w.st, b)->state, XP_JOB_RUNNING);
+	assert_int_equal(xp_state_job(w.st, b)->allocs[0].node, xp_state_node(w.st, "gpu-3"));
+	char *live = xp_state_snapshot(w.st), *full = replay(&w, w.log.n, NULL, 0);
+	assert_string_equal(live, full);
+	free(live);
+	free(full);
+	teardown(&w);
+}
+
 static void test_spec_edges(void **state)
 {
 	static const struct {
@@ -338,6 +376,8 @@ static void test_spec_edges(void **state)
 		{ "resources: {devices: {min_compute_capability: eight}}\n",
 		  "resources.devices.min_compute_capability" },
 		{ "- a\n- b\n", "" },
+		{ "node: 'bad name'\n", "node" },
+		{ "on_node_lost: maybe\n", "on_node_lost" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct xp_jobspec s;
@@ -360,7 +400,7 @@ static void test_spec_edges(void **state)
 		"class: gpu, vendor: NVIDIA, models: [A100, H100], min_memory: 40Gi, "
 		"min_compute_capability: '8.0', topology: same_numa}}\nlabels: {team: "
 		"v}\nduration: 1h30m\n"
-		"exit_code: 3\n";
+		"exit_code: 3\nnode: gpu-1\non_node_lost: fail\n";
 	struct xp_jobspec s, t;
 	struct xp_err err = { 0 };
 	assert_int_equal(xp_jobspec_parse_text("j", doc, strlen(doc), 0, &s, NULL, &err), 0);
@@ -372,6 +412,8 @@ static void test_spec_edges(void **state)
 	assert_int_equal(s.cpu_milli, 500);
 	assert_int_equal(s.duration_ms, 5400000);
 	assert_int_equal(s.shell, 1);
+	assert_string_equal(s.node, "gpu-1");
+	assert_true(s.fail_on_lost);
 	free(j1);
 	free(j2);
 	xp_jobspec_free(&s);
@@ -384,6 +426,7 @@ int main(void)
 		cmocka_unit_test(test_lifecycle),
 		cmocka_unit_test(test_random_replay),
 		cmocka_unit_test(test_spec_edges),
+		cmocka_unit_test(test_node_pinning),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -330,6 +330,28 @@ static void reconcile(struct xp_agent *a, json_t *assignments)
 	pthread_mutex_unlock(&a->mu);
 }
 
+/* --stop-tasks: SIGTERM every running task, SIGKILL after the grace */
+static void stop_all_tasks(struct xp_agent *a)
+{
+	int64_t now = xp_agent_now(), until = now + a->o.grace_ms + 2000;
+	pthread_mutex_lock(&a->mu);
+	for (size_t i = 0; i < a->tasks.n; i++)
+		xp_task_kill(a, &a->tasks.v[i], now);
+	for (;;) {
+		size_t live = 0;
+		xp_task_poll(a, xp_agent_now());
+		for (size_t i = 0; i < a->tasks.n; i++)
+			live += a->tasks.v[i].state == XP_TASK_RUNNING ||
+				a->tasks.v[i].state == XP_TASK_KILLING;
+		if (!live || xp_agent_now() > until)
+			break;
+		pthread_mutex_unlock(&a->mu);
+		usleep(20000);
+		pthread_mutex_lock(&a->mu);
+	}
+	pthread_mutex_unlock(&a->mu);
+}
+
 void xp_agent_signal(int sig)
 {
 	(void)sig;
@@ -391,6 +413,8 @@ int xp_agent_run(const struct xp_agent_opts *o, struct xp_err *err)
 		rc = xp_client_json(cl, "GET", path, NULL, &reply, err);
 		if (rc < 0) {
 			json_decref(reply);
+			if (STOP(a))
+				break; /* SIGTERM ended the long poll */
 			if (rc == XP_ENOENT || rc == XP_ESTATE)
 				do_register(a, cl, err);
 			else
@@ -411,6 +435,8 @@ out:
 		pthread_join(hb, NULL);
 		pthread_join(mon, NULL);
 	}
+	if (a->o.stop_tasks)
+		stop_all_tasks(a);
 	xp_client_destroy(cl);
 	xp_cluster_destroy(c);
 	xp_hal_close(a->hal);

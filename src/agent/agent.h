@@ -39,6 +39,8 @@ struct xp_agent_opts {
 	const char *cgroup_root;  /* default /sys/fs/cgroup */
 	int grace_ms;		  /* SIGTERM -> SIGKILL, default 10000 */
 	int heartbeat_ms;	  /* 0: what the controller says */
+	int stop_tasks;		  /* on exit, end running tasks too (xpool dev); default: they
+				     keep running and a restarted agent adopts them */
 };
 
 enum xp_task_state {

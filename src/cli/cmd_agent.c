@@ -26,6 +26,8 @@ int xp_cmd_agent(int argc, char **argv)
 		{ "cgroup-root", XP_FLAG_STR, "DIR", "cgroup v2 mount for CPU and memory limits" },
 		{ "grace", XP_FLAG_STR, "DURATION", "SIGTERM to SIGKILL when a task is cancelled" },
 		{ "heartbeat", XP_FLAG_STR, "DURATION", "override the controller's heartbeat period" },
+		{ "stop-tasks", XP_FLAG_BOOL, NULL,
+		  "on exit, end running tasks too (default: they run on; a restart adopts them)" },
 		{ "discover", XP_FLAG_BOOL, NULL, "print the discovered node and its devices, then exit" },
 		{ "output", XP_FLAG_STR, "FORMAT", "with --discover: table or json", 'o' },
 		{ NULL, 0, NULL, NULL },
@@ -55,6 +57,7 @@ int xp_cmd_agent(int argc, char **argv)
 	o.devices_file = xp_flag_get(flags, "devices")->sval;
 	o.work = xp_flag_get(flags, "work")->sval;
 	o.cgroup_root = xp_flag_get(flags, "cgroup-root")->sval;
+	o.stop_tasks = xp_flag_get(flags, "stop-tasks")->bval;
 	if (xp_flag_get(flags, "grace")->given) {
 		if (xp_duration_parse(xp_flag_get(flags, "grace")->sval, 3600000, &ms) < 0) {
 			xp_errf(&err, XP_EINVAL, "--grace: expected a duration such as 10s");

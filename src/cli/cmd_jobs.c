@@ -565,11 +565,17 @@ out:
 
 int xp_cmd_logs(int argc, char **argv)
 {
-	struct xp_flag flags[] = { XP_CLIENT_FLAGS, { NULL, 0, NULL, NULL } };
+	struct xp_flag flags[] = {
+		XP_CLIENT_FLAGS,
+		{ "stderr", XP_FLAG_BOOL, NULL, "the task's standard error instead of its output" },
+		{ NULL, 0, NULL, NULL },
+	};
 	static const struct xp_cli_verb verb = {
 		"logs",
-		"xpool logs ID [-o table|json]",
-		"Print a job's output (text as it is; -o json prints it as one JSON string).",
+		"xpool logs ID [--stderr] [-o table|json]",
+		"Print a job's output (text as it is; -o json prints it as one JSON string).\n"
+		"Jobs on agent nodes have what their tasks wrote, one section per replica;\n"
+		"jobs on emulated nodes have the emulator's lines.",
 		"ID",
 		1,
 		1,
@@ -590,7 +596,8 @@ int xp_cmd_logs(int argc, char **argv)
 		status = x.status;
 		goto out;
 	}
-	snprintf(path, sizeof(path), "/v1/jobs/%lld/logs", id);
+	snprintf(path, sizeof(path), "/v1/jobs/%lld/logs%s", id,
+		 xp_flag_get(flags, "stderr")->bval ? "?stream=stderr" : "");
 	if (xp_client_call(x.client, "GET", path, accept, NULL, NULL, 0, &text, &len, &x.err) < 0) {
 		xp_cli_fail_api(&x);
 		goto out;

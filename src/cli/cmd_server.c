@@ -9,10 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../core/sched/policy.h"
 #include "../descriptor/tree.h"
+#include "../lib/fileio.h"
 #include "../lib/parse.h"
 #include "../lib/timefmt.h"
 #include "../lib/xalloc.h"
@@ -25,7 +27,8 @@ static int load_config(const char *path, struct xp_flag *flags, struct xp_err *e
 {
 	static const char *const keys[] = { "data",	    "listen",	     "policy",
 					    "body-limit",   "tick",	     "max-per-cycle",
-					    "snapshot-every", "event-ring", "max-connections", NULL };
+					    "snapshot-every", "event-ring", "max-connections",
+					    "heartbeat",    "suspect-after", "lost-after", NULL };
 	struct xp_tree *t = NULL;
 	char *buf;
 	size_t len;
@@ -67,6 +70,48 @@ static int size_flag(struct xp_flag *flags, const char *name, long min, long max
 	return 0;
 }
 
+/* xpool dev: one real agent for this machine, `xpool agent` run from this
+ * very binary, so the first job of a newcomer really runs here. It ends
+ * its tasks when it stops (--stop-tasks): dev leaves nothing behind. */
+static pid_t start_local_agent(struct xp_ctl *ctl, const char *data, const sigset_t *blocked)
+{
+	char exe[4096], addr[128], work[4200], token[256] = "";
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0) {
+		fprintf(stderr, "xpool dev: no local agent: cannot find this binary: %s\n",
+			strerror(errno));
+		return -1;
+	}
+	exe[n] = '\0';
+	snprintf(addr, sizeof(addr), "http://%s", ctl->addr);
+	snprintf(work, sizeof(work), "%s/agent", data);
+	if (ctl->admin_token[0]) {
+		snprintf(token, sizeof(token), "%s", ctl->admin_token);
+	} else { /* an existing data directory: the token is in its file */
+		char path[4200], *buf = NULL;
+		size_t len = 0;
+		struct xp_err err = { 0 };
+		snprintf(path, sizeof(path), "%s/admin.token", data);
+		if (xp_read_file(path, sizeof(token) - 1, &buf, &len, &err) == 0)
+			snprintf(token, sizeof(token), "%.*s", (int)strcspn(buf, "\r\n"), buf);
+		free(buf);
+	}
+	char *argv[] = { exe,	 "agent", "--server", addr, "--token", token, "--work",
+			 work,	 "--stop-tasks", NULL };
+	pid_t pid = fork();
+	if (pid == 0) {
+		pthread_sigmask(SIG_UNBLOCK, blocked, NULL);
+		execv(exe, argv);
+		_exit(127);
+	}
+	if (pid < 0) {
+		fprintf(stderr, "xpool dev: no local agent: fork: %s\n", strerror(errno));
+		return -1;
+	}
+	printf("local agent: pid %d, work %s (--no-agent to leave it out)\n", (int)pid, work);
+	return pid;
+}
+
 static int serve(const char *verb, int dev, int argc, char **argv)
 {
 	struct xp_flag flags[] = {
@@ -82,6 +127,12 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		{ "snapshot-every", XP_FLAG_STR, "N", "journal records between snapshots" },
 		{ "event-ring", XP_FLAG_STR, "N", "events kept in memory for resuming watchers" },
 		{ "max-connections", XP_FLAG_STR, "N", "concurrent HTTP connections" },
+		{ "heartbeat", XP_FLAG_STR, "DURATION", "agents' heartbeat period (default 5s)" },
+		{ "suspect-after", XP_FLAG_STR, "N", "missed heartbeats before a node is suspect (3)" },
+		{ "lost-after", XP_FLAG_STR, "DURATION",
+		  "silence before an agent's node is lost and its jobs requeue (40s)" },
+		{ "no-agent", XP_FLAG_BOOL, NULL,
+		  "xpool dev: do not start the local agent (real CPU and GPUs of this machine)" },
 		{ "no-sync", XP_FLAG_BOOL, NULL,
 		  "do not fsync commits (benchmarks only: a crash loses acknowledged work)" },
 		{ NULL, 0, NULL, NULL },
@@ -138,6 +189,35 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		xp_errf(&err, XP_EINVAL, "--policy: unknown policy '%s'", o.policy);
 		goto usage;
 	}
+	const struct {
+		const char *flag;
+		int64_t min, max;
+		int *out;
+	} durs[] = { { "heartbeat", 10, 600000, &o.heartbeat_ms },
+		     { "lost-after", 100, 3600000, &o.lost_ms } };
+	for (size_t i = 0; i < sizeof(durs) / sizeof(durs[0]); i++) {
+		const char *v = xp_flag_get(flags, durs[i].flag)->sval;
+		int64_t ms;
+		if (!v)
+			continue;
+		if (xp_duration_parse(v, durs[i].max, &ms) < 0 || ms < durs[i].min) {
+			xp_errf(&err, XP_EINVAL, "--%s: expected a duration %lldms..%llds, got '%s'",
+				durs[i].flag, (long long)durs[i].min, (long long)durs[i].max / 1000, v);
+			goto usage;
+		}
+		*durs[i].out = (int)ms;
+	}
+	if (xp_flag_get(flags, "suspect-after")->sval) {
+		long v;
+		if (xp_parse_int_flag("suspect-after", xp_flag_get(flags, "suspect-after")->sval, 1,
+				      1000, &v, &err) < 0)
+			goto usage;
+		o.suspect_beats = (int)v;
+	}
+	if (o.lost_ms && o.lost_ms <= (o.heartbeat_ms ? o.heartbeat_ms : 5000)) {
+		xp_errf(&err, XP_EINVAL, "--lost-after must be longer than --heartbeat");
+		goto usage;
+	}
 	if (xp_flag_get(flags, "tick")->sval) {
 		int64_t ms;
 		if (xp_duration_parse(xp_flag_get(flags, "tick")->sval, 60000, &ms) < 0 || ms < 1) {
@@ -174,12 +254,19 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		printf("admin token: in %s/admin.token\n", o.data);
 	if (dev && ctl->admin_token[0])
 		printf("  export XPOOL_ADDR=%s XPOOL_TOKEN=%s\n", ctl->addr, ctl->admin_token);
+	pid_t agent = -1;
+	if (dev && !xp_flag_get(flags, "no-agent")->bval)
+		agent = start_local_agent(ctl, o.data, &set);
 	printf("serving until interrupted (%zu nodes, %zu jobs)\n",
 	       ctl->st->c->nnodes, ctl->st->jobs.n);
 	fflush(stdout);
 	int sig;
 	sigwait(&set, &sig);
 	fprintf(stderr, "xpool %s: stopping (signal %d)\n", verb, sig);
+	if (agent > 0) { /* first the agent (it ends its tasks), then the controller */
+		kill(agent, SIGTERM);
+		waitpid(agent, NULL, 0);
+	}
 	xp_ctl_stop(ctl);
 	status = 0;
 	goto out;

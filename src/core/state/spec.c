@@ -21,7 +21,8 @@
 
 static const char *const top_keys[] = { "name",	  "tenant",   "queue",	   "priority", "command",
 					"args",	  "env",      "workdir",   "replicas", "resources",
-					"labels", "duration", "exit_code", NULL };
+					"labels", "duration", "exit_code", "node",    "on_node_lost",
+					NULL };
 static const char *const res_keys[] = { "cpu", "memory", "devices", NULL };
 static const char *const dev_keys[] = { "count",      "compute_milli",
 					"fraction",   "memory",

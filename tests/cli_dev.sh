@@ -1,0 +1,84 @@
+#!/bin/sh
+# cli_dev: `xpool dev` starts one real agent for this machine beside the
+# emulated nodes. Its node registers from real discovery (hwloc), a job
+# pinned to it really runs (output, exit code, XPOOL_* variables), and
+# stopping `xpool dev` stops the agent and the tasks it still runs: nothing
+# is left behind. Skips (exit 0) when `xpool dev` is absent.
+# usage: cli_dev.sh XPOOL SHARED_DIR SOURCE_DIR
+set -u
+XP=$1 SRC=$3
+
+if ! "$XP" dev --help >/dev/null 2>&1; then
+	echo "SKIP: xpool dev not available"
+	exit 0
+fi
+. "$SRC/tests/devlib.sh"
+start_dev --cluster "$SRC/examples/clusters/small.yaml"
+
+# the local agent's node: source "agent", ready
+NODE=
+i=0
+while [ -z "$NODE" ]; do
+	run nodes
+	NODE=$(awk '$3 == "agent" && $2 == "ready" { print $1 }' "$T/out")
+	i=$((i + 1))
+	if [ "$i" -gt 150 ]; then
+		echo "FAIL: no agent node became ready in 15 s: $(cat "$T/out"); $(cat "$T/dev.err")"
+		exit 1
+	fi
+	[ -n "$NODE" ] || sleep 0.1
+done
+grep -q "^local agent: pid [0-9]" "$T/dev.out" || fail "dev did not say it started an agent: $(cat "$T/dev.out")"
+
+wait_state() { # wait_state JOB STATE: up to 20 s
+	i=0
+	until "$XP" job "$1" -o json 2>/dev/null | grep -q "\"state\": \"$2\""; do
+		i=$((i + 1))
+		if [ "$i" -gt 200 ]; then
+			fail "job $1 did not become $2: $("$XP" job "$1" 2>&1)"
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+# a real run: output, stderr, the exit code, the allocation's variables
+run submit --node "$NODE" --cpu 100m --memory 64Mi -- \
+	sh -c 'echo "out job=$XPOOL_JOB_ID node=$XPOOL_NODE"; echo oops >&2; exit 3'
+expect 0 "submit pinned to $NODE"
+J1=$(sed -n 's/^job \([0-9]*\) submitted.*/\1/p' "$T/out")
+if wait_state "$J1" failed; then
+	run job "$J1"
+	grep -q '^Exit code: *3' "$T/out" || fail "exit code 3: $(cat "$T/out")"
+	grep -q "^  0  *$NODE " "$T/out" || fail "allocation on $NODE: $(cat "$T/out")"
+	run logs "$J1"
+	expect 0 "logs"
+	grep -q "^out job=$J1 node=$NODE\$" "$T/out" || fail "stdout of the task: $(cat "$T/out")"
+	run logs "$J1" --stderr
+	grep -q '^oops$' "$T/out" || fail "stderr of the task: $(cat "$T/out") $(cat "$T/err")"
+fi
+
+# a task still running when dev stops is stopped with it
+run submit --node "$NODE" --cpu 100m --memory 64Mi -- sh -c "echo \$\$ > $T/sleeper.pid; exec sleep 300"
+J2=$(sed -n 's/^job \([0-9]*\) submitted.*/\1/p' "$T/out")
+wait_state "$J2" running
+i=0
+while [ ! -s "$T/sleeper.pid" ] && [ "$i" -lt 100 ]; do
+	i=$((i + 1))
+	sleep 0.1
+done
+SLEEPER=$(cat "$T/sleeper.pid" 2>/dev/null)
+[ -n "$SLEEPER" ] && kill -0 "$SLEEPER" 2>/dev/null || fail "the task did not start: $(cat "$T/dev.err")"
+kill "$PID"
+wait "$PID"
+status=$?
+PID=
+[ "$status" = 0 ] || fail "xpool dev exited $status on SIGTERM"
+if [ -n "$SLEEPER" ] && kill -0 "$SLEEPER" 2>/dev/null; then
+	fail "task pid $SLEEPER outlived xpool dev"
+	kill -9 "$SLEEPER"
+fi
+pgrep -f "$T/data/agent" >/dev/null && fail "a process of the agent outlived xpool dev: $(pgrep -fa "$T/data/agent")"
+
+[ "$fails" = 0 ] || { echo "--- xpool dev said:"; cat "$T/dev.err"; exit 1; }
+echo "cli_dev: all passed (agent node $NODE)"

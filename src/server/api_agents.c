@@ -127,7 +127,8 @@ void xp_api_agents_register(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	struct xp_err err = { 0 };
 
 	if (c->nnodes != 1)
-		FAIL(cmd, XP_EINVAL, "nodes", "an agent registers exactly one node, not %zu", c->nnodes);
+		FAIL(cmd, XP_EINVAL, "nodes", "an agent registers exactly one node, not %zu",
+		     c->nnodes);
 	const struct xp_node *node = &c->nodes[0];
 	long n = xp_state_node(st, node->name);
 	if (n < 0) {
@@ -151,8 +152,8 @@ void xp_api_agents_register(struct xp_ctl *ctl, struct xp_cmd *cmd)
 			     "delete) before it registers again",
 			     node->name);
 		if (st->nodes.v[n].state == XP_NODE_DOWN) {
-			if (xp_ctl_journal(ctl, "node.state", xp_rec_node_state(node->name, XP_NODE_READY),
-					   &err) < 0)
+			if (xp_ctl_journal(ctl, "node.state",
+					   xp_rec_node_state(node->name, XP_NODE_READY), &err) < 0)
 				FAIL_ERR(cmd, &err, NULL);
 			cmd->journaled = 1;
 		}
@@ -160,10 +161,10 @@ void xp_api_agents_register(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	live_ensure(ctl, (size_t)n);
 	ctl->live.v[n].last_seen = xp_ctl_now();
 	ctl->live.v[n].suspect = 0;
-	xp_reply_json(cmd, cmd->journaled ? 201 : 200,
-		      dumps(json_pack("{s:s,s:i,s:I}", "node", node->name, "heartbeat_ms",
-				      ctl->o.heartbeat_ms, "version",
-				      (json_int_t)ctl->assign_ver.v[n])));
+	xp_reply_json(
+		cmd, cmd->journaled ? 201 : 200,
+		dumps(json_pack("{s:s,s:i,s:I}", "node", node->name, "heartbeat_ms",
+				ctl->o.heartbeat_ms, "version", (json_int_t)ctl->assign_ver.v[n])));
 }
 
 static long agent_node(struct xp_ctl *ctl, struct xp_cmd *cmd)
@@ -186,8 +187,8 @@ static long agent_node(struct xp_ctl *ctl, struct xp_cmd *cmd)
 void xp_api_node_heartbeat(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
 	static const char *const allowed[] = { "devices", NULL };
-	static const char *const dev_keys[] = { "health", "why",	  "util_pct",
-						"power_w", "temp_c", "mem_used_mib", NULL };
+	static const char *const dev_keys[] = { "health", "why",	  "util_pct", "power_w",
+						"temp_c", "mem_used_mib", NULL };
 	struct xp_state *st = ctl->st;
 	struct xp_err err = { 0 };
 	char field[64];
@@ -206,7 +207,8 @@ void xp_api_node_heartbeat(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		json_decref(o);
 		snprintf(field, sizeof(field), "devices");
 		char what[96];
-		snprintf(what, sizeof(what), "expected a list of the node's %u devices", node->ndevs);
+		snprintf(what, sizeof(what), "expected a list of the node's %u devices",
+			 node->ndevs);
 		REFUSE(ctl, cmd, XP_EINVAL, field, what);
 	}
 	for (uint16_t d = 0; d < node->ndevs; d++) {
@@ -243,8 +245,8 @@ void xp_api_node_heartbeat(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		if (bad) {
 			json_decref(o);
 			REFUSE(ctl, cmd, XP_EINVAL, field,
-					     "expected {health: ok|degraded|unhealthy|unknown, why, "
-					     "util_pct 0..100, power_w, temp_c, mem_used_mib}");
+			       "expected {health: ok|degraded|unhealthy|unknown, why, "
+			       "util_pct 0..100, power_w, temp_c, mem_used_mib}");
 		}
 		ok[d] = health != XP_HEALTH_UNHEALTHY;
 		why[d] = w ? (char *)json_string_value(w) : NULL;
@@ -286,39 +288,38 @@ void xp_api_node_assignments(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	if (n < 0)
 		return;
 	json_t *arr = json_array();
-	for (size_t i = 0; i < st->jobs.n; i++) {
-		const struct xp_job *j = st->jobs.v[i];
-		if (j->state != XP_JOB_RUNNING || !st->nodes.v[n].jobs)
+	const struct xp_nodeinfo *ni = &st->nodes.v[n];
+	for (size_t i = 0; i < ni->run.n; i++) { /* the replicas running here: O(them) */
+		const struct xp_job *j = ni->run.v[i].job;
+		uint32_t r = ni->run.v[i].replica;
+		const struct xp_alloc *a = &j->allocs[r];
+		if (j->exited[r])
 			continue;
-		for (uint32_t r = 0; r < j->spec.replicas; r++) {
-			const struct xp_alloc *a = &j->allocs[r];
-			if (a->node != (uint32_t)n || j->exited[r])
-				continue;
-			json_t *devs = json_array(), *cmdv = json_array(), *args = json_array(),
-			       *env = json_object();
-			for (uint16_t k = 0; k < a->ndev; k++)
-				json_array_append_new(devs, json_integer(a->devs[k]));
-			for (uint16_t k = 0; k < j->spec.ncommand; k++)
-				json_array_append_new(cmdv, json_string(j->spec.command[k]));
-			for (uint16_t k = 0; k < j->spec.nargs; k++)
-				json_array_append_new(args, json_string(j->spec.args[k]));
-			for (uint16_t k = 0; k < j->spec.nenv; k++)
-				json_object_set_new(env, j->spec.env[k].key,
-						    json_string(j->spec.env[k].value));
-			json_t *e = json_pack(
-				"{s:I,s:i,s:i,s:i,s:s,s:o,s:b,s:o,s:o,s:I,s:I,s:o,s:i,s:I}", "job",
-				(json_int_t)j->id, "replica", (int)r, "replicas", (int)j->spec.replicas,
-				"attempt", (int)j->attempts, "tenant", st->tenants.v[j->tenant].name,
-				"command", cmdv, "shell", j->spec.shell, "args", args, "env", env,
-				"cpu_milli", (json_int_t)a->cpu_milli, "memory_mib",
-				(json_int_t)a->mem_mib, "devices", devs, "dev_milli", (int)a->dev_milli,
-				"dev_mem_mib", (json_int_t)a->dev_mem_mib);
-			if (j->spec.name)
-				json_object_set_new(e, "name", json_string(j->spec.name));
-			if (j->spec.workdir)
-				json_object_set_new(e, "workdir", json_string(j->spec.workdir));
-			json_array_append_new(arr, e);
-		}
+		json_t *devs = json_array(), *cmdv = json_array(), *args = json_array(),
+		       *env = json_object();
+		for (uint16_t k = 0; k < a->ndev; k++)
+			json_array_append_new(devs, json_integer(a->devs[k]));
+		for (uint16_t k = 0; k < j->spec.ncommand; k++)
+			json_array_append_new(cmdv, json_string(j->spec.command[k]));
+		for (uint16_t k = 0; k < j->spec.nargs; k++)
+			json_array_append_new(args, json_string(j->spec.args[k]));
+		for (uint16_t k = 0; k < j->spec.nenv; k++)
+			json_object_set_new(env, j->spec.env[k].key,
+					    json_string(j->spec.env[k].value));
+		json_t *e = json_pack(
+			"{s:I,s:i,s:i,s:i,s:s,s:o,s:b,s:o,s:o,s:I,s:I,s:o,s:i,s:I}", "job",
+			(json_int_t)j->id, "replica", (int)r, "replicas",
+			(int)j->spec.replicas, "attempt", (int)j->attempts, "tenant",
+			st->tenants.v[j->tenant].name, "command", cmdv, "shell",
+			j->spec.shell, "args", args, "env", env, "cpu_milli",
+			(json_int_t)a->cpu_milli, "memory_mib", (json_int_t)a->mem_mib,
+			"devices", devs, "dev_milli", (int)a->dev_milli, "dev_mem_mib",
+			(json_int_t)a->dev_mem_mib);
+		if (j->spec.name)
+			json_object_set_new(e, "name", json_string(j->spec.name));
+		if (j->spec.workdir)
+			json_object_set_new(e, "workdir", json_string(j->spec.workdir));
+		json_array_append_new(arr, e);
 	}
 	cmd->id = ctl->assign_ver.v[n]; /* the version this list reflects */
 	cmd->node = n;			/* for the worker's wait */
@@ -357,7 +358,7 @@ void xp_api_node_tasks(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		    json_object_size(t) != 4 || code < -255 || code > 255) {
 			json_decref(o);
 			REFUSE(ctl, cmd, XP_EINVAL, field,
-					     "expected {job, attempt, replica, exit_code -255..255}");
+			       "expected {job, attempt, replica, exit_code -255..255}");
 		}
 		const struct xp_job *j = id > 0 ? xp_state_job(st, (uint64_t)id) : NULL;
 		const char *stale = NULL;
@@ -389,8 +390,8 @@ void xp_api_node_tasks(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		if (xp_state_job(st, (uint64_t)id)->state != XP_JOB_RUNNING)
 			continue; /* an earlier report of this batch ended the job */
 		if (xp_ctl_journal(ctl, "job.task",
-				   xp_rec_job_task((uint64_t)id, (uint32_t)attempt, (uint32_t)replica,
-						   (int)code),
+				   xp_rec_job_task((uint64_t)id, (uint32_t)attempt,
+						   (uint32_t)replica, (int)code),
 				   &err) < 0) {
 			json_decref(o);
 			cmd->journaled = i > 0;
@@ -426,7 +427,8 @@ void xp_api_node_logs(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		REFUSE(ctl, cmd, XP_EINVAL, "stream", "expected stdout or stderr");
 	if (!j || !j->allocs || r < 0 || r >= (long long)j->spec.replicas ||
 	    j->allocs[r].node != (uint32_t)n)
-		REFUSE(ctl, cmd, XP_ESTATE, "job", "output of a replica that did not run on this node");
+		REFUSE(ctl, cmd, XP_ESTATE, "job",
+		       "output of a replica that did not run on this node");
 	snprintf(path, sizeof(path), "%s/logs", ctl->o.data);
 	mkdir(path, 0700);
 	xp_log_path(ctl, (uint64_t)id, (uint32_t)r, !strcmp(qs, "stderr"), path, sizeof(path));
@@ -436,8 +438,9 @@ void xp_api_node_logs(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	struct stat sb;
 	if (fstat(fd, &sb) == 0 && sb.st_size + (off_t)cmd->len > LOG_MAX_BYTES) {
 		close(fd);
-		FAIL(cmd, XP_ETOOBIG, NULL, "the output of job %lld passed %lld bytes; the rest is dropped",
-		     id, (long long)LOG_MAX_BYTES);
+		FAIL(cmd, XP_ETOOBIG, NULL,
+		     "the output of job %lld passed %lld bytes; the rest is dropped", id,
+		     (long long)LOG_MAX_BYTES);
 	}
 	if (cmd->len && write(fd, cmd->body, cmd->len) != (ssize_t)cmd->len) {
 		int e = errno;
@@ -468,26 +471,33 @@ void xp_live_check(struct xp_ctl *ctl, int64_t now)
 		const char *name = st->c->nodes[n].name;
 		fprintf(stderr, "xpool server: node=%s: lost (no heartbeat for %lld ms)\n", name,
 			(long long)silent);
-		if (xp_ctl_journal(ctl, "node.state", xp_rec_node_state(name, XP_NODE_DOWN), &err) < 0) {
+		if (xp_ctl_journal(ctl, "node.state", xp_rec_node_state(name, XP_NODE_DOWN), &err) <
+		    0) {
 			fprintf(stderr, "xpool server: node=%s: %s\n", name, err.text);
 			continue;
 		}
 		char reason[160];
 		snprintf(reason, sizeof(reason), "node %s was lost", name);
-		for (size_t i = 0; i < st->jobs.n; i++) {
-			struct xp_job *j = st->jobs.v[i];
-			int here = 0;
-			for (uint32_t r = 0; j->state == XP_JOB_RUNNING && r < j->spec.replicas; r++)
-				here |= j->allocs[r].node == n && !j->exited[r];
-			if (!here)
-				continue;
+		/* the jobs with a live replica here; requeueing edits the list */
+		XP_VEC(struct xp_job *) hit = { 0 };
+		for (size_t k = 0; k < st->nodes.v[n].run.n; k++) {
+			struct xp_job *j = st->nodes.v[n].run.v[k].job;
+			int dup = 0;
+			for (size_t m = 0; m < hit.n; m++)
+				dup |= hit.v[m] == j;
+			if (!dup && !j->exited[st->nodes.v[n].run.v[k].replica])
+				xp_vec_push(&hit, j);
+		}
+		for (size_t i = 0; i < hit.n; i++) {
+			struct xp_job *j = hit.v[i];
 			char *body = j->spec.fail_on_lost
 					     ? xp_rec_job_finish(j->id, XP_JOB_FAILED, -1, reason)
 					     : xp_rec_job_requeue(j->id, reason);
-			if (xp_ctl_journal(ctl, j->spec.fail_on_lost ? "job.finish" : "job.requeue", body,
-					   &err) < 0)
+			if (xp_ctl_journal(ctl, j->spec.fail_on_lost ? "job.finish" : "job.requeue",
+					   body, &err) < 0)
 				fprintf(stderr, "xpool server: job=%llu node=%s: %s\n",
 					(unsigned long long)j->id, name, err.text);
 		}
+		xp_vec_free(&hit);
 	}
 }

@@ -97,7 +97,7 @@ void xp_state_add_job(struct xp_state *st, struct xp_job *j)
 	} else if (j->state == XP_JOB_RUNNING) {
 		st->queues.v[j->queue].running++;
 		for (uint32_t r = 0; r < j->spec.replicas; r++)
-			st->nodes.v[j->allocs[r].node].jobs++;
+			xp_node_run_add(st, j->allocs[r].node, j, r);
 	}
 	if (j->key) {
 		char buf[512];
@@ -501,7 +501,7 @@ static int job_start(struct xp_state *st, struct rec *r, int64_t at, struct xp_e
 	st->queues.v[j->queue].pending--;
 	st->queues.v[j->queue].running++;
 	for (uint32_t k = 0; k < n; k++)
-		st->nodes.v[a[k].node].jobs++;
+		xp_node_run_add(st, a[k].node, j, k);
 	ev->type = "job.started";
 	ev->job = j->id;
 	ev->tenant = j->tenant;
@@ -518,7 +518,8 @@ void xp_state_finish(struct xp_state *st, struct xp_job *j, int to, int64_t at)
 			uint32_t n = j->allocs[k].node;
 			if (!st->sched_stale)
 				xp_sched_release(st->sched, &j->allocs[k]);
-			if (--st->nodes.v[n].jobs == 0 && st->nodes.v[n].state == XP_NODE_DRAINING)
+			xp_node_run_del(st, n, j, k);
+			if (st->nodes.v[n].jobs == 0 && st->nodes.v[n].state == XP_NODE_DRAINING)
 				set_node_state(st, n, XP_NODE_DRAINED);
 		}
 		/* j->allocs stays: where the job ran (it holds nothing now) */
@@ -641,7 +642,7 @@ static int job_requeue(struct xp_state *st, struct rec *r, struct xp_event_info 
 	for (uint32_t k = 0; k < j->spec.replicas; k++) {
 		uint32_t n = j->allocs[k].node;
 		xp_sched_release(st->sched, &j->allocs[k]);
-		st->nodes.v[n].jobs--;
+		xp_node_run_del(st, n, j, k);
 	}
 	free(j->exited);
 	j->exited = NULL;

@@ -143,6 +143,7 @@ void xp_state_destroy(struct xp_state *st)
 		for (uint16_t d = 0; st->nodes.v[n].dev_why && d < st->c->nodes[n].ndevs; d++)
 			free(st->nodes.v[n].dev_why[d]);
 		free(st->nodes.v[n].dev_why);
+		xp_vec_free(&st->nodes.v[n].run);
 	}
 	xp_vec_free(&st->nodes);
 	xp_vec_free(&st->node_of_sym);
@@ -371,6 +372,21 @@ int xp_state_check(const struct xp_state *st, struct xp_err *err)
 			rc = xp_errf(err, XP_EINTERNAL, "%llu %s jobs counted, %llu present",
 				     (unsigned long long)st->count[s], xp_job_state_name(s),
 				     (unsigned long long)count[s]);
+	for (size_t n = 0; rc == 0 && n < st->nodes.n; n++) {
+		const struct xp_nodeinfo *ni = &st->nodes.v[n];
+		for (size_t k = 0; rc == 0 && k < ni->run.n; k++) {
+			const struct xp_replica_ref *x = &ni->run.v[k];
+			if (x->job->state != XP_JOB_RUNNING || x->replica >= x->job->spec.replicas ||
+			    x->job->allocs[x->replica].node != n)
+				rc = xp_errf(err, XP_EINTERNAL,
+					     "node %s lists job %llu replica %u, not running there",
+					     st->c->nodes[n].name, (unsigned long long)x->job->id,
+					     x->replica);
+		}
+		if (rc == 0 && ni->run.n != ni->jobs)
+			rc = xp_errf(err, XP_EINTERNAL, "node %s: %zu replicas listed, %u counted",
+				     st->c->nodes[n].name, ni->run.n, ni->jobs);
+	}
 	for (size_t n = 0; rc == 0 && n < st->nodes.n; n++)
 		if (node_jobs[n] != st->nodes.v[n].jobs)
 			rc = xp_errf(err, XP_EINTERNAL, "node %s: %u jobs counted, %u running",
@@ -386,4 +402,23 @@ int xp_state_check(const struct xp_state *st, struct xp_err *err)
 	free(qp);
 	free(qr);
 	return rc;
+}
+
+void xp_node_run_add(struct xp_state *st, uint32_t n, struct xp_job *j, uint32_t r)
+{
+	struct xp_replica_ref x = { j, r };
+	xp_vec_push(&st->nodes.v[n].run, x);
+	st->nodes.v[n].jobs++;
+}
+
+void xp_node_run_del(struct xp_state *st, uint32_t n, const struct xp_job *j, uint32_t r)
+{
+	struct xp_nodeinfo *ni = &st->nodes.v[n];
+	for (size_t k = 0; k < ni->run.n; k++) {
+		if (ni->run.v[k].job == j && ni->run.v[k].replica == r) {
+			ni->run.v[k] = ni->run.v[--ni->run.n];
+			ni->jobs--;
+			return;
+		}
+	}
 }

@@ -84,10 +84,16 @@ struct xp_queue {
 	uint32_t pending, running;
 };
 
+struct xp_replica_ref {
+	struct xp_job *job;
+	uint32_t replica;
+};
+
 struct xp_nodeinfo {
 	uint8_t state, source, removed;
-	uint32_t jobs;	/* running replicas on it */
+	uint32_t jobs;	/* running replicas on it (= run.n) */
 	char **dev_why; /* per device: why it is unhealthy (NULL: healthy) */
+	XP_VEC(struct xp_replica_ref) run; /* the running replicas, any order */
 };
 
 struct xp_state_opts {

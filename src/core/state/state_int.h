@@ -20,6 +20,9 @@ int xp_allocs_parse(struct xp_state *st, json_t *arr, struct xp_alloc *a, uint32
 		    struct xp_err *err);
 
 void xp_state_finish(struct xp_state *st, struct xp_job *j, int to, int64_t at);
+/* Replica r of j starts / stops running on node n (count and list). */
+void xp_node_run_add(struct xp_state *st, uint32_t n, struct xp_job *j, uint32_t r);
+void xp_node_run_del(struct xp_state *st, uint32_t n, const struct xp_job *j, uint32_t r);
 void xp_state_set_health(struct xp_state *st, long n, const uint8_t *ok, char *const *why);
 
 #endif

@@ -260,8 +260,19 @@ static void test_visible_devices(void **state)
 			"F=$XPOOL_DEVICE_FRACTION M=$XPOOL_DEVICE_MEMORY_MIB R=$ROCR_VISIBLE_DEVICES\"}");
 	json_decref(wait_state(e, id, "succeeded", 20));
 	out = logs(e, id);
-	if (!strstr(out, "F=0.250 M=4096 R=") )
+	if (!strstr(out, "F=0.250 M=4096 R="))
 		fail_msg("fraction output: '%s'", out);
+	free(out);
+
+	/* a replica without devices on a GPU node sees none of them */
+	id = submit(e, "{\"node\":\"nv-0\",\"resources\":{\"cpu\":\"100m\",\"memory\":64},"
+		       "\"command\":\"echo CUDA=[${CUDA_VISIBLE_DEVICES-unset}]\"}");
+	json_decref(wait_state(e, id, "succeeded", 20));
+	out = logs(e, id);
+	if (!strstr(out, "CUDA=[]"))
+		fail_msg("a CPU-only task's CUDA_VISIBLE_DEVICES: '%s'", out);
+	if (strstr(strstr(out, "CUDA=[]") + 1, "CUDA=")) /* output shipped once */
+		fail_msg("output twice: '%s'", out);
 	free(out);
 	e->passed = 1;
 }

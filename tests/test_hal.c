@@ -904,16 +904,19 @@ static void test_fake_family(void **state)
 	xp_sb_init(&env);
 	unsigned a[] = { 3, 0 };
 	assert_int_equal(xp_hal_env(h, a, 2, &env, &err), 0);
-	/* plus what the vendor runtime reads: device 0 is the first NVIDIA GPU */
-	assert_string_equal(env.s, "XP_FAKE_VISIBLE_DEVICES=3,0\nCUDA_VISIBLE_DEVICES=0\n");
+	/* plus what the vendor runtime reads: device 0 is the first NVIDIA GPU;
+	 * the Ascend NPU was not given, so its variable hides it */
+	assert_string_equal(env.s, "XP_FAKE_VISIBLE_DEVICES=3,0\nCUDA_VISIBLE_DEVICES=0\n"
+				   "ASCEND_RT_VISIBLE_DEVICES=\n");
 	xp_sb_reset(&env);
 	unsigned b[] = { 1, 2 }; /* the second H100 and the Ascend (by its UUID) */
 	assert_int_equal(xp_hal_env(h, b, 2, &env, &err), 0);
 	assert_string_equal(env.s, "XP_FAKE_VISIBLE_DEVICES=1,2\nCUDA_VISIBLE_DEVICES=1\n"
 				   "ASCEND_RT_VISIBLE_DEVICES=npu-fake-0\n");
 	xp_sb_reset(&env);
-	assert_int_equal(xp_hal_env(h, NULL, 0, &env, &err), 0);
-	assert_string_equal(env.s, "XP_FAKE_VISIBLE_DEVICES=\n");
+	assert_int_equal(xp_hal_env(h, NULL, 0, &env, &err), 0); /* no devices: none seen */
+	assert_string_equal(env.s, "XP_FAKE_VISIBLE_DEVICES=\nCUDA_VISIBLE_DEVICES=\n"
+				   "ASCEND_RT_VISIBLE_DEVICES=\n");
 	xp_sb_free(&env);
 	xp_cluster_destroy(c);
 	xp_hal_close(h);

@@ -118,6 +118,16 @@ static int do_register(struct xp_agent *a, struct xp_client *cl, struct xp_err *
 static int upload_output(struct xp_agent *a, struct xp_client *cl, struct xp_task *copy)
 {
 	int ret = 0;
+	/* the heartbeat and the monitor both ship output, each from its own
+	 * copy of the task: one at a time, from the offsets last recorded */
+	pthread_mutex_lock(&a->up_mu);
+	pthread_mutex_lock(&a->mu);
+	const struct xp_task *now = xp_task_find(a, copy->job, copy->replica, copy->attempt);
+	if (now) {
+		copy->sent_out = now->sent_out;
+		copy->sent_err = now->sent_err;
+	}
+	pthread_mutex_unlock(&a->mu);
 	for (int stream = 0; stream < 2; stream++) {
 		for (int round = 0; round < 64; round++) { /* at most 16 MiB per call */
 			struct xp_sb sb;
@@ -165,6 +175,7 @@ save: /* what went out is never sent twice */
 		t->sent_err = copy->sent_err;
 	}
 	pthread_mutex_unlock(&a->mu);
+	pthread_mutex_unlock(&a->up_mu);
 	return ret;
 }
 
@@ -373,6 +384,7 @@ int xp_agent_run(const struct xp_agent_opts *o, struct xp_err *err)
 		a->o.grace_ms = 10000;
 	a->heartbeat_ms = a->o.heartbeat_ms > 0 ? a->o.heartbeat_ms : 5000;
 	pthread_mutex_init(&a->mu, NULL);
+	pthread_mutex_init(&a->up_mu, NULL);
 	if (mkdir(a->o.work, 0755) != 0 && errno != EEXIST) {
 		rc = xp_errf(err, -errno, "%s: %s", a->o.work, strerror(errno));
 		goto out;
@@ -443,6 +455,7 @@ out:
 	free(a->descriptor);
 	xp_vec_free(&a->tasks);
 	pthread_mutex_destroy(&a->mu);
+	pthread_mutex_destroy(&a->up_mu);
 	free(a);
 	return rc;
 }

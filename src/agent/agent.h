@@ -69,7 +69,8 @@ struct xp_agent {
 	char *descriptor; /* the node's one-node descriptor (JSON) */
 	unsigned ndevs;
 	int heartbeat_ms;
-	pthread_mutex_t mu; /* tasks, stop */
+	pthread_mutex_t mu;    /* tasks, stop */
+	pthread_mutex_t up_mu; /* one output upload at a time (heartbeat, monitor) */
 	XP_VEC(struct xp_task) tasks;
 	volatile int stop;
 	int cgroup_warned;

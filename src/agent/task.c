@@ -351,21 +351,27 @@ int xp_task_launch(struct xp_agent *a, const void *assignment, struct xp_err *er
 			idx[nd++] = (unsigned)json_integer_value(v);
 		xp_sb_printf(&list, "%s%lld", i ? "," : "", (long long)json_integer_value(v));
 	}
-	if (nd && a->hal) { /* CUDA_VISIBLE_DEVICES and the other vendors' */
+	/* CUDA_VISIBLE_DEVICES and the other vendors': always, so a replica
+	 * without devices sees none (an unset variable would show them all) */
+	if (a->hal) {
 		struct xp_sb lines;
-		struct xp_err e2 = { 0 };
 		xp_sb_init(&lines);
-		if (xp_hal_env(a->hal, idx, nd, &lines, &e2) == 0)
-			for (char *p = lines.s; p && *p;) {
-				char *nl = strchr(p, '\n'), *eq = strchr(p, '=');
-				if (nl)
-					*nl = '\0';
-				if (eq && (!nl || eq < nl)) {
-					*eq = '\0';
-					env_set(&env, p, eq + 1);
-				}
-				p = nl ? nl + 1 : p + strlen(p);
+		if (xp_hal_env(a->hal, idx, nd, &lines, err) < 0) {
+			xp_sb_free(&lines);
+			xp_sb_free(&list);
+			rc = err->code;
+			goto out;
+		}
+		for (char *p = lines.s; p && *p;) {
+			char *nl = strchr(p, '\n'), *eq = strchr(p, '=');
+			if (nl)
+				*nl = '\0';
+			if (eq && (!nl || eq < nl)) {
+				*eq = '\0';
+				env_set(&env, p, eq + 1);
 			}
+			p = nl ? nl + 1 : p + strlen(p);
+		}
 		xp_sb_free(&lines);
 	}
 	long long milli = json_integer_value(json_object_get(as, "dev_milli"));

@@ -16,7 +16,8 @@
  * sets the variable the device's vendor runtime reads (CUDA_VISIBLE_DEVICES
  * for NVIDIA, ROCR_/HIP_VISIBLE_DEVICES for AMD, ASCEND_RT_VISIBLE_DEVICES,
  * MLU_VISIBLE_DEVICES) as a real node of that vendor would, so an emulated
- * task sees which devices it was given the way a real one does.
+ * task sees which devices it was given the way a real one does - and a
+ * task given none of a vendor's devices sees that variable hide them all.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,6 +159,13 @@ static const char *vendor_var(const struct xp_cluster *c, const struct xp_device
 	return NULL;
 }
 
+/* What a vendor variable says when none of its devices are given: an
+ * empty list hides all for most runtimes; ROCm reads -1. */
+static const char *hide_all(const char *var)
+{
+	return !strncmp(var, "ROCR_", 5) || !strncmp(var, "HIP_", 4) ? "-1" : "";
+}
+
 static int fake_env(struct xp_hal_family *f, const unsigned *idx, unsigned n, struct xp_sb *out)
 {
 	const struct xp_node *node = &f->desc->nodes[0];
@@ -168,35 +176,37 @@ static int fake_env(struct xp_hal_family *f, const unsigned *idx, unsigned n, st
 		xp_sb_printf(out, "%s%u", i ? "," : "", idx[i]);
 	}
 	xp_sb_putc(out, '\n');
-	/* and what the vendor's runtime reads, as a real node would set it: the
-	 * device's UUID, else its index among the node's devices of that vendor */
+	/* and what each vendor's runtime reads, as a real node would set it,
+	 * for every vendor variable this node has - given devices or none: the
+	 * device's UUID, else its index among the node's devices of that
+	 * vendor; the second variable (HIP) numbers the given ones 0..k-1 */
 	for (int second = 0; second < 2; second++)
-		for (unsigned i = 0; i < n; i++) {
-			const char *var = vendor_var(f->desc, &node->devs[idx[i]], second);
-			int first = 1;
+		for (unsigned d = 0; d < node->ndevs; d++) {
+			const char *var = vendor_var(f->desc, &node->devs[d], second);
+			unsigned e, k = 0;
 			if (!var)
 				continue;
-			unsigned k;
-			for (k = 0; k < i; k++) /* already written with an earlier device */
-				if (vendor_var(f->desc, &node->devs[idx[k]], second) == var)
+			for (e = 0; e < d; e++) /* written already, for an earlier device */
+				if (vendor_var(f->desc, &node->devs[e], second) == var)
 					break;
-			if (k < i)
+			if (e < d)
 				continue;
 			xp_sb_printf(out, "%s=", var);
-			for (unsigned j = i; j < n; j++) {
-				const struct xp_device *d = &node->devs[idx[j]];
-				if (vendor_var(f->desc, d, second) != var)
+			for (unsigned i = 0; i < n; i++) {
+				const struct xp_device *g = &node->devs[idx[i]];
+				if (vendor_var(f->desc, g, second) != var)
 					continue;
 				unsigned local = 0;
-				for (unsigned e = 0; e < idx[j]; e++)
-					local += node->devs[e].vendor == d->vendor;
-				if (d->uuid && !second)
-					xp_sb_printf(out, "%s%s", first ? "" : ",", d->uuid);
+				for (e = 0; e < idx[i]; e++)
+					local += node->devs[e].vendor == g->vendor;
+				if (g->uuid && !second)
+					xp_sb_printf(out, "%s%s", k ? "," : "", g->uuid);
 				else
-					xp_sb_printf(out, "%s%u", first ? "" : ",",
-						     second ? j - i : local);
-				first = 0;
+					xp_sb_printf(out, "%s%u", k ? "," : "", second ? k : local);
+				k++;
 			}
+			if (!k)
+				xp_sb_puts(out, hide_all(var));
 			xp_sb_putc(out, '\n');
 		}
 	return 0;

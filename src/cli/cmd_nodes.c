@@ -20,11 +20,34 @@
 #include "flags.h"
 #include "table.h"
 
+/* "ready", or "ready,suspect" for an agent node that missed heartbeats */
+static void cell_state(struct xp_table *t, const json_t *n)
+{
+	const char *st = json_string_value(json_object_get(n, "state"));
+	if (json_is_true(json_object_get(n, "suspect")))
+		xp_table_addf(t, "%s,suspect", st ? st : "?");
+	else
+		xp_table_add(t, st);
+}
+
+/* an agent node's last heartbeat: "3s" ago; "-" for emulated nodes */
+static void cell_heartbeat(struct xp_table *t, const json_t *n)
+{
+	long long ms;
+	if (xp_cli_jint(n, "heartbeat_age_ms", &ms) < 0)
+		xp_table_add(t, NULL);
+	else if (ms < 10000)
+		xp_table_addf(t, "%.1fs", (double)ms / 1000.0);
+	else
+		xp_table_addf(t, "%llds", ms / 1000);
+}
+
 static void print_nodes(const json_t *list)
 {
-	static const char *const hdr[] = { "NAME",     "STATE",	   "SOURCE", "ARCH",	 "ZONE",
-					   "CPU",      "CPU-FREE", "MEMORY", "MEM-FREE", "DEVICES",
-					   "DEV-FREE", "JOBS",	   NULL };
+	static const char *const hdr[] = { "NAME",	"STATE",    "SOURCE", "HEARTBEAT",
+					   "ARCH",	"ZONE",	    "CPU",    "CPU-FREE",
+					   "MEMORY",	"MEM-FREE", "DEVICES", "DEV-FREE",
+					   "JOBS",	NULL };
 	struct xp_table *t = xp_table_create(hdr);
 	json_t *n;
 	size_t i;
@@ -32,8 +55,9 @@ static void print_nodes(const json_t *list)
 	json_array_foreach(json_object_get(list, "nodes"), i, n)
 	{
 		xp_cli_cell_str(t, n, "name");
-		xp_cli_cell_str(t, n, "state");
+		cell_state(t, n);
 		xp_cli_cell_str(t, n, "source");
+		cell_heartbeat(t, n);
 		xp_cli_cell_str(t, n, "arch");
 		xp_cli_cell_str(t, n, "zone");
 		xp_cli_cell_cpu(t, n, "cpu_milli");
@@ -101,9 +125,9 @@ static void labels_text(struct xp_sb *b, const json_t *labels)
 
 static void print_devices(const json_t *list, int with_node)
 {
-	static const char *const hdr[] = { "NODE",     "INDEX",	 "CLASS",  "VENDOR", "MODEL",
-					   "MEMORY",   "HEALTH", "ISLAND", "NUMA",   "FREE",
-					   "FREE-MEM", "JOBS",	 NULL };
+	static const char *const hdr[] = { "NODE",   "INDEX",  "CLASS", "VENDOR", "MODEL",
+					   "MEMORY", "HEALTH", "UTIL",	"ISLAND", "NUMA",
+					   "FREE",   "FREE-MEM", "JOBS", NULL };
 	struct xp_table *t = xp_table_create(with_node ? hdr : hdr + 1);
 	json_t *d;
 	size_t i;
@@ -121,7 +145,16 @@ static void print_devices(const json_t *list, int with_node)
 		xp_cli_cell_str(t, d, "vendor");
 		xp_cli_cell_str(t, d, "model");
 		xp_cli_cell_mib(t, d, "memory_mib");
-		xp_cli_cell_str(t, d, "health");
+		const char *why = json_string_value(json_object_get(d, "why"));
+		if (why && *why) /* "unhealthy: ECC errors" */
+			xp_table_addf(t, "%s: %s", json_string_value(json_object_get(d, "health")),
+				      why);
+		else
+			xp_cli_cell_str(t, d, "health");
+		if (xp_cli_jint(d, "util_pct", &v) == 0 && v >= 0)
+			xp_table_addf(t, "%lld%%", v);
+		else
+			xp_table_add(t, NULL);
 		xp_cli_cell_int(t, d, "island");
 		xp_cli_cell_int(t, d, "numa");
 		if (xp_cli_jint(d, "free_milli", &v) == 0)
@@ -149,7 +182,7 @@ static void describe_node(const json_t *n, const json_t *devices)
 {
 	static const struct {
 		const char *label, *key;
-		int unit; /* 0 text, 1 cpu, 2 MiB */
+		int unit; /* 0 text, 1 cpu, 2 MiB, 3 ms ago */
 	} rows[] = {
 		{ "Name:", "name", 0 },
 		{ "State:", "state", 0 },
@@ -162,7 +195,10 @@ static void describe_node(const json_t *n, const json_t *devices)
 		{ "Memory free:", "memory_free_mib", 2 },
 		{ "Devices:", "devices", 0 },
 		{ "Devices free:", "devices_free", 0 },
+		{ "Unhealthy:", "devices_unhealthy", 0 },
 		{ "Jobs:", "jobs", 0 },
+		{ "Heartbeat:", "heartbeat_age_ms", 3 },
+		{ "Suspect:", "suspect", 0 },
 	};
 	struct xp_sb b = { 0 };
 
@@ -173,8 +209,10 @@ static void describe_node(const json_t *n, const json_t *devices)
 		if (rows[i].unit && xp_cli_jint(n, rows[i].key, &v) == 0) {
 			if (rows[i].unit == 1)
 				xp_fmt_cpu(v, u);
-			else
+			else if (rows[i].unit == 2)
 				xp_fmt_mib(v, u);
+			else
+				snprintf(u, sizeof(u), "%.1fs ago", (double)v / 1000.0);
 			s = xstrdup(u);
 		} else {
 			s = xp_cli_jtext(json_object_get(n, rows[i].key));

@@ -11,6 +11,7 @@
 #include "testutil.h"
 
 #include <curl/curl.h>
+#include <jansson.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,10 +55,13 @@ static char *http(struct xp_ctl *ctl, const char *method, const char *path, cons
 	return xp_sb_steal(&sb);
 }
 
+static uint64_t g_max_finished; /* 0: the default */
+
 static struct xp_ctl *start(const char *dir, struct xp_err *err)
 {
 	static char cluster[4096];
 	struct xp_ctl_opts o = { 0 };
+	o.max_finished = g_max_finished;
 	struct xp_ctl *ctl = NULL;
 	snprintf(cluster, sizeof(cluster), "%s/examples/clusters/small.yaml", XP_SOURCE_DIR);
 	o.data = dir;
@@ -113,6 +117,7 @@ static void test_restart_and_refusals(void **state)
 	free(http(ctl, "PATCH", "/v1/nodes/gpu-h100-0", "{\"state\":\"cordoned\"}", &st));
 	assert_int_equal(st, 200);
 	usleep(300000); /* the cycle places, emulated zero-length jobs finish */
+	assert_true(ctl->snap.done >= 1); /* snapshots were written (by a child) */
 	char *before = http(ctl, "GET", "/v1/jobs?limit=1000", NULL, &st);
 	char *nodes_before = http(ctl, "GET", "/v1/nodes", NULL, &st);
 	xp_ctl_stop(ctl);
@@ -171,11 +176,73 @@ static void test_restart_and_refusals(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* retention: beyond --max-finished the oldest finished jobs are forgotten,
+ * through the journal, so a restart forgets exactly the same ones */
+static void test_retention(void **state)
+{
+	char dir[] = "/tmp/xpretainXXXXXX", cmd[300];
+	struct xp_err err = { 0 };
+	long st;
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	g_max_finished = 3;
+	struct xp_ctl *ctl = start(dir, &err);
+	if (!ctl)
+		fail_msg("start: %s", err.text);
+	char token[80];
+	snprintf(token, sizeof(token), "%s", ctl->admin_token);
+	for (int i = 0; i < 10; i++) {
+		free(http(ctl, "POST", "/v1/jobs", "{\"resources\":{\"cpu\":1},\"duration\":\"1ms\"}",
+			  &st));
+		assert_int_equal(st, 201);
+	}
+	free(http(ctl, "POST", "/v1/jobs", "{\"resources\":{\"cpu\":1},\"duration\":\"1h\"}", &st));
+	char *list = NULL;
+	for (int t = 0; t < 100; t++) { /* the ten finish; seven are forgotten */
+		free(list);
+		list = http(ctl, "GET", "/v1/jobs?limit=1000", NULL, &st);
+		json_t *o = json_loads(list, 0, NULL);
+		size_t n = json_array_size(json_object_get(o, "jobs"));
+		json_decref(o);
+		if (n == 4)
+			break;
+		usleep(50000);
+	}
+	json_t *o = json_loads(list, 0, NULL), *ids = json_array();
+	size_t i;
+	json_t *j;
+	json_array_foreach(json_object_get(o, "jobs"), i, j)
+		json_array_append(ids, json_object_get(j, "id"));
+	char *got = json_dumps(ids, JSON_COMPACT);
+	assert_string_equal(got, "[8,9,10,11]"); /* the newest three finished, and the runner */
+	free(got);
+	json_decref(ids);
+	json_decref(o);
+	char *r = http(ctl, "GET", "/v1/jobs/2", NULL, &st);
+	assert_int_equal(st, 404);
+	assert_non_null(strstr(r, "finished jobs are kept"));
+	free(r);
+	xp_ctl_stop(ctl);
+	ctl = start(dir, &err);
+	if (!ctl)
+		fail_msg("restart: %s", err.text);
+	snprintf(ctl->admin_token, sizeof(ctl->admin_token), "%s", token);
+	char *again = http(ctl, "GET", "/v1/jobs?limit=1000", NULL, &st);
+	assert_string_equal(list, again);
+	free(list);
+	free(again);
+	xp_ctl_stop(ctl);
+	g_max_finished = 0;
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_restart_and_refusals),
+		cmocka_unit_test(test_retention),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	curl_global_cleanup();

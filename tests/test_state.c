@@ -238,7 +238,7 @@ static void test_random_replay(void **state)
 	xp_rng_seed(&rng, 77);
 	for (int step = 0; step < 3000; step++) {
 		w.now += 10;
-		switch (xp_rng_below(&rng, 9)) {
+		switch (xp_rng_below(&rng, 10)) {
 		case 0:
 		case 1:
 			submit(&w, xp_rng_below(&rng, 2) ? "team-a" : "admin",
@@ -294,6 +294,18 @@ static void test_random_replay(void **state)
 			apply(&w, "node.health", xp_rec_node_health(name, ok, why, 4));
 			break;
 		}
+		case 9: { /* retention: forget what is due, now and then a bad record */
+			static const int64_t keeps[] = { 0, 50, 500, 100000 };
+			static const uint64_t caps[] = { 0, 5, 50, 100000 };
+			uint64_t ids[64];
+			size_t n = xp_state_forget_due(w.st, w.now, keeps[xp_rng_below(&rng, 4)],
+						       caps[xp_rng_below(&rng, 4)], ids, 64);
+			if (n && xp_rng_below(&rng, 8) == 0) /* a live job slipped in: refused whole */
+				ids[xp_rng_below(&rng, n)] = 1 + xp_rng_below(&rng, w.st->next_job_id);
+			if (n)
+				apply(&w, "job.forget", xp_rec_job_forget(ids, n));
+			break;
+		}
 		default:
 			cycle(&w);
 		}
@@ -303,13 +315,17 @@ static void test_random_replay(void **state)
 		}
 	}
 	cycle(&w);
+	struct xp_err err = { 0 };
+	if (xp_state_check(w.st, &err) < 0)
+		fail_msg("live state: %s", err.text);
 	char *live = xp_state_snapshot(w.st);
 	char *full = replay(&w, w.log.n, NULL, 0);
 	char *tail = replay(&w, w.log.n, snap, snap_seq);
 	assert_string_equal(live, full);
 	assert_string_equal(live, tail);
-	print_message("  %zu records, %llu placed, %llu jobs\n", w.log.n,
-		      (unsigned long long)w.st->placed, (unsigned long long)w.st->next_job_id - 1);
+	print_message("  %zu records, %llu placed, %llu jobs, %llu kept\n", w.log.n,
+		      (unsigned long long)w.st->placed, (unsigned long long)w.st->next_job_id - 1,
+		      (unsigned long long)w.st->jobs.n);
 	free(live);
 	free(full);
 	free(tail);
@@ -348,6 +364,54 @@ static void test_node_pinning(void **state)
 	cycle(&w);
 	assert_int_equal(xp_state_job(w.st, b)->state, XP_JOB_RUNNING);
 	assert_int_equal(xp_state_job(w.st, b)->allocs[0].node, xp_state_node(w.st, "gpu-3"));
+	char *live = xp_state_snapshot(w.st), *full = replay(&w, w.log.n, NULL, 0);
+	assert_string_equal(live, full);
+	free(live);
+	free(full);
+	teardown(&w);
+}
+
+/* retention: only finished jobs are forgotten, all or none per record; the
+ * id is never given again; the idempotency key goes with the job */
+static void test_forget(void **state)
+{
+	struct world w;
+	(void)state;
+	setup(&w);
+	uint64_t a = submit(&w, "team-a", "resources: {cpu: 1}\n", "key-1");
+	uint64_t b = submit(&w, "team-a", "resources: {cpu: 1}\n", NULL);
+	uint64_t c = submit(&w, "team-a", "resources: {cpu: 1}\n", NULL);
+	cycle(&w);
+	w.now += 100;
+	assert_int_equal(apply(&w, "job.finish", xp_rec_job_finish(a, XP_JOB_SUCCEEDED, 0, NULL)), 0);
+	w.now += 100;
+	assert_int_equal(apply(&w, "job.cancel", xp_rec_job_cancel(b, NULL)), 0);
+	uint64_t ids[8];
+	/* due: finished 150 ms ago or more -> a only; a cap of 1 kept -> a only */
+	assert_int_equal(xp_state_forget_due(w.st, w.now + 50, 150, 100, ids, 8), 1);
+	assert_int_equal(ids[0], a);
+	assert_int_equal(xp_state_forget_due(w.st, w.now, 100000, 1, ids, 8), 1);
+	assert_int_equal(xp_state_forget_due(w.st, w.now, 100000, 0, ids, 8), 2);
+	assert_int_equal(ids[1], b);
+	/* refused whole: a running job, an unknown one, a repeat; nothing changes */
+	char *before = xp_state_snapshot(w.st);
+	uint64_t bad1[] = { a, c }, bad2[] = { a, 999 }, bad3[] = { a, a };
+	assert_int_equal(apply(&w, "job.forget", xp_rec_job_forget(bad1, 2)), XP_ESTATE);
+	assert_int_equal(apply(&w, "job.forget", xp_rec_job_forget(bad2, 2)), XP_ENOENT);
+	assert_int_equal(apply(&w, "job.forget", xp_rec_job_forget(bad3, 2)), XP_ECORRUPT);
+	assert_int_equal(apply(&w, "job.forget", xstrdup("{\"ids\": []}")), XP_ECORRUPT);
+	char *after = xp_state_snapshot(w.st);
+	assert_string_equal(before, after);
+	free(before);
+	free(after);
+	assert_int_equal(apply(&w, "job.forget", xp_rec_job_forget(ids, 2)), 0);
+	assert_null(xp_state_job(w.st, a));
+	assert_null(xp_state_job(w.st, b));
+	assert_non_null(xp_state_job(w.st, c));
+	assert_int_equal(xp_state_forget_due(w.st, w.now, 0, 0, ids, 8), 0); /* c runs */
+	/* the key is free again, and the new job gets a new id */
+	uint64_t d = submit(&w, "team-a", "resources: {cpu: 1}\n", "key-1");
+	assert_true(d > c);
 	char *live = xp_state_snapshot(w.st), *full = replay(&w, w.log.n, NULL, 0);
 	assert_string_equal(live, full);
 	free(live);
@@ -427,6 +491,7 @@ int main(void)
 		cmocka_unit_test(test_random_replay),
 		cmocka_unit_test(test_spec_edges),
 		cmocka_unit_test(test_node_pinning),
+		cmocka_unit_test(test_forget),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,7 +28,8 @@ static int load_config(const char *path, struct xp_flag *flags, struct xp_err *e
 	static const char *const keys[] = { "data",	    "listen",	     "policy",
 					    "body-limit",   "tick",	     "max-per-cycle",
 					    "snapshot-every", "event-ring", "max-connections",
-					    "heartbeat",    "suspect-after", "lost-after", NULL };
+					    "heartbeat",    "suspect-after", "lost-after",
+					    "keep-finished", "max-finished", NULL };
 	struct xp_tree *t = NULL;
 	char *buf;
 	size_t len;
@@ -131,6 +132,9 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		{ "suspect-after", XP_FLAG_STR, "N", "missed heartbeats before a node is suspect (3)" },
 		{ "lost-after", XP_FLAG_STR, "DURATION",
 		  "silence before an agent's node is lost and its jobs requeue (40s)" },
+		{ "keep-finished", XP_FLAG_STR, "DURATION",
+		  "finished jobs are forgotten after this (24h)" },
+		{ "max-finished", XP_FLAG_STR, "N", "and beyond this many, oldest first (100000)" },
 		{ "no-agent", XP_FLAG_BOOL, NULL,
 		  "xpool dev: do not start the local agent (real CPU and GPUs of this machine)" },
 		{ "no-sync", XP_FLAG_BOOL, NULL,
@@ -207,6 +211,20 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		}
 		*durs[i].out = (int)ms;
 	}
+	if (xp_flag_get(flags, "keep-finished")->sval) {
+		int64_t ms;
+		const char *v = xp_flag_get(flags, "keep-finished")->sval;
+		if (xp_duration_parse(v, 3650LL * 86400 * 1000, &ms) < 0 || ms < 1000) {
+			xp_errf(&err, XP_EINVAL, "--keep-finished: expected a duration 1s..3650d, got '%s'",
+				v);
+			goto usage;
+		}
+		o.keep_finished_ms = ms;
+	}
+	size_t maxfin = 0;
+	if (size_flag(flags, "max-finished", 1, 100000000, &maxfin, &err) < 0)
+		goto usage;
+	o.max_finished = maxfin;
 	if (xp_flag_get(flags, "suspect-after")->sval) {
 		long v;
 		if (xp_parse_int_flag("suspect-after", xp_flag_get(flags, "suspect-after")->sval, 1,

@@ -82,6 +82,13 @@ static char *dumps(json_t *o)
 static struct xp_job *visible_job(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
 	struct xp_job *j = xp_state_job(ctl->st, cmd->id);
+	if (!j && cmd->id < ctl->st->next_job_id) { /* it was, and finished long ago */
+		xp_reply_error(cmd, XP_ENOENT, NULL,
+			       "no job %llu: finished jobs are kept for %lld s, at most %llu of them",
+			       (unsigned long long)cmd->id, (long long)ctl->o.keep_finished_ms / 1000,
+			       (unsigned long long)ctl->o.max_finished);
+		return NULL;
+	}
 	if (!j || (!cmd->admin && (long)j->tenant != cmd->tenant)) {
 		xp_reply_error(cmd, XP_ENOENT, NULL, "no job %llu", (unsigned long long)cmd->id);
 		return NULL;

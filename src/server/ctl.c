@@ -157,6 +157,10 @@ int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err
 		ctl->o.suspect_beats = 3;
 	if (ctl->o.lost_ms <= 0)
 		ctl->o.lost_ms = 40000;
+	if (ctl->o.keep_finished_ms <= 0)
+		ctl->o.keep_finished_ms = 24LL * 3600 * 1000;
+	if (!ctl->o.max_finished)
+		ctl->o.max_finished = 100000;
 	pthread_mutex_init(&ctl->qmu, NULL);
 	pthread_cond_init(&ctl->qcv, NULL);
 	pthread_mutex_init(&ctl->m.mu, NULL);

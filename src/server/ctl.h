@@ -23,6 +23,7 @@
 #define XP_CTL_H
 
 #include <pthread.h>
+#include <sys/types.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,6 +50,9 @@ struct xp_ctl_opts {
 	int heartbeat_ms;	 /* agents' heartbeat period, default 5000 */
 	int suspect_beats;	 /* missed beats before a node is suspect, default 3 */
 	int lost_ms;		 /* silence before a node is lost, default 40000 */
+	int snapshot_inline;	 /* 1: serialise snapshots on the owner thread (no fork) */
+	int64_t keep_finished_ms; /* finished jobs are forgotten after this, default 24 h */
+	uint64_t max_finished;	  /* and beyond this many (oldest first), default 100000 */
 };
 
 /* ---- commands: one API request handed to the owner ---- */
@@ -166,6 +170,11 @@ struct xp_ctl {
 	int fatal;		   /* the store failed: refuse everything */
 	XP_VEC(struct xp_emu) emu; /* min-heap by due */
 	uint64_t since_snapshot;
+	struct {		/* the snapshot being written by a child (snapshot_bg.c) */
+		pid_t pid;	/* 0: none */
+		uint64_t seq;	/* the state's seq it holds */
+		uint64_t started_ns, fork_ns, last_ns, done;
+	} snap;
 	struct xp_rng rng;
 	char admin_token[80]; /* set when this start created it */
 	/* a copy of the live tokens for workers, so a bad token is refused at
@@ -190,6 +199,10 @@ struct xp_live {
 		int64_t mem_used_mib;
 	} *dev;
 };
+
+/* snapshot_bg.c: snapshots written by a forked child, off the owner thread */
+void xp_snap_start(struct xp_ctl *ctl);
+void xp_snap_poll(struct xp_ctl *ctl, int block);
 
 /* api_agents.c */
 void xp_api_agents_register(struct xp_ctl *, struct xp_cmd *);

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../lib/clock.h"
 #include "../lib/timefmt.h"
@@ -316,14 +317,42 @@ static void finish_due(struct xp_ctl *ctl, int64_t now)
 	}
 }
 
+/* Retention: journal job.forget for finished jobs past --keep-finished or
+ * beyond --max-finished (a few thousand per tick at most), and drop their
+ * logs. */
+static void forget_due(struct xp_ctl *ctl, int64_t now)
+{
+	enum { BATCH = 1000 };
+	uint64_t ids[BATCH];
+	uint32_t reps[BATCH];
+	for (int round = 0; round < 4; round++) {
+		struct xp_err err = { 0 };
+		size_t n = xp_state_forget_due(ctl->st, now, ctl->o.keep_finished_ms,
+					       ctl->o.max_finished, ids, BATCH);
+		if (!n)
+			return;
+		for (size_t i = 0; i < n; i++)
+			reps[i] = xp_state_job(ctl->st, ids[i])->spec.replicas;
+		if (xp_ctl_journal(ctl, "job.forget", xp_rec_job_forget(ids, n), &err) < 0) {
+			fprintf(stderr, "xpool server: forgetting finished jobs: %s\n", err.text);
+			return;
+		}
+		for (size_t i = 0; i < n; i++)
+			for (uint32_t r = 0; r < reps[i]; r++)
+				for (int e = 0; e < 2; e++) {
+					char path[4200];
+					xp_log_path(ctl, ids[i], r, e, path, sizeof(path));
+					unlink(path);
+				}
+	}
+}
+
 static void snapshot_if_due(struct xp_ctl *ctl)
 {
+	xp_snap_poll(ctl, 0); /* a finished child's snapshot goes to the store */
 	if (ctl->since_snapshot < ctl->o.snapshot_every || ctl->fatal)
 		return;
-	char *s = xp_state_snapshot(ctl->st);
-	xp_store_snapshot(ctl->store, ctl->st->seq, s, strlen(s));
-	free(s);
-	ctl->since_snapshot = 0;
+	xp_snap_start(ctl);
 }
 
 static int cycle(struct xp_ctl *ctl)
@@ -374,6 +403,7 @@ static void *owner_main(void *arg)
 		if (!ctl->fatal) {
 			finish_due(ctl, xp_ctl_now());
 			xp_live_check(ctl, xp_ctl_now());
+			forget_due(ctl, xp_ctl_now());
 			more = cycle(ctl);
 			snapshot_if_due(ctl);
 		} else {
@@ -395,6 +425,7 @@ static void *owner_main(void *arg)
 				break;
 		}
 	}
+	xp_snap_poll(ctl, 1); /* a snapshot in flight lands before the store closes */
 	return NULL;
 }
 

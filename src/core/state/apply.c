@@ -535,6 +535,7 @@ void xp_state_finish(struct xp_state *st, struct xp_job *j, int to, int64_t at)
 	j->state = (uint8_t)to;
 	st->count[j->state]++;
 	j->finished_at = at;
+	xp_state_note_done(st, j);
 }
 
 static int job_end(struct xp_state *st, struct rec *r, int64_t at, int cancel,
@@ -766,6 +767,8 @@ int xp_state_apply(struct xp_state *st, uint64_t seq, int64_t at, const char *ty
 		rc = job_requeue(st, &r, ev);
 	else if (!strcmp(type, "node.health"))
 		rc = node_health(st, &r, ev);
+	else if (!strcmp(type, "job.forget"))
+		rc = xp_state_job_forget(st, r.o, ev, err);
 	else
 		rc = xp_errf(err, XP_ECORRUPT, "unknown record type '%s'", type);
 	json_decref(r.o);

@@ -298,6 +298,7 @@ int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, st
 			st->next_token_id = (uint64_t)nt;
 		st->sched_stale = 1;
 		rc = xp_state_sched(st, err);
+		xp_state_done_rebuild(st);
 	}
 	json_decref(o);
 	return rc;

@@ -148,6 +148,7 @@ void xp_state_destroy(struct xp_state *st)
 	xp_vec_free(&st->nodes);
 	xp_vec_free(&st->node_of_sym);
 	xp_vec_free(&st->key_job);
+	xp_vec_free(&st->done);
 	xp_strtab_destroy(st->node_names);
 	xp_strtab_destroy(st->keys);
 	xp_sched_destroy(st->sched);

@@ -61,6 +61,7 @@ struct xp_job {
 	uint32_t attempts;	 /* starts so far; a requeue makes the next start a new attempt */
 	uint32_t requeues;
 	uint8_t *exited;	 /* per replica of the running attempt: reported exited */
+	uint8_t forgetting;	 /* inside a job.forget record being applied */
 };
 
 struct xp_tenant {
@@ -125,6 +126,8 @@ struct xp_state {
 	uint64_t seq; /* last record applied */
 	uint64_t count[XP_JOB_STATE_N];
 	uint64_t placed, unplaced; /* decisions of the cycle */
+	XP_VEC(uint64_t) done;	   /* terminal job ids in finish order (retention.c) */
+	size_t done_head;	   /* done.v[< done_head]: forgotten already */
 };
 
 /* What a record did, for the event stream. */
@@ -165,6 +168,14 @@ char *xp_rec_job_task(uint64_t id, uint32_t attempt, uint32_t replica, int exit_
 char *xp_rec_job_requeue(uint64_t id, const char *reason);
 /* Device health of a node: ok[i] / why[i] for each of its n devices. */
 char *xp_rec_node_health(const char *name, const uint8_t *ok, char *const *why, unsigned n);
+/* Forget finished jobs (retention.c): at most 10000 ids, each terminal. */
+char *xp_rec_job_forget(const uint64_t *ids, size_t n);
+
+/* Retention (retention.c): up to max ids of terminal jobs due to be
+ * forgotten at `now` - finished keep_ms ago or more, or beyond the newest
+ * max_kept - oldest first. The caller journals xp_rec_job_forget(ids). */
+size_t xp_state_forget_due(struct xp_state *st, int64_t now, int64_t keep_ms, uint64_t max_kept,
+			   uint64_t *ids, size_t max);
 
 /* Rebuild the scheduler over the current nodes if they changed (node
  * additions are applied lazily); call before reading st->sched. */

@@ -20,6 +20,11 @@ int xp_allocs_parse(struct xp_state *st, json_t *arr, struct xp_alloc *a, uint32
 		    struct xp_err *err);
 
 void xp_state_finish(struct xp_state *st, struct xp_job *j, int to, int64_t at);
+/* retention.c: the finish-order FIFO, and the job.forget record */
+void xp_state_note_done(struct xp_state *st, const struct xp_job *j);
+void xp_state_done_rebuild(struct xp_state *st);
+int xp_state_job_forget(struct xp_state *st, json_t *o, struct xp_event_info *ev,
+			struct xp_err *err);
 /* Replica r of j starts / stops running on node n (count and list). */
 void xp_node_run_add(struct xp_state *st, uint32_t n, struct xp_job *j, uint32_t r);
 void xp_node_run_del(struct xp_state *st, uint32_t n, const struct xp_job *j, uint32_t r);

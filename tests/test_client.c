@@ -454,6 +454,16 @@ static void test_cannot_reach(void **state)
 	assert_null(reply);
 	assert_non_null(strstr(err.text, want));
 	xp_client_destroy(c);
+
+	/* https:// goes through libcurl, opened on first use */
+	snprintf(addr, sizeof(addr), "https://127.0.0.1:%d", port);
+	snprintf(want, sizeof(want), "cannot reach the controller at https://127.0.0.1:%d: ", port);
+	c = xp_client_create(addr, "t", &err);
+	assert_non_null(c);
+	assert_int_equal(xp_client_json(c, "GET", "/v1/nodes", NULL, &reply, &err), XP_EUNAVAIL);
+	if (strncmp(err.text, want, strlen(want)) != 0)
+		fail_msg("https: got '%s'", err.text);
+	xp_client_destroy(c);
 }
 
 /* A canned HTTP peer: answers each request with the next scripted reply,
@@ -505,9 +515,16 @@ static void *fake_main(void *ud)
 			if (!read_request(fd, f->req[f->nreq], sizeof(f->req[0])))
 				break;
 			const char *r = f->replies[f->nreq++];
+			int hang = !strncmp(r, "#HANG#", 6), drop = !strncmp(r, "#DROP#", 6);
+			if (hang) { /* never answer: the client's deadline must end it */
+				usleep(1500000);
+				break;
+			}
+			if (drop) /* answer, then close a kept-alive connection unannounced */
+				r += 6;
 			if (write(fd, r, strlen(r)) < 0)
 				break;
-			if (strstr(r, "Connection: close"))
+			if (drop || strstr(r, "Connection: close"))
 				break;
 		}
 		close(fd);
@@ -663,6 +680,44 @@ static void test_wire_stream(void **state)
 	assert_non_null(strstr(f.req[0], "\r\nAccept: text/event-stream\r\n"));
 	assert_null(strstr(f.req[0], "Last-Event-ID"));
 	assert_non_null(strstr(f.req[1], "\r\nLast-Event-ID: 6\r\n"));
+}
+
+/* The HTTP/1.1 transport's framing: chunked bodies, an interim 1xx, a
+ * body read to the close, a kept-alive connection the server dropped (one
+ * retry on a new one), and a server that never answers (the deadline). */
+static void test_wire_framing(void **state)
+{
+	struct fake f = { 0 };
+	struct xp_err err = { 0 };
+	json_t *reply;
+	f.replies[0] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+		       "Transfer-Encoding: chunked\r\n\r\n5\r\n{\"a\":\r\n3;ext=1\r\n 1}\r\n0\r\n"
+		       "X-Trailer: t\r\n\r\n";
+	f.replies[1] = "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n"
+		       "{\"b\":2}";
+	f.replies[2] = "#DROP#HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n{\"c\":3}";
+	f.replies[3] = "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{\"d\":4}";
+	f.replies[4] = "HTTP/1.1 204 No Content\r\n\r\n";
+	f.replies[5] = "#HANG#";
+	f.nreplies = 6;
+	struct xp_client *c = fake_start(&f, NULL);
+	static const char *const want[] = { "a", "b", "c", "d" };
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(xp_client_json(c, "GET", "/x", NULL, &reply, &err), 200);
+		assert_int_equal(json_integer_value(json_object_get(reply, want[i])), i + 1);
+		json_decref(reply);
+	}
+	assert_int_equal(xp_client_json(c, "DELETE", "/x", NULL, &reply, &err), 204);
+	assert_true(json_is_null(reply));
+	json_decref(reply);
+	xp_client_set_timeout(c, 300);
+	assert_int_equal(xp_client_json(c, "GET", "/slow", NULL, &reply, &err), XP_EUNAVAIL);
+	assert_non_null(strstr(err.text, "did not answer in time"));
+	fake_stop(&f, c);
+	/* 0-2 on one connection; after the drop a new one for 3 (closed by the
+	 * reply), a third for 4 and 5 */
+	assert_int_equal(f.accepts, 3);
+	assert_int_equal(f.nreq, 6);
 }
 
 /* ---- tables and units ---- */
@@ -931,6 +986,7 @@ int main(void)
 		cmocka_unit_test(test_wire),
 		cmocka_unit_test(test_wire_post_without_body),
 		cmocka_unit_test(test_wire_stream),
+		cmocka_unit_test(test_wire_framing),
 		cmocka_unit_test(test_units),
 		cmocka_unit_test(test_table),
 		cmocka_unit_test_setup_teardown(test_spec_from_flags, setup_home, teardown_home),

@@ -1,9 +1,16 @@
 /*
- * client: requests to the controller over libcurl (see client.h).
+ * client: requests to the controller (see client.h).
  *
- * One CURL easy handle per client. Before each request the handle is reset
- * (curl_easy_reset keeps live connections), so no option of one request
- * leaks into the next while the TCP connection is reused (keep-alive).
+ * Two transports behind one perform():
+ * - http:// (what the controller serves): http1.c, our own HTTP/1.1
+ *   client on a kept-alive TCP connection. A CLI verb is one short process;
+ *   linking libcurl cost each of them its 33-library dependency tree, most
+ *   of a CLI call's time (http1.c says more).
+ * - https:// (a controller behind a TLS proxy): libcurl, opened with dlopen
+ *   the first time such an address is used, so no process pays for it
+ *   otherwise. One CURL easy handle per client; before each request the
+ *   handle is reset (curl_easy_reset keeps live connections), so no option
+ *   of one request leaks into the next.
  *
  * Notes on the non-obvious:
  * - "Expect:" is sent empty: curl would otherwise wait for a 100-continue
@@ -19,18 +26,70 @@
 #include "client.h"
 
 #include <ctype.h>
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include <curl/curl.h>
+#include <curl/curl.h> /* types and constants only: the library is dlopened */
 
 #include "../lib/xalloc.h"
+#include "http1.h"
+
+/* ---- libcurl, opened on first use (https://) ---- */
+
+static struct {
+	CURLcode (*global_init)(long);
+	CURL *(*easy_init)(void);
+	void (*easy_cleanup)(CURL *);
+	void (*easy_reset)(CURL *);
+	CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
+	CURLcode (*easy_perform)(CURL *);
+	CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
+	const char *(*easy_strerror)(CURLcode);
+	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
+	void (*slist_free_all)(struct curl_slist *);
+	int state; /* 0 not tried, 1 ready, -1 failed */
+	char why[256];
+} lc;
+
+static pthread_once_t lc_once = PTHREAD_ONCE_INIT;
+
+static void lc_open(void)
+{
+	void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		snprintf(lc.why, sizeof(lc.why), "%s", dlerror());
+		lc.state = -1;
+		return;
+	}
+#define SYM(field, name)                                                                           	do {                                                                                       		*(void **)&lc.field = dlsym(h, name);                                              		if (!lc.field) {                                                                   			snprintf(lc.why, sizeof(lc.why), "libcurl.so.4 has no %s", name);          			lc.state = -1;                                                     			return;                                                                    		}                                                                                  	} while (0)
+	SYM(global_init, "curl_global_init");
+	SYM(easy_init, "curl_easy_init");
+	SYM(easy_cleanup, "curl_easy_cleanup");
+	SYM(easy_reset, "curl_easy_reset");
+	SYM(easy_setopt, "curl_easy_setopt");
+	SYM(easy_perform, "curl_easy_perform");
+	SYM(easy_getinfo, "curl_easy_getinfo");
+	SYM(easy_strerror, "curl_easy_strerror");
+	SYM(slist_append, "curl_slist_append");
+	SYM(slist_free_all, "curl_slist_free_all");
+#undef SYM
+	if (lc.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		snprintf(lc.why, sizeof(lc.why), "curl_global_init failed");
+		lc.state = -1;
+		return;
+	}
+	lc.state = 1;
+}
 
 struct xp_client {
-	CURL *curl;
-	char *base; /* "http://host:port[/prefix]", no trailing '/' */
-	char *auth; /* "Authorization: Bearer ..." or NULL */
+	struct xp_http1 *h1; /* http:// */
+	char *prefix;	     /* path prefix of the base address ("" mostly), http1 only */
+	CURL *curl;	     /* https:// */
+	char *base;	     /* "http://host:port[/prefix]", no trailing '/' */
+	char *auth;	     /* "Authorization: Bearer ..." or NULL */
 	long timeout_ms;
 	const volatile int *abort; /* see xp_client_set_abort() */
 	char errbuf[CURL_ERROR_SIZE];
@@ -131,9 +190,30 @@ int xp_client_normalise_addr(const char *addr, char **out, struct xp_err *err)
 
 /* ---- the client ---- */
 
+/* "http://host:port/prefix" -> an http1 transport and the prefix */
+static void open_h1(struct xp_client *c)
+{
+	const char *a = c->base + 7, *end = a + strcspn(a, "/"), *port = NULL, *hs = a, *he;
+	if (*a == '[') {
+		hs = a + 1;
+		he = memchr(a, ']', (size_t)(end - a));
+		port = he && he + 1 < end && he[1] == ':' ? he + 2 : NULL;
+	} else {
+		he = memchr(a, ':', (size_t)(end - a));
+		port = he ? he + 1 : NULL;
+		if (!he)
+			he = end;
+	}
+	char *host = xstrndup(hs, (size_t)(he - hs));
+	char *pstr = port ? xstrndup(port, (size_t)(end - port)) : xstrdup("80");
+	c->h1 = xp_http1_create(host, pstr);
+	c->prefix = xstrdup(end);
+	free(host);
+	free(pstr);
+}
+
 struct xp_client *xp_client_create(const char *addr, const char *token, struct xp_err *err)
 {
-	static int curl_ready;
 	struct xp_client *c;
 	char *base = NULL;
 
@@ -153,24 +233,21 @@ struct xp_client *xp_client_create(const char *addr, const char *token, struct x
 				return NULL;
 			}
 	}
-	if (!curl_ready) {
-		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-			free(base);
-			xp_errf(err, XP_EINTERNAL, "libcurl failed to initialise");
-			return NULL;
-		}
-		curl_ready = 1;
-	}
 	c = XNEW(struct xp_client);
-	c->curl = curl_easy_init();
-	if (!c->curl) {
-		free(base);
-		free(c);
-		xp_errf(err, XP_EINTERNAL, "libcurl failed to create a handle");
-		return NULL;
-	}
 	c->base = base;
 	c->timeout_ms = XP_CLIENT_DEFAULT_TIMEOUT_MS;
+	if (strncasecmp(base, "http://", 7) == 0) {
+		open_h1(c);
+	} else {
+		pthread_once(&lc_once, lc_open);
+		if (lc.state < 0 || !(c->curl = lc.easy_init())) {
+			xp_errf(err, XP_EUNSUPP, "%s needs libcurl for TLS: %s", base,
+				lc.state < 0 ? lc.why : "curl_easy_init failed");
+			free(base);
+			free(c);
+			return NULL;
+		}
+	}
 	if (token) {
 		struct xp_sb a = { 0 };
 		xp_sb_printf(&a, "Authorization: Bearer %s", token);
@@ -183,7 +260,10 @@ void xp_client_destroy(struct xp_client *c)
 {
 	if (!c)
 		return;
-	curl_easy_cleanup(c->curl);
+	if (c->curl)
+		lc.easy_cleanup(c->curl);
+	xp_http1_destroy(c->h1);
+	free(c->prefix);
 	free(c->base);
 	free(c->auth);
 	free(c);
@@ -245,7 +325,7 @@ struct transfer {
 /* Run one transfer; the status goes to *status. Curl failures become
  * XP_EUNAVAIL "cannot reach ..." unless the write callback stopped it
  * (then the caller knows why and returns its own code). */
-static int perform(struct xp_client *c, const struct transfer *t, long *status, int *aborted,
+static int perform_curl(struct xp_client *c, const struct transfer *t, long *status, int *aborted,
 		   struct xp_err *err)
 {
 	struct curl_slist *hdrs = NULL;
@@ -253,65 +333,62 @@ static int perform(struct xp_client *c, const struct transfer *t, long *status, 
 	CURL *h = c->curl;
 	CURLcode rc;
 
-	*aborted = 0;
-	if (!t->path || t->path[0] != '/')
-		return xp_errf(err, XP_EINVAL, "request path must start with '/'");
-	curl_easy_reset(h);
+	lc.easy_reset(h);
 	xp_sb_puts(&url, c->base);
 	xp_sb_puts(&url, t->path);
 	c->errbuf[0] = '\0';
-	curl_easy_setopt(h, CURLOPT_URL, url.s);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->errbuf);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)XP_CLIENT_CONNECT_TIMEOUT_MS);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, t->timeout_ms);
-	curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_USERAGENT, "xpool-client/1");
-	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, t->write);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, t->ud);
+	lc.easy_setopt(h, CURLOPT_URL, url.s);
+	lc.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	lc.easy_setopt(h, CURLOPT_ERRORBUFFER, c->errbuf);
+	lc.easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)XP_CLIENT_CONNECT_TIMEOUT_MS);
+	lc.easy_setopt(h, CURLOPT_TIMEOUT_MS, t->timeout_ms);
+	lc.easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	lc.easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	lc.easy_setopt(h, CURLOPT_USERAGENT, "xpool-client/1");
+	lc.easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	lc.easy_setopt(h, CURLOPT_WRITEFUNCTION, t->write);
+	lc.easy_setopt(h, CURLOPT_WRITEDATA, t->ud);
 	if (c->abort) {
-		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, check_abort);
-		curl_easy_setopt(h, CURLOPT_XFERINFODATA, (void *)c->abort);
-		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+		lc.easy_setopt(h, CURLOPT_XFERINFOFUNCTION, check_abort);
+		lc.easy_setopt(h, CURLOPT_XFERINFODATA, (void *)c->abort);
+		lc.easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
 	}
 
-	hdrs = curl_slist_append(hdrs, "Expect:");
+	hdrs = lc.slist_append(hdrs, "Expect:");
 	if (c->auth)
-		hdrs = curl_slist_append(hdrs, c->auth);
+		hdrs = lc.slist_append(hdrs, c->auth);
 	for (const char *const *x = t->headers; x && *x; x++)
-		hdrs = curl_slist_append(hdrs, *x);
+		hdrs = lc.slist_append(hdrs, *x);
 	if (t->body) {
 		xp_sb_printf(&ct, "Content-Type: %s",
 			     t->content_type ? t->content_type : "application/json");
-		hdrs = curl_slist_append(hdrs, ct.s);
-		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)t->len);
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, t->body);
+		hdrs = lc.slist_append(hdrs, ct.s);
+		lc.easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)t->len);
+		lc.easy_setopt(h, CURLOPT_POSTFIELDS, t->body);
 		if (strcmp(t->method, "POST") != 0)
-			curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, t->method);
+			lc.easy_setopt(h, CURLOPT_CUSTOMREQUEST, t->method);
 	} else if (strcmp(t->method, "GET") == 0) {
-		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+		lc.easy_setopt(h, CURLOPT_HTTPGET, 1L);
 	} else if (strcmp(t->method, "POST") == 0) {
-		hdrs = curl_slist_append(hdrs, "Content-Type:");
-		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
+		hdrs = lc.slist_append(hdrs, "Content-Type:");
+		lc.easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
+		lc.easy_setopt(h, CURLOPT_POSTFIELDS, "");
 	} else {
-		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, t->method);
+		lc.easy_setopt(h, CURLOPT_CUSTOMREQUEST, t->method);
 	}
 	if (!hdrs) {
 		xp_sb_free(&url);
 		xp_sb_free(&ct);
 		return xp_errf(err, XP_EINTERNAL, "out of memory building headers");
 	}
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	lc.easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 
-	rc = curl_easy_perform(h);
-	curl_slist_free_all(hdrs);
+	rc = lc.easy_perform(h);
+	lc.slist_free_all(hdrs);
 	xp_sb_free(&url);
 	xp_sb_free(&ct);
 	*status = 0;
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+	lc.easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
 	if (rc == CURLE_WRITE_ERROR) {
 		*aborted = 1;
 		return 0;
@@ -320,8 +397,89 @@ static int perform(struct xp_client *c, const struct transfer *t, long *status, 
 		return xp_errf(err, XP_EUNAVAIL, "interrupted");
 	if (rc != CURLE_OK)
 		return xp_errf(err, XP_EUNAVAIL, "cannot reach the controller at %s: %s", c->base,
-			       c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc));
+			       c->errbuf[0] ? c->errbuf : lc.easy_strerror(rc));
 	return 0;
+}
+
+/* The request's headers for both transports: auth, the caller's, the
+ * body's type ("Name:" alone: leave it out) */
+static struct xp_sb headers_of(const struct xp_client *c, const struct transfer *t,
+			       const char ***out)
+{
+	struct xp_sb ct = { 0 };
+	size_t n = 0;
+	for (const char *const *x = t->headers; x && *x; x++)
+		n++;
+	const char **v = XNEWV(const char *, n + 4);
+	n = 0;
+	v[n++] = "Expect:";
+	if (c->auth)
+		v[n++] = c->auth;
+	for (const char *const *x = t->headers; x && *x; x++)
+		v[n++] = *x;
+	if (t->body)
+		xp_sb_printf(&ct, "Content-Type: %s",
+			     t->content_type ? t->content_type : "application/json");
+	else
+		xp_sb_puts(&ct, "Content-Type:");
+	v[n++] = ct.s;
+	v[n] = NULL;
+	*out = v;
+	return ct;
+}
+
+static int perform_h1(struct xp_client *c, const struct transfer *t, long *status, int *aborted,
+		      struct xp_err *err)
+{
+	const char **hdrs;
+	struct xp_sb path = { 0 }, ct = headers_of(c, t, &hdrs);
+	xp_sb_puts(&path, c->prefix);
+	xp_sb_puts(&path, t->path);
+	struct xp_http1_req rq = { t->method,
+				   path.s,
+				   hdrs,
+				   t->body,
+				   t->len,
+				   t->timeout_ms,
+				   XP_CLIENT_CONNECT_TIMEOUT_MS,
+				   t->write,
+				   t->ud,
+				   c->abort };
+	int rc = xp_http1_perform(c->h1, &rq, status, aborted, err);
+	free(hdrs);
+	xp_sb_free(&ct);
+	xp_sb_free(&path);
+	return rc;
+}
+
+/* Run one transfer; the status goes to *status. Transport failures become
+ * XP_EUNAVAIL "cannot reach ..." unless the write callback stopped it
+ * (*aborted: then the caller knows why and returns its own code). */
+static int perform(struct xp_client *c, const struct transfer *t, long *status, int *aborted,
+		   struct xp_err *err)
+{
+	*aborted = 0;
+	*status = 0;
+	c->errbuf[0] = '\0';
+	if (!t->path || t->path[0] != '/')
+		return xp_errf(err, XP_EINVAL, "request path must start with '/'");
+	return c->h1 ? perform_h1(c, t, status, aborted, err)
+		     : perform_curl(c, t, status, aborted, err);
+}
+
+/* The status and Content-Type of the reply being received */
+static void reply_head(struct xp_client *c, long *status, const char **ctype)
+{
+	*status = 0;
+	*ctype = NULL;
+	if (c->h1) {
+		xp_http1_reply(c->h1, status, ctype);
+	} else {
+		char *ct = NULL;
+		lc.easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, status);
+		lc.easy_getinfo(c->curl, CURLINFO_CONTENT_TYPE, &ct);
+		*ctype = ct;
+	}
 }
 
 int xp_client_request(struct xp_client *c, const char *method, const char *path,
@@ -624,10 +782,8 @@ static size_t stream_write(char *ptr, size_t size, size_t nmemb, void *ud)
 	size_t n = size * nmemb;
 
 	if (s->mode == SM_UNKNOWN) {
-		char *ct = NULL;
-		s->status = 0;
-		curl_easy_getinfo(s->c->curl, CURLINFO_RESPONSE_CODE, &s->status);
-		curl_easy_getinfo(s->c->curl, CURLINFO_CONTENT_TYPE, &ct);
+		const char *ct = NULL;
+		reply_head(s->c, &s->status, &ct);
 		if (s->status < 200 || s->status > 299)
 			s->mode = SM_ERROR;
 		else if (ct && strncasecmp(ct, "text/event-stream", 17) == 0)

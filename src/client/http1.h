@@ -1,0 +1,41 @@
+/*
+ * http1: the client's own HTTP/1.1 transport for http:// controllers (see
+ * http1.c for why it is not libcurl). Used through client.c only.
+ */
+#ifndef XP_HTTP1_H
+#define XP_HTTP1_H
+
+#include <stddef.h>
+
+#include "../lib/err.h"
+
+struct xp_http1;
+
+struct xp_http1_req {
+	const char *method, *path;
+	const char *const *headers; /* "Name: value", NULL-ended; "Name:" alone is left out */
+	const char *body;	    /* NULL: none (POST/PUT/PATCH still send Content-Length: 0) */
+	size_t len;
+	long timeout_ms; /* the whole request; 0: none */
+	long connect_ms; /* connecting */
+	/* the body as it arrives; returning less than size*n stops the transfer */
+	size_t (*write)(char *p, size_t size, size_t n, void *ud);
+	void *ud;
+	const volatile int *abort; /* set: stop within about a second; NULL: never */
+};
+
+struct xp_http1 *xp_http1_create(const char *host, const char *port);
+void xp_http1_destroy(struct xp_http1 *h);
+
+/* One request on the kept-alive connection (opened as needed). 0 with
+ * *status set; *aborted when the write callback stopped it. Otherwise an
+ * XP_* code (XP_EUNAVAIL "cannot reach ...", "interrupted", "did not answer
+ * in time"; XP_EIO for a reply that is not HTTP). */
+int xp_http1_perform(struct xp_http1 *h, const struct xp_http1_req *rq, long *status,
+		     int *aborted, struct xp_err *err);
+
+/* The status and Content-Type of the reply being read: valid from the
+ * first write callback on (event streams decide there what the body is). */
+void xp_http1_reply(const struct xp_http1 *h, long *status, const char **content_type);
+
+#endif

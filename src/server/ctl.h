@@ -46,7 +46,7 @@ struct xp_ctl_opts {
 	uint64_t snapshot_every; /* records between snapshots, default 20000 */
 	size_t event_ring;	 /* events kept in memory, default 100000 */
 	int sync;		 /* 1: fsync commits (default); 0: tests and benches only */
-	size_t max_connections;	 /* default 1024 */
+	size_t max_connections;	 /* default 16384 */
 	int heartbeat_ms;	 /* agents' heartbeat period, default 5000 */
 	int suspect_beats;	 /* missed beats before a node is suspect, default 3 */
 	int lost_ms;		 /* silence before a node is lost, default 40000 */

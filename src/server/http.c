@@ -13,9 +13,11 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <strings.h>
 
 #include "../core/state/spec.h"
@@ -285,6 +287,32 @@ static enum MHD_Result watch(struct xp_ctl *ctl, struct MHD_Connection *c, struc
 	}
 }
 
+/* ---- the daemon ---- */
+
+static void mhd_log(void *ud, const char *fmt, va_list ap)
+{
+	(void)ud;
+	char msg[512];
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	size_t n = strlen(msg);
+	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+		msg[--n] = '\0';
+	fprintf(stderr, "xpool server: http: %s\n", msg);
+}
+
+/* Each connection is a descriptor (and a thread): lift the soft limit to
+ * the hard one so --max-connections, not a 1,024 default, is the bound. */
+static void raise_fd_limit(struct xp_ctl *ctl)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == rl.rlim_max)
+		return;
+	rlim_t want = (rlim_t)ctl->o.max_connections + 256;
+	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || want < rl.rlim_max ? want : rl.rlim_max;
+	if (rl.rlim_cur > 1024)
+		setrlimit(RLIMIT_NOFILE, &rl);
+}
+
 /* ---- dispatch ---- */
 
 static int content_json(struct MHD_Connection *c, const char *body, size_t len, int *json)
@@ -497,12 +525,20 @@ int xp_http_start(struct xp_ctl *ctl, struct xp_err *err)
 	memcpy(&sa, ai->ai_addr, sizeof(sa));
 	sa.sin_port = htons((uint16_t)port);
 	freeaddrinfo(ai);
+	raise_fd_limit(ctl);
+	/* poll(), not select(): select() cannot watch a descriptor >= 1024, and
+	 * libmicrohttpd then drops the connection silently - with one long poll
+	 * per agent that cap was ~1,000 agents (docs/results/agents.md). A
+	 * thread per connection (agents hold one each) with small stacks. */
 	ctl->http = MHD_start_daemon(
-		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, (uint16_t)port,
-		NULL, NULL, on_request, ctl, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned)ctl->o.max_connections,
+		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+			MHD_USE_ERROR_LOG,
+		(uint16_t)port, NULL, NULL, on_request, ctl, MHD_OPTION_SOCK_ADDR,
+		(struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT, (unsigned)ctl->o.max_connections,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300, MHD_OPTION_NOTIFY_COMPLETED,
-		on_completed, ctl, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_END);
+		on_completed, ctl, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)4096,
+		MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024), MHD_OPTION_EXTERNAL_LOGGER,
+		mhd_log, ctl, MHD_OPTION_END);
 	if (!ctl->http)
 		return xp_errf(err, XP_EIO, "cannot listen on %s (in use, or not permitted)",
 			       ctl->o.listen);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -99,8 +100,13 @@ static pid_t start_local_agent(struct xp_ctl *ctl, const char *data, const sigse
 	}
 	char *argv[] = { exe,	 "agent", "--server", addr, "--token", token, "--work",
 			 work,	 "--stop-tasks", NULL };
+	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid == 0) {
+		/* dies with dev, even if dev is killed without a chance to stop it */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != parent)
+			_exit(0);
 		pthread_sigmask(SIG_UNBLOCK, blocked, NULL);
 		execv(exe, argv);
 		_exit(127);

@@ -260,7 +260,8 @@ void xp_api_node_heartbeat(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		l->dev = XNEWV(struct xp_devstat, node->ndevs ? node->ndevs : 1);
 		l->ndev = node->ndevs;
 	}
-	memcpy(l->dev, ds, sizeof(ds[0]) * node->ndevs);
+	if (node->ndevs) /* a node without devices has no stats (and l->dev may be NULL) */
+		memcpy(l->dev, ds, sizeof(ds[0]) * node->ndevs);
 	int changed = 0;
 	for (uint16_t d = 0; d < node->ndevs; d++)
 		changed |= ok[d] != (node->devs[d].health != XP_HEALTH_UNHEALTHY);

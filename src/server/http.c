@@ -289,6 +289,14 @@ static enum MHD_Result watch(struct xp_ctl *ctl, struct MHD_Connection *c, struc
 
 /* ---- the daemon ---- */
 
+/* per-connection thread stacks: small, since there is one per agent;
+ * sanitizer builds need their red zones */
+#if defined(__SANITIZE_ADDRESS__)
+#define XP_HTTP_STACK (2 * 1024 * 1024)
+#else
+#define XP_HTTP_STACK (256 * 1024)
+#endif
+
 static void mhd_log(void *ud, const char *fmt, va_list ap)
 {
 	(void)ud;
@@ -533,12 +541,12 @@ int xp_http_start(struct xp_ctl *ctl, struct xp_err *err)
 	ctl->http = MHD_start_daemon(
 		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
 			MHD_USE_ERROR_LOG,
-		(uint16_t)port, NULL, NULL, on_request, ctl, MHD_OPTION_SOCK_ADDR,
-		(struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT, (unsigned)ctl->o.max_connections,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300, MHD_OPTION_NOTIFY_COMPLETED,
-		on_completed, ctl, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)4096,
-		MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024), MHD_OPTION_EXTERNAL_LOGGER,
-		mhd_log, ctl, MHD_OPTION_END);
+		(uint16_t)port, NULL, NULL, on_request, ctl, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
+		ctl, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT,
+		(unsigned)ctl->o.max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, ctl, MHD_OPTION_LISTEN_BACKLOG_SIZE,
+		(unsigned)4096, MHD_OPTION_THREAD_STACK_SIZE, (size_t)(XP_HTTP_STACK),
+		MHD_OPTION_END);
 	if (!ctl->http)
 		return xp_errf(err, XP_EIO, "cannot listen on %s (in use, or not permitted)",
 			       ctl->o.listen);

@@ -179,13 +179,23 @@ save: /* what went out is never sent twice */
 	return ret;
 }
 
+/* A connection of the agent's own to the controller: each thread has one,
+ * and SIGTERM ends whatever it waits for. */
+static struct xp_client *agent_client(struct xp_agent *a, struct xp_err *err)
+{
+	struct xp_client *cl = xp_client_create(a->o.server, a->o.token, err);
+	if (cl)
+		xp_client_set_abort(cl, &g_stop);
+	else
+		fprintf(stderr, "xpool agent: node=%s: %s\n", a->node, err->text);
+	return cl;
+}
+
 static void *heartbeat_main(void *arg)
 {
 	struct xp_agent *a = arg;
 	struct xp_err err = { 0 };
-	struct xp_client *cl = xp_client_create(a->o.server, a->o.token, &err);
-	if (cl)
-		xp_client_set_abort(cl, &g_stop);
+	struct xp_client *cl = agent_client(a, &err);
 	char path[300];
 
 	snprintf(path, sizeof(path), "/v1/nodes/%s/heartbeat", a->node);
@@ -239,9 +249,7 @@ static void *monitor_main(void *arg)
 {
 	struct xp_agent *a = arg;
 	struct xp_err err = { 0 };
-	struct xp_client *cl = xp_client_create(a->o.server, a->o.token, &err);
-	if (cl)
-		xp_client_set_abort(cl, &g_stop);
+	struct xp_client *cl = agent_client(a, &err);
 	char path[300];
 
 	snprintf(path, sizeof(path), "/v1/nodes/%s/tasks", a->node);
@@ -398,12 +406,11 @@ int xp_agent_run(const struct xp_agent_opts *o, struct xp_err *err)
 	a->ndevs = c->nodes[0].ndevs;
 	a->descriptor = xp_descriptor_to_json(c);
 	xp_task_adopt(a);
-	cl = xp_client_create(a->o.server, a->o.token, err);
+	cl = agent_client(a, err);
 	if (!cl) {
 		rc = err->code;
 		goto out;
 	}
-	xp_client_set_abort(cl, &g_stop); /* SIGTERM ends the long poll */
 	for (int backoff = 500; !STOP(a); backoff = backoff < 8000 ? backoff * 2 : 8000) {
 		if ((rc = do_register(a, cl, err)) == 0)
 			break;

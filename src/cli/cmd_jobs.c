@@ -388,7 +388,9 @@ static const struct xp_cli_verb job_verb = {
 	1,
 };
 
-int xp_cmd_job(int argc, char **argv)
+/* `job ID` and `explain ID`: GET /v1/jobs/ID<suffix>, then -o json or print */
+static int show_one(int argc, char **argv, const struct xp_cli_verb *verb, const char *suffix,
+		    void (*print)(long long id, const json_t *reply))
 {
 	struct xp_flag flags[] = { XP_CLIENT_FLAGS, { NULL, 0, NULL, NULL } };
 	struct xp_cli x;
@@ -397,7 +399,7 @@ int xp_cmd_job(int argc, char **argv)
 	char path[64];
 	int status = 2;
 
-	if (xp_cli_start(&x, &job_verb, flags, argc, argv))
+	if (xp_cli_start(&x, verb, flags, argc, argv))
 		return xp_cli_end(&x, x.status);
 	if (xp_cli_parse_id(&x, "job ID", x.args[0], &id) < 0)
 		goto out;
@@ -406,7 +408,7 @@ int xp_cmd_job(int argc, char **argv)
 		status = x.status;
 		goto out;
 	}
-	snprintf(path, sizeof(path), "/v1/jobs/%lld", id);
+	snprintf(path, sizeof(path), "/v1/jobs/%lld%s", id, suffix);
 	if (xp_cli_call(&x, "GET", path, NULL, &reply) < 0) {
 		xp_cli_fail_api(&x);
 		goto out;
@@ -414,11 +416,22 @@ int xp_cmd_job(int argc, char **argv)
 	if (x.json)
 		xp_cli_print_json(reply);
 	else
-		describe_job(reply);
+		print(id, reply);
 	status = 0;
 out:
 	json_decref(reply);
 	return xp_cli_end(&x, status);
+}
+
+static void describe_job_by_id(long long id, const json_t *job)
+{
+	(void)id;
+	describe_job(job);
+}
+
+int xp_cmd_job(int argc, char **argv)
+{
+	return show_one(argc, argv, &job_verb, "", describe_job_by_id);
 }
 
 int xp_cmd_cancel(int argc, char **argv)
@@ -523,7 +536,6 @@ static void print_explain(long long id, const json_t *e)
 
 int xp_cmd_explain(int argc, char **argv)
 {
-	struct xp_flag flags[] = { XP_CLIENT_FLAGS, { NULL, 0, NULL, NULL } };
 	static const struct xp_cli_verb verb = {
 		"explain",
 		"xpool explain ID [-o table|json]",
@@ -533,34 +545,7 @@ int xp_cmd_explain(int argc, char **argv)
 		1,
 		1,
 	};
-	struct xp_cli x;
-	json_t *reply = NULL;
-	long long id;
-	char path[64];
-	int status = 2;
-
-	if (xp_cli_start(&x, &verb, flags, argc, argv))
-		return xp_cli_end(&x, x.status);
-	if (xp_cli_parse_id(&x, "job ID", x.args[0], &id) < 0)
-		goto out;
-	status = 1;
-	if (xp_cli_connect(&x) < 0) {
-		status = x.status;
-		goto out;
-	}
-	snprintf(path, sizeof(path), "/v1/jobs/%lld/explain", id);
-	if (xp_cli_call(&x, "GET", path, NULL, &reply) < 0) {
-		xp_cli_fail_api(&x);
-		goto out;
-	}
-	if (x.json)
-		xp_cli_print_json(reply);
-	else
-		print_explain(id, reply);
-	status = 0;
-out:
-	json_decref(reply);
-	return xp_cli_end(&x, status);
+	return show_one(argc, argv, &verb, "/explain", print_explain);
 }
 
 int xp_cmd_logs(int argc, char **argv)

@@ -107,8 +107,30 @@ run logs "$J4"; expect 0 "logs"
 # --- admin: queues, cordon ---
 run queue create batch --priority 5 --weight 2; expect 0 "queue create"
 run queue create batch; expect 1 "queue create twice (409)"
-run queues; grep -q '^batch  *5  *2 ' "$T/out" || fail "queues: batch: $(cat "$T/out")"
+run queues; grep -q '^batch  *-  *5  *2  *reclaim ' "$T/out" || fail "queues: batch: $(cat "$T/out")"
 run queue delete batch; expect 0 "queue delete"
+run queue create gold --guarantee gpu=2 --max gpu=4 --max memory=64Gi --preempt never
+expect 0 "queue create with quotas"
+run queues; grep -q '^gold .*never .*gpu 0/2/4, memory 0/0/64Gi' "$T/out" || fail "queues: gold: $(cat "$T/out")"
+run queue set gold --max gpu=1; expect 1 "queue set: guarantee above max"
+grep -q 'quota.gpu' "$T/err" || fail "queue set: the field: $(cat "$T/err")"
+run queue set gold --max gpu --weight 2; expect 2 "queue set: RES without =QTY"
+run queue set gold --parent default; expect 2 "queue set: --parent"
+run queue set gold --weight 3 --max gpu=none; expect 0 "queue set"
+run queues -o json; grep -q '"weight": 3' "$T/out" || fail "queue set: weight: $(cat "$T/out")"
+run queues; grep -q '^gold .*gpu 0/2/-' "$T/out" || fail "queue set: max lifted: $(cat "$T/out")"
+run queue set gold --max gpu=1 --guarantee gpu=1; expect 0 "queue set: both"
+run submit -q --queue gold --gpus 1 --duration 1h -- sleep 1; expect 0 "submit to gold"
+G1=$(cat "$T/out")
+run submit -q --queue gold --gpus 1 --duration 1h -- sleep 1; expect 0 "submit past gold's max"
+G2=$(cat "$T/out")
+i=0
+until "$XP" job "$G1" -o json 2>/dev/null | grep -q '"state": "running"'; do
+	i=$((i + 1)); [ $i -lt 100 ] || fail "gold's first job never ran"; sleep 0.1
+done
+run explain "$G2"; expect 0 "explain a job past its queue's max"
+grep -q 'queue gold is at its max of gpu: it uses 1 of 1, the job needs 1' "$T/out" || fail "explain quota: $(cat "$T/out")"
+run cancel "$G1" "$G2"; expect 0 "cancel gold's jobs"
 run cordon gpu-a100-1; expect 0 "cordon"
 run node gpu-a100-1 -o json; grep -q '"state": "cordoned"' "$T/out" || fail "cordon: $(head -c 300 "$T/out")"
 run uncordon gpu-a100-1; expect 0 "uncordon"

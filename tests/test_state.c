@@ -16,158 +16,55 @@
 #include "lib/sha256.h"
 #include "lib/vec.h"
 #include "lib/xalloc.h"
-
-struct logrec {
-	char *type, *body;
-	int64_t at;
-};
-
-struct world {
-	struct xp_state *st;
-	XP_VEC(struct logrec) log;
-	int64_t now;
-};
-
-static int apply(struct world *w, const char *type, char *body)
-{
-	struct xp_err err = { 0 };
-	assert_non_null(body);
-	int rc = xp_state_apply(w->st, w->log.n + 1, w->now, type, body, strlen(body), NULL, &err);
-	if (rc == 0) {
-		struct logrec r = { xstrdup(type), body, w->now };
-		xp_vec_push(&w->log, r);
-	} else {
-		free(body);
-	}
-	if (xp_state_check(w->st, &err) < 0)
-		fail_msg("invariant after %s: %s", type, err.text);
-	return rc;
-}
-
-static int emit(void *ctx, const char *type, char *body)
-{
-	int rc = apply(ctx, type, body);
-	if (rc < 0)
-		fail_msg("job.start from the cycle refused: %d", rc);
-	return rc;
-}
-
-static char *node_doc(const char *name, int gpus, const char *model, int cpu)
-{
-	char buf[1024];
-	snprintf(buf, sizeof(buf),
-		 "{\"version\":1,\"nodes\":[{\"name\":\"%s\",\"cpu\":%d,\"memory\":262144%s%s%s%s%"
-		 "d%s}]}",
-		 name, cpu,
-		 gpus ? ",\"devices\":[{\"type\":\"gpu\",\"vendor\":\"NVIDIA\",\"model\":\"" : "",
-		 gpus ? model : "", gpus ? "\",\"memory\":81920" : "", gpus ? ",\"count\":" : "",
-		 gpus, gpus ? "}]" : "");
-	if (!gpus) /* drop the stray count */
-		snprintf(buf, sizeof(buf),
-			 "{\"version\":1,\"nodes\":[{\"name\":\"%s\",\"cpu\":%d,\"memory\":262144}]"
-			 "}",
-			 name, cpu);
-	return xstrdup(buf);
-}
+#include "world.h"
 
 static void setup(struct world *w)
 {
-	struct xp_err err = { 0 };
 	char sha[65];
-	memset(w, 0, sizeof(*w));
-	w->st = xp_state_create(NULL, &err);
-	assert_non_null(w->st);
-	w->now = 1000;
-	assert_int_equal(apply(w, "tenant.create", xp_rec_tenant_create("admin")), 0);
-	assert_int_equal(apply(w, "tenant.create", xp_rec_tenant_create("team-a")), 0);
+	world_init(w);
+	assert_int_equal(world_apply(w, "tenant.create", xp_rec_tenant_create("admin")), 0);
+	assert_int_equal(world_apply(w, "tenant.create", xp_rec_tenant_create("team-a")), 0);
 	xp_sha256_hex("secret", 6, sha);
-	assert_int_equal(apply(w, "token.create", xp_rec_token_create(1, "admin", "root", 1, sha)),
-			 0);
-	assert_int_equal(apply(w, "queue.create", xp_rec_queue_create("default", 0, 1)), 0);
-	assert_int_equal(apply(w, "queue.create", xp_rec_queue_create("urgent", 10, 1)), 0);
+	assert_int_equal(
+		world_apply(w, "token.create", xp_rec_token_create(1, "admin", "root", 1, sha)), 0);
+	assert_int_equal(world_apply(w, "queue.create", xp_rec_queue_create("default", 0, 1)), 0);
+	assert_int_equal(world_apply(w, "queue.create", xp_rec_queue_create("urgent", 10, 1)), 0);
 	for (int i = 0; i < 4; i++) {
 		char name[32];
 		snprintf(name, sizeof(name), "gpu-%d", i);
-		char *d = node_doc(name, 4, i < 2 ? "A100" : "H100", 32);
-		assert_int_equal(apply(w, "node.add", xp_rec_node_add(XP_SRC_EMULATED, d)), 0);
+		char *d = world_node_doc(name, 4, i < 2 ? "A100" : "H100", 32);
+		assert_int_equal(world_apply(w, "node.add", xp_rec_node_add(XP_SRC_EMULATED, d)),
+				 0);
 		free(d);
 	}
-	char *d = node_doc("cpu-0", 0, NULL, 64);
-	assert_int_equal(apply(w, "node.add", xp_rec_node_add(XP_SRC_EMULATED, d)), 0);
+	char *d = world_node_doc("cpu-0", 0, NULL, 64);
+	assert_int_equal(world_apply(w, "node.add", xp_rec_node_add(XP_SRC_EMULATED, d)), 0);
 	free(d);
-}
-
-static void teardown(struct world *w)
-{
-	for (size_t i = 0; i < w->log.n; i++) {
-		free(w->log.v[i].type);
-		free(w->log.v[i].body);
-	}
-	xp_vec_free(&w->log);
-	xp_state_destroy(w->st);
-}
-
-static uint64_t submit(struct world *w, const char *tenant, const char *yaml, const char *key)
-{
-	struct xp_jobspec s;
-	struct xp_err err = { 0 };
-	char field[320];
-	if (xp_jobspec_parse_text("t", yaml, strlen(yaml), 0, &s, field, &err) < 0)
-		fail_msg("spec: %s", err.text);
-	uint64_t id = w->st->next_job_id;
-	int rc = apply(w, "job.submit", xp_rec_job_submit(id, tenant, key, &s));
-	xp_jobspec_free(&s);
-	return rc == 0 ? id : 0;
-}
-
-static void cycle(struct world *w)
-{
-	struct xp_rng rng;
-	xp_rng_seed(&rng, 1);
-	while (xp_state_cycle(w->st, 1000, &rng, emit, w) > 0 || w->st->pass_pos)
-		;
-}
-
-static char *replay(struct world *w, size_t upto, const char *snap, uint64_t snap_seq)
-{
-	struct xp_err err = { 0 };
-	struct xp_state *st = xp_state_create(NULL, &err);
-	assert_non_null(st);
-	if (snap && xp_state_load_snapshot(st, snap, strlen(snap), &err) < 0)
-		fail_msg("snapshot load: %s", err.text);
-	for (size_t i = snap ? snap_seq : 0; i < upto; i++) {
-		const struct logrec *r = &w->log.v[i];
-		if (xp_state_apply(st, i + 1, r->at, r->type, r->body, strlen(r->body), NULL,
-				   &err) < 0)
-			fail_msg("replay of %zu (%s) failed: %s", i + 1, r->type, err.text);
-	}
-	assert_int_equal(xp_state_check(st, &err), 0);
-	char *s = xp_state_snapshot(st);
-	xp_state_destroy(st);
-	return s;
 }
 
 static void test_lifecycle(void **state)
 {
 	struct world w;
 	setup(&w);
-	uint64_t a = submit(&w, "team-a",
-			    "name: train\nreplicas: 2\nresources: {cpu: 4, memory: 8Gi, devices: "
-			    "{count: 2, models: [A100]}}\nduration: 30s\n",
-			    "k1");
-	uint64_t b = submit(&w, "team-a", "resources: {cpu: 2, devices: {fraction: 0.5}}\n", NULL);
-	uint64_t c = submit(&w, "admin", "queue: urgent\nresources: {cpu: 60}\n", NULL);
-	uint64_t big = submit(&w, "team-a", "resources: {devices: {count: 8}}\n", NULL);
+	uint64_t a =
+		world_submit(&w, "team-a",
+			     "name: train\nreplicas: 2\nresources: {cpu: 4, memory: 8Gi, devices: "
+			     "{count: 2, models: [A100]}}\nduration: 30s\n",
+			     "k1");
+	uint64_t b =
+		world_submit(&w, "team-a", "resources: {cpu: 2, devices: {fraction: 0.5}}\n", NULL);
+	uint64_t c = world_submit(&w, "admin", "queue: urgent\nresources: {cpu: 60}\n", NULL);
+	uint64_t big = world_submit(&w, "team-a", "resources: {devices: {count: 8}}\n", NULL);
 	assert_true(a && b && c && big);
 	/* idempotency keys are unique per tenant */
 	struct xp_jobspec s;
 	struct xp_err err = { 0 };
 	assert_int_equal(xp_state_job_by_key(w.st, 1, "k1"), a);
 	assert_int_equal(xp_jobspec_parse_text("t", "{}", 2, 1, &s, NULL, &err), 0);
-	assert_int_equal(apply(&w, "job.submit", xp_rec_job_submit(99, "team-a", "k1", &s)),
+	assert_int_equal(world_apply(&w, "job.submit", xp_rec_job_submit(99, "team-a", "k1", &s)),
 			 XP_EEXIST);
 	xp_jobspec_free(&s);
-	cycle(&w);
+	world_cycle(&w);
 	assert_int_equal(xp_state_job(w.st, a)->state, XP_JOB_RUNNING);
 	assert_int_equal(xp_state_job(w.st, b)->state, XP_JOB_RUNNING);
 	assert_int_equal(xp_state_job(w.st, c)->state, XP_JOB_RUNNING);
@@ -183,41 +80,45 @@ static void test_lifecycle(void **state)
 	assert_int_equal(ex.nodes[XP_WHY_NO_DEVICE], 5);
 	/* illegal transitions change nothing */
 	char *before = xp_state_snapshot(w.st);
-	assert_int_equal(apply(&w, "job.start", xp_rec_job_start(w.st, a, ja->allocs, 2)),
+	assert_int_equal(world_apply(&w, "job.start", xp_rec_job_start(w.st, a, ja->allocs, 2)),
 			 XP_ESTATE);
-	assert_int_equal(apply(&w, "job.finish", xp_rec_job_finish(big, XP_JOB_SUCCEEDED, 0, NULL)),
+	assert_int_equal(
+		world_apply(&w, "job.finish", xp_rec_job_finish(big, XP_JOB_SUCCEEDED, 0, NULL)),
+		XP_ESTATE);
+	assert_int_equal(world_apply(&w, "node.remove", xp_rec_node_remove("gpu-0")), XP_ESTATE);
+	assert_int_equal(world_apply(&w, "queue.delete", xp_rec_queue_delete("default")),
 			 XP_ESTATE);
-	assert_int_equal(apply(&w, "node.remove", xp_rec_node_remove("gpu-0")), XP_ESTATE);
-	assert_int_equal(apply(&w, "queue.delete", xp_rec_queue_delete("default")), XP_ESTATE);
-	assert_int_equal(apply(&w, "node.state", xp_rec_node_state("nope", XP_NODE_CORDONED)),
+	assert_int_equal(world_apply(&w, "node.state", xp_rec_node_state("nope", XP_NODE_CORDONED)),
 			 XP_ENOENT);
-	assert_int_equal(apply(&w, "job.cancel", xp_rec_job_cancel(12345, NULL)), XP_ENOENT);
-	assert_int_equal(apply(&w, "job.finish", xstrdup("{\"id\": \"x\"}")), XP_ECORRUPT);
+	assert_int_equal(world_apply(&w, "job.cancel", xp_rec_job_cancel(12345, NULL)), XP_ENOENT);
+	assert_int_equal(world_apply(&w, "job.finish", xstrdup("{\"id\": \"x\"}")), XP_ECORRUPT);
 	char *after = xp_state_snapshot(w.st);
 	assert_string_equal(before, after);
 	free(before);
 	free(after);
 	/* finish, cancel, drain */
-	assert_int_equal(apply(&w, "job.finish", xp_rec_job_finish(a, XP_JOB_SUCCEEDED, 0, NULL)),
-			 0);
-	assert_int_equal(apply(&w, "job.cancel", xp_rec_job_cancel(b, "by user")), 0);
-	assert_int_equal(apply(&w, "job.cancel", xp_rec_job_cancel(big, "by user")), 0);
-	assert_int_equal(apply(&w, "job.cancel", xp_rec_job_cancel(big, NULL)), XP_ESTATE);
+	assert_int_equal(
+		world_apply(&w, "job.finish", xp_rec_job_finish(a, XP_JOB_SUCCEEDED, 0, NULL)), 0);
+	assert_int_equal(world_apply(&w, "job.cancel", xp_rec_job_cancel(b, "by user")), 0);
+	assert_int_equal(world_apply(&w, "job.cancel", xp_rec_job_cancel(big, "by user")), 0);
+	assert_int_equal(world_apply(&w, "job.cancel", xp_rec_job_cancel(big, NULL)), XP_ESTATE);
 	long cn = xp_state_node(w.st, "cpu-0");
 	int cpu_busy = w.st->nodes.v[cn].jobs > 0;
-	assert_int_equal(apply(&w, "node.state", xp_rec_node_state("cpu-0", XP_NODE_DRAINING)), 0);
+	assert_int_equal(
+		world_apply(&w, "node.state", xp_rec_node_state("cpu-0", XP_NODE_DRAINING)), 0);
 	assert_int_equal(w.st->nodes.v[cn].state, cpu_busy ? XP_NODE_DRAINING : XP_NODE_DRAINED);
-	assert_int_equal(apply(&w, "job.finish", xp_rec_job_finish(c, XP_JOB_FAILED, 3, "oom")), 0);
+	assert_int_equal(
+		world_apply(&w, "job.finish", xp_rec_job_finish(c, XP_JOB_FAILED, 3, "oom")), 0);
 	assert_int_equal(w.st->nodes.v[cn].state, XP_NODE_DRAINED);
-	assert_int_equal(apply(&w, "node.remove", xp_rec_node_remove("cpu-0")), 0);
+	assert_int_equal(world_apply(&w, "node.remove", xp_rec_node_remove("cpu-0")), 0);
 	assert_int_equal(xp_state_node(w.st, "cpu-0"), -1);
 	/* replay from the start and from a snapshot give the same state */
 	char *live = xp_state_snapshot(w.st);
-	char *full = replay(&w, w.log.n, NULL, 0);
+	char *full = world_replay(&w, w.log.n, NULL, 0);
 	assert_string_equal(live, full);
 	free(full);
 	free(live);
-	teardown(&w);
+	world_free(&w);
 }
 
 static void test_random_replay(void **state)
@@ -241,47 +142,49 @@ static void test_random_replay(void **state)
 		switch (xp_rng_below(&rng, 10)) {
 		case 0:
 		case 1:
-			submit(&w, xp_rng_below(&rng, 2) ? "team-a" : "admin",
-			       specs[xp_rng_below(&rng, 6)], NULL);
+			world_submit(&w, xp_rng_below(&rng, 2) ? "team-a" : "admin",
+				     specs[xp_rng_below(&rng, 6)], NULL);
 			break;
 		case 2: {
 			uint64_t id = 1 + xp_rng_below(&rng, w.st->next_job_id);
 			struct xp_job *j = xp_state_job(w.st, id);
 			if (j)
-				apply(&w, "job.finish",
-				      xp_rec_job_finish(id,
-							xp_rng_below(&rng, 2) ? XP_JOB_SUCCEEDED
-									      : XP_JOB_FAILED,
-							0, NULL));
+				world_apply(&w, "job.finish",
+					    xp_rec_job_finish(id,
+							      xp_rng_below(&rng, 2)
+								      ? XP_JOB_SUCCEEDED
+								      : XP_JOB_FAILED,
+							      0, NULL));
 			break;
 		}
 		case 3: {
 			uint64_t id = 1 + xp_rng_below(&rng, w.st->next_job_id);
 			if (xp_state_job(w.st, id))
-				apply(&w, "job.cancel", xp_rec_job_cancel(id, NULL));
+				world_apply(&w, "job.cancel", xp_rec_job_cancel(id, NULL));
 			break;
 		}
 		case 4: {
 			char name[16];
 			snprintf(name, sizeof(name), "gpu-%d", (int)xp_rng_below(&rng, 4));
-			apply(&w, "node.state",
-			      xp_rec_node_state(name, (int)xp_rng_below(&rng, 3)));
+			world_apply(&w, "node.state",
+				    xp_rec_node_state(name, (int)xp_rng_below(&rng, 3)));
 			break;
 		}
 		case 6: { /* an agent reports a replica's exit */
 			uint64_t id = 1 + xp_rng_below(&rng, w.st->next_job_id);
 			struct xp_job *j = xp_state_job(w.st, id);
 			if (j && j->state == XP_JOB_RUNNING)
-				apply(&w, "job.task",
-				      xp_rec_job_task(id, j->attempts,
-						      (uint32_t)xp_rng_below(&rng, j->spec.replicas),
-						      xp_rng_below(&rng, 4) == 0));
+				world_apply(&w, "job.task",
+					    xp_rec_job_task(
+						    id, j->attempts,
+						    (uint32_t)xp_rng_below(&rng, j->spec.replicas),
+						    xp_rng_below(&rng, 4) == 0));
 			break;
 		}
 		case 7: { /* a node was lost: requeue */
 			uint64_t id = 1 + xp_rng_below(&rng, w.st->next_job_id);
 			if (xp_state_job(w.st, id))
-				apply(&w, "job.requeue", xp_rec_job_requeue(id, "node lost"));
+				world_apply(&w, "job.requeue", xp_rec_job_requeue(id, "node lost"));
 			break;
 		}
 		case 8: { /* device health */
@@ -291,7 +194,7 @@ static void test_random_replay(void **state)
 			for (int d = 0; d < 4; d++)
 				ok[d] = xp_rng_below(&rng, 4) != 0;
 			snprintf(name, sizeof(name), "gpu-%d", (int)xp_rng_below(&rng, 4));
-			apply(&w, "node.health", xp_rec_node_health(name, ok, why, 4));
+			world_apply(&w, "node.health", xp_rec_node_health(name, ok, why, 4));
 			break;
 		}
 		case 9: { /* retention: forget what is due, now and then a bad record */
@@ -300,27 +203,29 @@ static void test_random_replay(void **state)
 			uint64_t ids[64];
 			size_t n = xp_state_forget_due(w.st, w.now, keeps[xp_rng_below(&rng, 4)],
 						       caps[xp_rng_below(&rng, 4)], ids, 64);
-			if (n && xp_rng_below(&rng, 8) == 0) /* a live job slipped in: refused whole */
-				ids[xp_rng_below(&rng, n)] = 1 + xp_rng_below(&rng, w.st->next_job_id);
+			if (n &&
+			    xp_rng_below(&rng, 8) == 0) /* a live job slipped in: refused whole */
+				ids[xp_rng_below(&rng, n)] =
+					1 + xp_rng_below(&rng, w.st->next_job_id);
 			if (n)
-				apply(&w, "job.forget", xp_rec_job_forget(ids, n));
+				world_apply(&w, "job.forget", xp_rec_job_forget(ids, n));
 			break;
 		}
 		default:
-			cycle(&w);
+			world_cycle(&w);
 		}
 		if (step == 1500) {
 			snap = xp_state_snapshot(w.st);
 			snap_seq = w.log.n;
 		}
 	}
-	cycle(&w);
+	world_cycle(&w);
 	struct xp_err err = { 0 };
 	if (xp_state_check(w.st, &err) < 0)
 		fail_msg("live state: %s", err.text);
 	char *live = xp_state_snapshot(w.st);
-	char *full = replay(&w, w.log.n, NULL, 0);
-	char *tail = replay(&w, w.log.n, snap, snap_seq);
+	char *full = world_replay(&w, w.log.n, NULL, 0);
+	char *tail = world_replay(&w, w.log.n, snap, snap_seq);
 	assert_string_equal(live, full);
 	assert_string_equal(live, tail);
 	print_message("  %zu records, %llu placed, %llu jobs, %llu kept\n", w.log.n,
@@ -330,7 +235,7 @@ static void test_random_replay(void **state)
 	free(full);
 	free(tail);
 	free(snap);
-	teardown(&w);
+	world_free(&w);
 }
 
 /* `node:` pins a job like Kubernetes' nodeName: it runs there or waits, and
@@ -342,14 +247,15 @@ static void test_node_pinning(void **state)
 	int fits;
 	(void)state;
 	setup(&w);
-	uint64_t a = submit(&w, "team-a", "node: gpu-3\nresources: {cpu: 1, devices: {count: 4}}\n",
-			    NULL);
-	uint64_t b = submit(&w, "team-a", "node: gpu-3\nresources: {cpu: 1, devices: {count: 1}}\n",
-			    NULL);
-	/* a node that does not exist is refused at submit, not left to wait */
-	assert_int_equal(submit(&w, "team-a", "node: nowhere\nresources: {cpu: 1}\n", NULL), 0);
-	uint64_t d = submit(&w, "team-a", "resources: {cpu: 1, devices: {count: 1}}\n", NULL);
-	cycle(&w);
+	uint64_t a = world_submit(&w, "team-a",
+				  "node: gpu-3\nresources: {cpu: 1, devices: {count: 4}}\n", NULL);
+	uint64_t b = world_submit(&w, "team-a",
+				  "node: gpu-3\nresources: {cpu: 1, devices: {count: 1}}\n", NULL);
+	/* a node that does not exist is refused at world_submit, not left to wait */
+	assert_int_equal(world_submit(&w, "team-a", "node: nowhere\nresources: {cpu: 1}\n", NULL),
+			 0);
+	uint64_t d = world_submit(&w, "team-a", "resources: {cpu: 1, devices: {count: 1}}\n", NULL);
+	world_cycle(&w);
 	const struct xp_job *ja = xp_state_job(w.st, a);
 	assert_int_equal(ja->state, XP_JOB_RUNNING);
 	assert_int_equal(ja->allocs[0].node, xp_state_node(w.st, "gpu-3"));
@@ -360,15 +266,16 @@ static void test_node_pinning(void **state)
 	assert_int_equal(ex.nodes[XP_WHY_NODE], 4);
 	assert_int_equal(ex.nodes[XP_WHY_DEV_BUSY], 1);
 	/* the node frees up: the waiting pinned job starts there */
-	assert_int_equal(apply(&w, "job.finish", xp_rec_job_finish(a, XP_JOB_SUCCEEDED, 0, NULL)), 0);
-	cycle(&w);
+	assert_int_equal(
+		world_apply(&w, "job.finish", xp_rec_job_finish(a, XP_JOB_SUCCEEDED, 0, NULL)), 0);
+	world_cycle(&w);
 	assert_int_equal(xp_state_job(w.st, b)->state, XP_JOB_RUNNING);
 	assert_int_equal(xp_state_job(w.st, b)->allocs[0].node, xp_state_node(w.st, "gpu-3"));
-	char *live = xp_state_snapshot(w.st), *full = replay(&w, w.log.n, NULL, 0);
+	char *live = xp_state_snapshot(w.st), *full = world_replay(&w, w.log.n, NULL, 0);
 	assert_string_equal(live, full);
 	free(live);
 	free(full);
-	teardown(&w);
+	world_free(&w);
 }
 
 /* retention: only finished jobs are forgotten, all or none per record; the
@@ -378,14 +285,15 @@ static void test_forget(void **state)
 	struct world w;
 	(void)state;
 	setup(&w);
-	uint64_t a = submit(&w, "team-a", "resources: {cpu: 1}\n", "key-1");
-	uint64_t b = submit(&w, "team-a", "resources: {cpu: 1}\n", NULL);
-	uint64_t c = submit(&w, "team-a", "resources: {cpu: 1}\n", NULL);
-	cycle(&w);
+	uint64_t a = world_submit(&w, "team-a", "resources: {cpu: 1}\n", "key-1");
+	uint64_t b = world_submit(&w, "team-a", "resources: {cpu: 1}\n", NULL);
+	uint64_t c = world_submit(&w, "team-a", "resources: {cpu: 1}\n", NULL);
+	world_cycle(&w);
 	w.now += 100;
-	assert_int_equal(apply(&w, "job.finish", xp_rec_job_finish(a, XP_JOB_SUCCEEDED, 0, NULL)), 0);
+	assert_int_equal(
+		world_apply(&w, "job.finish", xp_rec_job_finish(a, XP_JOB_SUCCEEDED, 0, NULL)), 0);
 	w.now += 100;
-	assert_int_equal(apply(&w, "job.cancel", xp_rec_job_cancel(b, NULL)), 0);
+	assert_int_equal(world_apply(&w, "job.cancel", xp_rec_job_cancel(b, NULL)), 0);
 	uint64_t ids[8];
 	/* due: finished 150 ms ago or more -> a only; a cap of 1 kept -> a only */
 	assert_int_equal(xp_state_forget_due(w.st, w.now + 50, 150, 100, ids, 8), 1);
@@ -396,27 +304,27 @@ static void test_forget(void **state)
 	/* refused whole: a running job, an unknown one, a repeat; nothing changes */
 	char *before = xp_state_snapshot(w.st);
 	uint64_t bad1[] = { a, c }, bad2[] = { a, 999 }, bad3[] = { a, a };
-	assert_int_equal(apply(&w, "job.forget", xp_rec_job_forget(bad1, 2)), XP_ESTATE);
-	assert_int_equal(apply(&w, "job.forget", xp_rec_job_forget(bad2, 2)), XP_ENOENT);
-	assert_int_equal(apply(&w, "job.forget", xp_rec_job_forget(bad3, 2)), XP_ECORRUPT);
-	assert_int_equal(apply(&w, "job.forget", xstrdup("{\"ids\": []}")), XP_ECORRUPT);
+	assert_int_equal(world_apply(&w, "job.forget", xp_rec_job_forget(bad1, 2)), XP_ESTATE);
+	assert_int_equal(world_apply(&w, "job.forget", xp_rec_job_forget(bad2, 2)), XP_ENOENT);
+	assert_int_equal(world_apply(&w, "job.forget", xp_rec_job_forget(bad3, 2)), XP_ECORRUPT);
+	assert_int_equal(world_apply(&w, "job.forget", xstrdup("{\"ids\": []}")), XP_ECORRUPT);
 	char *after = xp_state_snapshot(w.st);
 	assert_string_equal(before, after);
 	free(before);
 	free(after);
-	assert_int_equal(apply(&w, "job.forget", xp_rec_job_forget(ids, 2)), 0);
+	assert_int_equal(world_apply(&w, "job.forget", xp_rec_job_forget(ids, 2)), 0);
 	assert_null(xp_state_job(w.st, a));
 	assert_null(xp_state_job(w.st, b));
 	assert_non_null(xp_state_job(w.st, c));
 	assert_int_equal(xp_state_forget_due(w.st, w.now, 0, 0, ids, 8), 0); /* c runs */
 	/* the key is free again, and the new job gets a new id */
-	uint64_t d = submit(&w, "team-a", "resources: {cpu: 1}\n", "key-1");
+	uint64_t d = world_submit(&w, "team-a", "resources: {cpu: 1}\n", "key-1");
 	assert_true(d > c);
-	char *live = xp_state_snapshot(w.st), *full = replay(&w, w.log.n, NULL, 0);
+	char *live = xp_state_snapshot(w.st), *full = world_replay(&w, w.log.n, NULL, 0);
 	assert_string_equal(live, full);
 	free(live);
 	free(full);
-	teardown(&w);
+	world_free(&w);
 }
 
 static void test_spec_edges(void **state)
@@ -487,10 +395,8 @@ static void test_spec_edges(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_lifecycle),
-		cmocka_unit_test(test_random_replay),
-		cmocka_unit_test(test_spec_edges),
-		cmocka_unit_test(test_node_pinning),
+		cmocka_unit_test(test_lifecycle),  cmocka_unit_test(test_random_replay),
+		cmocka_unit_test(test_spec_edges), cmocka_unit_test(test_node_pinning),
 		cmocka_unit_test(test_forget),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -82,7 +82,7 @@ static long cycle(struct bench *b)
 	struct xp_rng rng;
 	xp_rng_seed(&rng, 1);
 	long placed = xp_state_cycle(b->st, BUDGET, &rng, emit, b);
-	if (placed < 0 || b->st->pass_pos != 0) {
+	if (placed < 0 || b->st->pass != NULL) {
 		fprintf(stderr, "xp_bench_pass: the cycle did not finish its pass (%ld)\n", placed);
 		exit(1);
 	}

@@ -131,6 +131,21 @@ void xp_cli_cell_int(struct xp_table *t, const struct json_t *o, const char *key
 void xp_cli_cell_cpu(struct xp_table *t, const struct json_t *o, const char *key);
 void xp_cli_cell_mib(struct xp_table *t, const struct json_t *o, const char *key);
 void xp_cli_cell_age(struct xp_table *t, const struct json_t *o, const char *key);
+/* Two-word verbs (cmd_admin.c): `xpool WORD SUB ...` runs SUB, or lists
+ * the choices. */
+struct xp_cli_sub {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *about;
+};
+int xp_cli_dispatch(const char *word, const struct xp_cli_sub *subs, int argc, char **argv);
+/* Send one mutation (connecting first) and print done, or the reply with
+ * -o json; returns the exit status. */
+int xp_cli_mutate(struct xp_cli *x, const char *method, const char *path, struct json_t *body,
+		  const char *done);
+/* DELETE prefix/NAME; what names the argument in errors. */
+int xp_cli_delete_named(int argc, char **argv, const struct xp_cli_verb *verb, const char *prefix,
+			const char *what, int numeric);
 /* Wall-clock milliseconds since the epoch. */
 long long xp_cli_now_ms(void);
 

@@ -1,8 +1,8 @@
 /*
- * cmd_admin: queues, tenants and tokens - `xpool queues`, `xpool queue
- * create|delete`, `xpool tenants`, `xpool tenant create`, `xpool tokens`,
- * `xpool token create|revoke`. Everything but listing queues needs an
- * admin token; the controller says so (403) when it is missing.
+ * cmd_admin: tenants and tokens - `xpool tenants`, `xpool tenant create`,
+ * `xpool tokens`, `xpool token create|revoke` (queues: cmd_queue.c), and
+ * the helpers the admin verbs share. They need an admin token; the
+ * controller says so (403) when it is missing.
  *
  * Two-word verbs dispatch on their second word; each sub-verb has its own
  * flags and --help. `token create` prints the new secret on a line of its
@@ -21,20 +21,12 @@
 #include "flags.h"
 #include "table.h"
 
-typedef int (*sub_fn)(int argc, char **argv);
-
-struct sub {
-	const char *name;
-	sub_fn fn;
-	const char *about;
-};
-
 /* `xpool WORD SUB ...`: run SUB, or explain the choices. */
-static int dispatch(const char *word, const struct sub *subs, int argc, char **argv)
+int xp_cli_dispatch(const char *word, const struct xp_cli_sub *subs, int argc, char **argv)
 {
 	int help = argc < 1 || !strcmp(argv[0], "-h") || !strcmp(argv[0], "--help");
 	if (!help)
-		for (const struct sub *s = subs; s->name; s++)
+		for (const struct xp_cli_sub *s = subs; s->name; s++)
 			if (!strcmp(argv[0], s->name))
 				return s->fn(argc - 1, argv + 1);
 	FILE *out = help && argc >= 1 ? stdout : stderr;
@@ -44,7 +36,7 @@ static int dispatch(const char *word, const struct sub *subs, int argc, char **a
 		fprintf(stderr, "xpool %s: missing subcommand\n", word);
 	fprintf(out, "usage: xpool %s <subcommand> [flags]   (xpool %s <subcommand> --help)\n\n",
 		word, word);
-	for (const struct sub *s = subs; s->name; s++)
+	for (const struct xp_cli_sub *s = subs; s->name; s++)
 		fprintf(out, "  %-8s %s\n", s->name, s->about);
 	return help && argc >= 1 ? 0 : 2;
 }
@@ -89,24 +81,6 @@ out:
 	return xp_cli_end(&x, status);
 }
 
-int xp_cmd_queues(int argc, char **argv)
-{
-	static const struct xp_cli_verb verb = {
-		"queues",
-		"xpool queues [-o table|json]",
-		"List the queues with their priority, weight and pending and running jobs.",
-		NULL,
-		0,
-		0,
-	};
-	static const char *const hdr[] = {
-		"NAME", "PRIORITY", "WEIGHT", "PENDING", "RUNNING", NULL
-	};
-	static const char *const members[] = { "name",	  "priority", "weight",
-					       "pending", "running",  NULL };
-	return list_verb(argc, argv, &verb, "/v1/queues", "queues", hdr, members);
-}
-
 int xp_cmd_tenants(int argc, char **argv)
 {
 	static const struct xp_cli_verb verb = {
@@ -137,8 +111,7 @@ int xp_cmd_tokens(int argc, char **argv)
 	return list_verb(argc, argv, &verb, "/v1/tokens", "tokens", hdr, members);
 }
 
-/* Send one mutation and print done (or the reply, -o json). */
-static int mutate(struct xp_cli *x, const char *method, const char *path, json_t *body,
+int xp_cli_mutate(struct xp_cli *x, const char *method, const char *path, json_t *body,
 		  const char *done)
 {
 	json_t *reply = NULL;
@@ -159,64 +132,7 @@ out:
 	return status;
 }
 
-static int queue_create(int argc, char **argv)
-{
-	struct xp_flag flags[] = {
-		{ "priority", XP_FLAG_STR, "N", "-1000..1000, higher is served first (default 0)" },
-		{ "weight", XP_FLAG_STR, "W", "fair-share weight, a positive number (default 1)" },
-		XP_CLIENT_FLAGS,
-		{ NULL, 0, NULL, NULL },
-	};
-	static const struct xp_cli_verb verb = {
-		"queue create",
-		"xpool queue create NAME [--priority N] [--weight W]",
-		"Create a queue (admin).",
-		"NAME",
-		1,
-		1,
-	};
-	struct xp_cli x;
-	json_t *body = NULL;
-	struct xp_sb done = { 0 };
-	int status = 2;
-
-	if (xp_cli_start(&x, &verb, flags, argc, argv))
-		return xp_cli_end(&x, x.status);
-	if (xp_cli_check_name(&x, "queue NAME", x.args[0]) < 0)
-		goto out;
-	body = json_pack("{s:s}", "name", x.args[0]);
-	if (xp_flag_get(flags, "priority")->given) {
-		long p;
-		if (xp_parse_int_flag("priority", xp_flag_get(flags, "priority")->sval, -1000, 1000,
-				      &p, &x.err) < 0) {
-			xp_cli_fail(verb.verb, &x.err, 2);
-			goto out;
-		}
-		json_object_set_new(body, "priority", json_integer(p));
-	}
-	if (xp_flag_get(flags, "weight")->given) {
-		const char *s = xp_flag_get(flags, "weight")->sval;
-		int64_t i;
-		double w;
-		if (xp_parse_i64(s, 1, 1000000, &i) == 0) {
-			json_object_set_new(body, "weight", json_integer(i));
-		} else if (xp_parse_double(s, &w) == 0 && w > 0 && w <= 1000000) {
-			json_object_set_new(body, "weight", json_real(w));
-		} else {
-			xp_cli_errorf(&x, 2, "--weight: expected a positive number, got '%s'", s);
-			goto out;
-		}
-	}
-	xp_sb_printf(&done, "queue %s created", x.args[0]);
-	status = mutate(&x, "POST", "/v1/queues", body, done.s);
-out:
-	json_decref(body);
-	xp_sb_free(&done);
-	return xp_cli_end(&x, status);
-}
-
-/* DELETE prefix/NAME; what names the argument in errors. */
-static int delete_named(int argc, char **argv, const struct xp_cli_verb *verb, const char *prefix,
+int xp_cli_delete_named(int argc, char **argv, const struct xp_cli_verb *verb, const char *prefix,
 			const char *what, int numeric)
 {
 	struct xp_flag flags[] = { XP_CLIENT_FLAGS, { NULL, 0, NULL, NULL } };
@@ -234,34 +150,11 @@ static int delete_named(int argc, char **argv, const struct xp_cli_verb *verb, c
 	xp_client_escape(&path, x.args[0]);
 	xp_sb_printf(&done, "%.*s %s %s", (int)strcspn(what, " "), what, x.args[0],
 		     numeric ? "revoked" : "deleted");
-	status = mutate(&x, "DELETE", path.s, NULL, done.s);
+	status = xp_cli_mutate(&x, "DELETE", path.s, NULL, done.s);
 out:
 	xp_sb_free(&path);
 	xp_sb_free(&done);
 	return xp_cli_end(&x, status);
-}
-
-static int queue_delete(int argc, char **argv)
-{
-	static const struct xp_cli_verb verb = {
-		"queue delete",
-		"xpool queue delete NAME",
-		"Delete a queue without pending or running jobs (admin).",
-		"NAME",
-		1,
-		1,
-	};
-	return delete_named(argc, argv, &verb, "/v1/queues/", "queue NAME", 0);
-}
-
-int xp_cmd_queue(int argc, char **argv)
-{
-	static const struct sub subs[] = {
-		{ "create", queue_create, "create a queue (admin)" },
-		{ "delete", queue_delete, "delete an empty queue (admin)" },
-		{ NULL, NULL, NULL },
-	};
-	return dispatch("queue", subs, argc, argv);
 }
 
 static int tenant_create(int argc, char **argv)
@@ -286,7 +179,7 @@ static int tenant_create(int argc, char **argv)
 		goto out;
 	body = json_pack("{s:s}", "name", x.args[0]);
 	xp_sb_printf(&done, "tenant %s created", x.args[0]);
-	status = mutate(&x, "POST", "/v1/tenants", body, done.s);
+	status = xp_cli_mutate(&x, "POST", "/v1/tenants", body, done.s);
 out:
 	json_decref(body);
 	xp_sb_free(&done);
@@ -295,11 +188,11 @@ out:
 
 int xp_cmd_tenant(int argc, char **argv)
 {
-	static const struct sub subs[] = {
+	static const struct xp_cli_sub subs[] = {
 		{ "create", tenant_create, "create a tenant (admin)" },
 		{ NULL, NULL, NULL },
 	};
-	return dispatch("tenant", subs, argc, argv);
+	return xp_cli_dispatch("tenant", subs, argc, argv);
 }
 
 static int token_create(int argc, char **argv)
@@ -380,15 +273,15 @@ static int token_revoke(int argc, char **argv)
 		1,
 		1,
 	};
-	return delete_named(argc, argv, &verb, "/v1/tokens/", "token ID", 1);
+	return xp_cli_delete_named(argc, argv, &verb, "/v1/tokens/", "token ID", 1);
 }
 
 int xp_cmd_token(int argc, char **argv)
 {
-	static const struct sub subs[] = {
+	static const struct xp_cli_sub subs[] = {
 		{ "create", token_create, "create an API token (admin)" },
 		{ "revoke", token_revoke, "revoke an API token (admin)" },
 		{ NULL, NULL, NULL },
 	};
-	return dispatch("token", subs, argc, argv);
+	return xp_cli_dispatch("token", subs, argc, argv);
 }

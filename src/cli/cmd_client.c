@@ -117,8 +117,9 @@ int xp_cli_start(struct xp_cli *x, const struct xp_cli_verb *v, struct xp_flag *
 int xp_cli_connect(struct xp_cli *x)
 {
 	struct xp_client_config cfg;
+	if (x->client)
+		return 0; /* connected already */
 	struct xp_flag *fa = xp_flag_get(x->flags, "addr"), *ft = xp_flag_get(x->flags, "token");
-
 	/* a bad --addr is bad usage, whatever else is missing */
 	char *url = NULL;
 	if (fa->given && xp_client_normalise_addr(fa->sval, &url, &x->err) < 0) {

@@ -514,6 +514,10 @@ static void print_explain(long long id, const json_t *e)
 			printf("job %lld is %s\n", id, state);
 		return;
 	}
+	if (json_is_true(json_object_get(e, "quota_blocked"))) {
+		printf("job %lld is pending: %s\n", id, sum ? sum : "its queue is at its max");
+		return;
+	}
 	if (json_is_true(fits))
 		printf("job %lld is pending and fits now: the next scheduling cycle places it\n",
 		       id);

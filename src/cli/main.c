@@ -31,7 +31,7 @@ static const struct verb {
 	{ "drain", xp_cmd_drain, "cordon a node until its jobs end (admin)" },
 	{ "devices", xp_cmd_devices, "list devices" },
 	{ "queues", xp_cmd_queues, "list queues" },
-	{ "queue", xp_cmd_queue, "create or delete a queue (admin)" },
+	{ "queue", xp_cmd_queue, "create, change or delete a queue (admin)" },
 	{ "tenants", xp_cmd_tenants, "list tenants (admin)" },
 	{ "tenant", xp_cmd_tenant, "create a tenant (admin)" },
 	{ "tokens", xp_cmd_tokens, "list API tokens (admin)" },

@@ -234,21 +234,23 @@ void xp_api_devices(struct xp_ctl *ctl, struct xp_cmd *cmd)
 								json_integer((json_int_t)j->id));
 			}
 			json_t *dj = json_pack(
-				"{s:s,s:i,s:s,s:s,s:s,s:I,s:s,s:i,s:i,s:i,s:I,s:o}", "node", node->name,
-				"index", d, "class", xp_class_name(dv->cls), "vendor",
-				xp_strtab_str(st->c->syms, dv->vendor), "model", model, "memory_mib",
-				(json_int_t)dv->mem_mib, "health", xp_health_name(dv->health), "island",
-				dv->island, "numa", dv->numa, "free_milli",
-				xp_sched_dev_free_milli(st->sched, (uint32_t)n, d), "free_memory_mib",
-				(json_int_t)xp_sched_dev_free_mem(st->sched, (uint32_t)n, d), "jobs",
-				jobs);
+				"{s:s,s:i,s:s,s:s,s:s,s:I,s:s,s:i,s:i,s:i,s:I,s:o}", "node",
+				node->name, "index", d, "class", xp_class_name(dv->cls), "vendor",
+				xp_strtab_str(st->c->syms, dv->vendor), "model", model,
+				"memory_mib", (json_int_t)dv->mem_mib, "health",
+				xp_health_name(dv->health), "island", dv->island, "numa", dv->numa,
+				"free_milli", xp_sched_dev_free_milli(st->sched, (uint32_t)n, d),
+				"free_memory_mib",
+				(json_int_t)xp_sched_dev_free_mem(st->sched, (uint32_t)n, d),
+				"jobs", jobs);
 			const struct xp_nodeinfo *ni = &st->nodes.v[n];
 			if (ni->dev_why && ni->dev_why[d])
 				json_object_set_new(dj, "why", json_string(ni->dev_why[d]));
 			if (n < ctl->live.n && d < ctl->live.v[n].ndev) {
 				const struct xp_devstat *x = &ctl->live.v[n].dev[d];
 				json_object_set_new(dj, "util_pct", json_integer(x->util_pct));
-				json_object_set_new(dj, "mem_used_mib", json_integer(x->mem_used_mib));
+				json_object_set_new(dj, "mem_used_mib",
+						    json_integer(x->mem_used_mib));
 				json_object_set_new(dj, "power_w", json_integer(x->power_w));
 				json_object_set_new(dj, "temp_c", json_integer(x->temp_c));
 			}
@@ -260,11 +262,32 @@ void xp_api_devices(struct xp_ctl *ctl, struct xp_cmd *cmd)
 
 /* ---- queues, tenants, tokens ---- */
 
-static json_t *queue_json(const struct xp_queue *q)
+static json_t *queue_json(const struct xp_state *st, const struct xp_queue *q)
 {
-	return json_pack("{s:s,s:i,s:I,s:i,s:i}", "name", q->name, "priority", q->priority,
-			 "weight", (json_int_t)q->weight, "pending", (int)q->pending, "running",
-			 (int)q->running);
+	struct xp_queuespec qs;
+	xp_queue_spec(st, q, &qs);
+	json_t *o = xp_queuespec_json(&qs), *quota = json_object_get(o, "quota");
+	int borrowing = 0;
+	for (int r = 0; r < XP_RES_N; r++) {
+		json_t *e = json_object_get(quota, xp_res_name(r));
+		if (!e && !q->usage[r])
+			continue;
+		if (!e) {
+			e = json_object();
+			json_object_set_new(quota, xp_res_name(r), e);
+		}
+		char b[32];
+		xp_res_format(r, q->usage[r], b, sizeof(b));
+		json_object_set_new(e, "used", json_string(b));
+		borrowing |= q->usage[r] > q->guarantee[r] && q->guarantee[r];
+	}
+	json_object_set_new(o, "leaf", json_boolean(q->children == 0));
+	json_object_set_new(o, "pending", json_integer(q->pending));
+	json_object_set_new(o, "running", json_integer(q->running));
+	json_object_set_new(o, "share",
+			    json_real(xp_queue_share(st, (uint32_t)(q - st->queues.v))));
+	json_object_set_new(o, "borrowing", json_boolean(borrowing));
+	return o;
 }
 
 void xp_api_queues_list(struct xp_ctl *ctl, struct xp_cmd *cmd)
@@ -272,8 +295,54 @@ void xp_api_queues_list(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	json_t *arr = json_array();
 	for (size_t i = 0; i < ctl->st->queues.n; i++)
 		if (!ctl->st->queues.v[i].deleted)
-			json_array_append_new(arr, queue_json(&ctl->st->queues.v[i]));
+			json_array_append_new(arr, queue_json(ctl->st, &ctl->st->queues.v[i]));
 	xp_reply_json(cmd, 200, dumps(json_pack("{s:o}", "queues", arr)));
+}
+
+void xp_api_queue_get(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	long q = xp_state_queue(ctl->st, cmd->name);
+	if (q < 0)
+		FAIL(cmd, XP_ENOENT, NULL, "no queue %s", cmd->name);
+	xp_reply_json(cmd, 200, dumps(queue_json(ctl->st, &ctl->st->queues.v[q])));
+}
+
+/* queue.create (POST) or queue.update (PATCH, the fields given) */
+static void queue_define(struct xp_ctl *ctl, struct xp_cmd *cmd, int update)
+{
+	struct xp_err err = { 0 };
+	struct xp_queuespec in, def;
+	char field[320];
+	long q = -1;
+	if (update && (q = xp_state_queue(ctl->st, cmd->name)) < 0)
+		FAIL(cmd, XP_ENOENT, NULL, "no queue %s", cmd->name);
+	if (xp_queuespec_parse_text("request", cmd->body ? cmd->body : "", cmd->len, cmd->body_json,
+				    !update, &in, field, &err) < 0)
+		FAIL_ERR(cmd, &err, field[0] ? field : NULL);
+	if (update) {
+		if (in.name[0] && strcmp(in.name, cmd->name))
+			FAIL(cmd, XP_EINVAL, "name", "name: a queue cannot be renamed");
+		xp_queue_spec(ctl->st, &ctl->st->queues.v[q], &def);
+		xp_queuespec_merge(&def, &in);
+	} else {
+		def = in;
+	}
+	if (xp_ctl_journal(ctl, update ? "queue.update" : "queue.create", xp_rec_queue_define(&def),
+			   &err) < 0)
+		FAIL_ERR(cmd, &err, NULL);
+	cmd->journaled = 1;
+	q = xp_state_queue(ctl->st, def.name);
+	xp_reply_json(cmd, update ? 200 : 201, dumps(queue_json(ctl->st, &ctl->st->queues.v[q])));
+}
+
+void xp_api_queues_create(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	queue_define(ctl, cmd, 0);
+}
+
+void xp_api_queue_patch(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	queue_define(ctl, cmd, 1);
 }
 
 static int body_name(struct xp_cmd *cmd, json_t *o, const char *key, const char **out)
@@ -287,48 +356,6 @@ static int body_name(struct xp_cmd *cmd, json_t *o, const char *key, const char 
 	}
 	*out = json_string_value(v);
 	return 0;
-}
-
-static int body_int(struct xp_cmd *cmd, json_t *o, const char *key, int64_t min, int64_t max,
-		    int64_t def, int64_t *out)
-{
-	json_t *v = json_object_get(o, key);
-	*out = def;
-	if (!v)
-		return 0;
-	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max) {
-		xp_reply_error(cmd, XP_EINVAL, key, "%s: expected an integer %lld..%lld", key,
-			       (long long)min, (long long)max);
-		return -1;
-	}
-	*out = json_integer_value(v);
-	return 0;
-}
-
-void xp_api_queues_create(struct xp_ctl *ctl, struct xp_cmd *cmd)
-{
-	static const char *const allowed[] = { "name", "priority", "weight", NULL };
-	struct xp_err err = { 0 };
-	const char *name;
-	int64_t prio, weight;
-	json_t *o = xp_cmd_body_object(cmd, allowed);
-	if (!o)
-		return;
-	if (body_name(cmd, o, "name", &name) == 0 &&
-	    body_int(cmd, o, "priority", -XP_PRIORITY_MAX, XP_PRIORITY_MAX, 0, &prio) == 0 &&
-	    body_int(cmd, o, "weight", 1, 1000000, 1, &weight) == 0) {
-		if (xp_ctl_journal(ctl, "queue.create",
-				   xp_rec_queue_create(name, (int32_t)prio, (uint32_t)weight),
-				   &err) < 0)
-			xp_reply_err(cmd, &err, NULL);
-		else {
-			cmd->journaled = 1;
-			xp_reply_json(cmd, 201,
-				      dumps(queue_json(
-					      &ctl->st->queues.v[xp_state_queue(ctl->st, name)])));
-		}
-	}
-	json_decref(o);
 }
 
 void xp_api_queue_delete(struct xp_ctl *ctl, struct xp_cmd *cmd)

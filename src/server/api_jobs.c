@@ -42,6 +42,9 @@ static json_t *job_json(struct xp_ctl *ctl, const struct xp_job *j)
 	json_object_set_new(o, "started_at", time_or_null(j->started_at));
 	json_object_set_new(o, "finished_at", time_or_null(j->finished_at));
 	json_object_set_new(o, "exit_code", j->has_exit ? json_integer(j->exit_code) : json_null());
+	json_object_set_new(o, "attempts", json_integer(j->attempts));
+	json_object_set_new(o, "requeues", json_integer(j->requeues));
+	json_object_set_new(o, "preemptions", json_integer(j->preemptions));
 	json_object_set_new(o, "spec", json_loads(sj, 0, &e));
 	free(sj);
 	json_t *allocs = json_array();
@@ -83,10 +86,11 @@ static struct xp_job *visible_job(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
 	struct xp_job *j = xp_state_job(ctl->st, cmd->id);
 	if (!j && cmd->id < ctl->st->next_job_id) { /* it was, and finished long ago */
-		xp_reply_error(cmd, XP_ENOENT, NULL,
-			       "no job %llu: finished jobs are kept for %lld s, at most %llu of them",
-			       (unsigned long long)cmd->id, (long long)ctl->o.keep_finished_ms / 1000,
-			       (unsigned long long)ctl->o.max_finished);
+		xp_reply_error(
+			cmd, XP_ENOENT, NULL,
+			"no job %llu: finished jobs are kept for %lld s, at most %llu of them",
+			(unsigned long long)cmd->id, (long long)ctl->o.keep_finished_ms / 1000,
+			(unsigned long long)ctl->o.max_finished);
 		return NULL;
 	}
 	if (!j || (!cmd->admin && (long)j->tenant != cmd->tenant)) {
@@ -237,6 +241,42 @@ void xp_api_job_cancel(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	xp_reply_json(cmd, 200, dumps(job_json(ctl, j)));
 }
 
+/* quota and preemption, after placement's reasons */
+static void explain_admission(struct xp_ctl *ctl, const struct xp_job *j, json_t *o,
+			      struct xp_sb *sum)
+{
+	struct xp_admission ad;
+	xp_state_admission(ctl->st, j, &ad);
+	if (ad.quota_blocked) {
+		char used[32], max[32], need[32];
+		const char *qn = ctl->st->queues.v[ad.where].name, *rn = xp_res_name(ad.res);
+		xp_res_format(ad.res, ad.used, used, sizeof(used));
+		xp_res_format(ad.res, ad.max, max, sizeof(max));
+		xp_res_format(ad.res, ad.need, need, sizeof(need));
+		json_object_set_new(o, "quota_blocked", json_true());
+		json_object_set_new(o, "quota",
+				    json_pack("{s:s,s:s,s:s,s:s,s:s}", "queue", qn, "resource", rn,
+					      "used", used, "max", max, "needs", need));
+		/* the quota is the answer: placement would not be tried */
+		xp_sb_free(sum);
+		xp_sb_init(sum);
+		xp_sb_printf(sum,
+			     "queue %s is at its max of %s: it uses %s of %s, the job needs %s", qn,
+			     rn, used, max, need);
+	} else if (ad.nvictims) {
+		json_t *v = json_array();
+		for (size_t i = 0; i < ad.nvictims; i++)
+			json_array_append_new(v, json_integer((json_int_t)ad.victims[i]));
+		json_object_set_new(o, "would_preempt", v);
+		xp_sb_printf(sum, "; it would preempt %zu job%s at the next cycle", ad.nvictims,
+			     ad.nvictims == 1 ? "" : "s");
+	} else if (ad.why_not[0]) {
+		json_object_set_new(o, "cannot_preempt", json_string(ad.why_not));
+		xp_sb_printf(sum, "; it cannot preempt: %s", ad.why_not);
+	}
+	xp_admission_free(&ad);
+}
+
 void xp_api_job_explain(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
 	struct xp_job *j = visible_job(ctl, cmd);
@@ -292,6 +332,9 @@ void xp_api_job_explain(struct xp_ctl *ctl, struct xp_cmd *cmd)
 				     sum.len ? "; " : "", ex.nodes[XP_WHY_FITS], j->spec.replicas);
 		json_object_set_new(o, "reasons", rs);
 		json_object_set_new(o, "nodes", json_integer(total));
+		explain_admission(ctl, j, o, &sum);
+		if (json_is_true(json_object_get(o, "quota_blocked")))
+			fits = 0;
 	}
 	json_object_set_new(o, "fits_now", json_boolean(fits));
 	json_object_set_new(o, "summary", json_string(sum.s));

@@ -148,6 +148,7 @@ char *xp_metrics_render(struct xp_ctl *ctl);
 struct xp_emu {
 	int64_t due;
 	uint64_t job;
+	uint32_t attempt; /* a preempted or requeued job's old timer is stale */
 };
 
 struct xp_ctl {
@@ -297,6 +298,8 @@ void xp_api_node_delete(struct xp_ctl *, struct xp_cmd *);
 void xp_api_devices(struct xp_ctl *, struct xp_cmd *);
 void xp_api_queues_list(struct xp_ctl *, struct xp_cmd *);
 void xp_api_queues_create(struct xp_ctl *, struct xp_cmd *);
+void xp_api_queue_get(struct xp_ctl *, struct xp_cmd *);
+void xp_api_queue_patch(struct xp_ctl *, struct xp_cmd *);
 void xp_api_queue_delete(struct xp_ctl *, struct xp_cmd *);
 void xp_api_tenants_list(struct xp_ctl *, struct xp_cmd *);
 void xp_api_tenants_create(struct xp_ctl *, struct xp_cmd *);

@@ -49,6 +49,8 @@ static const struct route {
 	{ "GET", "/v1/devices", xp_api_devices, 0, 0 },
 	{ "GET", "/v1/queues", xp_api_queues_list, 0, 0 },
 	{ "POST", "/v1/queues", xp_api_queues_create, 1, 0 },
+	{ "GET", "/v1/queues/{name}", xp_api_queue_get, 0, 0 },
+	{ "PATCH", "/v1/queues/{name}", xp_api_queue_patch, 1, 0 },
 	{ "DELETE", "/v1/queues/{name}", xp_api_queue_delete, 1, 0 },
 	{ "GET", "/v1/tenants", xp_api_tenants_list, 1, 0 },
 	{ "POST", "/v1/tenants", xp_api_tenants_create, 1, 0 },

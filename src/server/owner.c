@@ -170,7 +170,9 @@ void xp_emu_schedule(struct xp_ctl *ctl, const struct xp_job *j)
 	for (uint32_t r = 0; r < j->spec.replicas; r++)
 		if (ctl->st->nodes.v[j->allocs[r].node].source != XP_SRC_EMULATED)
 			return;
-	struct xp_emu e = { .due = j->started_at + j->spec.duration_ms, .job = j->id };
+	struct xp_emu e = { .due = j->started_at + j->spec.duration_ms,
+			    .job = j->id,
+			    .attempt = j->attempts };
 	heap_push(ctl, e);
 }
 
@@ -305,8 +307,8 @@ static void finish_due(struct xp_ctl *ctl, int64_t now)
 	while (ctl->emu.n && ctl->emu.v[0].due <= now) {
 		struct xp_emu e = heap_pop(ctl);
 		struct xp_job *j = xp_state_job(ctl->st, e.job);
-		if (!j || j->state != XP_JOB_RUNNING)
-			continue; /* cancelled meanwhile */
+		if (!j || j->state != XP_JOB_RUNNING || j->attempts != e.attempt)
+			continue; /* cancelled, preempted or requeued meanwhile */
 		struct xp_err err = { 0 };
 		int code = j->spec.exit_code;
 		char *body = xp_rec_job_finish(j->id, code ? XP_JOB_FAILED : XP_JOB_SUCCEEDED, code,
@@ -361,7 +363,7 @@ static int cycle(struct xp_ctl *ctl)
 	long placed = xp_state_cycle(ctl->st, ctl->o.max_per_cycle, &ctl->rng, cycle_emit, ctl);
 	xp_hist_add(&ctl->m.cycle, (double)(xp_mono_ns() - t0) / 1e9);
 	(void)placed;
-	return ctl->st->pass_pos != 0 || ctl->st->fresh.n != 0; /* more to do */
+	return xp_state_cycle_more(ctl->st);
 }
 
 static void *owner_main(void *arg)

@@ -93,11 +93,11 @@ void xp_state_add_job(struct xp_state *st, struct xp_job *j)
 		st->queues.v[j->queue].pending++;
 		xp_vec_push(&st->pending, j);
 		xp_vec_push(&st->fresh, j);
-		st->pending_sorted = 0;
 	} else if (j->state == XP_JOB_RUNNING) {
 		st->queues.v[j->queue].running++;
 		for (uint32_t r = 0; r < j->spec.replicas; r++)
 			xp_node_run_add(st, j->allocs[r].node, j, r);
+		xp_usage_charge(st, j, 1);
 	}
 	if (j->key) {
 		char buf[512];
@@ -142,6 +142,7 @@ long xp_state_add_node(struct xp_state *st, json_t *descriptor, int source, int 
 		xp_vec_push(&st->node_of_sym, UINT32_MAX);
 	st->node_of_sym.v[s] = (uint32_t)idx;
 	st->sched_stale = 1;
+	xp_capacity_node(st, (uint32_t)idx, 1);
 	xp_cluster_destroy(one);
 	return idx;
 }
@@ -265,45 +266,11 @@ static int token_revoke(struct xp_state *st, struct rec *r, struct xp_event_info
 	return refuse(r, XP_ENOENT, "no token %lld", (long long)id);
 }
 
-static int queue_create(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
-{
-	const char *name;
-	int64_t prio, weight;
-	int rc;
-	if ((rc = get_str(r, "name", &name)) < 0 ||
-	    (rc = get_int(r, "priority", -XP_PRIORITY_MAX, XP_PRIORITY_MAX, &prio)) < 0 ||
-	    (rc = get_int(r, "weight", 1, 1000000, &weight)) < 0)
-		return rc;
-	if (!xp_name_ok(name))
-		return refuse(r, XP_EINVAL, "queue name '%s' is not a valid name", name);
-	if (xp_state_queue(st, name) >= 0)
-		return refuse(r, XP_EEXIST, "queue %s already exists", name);
-	struct xp_queue q = { .name = xstrdup(name),
-			      .priority = (int32_t)prio,
-			      .weight = (uint32_t)weight };
-	xp_vec_push(&st->queues, q);
-	st->pending_sorted = 0;
-	ev->type = "queue.created";
-	ev->tenant = -1;
-	return 0;
-}
-
 static int queue_delete(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
 {
 	const char *name;
 	int rc = get_str(r, "name", &name);
-	if (rc < 0)
-		return rc;
-	long q = xp_state_queue(st, name);
-	if (q < 0)
-		return refuse(r, XP_ENOENT, "no queue %s", name);
-	if (st->queues.v[q].pending || st->queues.v[q].running)
-		return refuse(r, XP_ESTATE, "queue %s still has %u pending and %u running jobs",
-			      name, st->queues.v[q].pending, st->queues.v[q].running);
-	st->queues.v[q].deleted = 1;
-	ev->type = "queue.deleted";
-	ev->tenant = -1;
-	return 0;
+	return rc < 0 ? rc : xp_queue_delete(st, name, ev, r->err);
 }
 
 static int node_add(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
@@ -377,6 +344,7 @@ static int node_remove(struct xp_state *st, struct rec *r, struct xp_event_info 
 		return refuse(r, XP_ESTATE, "node %s still runs %u jobs", name,
 			      st->nodes.v[n].jobs);
 	st->nodes.v[n].removed = 1;
+	xp_capacity_node(st, (uint32_t)n, -1);
 	if (!st->sched_stale)
 		xp_sched_set_node_up(st->sched, (uint32_t)n, 0);
 	st->node_of_sym.v[xp_strtab_find(st->node_names, name)] = UINT32_MAX;
@@ -421,6 +389,10 @@ static int job_submit(struct xp_state *st, struct rec *r, int64_t at, struct xp_
 	long q = rc < 0 ? -1 : xp_state_queue(st, qname);
 	if (rc == 0 && q < 0)
 		rc = refuse(r, XP_ENOENT, "no queue %s", qname);
+	if (rc == 0 && !xp_queue_is_leaf(st, (uint32_t)q))
+		rc = refuse(r, XP_EINVAL,
+			    "queue %s has child queues; jobs go to a queue without children",
+			    qname);
 	if (rc == 0) {
 		xp_jobspec_request(&j->spec, st->c->syms, &j->req);
 		rc = xp_request_check(&j->req, r->err);
@@ -481,6 +453,15 @@ static int job_start(struct xp_state *st, struct rec *r, int64_t at, struct xp_e
 		if (rc < 0)
 			break;
 	}
+	if (rc == 0) { /* quotas are never exceeded */
+		uint64_t d[XP_RES_N];
+		uint32_t where;
+		int res;
+		xp_demand_of(st, a, n, d);
+		if (xp_queue_admits(st, j->queue, d, &where, &res) < 0)
+			rc = refuse(r, XP_ENOSPC, "queue %s would exceed its max of %s",
+				    st->queues.v[where].name, xp_res_name(res));
+	}
 	if (rc < 0) {
 		while (done-- > 0)
 			xp_sched_release(st->sched, &a[done]);
@@ -502,6 +483,7 @@ static int job_start(struct xp_state *st, struct rec *r, int64_t at, struct xp_e
 	st->queues.v[j->queue].running++;
 	for (uint32_t k = 0; k < n; k++)
 		xp_node_run_add(st, a[k].node, j, k);
+	xp_usage_charge(st, j, 1);
 	ev->type = "job.started";
 	ev->job = j->id;
 	ev->tenant = j->tenant;
@@ -514,6 +496,7 @@ static int job_start(struct xp_state *st, struct rec *r, int64_t at, struct xp_e
 void xp_state_finish(struct xp_state *st, struct xp_job *j, int to, int64_t at)
 {
 	if (j->state == XP_JOB_RUNNING) {
+		xp_usage_charge(st, j, -1);
 		for (uint32_t k = 0; k < j->spec.replicas; k++) {
 			uint32_t n = j->allocs[k].node;
 			if (!st->sched_stale)
@@ -624,8 +607,10 @@ static int job_task(struct xp_state *st, struct rec *r, int64_t at, struct xp_ev
 	return 0;
 }
 
-/* running -> pending: its node was lost; a new attempt starts later */
-static int job_requeue(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
+/* running -> pending: its node was lost, or it was preempted; a new
+ * attempt starts later */
+static int job_requeue(struct xp_state *st, struct rec *r, int preempted,
+		       struct xp_event_info *ev)
 {
 	int64_t id;
 	int rc = get_int(r, "id", 1, INT64_MAX, &id);
@@ -640,6 +625,7 @@ static int job_requeue(struct xp_state *st, struct rec *r, struct xp_event_info 
 			      xp_job_state_name(j->state));
 	if ((rc = xp_state_sched(st, r->err)) < 0)
 		return rc;
+	xp_usage_charge(st, j, -1);
 	for (uint32_t k = 0; k < j->spec.replicas; k++) {
 		uint32_t n = j->allocs[k].node;
 		xp_sched_release(st->sched, &j->allocs[k]);
@@ -654,16 +640,18 @@ static int job_requeue(struct xp_state *st, struct rec *r, struct xp_event_info 
 	st->count[j->state]++;
 	st->queues.v[j->queue].running--;
 	st->queues.v[j->queue].pending++;
-	j->requeues++;
+	if (preempted)
+		j->preemptions++;
+	else
+		j->requeues++;
 	j->started_at = 0;
 	free(j->reason);
 	j->reason = json_is_string(rs) && *json_string_value(rs) ? xstrdup(json_string_value(rs))
 								  : NULL;
 	xp_vec_push(&st->pending, j);
 	xp_vec_push(&st->fresh, j);
-	st->pending_sorted = 0;
 	st->cap_grew = 1;
-	ev->type = "job.requeued";
+	ev->type = preempted ? "job.preempted" : "job.requeued";
 	ev->job = j->id;
 	ev->tenant = j->tenant;
 	ev->state = XP_JOB_PENDING;
@@ -744,7 +732,9 @@ int xp_state_apply(struct xp_state *st, uint64_t seq, int64_t at, const char *ty
 	else if (!strcmp(type, "token.revoke"))
 		rc = token_revoke(st, &r, ev);
 	else if (!strcmp(type, "queue.create"))
-		rc = queue_create(st, &r, ev);
+		rc = xp_queue_define(st, r.o, 0, ev, err);
+	else if (!strcmp(type, "queue.update"))
+		rc = xp_queue_define(st, r.o, 1, ev, err);
 	else if (!strcmp(type, "queue.delete"))
 		rc = queue_delete(st, &r, ev);
 	else if (!strcmp(type, "node.add"))
@@ -764,7 +754,9 @@ int xp_state_apply(struct xp_state *st, uint64_t seq, int64_t at, const char *ty
 	else if (!strcmp(type, "job.task"))
 		rc = job_task(st, &r, at, ev);
 	else if (!strcmp(type, "job.requeue"))
-		rc = job_requeue(st, &r, ev);
+		rc = job_requeue(st, &r, 0, ev);
+	else if (!strcmp(type, "job.preempt"))
+		rc = job_requeue(st, &r, 1, ev);
 	else if (!strcmp(type, "node.health"))
 		rc = node_health(st, &r, ev);
 	else if (!strcmp(type, "job.forget"))

@@ -1,20 +1,31 @@
 /*
- * cycle: the scheduling cycle and the explanation of pending jobs.
+ * cycle: the scheduling cycle (docs/design/tenancy.md, "Order").
  *
- * Order: queue priority (high first), job priority (high first), then id
- * (first come, first served). Each job's replicas are placed one by one
- * with the core and committed tentatively; if one does not fit, the ones
- * placed are released and the job waits (a gang runs whole or not at all).
- * A placement leaves the cycle as a job.start record; emit() applies it.
+ * A pass walks pending jobs grouped by (leaf queue, tenant). Each pick
+ * descends the queue tree from the root: among the children with jobs
+ * left, the highest queue priority, then the lowest dominant share (usage
+ * over the cluster's capacity, largest over the resources, divided by the
+ * weight), then the fewest picks so far in this pass (round-robin), then
+ * the oldest queue. At the leaf, the group whose next job has the highest
+ * priority, then the tenant with the lowest dominant share, then the oldest
+ * job. Shares are read live, so a start in one queue makes the next pick
+ * favour the others.
+ *
+ * A job is admitted when its queue and every ancestor stay within their
+ * max, and placed with the core replica by replica, committed tentatively;
+ * a gang that does not fit whole releases what it took. A job that does
+ * not fit may preempt (preempt.c). Decisions leave the cycle as records
+ * (job.preempt, job.start) that emit() applies.
  *
  * Work is bounded and not repeated without cause:
  *  - a full pass walks every pending job, resumable across calls (budget
- *    jobs per call), and starts only when capacity was freed since the last
- *    one (a release, a node coming back or being added);
- *  - otherwise only jobs submitted since are tried: capacity only shrank,
- *    so a job that did not fit still does not;
- *  - within a pass, a request shape that failed is not tried again: the
- *    pass only takes capacity away.
+ *    jobs per call), and starts only when capacity was freed or quotas
+ *    changed since the last one;
+ *  - otherwise a pass walks only the jobs submitted since: capacity only
+ *    shrank, so a job that did not fit still does not;
+ *  - within a pass, a request shape that did not fit is not tried again
+ *    (the pass only takes capacity away), nor is a preemption that failed
+ *    for the same shape, queue and priority.
  */
 #include "state_int.h"
 
@@ -23,41 +34,239 @@
 
 #include "../../lib/xalloc.h"
 
-static const struct xp_state *sort_st;
+enum { PREEMPT_TRIES = 16 }; /* preemption plans per cycle call */
 
-static int cmp_pending(const void *a, const void *b)
+struct grp {
+	uint32_t queue, tenant;
+	size_t at, end; /* entries left: v[at..end) */
+};
+
+struct shape {
+	struct xp_request req;
+	uint32_t replicas;
+	uint32_t queue; /* preemption failures only */
+	int32_t priority;
+};
+
+struct xp_pass {
+	int full; /* over st->pending; else over own (a copy of fresh) */
+	XP_VEC(struct xp_job *) own;
+	struct grp *g;
+	size_t ng;
+	size_t nq;
+	uint32_t *left;	  /* per queue: entries left in its subtree */
+	uint64_t *served; /* per queue: picks in this pass */
+	uint32_t *kid_at, *kids;
+	size_t *g_at; /* groups of queue q: g[g_at[q] .. g_at[q + 1]) */
+	XP_VEC(struct shape) failed, pfailed;
+};
+
+static struct xp_job **entries(const struct xp_state *st, struct xp_pass *p)
+{
+	return p->full ? st->pending.v : p->own.v;
+}
+
+static int cmp_group(const void *a, const void *b)
 {
 	const struct xp_job *x = *(const struct xp_job *const *)a;
 	const struct xp_job *y = *(const struct xp_job *const *)b;
-	int32_t qx = sort_st->queues.v[x->queue].priority,
-		qy = sort_st->queues.v[y->queue].priority;
-	if (qx != qy)
-		return qx > qy ? -1 : 1;
+	if (x->queue != y->queue)
+		return x->queue < y->queue ? -1 : 1;
+	if (x->tenant != y->tenant)
+		return x->tenant < y->tenant ? -1 : 1;
 	if (x->spec.priority != y->spec.priority)
 		return x->spec.priority > y->spec.priority ? -1 : 1;
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* keep only pending jobs, in order; qsort is not reentrant-safe with a
- * global, but the state has one owner thread */
-static void order(struct xp_state *st, void *vec_v, size_t *n)
+/* keep the pending jobs of v[0..*n), once each, grouped and in order */
+static void order(struct xp_job **v, size_t *n)
 {
-	struct xp_job **v = vec_v;
 	size_t k = 0;
 	for (size_t i = 0; i < *n; i++)
 		if (v[i]->state == XP_JOB_PENDING)
 			v[k++] = v[i];
-	*n = k;
-	if (k < 2)
-		return;
-	sort_st = st;
-	qsort(v, k, sizeof(*v), cmp_pending);
-	sort_st = NULL;
+	if (k > 1)
+		qsort(v, k, sizeof(*v), cmp_group);
+	size_t u = 0; /* a job requeued twice may stand twice */
+	for (size_t i = 0; i < k; i++)
+		if (!u || v[u - 1] != v[i])
+			v[u++] = v[i];
+	*n = u;
 }
 
-/* Tentatively place all replicas of j; on success a[] holds them committed. */
-static int place_gang(struct xp_state *st, const struct xp_job *j, struct xp_rng *rng,
-		      struct xp_alloc *a, uint32_t *placed)
+void xp_cycle_abort(struct xp_state *st)
+{
+	struct xp_pass *p = st->pass;
+	if (!p)
+		return;
+	xp_vec_free(&p->own);
+	xp_vec_free(&p->failed);
+	xp_vec_free(&p->pfailed);
+	free(p->g);
+	free(p->left);
+	free(p->served);
+	free(p->kid_at);
+	free(p->kids);
+	free(p->g_at);
+	free(p);
+	st->pass = NULL;
+	st->cap_grew = 1; /* what it did not reach gets a new pass */
+}
+
+static struct xp_pass *pass_begin(struct xp_state *st, int full)
+{
+	struct xp_pass *p = XNEW(struct xp_pass);
+	struct xp_job **v;
+	size_t n, nq = st->queues.n;
+
+	p->full = full;
+	if (full) {
+		order(st->pending.v, &st->pending.n);
+		v = st->pending.v;
+		n = st->pending.n;
+	} else {
+		for (size_t i = 0; i < st->fresh.n; i++)
+			xp_vec_push(&p->own, st->fresh.v[i]);
+		order(p->own.v, &p->own.n);
+		v = p->own.v;
+		n = p->own.n;
+	}
+	st->fresh.n = 0;
+	p->nq = nq;
+	p->left = xcalloc(nq + 1, sizeof(*p->left));
+	p->served = xcalloc(nq + 1, sizeof(*p->served));
+	p->g_at = xcalloc(nq + 2, sizeof(*p->g_at));
+	p->g = XNEWV(struct grp, n ? n : 1);
+	for (size_t i = 0; i < n; i++) {
+		const struct xp_job *j = v[i];
+		if (!p->ng || p->g[p->ng - 1].queue != j->queue ||
+		    p->g[p->ng - 1].tenant != j->tenant)
+			p->g[p->ng++] = (struct grp){ j->queue, j->tenant, i, i };
+		p->g[p->ng - 1].end = i + 1;
+		for (int32_t a = (int32_t)j->queue; a >= 0; a = st->queues.v[a].parent)
+			p->left[a]++;
+	}
+	for (size_t k = 0; k < p->ng; k++) /* count, then prefix sums */
+		p->g_at[p->g[k].queue + 2]++;
+	for (size_t q = 1; q < nq + 2; q++)
+		p->g_at[q] += p->g_at[q - 1];
+	memmove(p->g_at, p->g_at + 1, (nq + 1) * sizeof(*p->g_at));
+	/* children lists: slot 0 the root's, slot q + 1 queue q's */
+	p->kid_at = xcalloc(nq + 2, sizeof(*p->kid_at));
+	p->kids = XNEWV(uint32_t, nq ? nq : 1);
+	for (size_t q = 0; q < nq; q++)
+		if (!st->queues.v[q].deleted)
+			p->kid_at[st->queues.v[q].parent + 2]++;
+	for (size_t q = 1; q < nq + 2; q++)
+		p->kid_at[q] += p->kid_at[q - 1];
+	uint32_t *fill = xcalloc(nq + 1, sizeof(*fill));
+	for (size_t q = 0; q < nq; q++)
+		if (!st->queues.v[q].deleted) {
+			size_t slot = (size_t)(st->queues.v[q].parent + 1);
+			p->kids[p->kid_at[slot] + fill[slot]++] = (uint32_t)q;
+		}
+	free(fill);
+	st->pass = p;
+	return p;
+}
+
+static void consume(const struct xp_state *st, struct xp_pass *p, size_t g)
+{
+	p->g[g].at++;
+	for (int32_t a = (int32_t)p->g[g].queue; a >= 0; a = st->queues.v[a].parent)
+		p->left[a]--;
+}
+
+static int queue_before(const struct xp_state *st, const struct xp_pass *p, uint32_t a, uint32_t b)
+{
+	const struct xp_queue *x = &st->queues.v[a], *y = &st->queues.v[b];
+	if (x->priority != y->priority)
+		return x->priority > y->priority;
+	double sx = xp_queue_share(st, a), sy = xp_queue_share(st, b);
+	if (sx != sy)
+		return sx < sy;
+	if (p->served[a] != p->served[b])
+		return p->served[a] < p->served[b];
+	return a < b;
+}
+
+/* the group to try next, or -1 when the pass is over */
+static long pick(const struct xp_state *st, struct xp_pass *p)
+{
+	struct xp_job **v = entries(st, p);
+	int32_t cur = -1;
+	for (;;) {
+		size_t slot = (size_t)(cur + 1);
+		long best = -1;
+		for (uint32_t k = p->kid_at[slot]; k < p->kid_at[slot + 1]; k++) {
+			uint32_t q = p->kids[k];
+			if (p->left[q] && (best < 0 || queue_before(st, p, q, (uint32_t)best)))
+				best = q;
+		}
+		if (best < 0) {
+			if (cur < 0)
+				return -1;
+			cur = -1; /* cannot happen with left[] exact; start over */
+			continue;
+		}
+		if (!st->queues.v[best].children || p->g_at[best] < p->g_at[best + 1]) {
+			long bg = -1;
+			for (size_t g = p->g_at[best]; g < p->g_at[best + 1]; g++) {
+				struct grp *x = &p->g[g];
+				while (x->at < x->end && v[x->at]->state != XP_JOB_PENDING)
+					consume(st, p, g);
+				if (x->at == x->end)
+					continue;
+				if (bg < 0) {
+					bg = (long)g;
+					continue;
+				}
+				const struct xp_job *a = v[x->at], *b = v[p->g[bg].at];
+				double ta = xp_tenant_share(st, x->tenant),
+				       tb = xp_tenant_share(st, p->g[bg].tenant);
+				if (a->spec.priority != b->spec.priority
+					    ? a->spec.priority > b->spec.priority
+				    : ta != tb ? ta < tb
+					       : a->id < b->id)
+					bg = (long)g;
+			}
+			if (bg >= 0) {
+				for (int32_t a = (int32_t)best; a >= 0; a = st->queues.v[a].parent)
+					p->served[a]++;
+				return bg;
+			}
+			cur = -1; /* its entries were stale; descend again */
+			continue;
+		}
+		cur = (int32_t)best;
+	}
+}
+
+static int shape_in(const struct shape *f, size_t n, const struct xp_job *j, int with_queue)
+{
+	for (size_t i = 0; i < n; i++)
+		if (f[i].replicas == j->spec.replicas &&
+		    !memcmp(&f[i].req, &j->req, sizeof(j->req)) &&
+		    (!with_queue || (f[i].queue == j->queue && f[i].priority == j->spec.priority)))
+			return 1;
+	return 0;
+}
+
+static void shape_add(void *vec_v, const struct xp_job *j)
+{
+	XP_VEC(struct shape) *vec = vec_v;
+	struct shape s;
+	memset(&s, 0, sizeof(s));
+	s.req = j->req;
+	s.replicas = j->spec.replicas;
+	s.queue = j->queue;
+	s.priority = j->spec.priority;
+	xp_vec_push(vec, s);
+}
+
+int xp_place_gang(struct xp_state *st, const struct xp_job *j, struct xp_rng *rng,
+		  struct xp_alloc *a, uint32_t *placed)
 {
 	uint32_t r;
 	for (r = 0; r < j->spec.replicas; r++) {
@@ -69,70 +278,84 @@ static int place_gang(struct xp_state *st, const struct xp_job *j, struct xp_rng
 	return r == j->spec.replicas ? 0 : XP_ENOSPC;
 }
 
-static void unplace(struct xp_state *st, struct xp_alloc *a, uint32_t n)
+void xp_unplace(struct xp_state *st, struct xp_alloc *a, uint32_t n)
 {
 	while (n-- > 0)
 		xp_sched_release(st->sched, &a[n]);
 }
 
-struct failed {
-	struct xp_request req;
-	uint32_t replicas;
-};
-
-static int failed_before(const struct failed *f, size_t n, const struct xp_job *j)
+/* Try j: 1 started, 0 not, < 0 emit()'s error. */
+static int try_job(struct xp_state *st, struct xp_pass *p, struct xp_job *j, struct xp_rng *rng,
+		   int *preempt_tries, xp_emit_fn emit, void *ctx)
 {
-	for (size_t i = 0; i < n; i++)
-		if (f[i].replicas == j->spec.replicas &&
-		    !memcmp(&f[i].req, &j->req, sizeof(j->req)))
-			return 1;
-	return 0;
-}
+	uint64_t d[XP_RES_N];
+	uint32_t got = 0;
+	int rc;
 
-/* Try the jobs v[from..n) until budget is spent; returns placed or < 0. */
-static long try_jobs(struct xp_state *st, struct xp_job **v, size_t n, size_t *pos, size_t budget,
-		     struct xp_rng *rng, xp_emit_fn emit, void *ctx)
-{
-	struct failed *f = NULL;
-	size_t nf = 0, capf = 0, tried = 0;
-	long placed = 0;
-
-	while (*pos < n && tried < budget) {
-		struct xp_job *j = v[(*pos)++];
-		if (j->state != XP_JOB_PENDING)
-			continue;
-		tried++;
-		if (failed_before(f, nf, j)) {
-			st->unplaced++;
-			continue;
-		}
-		struct xp_alloc *a = XNEWV(struct xp_alloc, j->spec.replicas);
-		uint32_t got;
-		if (place_gang(st, j, rng, a, &got) < 0) {
-			unplace(st, a, got);
+	xp_request_demand(st, j, d);
+	if (xp_queue_admits(st, j->queue, d, NULL, NULL) < 0)
+		goto unplaced;
+	struct xp_alloc *a = XNEWV(struct xp_alloc, j->spec.replicas);
+	int fits = !shape_in(p->failed.v, p->failed.n, j, 0) &&
+		   xp_place_gang(st, j, rng, a, &got) == 0;
+	xp_unplace(st, a, got); /* apply() commits them for real */
+	if (fits) {
+		xp_demand_of(st, a, j->spec.replicas, d);
+		if (xp_queue_admits(st, j->queue, d, NULL, NULL) < 0) {
 			free(a);
-			st->unplaced++;
-			if (nf == capf) {
-				capf = capf ? 2 * capf : 16;
-				f = xreallocarray(f, capf, sizeof(*f));
+			goto unplaced;
+		}
+	} else {
+		if (!shape_in(p->failed.v, p->failed.n, j, 0))
+			shape_add(&p->failed, j);
+		struct xp_plan plan;
+		if (*preempt_tries <= 0 || shape_in(p->pfailed.v, p->pfailed.n, j, 1) ||
+		    st->queues.v[j->queue].preempt == XP_PREEMPT_NEVER) {
+			free(a);
+			goto unplaced;
+		}
+		--*preempt_tries;
+		if (xp_preempt_plan(st, j, rng, &plan) < 0) {
+			shape_add(&p->pfailed, j);
+			xp_plan_free(&plan);
+			free(a);
+			goto unplaced;
+		}
+		for (size_t k = 0; k < plan.n; k++) {
+			char why[300];
+			xp_plan_reason(st, j, &plan, k, why, sizeof(why));
+			rc = emit(ctx, "job.preempt", xp_rec_job_preempt(plan.victims[k], why));
+			if (rc < 0) {
+				xp_plan_free(&plan);
+				free(a);
+				return rc;
 			}
-			f[nf].req = j->req;
-			f[nf++].replicas = j->spec.replicas;
-			continue;
 		}
-		unplace(st, a, got); /* apply() commits them for real */
-		char *body = xp_rec_job_start(st, j->id, a, j->spec.replicas);
-		free(a);
-		int rc = emit(ctx, "job.start", body);
-		if (rc < 0) {
-			free(f);
-			return rc;
+		xp_plan_free(&plan);
+		/* the same placement the plan found: same state, same draws */
+		struct xp_rng r2 = *rng;
+		if (xp_place_gang(st, j, &r2, a, &got) < 0) {
+			xp_unplace(st, a, got);
+			free(a);
+			goto unplaced;
 		}
-		st->placed++;
-		placed++;
+		xp_unplace(st, a, got);
+		*rng = r2;
+		xp_demand_of(st, a, j->spec.replicas, d);
+		if (xp_queue_admits(st, j->queue, d, NULL, NULL) < 0) { /* the plan checked */
+			free(a);
+			goto unplaced;
+		}
 	}
-	free(f);
-	return placed;
+	rc = emit(ctx, "job.start", xp_rec_job_start(st, j->id, a, j->spec.replicas));
+	free(a);
+	if (rc < 0)
+		return rc;
+	st->placed++;
+	return 1;
+unplaced:
+	st->unplaced++;
+	return 0;
 }
 
 long xp_state_cycle(struct xp_state *st, size_t budget, struct xp_rng *rng, xp_emit_fn emit,
@@ -140,56 +363,44 @@ long xp_state_cycle(struct xp_state *st, size_t budget, struct xp_rng *rng, xp_e
 {
 	struct xp_err err;
 	long placed = 0;
+	size_t tried = 0;
+	int preempt_tries = PREEMPT_TRIES;
 
 	if (xp_state_sched(st, &err) < 0)
 		return err.code;
-	if (st->cap_grew && st->pass_pos == 0) { /* start a full pass */
-		st->cap_grew = 0;
-		st->fresh.n = 0;
-		order(st, st->pending.v, &st->pending.n);
-		st->pending_sorted = 1;
-		st->pass_pos = 0;
-		size_t pos = 0;
-		placed = try_jobs(st, st->pending.v, st->pending.n, &pos, budget, rng, emit, ctx);
-		st->pass_pos = pos < st->pending.n ? pos : 0;
-		return placed;
-	}
-	if (st->pass_pos) { /* continue the full pass */
-		size_t pos = st->pass_pos;
-		placed = try_jobs(st, st->pending.v, st->pending.n, &pos, budget, rng, emit, ctx);
-		st->pass_pos = pos < st->pending.n ? pos : 0;
-		return placed;
-	}
-	if (st->fresh.n) { /* only what arrived since */
-		size_t pos = 0, n;
-		order(st, st->fresh.v, &st->fresh.n);
-		n = st->fresh.n;
-		placed = try_jobs(st, st->fresh.v, n, &pos, budget, rng, emit, ctx);
-		/* keep the untried ones for the next call */
-		memmove(st->fresh.v, st->fresh.v + pos, (n - pos) * sizeof(*st->fresh.v));
-		st->fresh.n = n - pos;
+	while (tried < budget) {
+		struct xp_pass *p = st->pass;
+		if (!p) {
+			if (st->cap_grew) {
+				st->cap_grew = 0;
+				p = pass_begin(st, 1);
+			} else if (st->fresh.n) {
+				p = pass_begin(st, 0);
+			} else {
+				break;
+			}
+		}
+		long g = pick(st, p);
+		if (g < 0) {
+			int grew = st->cap_grew, full = p->full;
+			xp_cycle_abort(st); /* the pass is over */
+			st->cap_grew = grew;
+			if (full || !st->cap_grew)
+				break; /* one pass per call at most begins after a full one */
+			continue;
+		}
+		struct xp_job *j = entries(st, p)[p->g[g].at];
+		consume(st, p, (size_t)g);
+		tried++;
+		int rc = try_job(st, p, j, rng, &preempt_tries, emit, ctx);
+		if (rc < 0)
+			return rc;
+		placed += rc;
 	}
 	return placed;
 }
 
-void xp_state_explain(struct xp_state *st, const struct xp_job *j, struct xp_explain *out,
-		      int *fits_now)
+int xp_state_cycle_more(const struct xp_state *st)
 {
-	struct xp_err err;
-	struct xp_alloc *a = XNEWV(struct xp_alloc, j->spec.replicas);
-	struct xp_rng rng;
-	uint32_t got = 0;
-
-	memset(out, 0, sizeof(*out));
-	*fits_now = 0;
-	xp_rng_seed(&rng, j->id);
-	if (xp_state_sched(st, &err) == 0) {
-		*fits_now = place_gang(st, j, &rng, a, &got) == 0;
-		if (!*fits_now) /* the first replica that does not fit, after the others */
-			xp_sched_explain(st->sched, &j->req, out);
-		unplace(st, a, got);
-		if (*fits_now)
-			xp_sched_explain(st->sched, &j->req, out);
-	}
-	free(a);
+	return st->pass != NULL || st->fresh.n != 0 || st->cap_grew;
 }

@@ -97,23 +97,14 @@ char *xp_rec_job_forget(const uint64_t *ids, size_t n)
 	return s;
 }
 
-/* keep the jobs of v not being forgotten; *pos (a pass position) follows */
-static void drop_forgotten(struct xp_job **v, size_t *n, size_t *pos)
+/* keep the jobs of v not being forgotten */
+static void drop_forgotten(struct xp_job **v, size_t *n)
 {
-	size_t keep = 0, before = 0;
-	for (size_t i = 0; i < *n; i++) {
-		if (v[i]->forgetting) {
-			before += pos && i < *pos;
-			continue;
-		}
-		v[keep++] = v[i];
-	}
+	size_t keep = 0;
+	for (size_t i = 0; i < *n; i++)
+		if (!v[i]->forgetting)
+			v[keep++] = v[i];
 	*n = keep;
-	if (pos) {
-		*pos -= before;
-		if (*pos >= keep)
-			*pos = 0;
-	}
 }
 
 int xp_state_job_forget(struct xp_state *st, json_t *o, struct xp_event_info *ev,
@@ -167,9 +158,10 @@ int xp_state_job_forget(struct xp_state *st, json_t *o, struct xp_event_info *ev
 		st->count[j->state]--;
 		gone[i] = j;
 	}
-	drop_forgotten(st->jobs.v, &st->jobs.n, NULL);
-	drop_forgotten(st->pending.v, &st->pending.n, &st->pass_pos);
-	drop_forgotten(st->fresh.v, &st->fresh.n, NULL);
+	drop_forgotten(st->jobs.v, &st->jobs.n);
+	xp_cycle_abort(st); /* its entries may name these jobs */
+	drop_forgotten(st->pending.v, &st->pending.n);
+	drop_forgotten(st->fresh.v, &st->fresh.n);
 	for (i = 0; i < n; i++)
 		xp_state_job_free(gone[i]);
 	free(gone);

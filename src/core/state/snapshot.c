@@ -51,9 +51,10 @@ char *xp_state_snapshot(const struct xp_state *st)
 	a = json_array();
 	for (size_t i = 0; i < st->queues.n; i++) {
 		const struct xp_queue *q = &st->queues.v[i];
-		json_array_append_new(a, json_pack("{s:s,s:i,s:I,s:b}", "name", q->name, "priority",
-						   q->priority, "weight", (json_int_t)q->weight,
-						   "deleted", q->deleted));
+		struct xp_queuespec qs;
+		xp_queue_spec(st, q, &qs);
+		json_array_append_new(a, json_pack("{s:o,s:i,s:b}", "def", xp_queuespec_json(&qs),
+						   "parent", q->parent, "deleted", q->deleted));
 	}
 	json_object_set_new(o, "queues", a);
 	a = json_array();
@@ -91,6 +92,8 @@ char *xp_state_snapshot(const struct xp_state *st)
 					    xp_allocs_json(st, j->allocs, j->spec.replicas));
 		json_object_set_new(jo, "attempts", json_integer(j->attempts));
 		json_object_set_new(jo, "requeues", json_integer(j->requeues));
+		if (j->preemptions)
+			json_object_set_new(jo, "preemptions", json_integer(j->preemptions));
 		if (j->exited) {
 			json_t *ex = json_array();
 			for (uint32_t k = 0; k < j->spec.replicas; k++)
@@ -166,6 +169,7 @@ static int load_job(struct xp_state *st, json_t *jo, size_t i, struct xp_err *er
 	j->reason = reason && *reason ? xstrdup(reason) : NULL;
 	j->attempts = (uint32_t)json_integer_value(json_object_get(jo, "attempts"));
 	j->requeues = (uint32_t)json_integer_value(json_object_get(jo, "requeues"));
+	j->preemptions = (uint32_t)json_integer_value(json_object_get(jo, "preemptions"));
 	json_t *ex = json_object_get(jo, "exited");
 	if (s == XP_JOB_RUNNING) {
 		j->exited = XNEWV(uint8_t, j->spec.replicas);
@@ -233,17 +237,31 @@ int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, st
 	}
 	json_array_foreach(json_object_get(o, "queues"), i, v)
 	{
-		const char *name;
-		int prio, deleted;
-		json_int_t w;
-		if (rc == 0 && json_unpack(v, "{s:s,s:i,s:I,s:b}", "name", &name, "priority", &prio,
-					   "weight", &w, "deleted", &deleted) < 0)
+		int parent, deleted;
+		json_t *def;
+		char *text = NULL;
+		struct xp_queuespec qs;
+		if (rc == 0 && (json_unpack(v, "{s:o,s:i,s:b}", "def", &def, "parent", &parent,
+					    "deleted", &deleted) < 0 ||
+				parent < -1 || parent >= (int)i))
 			rc = xp_errf(err, XP_ECORRUPT, "snapshot: queue %zu is malformed", i);
+		if (rc == 0 && !(text = json_dumps(def, JSON_COMPACT)))
+			rc = xp_errf(err, XP_ECORRUPT, "snapshot: queue %zu is malformed", i);
+		if (rc == 0)
+			rc = xp_queuespec_parse_text("snapshot queue", text, strlen(text), 1, 1, &qs,
+						     NULL, err);
+		free(text);
 		if (rc == 0) {
-			struct xp_queue q = { .name = xstrdup(name),
-					      .priority = prio,
-					      .weight = (uint32_t)w,
+			struct xp_queue q = { .name = xstrdup(qs.name),
+					      .priority = qs.priority,
+					      .weight = qs.weight,
+					      .preempt = qs.preempt,
+					      .parent = parent,
 					      .deleted = (uint8_t)deleted };
+			memcpy(q.guarantee, qs.guarantee, sizeof(q.guarantee));
+			memcpy(q.max, qs.max, sizeof(q.max));
+			if (parent >= 0 && !deleted)
+				st->queues.v[parent].children++;
 			xp_vec_push(&st->queues, q);
 		}
 	}
@@ -278,6 +296,7 @@ int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, st
 				rc = (int)idx;
 			else if (removed) {
 				st->nodes.v[idx].removed = 1;
+				xp_capacity_node(st, (uint32_t)idx, -1);
 				st->node_of_sym
 					.v[xp_strtab_find(st->node_names, st->c->nodes[idx].name)] =
 					UINT32_MAX;

@@ -124,6 +124,7 @@ void xp_state_destroy(struct xp_state *st)
 {
 	if (!st)
 		return;
+	xp_cycle_abort(st);
 	for (size_t i = 0; i < st->jobs.n; i++)
 		xp_state_job_free(st->jobs.v[i]);
 	xp_vec_free(&st->jobs);
@@ -231,12 +232,6 @@ char *xp_rec_token_create(uint64_t id, const char *tenant, const char *name, int
 char *xp_rec_token_revoke(uint64_t id)
 {
 	return dump(json_pack("{s:I}", "id", (json_int_t)id));
-}
-
-char *xp_rec_queue_create(const char *name, int32_t priority, uint32_t weight)
-{
-	return dump(json_pack("{s:s,s:i,s:I}", "name", name, "priority", priority, "weight",
-			      (json_int_t)weight));
 }
 
 char *xp_rec_queue_delete(const char *name)
@@ -397,6 +392,8 @@ int xp_state_check(const struct xp_state *st, struct xp_err *err)
 			rc = xp_errf(err, XP_EINTERNAL, "queue %s: counts %u/%u, present %u/%u",
 				     st->queues.v[q].name, st->queues.v[q].pending,
 				     st->queues.v[q].running, qp[q], qr[q]);
+	if (rc == 0)
+		rc = xp_usage_check(st, err);
 	if (rc == 0 && !st->sched_stale)
 		rc = xp_sched_check_invariants(st->sched, err);
 	free(node_jobs);

@@ -24,6 +24,7 @@
 #include "../../lib/vec.h"
 #include "../model/model.h"
 #include "../sched/sched.h"
+#include "queuespec.h"
 #include "spec.h"
 
 enum xp_job_state {
@@ -60,13 +61,15 @@ struct xp_job {
 	struct xp_alloc *allocs; /* spec.replicas of them once started (held while running) */
 	uint32_t attempts;	 /* starts so far; a requeue makes the next start a new attempt */
 	uint32_t requeues;
-	uint8_t *exited;	 /* per replica of the running attempt: reported exited */
-	uint8_t forgetting;	 /* inside a job.forget record being applied */
+	uint32_t preemptions;
+	uint8_t *exited;    /* per replica of the running attempt: reported exited */
+	uint8_t forgetting; /* inside a job.forget record being applied */
 };
 
 struct xp_tenant {
 	char *name;
-	uint32_t live; /* pending + running jobs */
+	uint32_t live;		  /* pending + running jobs */
+	uint64_t usage[XP_RES_N]; /* of its running jobs (derived) */
 };
 
 struct xp_token {
@@ -82,7 +85,13 @@ struct xp_queue {
 	int32_t priority;
 	uint32_t weight;
 	uint8_t deleted;
-	uint32_t pending, running;
+	uint8_t preempt;	      /* enum xp_preempt */
+	int32_t parent;		      /* index; -1: a top-level queue (under the root) */
+	uint32_t children;	      /* live child queues: a queue with children takes no jobs */
+	uint32_t pending, running;    /* its own jobs */
+	uint64_t guarantee[XP_RES_N]; /* 0: none */
+	uint64_t max[XP_RES_N];	      /* XP_QUOTA_NONE: unlimited */
+	uint64_t usage[XP_RES_N];     /* running demand, its subtree's included (derived) */
 };
 
 struct xp_replica_ref {
@@ -92,8 +101,8 @@ struct xp_replica_ref {
 
 struct xp_nodeinfo {
 	uint8_t state, source, removed;
-	uint32_t jobs;	/* running replicas on it (= run.n) */
-	char **dev_why; /* per device: why it is unhealthy (NULL: healthy) */
+	uint32_t jobs;			   /* running replicas on it (= run.n) */
+	char **dev_why;			   /* per device: why it is unhealthy (NULL: healthy) */
 	XP_VEC(struct xp_replica_ref) run; /* the running replicas, any order */
 };
 
@@ -118,16 +127,16 @@ struct xp_state {
 	XP_VEC(uint64_t) key_job;
 	XP_VEC(struct xp_job *) pending; /* may hold jobs no longer pending */
 	XP_VEC(struct xp_job *) fresh;	 /* submitted since the last full pass */
-	int pending_sorted;
-	int cap_grew;	 /* capacity freed since the last full pass began */
-	size_t pass_pos; /* position of the full pass in progress, 0 = none */
-	int sched_stale; /* nodes changed: rebuild the scheduler before use */
+	int cap_grew;			 /* capacity freed since the last full pass began */
+	struct xp_pass *pass;		 /* the pass in progress (cycle.c), NULL: none */
+	int sched_stale;		 /* nodes changed: rebuild the scheduler before use */
 	uint64_t next_job_id, next_token_id;
 	uint64_t seq; /* last record applied */
 	uint64_t count[XP_JOB_STATE_N];
-	uint64_t placed, unplaced; /* decisions of the cycle */
-	XP_VEC(uint64_t) done;	   /* terminal job ids in finish order (retention.c) */
-	size_t done_head;	   /* done.v[< done_head]: forgotten already */
+	uint64_t placed, unplaced;   /* decisions of the cycle */
+	XP_VEC(uint64_t) done;	     /* terminal job ids in finish order (retention.c) */
+	uint64_t capacity[XP_RES_N]; /* of the registered nodes: fair shares' denominator */
+	size_t done_head;	     /* done.v[< done_head]: forgotten already */
 };
 
 /* What a record did, for the event stream. */
@@ -145,12 +154,31 @@ void xp_state_destroy(struct xp_state *st);
 int xp_state_apply(struct xp_state *st, uint64_t seq, int64_t at, const char *type,
 		   const char *body, size_t len, struct xp_event_info *ev, struct xp_err *err);
 
+/* queue.c: the queue tree, quotas and shares (docs/design/tenancy.md) */
+/* q's definition (for records, snapshots and the API). */
+void xp_queue_spec(const struct xp_state *st, const struct xp_queue *q, struct xp_queuespec *out);
+/* The demand of allocations a[n] (replicas) as a resource vector. */
+void xp_demand_of(const struct xp_state *st, const struct xp_alloc *a, uint32_t n,
+		  uint64_t out[XP_RES_N]);
+/* 0 when q and its ancestors admit demand d under their max; else
+ * XP_ENOSPC with *where (the queue) and *res (the resource) that refuse. */
+int xp_queue_admits(const struct xp_state *st, uint32_t q, const uint64_t d[XP_RES_N],
+		    uint32_t *where, int *res);
+/* Dominant share: usage over the cluster's capacity, the largest over the
+ * resources, divided by the weight (a tenant's weight is 1). */
+double xp_queue_share(const struct xp_state *st, uint32_t q);
+double xp_tenant_share(const struct xp_state *st, uint32_t t);
+int xp_queue_is_leaf(const struct xp_state *st, uint32_t q);
+
 /* Records (bodies are malloc'd JSON). */
 char *xp_rec_tenant_create(const char *name);
 char *xp_rec_token_create(uint64_t id, const char *tenant, const char *name, int admin,
 			  const char *sha256);
 char *xp_rec_token_revoke(uint64_t id);
+/* A top-level queue with no quota (the rest default). */
 char *xp_rec_queue_create(const char *name, int32_t priority, uint32_t weight);
+/* queue.create / queue.update: the whole definition after the change */
+char *xp_rec_queue_define(const struct xp_queuespec *q);
 char *xp_rec_queue_delete(const char *name);
 /* descriptor: a one-node descriptor document (JSON) */
 char *xp_rec_node_add(int source, const char *descriptor);
@@ -166,6 +194,8 @@ char *xp_rec_job_cancel(uint64_t id, const char *reason);
 char *xp_rec_job_task(uint64_t id, uint32_t attempt, uint32_t replica, int exit_code);
 /* Running -> pending: its node was lost; the allocations are released. */
 char *xp_rec_job_requeue(uint64_t id, const char *reason);
+/* Running -> pending: preempted (the same record shape, type job.preempt). */
+#define xp_rec_job_preempt xp_rec_job_requeue
 /* Device health of a node: ok[i] / why[i] for each of its n devices. */
 char *xp_rec_node_health(const char *name, const uint8_t *ok, char *const *why, unsigned n);
 /* Forget finished jobs (retention.c): at most 10000 ids, each terminal. */
@@ -200,10 +230,27 @@ uint64_t xp_state_job_by_key(const struct xp_state *st, uint32_t tenant, const c
 typedef int (*xp_emit_fn)(void *ctx, const char *type, char *body);
 long xp_state_cycle(struct xp_state *st, size_t budget, struct xp_rng *rng, xp_emit_fn emit,
 		    void *ctx);
+/* Has the cycle more to do (a pass in progress, jobs not yet tried)? */
+int xp_state_cycle_more(const struct xp_state *st);
 /* Why job j (pending) is not placed: the explanation for its first replica
  * that does not fit once the earlier ones are tentatively placed. */
 void xp_state_explain(struct xp_state *st, const struct xp_job *j, struct xp_explain *out,
 		      int *fits_now);
+
+/* What holds a pending job back beyond placement: its queue's max (then
+ * nothing else is looked at), or - when it does not fit - whom it would
+ * preempt (victims) or why it cannot (why_not). */
+struct xp_admission {
+	int quota_blocked;
+	uint32_t where; /* the queue whose max refuses it */
+	int res;	/* the resource */
+	uint64_t used, max, need;
+	uint64_t *victims;
+	size_t nvictims;
+	char why_not[300];
+};
+void xp_state_admission(struct xp_state *st, const struct xp_job *j, struct xp_admission *out);
+void xp_admission_free(struct xp_admission *a);
 
 /* Snapshot: the whole state as JSON (malloc'd); load into a fresh state. */
 char *xp_state_snapshot(const struct xp_state *st);

@@ -25,6 +25,42 @@ void xp_state_note_done(struct xp_state *st, const struct xp_job *j);
 void xp_state_done_rebuild(struct xp_state *st);
 int xp_state_job_forget(struct xp_state *st, json_t *o, struct xp_event_info *ev,
 			struct xp_err *err);
+/* queue.c: records queue.create / queue.update / queue.delete; usage
+ * charged (sign 1) when a job starts and discharged (-1) when it stops;
+ * capacity added (1) or taken (-1) with a node */
+int xp_queue_define(struct xp_state *st, json_t *o, int update, struct xp_event_info *ev,
+		    struct xp_err *err);
+int xp_queue_delete(struct xp_state *st, const char *name, struct xp_event_info *ev,
+		    struct xp_err *err);
+void xp_usage_charge(struct xp_state *st, const struct xp_job *j, int sign);
+void xp_usage_rebuild(struct xp_state *st);
+int xp_usage_check(const struct xp_state *st, struct xp_err *err);
+void xp_capacity_node(struct xp_state *st, uint32_t n, int sign);
+/* What j asks for before placement: CPU, memory and devices of its class
+ * (a request for any accelerator leaves devices out). */
+void xp_request_demand(const struct xp_state *st, const struct xp_job *j, uint64_t d[XP_RES_N]);
+
+/* cycle.c: tentative placement of a whole gang (a[] committed on success;
+ * on failure *placed of them are, for xp_unplace), and a pass given up */
+int xp_place_gang(struct xp_state *st, const struct xp_job *j, struct xp_rng *rng,
+		  struct xp_alloc *a, uint32_t *placed);
+void xp_unplace(struct xp_state *st, struct xp_alloc *a, uint32_t n);
+void xp_cycle_abort(struct xp_state *st);
+
+/* preempt.c: the victims that let j start (0), or why there are none
+ * (XP_ENOSPC and out->why). The scheduler is left as it was. */
+struct xp_plan {
+	uint64_t *victims;
+	uint8_t *kinds; /* per victim: XP_PREEMPT_RECLAIM or XP_PREEMPT_PRIORITY */
+	size_t n;
+	char why[300];
+};
+int xp_preempt_plan(struct xp_state *st, const struct xp_job *j, const struct xp_rng *rng,
+		    struct xp_plan *out);
+void xp_plan_free(struct xp_plan *p);
+/* the reason journaled with victim k */
+void xp_plan_reason(const struct xp_state *st, const struct xp_job *j, const struct xp_plan *p,
+		    size_t k, char *buf, size_t len);
 /* Replica r of j starts / stops running on node n (count and list). */
 void xp_node_run_add(struct xp_state *st, uint32_t n, struct xp_job *j, uint32_t r);
 void xp_node_run_del(struct xp_state *st, uint32_t n, const struct xp_job *j, uint32_t r);

@@ -1,0 +1,93 @@
+/*
+ * explain: why a pending job waits - per filter with node counts (the
+ * core's explanation), its queue's quota, and whom it would preempt or why
+ * it cannot. Read-only: the scheduler is left as it was.
+ */
+#include "state_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../lib/xalloc.h"
+
+void xp_state_explain(struct xp_state *st, const struct xp_job *j, struct xp_explain *out,
+		      int *fits_now)
+{
+	struct xp_err err;
+	struct xp_alloc *a = XNEWV(struct xp_alloc, j->spec.replicas);
+	struct xp_rng rng;
+	uint32_t got = 0;
+
+	memset(out, 0, sizeof(*out));
+	*fits_now = 0;
+	xp_rng_seed(&rng, j->id);
+	if (xp_state_sched(st, &err) == 0) {
+		*fits_now = xp_place_gang(st, j, &rng, a, &got) == 0;
+		if (!*fits_now) /* the first replica that does not fit, after the others */
+			xp_sched_explain(st->sched, &j->req, out);
+		xp_unplace(st, a, got);
+		if (*fits_now)
+			xp_sched_explain(st->sched, &j->req, out);
+	}
+	free(a);
+}
+
+/* the queue and resource whose max refuses demand d, into out */
+static int quota_refuses(const struct xp_state *st, const struct xp_job *j, const uint64_t *d,
+			 struct xp_admission *out)
+{
+	uint32_t where;
+	int res;
+	if (xp_queue_admits(st, j->queue, d, &where, &res) == 0)
+		return 0;
+	const struct xp_queue *q = &st->queues.v[where];
+	out->quota_blocked = 1;
+	out->where = where;
+	out->res = res;
+	out->used = q->usage[res];
+	out->max = q->max[res];
+	out->need = d[res];
+	return 1;
+}
+
+void xp_state_admission(struct xp_state *st, const struct xp_job *j, struct xp_admission *out)
+{
+	struct xp_err err;
+	uint64_t d[XP_RES_N];
+	struct xp_rng rng;
+	uint32_t got = 0;
+
+	memset(out, 0, sizeof(*out));
+	xp_request_demand(st, j, d);
+	if (quota_refuses(st, j, d, out) || xp_state_sched(st, &err) < 0)
+		return;
+	/* where it would go now: the devices' class counts too */
+	struct xp_alloc *a = XNEWV(struct xp_alloc, j->spec.replicas);
+	xp_rng_seed(&rng, j->id);
+	int fits = xp_place_gang(st, j, &rng, a, &got) == 0;
+	xp_unplace(st, a, got);
+	if (fits)
+		xp_demand_of(st, a, j->spec.replicas, d);
+	free(a);
+	if (fits) {
+		quota_refuses(st, j, d, out);
+		return;
+	}
+	struct xp_plan plan;
+	xp_rng_seed(&rng, j->id);
+	if (xp_preempt_plan(st, j, &rng, &plan) == 0) {
+		out->victims = plan.victims;
+		out->nvictims = plan.n;
+		plan.victims = NULL;
+	} else {
+		memcpy(out->why_not, plan.why, sizeof(out->why_not));
+	}
+	xp_plan_free(&plan);
+}
+
+void xp_admission_free(struct xp_admission *a)
+{
+	free(a->victims);
+	a->victims = NULL;
+	a->nvictims = 0;
+}

@@ -1,0 +1,254 @@
+/*
+ * queuespec: queue definitions in and out (see queuespec.h).
+ */
+#include "queuespec.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../../descriptor/tree.h"
+#include "../../lib/parse.h"
+
+static const char *const res_names[XP_RES_N] = { "cpu",	 "memory", "cpu-device", "gpu", "npu",
+						 "fpga", "asic",   "dpu",	 "cim" };
+static const char *const preempt_names[XP_PREEMPT_N] = { "never", "reclaim", "priority" };
+static const char *const top_keys[] = { "name",	   "parent", "priority", "weight",
+					"preempt", "quota",  NULL };
+static const char *const quota_keys[] = { "guarantee", "max", NULL };
+
+const char *xp_res_name(int r)
+{
+	return r >= 0 && r < XP_RES_N ? res_names[r] : "?";
+}
+
+int xp_res_parse(const char *s)
+{
+	for (int r = 0; r < XP_RES_N; r++)
+		if (!strcmp(s, res_names[r]))
+			return r;
+	return -1;
+}
+
+const char *xp_preempt_name(int p)
+{
+	return p >= 0 && p < XP_PREEMPT_N ? preempt_names[p] : "?";
+}
+
+int xp_preempt_parse(const char *s)
+{
+	for (int p = 0; p < XP_PREEMPT_N; p++)
+		if (!strcmp(s, preempt_names[p]))
+			return p;
+	return -1;
+}
+
+void xp_res_format(int r, uint64_t v, char *buf, size_t len)
+{
+	if (v == 0) {
+		snprintf(buf, len, "0");
+	} else if (r == XP_RES_MEM) {
+		if (v % (1024 * 1024) == 0)
+			snprintf(buf, len, "%" PRIu64 "Ti", v / (1024 * 1024));
+		else if (v % 1024 == 0)
+			snprintf(buf, len, "%" PRIu64 "Gi", v / 1024);
+		else
+			snprintf(buf, len, "%" PRIu64 "Mi", v);
+	} else if (v % 1000 == 0) {
+		snprintf(buf, len, "%" PRIu64, v / 1000);
+	} else {
+		snprintf(buf, len, "%" PRIu64 "m", v);
+	}
+}
+
+void xp_queuespec_init(struct xp_queuespec *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->weight = 1;
+	q->preempt = XP_PREEMPT_RECLAIM;
+	for (int r = 0; r < XP_RES_N; r++)
+		q->max[r] = XP_QUOTA_NONE;
+}
+
+void xp_queuespec_merge(struct xp_queuespec *q, const struct xp_queuespec *u)
+{
+	if (u->set & XP_QS_PARENT)
+		memcpy(q->parent, u->parent, sizeof(q->parent));
+	if (u->set & XP_QS_PRIORITY)
+		q->priority = u->priority;
+	if (u->set & XP_QS_WEIGHT)
+		q->weight = u->weight;
+	if (u->set & XP_QS_PREEMPT)
+		q->preempt = u->preempt;
+	if (u->set & XP_QS_QUOTA) {
+		memcpy(q->guarantee, u->guarantee, sizeof(q->guarantee));
+		memcpy(q->max, u->max, sizeof(q->max));
+	}
+	q->set |= u->set;
+}
+
+static int get_name(struct xp_walk *w, const struct xp_tree *t, const char *key, char *out)
+{
+	const char *v = NULL;
+	int rc = xp_walk_get_str(w, t, key, 253, &v);
+	if (rc <= 0)
+		return rc;
+	if (!xp_name_ok(v)) {
+		size_t m = xp_walk_push_key(w, key);
+		rc = xp_walk_fail(w, xp_tree_get(t, key)->line, XP_EINVAL,
+				  "expected 1..%d letters, digits, '-', '_' or '.' starting with a "
+				  "letter or digit, got '%s'",
+				  XP_NAME_MAX, XP_SHOW(v));
+		xp_walk_pop(w, m);
+		return rc;
+	}
+	snprintf(out, XP_NAME_MAX + 1, "%s", v);
+	return 1;
+}
+
+static int parse_quota(struct xp_walk *w, const struct xp_tree *t, struct xp_queuespec *q)
+{
+	int rc = xp_walk_want(w, t, XP_TREE_MAP, "a map of resource to {guarantee, max}");
+	for (size_t i = 0; rc == 0 && i < t->n; i++) {
+		const char *key = t->keys[i];
+		const struct xp_tree *v = t->kids[i];
+		int r = xp_res_parse(key);
+		size_t m = xp_walk_push_key(w, key);
+		if (r < 0)
+			rc = xp_walk_fail(w, v->line, XP_EINVAL,
+					  "unknown resource (expected cpu, memory, gpu, npu, fpga, "
+					  "asic, dpu or cim)");
+		if (rc == 0)
+			rc = xp_walk_want(w, v, XP_TREE_MAP, "a map {guarantee, max}");
+		if (rc == 0)
+			rc = xp_walk_keys(w, v, quota_keys);
+		int kind = r == XP_RES_MEM ? XP_QTY_MEM_MIB : XP_QTY_CPU_MILLI;
+		uint64_t g = 0, mx = XP_QUOTA_NONE, x;
+		if (rc == 0 && (rc = xp_walk_get_qty(w, v, "guarantee", kind,
+						     (double)XP_QUOTA_MAX_VALUE, &x)) > 0)
+			g = x;
+		if (rc >= 0 &&
+		    (rc = xp_walk_get_qty(w, v, "max", kind, (double)XP_QUOTA_MAX_VALUE, &x)) > 0)
+			mx = x;
+		if (rc >= 0 && g > mx) {
+			char gs[32], ms[32];
+			xp_res_format(r, g, gs, sizeof(gs));
+			xp_res_format(r, mx, ms, sizeof(ms));
+			rc = xp_walk_fail(w, v->line, XP_EINVAL, "guarantee %s is above max %s", gs,
+					  ms);
+		}
+		xp_walk_pop(w, m);
+		if (rc < 0)
+			return rc;
+		rc = 0;
+		q->guarantee[r] = g;
+		q->max[r] = mx;
+	}
+	return rc;
+}
+
+static int parse(struct xp_walk *w, const struct xp_tree *t, int need_name, struct xp_queuespec *q)
+{
+	int64_t v;
+	int rc, p;
+
+	if (!t)
+		return xp_walk_fail(w, 0, XP_EINVAL, "empty document, expected a queue");
+	if ((rc = xp_walk_want(w, t, XP_TREE_MAP, "a map (a queue)")) < 0 ||
+	    (rc = xp_walk_keys(w, t, top_keys)) < 0)
+		return rc;
+	if ((rc = get_name(w, t, "name", q->name)) < 0)
+		return rc;
+	if (rc == 0 && need_name)
+		return xp_walk_fail(w, t->line, XP_EINVAL, "name: missing");
+	if ((rc = get_name(w, t, "parent", q->parent)) < 0)
+		return rc;
+	q->set |= rc ? XP_QS_PARENT : 0;
+	if (rc && !strcmp(q->parent, q->name)) {
+		size_t m = xp_walk_push_key(w, "parent");
+		rc = xp_walk_fail(w, xp_tree_get(t, "parent")->line, XP_EINVAL,
+				  "a queue cannot be its own parent");
+		xp_walk_pop(w, m);
+		return rc;
+	}
+	if ((rc = xp_walk_get_int(w, t, "priority", -XP_PRIORITY_MAX, XP_PRIORITY_MAX, &v)) < 0)
+		return rc;
+	if (rc) {
+		q->priority = (int32_t)v;
+		q->set |= XP_QS_PRIORITY;
+	}
+	if ((rc = xp_walk_get_int(w, t, "weight", 1, 1000000, &v)) < 0)
+		return rc;
+	if (rc) {
+		q->weight = (uint32_t)v;
+		q->set |= XP_QS_WEIGHT;
+	}
+	if ((rc = xp_walk_get_enum(w, t, "preempt", xp_preempt_parse, "never, reclaim or priority",
+				   &p)) < 0)
+		return rc;
+	if (rc) {
+		q->preempt = (uint8_t)p;
+		q->set |= XP_QS_PREEMPT;
+	}
+	const struct xp_tree *quota = xp_tree_field(t, "quota");
+	if (quota) {
+		size_t m = xp_walk_push_key(w, "quota");
+		for (int r = 0; r < XP_RES_N; r++) {
+			q->guarantee[r] = 0;
+			q->max[r] = XP_QUOTA_NONE;
+		}
+		rc = parse_quota(w, quota, q);
+		xp_walk_pop(w, m);
+		if (rc < 0)
+			return rc;
+		q->set |= XP_QS_QUOTA;
+	}
+	return 0;
+}
+
+int xp_queuespec_parse_text(const char *name, const char *buf, size_t len, int json, int need_name,
+			    struct xp_queuespec *out, char field[320], struct xp_err *err)
+{
+	struct xp_tree *t = NULL;
+	struct xp_walk w;
+	int rc = xp_tree_parse(name, buf, len, json, &t, err);
+
+	xp_queuespec_init(out);
+	memset(&w, 0, sizeof(w));
+	w.name = name;
+	w.err = err;
+	if (rc == 0)
+		rc = parse(&w, t, need_name, out);
+	if (field)
+		memcpy(field, w.field, sizeof(w.field));
+	xp_tree_destroy(t);
+	return rc < 0 ? rc : 0;
+}
+
+json_t *xp_queuespec_json(const struct xp_queuespec *q)
+{
+	json_t *o = json_object(), *quota = json_object();
+	json_object_set_new(o, "name", json_string(q->name));
+	if (q->parent[0])
+		json_object_set_new(o, "parent", json_string(q->parent));
+	json_object_set_new(o, "priority", json_integer(q->priority));
+	json_object_set_new(o, "weight", json_integer(q->weight));
+	json_object_set_new(o, "preempt", json_string(xp_preempt_name(q->preempt)));
+	for (int r = 0; r < XP_RES_N; r++) {
+		if (!q->guarantee[r] && q->max[r] == XP_QUOTA_NONE)
+			continue;
+		json_t *e = json_object();
+		char b[32];
+		if (q->guarantee[r]) {
+			xp_res_format(r, q->guarantee[r], b, sizeof(b));
+			json_object_set_new(e, "guarantee", json_string(b));
+		}
+		if (q->max[r] != XP_QUOTA_NONE) {
+			xp_res_format(r, q->max[r], b, sizeof(b));
+			json_object_set_new(e, "max", json_string(b));
+		}
+		json_object_set_new(quota, xp_res_name(r), e);
+	}
+	json_object_set_new(o, "quota", quota);
+	return o;
+}

@@ -1,0 +1,74 @@
+/*
+ * queuespec: a queue's definition (docs/api.md "Queues"), parsed from a
+ * document tree (API input or a journal record alike) with every field
+ * checked, and written back as canonical JSON that parses to the same
+ * definition. The state checks it against the tree (queue.c).
+ *
+ *   {name, parent, priority, weight, preempt: never|reclaim|priority,
+ *    quota: {RES: {guarantee: Q, max: Q}}}
+ *
+ * RES is cpu (cores: "8", "500m"), memory ("64Gi") or a device class (gpu,
+ * npu, fpga, asic, dpu, cim: devices, "2" or "500m" of one). A missing
+ * guarantee is 0, a missing max is unlimited.
+ */
+#ifndef XP_QUEUESPEC_H
+#define XP_QUEUESPEC_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "../../lib/err.h"
+#include "../model/model.h"
+#include "spec.h"
+
+/* What quotas and fair share count: CPU milli-cores, memory MiB, and
+ * milli-devices per device class (index XP_RES_DEV + class). */
+enum { XP_RES_CPU, XP_RES_MEM, XP_RES_DEV, XP_RES_N = XP_RES_DEV + XP_CLASS_N };
+#define XP_QUOTA_NONE	   UINT64_MAX /* a max that does not limit */
+#define XP_QUOTA_MAX_VALUE (1ULL << 50)
+
+/* A queue's preemption policy (docs/design/tenancy.md) */
+enum xp_preempt { XP_PREEMPT_NEVER, XP_PREEMPT_RECLAIM, XP_PREEMPT_PRIORITY, XP_PREEMPT_N };
+
+/* Which fields a document set (an update changes only those). */
+enum {
+	XP_QS_PARENT = 1 << 0,
+	XP_QS_PRIORITY = 1 << 1,
+	XP_QS_WEIGHT = 1 << 2,
+	XP_QS_PREEMPT = 1 << 3,
+	XP_QS_QUOTA = 1 << 4,
+};
+
+struct xp_queuespec {
+	char name[XP_NAME_MAX + 1];
+	char parent[XP_NAME_MAX + 1]; /* "": a top-level queue */
+	int32_t priority;
+	uint32_t weight;
+	uint8_t preempt;
+	uint32_t set; /* XP_QS_* */
+	uint64_t guarantee[XP_RES_N];
+	uint64_t max[XP_RES_N];
+};
+
+const char *xp_res_name(int r);
+int xp_res_parse(const char *s); /* -1 if unknown */
+const char *xp_preempt_name(int p);
+int xp_preempt_parse(const char *s);
+/* A quantity of resource r as text ("8", "1500m", "64Gi", "1.5"). */
+void xp_res_format(int r, uint64_t v, char *buf, size_t len);
+
+/* Parse a definition; name labels errors; json < 0 detects the syntax, 0
+ * YAML, 1 JSON. need_name: the document must name the queue (a create; an
+ * update takes the name from the URL). On error *field (if not NULL) gets
+ * the path of the faulty field. */
+int xp_queuespec_parse_text(const char *name, const char *buf, size_t len, int json, int need_name,
+			    struct xp_queuespec *out, char field[320], struct xp_err *err);
+/* Defaults: no parent, priority 0, weight 1, preempt reclaim, no quota. */
+void xp_queuespec_init(struct xp_queuespec *q);
+/* Apply the fields upd set onto q. */
+void xp_queuespec_merge(struct xp_queuespec *q, const struct xp_queuespec *upd);
+/* Canonical JSON (a new reference). */
+json_t *xp_queuespec_json(const struct xp_queuespec *q);
+
+#endif

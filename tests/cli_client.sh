@@ -104,6 +104,36 @@ grep -q '^Exit code: *3' "$T/out" || fail "exit code: $(cat "$T/out")"
 run logs "$J4"; expect 0 "logs"
 [ -s "$T/out" ] || fail "logs: empty"
 
+# --- a workflow: one document, a DAG ---
+cat >"$T/wf.yaml" <<'YAML'
+name: nightly
+jobs:
+  - name: fetch
+    command: "true"
+    resources: {cpu: 1}
+    duration: 0s
+  - name: train
+    depends_on: [{job: fetch}]
+    resources: {cpu: 1}
+    duration: 0s
+  - name: report
+    depends_on: [{job: train, type: after-any}]
+    resources: {cpu: 1}
+YAML
+run submit -f "$T/wf.yaml"; expect 0 "submit -f workflow.yaml"
+grep -q '^workflow nightly submitted: 3 jobs' "$T/out" || fail "workflow submit: $(cat "$T/out")"
+i=0
+until "$XP" jobs --workflow nightly 2>/dev/null | grep -q '^[0-9]*  *report  *running'; do
+	i=$((i + 1)); [ $i -lt 100 ] || fail "the workflow's last step never ran: $("$XP" jobs --workflow nightly 2>&1)"; sleep 0.1
+done
+run jobs --workflow nightly; expect 0 "jobs --workflow"
+head -n 1 "$T/out" | grep -q '^ID  *NAME  *STATE  *AFTER' || fail "jobs --workflow header: $(cat "$T/out")"
+grep -q 'train  *succeeded  *ok:[0-9]' "$T/out" || fail "jobs --workflow: train: $(cat "$T/out")"
+grep -q 'report  *running  *any:[0-9]' "$T/out" || fail "jobs --workflow: report: $(cat "$T/out")"
+printf 'name: bad\njobs: [{name: a, depends_on: [{job: a}]}]\n' >"$T/bad-wf.yaml"
+run submit -f "$T/bad-wf.yaml"; expect 1 "a workflow with a cycle"
+grep -q 'cycle' "$T/err" || fail "workflow cycle message: $(cat "$T/err")"
+
 # --- admin: queues, cordon ---
 run queue create batch --priority 5 --weight 2; expect 0 "queue create"
 run queue create batch; expect 1 "queue create twice (409)"

@@ -577,7 +577,9 @@ static void test_bad_queue_docs(void **state)
 			  "{cpu: {guarantee: 1500m, max: 4}, memory: {max: 1536Mi}, npu: "
 			  "{guarantee: 250m}}}";
 	assert_int_equal(xp_queuespec_parse_text("q", doc, strlen(doc), 0, 1, &q, NULL, &err), 0);
-	char *j = json_dumps(xp_queuespec_json(&q), JSON_COMPACT);
+	json_t *jo = xp_queuespec_json(&q);
+	char *j = json_dumps(jo, JSON_COMPACT);
+	json_decref(jo);
 	assert_int_equal(xp_queuespec_parse_text("q", j, strlen(j), 1, 1, &q2, NULL, &err), 0);
 	q.set = q2.set = 0;
 	assert_memory_equal(&q, &q2, sizeof(q));
@@ -585,6 +587,186 @@ static void test_bad_queue_docs(void **state)
 	assert_int_equal(q.max[XP_RES_MEM], 1536);
 	assert_int_equal(q.guarantee[XP_RES_DEV + XP_CLASS_NPU], 250);
 	free(j);
+}
+
+/* ---- dependencies, limits, colocation ---- */
+
+static uint64_t job_after(struct world *w, const char *t, const char *res, const char *deps)
+{
+	char y[512];
+	snprintf(y, sizeof(y), "resources: %s\nduration: 1h\n%s%s\n", res,
+		 deps ? "depends_on: " : "", deps ? deps : "");
+	return world_submit(w, t, y, NULL);
+}
+
+static int state_of(struct world *w, uint64_t id)
+{
+	return xp_state_job(w->st, id)->state;
+}
+
+static void finish(struct world *w, uint64_t id, int ok)
+{
+	assert_int_equal(world_apply(w, "job.finish",
+				     xp_rec_job_finish(id, ok ? XP_JOB_SUCCEEDED : XP_JOB_FAILED,
+						       ok ? 0 : 1, NULL)),
+			 0);
+}
+
+static void test_dependencies(void **state)
+{
+	(void)state;
+	for (int ok = 0; ok < 2; ok++) {
+		struct world w;
+		char d[128];
+		init(&w);
+		node(&w, "n0", 4, 64);
+		assert_int_equal(queue(&w, "{name: default}"), 0);
+		uint64_t a = job_after(&w, "t1", GPU1, NULL);
+		snprintf(d, sizeof(d), "[{job: %llu}]", (unsigned long long)a);
+		uint64_t b = job_after(&w, "t1", GPU1, d); /* after-ok is the default */
+		snprintf(d, sizeof(d), "[{job: %llu, type: after-not-ok}]", (unsigned long long)a);
+		uint64_t c = job_after(&w, "t1", GPU1, d);
+		snprintf(d, sizeof(d), "[{job: %llu, type: after-any}]", (unsigned long long)a);
+		uint64_t e = job_after(&w, "t1", GPU1, d);
+		snprintf(d, sizeof(d), "[{job: %llu}, {job: %llu, type: after-any}]",
+			 (unsigned long long)b, (unsigned long long)e);
+		uint64_t f = job_after(&w, "t1", GPU1, d); /* b's dependent: follows b */
+		assert_true(a && b && c && e && f);
+		world_cycle(&w);
+		/* only a runs; the others are held although GPUs are free */
+		assert_int_equal(state_of(&w, a), XP_JOB_RUNNING);
+		assert_int_equal(state_of(&w, b), XP_JOB_PENDING);
+		assert_int_equal(xp_state_job(w.st, f)->unmet, 2);
+		uint64_t ids[4];
+		assert_int_equal(xp_deps_waiting(w.st, xp_state_job(w.st, b), ids, 4), 1);
+		assert_int_equal(ids[0], a);
+		/* the held jobs survive a snapshot as they are */
+		char *s1 = xp_state_snapshot(w.st), *r1 = world_replay(&w, w.log.n, NULL, 0);
+		assert_string_equal(s1, r1);
+		free(s1);
+		free(r1);
+		finish(&w, a, ok);
+		world_cycle(&w);
+		assert_int_equal(state_of(&w, e), XP_JOB_RUNNING); /* after-any: either way */
+		if (ok) {
+			assert_int_equal(state_of(&w, b), XP_JOB_RUNNING);
+			assert_int_equal(state_of(&w, c), XP_JOB_CANCELLED);
+			assert_non_null(strstr(xp_state_job(w.st, c)->reason, "ended succeeded"));
+			assert_int_equal(state_of(&w, f), XP_JOB_PENDING);
+			finish(&w, b, 1);
+			finish(&w, e, 0);
+			world_cycle(&w);
+			assert_int_equal(state_of(&w, f), XP_JOB_RUNNING);
+		} else {
+			assert_int_equal(state_of(&w, c), XP_JOB_RUNNING);
+			/* b can never run: cancelled, and f after it, in the same tick */
+			assert_int_equal(state_of(&w, b), XP_JOB_CANCELLED);
+			assert_int_equal(state_of(&w, f), XP_JOB_CANCELLED);
+			assert_non_null(strstr(xp_state_job(w.st, f)->reason, "after-ok"));
+		}
+		/* depending on what can never be met, or on nothing, is refused */
+		snprintf(d, sizeof(d), "[{job: %llu, type: %s}]", (unsigned long long)a,
+			 ok ? "after-not-ok" : "after-ok");
+		assert_int_equal(job_after(&w, "t1", GPU1, d), 0);
+		assert_int_equal(job_after(&w, "t1", GPU1, "[{job: 9999}]"), 0);
+		/* another tenant's job is not there for t2 */
+		snprintf(d, sizeof(d), "[{job: %llu, type: after-any}]", (unsigned long long)a);
+		assert_int_equal(job_after(&w, "t2", GPU1, d), 0);
+		done(&w);
+	}
+}
+
+static void test_time_limit_and_gang_timeout(void **state)
+{
+	(void)state;
+	struct world w;
+	struct xp_overdue due[4];
+	init(&w);
+	node(&w, "n0", 8, 64);
+	assert_int_equal(queue(&w, "{name: default}"), 0);
+	uint64_t a = world_submit(&w, "t1", "time_limit: 10s\nresources: " GPU1 "\n", NULL);
+	uint64_t g = world_submit(&w, "t1",
+				  "replicas: 2\ngang: {timeout: 1m}\nresources: {devices: {count: "
+				  "8}}\n",
+				  NULL);
+	world_cycle(&w);
+	int64_t t0 = xp_state_job(w.st, a)->started_at;
+	assert_int_equal(xp_state_overdue(w.st, t0 + 9999, due, 4), 0);
+	assert_int_equal(xp_state_overdue(w.st, t0 + 10000, due, 4), 1);
+	assert_int_equal(due[0].id, a);
+	assert_string_equal(due[0].why, "time limit 10s exceeded");
+	assert_int_equal(xp_state_overdue(w.st, w.now + 60000, due, 4), 2);
+	assert_int_equal(due[1].id, g);
+	assert_non_null(strstr(due[1].why, "not placed within 60s: "));
+	assert_non_null(strstr(due[1].why, "1 nodes: matching devices busy"));
+	/* the controller fails them with the reason; a pending job has no exit code */
+	assert_int_equal(
+		world_apply(&w, "job.finish", xp_rec_job_finish(g, XP_JOB_FAILED, 0, due[1].why)),
+		0);
+	assert_int_equal(state_of(&w, g), XP_JOB_FAILED);
+	assert_false(xp_state_job(w.st, g)->has_exit);
+	done(&w);
+}
+
+static void test_colocate(void **state)
+{
+	(void)state;
+	struct world w;
+	init(&w);
+	node(&w, "n0", 4, 64);
+	node(&w, "n1", 4, 64);
+	assert_int_equal(queue(&w, "{name: default}"), 0);
+	uint64_t apart =
+		world_submit(&w, "t1", "replicas: 2\nresources: {devices: {count: 4}}\n", NULL);
+	uint64_t together = world_submit(
+		&w, "t1", "replicas: 2\ngang: {colocate: node}\nresources: {devices: {count: 4}}\n",
+		NULL);
+	world_cycle(&w);
+	assert_int_equal(state_of(&w, apart), XP_JOB_RUNNING);
+	assert_int_equal(state_of(&w, together), XP_JOB_PENDING); /* no node has 8 */
+	assert_int_equal(world_apply(&w, "job.cancel", xp_rec_job_cancel(apart, NULL)), 0);
+	assert_int_equal(world_apply(&w, "job.cancel", xp_rec_job_cancel(together, NULL)), 0);
+	uint64_t pair = world_submit(
+		&w, "t1", "replicas: 2\ngang: {colocate: node}\nresources: {devices: {count: 2}}\n",
+		NULL);
+	uint64_t frac = world_submit(
+		&w, "t1",
+		"replicas: 3\ngang: {colocate: node}\nresources: {devices: {fraction: 0.5}}\n",
+		NULL);
+	world_cycle(&w);
+	const struct xp_job *p = xp_state_job(w.st, pair), *f = xp_state_job(w.st, frac);
+	assert_int_equal(p->state, XP_JOB_RUNNING);
+	assert_int_equal(p->allocs[0].node, p->allocs[1].node);
+	assert_int_not_equal(p->allocs[0].devs[0], p->allocs[1].devs[0]);
+	assert_int_equal(f->state, XP_JOB_RUNNING);
+	assert_int_equal(f->allocs[0].node, f->allocs[2].node);
+	done(&w);
+
+	/* zones: a gang of 3 whole nodes' worth fits only in the zone with 3 nodes */
+	init(&w);
+	assert_int_equal(queue(&w, "{name: default}"), 0);
+	for (int i = 0; i < 5; i++) {
+		char doc[256];
+		snprintf(doc, sizeof(doc),
+			 "{\"version\":1,\"nodes\":[{\"name\":\"z%d\",\"cpu\":8,\"memory\":65536,"
+			 "\"zone\":\"%s\"}]}",
+			 i, i < 2 ? "east" : "west");
+		assert_int_equal(world_apply(&w, "node.add", xp_rec_node_add(XP_SRC_EMULATED, doc)),
+				 0);
+	}
+	uint64_t z = world_submit(
+		&w, "t1", "replicas: 3\ngang: {colocate: zone}\nresources: {cpu: 8, memory: 1Gi}\n",
+		NULL);
+	uint64_t z2 = world_submit(
+		&w, "t1", "replicas: 3\ngang: {colocate: zone}\nresources: {cpu: 8, memory: 1Gi}\n",
+		NULL);
+	world_cycle(&w);
+	const struct xp_job *zj = xp_state_job(w.st, z);
+	assert_int_equal(zj->state, XP_JOB_RUNNING);
+	for (int r = 0; r < 3; r++)
+		assert_true(zj->allocs[r].node >= 2);
+	assert_int_equal(state_of(&w, z2), XP_JOB_PENDING); /* east has 2 nodes only */
+	done(&w);
 }
 
 /* ---- the random workload against the reference model ---- */
@@ -653,16 +835,26 @@ static void random_run(uint64_t seed, int ops)
 	for (int op = 0; op < ops; op++) {
 		uint64_t k = xp_rng_below(&rng, 100);
 		w.now += 1000;
-		if (k < 40) { /* submit */
-			char y[512];
+		if (k < 40) { /* submit; one in five after an earlier job */
+			char y[512], dep[96] = "";
+			const char *t = xp_rng_below(&rng, 2) ? "t1" : "t2";
+			static const char *const dt[] = { "after-ok", "after-any", "after-not-ok" };
+			if (w.st->jobs.n && xp_rng_below(&rng, 5) == 0) {
+				const struct xp_job *d =
+					w.st->jobs.v[xp_rng_below(&rng, w.st->jobs.n)];
+				snprintf(dep, sizeof(dep), "depends_on: [{job: %llu, type: %s}]\n",
+					 (unsigned long long)d->id, dt[xp_rng_below(&rng, 3)]);
+			}
 			snprintf(y, sizeof(y),
 				 "queue: %s\npriority: %d\nreplicas: %d\nresources: {cpu: %d, "
-				 "memory: %dGi%s}\n",
+				 "memory: %dGi%s}\n%s",
 				 leaves[xp_rng_below(&rng, 4)], (int)xp_rng_below(&rng, 5) - 2,
 				 1 + (int)(xp_rng_below(&rng, 4) == 0),
 				 1 + (int)xp_rng_below(&rng, 8), 1 + (int)xp_rng_below(&rng, 16),
-				 devs[xp_rng_below(&rng, 7)]);
-			assert_true(world_submit(&w, xp_rng_below(&rng, 2) ? "t1" : "t2", y, NULL));
+				 devs[xp_rng_below(&rng, 7)], dep);
+			/* refused only for a dependency: another tenant's, or never met */
+			if (!world_submit(&w, t, y, NULL))
+				assert_true(dep[0]);
 		} else if (k < 65) { /* a tick */
 			xp_rng_seed(&rng, xp_rng_next(&rng));
 			struct xp_rng r2 = rng;
@@ -747,6 +939,9 @@ int main(void)
 		cmocka_unit_test(test_gang_reclaim),
 		cmocka_unit_test(test_snapshot),
 		cmocka_unit_test(test_bad_queue_docs),
+		cmocka_unit_test(test_dependencies),
+		cmocka_unit_test(test_time_limit_and_gang_timeout),
+		cmocka_unit_test(test_colocate),
 		cmocka_unit_test(test_random_reference),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

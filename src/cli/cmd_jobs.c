@@ -86,6 +86,41 @@ static void print_jobs(const json_t *list)
 	xp_table_destroy(t);
 }
 
+/* a workflow's DAG: each job with what it waits for ("ok:12 any:13") */
+static void print_workflow(const json_t *list)
+{
+	static const char *const hdr[] = { "ID", "NAME", "STATE", "AFTER", "NODE", "REASON", NULL };
+	struct xp_table *t = xp_table_create(hdr);
+	json_t *job, *d;
+	size_t i, k;
+
+	json_array_foreach(json_object_get(list, "jobs"), i, job)
+	{
+		struct xp_sb after = { 0 };
+		xp_cli_cell_int(t, job, "id");
+		xp_cli_cell_str(t, job, "name");
+		xp_cli_cell_str(t, job, "state");
+		json_array_foreach(json_object_get(json_object_get(job, "spec"), "depends_on"), k,
+				   d)
+		{
+			const char *type = xp_cli_jstr(d, "type");
+			long long id = 0;
+			xp_cli_jint(d, "job", &id);
+			xp_sb_printf(&after, "%s%s:%lld", after.len ? " " : "",
+				     type ? type + 6 : "?", id); /* after-ok -> ok */
+		}
+		xp_table_add(t, after.len ? after.s : "-");
+		xp_sb_free(&after);
+		node_cell(t, job);
+		xp_cli_cell_str(t, job, "reason");
+	}
+	if (xp_table_rows(t))
+		xp_table_print(t, stdout);
+	else
+		printf("no jobs in that workflow\n");
+	xp_table_destroy(t);
+}
+
 int xp_cmd_jobs(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
@@ -94,6 +129,8 @@ int xp_cmd_jobs(int argc, char **argv)
 		{ "queue", XP_FLAG_STR, "QUEUE", "only this queue" },
 		{ "name", XP_FLAG_STR, "NAME", "only jobs of this name" },
 		{ "tenant", XP_FLAG_STR, "TENANT", "only this tenant (admin tokens only)" },
+		{ "workflow", XP_FLAG_STR, "NAME",
+		  "only this workflow's jobs, shown as its DAG (what each waits for)" },
 		{ "limit", XP_FLAG_STR, "N", "jobs per page, 1..1000 (default 100)" },
 		{ "all", XP_FLAG_BOOL, NULL, "follow the pages to the end" },
 		XP_CLIENT_FLAGS,
@@ -101,7 +138,7 @@ int xp_cmd_jobs(int argc, char **argv)
 	};
 	static const struct xp_cli_verb verb = {
 		"jobs",
-		"xpool jobs [--state S] [--queue Q] [--name N] [--limit N] [--all]",
+		"xpool jobs [--state S] [--queue Q] [--name N] [--workflow W] [--limit N] [--all]",
 		"List jobs, oldest first: your tenant's, or everyone's for an admin token.",
 		NULL,
 		0,
@@ -135,7 +172,7 @@ int xp_cmd_jobs(int argc, char **argv)
 		xp_free_list(v, n);
 		xp_client_query(&path, "state", st);
 	}
-	static const char *const filters[] = { "queue", "name", "tenant", NULL };
+	static const char *const filters[] = { "queue", "name", "tenant", "workflow", NULL };
 	for (const char *const *f = filters; *f; f++)
 		if (xp_flag_get(flags, *f)->given)
 			xp_client_query(&path, *f, xp_flag_get(flags, *f)->sval);
@@ -159,6 +196,8 @@ int xp_cmd_jobs(int argc, char **argv)
 	}
 	if (x.json)
 		xp_cli_print_json(reply);
+	else if (xp_flag_get(flags, "workflow")->given)
+		print_workflow(reply);
 	else
 		print_jobs(reply);
 	json_t *next = json_object_get(reply, "next");

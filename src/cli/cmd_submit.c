@@ -35,6 +35,7 @@
 #include "../lib/parse.h"
 #include "../lib/timefmt.h"
 #include "../lib/xalloc.h"
+#include "../descriptor/tree.h"
 #include "cli.h"
 #include "flags.h"
 
@@ -48,10 +49,29 @@ static const char *const topologies[] = { "any", "same_island", "same_numa", NUL
 
 /* Flags that build the spec, which -f FILE excludes. */
 static const char *const spec_flags[] = {
-	"name",		 "tenant",   "queue",	  "priority",	  "replicas",	   "cpu",
-	"memory",	 "gpus",     "devices",	  "device-class", "compute-milli", "fraction",
-	"device-memory", "model",    "vendor",	  "topology",	  "label",	   "env",
-	"workdir",	 "duration", "exit-code", "node", NULL,
+	"name",
+	"tenant",
+	"queue",
+	"priority",
+	"replicas",
+	"cpu",
+	"memory",
+	"gpus",
+	"devices",
+	"device-class",
+	"compute-milli",
+	"fraction",
+	"device-memory",
+	"model",
+	"vendor",
+	"topology",
+	"label",
+	"env",
+	"workdir",
+	"duration",
+	"exit-code",
+	"node",
+	NULL,
 };
 
 /* Every value of --name in argv, one per occurrence (flags end at "--"). */
@@ -404,6 +424,43 @@ static const char *spec_type(const char *path, const char *text)
 	return *text == '{' ? "application/json" : "application/yaml";
 }
 
+/* a workflow document (a map with a jobs list) rather than one job */
+static int is_workflow(const char *body, size_t len)
+{
+	struct xp_tree *t = NULL;
+	struct xp_err err = { 0 };
+	int yes = xp_tree_parse("file", body, len, -1, &t, &err) == 0 && t &&
+		  t->kind == XP_TREE_MAP && xp_tree_get(t, "jobs");
+	xp_tree_destroy(t);
+	return yes;
+}
+
+static int print_workflow_reply(struct xp_cli *x, json_t *reply, int quiet, const char *raw)
+{
+	json_t *jobs = json_object_get(reply, "jobs"), *j;
+	size_t i;
+	if (!json_is_array(jobs))
+		return xp_cli_errorf(x, 1, "the controller's reply has no jobs: %.200s", raw);
+	if (x->json) {
+		xp_cli_print_json(reply);
+		return 0;
+	}
+	if (!quiet)
+		printf("workflow %s submitted: %zu jobs\n", xp_cli_jstr(reply, "workflow"),
+		       json_array_size(jobs));
+	json_array_foreach(jobs, i, j)
+	{
+		long long id = 0;
+		xp_cli_jint(j, "id", &id);
+		if (quiet)
+			printf("%lld\n", id);
+		else
+			printf("  job %lld %s (%s)\n", id, xp_cli_jstr(j, "name"),
+			       xp_cli_jstr(j, "state"));
+	}
+	return 0;
+}
+
 static int read_spec_file(struct xp_cli *x, const char *path, char **text, size_t *len)
 {
 	if (strcmp(path, "-") == 0) {
@@ -551,14 +608,19 @@ int xp_cmd_submit(int argc, char **argv)
 		xp_sb_printf(&keyh, "Idempotency-Key: %s", key);
 		headers[1] = keyh.s;
 	}
-	int code = xp_client_call(x.client, "POST", "/v1/jobs", headers, ctype, body, len, &resp,
-				  &rlen, &x.err);
+	int wf = file->given && is_workflow(body, len);
+	int code = xp_client_call(x.client, "POST", wf ? "/v1/workflows" : "/v1/jobs", headers,
+				  ctype, body, len, &resp, &rlen, &x.err);
 	xp_sb_free(&keyh);
 	if (code < 0) {
 		status = xp_cli_fail_api(&x);
 		goto out;
 	}
 	reply = json_loadb(resp, rlen, 0, NULL);
+	if (wf) {
+		status = print_workflow_reply(&x, reply, xp_flag_get(flags, "quiet")->given, resp);
+		goto out;
+	}
 	long long id;
 	if (!reply || xp_cli_jint(reply, "id", &id) < 0) {
 		status = xp_cli_errorf(&x, 1, "the controller's reply has no job id: %.200s", resp);

@@ -25,7 +25,7 @@ static json_t *time_or_null(int64_t ms)
 	return json_string(ts);
 }
 
-static json_t *job_json(struct xp_ctl *ctl, const struct xp_job *j)
+json_t *xp_api_job_json(struct xp_ctl *ctl, const struct xp_job *j)
 {
 	const struct xp_state *st = ctl->st;
 	char name[40];
@@ -69,8 +69,28 @@ static json_t *job_json(struct xp_ctl *ctl, const struct xp_job *j)
 							(json_int_t)a->mem_mib, "devices", devs));
 	}
 	json_object_set_new(o, "allocations", allocs);
-	if (j->state == XP_JOB_PENDING && !j->reason)
+	uint64_t wait[XP_JOB_MAX_DEPS];
+	size_t nw = j->state == XP_JOB_PENDING ? xp_deps_waiting(st, j, wait, XP_JOB_MAX_DEPS) : 0;
+	if (nw) { /* held by depends_on: the cycle does not try it yet */
+		struct xp_sb sb;
+		json_t *a = json_array();
+		xp_sb_init(&sb);
+		xp_sb_puts(&sb, "waiting for job");
+		for (size_t i = 0; i < nw; i++) {
+			json_array_append_new(a, json_integer((json_int_t)wait[i]));
+			xp_sb_printf(&sb, "%s %llu",
+				     i	      ? ","
+				     : nw > 1 ? "s"
+					      : "",
+				     (unsigned long long)wait[i]);
+		}
+		json_object_set_new(o, "waiting_on", a);
+		if (!j->reason)
+			json_object_set_new(o, "reason", json_string(sb.s));
+		xp_sb_free(&sb);
+	} else if (j->state == XP_JOB_PENDING && !j->reason) {
 		json_object_set_new(o, "reason", json_string("not placed yet (see explain)"));
+	}
 	return o;
 }
 
@@ -118,7 +138,7 @@ void xp_api_jobs_list(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	struct xp_state *st = ctl->st;
 	const char *qs = xp_cmd_query(cmd, "state"), *qq = xp_cmd_query(cmd, "queue"),
 		   *qn = xp_cmd_query(cmd, "name"), *qt = xp_cmd_query(cmd, "tenant"),
-		   *qa = xp_cmd_query(cmd, "after");
+		   *qa = xp_cmd_query(cmd, "after"), *qw = xp_cmd_query(cmd, "workflow");
 	unsigned states = 0;
 	long queue = -1, tenant = cmd->admin ? -1 : cmd->tenant;
 	int64_t after = 0;
@@ -170,9 +190,10 @@ void xp_api_jobs_list(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		if ((tenant >= 0 && (long)j->tenant != tenant) ||
 		    (states && !(states & (1u << j->state))) ||
 		    (queue >= 0 && (long)j->queue != queue) ||
-		    (qn && (!j->spec.name || strcmp(j->spec.name, qn))))
+		    (qn && (!j->spec.name || strcmp(j->spec.name, qn))) ||
+		    (qw && (!j->spec.workflow || strcmp(j->spec.workflow, qw))))
 			continue;
-		json_array_append_new(arr, job_json(ctl, j));
+		json_array_append_new(arr, xp_api_job_json(ctl, j));
 		last = j->id;
 		found++;
 	}
@@ -183,46 +204,70 @@ void xp_api_jobs_list(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	xp_reply_json(cmd, 200, dumps(o));
 }
 
+int xp_api_submit_check(struct xp_ctl *ctl, struct xp_cmd *cmd, const struct xp_jobspec *spec,
+			const char *at, long *tenant)
+{
+	struct xp_state *st = ctl->st;
+	char f[320];
+	*tenant = cmd->tenant;
+	if (spec->tenant) {
+		long t = xp_state_tenant(st, spec->tenant);
+		snprintf(f, sizeof(f), "%stenant", at);
+		if (!cmd->admin && t != cmd->tenant)
+			return xp_reply_error(cmd, XP_EPERM, f,
+					      "%s: only admin tokens may submit for another tenant",
+					      f),
+			       -1;
+		if (t < 0)
+			return xp_reply_error(cmd, XP_ENOENT, f, "%s: no tenant %s", f,
+					      spec->tenant),
+			       -1;
+		*tenant = t;
+	}
+	if (spec->node && xp_state_node(st, spec->node) < 0) {
+		snprintf(f, sizeof(f), "%snode", at);
+		return xp_reply_error(cmd, XP_ENOENT, f, "%s: no node %s", f, spec->node), -1;
+	}
+	const char *q = spec->queue ? spec->queue : "default";
+	long qi = xp_state_queue(st, q);
+	snprintf(f, sizeof(f), "%squeue", at);
+	if (qi < 0)
+		return xp_reply_error(cmd, XP_ENOENT, f, "%s: no queue %s", f, q), -1;
+	if (!xp_queue_is_leaf(st, (uint32_t)qi))
+		return xp_reply_error(cmd, XP_EINVAL, f,
+				      "%s: queue %s has child queues; jobs go to one of them", f,
+				      q),
+		       -1;
+	return 0;
+}
+
 void xp_api_jobs_submit(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
 	struct xp_state *st = ctl->st;
 	struct xp_jobspec *spec = cmd->payload;
 	struct xp_err err = { 0 };
-	long tenant = cmd->tenant;
+	long tenant;
 
-	if (spec->tenant) {
-		long t = xp_state_tenant(st, spec->tenant);
-		if (!cmd->admin && t != cmd->tenant)
-			FAIL(cmd, XP_EPERM, "tenant",
-			     "tenant: only admin tokens may submit for another "
-			     "tenant");
-		if (t < 0)
-			FAIL(cmd, XP_ENOENT, "tenant", "tenant: no tenant %s", spec->tenant);
-		tenant = t;
-	}
+	if (xp_api_submit_check(ctl, cmd, spec, "", &tenant) < 0)
+		return;
 	if (cmd->idem_key) {
 		uint64_t id = xp_state_job_by_key(st, (uint32_t)tenant, cmd->idem_key);
 		if (id)
-			DONE_JSON(cmd, 200, dumps(job_json(ctl, xp_state_job(st, id))));
+			DONE_JSON(cmd, 200, dumps(xp_api_job_json(ctl, xp_state_job(st, id))));
 	}
-	if (spec->node && xp_state_node(st, spec->node) < 0)
-		FAIL(cmd, XP_ENOENT, "node", "node: no node %s", spec->node);
-	const char *q = spec->queue ? spec->queue : "default";
-	if (xp_state_queue(st, q) < 0)
-		FAIL(cmd, XP_ENOENT, "queue", "queue: no queue %s", q);
 	uint64_t id = st->next_job_id;
 	char *body = xp_rec_job_submit(id, st->tenants.v[tenant].name, cmd->idem_key, spec);
 	if (xp_ctl_journal(ctl, "job.submit", body, &err) < 0)
 		FAIL_ERR(cmd, &err, NULL);
 	cmd->journaled = 1;
-	xp_reply_json(cmd, 201, dumps(job_json(ctl, xp_state_job(st, id))));
+	xp_reply_json(cmd, 201, dumps(xp_api_job_json(ctl, xp_state_job(st, id))));
 }
 
 void xp_api_job_get(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
 	struct xp_job *j = visible_job(ctl, cmd);
 	if (j)
-		xp_reply_json(cmd, 200, dumps(job_json(ctl, j)));
+		xp_reply_json(cmd, 200, dumps(xp_api_job_json(ctl, j)));
 }
 
 void xp_api_job_cancel(struct xp_ctl *ctl, struct xp_cmd *cmd)
@@ -238,7 +283,7 @@ void xp_api_job_cancel(struct xp_ctl *ctl, struct xp_cmd *cmd)
 			   &err) < 0)
 		FAIL_ERR(cmd, &err, NULL);
 	cmd->journaled = 1;
-	xp_reply_json(cmd, 200, dumps(job_json(ctl, j)));
+	xp_reply_json(cmd, 200, dumps(xp_api_job_json(ctl, j)));
 }
 
 /* quota and preemption, after placement's reasons */
@@ -302,37 +347,34 @@ void xp_api_job_explain(struct xp_ctl *ctl, struct xp_cmd *cmd)
 				continue;
 			json_t *r = json_pack("{s:s,s:i}", "reason", xp_why_name(w), "nodes",
 					      (int)ex.nodes[w]);
-			if (sum.len)
-				xp_sb_puts(&sum, "; ");
-			xp_sb_printf(&sum, "%u nodes: %s", ex.nodes[w], xp_why_name(w));
-			if (w == XP_WHY_CPU) {
+			if (w == XP_WHY_CPU)
 				json_object_set_new(r, "short_by_milli",
 						    json_integer((json_int_t)ex.cpu_short_min));
-				xp_sb_printf(&sum, " by %llum",
-					     (unsigned long long)ex.cpu_short_min);
-			}
-			if (w == XP_WHY_MEM) {
+			if (w == XP_WHY_MEM)
 				json_object_set_new(r, "short_by_mib",
 						    json_integer((json_int_t)ex.mem_short_min));
-				xp_sb_printf(&sum, " by %lluMi",
-					     (unsigned long long)ex.mem_short_min);
-			}
 			json_array_append_new(rs, r);
 		}
 		for (int w = 0; w < XP_WHY_N; w++)
 			total += ex.nodes[w];
-		if (fits)
-			xp_sb_printf(&sum,
-				     "fits now: %u nodes can take it; it starts at the next cycle",
-				     ex.nodes[XP_WHY_FITS]);
-		else if (!total)
-			xp_sb_puts(&sum, "no nodes are registered");
-		else if (ex.nodes[XP_WHY_FITS] && j->spec.replicas > 1)
-			xp_sb_printf(&sum, "%s%u nodes fit one replica but not all %u",
-				     sum.len ? "; " : "", ex.nodes[XP_WHY_FITS], j->spec.replicas);
+		xp_explain_summary(&ex, fits, j->spec.replicas, &sum);
+		if (j->unmet) { /* placement is not the question yet */
+			fits = 0;
+			xp_sb_free(&sum);
+			xp_sb_init(&sum);
+			xp_sb_printf(&sum, "it waits for %u job%s it depends on (see waiting_on)",
+				     j->unmet, j->unmet == 1 ? "" : "s");
+			uint64_t w[XP_JOB_MAX_DEPS];
+			size_t nw = xp_deps_waiting(ctl->st, j, w, XP_JOB_MAX_DEPS);
+			json_t *a = json_array();
+			for (size_t i = 0; i < nw; i++)
+				json_array_append_new(a, json_integer((json_int_t)w[i]));
+			json_object_set_new(o, "waiting_on", a);
+		}
 		json_object_set_new(o, "reasons", rs);
 		json_object_set_new(o, "nodes", json_integer(total));
-		explain_admission(ctl, j, o, &sum);
+		if (!j->unmet)
+			explain_admission(ctl, j, o, &sum);
 		if (json_is_true(json_object_get(o, "quota_blocked")))
 			fits = 0;
 	}

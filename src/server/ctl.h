@@ -170,6 +170,7 @@ struct xp_ctl {
 	volatile int ready;
 	int fatal;		   /* the store failed: refuse everything */
 	XP_VEC(struct xp_emu) emu; /* min-heap by due */
+	int64_t overdue_next; /* when to look for time limits and gang timeouts again */
 	uint64_t since_snapshot;
 	struct {		/* the snapshot being written by a child (snapshot_bg.c) */
 		pid_t pid;	/* 0: none */
@@ -299,6 +300,15 @@ void xp_api_devices(struct xp_ctl *, struct xp_cmd *);
 void xp_api_queues_list(struct xp_ctl *, struct xp_cmd *);
 void xp_api_queues_create(struct xp_ctl *, struct xp_cmd *);
 void xp_api_queue_get(struct xp_ctl *, struct xp_cmd *);
+void xp_api_workflows_submit(struct xp_ctl *, struct xp_cmd *);
+/* api_jobs.c, shared with workflows: the job object; the checks of a spec
+ * against the state that the record would refuse less clearly (tenant,
+ * node, queue), fields named after prefix at; 0, or -1 with the reply sent */
+struct xp_job;
+struct xp_jobspec;
+json_t *xp_api_job_json(struct xp_ctl *ctl, const struct xp_job *j);
+int xp_api_submit_check(struct xp_ctl *ctl, struct xp_cmd *cmd, const struct xp_jobspec *spec,
+			const char *at, long *tenant);
 void xp_api_queue_patch(struct xp_ctl *, struct xp_cmd *);
 void xp_api_queue_delete(struct xp_ctl *, struct xp_cmd *);
 void xp_api_tenants_list(struct xp_ctl *, struct xp_cmd *);

@@ -41,6 +41,7 @@ static const struct route {
 	{ "POST", "/v1/jobs/{id}/cancel", xp_api_job_cancel, 0, 0 },
 	{ "GET", "/v1/jobs/{id}/explain", xp_api_job_explain, 0, 0 },
 	{ "GET", "/v1/jobs/{id}/logs", xp_api_job_logs, 0, 0 },
+	{ "POST", "/v1/workflows", xp_api_workflows_submit, 0, 0 },
 	{ "GET", "/v1/nodes", xp_api_nodes_list, 0, 0 },
 	{ "POST", "/v1/nodes", xp_api_nodes_add, 1, EDGE_NODES },
 	{ "GET", "/v1/nodes/{name}", xp_api_node_get, 0, 0 },

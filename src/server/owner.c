@@ -232,7 +232,8 @@ int xp_ctl_journal(struct xp_ctl *ctl, const char *type, char *body, struct xp_e
 		json_t *o = json_loads(body, 0, &je);
 		job = xp_state_job(ctl->st, (uint64_t)json_integer_value(json_object_get(o, "id")));
 		json_decref(o);
-		for (uint32_t r = 0; job && job->state == XP_JOB_RUNNING && r < job->spec.replicas; r++)
+		for (uint32_t r = 0; job && job->state == XP_JOB_RUNNING && r < job->spec.replicas;
+		     r++)
 			xp_watch_bump(ctl, job->allocs[r].node);
 	}
 	int was_running = job && job->state == XP_JOB_RUNNING;
@@ -241,9 +242,8 @@ int xp_ctl_journal(struct xp_ctl *ctl, const char *type, char *body, struct xp_e
 		free(body);
 		return rc;
 	}
-	for (uint32_t r = 0; job && !was_running && job->state == XP_JOB_RUNNING &&
-			     r < job->spec.replicas;
-	     r++)
+	for (uint32_t r = 0;
+	     job && !was_running && job->state == XP_JOB_RUNNING && r < job->spec.replicas; r++)
 		xp_watch_bump(ctl, job->allocs[r].node);
 	uint64_t seq = xp_store_append(ctl->store, type, body, strlen(body), now);
 	free(body);
@@ -317,6 +317,28 @@ static void finish_due(struct xp_ctl *ctl, int64_t now)
 			fprintf(stderr, "xpool server: job %llu: %s\n", (unsigned long long)j->id,
 				err.text);
 	}
+}
+
+/* Time limits and gang timeouts, looked for once a second: the jobs the
+ * clock stops fail with the reason. */
+static void overdue(struct xp_ctl *ctl, int64_t now)
+{
+	enum { BATCH = 256 };
+	static struct xp_overdue due[BATCH];
+	if (now < ctl->overdue_next)
+		return;
+	ctl->overdue_next = now + 1000;
+	size_t n = xp_state_overdue(ctl->st, now, due, BATCH);
+	for (size_t i = 0; i < n; i++) {
+		struct xp_err err = { 0 };
+		if (xp_ctl_journal(ctl, "job.finish",
+				   xp_rec_job_finish(due[i].id, XP_JOB_FAILED, 0, due[i].why),
+				   &err) < 0)
+			fprintf(stderr, "xpool server: job %llu: %s\n",
+				(unsigned long long)due[i].id, err.text);
+	}
+	if (n == BATCH)
+		ctl->overdue_next = now; /* more next time round */
 }
 
 /* Retention: journal job.forget for finished jobs past --keep-finished or
@@ -406,6 +428,7 @@ static void *owner_main(void *arg)
 			finish_due(ctl, xp_ctl_now());
 			xp_live_check(ctl, xp_ctl_now());
 			forget_due(ctl, xp_ctl_now());
+			overdue(ctl, xp_ctl_now());
 			more = cycle(ctl);
 			snapshot_if_due(ctl);
 		} else {

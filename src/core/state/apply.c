@@ -99,6 +99,7 @@ void xp_state_add_job(struct xp_state *st, struct xp_job *j)
 			xp_node_run_add(st, j->allocs[r].node, j, r);
 		xp_usage_charge(st, j, 1);
 	}
+	xp_deps_add(st, j);
 	if (j->key) {
 		char buf[512];
 		xp_state_key(st, j->tenant, j->key, buf, sizeof(buf));
@@ -397,6 +398,8 @@ static int job_submit(struct xp_state *st, struct rec *r, int64_t at, struct xp_
 		xp_jobspec_request(&j->spec, st->c->syms, &j->req);
 		rc = xp_request_check(&j->req, r->err);
 	}
+	if (rc == 0)
+		rc = xp_deps_check(st, &j->spec, (uint32_t)t, r->err);
 	if (rc == 0 && j->spec.node) {
 		long n = xp_state_node(st, j->spec.node);
 		if (n < 0)
@@ -519,6 +522,7 @@ void xp_state_finish(struct xp_state *st, struct xp_job *j, int to, int64_t at)
 	st->count[j->state]++;
 	j->finished_at = at;
 	xp_state_note_done(st, j);
+	xp_deps_ended(st, j);
 }
 
 static int job_end(struct xp_state *st, struct rec *r, int64_t at, int cancel,
@@ -543,10 +547,11 @@ static int job_end(struct xp_state *st, struct rec *r, int64_t at, int cancel,
 	if (!xp_job_transition_ok(j->state, to))
 		return refuse(r, XP_ESTATE, "job %lld is %s, it cannot become %s", (long long)id,
 			      xp_job_state_name(j->state), xp_job_state_name(to));
-	if (j->state == XP_JOB_RUNNING && (rc = xp_state_sched(st, r->err)) < 0)
+	int ran = j->state == XP_JOB_RUNNING;
+	if (ran && (rc = xp_state_sched(st, r->err)) < 0)
 		return rc;
 	xp_state_finish(st, j, to, at);
-	if (!cancel) {
+	if (!cancel && ran) { /* a pending job fails without an exit code (gang timeout) */
 		j->has_exit = 1;
 		j->exit_code = (int32_t)code;
 	}

@@ -83,8 +83,8 @@ static int cmp_group(const void *a, const void *b)
 static void order(struct xp_job **v, size_t *n)
 {
 	size_t k = 0;
-	for (size_t i = 0; i < *n; i++)
-		if (v[i]->state == XP_JOB_PENDING)
+	for (size_t i = 0; i < *n; i++) /* held ones come back when they may run */
+		if (v[i]->state == XP_JOB_PENDING && !v[i]->unmet && !v[i]->doomed)
 			v[k++] = v[i];
 	if (k > 1)
 		qsort(v, k, sizeof(*v), cmp_group);
@@ -265,19 +265,6 @@ static void shape_add(void *vec_v, const struct xp_job *j)
 	xp_vec_push(vec, s);
 }
 
-int xp_place_gang(struct xp_state *st, const struct xp_job *j, struct xp_rng *rng,
-		  struct xp_alloc *a, uint32_t *placed)
-{
-	uint32_t r;
-	for (r = 0; r < j->spec.replicas; r++) {
-		if (xp_sched_pick(st->sched, &j->req, rng, &a[r]) < 0)
-			break;
-		xp_sched_commit(st->sched, &a[r]);
-	}
-	*placed = r;
-	return r == j->spec.replicas ? 0 : XP_ENOSPC;
-}
-
 void xp_unplace(struct xp_state *st, struct xp_alloc *a, uint32_t n)
 {
 	while (n-- > 0)
@@ -368,6 +355,9 @@ long xp_state_cycle(struct xp_state *st, size_t budget, struct xp_rng *rng, xp_e
 
 	if (xp_state_sched(st, &err) < 0)
 		return err.code;
+	if (st->doomed.n && (placed = xp_deps_cancel_doomed(st, emit, ctx)) < 0)
+		return placed;
+	placed = 0;
 	while (tried < budget) {
 		struct xp_pass *p = st->pass;
 		if (!p) {
@@ -402,5 +392,5 @@ long xp_state_cycle(struct xp_state *st, size_t budget, struct xp_rng *rng, xp_e
 
 int xp_state_cycle_more(const struct xp_state *st)
 {
-	return st->pass != NULL || st->fresh.n != 0 || st->cap_grew;
+	return st->pass != NULL || st->fresh.n != 0 || st->cap_grew || st->doomed.n;
 }

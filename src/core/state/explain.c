@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../lib/strbuf.h"
 #include "../../lib/xalloc.h"
 
 void xp_state_explain(struct xp_state *st, const struct xp_job *j, struct xp_explain *out,
@@ -90,4 +91,30 @@ void xp_admission_free(struct xp_admission *a)
 	free(a->victims);
 	a->victims = NULL;
 	a->nvictims = 0;
+}
+
+void xp_explain_summary(const struct xp_explain *ex, int fits, uint32_t replicas, struct xp_sb *sb)
+{
+	uint32_t total = 0;
+	for (int w = 0; w < XP_WHY_N; w++)
+		total += ex->nodes[w];
+	for (int w = XP_WHY_DOWN; w < XP_WHY_N; w++) {
+		if (!ex->nodes[w])
+			continue;
+		if (sb->len)
+			xp_sb_puts(sb, "; ");
+		xp_sb_printf(sb, "%u nodes: %s", ex->nodes[w], xp_why_name(w));
+		if (w == XP_WHY_CPU)
+			xp_sb_printf(sb, " by %llum", (unsigned long long)ex->cpu_short_min);
+		if (w == XP_WHY_MEM)
+			xp_sb_printf(sb, " by %lluMi", (unsigned long long)ex->mem_short_min);
+	}
+	if (fits)
+		xp_sb_printf(sb, "fits now: %u nodes can take it; it starts at the next cycle",
+			     ex->nodes[XP_WHY_FITS]);
+	else if (!total)
+		xp_sb_puts(sb, "no nodes are registered");
+	else if (ex->nodes[XP_WHY_FITS] && replicas > 1)
+		xp_sb_printf(sb, "%s%u nodes fit one replica but not all %u", sb->len ? "; " : "",
+			     ex->nodes[XP_WHY_FITS], replicas);
 }

@@ -19,10 +19,41 @@
 #include "../../lib/timefmt.h"
 #include "../../lib/xalloc.h"
 
-static const char *const top_keys[] = { "name",	  "tenant",   "queue",	   "priority", "command",
-					"args",	  "env",      "workdir",   "replicas", "resources",
-					"labels", "duration", "exit_code", "node",    "on_node_lost",
-					NULL };
+static const char *const top_keys[] = { "name",	     "tenant",	   "queue",	   "priority",
+					"command",   "args",	   "env",	   "workdir",
+					"replicas",  "resources",  "labels",	   "duration",
+					"exit_code", "node",	   "on_node_lost", "time_limit",
+					"gang",	     "depends_on", "workflow",	   NULL };
+static const char *const gang_keys[] = { "colocate", "timeout", NULL };
+static const char *const dep_keys[] = { "job", "type", NULL };
+static const char *const dep_names[XP_DEP_N] = { "after-ok", "after-any", "after-not-ok" };
+static const char *const coloc_names[XP_COLOC_N] = { "none", "node", "island", "numa", "zone" };
+
+const char *xp_dep_type_name(int t)
+{
+	return t >= 0 && t < XP_DEP_N ? dep_names[t] : "?";
+}
+
+int xp_dep_type_parse(const char *s)
+{
+	for (int t = 0; t < XP_DEP_N; t++)
+		if (!strcmp(s, dep_names[t]))
+			return t;
+	return -1;
+}
+
+const char *xp_colocate_name(int c)
+{
+	return c >= 0 && c < XP_COLOC_N ? coloc_names[c] : "?";
+}
+
+static int coloc_parse(const char *s)
+{
+	for (int c = 1; c < XP_COLOC_N; c++)
+		if (!strcmp(s, coloc_names[c]))
+			return c;
+	return -1;
+}
 static const char *const res_keys[] = { "cpu", "memory", "devices", NULL };
 static const char *const dev_keys[] = { "count",      "compute_milli",
 					"fraction",   "memory",
@@ -81,6 +112,8 @@ void xp_jobspec_free(struct xp_jobspec *s)
 		free(s->models[i]);
 	free(s->models);
 	xp_attrs_free(s->labels, s->nlabels);
+	free(s->deps);
+	free(s->workflow);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -250,8 +283,8 @@ static int parse_devices(struct xp_walk *w, const struct xp_tree *d, struct xp_j
 		if (rc < 0)
 			return rc;
 	}
-	if ((rc = xp_walk_get_qty(w, d, "min_memory", XP_QTY_MEM_MIB, (double)XP_JOB_MAX_MEM_MIB, &q)) <
-	    0)
+	if ((rc = xp_walk_get_qty(w, d, "min_memory", XP_QTY_MEM_MIB, (double)XP_JOB_MAX_MEM_MIB,
+				  &q)) < 0)
 		return rc;
 	if (rc)
 		s->min_mem_mib = q;
@@ -293,6 +326,62 @@ static int parse_devices(struct xp_walk *w, const struct xp_tree *d, struct xp_j
 		s->dev_mem_mib = 0;
 	}
 	return 0;
+}
+
+/* a duration field in ms (0 absent, 1 set, < 0 error) */
+static int get_duration(struct xp_walk *w, const struct xp_tree *t, const char *key, int64_t *out)
+{
+	const struct xp_tree *v = xp_tree_field(t, key);
+	if (!v)
+		return 0;
+	size_t m = xp_walk_push_key(w, key);
+	int rc = xp_walk_want(w, v, XP_TREE_SCALAR, "a duration such as 30s");
+	if (rc == 0 && xp_duration_parse(v->text, XP_DURATION_MAX_MS, out) < 0)
+		rc = xp_walk_fail(
+			w, v->line, XP_EINVAL,
+			"expected a duration such as 30s, 5m or 1h30m (at most 366d), got "
+			"'%s'",
+			XP_SHOW(v->text));
+	xp_walk_pop(w, m);
+	return rc < 0 ? rc : 1;
+}
+
+/* depends_on: [{job: ID, type: after-ok|after-any|after-not-ok}] */
+static int parse_deps(struct xp_walk *w, const struct xp_tree *t, struct xp_jobspec *s)
+{
+	const struct xp_tree *l = xp_tree_field(t, "depends_on");
+	if (!l)
+		return 0;
+	size_t m = xp_walk_push_key(w, "depends_on");
+	int rc = xp_walk_list(w, l, XP_JOB_MAX_DEPS);
+	if (rc == 0 && l->n)
+		s->deps = XNEWV(struct xp_dep, l->n);
+	for (size_t i = 0; rc == 0 && i < l->n; i++) {
+		const struct xp_tree *d = l->kids[i];
+		size_t m2 = xp_walk_push_idx(w, i);
+		int64_t id = 0;
+		int type = XP_DEP_AFTER_OK;
+		rc = xp_walk_want(w, d, XP_TREE_MAP, "a map {job, type}");
+		if (rc == 0)
+			rc = xp_walk_keys(w, d, dep_keys);
+		if (rc == 0 && (rc = xp_walk_get_int(w, d, "job", 1, INT64_MAX, &id)) == 0)
+			rc = xp_walk_fail(w, d->line, XP_EINVAL, "job: missing (a job id)");
+		if (rc > 0)
+			rc = xp_walk_get_enum(w, d, "type", xp_dep_type_parse,
+					      "after-ok, after-any or after-not-ok", &type);
+		for (size_t k = 0; rc >= 0 && k < s->ndeps; k++)
+			if (s->deps[k].job == (uint64_t)id)
+				rc = xp_walk_fail(w, d->line, XP_EINVAL, "job %lld is named twice",
+						  (long long)id);
+		xp_walk_pop(w, m2);
+		if (rc >= 0) {
+			rc = 0;
+			s->deps[s->ndeps].job = (uint64_t)id;
+			s->deps[s->ndeps++].type = (uint8_t)type;
+		}
+	}
+	xp_walk_pop(w, m);
+	return rc;
 }
 
 static int parse(struct xp_walk *w, const struct xp_tree *t, struct xp_jobspec *s)
@@ -364,20 +453,32 @@ static int parse(struct xp_walk *w, const struct xp_tree *t, struct xp_jobspec *
 		if (rc < 0)
 			return rc;
 	}
-	const struct xp_tree *dur = xp_tree_field(t, "duration");
-	if (dur) {
-		size_t m = xp_walk_push_key(w, "duration");
-		rc = xp_walk_want(w, dur, XP_TREE_SCALAR, "a duration such as 30s");
-		if (rc == 0 &&
-		    xp_duration_parse(dur->text, XP_DURATION_MAX_MS, &s->duration_ms) < 0)
-			rc = xp_walk_fail(w, dur->line, XP_EINVAL,
-					  "expected a duration such as 30s, 5m or 1h30m (at most "
-					  "366d), got '%s'",
-					  XP_SHOW(dur->text));
+	if ((rc = get_duration(w, t, "duration", &s->duration_ms)) < 0 ||
+	    (rc = get_duration(w, t, "time_limit", &s->time_limit_ms)) < 0)
+		return rc;
+	if (rc && s->time_limit_ms == 0)
+		return xp_walk_fail(w, xp_tree_get(t, "time_limit")->line, XP_EINVAL,
+				    "time_limit: must be above 0 (leave it out for none)");
+	const struct xp_tree *gang = xp_tree_field(t, "gang");
+	if (gang) {
+		size_t m = xp_walk_push_key(w, "gang");
+		int c = 0;
+		rc = xp_walk_want(w, gang, XP_TREE_MAP, "a map {colocate, timeout}");
+		if (rc == 0)
+			rc = xp_walk_keys(w, gang, gang_keys);
+		if (rc == 0)
+			rc = xp_walk_get_enum(w, gang, "colocate", coloc_parse,
+					      "node, island, numa or zone", &c);
+		if (rc >= 0)
+			s->colocate = (uint8_t)(rc ? c : 0);
+		if (rc >= 0)
+			rc = get_duration(w, gang, "timeout", &s->gang_timeout_ms);
 		xp_walk_pop(w, m);
 		if (rc < 0)
 			return rc;
 	}
+	if ((rc = parse_deps(w, t, s)) < 0 || (rc = get_name(w, t, "workflow", &s->workflow)) < 0)
+		return rc;
 	if ((rc = xp_walk_get_int(w, t, "exit_code", 0, 255, &v)) < 0)
 		return rc;
 	s->exit_code = rc ? (int32_t)v : 0;
@@ -386,7 +487,8 @@ static int parse(struct xp_walk *w, const struct xp_tree *t, struct xp_jobspec *
 		size_t m = xp_walk_push_key(w, "on_node_lost");
 		rc = xp_walk_want(w, lost, XP_TREE_SCALAR, "requeue or fail");
 		if (rc == 0 && strcmp(lost->text, "requeue") && strcmp(lost->text, "fail"))
-			rc = xp_walk_fail(w, lost->line, XP_EINVAL, "expected requeue or fail, got '%s'",
+			rc = xp_walk_fail(w, lost->line, XP_EINVAL,
+					  "expected requeue or fail, got '%s'",
 					  XP_SHOW(lost->text));
 		xp_walk_pop(w, m);
 		if (rc < 0)
@@ -502,6 +604,30 @@ char *xp_jobspec_to_json(const struct xp_jobspec *s)
 	}
 	if (s->exit_code)
 		json_object_set_new(o, "exit_code", json_integer(s->exit_code));
+	if (s->time_limit_ms) {
+		snprintf(buf, sizeof(buf), "%lldms", (long long)s->time_limit_ms);
+		json_object_set_new(o, "time_limit", json_string(buf));
+	}
+	if (s->colocate || s->gang_timeout_ms) {
+		json_t *g = json_object();
+		if (s->colocate)
+			json_object_set_new(g, "colocate", json_string(coloc_names[s->colocate]));
+		if (s->gang_timeout_ms) {
+			snprintf(buf, sizeof(buf), "%lldms", (long long)s->gang_timeout_ms);
+			json_object_set_new(g, "timeout", json_string(buf));
+		}
+		json_object_set_new(o, "gang", g);
+	}
+	if (s->ndeps) {
+		json_t *a = json_array();
+		for (uint16_t i = 0; i < s->ndeps; i++)
+			json_array_append_new(a, json_pack("{s:I,s:s}", "job",
+							   (json_int_t)s->deps[i].job, "type",
+							   dep_names[s->deps[i].type]));
+		json_object_set_new(o, "depends_on", a);
+	}
+	if (s->workflow)
+		json_object_set_new(o, "workflow", json_string(s->workflow));
 	if (s->fail_on_lost)
 		json_object_set_new(o, "on_node_lost", json_string("fail"));
 	char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);

@@ -25,9 +25,29 @@
 /* per replica; beyond these a request is absurd, not just large */
 #define XP_JOB_MAX_CPU_MILLI 1000000000ULL /* a million cores */
 #define XP_JOB_MAX_MEM_MIB   (1ULL << 30)  /* 1 PiB */
-#define XP_DURATION_MAX_MS  (366LL * 24 * 3600 * 1000)
+#define XP_DURATION_MAX_MS   (366LL * 24 * 3600 * 1000)
 
 struct xp_tree;
+
+/* A gang's placement together (gang.colocate) */
+enum xp_colocate {
+	XP_COLOC_NONE,
+	XP_COLOC_NODE,	 /* every replica on one node */
+	XP_COLOC_ISLAND, /* one node, every replica's devices in one island */
+	XP_COLOC_NUMA,	 /* one node, every replica's devices in one NUMA domain */
+	XP_COLOC_ZONE,	 /* nodes of one zone */
+	XP_COLOC_N
+};
+
+/* A dependency (depends_on): the job starts once job ended as type asks;
+ * if it ends otherwise, the job is cancelled. */
+enum xp_dep_type { XP_DEP_AFTER_OK, XP_DEP_AFTER_ANY, XP_DEP_AFTER_NOT_OK, XP_DEP_N };
+#define XP_JOB_MAX_DEPS 64
+
+struct xp_dep {
+	uint64_t job;
+	uint8_t type;
+};
 
 struct xp_jobspec {
 	char *name;   /* NULL: "job-<id>" */
@@ -57,10 +77,20 @@ struct xp_jobspec {
 	uint32_t min_cc;
 	struct xp_attr *labels;
 	uint16_t nlabels;
-	int64_t duration_ms; /* emulated run time, -1 unset */
-	int32_t exit_code;   /* emulated exit code */
-	uint8_t fail_on_lost; /* on_node_lost: fail (1) or requeue (0, the default) */
+	int64_t duration_ms;	 /* emulated run time, -1 unset */
+	int32_t exit_code;	 /* emulated exit code */
+	uint8_t fail_on_lost;	 /* on_node_lost: fail (1) or requeue (0, the default) */
+	int64_t time_limit_ms;	 /* stopped (failed) past it; 0: none */
+	uint8_t colocate;	 /* enum xp_colocate */
+	int64_t gang_timeout_ms; /* a job still pending after it fails, saying why; 0: none */
+	struct xp_dep *deps;
+	uint16_t ndeps;
+	char *workflow; /* the workflow it was submitted with, or NULL */
 };
+
+const char *xp_dep_type_name(int t);
+int xp_dep_type_parse(const char *s);
+const char *xp_colocate_name(int c);
 
 /* Parse a spec from t; name labels errors ("request:12: resources.cpu: ...").
  * On error *field (if not NULL) gets the path of the faulty field. */

@@ -59,8 +59,8 @@ int xp_job_terminal(int s)
 int xp_job_transition_ok(int from, int to)
 {
 	switch (from) {
-	case XP_JOB_PENDING:
-		return to == XP_JOB_RUNNING || to == XP_JOB_CANCELLED;
+	case XP_JOB_PENDING: /* failed: not placed within its gang timeout */
+		return to == XP_JOB_RUNNING || to == XP_JOB_CANCELLED || to == XP_JOB_FAILED;
 	case XP_JOB_RUNNING: /* pending again: requeued after its node was lost */
 		return to == XP_JOB_SUCCEEDED || to == XP_JOB_FAILED || to == XP_JOB_CANCELLED ||
 		       to == XP_JOB_PENDING;
@@ -125,6 +125,7 @@ void xp_state_destroy(struct xp_state *st)
 	if (!st)
 		return;
 	xp_cycle_abort(st);
+	xp_deps_free(st);
 	for (size_t i = 0; i < st->jobs.n; i++)
 		xp_state_job_free(st->jobs.v[i]);
 	xp_vec_free(&st->jobs);
@@ -394,6 +395,8 @@ int xp_state_check(const struct xp_state *st, struct xp_err *err)
 				     st->queues.v[q].running, qp[q], qr[q]);
 	if (rc == 0)
 		rc = xp_usage_check(st, err);
+	if (rc == 0)
+		rc = xp_deps_check_state(st, err);
 	if (rc == 0 && !st->sched_stale)
 		rc = xp_sched_check_invariants(st->sched, err);
 	free(node_jobs);

@@ -64,6 +64,8 @@ struct xp_job {
 	uint32_t preemptions;
 	uint8_t *exited;    /* per replica of the running attempt: reported exited */
 	uint8_t forgetting; /* inside a job.forget record being applied */
+	uint8_t doomed;	    /* a dependency can never be met: the cycle cancels it */
+	uint16_t unmet;	    /* dependencies not ended yet: held while > 0 */
 };
 
 struct xp_tenant {
@@ -129,6 +131,8 @@ struct xp_state {
 	XP_VEC(struct xp_job *) fresh;	 /* submitted since the last full pass */
 	int cap_grew;			 /* capacity freed since the last full pass began */
 	struct xp_pass *pass;		 /* the pass in progress (cycle.c), NULL: none */
+	struct xp_intmap dependents;	 /* job id -> pending jobs waiting for it (deps.c) */
+	XP_VEC(uint64_t) doomed;	 /* pending jobs whose dependencies can never be met */
 	int sched_stale;		 /* nodes changed: rebuild the scheduler before use */
 	uint64_t next_job_id, next_token_id;
 	uint64_t seq; /* last record applied */
@@ -230,12 +234,32 @@ uint64_t xp_state_job_by_key(const struct xp_state *st, uint32_t tenant, const c
 typedef int (*xp_emit_fn)(void *ctx, const char *type, char *body);
 long xp_state_cycle(struct xp_state *st, size_t budget, struct xp_rng *rng, xp_emit_fn emit,
 		    void *ctx);
+/* Can tenant's job depend on dep (it exists, is the tenant's, and has not
+ * ended in a way that can never meet it)? 0 or an error. */
+int xp_deps_check_one(const struct xp_state *st, const struct xp_dep *dep, uint32_t tenant,
+		      struct xp_err *err);
+/* The jobs a pending job still waits for (depends_on not ended), at most max. */
+size_t xp_deps_waiting(const struct xp_state *st, const struct xp_job *j, uint64_t *ids,
+		       size_t max);
 /* Has the cycle more to do (a pass in progress, jobs not yet tried)? */
 int xp_state_cycle_more(const struct xp_state *st);
 /* Why job j (pending) is not placed: the explanation for its first replica
  * that does not fit once the earlier ones are tentatively placed. */
 void xp_state_explain(struct xp_state *st, const struct xp_job *j, struct xp_explain *out,
 		      int *fits_now);
+
+/* The explanation as one line ("412 nodes: no matching device; 37 nodes:
+ * CPU short by 4000m", "fits now: ...", ...) appended to sb. */
+struct xp_sb;
+void xp_explain_summary(const struct xp_explain *ex, int fits, uint32_t replicas, struct xp_sb *sb);
+/* Jobs the clock stops (limits.c): running past time_limit, pending past
+ * gang.timeout; at most max, the reason each. The caller journals
+ * job.finish (failed) for each. */
+struct xp_overdue {
+	uint64_t id;
+	char why[400];
+};
+size_t xp_state_overdue(struct xp_state *st, int64_t now, struct xp_overdue *out, size_t max);
 
 /* What holds a pending job back beyond placement: its queue's max (then
  * nothing else is looked at), or - when it does not fit - whom it would

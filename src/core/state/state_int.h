@@ -47,6 +47,17 @@ int xp_place_gang(struct xp_state *st, const struct xp_job *j, struct xp_rng *rn
 void xp_unplace(struct xp_state *st, struct xp_alloc *a, uint32_t n);
 void xp_cycle_abort(struct xp_state *st);
 
+/* deps.c: dependencies checked at submit (they exist, are the tenant's,
+ * and can still be met), registered with the job, resolved when a job
+ * ends; doomed jobs cancelled by the cycle; the ids a job still waits for. */
+int xp_deps_check(const struct xp_state *st, const struct xp_jobspec *s, uint32_t tenant,
+		  struct xp_err *err);
+void xp_deps_add(struct xp_state *st, struct xp_job *j);
+void xp_deps_ended(struct xp_state *st, const struct xp_job *x);
+void xp_deps_free(struct xp_state *st);
+long xp_deps_cancel_doomed(struct xp_state *st, xp_emit_fn emit, void *ctx);
+int xp_deps_check_state(const struct xp_state *st, struct xp_err *err);
+
 /* preempt.c: the victims that let j start (0), or why there are none
  * (XP_ENOSPC and out->why). The scheduler is left as it was. */
 struct xp_plan {

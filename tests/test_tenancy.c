@@ -192,7 +192,7 @@ static void one_cycle(struct world *w)
 {
 	struct xp_rng rng;
 	xp_rng_seed(&rng, 7);
-	assert_true(xp_state_cycle(w->st, 100000, &rng, world_emit, w) >= 0);
+	assert_true(xp_state_cycle(w->st, w->now, 100000, &rng, world_emit, w) >= 0);
 }
 
 #define GPU1 "{cpu: 1, memory: 1Gi, devices: {count: 1}}"
@@ -769,6 +769,75 @@ static void test_colocate(void **state)
 	done(&w);
 }
 
+/* backfill: the blocked head holds a reservation from the running jobs'
+ * time limits; later jobs start only if they cannot delay it */
+static void test_backfill(void **state)
+{
+	(void)state;
+	struct world w;
+	init(&w);
+	node(&w, "n0", 8, 64);
+	node(&w, "n1", 4, 64);
+	assert_int_equal(queue(&w, "{name: default}"), 0);
+	uint64_t r1 = world_submit(
+		&w, "t1", "node: n0\ntime_limit: 1h\nresources: {devices: {count: 6}}\n", NULL);
+	uint64_t r3 = world_submit(&w, "t1", "node: n1\nresources: {devices: {count: 4}}\n", NULL);
+	world_cycle(&w);
+	assert_int_equal(state_of(&w, r1), XP_JOB_RUNNING);
+	assert_int_equal(state_of(&w, r3), XP_JOB_RUNNING);
+	w.now += 1000;
+	uint64_t big = world_submit(&w, "t1", "resources: {devices: {count: 8}}\n", NULL);
+	uint64_t slong =
+		world_submit(&w, "t1", "time_limit: 3h\nresources: {devices: {count: 2}}\n", NULL);
+	uint64_t nolim = world_submit(&w, "t1", "resources: {devices: {count: 1}}\n", NULL);
+	uint64_t sshort =
+		world_submit(&w, "t1", "time_limit: 30m\nresources: {devices: {count: 2}}\n", NULL);
+	world_cycle(&w);
+	assert_int_equal(state_of(&w, big), XP_JOB_PENDING);
+	assert_int_equal(state_of(&w, slong), XP_JOB_PENDING);	/* it would end after 1h */
+	assert_int_equal(state_of(&w, nolim), XP_JOB_PENDING);	/* it would never end */
+	assert_int_equal(state_of(&w, sshort), XP_JOB_RUNNING); /* done before big's turn */
+	assert_true(w.st->held_back >= 2);
+	int64_t at;
+	assert_true(xp_backfill_holds(w.st->resv, big, &at));
+	assert_int_equal(at, xp_state_job(w.st, r1)->started_at + 3600000);
+	struct xp_admission ad;
+	xp_state_admission(w.st, xp_state_job(w.st, big), &ad);
+	assert_true(ad.reserved);
+	assert_int_equal(ad.resv_at, at);
+	xp_admission_free(&ad);
+	/* n1 frees: the long one may go there, away from the reservation */
+	assert_int_equal(
+		world_apply(&w, "job.finish", xp_rec_job_finish(r3, XP_JOB_SUCCEEDED, 0, NULL)), 0);
+	world_cycle(&w);
+	assert_int_equal(state_of(&w, slong), XP_JOB_RUNNING);
+	assert_int_equal(xp_state_job(w.st, slong)->allocs[0].node, 1);
+	/* the short one ends, then r1: big starts on time */
+	w.now += 1800000;
+	finish(&w, sshort, 1);
+	finish(&w, r1, 1);
+	world_cycle(&w);
+	assert_int_equal(state_of(&w, big), XP_JOB_RUNNING);
+	done(&w);
+
+	/* where the policy's choice would delay the reservation, elsewhere */
+	init(&w);
+	node(&w, "n0", 8, 64);
+	node(&w, "n1", 8, 64);
+	assert_int_equal(queue(&w, "{name: default}"), 0);
+	world_submit(&w, "t1", "node: n0\ntime_limit: 1h\nresources: {devices: {count: 4}}\n", NULL);
+	world_submit(&w, "t1", "node: n1\nresources: {devices: {count: 2}}\n", NULL);
+	world_cycle(&w);
+	big = world_submit(&w, "t1", "resources: {devices: {count: 8}}\n", NULL);
+	slong = world_submit(&w, "t1", "time_limit: 3h\nresources: {devices: {count: 2}}\n", NULL);
+	world_cycle(&w);
+	assert_int_equal(state_of(&w, big), XP_JOB_PENDING);
+	assert_int_equal(state_of(&w, slong), XP_JOB_RUNNING);
+	assert_int_equal(xp_state_job(w.st, slong)->allocs[0].node, 1); /* bestfit said n0 */
+	assert_int_equal(w.st->held_back, 0);
+	done(&w);
+}
+
 /* ---- the random workload against the reference model ---- */
 
 static void random_run(uint64_t seed, int ops)
@@ -836,7 +905,7 @@ static void random_run(uint64_t seed, int ops)
 		uint64_t k = xp_rng_below(&rng, 100);
 		w.now += 1000;
 		if (k < 40) { /* submit; one in five after an earlier job */
-			char y[512], dep[96] = "";
+			char y[512], dep[160] = "";
 			const char *t = xp_rng_below(&rng, 2) ? "t1" : "t2";
 			static const char *const dt[] = { "after-ok", "after-any", "after-not-ok" };
 			if (w.st->jobs.n && xp_rng_below(&rng, 5) == 0) {
@@ -845,6 +914,9 @@ static void random_run(uint64_t seed, int ops)
 				snprintf(dep, sizeof(dep), "depends_on: [{job: %llu, type: %s}]\n",
 					 (unsigned long long)d->id, dt[xp_rng_below(&rng, 3)]);
 			}
+			if (xp_rng_below(&rng, 2)) /* half with a time limit: backfill */
+				snprintf(dep + strlen(dep), sizeof(dep) - strlen(dep),
+					 "time_limit: %ds\n", 5 + (int)xp_rng_below(&rng, 300));
 			snprintf(y, sizeof(y),
 				 "queue: %s\npriority: %d\nreplicas: %d\nresources: {cpu: %d, "
 				 "memory: %dGi%s}\n%s",
@@ -854,12 +926,12 @@ static void random_run(uint64_t seed, int ops)
 				 devs[xp_rng_below(&rng, 7)], dep);
 			/* refused only for a dependency: another tenant's, or never met */
 			if (!world_submit(&w, t, y, NULL))
-				assert_true(dep[0]);
+				assert_non_null(strstr(dep, "depends_on"));
 		} else if (k < 65) { /* a tick */
 			xp_rng_seed(&rng, xp_rng_next(&rng));
 			struct xp_rng r2 = rng;
-			long n = xp_state_cycle(w.st, 1 + xp_rng_below(&rng, 50), &r2, world_emit,
-						&w);
+			long n = xp_state_cycle(w.st, w.now, 1 + xp_rng_below(&rng, 50), &r2,
+						world_emit, &w);
 			assert_true(n >= 0);
 		} else if (k < 90 && w.st->count[XP_JOB_RUNNING]) { /* finish, requeue */
 			size_t i = xp_rng_below(&rng, w.st->jobs.n);
@@ -875,6 +947,14 @@ static void random_run(uint64_t seed, int ops)
 			else
 				assert_int_equal(world_apply(&w, "job.requeue",
 							     xp_rec_job_requeue(j->id, "lost")),
+						 0);
+		} else if (k < 92) { /* the clock: time limits */
+			struct xp_overdue due[8];
+			size_t n = xp_state_overdue(w.st, w.now, due, 8);
+			for (size_t i = 0; i < n; i++)
+				assert_int_equal(world_apply(&w, "job.finish",
+							     xp_rec_job_finish(due[i].id, XP_JOB_FAILED,
+									       0, due[i].why)),
 						 0);
 		} else if (k < 95 && w.st->jobs.n) { /* cancel */
 			struct xp_job *j = w.st->jobs.v[xp_rng_below(&rng, w.st->jobs.n)];
@@ -942,6 +1022,7 @@ int main(void)
 		cmocka_unit_test(test_dependencies),
 		cmocka_unit_test(test_time_limit_and_gang_timeout),
 		cmocka_unit_test(test_colocate),
+		cmocka_unit_test(test_backfill),
 		cmocka_unit_test(test_random_reference),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -91,7 +91,7 @@ void world_cycle(struct world *w)
 	struct xp_rng rng;
 	xp_rng_seed(&rng, 1);
 	for (int i = 0; i < 1000 && xp_state_cycle_more(w->st); i++)
-		if (xp_state_cycle(w->st, 1000, &rng, world_emit, w) < 0)
+		if (xp_state_cycle(w->st, w->now, 1000, &rng, world_emit, w) < 0)
 			fail_msg("the cycle failed");
 }
 

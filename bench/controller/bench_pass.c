@@ -21,6 +21,15 @@
  *            timed region, as in the controller (minus its journal append
  *            and event). A fresh state per run.
  *
+ *   backfill the A100 blocker holds half of each A100 node (time limit 1h),
+ *            the V100 one every V100 node whole (2h); the M jobs carry
+ *            time limits of 30m and 2h (alternating) and one
+ *            xp_state_cycle() tries them all: the first blocked jobs get
+ *            reservations from the limits, and every later job starts
+ *            only if it cannot delay one (docs/design/tenancy.md,
+ *            "Backfill"). Every pending job is considered, none skipped.
+ *            A fresh state per run.
+ *
  * The budget is larger than M, so one call is one whole pass (the
  * controller's default --max-per-cycle 2000 would split it into calls with
  * requests served between them). Prints the median, min and max per pass.
@@ -81,7 +90,7 @@ static long cycle(struct bench *b)
 {
 	struct xp_rng rng;
 	xp_rng_seed(&rng, 1);
-	long placed = xp_state_cycle(b->st, BUDGET, &rng, emit, b);
+	long placed = xp_state_cycle(b->st, b->now, BUDGET, &rng, emit, b);
 	if (placed < 0 || b->st->pass != NULL) {
 		fprintf(stderr, "xp_bench_pass: the cycle did not finish its pass (%ld)\n", placed);
 		exit(1);
@@ -89,9 +98,10 @@ static long cycle(struct bench *b)
 	return placed;
 }
 
-/* nodes, blockers, M queued jobs tried once; returns the blockers' ids in ids[2] */
+/* nodes, blockers, M queued jobs tried once (not with bf: the backfill
+ * scenario's pass is the first); returns the blockers' ids in ids[2] */
 static void build(struct bench *b, const struct xp_cluster *c, const char *policy, size_t jobs,
-		  uint64_t ids[2])
+		  uint64_t ids[2], int bf)
 {
 	struct xp_state_opts so = { .policy = policy };
 	struct xp_err err = { 0 };
@@ -122,12 +132,18 @@ static void build(struct bench *b, const struct xp_cluster *c, const char *polic
 		gpus[k] = n->ndevs;
 	}
 	for (int k = 0; k < 2; k++) {
+		int part = bf && k == 0 ? 2 : 1; /* backfill: half of each A100 node */
 		ids[k] = b->st->next_job_id;
 		snprintf(text, sizeof(text),
 			 "{\"name\":\"block%s\",\"replicas\":%zu,\"resources\":{\"cpu\":%d,"
 			 "\"memory\":%lld,\"devices\":{\"count\":%d,\"class\":\"gpu\",\"models\":"
-			 "[\"%s\"]}},\"duration\":\"1h\"}",
-			 model[k], per[k], cpu[k], mem[k], gpus[k], model[k]);
+			 "[\"%s\"]}},\"duration\":\"1h\"%s}",
+			 /* one half-replica a node: a core over half, so two never pair up */
+			 model[k], per[k], cpu[k] / part + (part > 1), mem[k] / part,
+			 gpus[k] / part, model[k],
+			 !bf	  ? ""
+			 : k == 0 ? ",\"time_limit\":\"1h\""
+				  : ",\"time_limit\":\"2h\"");
 		submit(b, text);
 	}
 	cycle(b);
@@ -137,8 +153,15 @@ static void build(struct bench *b, const struct xp_cluster *c, const char *polic
 	for (size_t i = 0; i < jobs; i++) {
 		if (!xp_mix_spec(i, "0s", text, sizeof(text)))
 			die("job spec", NULL);
+		if (bf) { /* the mix with time limits */
+			size_t n = strlen(text);
+			snprintf(text + n - 1, sizeof(text) - n + 1, ",\"time_limit\":\"%s\"}",
+				 i % 2 ? "2h" : "30m");
+		}
 		submit(b, text);
 	}
+	if (bf)
+		return;
 	if (cycle(b) != 0) /* new jobs are tried once, as the controller does */
 		die("a queued job started: the blockers do not hold the cluster", NULL);
 }
@@ -214,7 +237,7 @@ int main(int argc, char **argv)
 	uint64_t ids[2];
 
 	uint64_t t0 = xp_mono_ns();
-	build(&b, c, policy, jobs, ids);
+	build(&b, c, policy, jobs, ids, 0);
 	printf("build nodes=%zu jobs=%zu policy=%s build_s=%.3f\n", c->nnodes, jobs, policy,
 	       (double)(xp_mono_ns() - t0) / 1e9);
 
@@ -231,7 +254,7 @@ int main(int argc, char **argv)
 	xp_state_destroy(b.st);
 
 	for (int r = 0; r < runs; r++) {
-		build(&b, c, policy, jobs, ids);
+		build(&b, c, policy, jobs, ids, 0);
 		for (int k = 0; k < 2; k++)
 			apply(&b, "job.cancel", xp_rec_job_cancel(ids[k], "released"));
 		tried0 = b.st->placed + b.st->unplaced;
@@ -242,6 +265,29 @@ int main(int argc, char **argv)
 		xp_state_destroy(b.st);
 	}
 	report("release", ms, runs, jobs, c->nnodes, placed, tried0);
+
+	uint64_t held = 0, reserved = 0, filled = 0;
+	for (int r = 0; r < runs; r++) {
+		build(&b, c, policy, jobs, ids, 1);
+		tried0 = b.st->placed + b.st->unplaced;
+		uint64_t h0 = b.st->held_back, f0 = b.st->backfilled;
+		t0 = xp_mono_ns();
+		placed = cycle(&b);
+		ms[r] = (double)(xp_mono_ns() - t0) / 1e6;
+		tried0 = b.st->placed + b.st->unplaced - tried0;
+		held = b.st->held_back - h0;
+		filled = b.st->backfilled - f0;
+		reserved = 0;
+		for (size_t k = 0; k < b.st->jobs.n; k++) {
+			int64_t at;
+			reserved += xp_backfill_holds(b.st->resv, b.st->jobs.v[k]->id, &at);
+		}
+		xp_state_destroy(b.st);
+	}
+	report("backfill", ms, runs, jobs, c->nnodes, placed, tried0);
+	printf("backfill reservations=%llu backfilled=%llu (started while one was held) "
+	       "held_back=%llu (would have delayed one)\n",
+	       (unsigned long long)reserved, (unsigned long long)filled, (unsigned long long)held);
 	free(ms);
 	xp_cluster_destroy(c);
 	return 0;

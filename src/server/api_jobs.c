@@ -319,6 +319,13 @@ static void explain_admission(struct xp_ctl *ctl, const struct xp_job *j, json_t
 		json_object_set_new(o, "cannot_preempt", json_string(ad.why_not));
 		xp_sb_printf(sum, "; it cannot preempt: %s", ad.why_not);
 	}
+	if (ad.reserved) { /* backfill keeps room for it */
+		char ts[XP_TIME_LEN];
+		xp_time_format(ad.resv_at, ts);
+		json_object_set_new(o, "reserved_from", json_string(ts));
+		xp_sb_printf(sum, "; it holds a reservation: later jobs may not delay it past %s",
+			     ts);
+	}
 	xp_admission_free(&ad);
 }
 

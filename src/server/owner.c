@@ -382,7 +382,7 @@ static void snapshot_if_due(struct xp_ctl *ctl)
 static int cycle(struct xp_ctl *ctl)
 {
 	uint64_t t0 = xp_mono_ns();
-	long placed = xp_state_cycle(ctl->st, ctl->o.max_per_cycle, &ctl->rng, cycle_emit, ctl);
+	long placed = xp_state_cycle(ctl->st, xp_ctl_now(), ctl->o.max_per_cycle, &ctl->rng, cycle_emit, ctl);
 	xp_hist_add(&ctl->m.cycle, (double)(xp_mono_ns() - t0) / 1e9);
 	(void)placed;
 	return xp_state_cycle_more(ctl->st);

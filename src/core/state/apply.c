@@ -599,8 +599,8 @@ static int job_task(struct xp_state *st, struct rec *r, int64_t at, struct xp_ev
 	if (code != 0 || done == j->spec.replicas) {
 		char why[96] = "";
 		if (code != 0)
-			snprintf(why, sizeof(why), "replica %lld exited with code %lld", (long long)replica,
-				 (long long)code);
+			snprintf(why, sizeof(why), "replica %lld exited with code %lld",
+				 (long long)replica, (long long)code);
 		xp_state_finish(st, j, code ? XP_JOB_FAILED : XP_JOB_SUCCEEDED, at);
 		j->has_exit = 1;
 		j->exit_code = (int32_t)code;
@@ -614,8 +614,7 @@ static int job_task(struct xp_state *st, struct rec *r, int64_t at, struct xp_ev
 
 /* running -> pending: its node was lost, or it was preempted; a new
  * attempt starts later */
-static int job_requeue(struct xp_state *st, struct rec *r, int preempted,
-		       struct xp_event_info *ev)
+static int job_requeue(struct xp_state *st, struct rec *r, int preempted, struct xp_event_info *ev)
 {
 	int64_t id;
 	int rc = get_int(r, "id", 1, INT64_MAX, &id);
@@ -652,7 +651,7 @@ static int job_requeue(struct xp_state *st, struct rec *r, int preempted,
 	j->started_at = 0;
 	free(j->reason);
 	j->reason = json_is_string(rs) && *json_string_value(rs) ? xstrdup(json_string_value(rs))
-								  : NULL;
+								 : NULL;
 	xp_vec_push(&st->pending, j);
 	xp_vec_push(&st->fresh, j);
 	st->cap_grew = 1;
@@ -693,8 +692,8 @@ static int node_health(struct xp_state *st, struct rec *r, struct xp_event_info 
 	json_t *devs = json_object_get(r->o, "devices");
 	uint16_t nd = st->c->nodes[n].ndevs;
 	if (!json_is_array(devs) || json_array_size(devs) != nd)
-		return refuse(r, XP_EINVAL, "node %s has %u devices, the report lists %zu", name, nd,
-			      json_is_array(devs) ? json_array_size(devs) : 0);
+		return refuse(r, XP_EINVAL, "node %s has %u devices, the report lists %zu", name,
+			      nd, json_is_array(devs) ? json_array_size(devs) : 0);
 	uint8_t ok[XP_MAX_NODE_DEVS];
 	char *why[XP_MAX_NODE_DEVS];
 	for (uint16_t d = 0; d < nd; d++) {

@@ -59,6 +59,9 @@ struct xp_pass {
 	uint32_t *kid_at, *kids;
 	size_t *g_at; /* groups of queue q: g[g_at[q] .. g_at[q + 1]) */
 	XP_VEC(struct shape) failed, pfailed;
+	struct xp_backfill *bf; /* its reservations */
+	unsigned resv_tries;	/* blocked jobs that asked for a reservation */
+	int64_t now;
 };
 
 static struct xp_job **entries(const struct xp_state *st, struct xp_pass *p)
@@ -109,6 +112,8 @@ void xp_cycle_abort(struct xp_state *st)
 	free(p->kid_at);
 	free(p->kids);
 	free(p->g_at);
+	xp_backfill_free(st->resv); /* the finished pass's reservations stay to explain */
+	st->resv = p->bf;
 	free(p);
 	st->pass = NULL;
 	st->cap_grew = 1; /* what it did not reach gets a new pass */
@@ -134,6 +139,7 @@ static struct xp_pass *pass_begin(struct xp_state *st, int full)
 	}
 	st->fresh.n = 0;
 	p->nq = nq;
+	p->bf = xp_backfill_new(st);
 	p->left = xcalloc(nq + 1, sizeof(*p->left));
 	p->served = xcalloc(nq + 1, sizeof(*p->served));
 	p->g_at = xcalloc(nq + 2, sizeof(*p->g_at));
@@ -287,10 +293,30 @@ static int try_job(struct xp_state *st, struct xp_pass *p, struct xp_job *j, str
 		   xp_place_gang(st, j, rng, a, &got) == 0;
 	xp_unplace(st, a, got); /* apply() commits them for real */
 	if (fits) {
+		uint64_t blocks;
 		xp_demand_of(st, a, j->spec.replicas, d);
 		if (xp_queue_admits(st, j->queue, d, NULL, NULL) < 0) {
 			free(a);
 			goto unplaced;
+		}
+		if (!xp_backfill_allows(st, p->bf, j, a, p->now, &blocks)) {
+			/* it would delay a reserved job there: elsewhere? */
+			xp_backfill_exclude(st, p->bf, 1);
+			fits = xp_place_gang(st, j, rng, a, &got) == 0;
+			xp_unplace(st, a, got);
+			xp_backfill_exclude(st, p->bf, 0);
+			if (fits) { /* another node, maybe another device class */
+				xp_demand_of(st, a, j->spec.replicas, d);
+				fits = xp_queue_admits(st, j->queue, d, NULL, NULL) == 0;
+			}
+			if (!fits) {
+				st->held_back++;
+				free(a);
+				goto unplaced;
+			}
+			st->backfilled++;
+		} else if (p->bf && xp_backfill_active(p->bf)) {
+			st->backfilled++;
 		}
 	} else {
 		if (!shape_in(p->failed.v, p->failed.n, j, 0))
@@ -299,14 +325,14 @@ static int try_job(struct xp_state *st, struct xp_pass *p, struct xp_job *j, str
 		if (*preempt_tries <= 0 || shape_in(p->pfailed.v, p->pfailed.n, j, 1) ||
 		    st->queues.v[j->queue].preempt == XP_PREEMPT_NEVER) {
 			free(a);
-			goto unplaced;
+			goto blocked;
 		}
 		--*preempt_tries;
 		if (xp_preempt_plan(st, j, rng, &plan) < 0) {
 			shape_add(&p->pfailed, j);
 			xp_plan_free(&plan);
 			free(a);
-			goto unplaced;
+			goto blocked;
 		}
 		for (size_t k = 0; k < plan.n; k++) {
 			char why[300];
@@ -340,13 +366,18 @@ static int try_job(struct xp_state *st, struct xp_pass *p, struct xp_job *j, str
 		return rc;
 	st->placed++;
 	return 1;
+blocked: /* the first blocked jobs of the pass hold reservations */
+	if (p->resv_tries < 2 * XP_RESV_MAX) {
+		p->resv_tries++;
+		xp_backfill_reserve(st, p->bf, j, rng);
+	}
 unplaced:
 	st->unplaced++;
 	return 0;
 }
 
-long xp_state_cycle(struct xp_state *st, size_t budget, struct xp_rng *rng, xp_emit_fn emit,
-		    void *ctx)
+long xp_state_cycle(struct xp_state *st, int64_t now, size_t budget, struct xp_rng *rng,
+		    xp_emit_fn emit, void *ctx)
 {
 	struct xp_err err;
 	long placed = 0;
@@ -381,6 +412,7 @@ long xp_state_cycle(struct xp_state *st, size_t budget, struct xp_rng *rng, xp_e
 		}
 		struct xp_job *j = entries(st, p)[p->g[g].at];
 		consume(st, p, (size_t)g);
+		p->now = now;
 		tried++;
 		int rc = try_job(st, p, j, rng, &preempt_tries, emit, ctx);
 		if (rc < 0)

@@ -74,6 +74,7 @@ void xp_state_admission(struct xp_state *st, const struct xp_job *j, struct xp_a
 		quota_refuses(st, j, d, out);
 		return;
 	}
+	out->reserved = xp_backfill_holds(st->resv, j->id, &out->resv_at);
 	struct xp_plan plan;
 	xp_rng_seed(&rng, j->id);
 	if (xp_preempt_plan(st, j, &rng, &plan) == 0) {

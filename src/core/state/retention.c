@@ -113,19 +113,22 @@ int xp_state_job_forget(struct xp_state *st, json_t *o, struct xp_event_info *ev
 	json_t *ids = json_object_get(o, "ids"), *v;
 	size_t i, n = json_array_size(ids);
 	if (!json_is_array(ids) || n == 0 || n > FORGET_MAX || json_object_size(o) != 1)
-		return xp_errf(err, XP_ECORRUPT, "ids: expected a list of 1..%d job ids", FORGET_MAX);
+		return xp_errf(err, XP_ECORRUPT, "ids: expected a list of 1..%d job ids",
+			       FORGET_MAX);
 	/* check all before changing any */
 	int rc = 0;
 	json_array_foreach(ids, i, v)
 	{
 		json_int_t id = json_integer_value(v);
-		struct xp_job *j = json_is_integer(v) && id > 0 ? xp_state_job(st, (uint64_t)id) : NULL;
+		struct xp_job *j =
+			json_is_integer(v) && id > 0 ? xp_state_job(st, (uint64_t)id) : NULL;
 		if (!json_is_integer(v) || id <= 0)
 			rc = xp_errf(err, XP_ECORRUPT, "ids[%zu]: expected a job id", i);
 		else if (!j)
 			rc = xp_errf(err, XP_ENOENT, "no job %lld", (long long)id);
 		else if (!xp_job_terminal(j->state))
-			rc = xp_errf(err, XP_ESTATE, "job %lld is %s: only finished jobs are forgotten",
+			rc = xp_errf(err, XP_ESTATE,
+				     "job %lld is %s: only finished jobs are forgotten",
 				     (long long)id, xp_job_state_name(j->state));
 		else if (j->forgetting)
 			rc = xp_errf(err, XP_ECORRUPT, "job %lld named twice", (long long)id);

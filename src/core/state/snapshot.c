@@ -60,14 +60,15 @@ char *xp_state_snapshot(const struct xp_state *st)
 	a = json_array();
 	for (size_t n = 0; n < st->nodes.n; n++) {
 		const struct xp_nodeinfo *ni = &st->nodes.v[n];
-		json_t *no = json_pack("{s:s,s:s,s:b,s:o}", "source", xp_node_source_name(ni->source),
-				       "state", xp_node_state_name(ni->state), "removed", ni->removed,
-				       "descriptor", node_descriptor(st, n));
+		json_t *no =
+			json_pack("{s:s,s:s,s:b,s:o}", "source", xp_node_source_name(ni->source),
+				  "state", xp_node_state_name(ni->state), "removed", ni->removed,
+				  "descriptor", node_descriptor(st, n));
 		if (ni->dev_why) {
 			json_t *why = json_array();
 			for (uint16_t d = 0; d < st->c->nodes[n].ndevs; d++)
-				json_array_append_new(why, json_string(ni->dev_why[d] ? ni->dev_why[d]
-										       : ""));
+				json_array_append_new(
+					why, json_string(ni->dev_why[d] ? ni->dev_why[d] : ""));
 			json_object_set_new(no, "why", why);
 		}
 		json_array_append_new(a, no);
@@ -248,8 +249,8 @@ int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, st
 		if (rc == 0 && !(text = json_dumps(def, JSON_COMPACT)))
 			rc = xp_errf(err, XP_ECORRUPT, "snapshot: queue %zu is malformed", i);
 		if (rc == 0)
-			rc = xp_queuespec_parse_text("snapshot queue", text, strlen(text), 1, 1, &qs,
-						     NULL, err);
+			rc = xp_queuespec_parse_text("snapshot queue", text, strlen(text), 1, 1,
+						     &qs, NULL, err);
 		free(text);
 		if (rc == 0) {
 			struct xp_queue q = { .name = xstrdup(qs.name),
@@ -287,7 +288,8 @@ int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, st
 				char *w[XP_MAX_NODE_DEVS];
 				for (uint16_t k = 0; k < nd; k++) {
 					const char *t = json_string_value(json_array_get(why, k));
-					ok[k] = st->c->nodes[idx].devs[k].health != XP_HEALTH_UNHEALTHY;
+					ok[k] = st->c->nodes[idx].devs[k].health !=
+						XP_HEALTH_UNHEALTHY;
 					w[k] = (char *)(t ? t : "");
 				}
 				xp_state_set_health(st, idx, ok, w);

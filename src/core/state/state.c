@@ -125,6 +125,7 @@ void xp_state_destroy(struct xp_state *st)
 	if (!st)
 		return;
 	xp_cycle_abort(st);
+	xp_backfill_free(st->resv);
 	xp_deps_free(st);
 	for (size_t i = 0; i < st->jobs.n; i++)
 		xp_state_job_free(st->jobs.v[i]);
@@ -322,8 +323,8 @@ char *xp_rec_node_health(const char *name, const uint8_t *ok, char *const *why, 
 {
 	json_t *a = json_array();
 	for (unsigned i = 0; i < n; i++)
-		json_array_append_new(a, json_pack("{s:b,s:s}", "ok", ok[i], "why",
-						   why && why[i] ? why[i] : ""));
+		json_array_append_new(
+			a, json_pack("{s:b,s:s}", "ok", ok[i], "why", why && why[i] ? why[i] : ""));
 	return dump(json_pack("{s:s,s:o}", "name", name, "devices", a));
 }
 
@@ -373,7 +374,8 @@ int xp_state_check(const struct xp_state *st, struct xp_err *err)
 		const struct xp_nodeinfo *ni = &st->nodes.v[n];
 		for (size_t k = 0; rc == 0 && k < ni->run.n; k++) {
 			const struct xp_replica_ref *x = &ni->run.v[k];
-			if (x->job->state != XP_JOB_RUNNING || x->replica >= x->job->spec.replicas ||
+			if (x->job->state != XP_JOB_RUNNING ||
+			    x->replica >= x->job->spec.replicas ||
 			    x->job->allocs[x->replica].node != n)
 				rc = xp_errf(err, XP_EINTERNAL,
 					     "node %s lists job %llu replica %u, not running there",

@@ -133,6 +133,8 @@ struct xp_state {
 	struct xp_pass *pass;		 /* the pass in progress (cycle.c), NULL: none */
 	struct xp_intmap dependents;	 /* job id -> pending jobs waiting for it (deps.c) */
 	XP_VEC(uint64_t) doomed;	 /* pending jobs whose dependencies can never be met */
+	struct xp_backfill *resv; /* the reservations of the last finished pass */
+	uint64_t backfilled, held_back; /* starts that passed a reservation; starts it refused */
 	int sched_stale;		 /* nodes changed: rebuild the scheduler before use */
 	uint64_t next_job_id, next_token_id;
 	uint64_t seq; /* last record applied */
@@ -232,8 +234,12 @@ uint64_t xp_state_job_by_key(const struct xp_state *st, uint32_t tenant, const c
  * Returns the number placed, or a negative code from emit().
  */
 typedef int (*xp_emit_fn)(void *ctx, const char *type, char *body);
-long xp_state_cycle(struct xp_state *st, size_t budget, struct xp_rng *rng, xp_emit_fn emit,
-		    void *ctx);
+long xp_state_cycle(struct xp_state *st, int64_t now, size_t budget, struct xp_rng *rng,
+		    xp_emit_fn emit, void *ctx);
+/* The reservation the last finished pass made for job (backfill.c): 1 and
+ * *at, its expected start, or 0. */
+struct xp_backfill;
+int xp_backfill_holds(const struct xp_backfill *b, uint64_t job, int64_t *at);
 /* Can tenant's job depend on dep (it exists, is the tenant's, and has not
  * ended in a way that can never meet it)? 0 or an error. */
 int xp_deps_check_one(const struct xp_state *st, const struct xp_dep *dep, uint32_t tenant,
@@ -272,6 +278,8 @@ struct xp_admission {
 	uint64_t *victims;
 	size_t nvictims;
 	char why_not[300];
+	int reserved;	/* backfill holds a reservation for it, */
+	int64_t resv_at; /* expected to start then (the running jobs' limits) */
 };
 void xp_state_admission(struct xp_state *st, const struct xp_job *j, struct xp_admission *out);
 void xp_admission_free(struct xp_admission *a);

@@ -58,6 +58,24 @@ void xp_deps_free(struct xp_state *st);
 long xp_deps_cancel_doomed(struct xp_state *st, xp_emit_fn emit, void *ctx);
 int xp_deps_check_state(const struct xp_state *st, struct xp_err *err);
 
+/* backfill.c: the reservations of a pass. reserve: j (blocked) gets one
+ * if it can (1); allows: may job k start now at a[] without delaying a
+ * reservation (1; else 0 and *blocks the job it would delay) - allowed,
+ * its use of the reservations' slack is kept. */
+#define XP_RESV_MAX 8
+struct xp_backfill;
+struct xp_backfill *xp_backfill_new(const struct xp_state *st);
+void xp_backfill_free(struct xp_backfill *b);
+int xp_backfill_reserve(struct xp_state *st, struct xp_backfill *b, const struct xp_job *j,
+			const struct xp_rng *rng);
+int xp_backfill_allows(const struct xp_state *st, struct xp_backfill *b, const struct xp_job *k,
+		       const struct xp_alloc *a, int64_t now, uint64_t *blocks);
+/* Take the reserved nodes out of the scheduler (out 1) or back (0): a job
+ * refused where the policy put it may fit elsewhere. */
+void xp_backfill_exclude(struct xp_state *st, const struct xp_backfill *b, int out);
+/* Does the pass hold a reservation (starts now are backfill)? */
+int xp_backfill_active(const struct xp_backfill *b);
+
 /* preempt.c: the victims that let j start (0), or why there are none
  * (XP_ENOSPC and out->why). The scheduler is left as it was. */
 struct xp_plan {

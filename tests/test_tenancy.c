@@ -825,7 +825,8 @@ static void test_backfill(void **state)
 	node(&w, "n0", 8, 64);
 	node(&w, "n1", 8, 64);
 	assert_int_equal(queue(&w, "{name: default}"), 0);
-	world_submit(&w, "t1", "node: n0\ntime_limit: 1h\nresources: {devices: {count: 4}}\n", NULL);
+	world_submit(&w, "t1", "node: n0\ntime_limit: 1h\nresources: {devices: {count: 4}}\n",
+		     NULL);
 	world_submit(&w, "t1", "node: n1\nresources: {devices: {count: 2}}\n", NULL);
 	world_cycle(&w);
 	big = world_submit(&w, "t1", "resources: {devices: {count: 8}}\n", NULL);
@@ -835,6 +836,48 @@ static void test_backfill(void **state)
 	assert_int_equal(state_of(&w, slong), XP_JOB_RUNNING);
 	assert_int_equal(xp_state_job(w.st, slong)->allocs[0].node, 1); /* bestfit said n0 */
 	assert_int_equal(w.st->held_back, 0);
+	done(&w);
+}
+
+/* deadlines: earliest first inside a queue, across tenants; status */
+static void test_deadlines(void **state)
+{
+	(void)state;
+	struct world w;
+	init(&w);
+	node(&w, "n0", 1, 64);
+	assert_int_equal(queue(&w, "{name: default}"), 0);
+	uint64_t blk = world_submit(&w, "t1", "resources: " GPU1 "\n", NULL);
+	world_cycle(&w);
+	uint64_t none = world_submit(&w, "t1", "resources: " GPU1 "\n", NULL);
+	uint64_t late = world_submit(&w, "t2", "deadline: 5h\nresources: " GPU1 "\n", NULL);
+	uint64_t soon = world_submit(&w, "t1",
+				     "deadline: 1h\ntime_limit: 30m\nresources: " GPU1 "\n", NULL);
+	uint64_t abs = world_submit(
+		&w, "t2", "deadline: 1970-01-01T00:00:00.001Z\nresources: " GPU1 "\n", NULL);
+	assert_true(none && late && soon && abs);
+	assert_int_equal(xp_job_deadline(xp_state_job(w.st, soon)), w.now + 3600000);
+	assert_string_equal(xp_job_deadline_status(xp_state_job(w.st, soon), w.now), "ok");
+	assert_string_equal(
+		xp_job_deadline_status(xp_state_job(w.st, soon), w.now + 3600000 - 1800000 + 1),
+		"at_risk");
+	assert_string_equal(xp_job_deadline_status(xp_state_job(w.st, abs), w.now), "missed");
+	assert_null(xp_job_deadline_status(xp_state_job(w.st, none), w.now));
+	/* one GPU frees at a time: the earliest deadline goes first, whatever
+	 * the tenant's share or the job's age */
+	uint64_t order[4] = { abs, soon, late, none }, prev = blk;
+	for (int i = 0; i < 4; i++) {
+		finish(&w, prev, 1);
+		world_cycle(&w);
+		assert_int_equal(state_of(&w, order[i]), XP_JOB_RUNNING);
+		prev = order[i];
+	}
+	/* a bad deadline names the field */
+	struct xp_jobspec sp;
+	struct xp_err err = { 0 };
+	char field[320];
+	assert_true(xp_jobspec_parse_text("t", "deadline: soon\n", 15, 0, &sp, field, &err) < 0);
+	assert_string_equal(field, "deadline");
 	done(&w);
 }
 
@@ -952,10 +995,11 @@ static void random_run(uint64_t seed, int ops)
 			struct xp_overdue due[8];
 			size_t n = xp_state_overdue(w.st, w.now, due, 8);
 			for (size_t i = 0; i < n; i++)
-				assert_int_equal(world_apply(&w, "job.finish",
-							     xp_rec_job_finish(due[i].id, XP_JOB_FAILED,
-									       0, due[i].why)),
-						 0);
+				assert_int_equal(
+					world_apply(&w, "job.finish",
+						    xp_rec_job_finish(due[i].id, XP_JOB_FAILED, 0,
+								      due[i].why)),
+					0);
 		} else if (k < 95 && w.st->jobs.n) { /* cancel */
 			struct xp_job *j = w.st->jobs.v[xp_rng_below(&rng, w.st->jobs.n)];
 			if (!xp_job_terminal(j->state))
@@ -1023,6 +1067,7 @@ int main(void)
 		cmocka_unit_test(test_time_limit_and_gang_timeout),
 		cmocka_unit_test(test_colocate),
 		cmocka_unit_test(test_backfill),
+		cmocka_unit_test(test_deadlines),
 		cmocka_unit_test(test_random_reference),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

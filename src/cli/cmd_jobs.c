@@ -352,6 +352,14 @@ static void describe_job(const json_t *job)
 	time_field("Submitted:", job, "submitted_at");
 	time_field("Started:", job, "started_at");
 	time_field("Finished:", job, "finished_at");
+	if (xp_cli_jstr(job, "deadline")) {
+		xp_sb_printf(&b, "%s (%s)", xp_cli_jstr(job, "deadline"),
+			     xp_cli_jstr(job, "deadline_status")
+				     ? xp_cli_jstr(job, "deadline_status")
+				     : "?");
+		field("Deadline:", b.s);
+		xp_sb_reset(&b);
+	}
 	s = xp_cli_jtext(json_object_get(job, "exit_code"));
 	field("Exit code:", s);
 	free(s);

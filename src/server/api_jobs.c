@@ -42,6 +42,13 @@ json_t *xp_api_job_json(struct xp_ctl *ctl, const struct xp_job *j)
 	json_object_set_new(o, "started_at", time_or_null(j->started_at));
 	json_object_set_new(o, "finished_at", time_or_null(j->finished_at));
 	json_object_set_new(o, "exit_code", j->has_exit ? json_integer(j->exit_code) : json_null());
+	if (xp_job_deadline(j)) { /* EDF in its queue; flagged when it cannot be met */
+		char ts[XP_TIME_LEN];
+		xp_time_format(xp_job_deadline(j), ts);
+		json_object_set_new(o, "deadline", json_string(ts));
+		json_object_set_new(o, "deadline_status",
+				    json_string(xp_job_deadline_status(j, xp_ctl_now())));
+	}
 	json_object_set_new(o, "attempts", json_integer(j->attempts));
 	json_object_set_new(o, "requeues", json_integer(j->requeues));
 	json_object_set_new(o, "preemptions", json_integer(j->preemptions));

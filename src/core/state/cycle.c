@@ -7,9 +7,10 @@
  * over the cluster's capacity, largest over the resources, divided by the
  * weight), then the fewest picks so far in this pass (round-robin), then
  * the oldest queue. At the leaf, the group whose next job has the highest
- * priority, then the tenant with the lowest dominant share, then the oldest
- * job. Shares are read live, so a start in one queue makes the next pick
- * favour the others.
+ * priority, then the earliest deadline (EDF; a job with one before a job
+ * without), then the tenant with the lowest dominant share, then the
+ * oldest job. Within a group the same order, less the tenant. Shares are read live, so a start in
+ * one queue makes the next pick favour the others.
  *
  * A job is admitted when its queue and every ancestor stay within their
  * max, and placed with the core replica by replica, committed tentatively;
@@ -69,6 +70,32 @@ static struct xp_job **entries(const struct xp_state *st, struct xp_pass *p)
 	return p->full ? st->pending.v : p->own.v;
 }
 
+/* earliest deadline first; a job with one before a job without */
+static int edf(const struct xp_job *x, const struct xp_job *y)
+{
+	int64_t dx = xp_job_deadline(x), dy = xp_job_deadline(y);
+	if (dx == dy)
+		return 0;
+	if (!dx || !dy)
+		return dx ? -1 : 1;
+	return dx < dy ? -1 : 1;
+}
+
+/* at a leaf: the group whose next job a goes before b's: priority, then
+ * the earliest deadline, then the tenant with the lower share (ta, tb),
+ * then the older job */
+static int better_head(const struct xp_job *a, const struct xp_job *b, double ta, double tb)
+{
+	if (a->spec.priority != b->spec.priority)
+		return a->spec.priority > b->spec.priority;
+	int e = edf(a, b);
+	if (e)
+		return e < 0;
+	if (ta != tb)
+		return ta < tb;
+	return a->id < b->id;
+}
+
 static int cmp_group(const void *a, const void *b)
 {
 	const struct xp_job *x = *(const struct xp_job *const *)a;
@@ -79,6 +106,9 @@ static int cmp_group(const void *a, const void *b)
 		return x->tenant < y->tenant ? -1 : 1;
 	if (x->spec.priority != y->spec.priority)
 		return x->spec.priority > y->spec.priority ? -1 : 1;
+	int e = edf(x, y);
+	if (e)
+		return e;
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
@@ -231,10 +261,7 @@ static long pick(const struct xp_state *st, struct xp_pass *p)
 				const struct xp_job *a = v[x->at], *b = v[p->g[bg].at];
 				double ta = xp_tenant_share(st, x->tenant),
 				       tb = xp_tenant_share(st, p->g[bg].tenant);
-				if (a->spec.priority != b->spec.priority
-					    ? a->spec.priority > b->spec.priority
-				    : ta != tb ? ta < tb
-					       : a->id < b->id)
+				if (better_head(a, b, ta, tb))
 					bg = (long)g;
 			}
 			if (bg >= 0) {

@@ -19,11 +19,11 @@
 #include "../../lib/timefmt.h"
 #include "../../lib/xalloc.h"
 
-static const char *const top_keys[] = { "name",	     "tenant",	   "queue",	   "priority",
-					"command",   "args",	   "env",	   "workdir",
-					"replicas",  "resources",  "labels",	   "duration",
-					"exit_code", "node",	   "on_node_lost", "time_limit",
-					"gang",	     "depends_on", "workflow",	   NULL };
+static const char *const top_keys[] = {
+	"name",		"tenant",     "queue",	   "priority",	 "command",  "args",	  "env",
+	"workdir",	"replicas",   "resources", "labels",	 "duration", "exit_code", "node",
+	"on_node_lost", "time_limit", "gang",	   "depends_on", "workflow", "deadline",  NULL
+};
 static const char *const gang_keys[] = { "colocate", "timeout", NULL };
 static const char *const dep_keys[] = { "job", "type", NULL };
 static const char *const dep_names[XP_DEP_N] = { "after-ok", "after-any", "after-not-ok" };
@@ -479,6 +479,21 @@ static int parse(struct xp_walk *w, const struct xp_tree *t, struct xp_jobspec *
 	}
 	if ((rc = parse_deps(w, t, s)) < 0 || (rc = get_name(w, t, "workflow", &s->workflow)) < 0)
 		return rc;
+	const struct xp_tree *dl = xp_tree_field(t, "deadline");
+	if (dl) { /* a time, or a duration from submission */
+		size_t m = xp_walk_push_key(w, "deadline");
+		rc = xp_walk_want(w, dl, XP_TREE_SCALAR, "a time (RFC 3339) or a duration");
+		if (rc == 0 && xp_time_parse(dl->text, &s->deadline_ms) < 0 &&
+		    (xp_duration_parse(dl->text, XP_DURATION_MAX_MS, &s->deadline_in_ms) < 0 ||
+		     !s->deadline_in_ms))
+			rc = xp_walk_fail(w, dl->line, XP_EINVAL,
+					  "expected a time such as 2026-12-01T08:00:00Z or a "
+					  "duration such as 6h, got '%s'",
+					  XP_SHOW(dl->text));
+		xp_walk_pop(w, m);
+		if (rc < 0)
+			return rc;
+	}
 	if ((rc = xp_walk_get_int(w, t, "exit_code", 0, 255, &v)) < 0)
 		return rc;
 	s->exit_code = rc ? (int32_t)v : 0;
@@ -628,6 +643,14 @@ char *xp_jobspec_to_json(const struct xp_jobspec *s)
 	}
 	if (s->workflow)
 		json_object_set_new(o, "workflow", json_string(s->workflow));
+	if (s->deadline_ms) {
+		char ts[XP_TIME_LEN];
+		xp_time_format(s->deadline_ms, ts);
+		json_object_set_new(o, "deadline", json_string(ts));
+	} else if (s->deadline_in_ms) {
+		snprintf(buf, sizeof(buf), "%lldms", (long long)s->deadline_in_ms);
+		json_object_set_new(o, "deadline", json_string(buf));
+	}
 	if (s->fail_on_lost)
 		json_object_set_new(o, "on_node_lost", json_string("fail"));
 	char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);

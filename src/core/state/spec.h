@@ -85,7 +85,9 @@ struct xp_jobspec {
 	int64_t gang_timeout_ms; /* a job still pending after it fails, saying why; 0: none */
 	struct xp_dep *deps;
 	uint16_t ndeps;
-	char *workflow; /* the workflow it was submitted with, or NULL */
+	char *workflow;		/* the workflow it was submitted with, or NULL */
+	int64_t deadline_ms;	/* deadline: an absolute time (ms since the epoch), 0: none */
+	int64_t deadline_in_ms; /* or a duration from submission, 0: none */
 };
 
 const char *xp_dep_type_name(int t);

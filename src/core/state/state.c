@@ -425,3 +425,25 @@ void xp_node_run_del(struct xp_state *st, uint32_t n, const struct xp_job *j, ui
 		}
 	}
 }
+
+int64_t xp_job_deadline(const struct xp_job *j)
+{
+	if (j->spec.deadline_ms)
+		return j->spec.deadline_ms;
+	return j->spec.deadline_in_ms ? j->submitted_at + j->spec.deadline_in_ms : 0;
+}
+
+const char *xp_job_deadline_status(const struct xp_job *j, int64_t now)
+{
+	int64_t d = xp_job_deadline(j);
+	if (!d)
+		return NULL;
+	if (xp_job_terminal(j->state))
+		return j->state == XP_JOB_SUCCEEDED && j->finished_at <= d ? "met" : "missed";
+	if (now > d)
+		return "missed";
+	int64_t end = j->state == XP_JOB_RUNNING ? j->started_at : now;
+	if (j->spec.time_limit_ms && end + j->spec.time_limit_ms > d)
+		return "at_risk";
+	return "ok";
+}

@@ -133,8 +133,8 @@ struct xp_state {
 	struct xp_pass *pass;		 /* the pass in progress (cycle.c), NULL: none */
 	struct xp_intmap dependents;	 /* job id -> pending jobs waiting for it (deps.c) */
 	XP_VEC(uint64_t) doomed;	 /* pending jobs whose dependencies can never be met */
-	struct xp_backfill *resv; /* the reservations of the last finished pass */
-	uint64_t backfilled, held_back; /* starts that passed a reservation; starts it refused */
+	struct xp_backfill *resv;	 /* the reservations of the last finished pass */
+	uint64_t backfilled, held_back;	 /* starts that passed a reservation; starts it refused */
 	int sched_stale;		 /* nodes changed: rebuild the scheduler before use */
 	uint64_t next_job_id, next_token_id;
 	uint64_t seq; /* last record applied */
@@ -278,7 +278,7 @@ struct xp_admission {
 	uint64_t *victims;
 	size_t nvictims;
 	char why_not[300];
-	int reserved;	/* backfill holds a reservation for it, */
+	int reserved;	 /* backfill holds a reservation for it, */
 	int64_t resv_at; /* expected to start then (the running jobs' limits) */
 };
 void xp_state_admission(struct xp_state *st, const struct xp_job *j, struct xp_admission *out);
@@ -287,6 +287,12 @@ void xp_admission_free(struct xp_admission *a);
 /* Snapshot: the whole state as JSON (malloc'd); load into a fresh state. */
 char *xp_state_snapshot(const struct xp_state *st);
 int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, struct xp_err *err);
+
+/* A job's deadline (ms since the epoch; 0: none), and how it stands at
+ * now: "met", "missed", "at_risk" (it cannot end in time by its time
+ * limit), "ok" (NULL without a deadline). */
+int64_t xp_job_deadline(const struct xp_job *j);
+const char *xp_job_deadline_status(const struct xp_job *j, int64_t now);
 
 /* Names of states and sources; parse returns -1 when unknown. */
 const char *xp_job_state_name(int s);

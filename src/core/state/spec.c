@@ -482,7 +482,7 @@ static int parse(struct xp_walk *w, const struct xp_tree *t, struct xp_jobspec *
 	const struct xp_tree *dl = xp_tree_field(t, "deadline");
 	if (dl) { /* a time, or a duration from submission */
 		size_t m = xp_walk_push_key(w, "deadline");
-		rc = xp_walk_want(w, dl, XP_TREE_SCALAR, "a time (RFC 3339) or a duration");
+		rc = xp_walk_want(w, dl, XP_TREE_SCALAR, "an RFC 3339 time or a duration");
 		if (rc == 0 && xp_time_parse(dl->text, &s->deadline_ms) < 0 &&
 		    (xp_duration_parse(dl->text, XP_DURATION_MAX_MS, &s->deadline_in_ms) < 0 ||
 		     !s->deadline_in_ms))

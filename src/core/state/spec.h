@@ -86,7 +86,7 @@ struct xp_jobspec {
 	struct xp_dep *deps;
 	uint16_t ndeps;
 	char *workflow;		/* the workflow it was submitted with, or NULL */
-	int64_t deadline_ms;	/* deadline: an absolute time (ms since the epoch), 0: none */
+	int64_t deadline_ms;	/* deadline: an absolute time in ms since the epoch, 0: none */
 	int64_t deadline_in_ms; /* or a duration from submission, 0: none */
 };
 

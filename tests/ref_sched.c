@@ -32,9 +32,9 @@
 #include <string.h>
 
 static const char *const ref_names[REF_NPOLICIES] = {
-	[REF_RANDOM] = "random",   [REF_DOTPROD] = "dotprod", [REF_CLUSTERING] = "clustering",
-	[REF_PACKING] = "packing", [REF_BESTFIT] = "bestfit", [REF_FGD] = "fgd",
-	[REF_BINPACK] = "binpack", [REF_SPREAD] = "spread",
+	[REF_RANDOM] = "random",     [REF_DOTPROD] = "dotprod", [REF_CLUSTERING] = "clustering",
+	[REF_PACKING] = "packing",   [REF_BESTFIT] = "bestfit", [REF_FGD] = "fgd",
+	[REF_WEIGHTED] = "weighted", [REF_BINPACK] = "binpack", [REF_SPREAD] = "spread",
 };
 
 const char *ref_policy_name(int policy)
@@ -49,6 +49,7 @@ int32_t ref_score_max(int policy)
 		return 0;
 	case REF_BINPACK:
 	case REF_SPREAD:
+	case REF_WEIGHTED:
 		return 10000;
 	default:
 		return 100;
@@ -419,6 +420,86 @@ static int32_t binpack_score(const struct xp_node *node, const struct nstate *s,
 	return (int32_t)(10000 * (need + used) / cap);
 }
 
+/* "weighted" (scheduler.md): per node, the accelerators' mean peak GFLOPS
+ * (fp16, else fp32) x 1000 / TDP, and the sum of off-node link bandwidth */
+static int64_t node_ppw(const struct xp_node *node)
+{
+	uint64_t sum = 0, cnt = 0;
+	for (uint32_t d = 0; d < node->ndevs; d++) {
+		const struct xp_device *dv = &node->devs[d];
+		uint32_t g = dv->peak_gflops[XP_PREC_FP16] ? dv->peak_gflops[XP_PREC_FP16]
+							   : dv->peak_gflops[XP_PREC_FP32];
+		if (is_accel(dv) && dv->tdp_w && g) {
+			sum += (uint64_t)g * 1000 / dv->tdp_w;
+			cnt++;
+		}
+	}
+	return cnt ? (int64_t)(sum / cnt) : 0;
+}
+
+static int64_t node_net(const struct xp_node *node)
+{
+	int64_t sum = 0;
+	for (uint32_t d = 0; d < node->ndevs; d++)
+		for (uint32_t l = 0; l < node->devs[d].nlinks; l++)
+			if (node->devs[d].links[l].peer < 0)
+				sum += node->devs[d].links[l].gbps;
+	return sum;
+}
+
+static int64_t lim10k(int64_t v)
+{
+	return v < 0 ? 0 : v > 10000 ? 10000 : v;
+}
+
+static int32_t weighted_score(const struct ref_sched *r, const struct xp_node *node,
+			      const struct nstate *s, const struct xp_request *q)
+{
+	/* affinity: fit (bestfit in 0..10000) and NUMA locality */
+	double mc = (double)r->maxcpu, mm = (double)r->maxmilli;
+	int64_t left =
+		(int64_t)(5000.0 * (double)(s->cpu - (int64_t)q->cpu_milli) / mc) +
+		(int64_t)(5000.0 *
+			  ((double)free_accel(node, s) - (double)q->dev_count * q->dev_milli) / mm);
+	int64_t fit = lim10k(10000 - left), loc = 10000;
+	if (q->dev_count > 1) {
+		int64_t best = 0;
+		for (int numa = 0; numa < XP_MAX_NODE_DEVS; numa++) {
+			int64_t c = 0;
+			for (uint32_t d = 0; d < s->ndev; d++) {
+				int nd = node->devs[d].numa;
+				if ((nd < 0 || nd >= XP_MAX_NODE_DEVS ? 0 : nd) == numa &&
+				    usable(node, s, d, q))
+					c++;
+			}
+			if (c > best)
+				best = c;
+		}
+		loc = lim10k(10000 * best / q->dev_count);
+	}
+	int64_t aff = (fit + loc) / 2;
+	/* energy: busy, and efficiency against the cluster's best */
+	int busy = s->cpu < (int64_t)node->cpu_milli;
+	int64_t bad = 0, maxppw = 0, maxnet = 0;
+	for (uint32_t d = 0; d < s->ndev; d++) {
+		busy |= s->milli[d] < XP_MILLI || s->mem[d] < (int64_t)node->devs[d].mem_mib;
+		bad += !s->ok[d];
+	}
+	for (size_t n = 0; n < r->nnodes; n++) {
+		int64_t p = node_ppw(&r->c->nodes[n]), b = node_net(&r->c->nodes[n]);
+		maxppw = p > maxppw ? p : maxppw;
+		maxnet = b > maxnet ? b : maxnet;
+	}
+	int64_t energy =
+		(busy ? 10000 : 0) / 2 + (maxppw ? 10000 * node_ppw(node) / maxppw : 5000) / 2;
+	int64_t net = maxnet ? 10000 * node_net(node) / maxnet : 5000;
+	if (q->dev_count < 2)
+		net = 10000 - net;
+	int64_t health = 10000 / (1 + bad);
+	/* the brief's weights without priority's (the same on every node) */
+	return (int32_t)((250 * aff + 200 * energy + 150 * net + 100 * health) / 700);
+}
+
 static int32_t clamp(int64_t v, int32_t max)
 {
 	return v < 0 ? 0 : v > max ? max : (int32_t)v;
@@ -474,6 +555,8 @@ static int32_t score_state(const struct ref_sched *r, uint32_t n, const struct n
 		return clamp(binpack_score(node, s, q), max);
 	case REF_SPREAD:
 		return clamp(10000 - (int64_t)clamp(binpack_score(node, s, q), 10000), max);
+	case REF_WEIGHTED:
+		return clamp(weighted_score(r, node, s, q), max);
 	}
 	return 0;
 }

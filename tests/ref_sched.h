@@ -29,6 +29,7 @@ enum ref_policy {
 	REF_FGD,
 	REF_BINPACK,
 	REF_SPREAD,
+	REF_WEIGHTED,
 	REF_NPOLICIES
 };
 

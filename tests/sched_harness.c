@@ -10,7 +10,7 @@
 #include "sched_harness.h"
 
 const char *const det_policies[NDET_POLICIES] = { "dotprod", "clustering", "packing", "bestfit",
-						  "fgd",     "binpack",	   "spread" };
+						  "fgd",     "binpack",	   "spread",  "weighted" };
 
 /* operation counters, printed with XP_REF_VERBOSE=1 */
 size_t total_ops, n_placed, n_nofit, n_released, n_explain, n_checks;
@@ -49,6 +49,7 @@ struct devspec {
 	uint32_t cc;
 	uint64_t mem;
 	int16_t numa, island;
+	uint32_t tdp, gflops, nic; /* power model, fp16 peak, an off-node link (Gbit/s) */
 };
 
 struct ntype {
@@ -73,6 +74,9 @@ static void random_devspec(struct world *w, struct xp_rng *g, struct devspec *d)
 	d->mem = PICK(g, dev_mems);
 	d->numa = -1;
 	d->island = -1;
+	d->tdp = chance(g, 70) ? 75 + (uint32_t)below(g, 650) : 0;
+	d->gflops = chance(g, 80) ? 10000 + (uint32_t)below(g, 2000000) : 0;
+	d->nic = chance(g, 30) ? 100 * (1 + (uint32_t)below(g, 4)) : 0;
 }
 
 static void world_syms(struct world *w)
@@ -144,6 +148,10 @@ static void world_random(struct world *w, struct xp_rng *g, size_t nnodes)
 			dv->mem_mib = ds->mem;
 			dv->numa = ds->numa;
 			dv->island = ds->island;
+			dv->tdp_w = ds->tdp;
+			dv->peak_gflops[XP_PREC_FP16] = ds->gflops;
+			if (ds->nic)
+				xp_link_add(dv, XP_LINK_RDMA, -1, ds->nic);
 			dv->health = chance(g, 4) ? XP_HEALTH_UNHEALTHY : XP_HEALTH_OK;
 		}
 	}
@@ -263,9 +271,10 @@ void print_request(const char *what, const struct xp_request *q)
 	fprintf(stderr,
 		"  %s: node %d cpu %llu mem %llu dev_count %u dev_milli %u dev_mem %llu topo %u "
 		"sel{cls %d vendor %u min_mem %llu min_cc %u models",
-		what, (int)q->node, (unsigned long long)q->cpu_milli, (unsigned long long)q->mem_mib,
-		q->dev_count, q->dev_milli, (unsigned long long)q->dev_mem_mib, q->topo, q->sel.cls,
-		q->sel.vendor, (unsigned long long)q->sel.min_mem_mib, q->sel.min_cc);
+		what, (int)q->node, (unsigned long long)q->cpu_milli,
+		(unsigned long long)q->mem_mib, q->dev_count, q->dev_milli,
+		(unsigned long long)q->dev_mem_mib, q->topo, q->sel.cls, q->sel.vendor,
+		(unsigned long long)q->sel.min_mem_mib, q->sel.min_cc);
 	for (int i = 0; i < q->sel.nmodels; i++)
 		fprintf(stderr, " %u", q->sel.models[i]);
 	fprintf(stderr, "}\n");

@@ -552,6 +552,68 @@ static void test_edge_tag16(void **st)
 	xp_cluster_destroy(c);
 }
 
+/* weighted: the factors move the choice as documented (scheduler.md) -
+ * failures, efficiency, network; and the weights parse strictly */
+static void test_weighted_factors(void **st)
+{
+	(void)st;
+	struct xp_cluster *c = xp_cluster_create();
+	for (int i = 0; i < 3; i++)
+		add_node(c, 32000, 65536, 4, 16384);
+	struct xp_sched_opts o = { .policy = "weighted" };
+	struct xp_sched *s = xp_sched_create(c, &o, NULL);
+	struct xp_request q;
+	struct xp_alloc a;
+	struct xp_rng rng;
+	xp_rng_seed(&rng, 1);
+	whole_req(&q, 1000, 1);
+	assert_int_equal(xp_sched_pick(s, &q, &rng, &a), 0);
+	assert_int_equal(a.node, 0); /* all alike: the rank */
+	xp_sched_set_node_failures(s, 0, 3);
+	assert_int_equal(xp_sched_pick(s, &q, &rng, &a), 0);
+	assert_int_equal(a.node, 1); /* a node that failed loses */
+	xp_sched_set_node_failures(s, 0, 0);
+	xp_sched_destroy(s);
+	/* efficiency: node 2's accelerators do more per watt */
+	for (int i = 0; i < 3; i++)
+		for (int d = 0; d < 4; d++) {
+			c->nodes[i].devs[d].tdp_w = 400;
+			c->nodes[i].devs[d].peak_gflops[XP_PREC_FP16] = i == 2 ? 900000 : 300000;
+		}
+	s = xp_sched_create(c, &o, NULL);
+	assert_int_equal(xp_sched_pick(s, &q, &rng, &a), 0);
+	assert_int_equal(a.node, 2);
+	xp_sched_destroy(s);
+	/* network: a request of 2+ devices wants the fat pipe (node 1); a small
+	 * one leaves it */
+	for (int i = 0; i < 3; i++)
+		for (int d = 0; d < 4; d++)
+			c->nodes[i].devs[d].peak_gflops[XP_PREC_FP16] = 300000;
+	xp_link_add(&c->nodes[1].devs[0], XP_LINK_RDMA, -1, 400);
+	xp_link_add(&c->nodes[0].devs[0], XP_LINK_RDMA, -1, 100);
+	xp_link_add(&c->nodes[2].devs[0], XP_LINK_RDMA, -1, 100);
+	s = xp_sched_create(c, &o, NULL);
+	whole_req(&q, 1000, 2);
+	assert_int_equal(xp_sched_pick(s, &q, &rng, &a), 0);
+	assert_int_equal(a.node, 1);
+	whole_req(&q, 1000, 1);
+	assert_int_equal(xp_sched_pick(s, &q, &rng, &a), 0);
+	assert_int_not_equal(a.node, 1);
+	xp_sched_destroy(s);
+	/* only network counts: weights decide */
+	assert_int_equal(xp_weights_parse("network=1", o.weights, NULL), 0);
+	assert_int_equal(o.weights[XP_W_NETWORK], 1000);
+	assert_int_equal(o.weights[XP_W_AFFINITY], 0);
+	struct xp_err err = { 0 };
+	assert_int_equal(xp_weights_parse("affinity=0.25,energy=x", o.weights, &err), XP_EINVAL);
+	assert_non_null(strstr(err.text, "energy=x"));
+	assert_int_equal(xp_weights_parse("speed=1", o.weights, NULL), XP_EINVAL);
+	assert_int_equal(xp_weights_parse("health=0", o.weights, NULL), XP_EINVAL);
+	assert_int_equal(xp_weights_parse("affinity", o.weights, NULL), XP_EINVAL);
+	assert_int_equal(o.weights[XP_W_NETWORK], 1000); /* refused: unchanged */
+	xp_cluster_destroy(c);
+}
+
 /* The policy table: the names and score ranges the reference assumes. */
 static void test_policy_table(void **st)
 {
@@ -619,6 +681,7 @@ int main(void)
 		cmocka_unit_test(test_edge_fraction_equal_free),
 		cmocka_unit_test(test_edge_ranks_decide_ties),
 		cmocka_unit_test(test_edge_tag16),
+		cmocka_unit_test(test_weighted_factors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

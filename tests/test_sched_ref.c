@@ -23,6 +23,12 @@
 
 #define EQUIV_CASES 40
 
+static void test_equiv_weighted(void **st)
+{
+	(void)st;
+	run_policy_cases("weighted", XP_TIE_RANK, 1, EQUIV_CASES, 108);
+}
+
 static void test_equiv_dotprod(void **st)
 {
 	(void)st;
@@ -131,8 +137,8 @@ int main(void)
 		cmocka_unit_test(test_equiv_dotprod),	  cmocka_unit_test(test_equiv_clustering),
 		cmocka_unit_test(test_equiv_packing),	  cmocka_unit_test(test_equiv_bestfit),
 		cmocka_unit_test(test_equiv_fgd),	  cmocka_unit_test(test_equiv_binpack),
-		cmocka_unit_test(test_equiv_spread),	  cmocka_unit_test(test_equiv_stale_index),
-		cmocka_unit_test(test_equiv_openb_large),
+		cmocka_unit_test(test_equiv_spread),	  cmocka_unit_test(test_equiv_weighted),
+		cmocka_unit_test(test_equiv_stale_index), cmocka_unit_test(test_equiv_openb_large),
 	};
 	return cmocka_run_group_tests(tests, NULL, report_ops);
 }

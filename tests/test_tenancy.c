@@ -513,6 +513,11 @@ static void test_snapshot(void **state)
 			 0);
 	jobs(&w, "t1", "leaf", 0, GPU1, 3, NULL);
 	world_cycle(&w);
+	/* a device fault and a lost node are the failure history */
+	uint8_t ok[8] = { 1, 1, 1, 1, 1, 1, 1, 0 };
+	assert_int_equal(world_apply(&w, "node.health", xp_rec_node_health("n0", ok, NULL, 8)), 0);
+	assert_int_equal(world_apply(&w, "node.health", xp_rec_node_health("n0", ok, NULL, 8)), 0);
+	assert_int_equal(w.st->nodes.v[0].failures, 1); /* a transition, not a state */
 	char *s = xp_state_snapshot(w.st);
 	struct xp_state *st2 = xp_state_create(NULL, &err);
 	assert_int_equal(xp_state_load_snapshot(st2, s, strlen(s), &err), 0);

@@ -26,11 +26,22 @@
 /* --config FILE: YAML (or JSON) with the flags' names as keys */
 static int load_config(const char *path, struct xp_flag *flags, struct xp_err *err)
 {
-	static const char *const keys[] = { "data",	    "listen",	     "policy",
-					    "body-limit",   "tick",	     "max-per-cycle",
-					    "snapshot-every", "event-ring", "max-connections",
-					    "heartbeat",    "suspect-after", "lost-after",
-					    "keep-finished", "max-finished", NULL };
+	static const char *const keys[] = { "data",
+					    "listen",
+					    "policy",
+					    "body-limit",
+					    "tick",
+					    "max-per-cycle",
+					    "snapshot-every",
+					    "event-ring",
+					    "max-connections",
+					    "heartbeat",
+					    "suspect-after",
+					    "lost-after",
+					    "keep-finished",
+					    "max-finished",
+					    "weights",
+					    NULL };
 	struct xp_tree *t = NULL;
 	char *buf;
 	size_t len;
@@ -98,8 +109,8 @@ static pid_t start_local_agent(struct xp_ctl *ctl, const char *data, const sigse
 			snprintf(token, sizeof(token), "%.*s", (int)strcspn(buf, "\r\n"), buf);
 		free(buf);
 	}
-	char *argv[] = { exe,	 "agent", "--server", addr, "--token", token, "--work",
-			 work,	 "--stop-tasks", NULL };
+	char *argv[] = { exe,	"agent",  "--server", addr,	      "--token",
+			 token, "--work", work,	      "--stop-tasks", NULL };
 	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -122,12 +133,19 @@ static pid_t start_local_agent(struct xp_ctl *ctl, const char *data, const sigse
 static int serve(const char *verb, int dev, int argc, char **argv)
 {
 	struct xp_flag flags[] = {
-		{ "data", XP_FLAG_STR, "DIR", dev ? "data directory (default: a fresh one in /tmp)"
-					       : "data directory (required)" },
-		{ "listen", XP_FLAG_STR, "HOST:PORT", "address to serve on; port 0 picks a free one" },
+		{ "data", XP_FLAG_STR, "DIR",
+		  dev ? "data directory (default: a fresh one in /tmp)"
+		      : "data directory (required)" },
+		{ "listen", XP_FLAG_STR, "HOST:PORT",
+		  "address to serve on; port 0 picks a free one" },
 		{ "config", XP_FLAG_STR, "FILE", "YAML settings with these flags' names as keys" },
-		{ "cluster", XP_FLAG_STR, "FILE", "cluster descriptor of emulated nodes to register" },
+		{ "cluster", XP_FLAG_STR, "FILE",
+		  "cluster descriptor of emulated nodes to register" },
 		{ "policy", XP_FLAG_STR, "P", "placement policy (see xpool sim openb --help)" },
+		{ "weights", XP_FLAG_STR, "F=W,...",
+		  "--policy weighted: factor weights, of priority, affinity, energy, network, "
+		  "health "
+		  "(default 0.3,0.25,0.2,0.15,0.1)" },
 		{ "body-limit", XP_FLAG_STR, "BYTES", "largest request body" },
 		{ "tick", XP_FLAG_STR, "DURATION", "scheduling timer" },
 		{ "max-per-cycle", XP_FLAG_STR, "N", "placement attempts per cycle step" },
@@ -135,7 +153,8 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		{ "event-ring", XP_FLAG_STR, "N", "events kept in memory for resuming watchers" },
 		{ "max-connections", XP_FLAG_STR, "N", "concurrent HTTP connections" },
 		{ "heartbeat", XP_FLAG_STR, "DURATION", "agents' heartbeat period (default 5s)" },
-		{ "suspect-after", XP_FLAG_STR, "N", "missed heartbeats before a node is suspect (3)" },
+		{ "suspect-after", XP_FLAG_STR, "N",
+		  "missed heartbeats before a node is suspect (3)" },
 		{ "lost-after", XP_FLAG_STR, "DURATION",
 		  "silence before an agent's node is lost and its jobs requeue (40s)" },
 		{ "keep-finished", XP_FLAG_STR, "DURATION",
@@ -161,15 +180,15 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 	if (xp_flags_parse(flags, argc, argv, &help, &err) < 0)
 		goto usage;
 	if (help) {
-		xp_flags_usage(stdout,
-			       dev ? "xpool dev [flags]" : "xpool server --data DIR [flags]",
-			       dev ? "A controller on a fresh data directory with emulated nodes from a\n"
-				     "cluster descriptor; prints the address and the admin token and\n"
-				     "serves until interrupted. Emulated nodes finish a job after its\n"
-				     "declared duration."
-				   : "The controller: HTTP API (docs/api.md), durable journal in DIR,\n"
-				     "scheduling. Serves until SIGINT or SIGTERM.",
-			       flags);
+		xp_flags_usage(
+			stdout, dev ? "xpool dev [flags]" : "xpool server --data DIR [flags]",
+			dev ? "A controller on a fresh data directory with emulated nodes from a\n"
+			      "cluster descriptor; prints the address and the admin token and\n"
+			      "serves until interrupted. Emulated nodes finish a job after its\n"
+			      "declared duration."
+			    : "The controller: HTTP API (docs/api.md), durable journal in DIR,\n"
+			      "scheduling. Serves until SIGINT or SIGTERM.",
+			flags);
 		status = 0;
 		goto out;
 	}
@@ -181,7 +200,8 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 	o.data = xp_flag_get(flags, "data")->sval;
 	if (!o.data && dev) {
 		if (!mkdtemp(tmpdir)) {
-			xp_errf(&err, -errno, "cannot create a data directory: %s", strerror(errno));
+			xp_errf(&err, -errno, "cannot create a data directory: %s",
+				strerror(errno));
 			status = xp_cli_fail(verb, &err, 1);
 			goto out;
 		}
@@ -199,6 +219,11 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		xp_errf(&err, XP_EINVAL, "--policy: unknown policy '%s'", o.policy);
 		goto usage;
 	}
+	if (xp_flag_get(flags, "weights")->given &&
+	    xp_weights_parse(xp_flag_get(flags, "weights")->sval, o.weights, &err) < 0) {
+		xp_err_prefix(&err, "--weights: ");
+		goto usage;
+	}
 	const struct {
 		const char *flag;
 		int64_t min, max;
@@ -211,8 +236,9 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		if (!v)
 			continue;
 		if (xp_duration_parse(v, durs[i].max, &ms) < 0 || ms < durs[i].min) {
-			xp_errf(&err, XP_EINVAL, "--%s: expected a duration %lldms..%llds, got '%s'",
-				durs[i].flag, (long long)durs[i].min, (long long)durs[i].max / 1000, v);
+			xp_errf(&err, XP_EINVAL,
+				"--%s: expected a duration %lldms..%llds, got '%s'", durs[i].flag,
+				(long long)durs[i].min, (long long)durs[i].max / 1000, v);
 			goto usage;
 		}
 		*durs[i].out = (int)ms;
@@ -221,8 +247,8 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		int64_t ms;
 		const char *v = xp_flag_get(flags, "keep-finished")->sval;
 		if (xp_duration_parse(v, 3650LL * 86400 * 1000, &ms) < 0 || ms < 1000) {
-			xp_errf(&err, XP_EINVAL, "--keep-finished: expected a duration 1s..3650d, got '%s'",
-				v);
+			xp_errf(&err, XP_EINVAL,
+				"--keep-finished: expected a duration 1s..3650d, got '%s'", v);
 			goto usage;
 		}
 		o.keep_finished_ms = ms;
@@ -281,8 +307,8 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 	pid_t agent = -1;
 	if (dev && !xp_flag_get(flags, "no-agent")->bval)
 		agent = start_local_agent(ctl, o.data, &set);
-	printf("serving until interrupted (%zu nodes, %zu jobs)\n",
-	       ctl->st->c->nnodes, ctl->st->jobs.n);
+	printf("serving until interrupted (%zu nodes, %zu jobs)\n", ctl->st->c->nnodes,
+	       ctl->st->jobs.n);
 	fflush(stdout);
 	int sig;
 	sigwait(&set, &sig);

@@ -170,6 +170,7 @@ int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err
 	xp_rng_seed(&ctl->rng, (uint64_t)xp_ctl_now());
 	ctl->ev = xp_events_create(ctl->o.event_ring);
 	so.policy = ctl->o.policy;
+	memcpy(so.weights, ctl->o.weights, sizeof(so.weights));
 	ctl->st = xp_state_create(&so, err);
 	if (!ctl->st) {
 		rc = err->code;

@@ -36,21 +36,22 @@
 #define XP_CTL_DEFAULT_PORT 7700
 
 struct xp_ctl_opts {
-	const char *data;	 /* data directory (required) */
-	const char *listen;	 /* "127.0.0.1:7700"; port 0 picks one */
-	const char *cluster;	 /* descriptor of emulated nodes to register (xpool dev) */
-	const char *policy;	 /* placement policy, default bestfit */
-	size_t body_limit;	 /* bytes, default 1 MiB */
-	int tick_ms;		 /* owner timer, default 50 */
-	size_t max_per_cycle;	 /* placement attempts per cycle call, default 2000 */
-	uint64_t snapshot_every; /* records between snapshots, default 20000 */
-	size_t event_ring;	 /* events kept in memory, default 100000 */
-	int sync;		 /* 1: fsync commits (default); 0: tests and benches only */
-	size_t max_connections;	 /* default 16384 */
-	int heartbeat_ms;	 /* agents' heartbeat period, default 5000 */
-	int suspect_beats;	 /* missed beats before a node is suspect, default 3 */
-	int lost_ms;		 /* silence before a node is lost, default 40000 */
-	int snapshot_inline;	 /* 1: serialise snapshots on the owner thread (no fork) */
+	const char *data;	  /* data directory (required) */
+	const char *listen;	  /* "127.0.0.1:7700"; port 0 picks one */
+	const char *cluster;	  /* descriptor of emulated nodes to register (xpool dev) */
+	const char *policy;	  /* placement policy, default bestfit */
+	uint32_t weights[XP_W_N]; /* the weighted policy's factors (thousandths); 0: the brief's */
+	size_t body_limit;	  /* bytes, default 1 MiB */
+	int tick_ms;		  /* owner timer, default 50 */
+	size_t max_per_cycle;	  /* placement attempts per cycle call, default 2000 */
+	uint64_t snapshot_every;  /* records between snapshots, default 20000 */
+	size_t event_ring;	  /* events kept in memory, default 100000 */
+	int sync;		  /* 1: fsync commits (default); 0: tests and benches only */
+	size_t max_connections;	  /* default 16384 */
+	int heartbeat_ms;	  /* agents' heartbeat period, default 5000 */
+	int suspect_beats;	  /* missed beats before a node is suspect, default 3 */
+	int lost_ms;		  /* silence before a node is lost, default 40000 */
+	int snapshot_inline;	  /* 1: serialise snapshots on the owner thread (no fork) */
 	int64_t keep_finished_ms; /* finished jobs are forgotten after this, default 24 h */
 	uint64_t max_finished;	  /* and beyond this many (oldest first), default 100000 */
 };
@@ -70,7 +71,7 @@ struct xp_cmd {
 	/* the request */
 	const char *method;
 	uint64_t id;   /* {id} in the path */
-	long node; /* a watch reply: the node index */
+	long node;     /* a watch reply: the node index */
 	char name[64]; /* {name} in the path */
 	char token_sha[65];
 	int has_token;
@@ -170,11 +171,11 @@ struct xp_ctl {
 	volatile int ready;
 	int fatal;		   /* the store failed: refuse everything */
 	XP_VEC(struct xp_emu) emu; /* min-heap by due */
-	int64_t overdue_next; /* when to look for time limits and gang timeouts again */
+	int64_t overdue_next;	   /* when to look for time limits and gang timeouts again */
 	uint64_t since_snapshot;
-	struct {		/* the snapshot being written by a child (snapshot_bg.c) */
-		pid_t pid;	/* 0: none */
-		uint64_t seq;	/* the state's seq it holds */
+	struct {	      /* the snapshot being written by a child (snapshot_bg.c) */
+		pid_t pid;    /* 0: none */
+		uint64_t seq; /* the state's seq it holds */
 		uint64_t started_ns, fork_ns, last_ns, done;
 	} snap;
 	struct xp_rng rng;
@@ -199,7 +200,7 @@ struct xp_live {
 	struct xp_devstat {
 		int32_t util_pct, power_w, temp_c;
 		int64_t mem_used_mib;
-	} *dev;
+	} * dev;
 };
 
 /* snapshot_bg.c: snapshots written by a forked child, off the owner thread */

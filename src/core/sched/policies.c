@@ -11,6 +11,9 @@
  */
 #include "sched_int.h"
 
+#include "../../lib/parse.h"
+
+#include <stdio.h>
 #include <string.h>
 
 /* ---- random: a uniformly random feasible node (chosen by the core) ---- */
@@ -237,11 +240,11 @@ static const struct xp_policy_ops policy_spread = {
 };
 
 extern const struct xp_policy_ops xp_policy_fgd;
+extern const struct xp_policy_ops xp_policy_weighted;
 
 const struct xp_policy_ops *const xp_policies[] = {
-	&policy_random,	 &policy_dotprod, &policy_clustering,
-	&policy_packing, &policy_bestfit, &xp_policy_fgd,
-	&policy_binpack, &policy_spread,  NULL,
+	&policy_random, &policy_dotprod, &policy_clustering, &policy_packing,	  &policy_bestfit,
+	&xp_policy_fgd, &policy_binpack, &policy_spread,     &xp_policy_weighted, NULL,
 };
 
 const struct xp_policy_ops *xp_policy_find(const char *name)
@@ -251,4 +254,40 @@ const struct xp_policy_ops *xp_policy_find(const char *name)
 		    strcmp(xp_policies[i]->label, name) == 0)
 			return xp_policies[i];
 	return NULL;
+}
+
+static const char *const weight_names[XP_W_N] = { "priority", "affinity", "energy", "network",
+						  "health" };
+
+const char *xp_weight_name(int f)
+{
+	return f >= 0 && f < XP_W_N ? weight_names[f] : "?";
+}
+
+int xp_weights_parse(const char *s, uint32_t w[XP_W_N], struct xp_err *err)
+{
+	uint32_t out[XP_W_N] = { 0 }, total = 0;
+	const char *p = s;
+	while (*p) {
+		size_t n = strcspn(p, ","), k = strcspn(p, "=");
+		int f = -1;
+		for (int i = 0; i < XP_W_N && k < n; i++)
+			if (strlen(weight_names[i]) == k && !strncmp(p, weight_names[i], k))
+				f = i;
+		char num[32];
+		double v;
+		snprintf(num, sizeof(num), "%.*s", (int)(k < n ? n - k - 1 : 0), p + k + 1);
+		if (f < 0 || xp_parse_double(num, &v) < 0 || v < 0 || v > 1000)
+			return xp_errf(err, XP_EINVAL,
+				       "'%.*s': expected FACTOR=WEIGHT, FACTOR one of priority, "
+				       "affinity, energy, network, health, WEIGHT 0..1000",
+				       (int)n, p);
+		out[f] = (uint32_t)(v * 1000 + 0.5);
+		total += out[f];
+		p += n + (p[n] == ',');
+	}
+	if (!total)
+		return xp_errf(err, XP_EINVAL, "'%s': at least one weight above 0", s);
+	memcpy(w, out, sizeof(out));
+	return 0;
 }

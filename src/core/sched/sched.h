@@ -38,11 +38,20 @@
 
 enum xp_tiebreak { XP_TIE_RANK, XP_TIE_RANDOM };
 
+/* The factors of the weighted policy (policy_weighted.c). */
+enum { XP_W_PRIORITY, XP_W_AFFINITY, XP_W_ENERGY, XP_W_NETWORK, XP_W_HEALTH, XP_W_N };
+const char *xp_weight_name(int f);
+/* "affinity=0.25,energy=0.2,...": the factors named, in thousandths into
+ * w[] (others 0); 0, or XP_EINVAL naming the bad part. */
+int xp_weights_parse(const char *s, uint32_t w[XP_W_N], struct xp_err *err);
+
 struct xp_sched_opts {
-	const char *policy; /* policy name, see xp_policy_find(); NULL = "fgd" */
-	int tiebreak;	    /* enum xp_tiebreak */
-	int no_index;	    /* 1: plain scan of every node for every decision */
-	size_t index_bytes; /* memory budget of the score index; 0 = 256 MiB */
+	const char *policy;	  /* policy name, see xp_policy_find(); NULL = "fgd" */
+	uint32_t weights[XP_W_N]; /* weighted policy, thousandths; all 0: the brief's
+				   * 300/250/200/150/100 */
+	int tiebreak;		  /* enum xp_tiebreak */
+	int no_index;		  /* 1: plain scan of every node for every decision */
+	size_t index_bytes;	  /* memory budget of the score index; 0 = 256 MiB */
 };
 
 /* Why a node cannot take a request (first failing filter, in this order). */
@@ -105,6 +114,9 @@ int xp_sched_place(struct xp_sched *s, const struct xp_request *r, struct xp_rng
 void xp_sched_set_node_up(struct xp_sched *s, uint32_t node, int up);
 /* Device health: an unhealthy device takes nothing and counts as no capacity. */
 void xp_sched_set_device_ok(struct xp_sched *s, uint32_t node, uint16_t dev, int ok);
+/* Failures recorded on a node (device faults, losses): the weighted
+ * policy's health factor. */
+void xp_sched_set_node_failures(struct xp_sched *s, uint32_t node, uint32_t failures);
 
 /* Per-node reasons for r not fitting; totals in *out. */
 void xp_sched_explain(const struct xp_sched *s, const struct xp_request *r, struct xp_explain *out);

@@ -73,6 +73,9 @@ struct xp_sched {
 	/* normalisers of the OpenB-era policies: largest node CPU and device milli */
 	double max_cpu, max_milli;
 	struct xp_index *idx;
+	/* the weighted policy's per-node numbers (policy_weighted.c) */
+	uint32_t *w_ppw, *w_net, *w_fail;
+	uint32_t w_max_ppw, w_max_net;
 };
 
 static inline const struct xp_device *xp_node_dev(const struct xp_sched *s, uint32_t n, uint16_t d)
@@ -111,6 +114,9 @@ int xp_pick_fraction(const struct xp_sched *s, uint32_t n, const struct xp_shape
 void xp_pick_default(const struct xp_sched *s, uint32_t n, const struct xp_shape *m,
 		     struct xp_rng *rng, struct xp_alloc *a);
 void xp_alloc_fill(struct xp_alloc *a, uint32_t n, const struct xp_request *r);
+
+/* policy_weighted.c: per-node efficiency and bandwidth, once */
+void xp_weighted_prepare(struct xp_sched *s);
 
 /* frag.c: F_n(M) of node n with the given CPU and device state (defaults:
  * the node's own when cpu_free < 0 / free == NULL). */

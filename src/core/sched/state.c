@@ -123,6 +123,13 @@ struct xp_sched *xp_sched_create(const struct xp_cluster *c, const struct xp_sch
 		xp_errf(err, XP_EINVAL, "unknown policy '%s'", opts.policy);
 		return NULL;
 	}
+	uint32_t wsum = 0;
+	for (int i = 0; i < XP_W_N; i++)
+		wsum += opts.weights[i];
+	if (!wsum) {
+		static const uint32_t brief[XP_W_N] = { 300, 250, 200, 150, 100 };
+		memcpy(opts.weights, brief, sizeof(brief));
+	}
 	if (opts.tiebreak != XP_TIE_RANK && opts.tiebreak != XP_TIE_RANDOM) {
 		xp_errf(err, XP_EINVAL, "unknown tie-break rule %d", opts.tiebreak);
 		return NULL;
@@ -182,6 +189,7 @@ struct xp_sched *xp_sched_create(const struct xp_cluster *c, const struct xp_sch
 	if (s->max_milli <= 0)
 		s->max_milli = XP_MILLI;
 	build_types(s);
+	xp_weighted_prepare(s);
 	if (!opts.no_index && !(pol->flags & XP_POLICY_RANDOM_NODE))
 		s->idx = xp_index_create(s);
 	return s;
@@ -200,6 +208,9 @@ void xp_sched_destroy(struct xp_sched *s)
 	free(s->slot_node);
 	free(s->dev);
 	free(s->ns);
+	free(s->w_ppw);
+	free(s->w_net);
+	free(s->w_fail);
 	free(s);
 }
 
@@ -487,11 +498,12 @@ int xp_sched_alloc_fits(const struct xp_sched *s, const struct xp_alloc *a, stru
 		return xp_errf(err, XP_EINVAL, "node %s: %u milli per device", name, a->dev_milli);
 	for (uint16_t i = 0; i < a->ndev; i++) {
 		if (a->devs[i] >= ns->ndev)
-			return xp_errf(err, XP_EINVAL, "node %s has no device %u", name, a->devs[i]);
+			return xp_errf(err, XP_EINVAL, "node %s has no device %u", name,
+				       a->devs[i]);
 		for (uint16_t k = 0; k < i; k++)
 			if (a->devs[k] == a->devs[i])
-				return xp_errf(err, XP_EINVAL, "node %s: device %u given twice", name,
-					       a->devs[i]);
+				return xp_errf(err, XP_EINVAL, "node %s: device %u given twice",
+					       name, a->devs[i]);
 		struct xp_request r;
 		xp_request_init(&r);
 		r.dev_count = 1;
@@ -541,6 +553,15 @@ void xp_sched_set_device_ok(struct xp_sched *s, uint32_t node, uint16_t dev, int
 		return;
 	node_account(s, node, -1);
 	ds->ok = !!ok;
+	node_changed(s, node);
+}
+
+void xp_sched_set_node_failures(struct xp_sched *s, uint32_t node, uint32_t failures)
+{
+	if (node >= s->nnodes || s->w_fail[node] == failures)
+		return;
+	node_account(s, node, -1);
+	s->w_fail[node] = failures;
 	node_changed(s, node);
 }
 

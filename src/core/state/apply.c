@@ -65,9 +65,11 @@ int xp_state_sched(struct xp_state *st, struct xp_err *err)
 	struct xp_sched *s = xp_sched_create(st->c, &st->sopts, err);
 	if (!s)
 		return err ? err->code : XP_EINTERNAL;
-	for (size_t n = 0; n < st->nodes.n; n++)
+	for (size_t n = 0; n < st->nodes.n; n++) {
 		if (st->nodes.v[n].removed || st->nodes.v[n].state != XP_NODE_READY)
 			xp_sched_set_node_up(s, (uint32_t)n, 0);
+		xp_sched_set_node_failures(s, (uint32_t)n, st->nodes.v[n].failures);
+	}
 	for (size_t i = 0; i < st->jobs.n; i++) {
 		const struct xp_job *j = st->jobs.v[i];
 		if (j->state == XP_JOB_RUNNING)
@@ -296,9 +298,19 @@ static int node_add(struct xp_state *st, struct rec *r, struct xp_event_info *ev
 	return 0;
 }
 
+/* one more failure on node n: the weighted policy's health factor */
+static void note_failure(struct xp_state *st, long n)
+{
+	st->nodes.v[n].failures++;
+	if (!st->sched_stale)
+		xp_sched_set_node_failures(st->sched, (uint32_t)n, st->nodes.v[n].failures);
+}
+
 static void set_node_state(struct xp_state *st, long n, int state)
 {
 	int was_ready = st->nodes.v[n].state == XP_NODE_READY;
+	if (state == XP_NODE_DOWN && st->nodes.v[n].state != XP_NODE_DOWN)
+		note_failure(st, n); /* lost */
 	st->nodes.v[n].state = (uint8_t)state;
 	if (!st->sched_stale)
 		xp_sched_set_node_up(st->sched, (uint32_t)n, state == XP_NODE_READY);
@@ -662,7 +674,8 @@ static int job_requeue(struct xp_state *st, struct rec *r, int preempted, struct
 	return 0;
 }
 
-void xp_state_set_health(struct xp_state *st, long n, const uint8_t *ok, char *const *why)
+void xp_state_set_health(struct xp_state *st, long n, const uint8_t *ok, char *const *why,
+			 int count_faults)
 {
 	struct xp_node *node = &st->c->nodes[n];
 	struct xp_nodeinfo *ni = &st->nodes.v[n];
@@ -670,6 +683,8 @@ void xp_state_set_health(struct xp_state *st, long n, const uint8_t *ok, char *c
 		ni->dev_why = XNEWV(char *, node->ndevs);
 	for (uint16_t d = 0; d < node->ndevs; d++) {
 		int was = node->devs[d].health != XP_HEALTH_UNHEALTHY;
+		if (was && !ok[d] && count_faults)
+			note_failure(st, n);
 		node->devs[d].health = ok[d] ? XP_HEALTH_OK : XP_HEALTH_UNHEALTHY;
 		free(ni->dev_why[d]);
 		ni->dev_why[d] = !ok[d] && why && why[d] && *why[d] ? xstrdup(why[d]) : NULL;
@@ -704,7 +719,7 @@ static int node_health(struct xp_state *st, struct rec *r, struct xp_event_info 
 		ok[d] = json_is_true(okv);
 		why[d] = wv ? (char *)json_string_value(wv) : NULL;
 	}
-	xp_state_set_health(st, n, ok, why);
+	xp_state_set_health(st, n, ok, why, 1);
 	ev->type = "node.health";
 	ev->tenant = -1;
 	ev->node = (int32_t)n;

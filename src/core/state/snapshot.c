@@ -64,6 +64,8 @@ char *xp_state_snapshot(const struct xp_state *st)
 			json_pack("{s:s,s:s,s:b,s:o}", "source", xp_node_source_name(ni->source),
 				  "state", xp_node_state_name(ni->state), "removed", ni->removed,
 				  "descriptor", node_descriptor(st, n));
+		if (ni->failures)
+			json_object_set_new(no, "failures", json_integer(ni->failures));
 		if (ni->dev_why) {
 			json_t *why = json_array();
 			for (uint16_t d = 0; d < st->c->nodes[n].ndevs; d++)
@@ -292,11 +294,15 @@ int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, st
 						XP_HEALTH_UNHEALTHY;
 					w[k] = (char *)(t ? t : "");
 				}
-				xp_state_set_health(st, idx, ok, w);
+				xp_state_set_health(st, idx, ok, w, 0);
 			}
-			if (idx < 0)
+			if (idx < 0) {
 				rc = (int)idx;
-			else if (removed) {
+			} else { /* the failure history, for the weighted policy */
+				st->nodes.v[idx].failures = (uint32_t)json_integer_value(
+					json_object_get(v, "failures"));
+			}
+			if (idx >= 0 && removed) {
 				st->nodes.v[idx].removed = 1;
 				xp_capacity_node(st, (uint32_t)idx, -1);
 				st->node_of_sym

@@ -93,6 +93,8 @@ struct xp_state *xp_state_create(const struct xp_state_opts *o, struct xp_err *e
 	struct xp_state *st = XNEW(struct xp_state);
 	st->sopts.policy = o && o->policy ? o->policy : "bestfit";
 	st->sopts.tiebreak = o ? o->tiebreak : XP_TIE_RANK;
+	if (o)
+		memcpy(st->sopts.weights, o->weights, sizeof(st->sopts.weights));
 	st->c = xp_cluster_create();
 	st->sched = xp_sched_create(st->c, &st->sopts, err);
 	if (!st->sched) {

@@ -103,14 +103,16 @@ struct xp_replica_ref {
 
 struct xp_nodeinfo {
 	uint8_t state, source, removed;
-	uint32_t jobs;			   /* running replicas on it (= run.n) */
-	char **dev_why;			   /* per device: why it is unhealthy (NULL: healthy) */
+	uint32_t failures; /* device faults and losses seen (the weighted policy's health) */
+	uint32_t jobs;	   /* running replicas on it (= run.n) */
+	char **dev_why;	   /* per device: why it is unhealthy (NULL: healthy) */
 	XP_VEC(struct xp_replica_ref) run; /* the running replicas, any order */
 };
 
 struct xp_state_opts {
 	const char *policy; /* default "bestfit" */
 	int tiebreak;
+	uint32_t weights[XP_W_N]; /* the weighted policy's; all 0: the brief's */
 };
 
 struct xp_state {

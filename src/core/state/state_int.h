@@ -93,6 +93,9 @@ void xp_plan_reason(const struct xp_state *st, const struct xp_job *j, const str
 /* Replica r of j starts / stops running on node n (count and list). */
 void xp_node_run_add(struct xp_state *st, uint32_t n, struct xp_job *j, uint32_t r);
 void xp_node_run_del(struct xp_state *st, uint32_t n, const struct xp_job *j, uint32_t r);
-void xp_state_set_health(struct xp_state *st, long n, const uint8_t *ok, char *const *why);
+/* Device health of node n; count_faults: a device turning unhealthy counts
+ * as a failure (not when a snapshot is loaded). */
+void xp_state_set_health(struct xp_state *st, long n, const uint8_t *ok, char *const *why,
+			 int count_faults);
 
 #endif

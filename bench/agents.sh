@@ -17,17 +17,23 @@
 #      missed beats: the highest rate that passed is the sustainable one;
 #   b. on fresh servers, (a) again, measured for BENCH_AGENT_WATCH_SECONDS
 #      (30: the polls come back and are re-issued once inside the window),
-#      while BENCH_AGENT_WATCHERS (960) long polls on assignments are held
-#      (wait=30 s, as agents hold them), then one probe run per count in
-#      BENCH_AGENT_WATCH_PROBE ("1000 10000"; BENCH_AGENT_PROBE_SECONDS, 5,
-#      measured) to show where and how the controller stops taking
-#      connections (libmicrohttpd, one thread per connection; see
-#      docs/results/agents.md).
+#      while BENCH_AGENT_WATCHERS (10000: one per agent) long polls on
+#      assignments are held (wait=30 s, as agents hold them; the server's
+#      --max-connections is sized for them), then one probe run per entry
+#      of BENCH_AGENT_WATCH_PROBE ("16000 17000"; BENCH_AGENT_PROBE_SECONDS,
+#      25, measured: on 2 cores the controller needs ~10 s to accept 16,000
+#      connections, a shorter window ends before they are all open) against
+#      a server started WITHOUT --max-connections, to show where the default
+#      (16384 connections) stops and how: an entry W holds W watchers; W@M
+#      starts that server with --max-connections M.
+#      (Before ad76cdb the controller's select() loop dropped every
+#      connection past descriptor 1024, ~980 watchers; see
+#      docs/results/agents.md.)
 # The client shares the machine's cores with the controller: on 2 cores the
 # ramp's ceiling is the machine's, not the controller's alone. The binaries
 # are copied to a temp dir first; every process started here is stopped by
 # its PID on exit, and the temp dir is removed.
-# Quick look: BENCH_RUNS=1 BENCH_AGENTS=2000 BENCH_AGENT_SECONDS=5
+# Quick look: BENCH_RUNS=1 BENCH_AGENTS=2000 BENCH_AGENT_SECONDS=5 BENCH_AGENT_WATCHERS=2000
 #   BENCH_AGENT_WATCH_PROBE= ./bench/agents.sh build
 set -eu
 BUILD=${1:-build}
@@ -38,10 +44,10 @@ THREADS=${BENCH_AGENT_THREADS:-32}
 WINDOW=${BENCH_AGENT_SECONDS:-20}
 RAMP=${BENCH_AGENT_RAMP:-2,1,0.5,0.33,0.25}
 RAMP_WINDOW=${BENCH_AGENT_RAMP_SECONDS:-4}
-WATCHERS=${BENCH_AGENT_WATCHERS:-960}
+WATCHERS=${BENCH_AGENT_WATCHERS:-10000}
 WATCH_WINDOW=${BENCH_AGENT_WATCH_SECONDS:-30}
-PROBE=${BENCH_AGENT_WATCH_PROBE-1000 10000}
-PROBE_WINDOW=${BENCH_AGENT_PROBE_SECONDS:-5}
+PROBE=${BENCH_AGENT_WATCH_PROBE-16000 17000}
+PROBE_WINDOW=${BENCH_AGENT_PROBE_SECONDS:-25}
 P99_LIMIT=200
 OUT=${BENCH_OUT:-out/bench}/agents
 mkdir -p "$OUT"
@@ -84,10 +90,10 @@ field() { printf '%s\n' "$2" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 stat3() { sort -g "$1" 2>/dev/null | awk '{ v[NR] = $1 } END { if (!NR) { print "-"; exit }
 	m = v[int((NR + 1) / 2)]; printf "%s (%s..%s)", m, v[1], v[NR] }'; }
 
-# start_server MAX_CONNECTIONS
+# start_server [MAX_CONNECTIONS]: without one, the server's default
 start_server() {
 	mkdir "$TMP/data"
-	"$XP" server --data "$TMP/data" --listen 127.0.0.1:0 --max-connections "$1" \
+	"$XP" server --data "$TMP/data" --listen 127.0.0.1:0 ${1:+--max-connections "$1"} \
 		>"$TMP/server.out" 2>"$TMP/server.err" &
 	SERVER_PID=$!
 	i=0
@@ -190,16 +196,22 @@ while [ "$r" -le "$RUNS" ] && [ "$WATCHERS" -gt 0 ]; do
 	done
 	r=$((r + 1))
 done
-for w in $PROBE; do
-	start_server $((THREADS + w + 64))
-	echo "  [b] probe: $w watchers, period 5 s for $PROBE_WINDOW s (one run)"
+for p in $PROBE; do
+	w=${p%@*}
+	m=
+	[ "$w" = "$p" ] || m=${p#*@}
+	start_server "$m"
+	echo "  [b] probe: $w watchers, --max-connections ${m:-default}, period 5 s for $PROBE_WINDOW s (one run)"
 	bench "$OUT/probe_$w.log" --period 5 --seconds "$PROBE_WINDOW" --watchers "$w"
+	# the controller logs each connection it refuses at its limit
+	refused=$(grep -c 'reached connection limit' "$TMP/server.err" || true)
 	stop_server
 	l=$(grep '^heartbeat' "$OUT/probe_$w.log" || true)
-	printf '%s %s %s %s %s %s %s %s\n' "$w" "$(field watch_in_flight "$l")" \
+	printf '%s %s %s %s %s %s %s %s %s %s\n' "$w" "$(field watch_in_flight "$l")" \
 		"$(field watch_errors "$l")" "$(field server_threads "$l")" \
 		"$(field server_fds "$l")" "$(field server_rss_mib "$l")" \
-		"$(field sched_p99_ms "$l")" "$(field errors "$l")" >>"$OUT/probe.txt"
+		"$(field sched_p99_ms "$l")" "$(field errors "$l")" "${m:-default}" \
+		"$refused" >>"$OUT/probe.txt"
 done
 TB=$(($(now_ms) - T))
 
@@ -219,8 +231,8 @@ ramp_rows() {
 }
 probe_rows() {
 	[ -f "$OUT/probe.txt" ] || return 0
-	while read -r w inf err thr fds rss p99 e; do
-		echo "   probe, $w watchers asked: $inf polls open at the end (client's count), $err failed connections in $PROBE_WINDOW s; controller $thr threads, $fds descriptors, RSS $rss MiB; heartbeat p99 $p99 ms, $e errors"
+	while read -r w inf err thr fds rss p99 e m ref; do
+		echo "   probe, $w watchers asked, --max-connections $m: $inf polls open at the end (client's count), $err failed in $PROBE_WINDOW s, $ref connections refused at the limit (controller log); controller $thr threads, $fds descriptors, RSS $rss MiB; heartbeat p99 $p99 ms, $e errors"
 	done <"$OUT/probe.txt"
 }
 secs() { div "$1" 1000 1; }
@@ -235,7 +247,7 @@ a. period 5 s, $(div "$AGENTS" 5 0)/s offered: answered per s           $(stat3 
    controller CPU per heartbeat (us)                       $(stat3 "$OUT/a_server_cpu_us_per_hb.txt")
    controller / client CPU (% of a core)                   $(stat3 "$OUT/a_server_cpu_pct.txt") / $(stat3 "$OUT/a_client_cpu_pct.txt")
    controller RSS (MiB) / threads                          $(stat3 "$OUT/a_server_rss_mib.txt") / $(stat3 "$OUT/a_server_threads.txt")
-   agent nodes suspect/down at the end, each run           $(tr '\n' ',' <"$OUT/ac_nodes.txt" | sed 's/,$//; s/ /\//g; s/,/, /g')
+   agent nodes suspect/down at the end, each run           $({ tr '\n' ',' <"$OUT/ac_nodes.txt"; } 2>/dev/null | sed 's/,$//; s/ /\//g; s/,/, /g')
 c. ramp, $RAMP_WINDOW s a step, stops past p99 $P99_LIMIT ms, errors or missed beats:
 $(ramp_rows)
    highest offered rate within the limits (per s)          $(stat3 "$OUT/ramp_sustained.txt")

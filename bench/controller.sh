@@ -26,6 +26,8 @@
 #      slowest ack per batch (one run: it shows a trend, not a median).
 # The binaries are copied to a temp dir first (build/ may be rebuilt
 # meanwhile); every process started here is stopped by its PID on exit.
+# BENCH_FIGURES (default "1 2 3 4 5") selects figures: e.g. BENCH_FIGURES=2
+# runs the sequential CLI alone (the rows of the others print "-").
 # BENCH_SLURM=1 then runs the peer side (bench/controller_slurm.sh).
 set -eu
 BUILD=${1:-build}
@@ -34,6 +36,7 @@ HTTP_JOBS=${BENCH_HTTP_JOBS:-10000}
 CLI_JOBS=${BENCH_CLI_JOBS:-1000}
 LAT_JOBS=${BENCH_LAT_JOBS:-10000}
 CLIENTS=${BENCH_CLIENTS:-1 8 64}
+FIGURES=${BENCH_FIGURES:-1 2 3 4 5}
 CLUSTER=examples/clusters/bench-512.yaml # the blockers below assume its two node shapes
 OUT=${BENCH_OUT:-out/bench}/controller
 mkdir -p "$OUT"
@@ -68,6 +71,8 @@ SUB=$TMP/xp_bench_submit
 PASS=$TMP/xp_bench_pass
 
 now_ms() { date +%s%3N; }
+# want N: figure N is in BENCH_FIGURES
+want() { case " $FIGURES " in *" $1 "*) return 0 ;; esac; return 1; }
 # a / b with d decimals; a - b with 2
 div() { awk -v a="$1" -v b="$2" -v d="$3" 'BEGIN { printf "%.*f", d, a / b }'; }
 minus() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a - b }'; }
@@ -141,6 +146,7 @@ echo "   load before: $(uptime | sed 's/.*load average/load average/')"
 
 # ---------------------------------------------------------------- 1 --
 T=$(now_ms)
+want 1 || CLIENTS=
 for c in $CLIENTS; do
 	r=1
 	while [ "$r" -le "$RUNS" ]; do
@@ -179,6 +185,7 @@ while [ "$i" -lt "$CLI_JOBS" ]; do
 	i=$((i + 1))
 done >"$TMP/cli.args"
 r=1
+want 2 || r=$((RUNS + 1))
 while [ "$r" -le "$RUNS" ]; do
 	start_server
 	cpu0=$(server_cpu)
@@ -208,6 +215,7 @@ T2=$(($(now_ms) - T))
 # ---------------------------------------------------------------- 3 --
 T=$(now_ms)
 r=1
+want 3 || r=$((RUNS + 1))
 while [ "$r" -le "$RUNS" ]; do
 	start_server
 	cpu0=$(server_cpu)
@@ -232,12 +240,15 @@ T3=$(($(now_ms) - T))
 
 # ---------------------------------------------------------------- 4 --
 T=$(now_ms)
-"$PASS" --cluster "$CLUSTER" --jobs 10000 --runs $((RUNS > 5 ? RUNS : 5)) | tee "$OUT/pass.log" |
-	sed 's/^/  [4] /'
+: >"$OUT/pass.log"
+if want 4; then
+	"$PASS" --cluster "$CLUSTER" --jobs 10000 --runs $((RUNS > 5 ? RUNS : 5)) | tee "$OUT/pass.log" |
+		sed 's/^/  [4] /'
+fi
 T4=$(($(now_ms) - T))
-held=$(grep '^pass_held' "$OUT/pass.log")
+held=$(grep '^pass_held' "$OUT/pass.log" || true)
 T5=0
-if [ "${BENCH_LONG_BATCHES:-8}" -gt 0 ]; then
+if want 5 && [ "${BENCH_LONG_BATCHES:-8}" -gt 0 ]; then
 	T=$(now_ms)
 	start_server
 	b=0
@@ -251,7 +262,7 @@ if [ "${BENCH_LONG_BATCHES:-8}" -gt 0 ]; then
 	stop_server
 	T5=$(($(now_ms) - T))
 fi
-rel=$(grep '^pass_release' "$OUT/pass.log")
+rel=$(grep '^pass_release' "$OUT/pass.log" || true)
 
 secs() { div "$1" 1000 1; }
 cat <<EOF | tee "$OUT/summary.txt"

@@ -5,7 +5,9 @@
 #      (1020 runs) on all cores, wall time (median of 3);
 #   2. placement decisions/s at 1k, 10k and 100k nodes, fgd and bestfit, one
 #      core, with the plain-scan baseline measured in the same run;
-#   3. the controller beside Slurm (bench/controller.sh);
+#   3. the controller beside Slurm (bench/controller.sh), then submit-to-start
+#      with real processes: 512 `xpool agent` processes, 10,000 `sleep 0`
+#      jobs (bench/controller_real.sh);
 #   4. heartbeat handling at scale: 10,000 emulated agents through the HTTP
 #      API, CPU per heartbeat, p99 latency, long polls (bench/agents.sh).
 set -eu
@@ -44,6 +46,9 @@ echo "targets: >= 20000 decisions/s at 10k nodes, >= 5000/s at 100k nodes"
 
 echo "== 3. the controller beside Slurm (xpool side; BENCH_SLURM=1 adds the Slurm peer)"
 ./bench/controller.sh "$BUILD"
+
+echo "== 3b. submit-to-start with real processes: 512 xpool agents (docs/results/controller.md)"
+./bench/controller_real.sh "$BUILD"
 
 echo "== 4. heartbeats from 10000 emulated agents (docs/results/agents.md)"
 ./bench/agents.sh "$BUILD"

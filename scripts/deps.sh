@@ -1,5 +1,6 @@
 #!/bin/sh
-# Installs the Debian 12 packages that building and testing xpool need.
+# Installs the Debian 12 packages that building, testing and benchmarking
+# xpool need (jq: bench/controller_real.sh).
 # Idempotent: when every package is present it prints one line and changes
 # nothing. Needs root (or sudo) only when something is missing.
 set -eu
@@ -7,7 +8,8 @@ set -eu
 PKGS="build-essential cmake pkg-config
 libcmocka-dev libyaml-dev libjansson-dev
 libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev
-libhwloc-dev"
+libhwloc-dev
+jq"
 
 missing=""
 for p in $PKGS; do

@@ -3,15 +3,16 @@
  * submit-to-start latency read back from the job objects.
  *
  *   xp_bench_submit --addr ADDR (--token T | --token-file F) --clients N --jobs M
- *                   [--first I] [--duration D] [--collect]
+ *                   [--first I] [--duration D] [--collect] [--dump FILE]
  *   xp_bench_submit --addr ADDR (--token T | --token-file F) --collect-ids LO-HI
- *                   [--t0-ms MS]
+ *                   [--t0-ms MS] [--dump FILE]
  *
- * Submit: N threads, each with its own client (src/client: one libcurl
- * handle, so one kept-alive connection per thread), take job indexes
- * I..I+M-1 from a shared counter and POST one job each to /v1/jobs. Job i
- * is row i mod 8 of the job mix (mix.h). An acknowledgement counts only as
- * a 201: the controller answers once the submit is in its fsynced journal.
+ * Submit: N threads, each with its own client (src/client: its own
+ * HTTP/1.1 transport for http://, one kept-alive connection per thread),
+ * take job indexes I..I+M-1 from a shared counter and POST one job each
+ * to /v1/jobs. Job i is row i mod 8 of the job mix (mix.h). An
+ * acknowledgement counts only as a 201: the controller answers once the
+ * submit is in its fsynced journal.
  * The clock runs from the first request (all threads released together,
  * connections not yet open) to the last reply.
  *
@@ -21,6 +22,11 @@
  * percentiles from their submitted_at / started_at (milliseconds, the
  * controller's own clock), and when the last job started and finished,
  * relative to T0 (--t0-ms, or the first request of the submit).
+ * --dump FILE also writes one line per job of the range: "id submitted_ms
+ * started_ms finished_ms state" (epoch milliseconds, 0 when unset), for
+ * joining with what the agents recorded (bench/controller_real.sh).
+ * --duration "" sends no duration: on agent nodes a job then runs its
+ * command (sleep 0) as a real process.
  *
  * Output: one line per part, "key=value" words, e.g.
  *   submit clients=64 jobs=10000 errors=0 wall_s=2.812 jobs_per_s=3556.2 ...
@@ -217,7 +223,8 @@ static int64_t time_field(json_t *job, const char *key)
 }
 
 /* wait until no job of lo..hi is pending or running, then report */
-static int collect(const char *addr, const char *token, uint64_t lo, uint64_t hi, int64_t t0_ms)
+static int collect(const char *addr, const char *token, uint64_t lo, uint64_t hi, int64_t t0_ms,
+		   const char *dump_path)
 {
 	struct xp_err err = { 0 };
 	struct xp_client *c = xp_client_create(addr, token, &err);
@@ -227,11 +234,17 @@ static int collect(const char *addr, const char *token, uint64_t lo, uint64_t hi
 	size_t n = 0, seen = 0, not_started = 0;
 	uint64_t waited = xp_mono_ns();
 	int rc = 0;
+	FILE *dump = NULL;
 
 	if (!c) {
 		fprintf(stderr, "xp_bench_submit: %s\n", err.text);
 		free(lat);
 		return -1;
+	}
+	if (dump_path && !(dump = fopen(dump_path, "w"))) {
+		fprintf(stderr, "xp_bench_submit: %s: cannot write\n", dump_path);
+		rc = -1;
+		goto out;
 	}
 	for (;;) { /* the oldest live job of the range, if any */
 		json_t *o = NULL;
@@ -273,6 +286,12 @@ static int collect(const char *addr, const char *token, uint64_t lo, uint64_t hi
 			int64_t sub = time_field(j, "submitted_at"),
 				start = time_field(j, "started_at"),
 				end = time_field(j, "finished_at");
+			if (dump) {
+				const char *st = json_string_value(json_object_get(j, "state"));
+				fprintf(dump, "%llu %lld %lld %lld %s\n", (unsigned long long)id,
+					(long long)sub, (long long)start, (long long)end,
+					st ? st : "-");
+			}
 			if (!start) {
 				not_started++;
 				continue;
@@ -306,6 +325,8 @@ static int collect(const char *addr, const char *token, uint64_t lo, uint64_t hi
 	if (not_started)
 		rc = -1;
 out:
+	if (dump && fclose(dump) != 0)
+		rc = -1;
 	free(lat);
 	xp_client_destroy(c);
 	return rc;
@@ -316,8 +337,9 @@ static void usage(FILE *f)
 	fprintf(f, "usage: xp_bench_submit --addr ADDR (--token T | --token-file F) --clients N "
 		   "--jobs M\n"
 		   "                       [--first I] [--duration D] [--collect] [--slow-ms MS]\n"
+		   "                       [--dump FILE]\n"
 		   "       xp_bench_submit --addr ADDR (--token T | --token-file F) --collect-ids "
-		   "LO-HI [--t0-ms MS]\n"
+		   "LO-HI [--t0-ms MS] [--dump FILE]\n"
 		   "N concurrent clients POST M jobs of the Slurm peer's job mix (job i = row i "
 		   "mod 8)\n"
 		   "to /v1/jobs and count 201 replies; --collect then waits until they have all\n"
@@ -338,6 +360,7 @@ int main(int argc, char **argv)
 		{ "collect-ids", required_argument, NULL, 'I' },
 		{ "t0-ms", required_argument, NULL, '0' },
 		{ "slow-ms", required_argument, NULL, 's' },
+		{ "dump", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -347,6 +370,7 @@ int main(int argc, char **argv)
 	unsigned long long lo = 0, hi = 0;
 	long long t0_ms = 0;
 	char *tokbuf = NULL;
+	const char *dump = NULL;
 
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (opt) {
@@ -394,6 +418,9 @@ int main(int argc, char **argv)
 		case 's':
 			r.slow_ms = strtod(optarg, NULL);
 			break;
+		case 'D':
+			dump = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -408,13 +435,13 @@ int main(int argc, char **argv)
 	}
 	int rc = 0;
 	if (lo) {
-		rc = collect(r.addr, r.token, lo, hi, t0_ms);
+		rc = collect(r.addr, r.token, lo, hi, t0_ms, dump);
 	} else {
 		uint64_t ilo, ihi;
 		int64_t start_ms;
 		rc = submit(&r, clients, &ilo, &ihi, &start_ms);
 		if (rc == 0 && do_collect)
-			rc = collect(r.addr, r.token, ilo, ihi, start_ms);
+			rc = collect(r.addr, r.token, ilo, ihi, start_ms, dump);
 	}
 	free(tokbuf);
 	return rc < 0 ? 1 : 0;

@@ -43,6 +43,26 @@ static void nap(struct xp_agent *a, int ms)
 	}
 }
 
+/* The monitor's wait: until a shim exits (SIGCHLD, blocked in every thread
+ * of the agent and taken here), ms pass, or the agent stops. Adopted shims
+ * are not our children: the timeout finds them. */
+static void wait_child(struct xp_agent *a, int ms)
+{
+	sigset_t chld;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	while (ms > 0 && !STOP(a)) {
+		int step = ms < 100 ? ms : 100;
+		struct timespec ts = { 0, (long)step * 1000000 };
+		int sig = sigtimedwait(&chld, NULL, &ts);
+		if (sig == SIGCHLD)
+			return;
+		if (sig < 0 && errno == EINTR)
+			continue;
+		ms -= step;
+	}
+}
+
 static struct xp_cluster *discover(const struct xp_agent_opts *o, struct xp_hal **hal,
 				   struct xp_err *err)
 {
@@ -142,16 +162,21 @@ static int upload_output(struct xp_agent *a, struct xp_client *cl, struct xp_tas
 				xp_sb_free(&sb);
 				break;
 			}
-			snprintf(path, sizeof(path), "/v1/nodes/%s/logs?job=%llu&replica=%u&stream=%s",
-				 a->node, (unsigned long long)copy->job, copy->replica,
+			snprintf(path, sizeof(path),
+				 "/v1/nodes/%s/logs?job=%llu&replica=%u&stream=%s", a->node,
+				 (unsigned long long)copy->job, copy->replica,
 				 stream ? "stderr" : "stdout");
-			int rc = xp_client_request(cl, "POST", path, "application/octet-stream", sb.s,
-						   sb.len, &status, &resp, &rl, &err);
+			int rc = xp_client_request(cl, "POST", path, "application/octet-stream",
+						   sb.s, sb.len, &status, &resp, &rl, &err);
 			xp_sb_free(&sb);
 			if (rc < 0 || status / 100 != 2) {
-				fprintf(stderr, "xpool agent: node=%s job=%llu: output not sent (%ld): %s\n",
+				fprintf(stderr,
+					"xpool agent: node=%s job=%llu: output not sent (%ld): "
+					"%s\n",
 					a->node, (unsigned long long)copy->job, status,
-					rc < 0 ? err.text : resp ? resp : "refused");
+					rc < 0 ? err.text
+					: resp ? resp
+					       : "refused");
 				free(resp);
 				if (rc < 0 || status / 100 == 5) {
 					ret = -1; /* on the next beat */
@@ -212,9 +237,11 @@ static void *heartbeat_main(void *arg)
 			}
 			json_t *o = json_pack("{s:s,s:s,s:i,s:I,s:i,s:i}", "health",
 					      xp_health_name(s.health), "why", s.why, "util_pct",
-					      s.util_pct < 0 ? -1 : s.util_pct > 100 ? 100 : s.util_pct,
-					      "mem_used_mib", (json_int_t)s.mem_used_mib, "power_w", s.power_w,
-					      "temp_c", s.temp_c);
+					      s.util_pct < 0	 ? -1
+					      : s.util_pct > 100 ? 100
+								 : s.util_pct,
+					      "mem_used_mib", (json_int_t)s.mem_used_mib, "power_w",
+					      s.power_w, "temp_c", s.temp_c);
 			json_array_append_new(devs, o);
 		}
 		json_t *body = json_pack("{s:o}", "devices", devs);
@@ -268,7 +295,8 @@ static void *monitor_main(void *arg)
 				continue; /* the exit goes after the output */
 			json_t *body = json_pack("{s:[{s:I,s:i,s:i,s:i}]}", "tasks", "job",
 						 (json_int_t)t->job, "attempt", (int)t->attempt,
-						 "replica", (int)t->replica, "exit_code", t->exit_code),
+						 "replica", (int)t->replica, "exit_code",
+						 t->exit_code),
 			       *reply = NULL;
 			int rc = xp_client_json(cl, "POST", path, body, &reply, &err);
 			json_decref(body);
@@ -276,7 +304,8 @@ static void *monitor_main(void *arg)
 			if (rc >= 0 || rc == XP_ESTATE || rc == XP_EINVAL) {
 				if (rc < 0) /* stale: the job moved on (cancelled, requeued) */
 					fprintf(stderr,
-						"xpool agent: node=%s job=%llu: exit not taken: %s\n",
+						"xpool agent: node=%s job=%llu: exit not taken: "
+						"%s\n",
 						a->node, (unsigned long long)t->job, err.text);
 				pthread_mutex_lock(&a->mu);
 				struct xp_task *live =
@@ -287,7 +316,14 @@ static void *monitor_main(void *arg)
 			}
 		}
 		free(ended);
-		nap(a, 200);
+		/* a shim's exit wakes it at once; otherwise it looks every second,
+		 * or every 200 ms while a kill's grace period runs */
+		int killing = 0;
+		pthread_mutex_lock(&a->mu);
+		for (size_t i = 0; i < a->tasks.n; i++)
+			killing |= a->tasks.v[i].state == XP_TASK_KILLING;
+		pthread_mutex_unlock(&a->mu);
+		wait_child(a, killing ? 200 : 1000);
 	}
 	xp_client_destroy(cl);
 	return NULL;
@@ -321,8 +357,8 @@ static void reconcile(struct xp_agent *a, json_t *assignments)
 			snprintf(t.dir, sizeof(t.dir), "%s/tasks/%llu-%u-%u", a->o.work,
 				 (unsigned long long)job, r, at);
 			xp_vec_push(&a->tasks, t);
-			fprintf(stderr, "xpool agent: node=%s job=%llu: cannot start: %s\n", a->node,
-				(unsigned long long)job, err.text);
+			fprintf(stderr, "xpool agent: node=%s job=%llu: cannot start: %s\n",
+				a->node, (unsigned long long)job, err.text);
 		}
 	}
 	for (size_t k = 0; k < a->tasks.n; k++) {
@@ -419,6 +455,10 @@ int xp_agent_run(const struct xp_agent_opts *o, struct xp_err *err)
 		fprintf(stderr, "xpool agent: node=%s: %s; retrying\n", a->node, err->text);
 		nap(a, backoff);
 	}
+	sigset_t chld; /* the monitor takes SIGCHLD with sigtimedwait() */
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	pthread_sigmask(SIG_BLOCK, &chld, NULL);
 	pthread_create(&hb, NULL, heartbeat_main, a);
 	pthread_create(&mon, NULL, monitor_main, a);
 	started = 1;
@@ -437,7 +477,8 @@ int xp_agent_run(const struct xp_agent_opts *o, struct xp_err *err)
 			if (rc == XP_ENOENT || rc == XP_ESTATE)
 				do_register(a, cl, err);
 			else
-				fprintf(stderr, "xpool agent: node=%s: watch: %s\n", a->node, err->text);
+				fprintf(stderr, "xpool agent: node=%s: watch: %s\n", a->node,
+					err->text);
 			nap(a, backoff);
 			backoff = backoff < 8000 ? backoff * 2 : 8000;
 			continue;

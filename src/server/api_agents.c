@@ -74,7 +74,7 @@ void xp_watch_bump(struct xp_ctl *ctl, uint32_t node)
 	live_ensure(ctl, node);
 	pthread_mutex_lock(&ctl->watch_mu);
 	ctl->assign_ver.v[node]++;
-	pthread_cond_broadcast(&ctl->watch_cv);
+	pthread_cond_broadcast(&ctl->watch_cv[node % XP_WATCH_SHARDS]);
 	pthread_mutex_unlock(&ctl->watch_mu);
 }
 
@@ -94,7 +94,8 @@ uint64_t xp_watch_wait(struct xp_ctl *ctl, uint32_t node, uint64_t since, int wa
 		v = node < ctl->assign_ver.n ? ctl->assign_ver.v[node] : 0;
 		if (v > since || ctl->watch_stop)
 			break;
-		if (pthread_cond_timedwait(&ctl->watch_cv, &ctl->watch_mu, &ts) != 0) {
+		if (pthread_cond_timedwait(&ctl->watch_cv[node % XP_WATCH_SHARDS], &ctl->watch_mu,
+					   &ts) != 0) {
 			v = node < ctl->assign_ver.n ? ctl->assign_ver.v[node] : 0;
 			break;
 		}
@@ -307,15 +308,14 @@ void xp_api_node_assignments(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		for (uint16_t k = 0; k < j->spec.nenv; k++)
 			json_object_set_new(env, j->spec.env[k].key,
 					    json_string(j->spec.env[k].value));
-		json_t *e = json_pack(
-			"{s:I,s:i,s:i,s:i,s:s,s:o,s:b,s:o,s:o,s:I,s:I,s:o,s:i,s:I}", "job",
-			(json_int_t)j->id, "replica", (int)r, "replicas",
-			(int)j->spec.replicas, "attempt", (int)j->attempts, "tenant",
-			st->tenants.v[j->tenant].name, "command", cmdv, "shell",
-			j->spec.shell, "args", args, "env", env, "cpu_milli",
-			(json_int_t)a->cpu_milli, "memory_mib", (json_int_t)a->mem_mib,
-			"devices", devs, "dev_milli", (int)a->dev_milli, "dev_mem_mib",
-			(json_int_t)a->dev_mem_mib);
+		json_t *e = json_pack("{s:I,s:i,s:i,s:i,s:s,s:o,s:b,s:o,s:o,s:I,s:I,s:o,s:i,s:I}",
+				      "job", (json_int_t)j->id, "replica", (int)r, "replicas",
+				      (int)j->spec.replicas, "attempt", (int)j->attempts, "tenant",
+				      st->tenants.v[j->tenant].name, "command", cmdv, "shell",
+				      j->spec.shell, "args", args, "env", env, "cpu_milli",
+				      (json_int_t)a->cpu_milli, "memory_mib",
+				      (json_int_t)a->mem_mib, "devices", devs, "dev_milli",
+				      (int)a->dev_milli, "dev_mem_mib", (json_int_t)a->dev_mem_mib);
 		if (j->spec.name)
 			json_object_set_new(e, "name", json_string(j->spec.name));
 		if (j->spec.workdir)

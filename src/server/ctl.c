@@ -166,7 +166,8 @@ int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err
 	pthread_mutex_init(&ctl->m.mu, NULL);
 	pthread_rwlock_init(&ctl->auth_lock, NULL);
 	pthread_mutex_init(&ctl->watch_mu, NULL);
-	pthread_cond_init(&ctl->watch_cv, NULL);
+	for (int i = 0; i < XP_WATCH_SHARDS; i++)
+		pthread_cond_init(&ctl->watch_cv[i], NULL);
 	xp_rng_seed(&ctl->rng, (uint64_t)xp_ctl_now());
 	ctl->ev = xp_events_create(ctl->o.event_ring);
 	so.policy = ctl->o.policy;
@@ -213,7 +214,8 @@ void xp_ctl_stop(struct xp_ctl *ctl)
 		xp_events_stop(ctl->ev);
 	pthread_mutex_lock(&ctl->watch_mu);
 	ctl->watch_stop = 1;
-	pthread_cond_broadcast(&ctl->watch_cv);
+	for (int i = 0; i < XP_WATCH_SHARDS; i++)
+		pthread_cond_broadcast(&ctl->watch_cv[i]);
 	pthread_mutex_unlock(&ctl->watch_mu);
 	xp_http_stop(ctl);
 	xp_owner_stop(ctl);
@@ -230,7 +232,8 @@ void xp_ctl_stop(struct xp_ctl *ctl)
 	xp_vec_free(&ctl->live);
 	xp_vec_free(&ctl->assign_ver);
 	pthread_mutex_destroy(&ctl->watch_mu);
-	pthread_cond_destroy(&ctl->watch_cv);
+	for (int i = 0; i < XP_WATCH_SHARDS; i++)
+		pthread_cond_destroy(&ctl->watch_cv[i]);
 	free(ctl->auth);
 	for (size_t i = 0; i < sizeof(ctl->own) / sizeof(ctl->own[0]); i++)
 		free(ctl->own[i]);

@@ -33,6 +33,8 @@
 #include "../lib/vec.h"
 #include "../store/store.h"
 
+#define XP_WATCH_SHARDS 256 /* condition variables agents' long polls wait on */
+
 #define XP_CTL_DEFAULT_PORT 7700
 
 struct xp_ctl_opts {
@@ -188,7 +190,9 @@ struct xp_ctl {
 	/* agents: per node liveness (owner) and assignment versions (shared) */
 	XP_VEC(struct xp_live) live;
 	pthread_mutex_t watch_mu;
-	pthread_cond_t watch_cv;
+	/* watchers of node n wait on watch_cv[n % XP_WATCH_SHARDS]: a change
+	 * wakes the few sharing that slot, not every agent's long poll */
+	pthread_cond_t watch_cv[XP_WATCH_SHARDS];
 	XP_VEC(uint64_t) assign_ver; /* bumped when a node's assignments change */
 	int watch_stop;
 };

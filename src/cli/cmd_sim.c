@@ -21,6 +21,7 @@
 #include "flags.h"
 
 int xp_cmd_sim_bench(int argc, char **argv);
+int xp_cmd_sim_tenants(int argc, char **argv);
 
 static const char *const paper_workloads[] = {
 	"default",    "cpu050",	    "cpu100",	   "cpu200",	 "cpu250",     "gpushare40",
@@ -444,6 +445,8 @@ int xp_cmd_sim(int argc, char **argv)
 		  "the target workload M and empty-cluster fragmentation" },
 		{ "bench", xp_cmd_sim_bench,
 		  "placement throughput on synthetic OpenB-like clusters" },
+		{ "tenants", xp_cmd_sim_tenants,
+		  "a multi-tenant trace through queues, quotas, preemption, backfill" },
 		{ NULL, NULL, NULL },
 	};
 	if (argc < 1 || !strcmp(argv[0], "-h") || !strcmp(argv[0], "--help")) {

@@ -28,6 +28,7 @@
  *    (the pass only takes capacity away), nor is a preemption that failed
  *    for the same shape, queue and priority.
  */
+#define _GNU_SOURCE /* qsort_r: the order needs a context, without a global */
 #include "state_int.h"
 
 #include <stdlib.h>
@@ -96,31 +97,33 @@ static int better_head(const struct xp_job *a, const struct xp_job *b, double ta
 	return a->id < b->id;
 }
 
-static int cmp_group(const void *a, const void *b)
+static int cmp_group(const void *a, const void *b, void *ctx)
 {
+	int sort_fifo = *(const int *)ctx;
 	const struct xp_job *x = *(const struct xp_job *const *)a;
 	const struct xp_job *y = *(const struct xp_job *const *)b;
 	if (x->queue != y->queue)
 		return x->queue < y->queue ? -1 : 1;
 	if (x->tenant != y->tenant)
 		return x->tenant < y->tenant ? -1 : 1;
-	if (x->spec.priority != y->spec.priority)
+	if (x->spec.priority != y->spec.priority && !sort_fifo)
 		return x->spec.priority > y->spec.priority ? -1 : 1;
-	int e = edf(x, y);
+	int e = sort_fifo ? 0 : edf(x, y);
 	if (e)
 		return e;
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* keep the pending jobs of v[0..*n), once each, grouped and in order */
-static void order(struct xp_job **v, size_t *n)
+/* keep the pending jobs of v[0..*n), once each, grouped and in order
+ * (fifo: by id within a group) */
+static void order(struct xp_job **v, size_t *n, int fifo)
 {
 	size_t k = 0;
 	for (size_t i = 0; i < *n; i++) /* held ones come back when they may run */
 		if (v[i]->state == XP_JOB_PENDING && !v[i]->unmet && !v[i]->doomed)
 			v[k++] = v[i];
 	if (k > 1)
-		qsort(v, k, sizeof(*v), cmp_group);
+		qsort_r(v, k, sizeof(*v), cmp_group, &fifo);
 	size_t u = 0; /* a job requeued twice may stand twice */
 	for (size_t i = 0; i < k; i++)
 		if (!u || v[u - 1] != v[i])
@@ -157,13 +160,13 @@ static struct xp_pass *pass_begin(struct xp_state *st, int full)
 
 	p->full = full;
 	if (full) {
-		order(st->pending.v, &st->pending.n);
+		order(st->pending.v, &st->pending.n, st->fifo);
 		v = st->pending.v;
 		n = st->pending.n;
 	} else {
 		for (size_t i = 0; i < st->fresh.n; i++)
 			xp_vec_push(&p->own, st->fresh.v[i]);
-		order(p->own.v, &p->own.n);
+		order(p->own.v, &p->own.n, st->fifo);
 		v = p->own.v;
 		n = p->own.n;
 	}
@@ -227,11 +230,28 @@ static int queue_before(const struct xp_state *st, const struct xp_pass *p, uint
 	return a < b;
 }
 
+/* FIFO: the group whose next job is the oldest, wherever it is */
+static long pick_fifo(const struct xp_state *st, struct xp_pass *p)
+{
+	struct xp_job **v = entries(st, p);
+	long best = -1;
+	for (size_t g = 0; g < p->ng; g++) {
+		struct grp *x = &p->g[g];
+		while (x->at < x->end && v[x->at]->state != XP_JOB_PENDING)
+			consume(st, p, g);
+		if (x->at < x->end && (best < 0 || v[x->at]->id < v[p->g[best].at]->id))
+			best = (long)g;
+	}
+	return best;
+}
+
 /* the group to try next, or -1 when the pass is over */
 static long pick(const struct xp_state *st, struct xp_pass *p)
 {
 	struct xp_job **v = entries(st, p);
 	int32_t cur = -1;
+	if (st->fifo)
+		return pick_fifo(st, p);
 	for (;;) {
 		size_t slot = (size_t)(cur + 1);
 		long best = -1;

@@ -169,29 +169,35 @@ int xp_preempt_plan(struct xp_state *st, const struct xp_job *j, const struct xp
 		memcpy(use + q * XP_RES_N, st->queues.v[q].usage, sizeof(uint64_t) * XP_RES_N);
 
 	XP_VEC(struct cand) c = { 0 };
-	for (size_t i = 0; i < st->jobs.n; i++) {
-		struct xp_job *v = st->jobs.v[i];
-		if (v->state != XP_JOB_RUNNING || v->spec.priority > j->spec.priority)
-			continue;
-		struct cand x = { .job = v };
-		xp_demand_of(st, v->allocs, v->spec.replicas, x.d);
-		int holds = 0;
-		for (int r = 0; r < XP_RES_N; r++)
-			holds |= (jq->preempt == XP_PREEMPT_PRIORITY || relevant(jq, j, d, r)) &&
-				 x.d[r] &&
-				 (d[r] || (r > XP_RES_DEV + XP_CLASS_CPU && j->req.dev_count &&
-					   j->req.sel.cls < 0));
-		if (!holds)
-			continue;
-		if (jq->preempt == XP_PREEMPT_PRIORITY && v->queue == j->queue &&
-		    v->spec.priority < j->spec.priority)
-			x.kind = XP_PREEMPT_PRIORITY;
-		else if (reclaim && !mark[v->queue] && borrowing(st, use, mark, v->queue, j, d))
-			x.kind = XP_PREEMPT_RECLAIM;
-		else
-			continue;
-		xp_vec_push(&c, x);
-	}
+	/* the running jobs, each once (by its replica 0), from the nodes' lists:
+	 * not every job ever kept */
+	for (size_t ni = 0; ni < st->nodes.n; ni++)
+		for (size_t ri = 0; ri < st->nodes.v[ni].run.n; ri++) {
+			struct xp_job *v = st->nodes.v[ni].run.v[ri].job;
+			if (st->nodes.v[ni].run.v[ri].replica != 0 || v->state != XP_JOB_RUNNING ||
+			    v->spec.priority > j->spec.priority)
+				continue;
+			struct cand x = { .job = v };
+			xp_demand_of(st, v->allocs, v->spec.replicas, x.d);
+			int holds = 0;
+			for (int r = 0; r < XP_RES_N; r++)
+				holds |= (jq->preempt == XP_PREEMPT_PRIORITY ||
+					  relevant(jq, j, d, r)) &&
+					 x.d[r] &&
+					 (d[r] || (r > XP_RES_DEV + XP_CLASS_CPU &&
+						   j->req.dev_count && j->req.sel.cls < 0));
+			if (!holds)
+				continue;
+			if (jq->preempt == XP_PREEMPT_PRIORITY && v->queue == j->queue &&
+			    v->spec.priority < j->spec.priority)
+				x.kind = XP_PREEMPT_PRIORITY;
+			else if (reclaim && !mark[v->queue] &&
+				 borrowing(st, use, mark, v->queue, j, d))
+				x.kind = XP_PREEMPT_RECLAIM;
+			else
+				continue;
+			xp_vec_push(&c, x);
+		}
 	if (c.n > 1)
 		qsort(c.v, c.n, sizeof(*c.v), cmp_cand);
 

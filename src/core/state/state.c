@@ -95,6 +95,7 @@ struct xp_state *xp_state_create(const struct xp_state_opts *o, struct xp_err *e
 	st->sopts.tiebreak = o ? o->tiebreak : XP_TIE_RANK;
 	if (o)
 		memcpy(st->sopts.weights, o->weights, sizeof(st->sopts.weights));
+	st->fifo = o && o->fifo;
 	st->c = xp_cluster_create();
 	st->sched = xp_sched_create(st->c, &st->sopts, err);
 	if (!st->sched) {

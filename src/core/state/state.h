@@ -113,6 +113,8 @@ struct xp_state_opts {
 	const char *policy; /* default "bestfit" */
 	int tiebreak;
 	uint32_t weights[XP_W_N]; /* the weighted policy's; all 0: the brief's */
+	int fifo;		  /* order by submission alone: no priorities, no fair
+				   * share (the simulator's FIFO baseline) */
 };
 
 struct xp_state {
@@ -133,6 +135,7 @@ struct xp_state {
 	XP_VEC(struct xp_job *) fresh;	 /* submitted since the last full pass */
 	int cap_grew;			 /* capacity freed since the last full pass began */
 	struct xp_pass *pass;		 /* the pass in progress (cycle.c), NULL: none */
+	int fifo;			 /* xp_state_opts.fifo */
 	struct xp_intmap dependents;	 /* job id -> pending jobs waiting for it (deps.c) */
 	XP_VEC(uint64_t) doomed;	 /* pending jobs whose dependencies can never be met */
 	struct xp_backfill *resv;	 /* the reservations of the last finished pass */

@@ -1,0 +1,178 @@
+/*
+ * cmd_simtenants: `xpool sim tenants` - the multi-tenant simulator
+ * (src/sim/tenants.h): one generated trace through the controller's state
+ * layer under each set-up asked for, a table per tenant, or -o json.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "../lib/parse.h"
+#include "../sim/tenants.h"
+#include "cli.h"
+#include "flags.h"
+
+static int num(const char *flag, const char *v, int64_t min, int64_t max, int64_t *out)
+{
+	if (xp_parse_i64(v, min, max, out) == 0)
+		return 0;
+	fprintf(stderr, "xpool sim tenants: --%s: expected an integer %lld..%lld, got '%s'\n", flag,
+		(long long)min, (long long)max, v);
+	return -1;
+}
+
+static void print_table(const struct xp_tsim_opts *o, const struct xp_tsim_result *r)
+{
+	printf("%s: %u nodes (%u GPUs), %u jobs over %.1f h, load %.2f, seed %llu: makespan "
+	       "%.1f h, GPU utilisation %.1f%% (%.1f%% while jobs wait), Jain %.3f, %llu "
+	       "preemptions, %llu never started, %.1f s\n",
+	       xp_tsim_mode_name(o->mode), o->nodes, 8 * o->nodes, o->jobs, r->span_h, o->load,
+	       (unsigned long long)o->seed, r->makespan_h, 100 * r->util, 100 * r->util_waiting,
+	       r->jain, (unsigned long long)r->preemptions, (unsigned long long)r->unstarted,
+	       r->wall_s);
+	printf("  %-7s %6s %8s %12s %12s %12s %12s\n", "TENANT", "SHARE", "JOBS", "WAIT_P50_S",
+	       "WAIT_P99_S", "WAIT_MEAN_S", "GPU_HOURS");
+	for (uint32_t i = 0; i < r->tenants; i++)
+		printf("  t%-6u %5.1f%% %8llu %12.0f %12.0f %12.0f %12.0f\n", i,
+		       100 * r->t[i].share, (unsigned long long)r->t[i].jobs, r->t[i].wait_p50_s,
+		       r->t[i].wait_p99_s, r->t[i].wait_mean_s, r->t[i].gpu_hours);
+}
+
+static json_t *result_json(const struct xp_tsim_opts *o, const struct xp_tsim_result *r)
+{
+	json_t *ts = json_array();
+	for (uint32_t i = 0; i < r->tenants; i++)
+		json_array_append_new(
+			ts,
+			json_pack("{s:i,s:f,s:I,s:I,s:f,s:f,s:f,s:f}", "tenant", (int)i, "share",
+				  r->t[i].share, "jobs", (json_int_t)r->t[i].jobs, "started",
+				  (json_int_t)r->t[i].started, "wait_p50_s", r->t[i].wait_p50_s,
+				  "wait_p99_s", r->t[i].wait_p99_s, "wait_mean_s",
+				  r->t[i].wait_mean_s, "gpu_hours", r->t[i].gpu_hours));
+	return json_pack("{s:s,s:i,s:i,s:I,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:f,s:o}", "mode",
+			 xp_tsim_mode_name(o->mode), "nodes", (int)o->nodes, "jobs", (int)o->jobs,
+			 "seed", (json_int_t)o->seed, "span_h", r->span_h, "makespan_h",
+			 r->makespan_h, "util", r->util, "util_waiting", r->util_waiting, "jain",
+			 r->jain, "preemptions", (json_int_t)r->preemptions, "unstarted",
+			 (json_int_t)r->unstarted, "wall_s", r->wall_s, "tenants", ts);
+}
+
+int xp_cmd_sim_tenants(int argc, char **argv)
+{
+	struct xp_flag flags[] = {
+		{ "nodes", XP_FLAG_STR, "N", "nodes of 8 GPUs (default 10000)" },
+		{ "jobs", XP_FLAG_STR, "N", "jobs in the trace (default 100000)" },
+		{ "tenants", XP_FLAG_STR, "N", "tenants, shares N..1 (default 4)" },
+		{ "seed", XP_FLAG_STR, "S", "trace seed (default 1)" },
+		{ "mode", XP_FLAG_STR, "M[,M...]", "xpool, noborrow, fifo (default all three)" },
+		{ "load", XP_FLAG_STR, "L",
+		  "offered GPU load over the arrival span (default 0.9)" },
+		{ "policy", XP_FLAG_STR, "P", "placement policy (default bestfit)" },
+		{ "o", XP_FLAG_STR, "FORMAT", "table (default) or json" },
+		{ NULL, 0, NULL, NULL },
+	};
+	struct xp_tsim_opts o;
+	struct xp_err err = { 0 };
+	int help, status = 2;
+	int64_t v;
+	double load;
+
+	xp_tsim_defaults(&o);
+	if (xp_flags_parse(flags, argc, argv, &help, &err) < 0) {
+		status = xp_cli_fail("sim tenants", &err, 2);
+		goto out;
+	}
+	if (help) {
+		xp_flags_usage(stdout, "xpool sim tenants [flags]",
+			       "A generated multi-tenant trace (training gangs, inference, batch;\n"
+			       "tenants of unequal shares peaking at different times) through the\n"
+			       "controller's own queues, quotas, preemption and backfill, on a\n"
+			       "simulated clock: queueing time per tenant, utilisation, Jain's\n"
+			       "fairness index, preemptions - xpool against FIFO and against\n"
+			       "guarantees without borrowing (docs/results/tenancy.md).",
+			       flags);
+		status = 0;
+		goto out;
+	}
+	const char *f;
+	if ((f = xp_flag_get(flags, "nodes")->sval) && (num("nodes", f, 1, 1000000, &v) < 0))
+		goto out;
+	if (f)
+		o.nodes = (uint32_t)v;
+	if ((f = xp_flag_get(flags, "jobs")->sval) && (num("jobs", f, 1, 10000000, &v) < 0))
+		goto out;
+	if (f)
+		o.jobs = (uint32_t)v;
+	if ((f = xp_flag_get(flags, "tenants")->sval) &&
+	    (num("tenants", f, 2, XP_TSIM_MAX_TENANTS, &v) < 0))
+		goto out;
+	if (f)
+		o.tenants = (uint32_t)v;
+	if ((f = xp_flag_get(flags, "seed")->sval) && (num("seed", f, 0, INT64_MAX, &v) < 0))
+		goto out;
+	if (f)
+		o.seed = (uint64_t)v;
+	if ((f = xp_flag_get(flags, "load")->sval)) {
+		if (xp_parse_double(f, &load) < 0 || load <= 0 || load > 10) {
+			fprintf(stderr,
+				"xpool sim tenants: --load: expected a number in (0, 10], got "
+				"'%s'\n",
+				f);
+			goto out;
+		}
+		o.load = load;
+	}
+	if ((f = xp_flag_get(flags, "policy")->sval))
+		o.policy = f;
+	const char *fmt = xp_flag_get(flags, "o")->sval;
+	if (fmt && strcmp(fmt, "table") && strcmp(fmt, "json")) {
+		fprintf(stderr, "xpool sim tenants: -o: expected table or json, got '%s'\n", fmt);
+		goto out;
+	}
+	int json = fmt && !strcmp(fmt, "json");
+	int modes[XP_TSIM_NMODES], nm = 0;
+	const char *ml = xp_flag_get(flags, "mode")->sval;
+	if (!ml) {
+		for (int m = 0; m < XP_TSIM_NMODES; m++)
+			modes[nm++] = m;
+	} else {
+		size_t n;
+		char **list = xp_split_list(ml, &n);
+		for (size_t i = 0; i < n; i++) {
+			int m = xp_tsim_mode_parse(list[i]);
+			if (m < 0 || nm == XP_TSIM_NMODES) {
+				fprintf(stderr,
+					"xpool sim tenants: --mode: expected xpool, noborrow or "
+					"fifo, "
+					"got '%s'\n",
+					list[i]);
+				xp_free_list(list, n);
+				goto out;
+			}
+			modes[nm++] = m;
+		}
+		xp_free_list(list, n);
+	}
+	json_t *all = json_array();
+	status = 0;
+	for (int i = 0; i < nm && status == 0; i++) {
+		struct xp_tsim_result r;
+		o.mode = modes[i];
+		if (xp_tsim_run(&o, &r, &err) < 0) {
+			status = xp_cli_fail("sim tenants", &err, 1);
+			break;
+		}
+		if (json)
+			json_array_append_new(all, result_json(&o, &r));
+		else
+			print_table(&o, &r);
+	}
+	if (json && status == 0)
+		xp_cli_print_json(all);
+	json_decref(all);
+out:
+	xp_flags_free(flags);
+	return status;
+}

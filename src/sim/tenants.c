@@ -1,0 +1,472 @@
+/*
+ * tenants: the multi-tenant simulator (see tenants.h).
+ *
+ * The trace (seeded, generated here):
+ *   - tenant i of n has share (n - i) / (1 + ... + n) of the jobs and of
+ *     the GPUs (its guarantee in the xpool and noborrow set-ups); its
+ *     arrivals follow a rate 1 + 0.9 sin(2 pi t / P + 2 pi i / n) over two
+ *     periods P of the span, so the tenants' peaks do not coincide;
+ *   - 30 % training: 1, 2 or 4 replicas (p .5/.3/.2) of 8 GPUs, 32 cores,
+ *     256 GiB each, a gang; lognormal duration, median 2 h, sigma 0.8, at
+ *     most 24 h; priority 5;
+ *   - 20 % inference: one GPU (half of one, p .5), 4 cores, 16 GiB; 4-12 h;
+ *     priority 10;
+ *   - 50 % batch: 1 or 2 GPUs, 8 cores, 32 GiB; lognormal, median 15 min,
+ *     sigma 1, at most 6 h; priority 0;
+ *   - every job declares a time limit of 1.5 x its duration (backfill reads
+ *     it) and runs for its duration;
+ *   - the span is chosen so that the offered GPU-time is `load` x the
+ *     cluster's over it.
+ * The clock jumps from event to event (arrival, completion), rounded up to
+ * the tick; at each step the arrivals are submitted, the completions
+ * finished, then the cycle runs until it has nothing more to do. All
+ * through journal records applied with xp_state_apply(), as the
+ * controller does.
+ */
+#include "tenants.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/state/state.h"
+#include "../lib/clock.h"
+#include "../lib/rng.h"
+#include "../lib/xalloc.h"
+
+#define T0 1000000000000LL /* the simulated epoch, ms */
+
+static const char *const mode_names[XP_TSIM_NMODES] = { "xpool", "noborrow", "fifo" };
+
+const char *xp_tsim_mode_name(int m)
+{
+	return m >= 0 && m < XP_TSIM_NMODES ? mode_names[m] : "?";
+}
+
+int xp_tsim_mode_parse(const char *s)
+{
+	for (int m = 0; m < XP_TSIM_NMODES; m++)
+		if (!strcmp(s, mode_names[m]))
+			return m;
+	return -1;
+}
+
+void xp_tsim_defaults(struct xp_tsim_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->nodes = 10000;
+	o->jobs = 100000;
+	o->tenants = 4;
+	o->seed = 1;
+	o->load = 0.9;
+	o->tick_ms = 60000;
+	o->policy = "bestfit";
+}
+
+struct tjob {
+	int64_t arrive, dur; /* ms */
+	uint32_t tenant, replicas;
+	uint16_t gpus, milli; /* per replica */
+	uint32_t cpu, mem_gib;
+	int32_t prio;
+	int64_t first_start; /* -1: not yet */
+};
+
+struct done_ev {
+	int64_t due;
+	uint64_t id;
+	uint32_t attempt;
+};
+
+struct sim {
+	const struct xp_tsim_opts *o;
+	struct xp_state *st;
+	struct tjob *j;
+	uint64_t base; /* job id of j[0] */
+	uint64_t seq;
+	int64_t now;
+	XP_VEC(struct done_ev) heap;
+	uint64_t preemptions;
+	struct xp_err err;
+	int failed;
+};
+
+static double lognormal(struct xp_rng *g, double median, double sigma)
+{
+	double u1 = xp_rng_double(g), u2 = xp_rng_double(g);
+	if (u1 < 1e-12)
+		u1 = 1e-12;
+	double z = sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
+	return median * exp(sigma * z);
+}
+
+static void gen(const struct xp_tsim_opts *o, struct tjob *j, double *span_h)
+{
+	struct xp_rng g;
+	double wsum = 0, gpu_ms = 0;
+	xp_rng_seed(&g, o->seed);
+	for (uint32_t i = 0; i < o->tenants; i++)
+		wsum += o->tenants - i;
+	for (uint32_t k = 0; k < o->jobs; k++) {
+		struct tjob *x = &j[k];
+		double u = xp_rng_double(&g) * wsum, acc = 0;
+		x->tenant = 0;
+		for (uint32_t i = 0; i < o->tenants; i++) {
+			acc += o->tenants - i;
+			if (u < acc) {
+				x->tenant = i;
+				break;
+			}
+		}
+		double kind = xp_rng_double(&g), h;
+		if (kind < 0.3) { /* training */
+			double r = xp_rng_double(&g);
+			x->replicas = r < 0.5 ? 1 : r < 0.8 ? 2 : 4;
+			x->gpus = 8;
+			x->milli = 1000;
+			x->cpu = 32;
+			x->mem_gib = 256;
+			x->prio = 5;
+			h = fmin(lognormal(&g, 2, 0.8), 24);
+		} else if (kind < 0.5) { /* inference */
+			x->replicas = 1;
+			x->gpus = 1;
+			x->milli = xp_rng_below(&g, 2) ? 500 : 1000;
+			x->cpu = 4;
+			x->mem_gib = 16;
+			x->prio = 10;
+			h = 4 + 8 * xp_rng_double(&g);
+		} else { /* batch */
+			x->replicas = 1;
+			x->gpus = (uint16_t)(1 + xp_rng_below(&g, 2));
+			x->milli = 1000;
+			x->cpu = 8;
+			x->mem_gib = 32;
+			x->prio = 0;
+			h = fmin(lognormal(&g, 0.25, 1), 6);
+		}
+		x->dur = (int64_t)(h * 3600000) + 1000;
+		x->first_start = -1;
+		gpu_ms += (double)x->dur * x->replicas * x->gpus * x->milli / 1000.0;
+	}
+	/* the span that makes the offered load o->load */
+	double span = gpu_ms / (o->load * 8.0 * o->nodes);
+	*span_h = span / 3600000;
+	/* arrivals: per tenant a phase-shifted rate, by thinning, then sorted */
+	for (uint32_t k = 0; k < o->jobs; k++) {
+		struct tjob *x = &j[k];
+		double phase = 2 * M_PI * x->tenant / o->tenants, t;
+		do {
+			t = xp_rng_double(&g) * span;
+		} while (xp_rng_double(&g) * 1.9 > 1 + 0.9 * sin(4 * M_PI * t / span + phase));
+		x->arrive = (int64_t)t;
+	}
+}
+
+static int cmp_arrive(const void *a, const void *b)
+{
+	const struct tjob *x = a, *y = b;
+	return x->arrive < y->arrive ? -1 : x->arrive > y->arrive;
+}
+
+static void heap_push(struct sim *s, struct done_ev e)
+{
+	xp_vec_push(&s->heap, e);
+	size_t i = s->heap.n - 1;
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		if (s->heap.v[p].due <= s->heap.v[i].due)
+			break;
+		struct done_ev t = s->heap.v[p];
+		s->heap.v[p] = s->heap.v[i];
+		s->heap.v[i] = t;
+		i = p;
+	}
+}
+
+static struct done_ev heap_pop(struct sim *s)
+{
+	struct done_ev top = s->heap.v[0];
+	s->heap.v[0] = s->heap.v[--s->heap.n];
+	size_t i = 0, n = s->heap.n;
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+		if (l < n && s->heap.v[l].due < s->heap.v[m].due)
+			m = l;
+		if (r < n && s->heap.v[r].due < s->heap.v[m].due)
+			m = r;
+		if (m == i)
+			break;
+		struct done_ev t = s->heap.v[m];
+		s->heap.v[m] = s->heap.v[i];
+		s->heap.v[i] = t;
+		i = m;
+	}
+	return top;
+}
+
+static int apply(struct sim *s, int64_t at, const char *type, char *body)
+{
+	if (!body)
+		return xp_errf(&s->err, XP_EINTERNAL, "%s: no record", type);
+	int rc = xp_state_apply(s->st, ++s->seq, at, type, body, strlen(body), NULL, &s->err);
+	free(body);
+	if (rc < 0)
+		s->failed = 1;
+	return rc;
+}
+
+static int emit(void *ctx, const char *type, char *body)
+{
+	struct sim *s = ctx;
+	int rc = apply(s, s->now, type, body);
+	if (rc < 0)
+		return rc;
+	if (!strcmp(type, "job.preempt"))
+		s->preemptions++;
+	return 0;
+}
+
+static void start_seen(struct sim *s, struct xp_job *job)
+{
+	struct tjob *x = &s->j[job->id - s->base];
+	if (x->first_start < 0)
+		x->first_start = job->started_at;
+	struct done_ev e = { job->started_at + x->dur, job->id, job->attempts };
+	heap_push(s, e);
+}
+
+static char *queue_doc(const struct xp_tsim_opts *o, uint32_t i, double share, int64_t gpus)
+{
+	char buf[512];
+	int64_t g = (int64_t)(share * gpus * 1000); /* milli */
+	if (o->mode == XP_TSIM_XPOOL)
+		snprintf(buf, sizeof(buf),
+			 "{\"name\":\"t%u\",\"weight\":%u,\"preempt\":\"reclaim\",\"quota\":"
+			 "{\"gpu\":{\"guarantee\":\"%lldm\"}}}",
+			 i, o->tenants - i, (long long)g);
+	else
+		snprintf(buf, sizeof(buf),
+			 "{\"name\":\"t%u\",\"weight\":%u,\"preempt\":\"never\",\"quota\":"
+			 "{\"gpu\":{\"guarantee\":\"%lldm\",\"max\":\"%lldm\"}}}",
+			 i, o->tenants - i, (long long)g, (long long)g);
+	return xstrdup(buf);
+}
+
+static int setup(struct sim *s, double *share)
+{
+	const struct xp_tsim_opts *o = s->o;
+	char name[32], doc[512];
+	struct xp_queuespec q;
+	if (apply(s, T0, "queue.create", xp_rec_queue_create("default", 0, 1)) < 0)
+		return -1;
+	for (uint32_t i = 0; i < o->tenants; i++) {
+		snprintf(name, sizeof(name), "t%u", i);
+		if (apply(s, T0, "tenant.create", xp_rec_tenant_create(name)) < 0)
+			return -1;
+		if (o->mode == XP_TSIM_FIFO)
+			continue;
+		char *d = queue_doc(o, i, share[i], 8LL * o->nodes);
+		int rc = xp_queuespec_parse_text("sim", d, strlen(d), 1, 1, &q, NULL, &s->err);
+		free(d);
+		if (rc < 0 || apply(s, T0, "queue.create", xp_rec_queue_define(&q)) < 0)
+			return -1;
+	}
+	for (uint32_t n = 0; n < o->nodes; n++) {
+		snprintf(doc, sizeof(doc),
+			 "{\"version\":1,\"nodes\":[{\"name\":\"n%05u\",\"cpu\":64,\"memory\":"
+			 "524288,"
+			 "\"devices\":[{\"type\":\"gpu\",\"vendor\":\"NVIDIA\",\"model\":\"A100\","
+			 "\"memory\":81920,\"count\":8}]}]}",
+			 n);
+		if (apply(s, T0, "node.add", xp_rec_node_add(XP_SRC_EMULATED, doc)) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int submit(struct sim *s, const struct tjob *x)
+{
+	struct xp_jobspec sp;
+	char tenant[32], queue[32];
+	memset(&sp, 0, sizeof(sp));
+	snprintf(tenant, sizeof(tenant), "t%u", x->tenant);
+	snprintf(queue, sizeof(queue), "t%u", x->tenant);
+	sp.queue = s->o->mode == XP_TSIM_FIFO ? NULL : queue;
+	sp.priority = x->prio;
+	sp.replicas = x->replicas;
+	sp.cpu_milli = (uint64_t)x->cpu * 1000;
+	sp.mem_mib = (uint64_t)x->mem_gib * 1024;
+	sp.dev_count = x->gpus;
+	sp.dev_milli = x->milli;
+	sp.dev_class = XP_CLASS_GPU;
+	sp.duration_ms = -1;
+	sp.time_limit_ms = x->dur + x->dur / 2;
+	return apply(s, x->arrive, "job.submit",
+		     xp_rec_job_submit(s->st->next_job_id, tenant, NULL, &sp));
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+int xp_tsim_run(const struct xp_tsim_opts *o, struct xp_tsim_result *r, struct xp_err *err)
+{
+	struct xp_state_opts so = { .policy = o->policy, .fifo = o->mode == XP_TSIM_FIFO };
+	struct sim s;
+	double share[XP_TSIM_MAX_TENANTS], wsum = 0;
+	uint64_t t_start = xp_mono_ns();
+
+	if (o->tenants < 2 || o->tenants > XP_TSIM_MAX_TENANTS || o->nodes < 1 || o->jobs < 1 ||
+	    o->mode < 0 || o->mode >= XP_TSIM_NMODES || o->load <= 0 || o->tick_ms < 1)
+		return xp_errf(err, XP_EINVAL, "tenants 2..%d, nodes and jobs >= 1, load > 0",
+			       XP_TSIM_MAX_TENANTS);
+	memset(r, 0, sizeof(*r));
+	memset(&s, 0, sizeof(s));
+	s.o = o;
+	s.st = xp_state_create(&so, err);
+	if (!s.st)
+		return err ? err->code : XP_EINVAL;
+	for (uint32_t i = 0; i < o->tenants; i++)
+		wsum += o->tenants - i;
+	for (uint32_t i = 0; i < o->tenants; i++)
+		share[i] = (o->tenants - i) / wsum;
+	s.j = XNEWV(struct tjob, o->jobs);
+	gen(o, s.j, &r->span_h);
+	qsort(s.j, o->jobs, sizeof(*s.j), cmp_arrive);
+	for (uint32_t k = 0; k < o->jobs; k++)
+		s.j[k].arrive += T0;
+	int rc = setup(&s, share);
+	s.base = s.st->next_job_id;
+	long tix[XP_TSIM_MAX_TENANTS];
+	for (uint32_t i = 0; i < o->tenants; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "t%u", i);
+		tix[i] = rc == 0 ? xp_state_tenant(s.st, name) : 0;
+	}
+
+	double gpus = 8.0 * o->nodes, used_int = 0, wait_time = 0, used_wait = 0;
+	double jain_int = 0, jain_time = 0, last_used = 0, last_jain = 0;
+	int last_contended = 0;
+	int64_t last_t = T0;
+	uint32_t ai = 0;
+	struct xp_rng rng;
+	xp_rng_seed(&rng, o->seed);
+	while (rc == 0 && (ai < o->jobs || s.heap.n)) {
+		int64_t next = ai < o->jobs ? s.j[ai].arrive : INT64_MAX;
+		if (s.heap.n && s.heap.v[0].due < next)
+			next = s.heap.v[0].due;
+		int64_t t = T0 + ((next - T0 + o->tick_ms - 1) / o->tick_ms) * o->tick_ms;
+		/* what held since the last step */
+		double dt = (double)(t - last_t);
+		int64_t span_end = T0 + (int64_t)(r->span_h * 3600000);
+		if (last_t < span_end) /* utilisation over the span load is offered in */
+			used_int += last_used * (double)((t < span_end ? t : span_end) - last_t);
+		if (last_contended) {
+			wait_time += dt;
+			used_wait += last_used * dt;
+			jain_int += last_jain * dt;
+			jain_time += dt;
+		}
+		last_t = t;
+		s.now = t;
+		while (rc == 0 && ai < o->jobs && s.j[ai].arrive <= t)
+			rc = submit(&s, &s.j[ai++]);
+		while (rc == 0 && s.heap.n && s.heap.v[0].due <= t) {
+			struct done_ev e = heap_pop(&s);
+			struct xp_job *jb = xp_state_job(s.st, e.id);
+			if (!jb || jb->state != XP_JOB_RUNNING || jb->attempts != e.attempt)
+				continue; /* preempted meanwhile: that attempt is gone */
+			rc = apply(&s, e.due, "job.finish",
+				   xp_rec_job_finish(e.id, XP_JOB_SUCCEEDED, 0, NULL));
+		}
+		uint64_t placed0 = s.st->placed;
+		for (int k = 0; rc == 0 && k < 100000 && xp_state_cycle_more(s.st); k++) {
+			long n = xp_state_cycle(s.st, t, 1u << 30, &rng, emit, &s);
+			if (n < 0)
+				rc = (int)n;
+			r->cycles++;
+		}
+		if (rc == 0 && o->check && (rc = xp_state_check(s.st, &s.err)) < 0)
+			s.failed = 1;
+		/* the starts of this step, and who waits (has pending jobs) */
+		uint8_t demand[XP_TSIM_MAX_TENANTS + 1] = { 0 };
+		for (size_t i = 0; i < s.st->jobs.n; i++) {
+			struct xp_job *jb = s.st->jobs.v[i];
+			if (jb->state == XP_JOB_RUNNING && jb->started_at == t &&
+			    s.st->placed != placed0)
+				start_seen(&s, jb);
+			if (jb->state == XP_JOB_PENDING) /* it wants more than it has */
+				for (uint32_t k = 0; k < o->tenants; k++)
+					demand[k] |= (long)jb->tenant == tix[k];
+		}
+		/* the state until the next step */
+		double used = 0, sx = 0, sx2 = 0;
+		int nd = 0, pending = s.st->count[XP_JOB_PENDING] != 0;
+		for (uint32_t i = 0; i < o->tenants; i++)
+			used += (double)s.st->tenants.v[tix[i]].usage[XP_RES_DEV + XP_CLASS_GPU] /
+				1000.0;
+		if (pending) { /* Jain over the tenants that wait: usage / share */
+			for (uint32_t i = 0; i < o->tenants; i++)
+				if (demand[i]) {
+					double x = (double)s.st->tenants.v[tix[i]]
+							   .usage[XP_RES_DEV + XP_CLASS_GPU] /
+						   1000.0 / (share[i] * gpus);
+					sx += x;
+					sx2 += x * x;
+					nd++;
+				}
+		}
+		last_used = used;
+		last_contended = pending && nd > 1;
+		last_jain = sx2 > 0 ? sx * sx / (nd * sx2) : 1;
+	}
+	if (rc < 0 || s.failed) {
+		if (err)
+			*err = s.err;
+		rc = rc < 0 ? rc : XP_EINTERNAL;
+	}
+	double makespan = (double)(last_t - T0);
+	r->tenants = o->tenants;
+	r->util = r->span_h > 0 ? used_int / (gpus * r->span_h * 3600000) : 0;
+	r->util_waiting = wait_time > 0 ? used_wait / (gpus * wait_time) : 0;
+	r->jain = jain_time > 0 ? jain_int / jain_time : 1;
+	r->preemptions = s.preemptions;
+	r->makespan_h = makespan / 3600000;
+	double *w = XNEWV(double, o->jobs);
+	for (uint32_t i = 0; i < o->tenants; i++) {
+		struct xp_tsim_tenant *tt = &r->t[i];
+		size_t n = 0;
+		double sum = 0;
+		tt->share = share[i];
+		for (uint32_t k = 0; k < o->jobs; k++) {
+			const struct tjob *x = &s.j[k];
+			if (x->tenant != i)
+				continue;
+			tt->jobs++;
+			tt->gpu_hours += (double)x->dur * x->replicas * x->gpus * x->milli /
+					 1000.0 / 3600000.0 * (x->first_start >= 0);
+			if (x->first_start < 0)
+				continue;
+			w[n] = (double)(x->first_start - x->arrive) / 1000.0;
+			sum += w[n++];
+		}
+		tt->started = n;
+		r->unstarted += tt->jobs - n;
+		if (n) {
+			qsort(w, n, sizeof(*w), cmp_d);
+			tt->wait_p50_s = w[n / 2];
+			tt->wait_p99_s = w[(size_t)(0.99 * (double)(n - 1))];
+			tt->wait_mean_s = sum / (double)n;
+		}
+	}
+	free(w);
+	free(s.j);
+	xp_vec_free(&s.heap);
+	xp_state_destroy(s.st);
+	r->wall_s = (double)(xp_mono_ns() - t_start) / 1e9;
+	return rc;
+}

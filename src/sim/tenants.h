@@ -1,0 +1,71 @@
+/*
+ * tenants: the multi-tenant simulator (issue 5 §8, docs/results/tenancy.md).
+ *
+ * A generated trace - tenants of unequal shares whose demand peaks at
+ * different times, a mix of training gangs, inference and batch jobs with
+ * priorities and time limits - is replayed through the controller's own
+ * state layer (src/core/state: the same records, the same cycle, the same
+ * queues, quotas, preemption and backfill), event by event on a simulated
+ * clock. Three set-ups on the same trace:
+ *
+ *   xpool     a queue per tenant, guaranteed its share of the GPUs, no max
+ *             (borrowing), reclaim preemption, fair share;
+ *   noborrow  the same guarantees as hard maxima, no preemption;
+ *   fifo      one queue, submission order, no fair share.
+ *
+ * Per tenant: queueing time (first start - submission) p50 / p99 / mean;
+ * overall: GPU utilisation, utilisation while jobs wait, Jain's fairness
+ * index and preemptions.
+ */
+#ifndef XP_SIM_TENANTS_H
+#define XP_SIM_TENANTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../lib/err.h"
+
+enum xp_tsim_mode { XP_TSIM_XPOOL, XP_TSIM_NOBORROW, XP_TSIM_FIFO, XP_TSIM_NMODES };
+
+#define XP_TSIM_MAX_TENANTS 16
+
+struct xp_tsim_opts {
+	uint32_t nodes;	  /* of 8 GPUs, 64 cores, 512 GiB (default 10000) */
+	uint32_t jobs;	  /* default 100000 */
+	uint32_t tenants; /* 2..16, default 4: shares n, n-1, ..., 1 */
+	uint64_t seed;
+	int mode;	    /* enum xp_tsim_mode */
+	double load;	    /* offered GPU-time / capacity over the arrival span (0.9) */
+	int64_t tick_ms;    /* events within a tick are handled together (60000) */
+	const char *policy; /* placement policy (bestfit) */
+	int check;	    /* check every invariant of the state after each step (tests) */
+};
+
+struct xp_tsim_tenant {
+	double share; /* of the GPUs (its guarantee) */
+	uint64_t jobs, started;
+	double wait_p50_s, wait_p99_s, wait_mean_s;
+	double gpu_hours; /* received */
+};
+
+struct xp_tsim_result {
+	uint32_t tenants;
+	struct xp_tsim_tenant t[XP_TSIM_MAX_TENANTS];
+	double util;	      /* GPU-time used / (GPUs x span) over the arrival span */
+	double util_waiting;  /* the same, over the time jobs were waiting */
+	double jain;	      /* over the time two or more tenants wait, the mean Jain's index of
+			       * usage/share among the tenants that wait */
+	uint64_t preemptions; /* job.preempt records */
+	uint64_t unstarted;   /* jobs never started (should be 0) */
+	double makespan_h;
+	double span_h; /* arrivals spread over this */
+	uint64_t cycles;
+	double wall_s;
+};
+
+const char *xp_tsim_mode_name(int m);
+int xp_tsim_mode_parse(const char *s);
+void xp_tsim_defaults(struct xp_tsim_opts *o);
+int xp_tsim_run(const struct xp_tsim_opts *o, struct xp_tsim_result *r, struct xp_err *err);
+
+#endif

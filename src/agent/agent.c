@@ -272,6 +272,37 @@ static void *heartbeat_main(void *arg)
 
 /* ---- monitor thread ---- */
 
+/* POST the exits of t[n] as one report; taken (or refused as stale, for a
+ * single one: the job moved on), they are forgotten. < 0: not taken. */
+static int report_exits(struct xp_agent *a, struct xp_client *cl, const char *path,
+			const struct xp_task *t, size_t n, struct xp_err *err)
+{
+	json_t *list = json_array(), *reply = NULL;
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(list,
+				      json_pack("{s:I,s:i,s:i,s:i}", "job", (json_int_t)t[i].job,
+						"attempt", (int)t[i].attempt, "replica",
+						(int)t[i].replica, "exit_code", t[i].exit_code));
+	json_t *body = json_pack("{s:o}", "tasks", list);
+	int rc = xp_client_json(cl, "POST", path, body, &reply, err);
+	json_decref(body);
+	json_decref(reply);
+	int stale = rc == XP_ESTATE || rc == XP_EINVAL;
+	if (rc < 0 && !(stale && n == 1))
+		return rc;
+	if (rc < 0) /* stale: the job moved on (cancelled, requeued) */
+		fprintf(stderr, "xpool agent: node=%s job=%llu: exit not taken: %s\n", a->node,
+			(unsigned long long)t[0].job, err->text);
+	pthread_mutex_lock(&a->mu);
+	for (size_t i = 0; i < n; i++) {
+		struct xp_task *live = xp_task_find(a, t[i].job, t[i].replica, t[i].attempt);
+		if (live)
+			xp_task_forget(a, live);
+	}
+	pthread_mutex_unlock(&a->mu);
+	return 0;
+}
+
 static void *monitor_main(void *arg)
 {
 	struct xp_agent *a = arg;
@@ -289,31 +320,17 @@ static void *monitor_main(void *arg)
 			if (a->tasks.v[i].state == XP_TASK_EXITED)
 				ended[n++] = a->tasks.v[i];
 		pthread_mutex_unlock(&a->mu);
-		for (size_t i = 0; i < n; i++) {
-			struct xp_task *t = &ended[i];
-			if (upload_output(a, cl, t) < 0)
-				continue; /* the exit goes after the output */
-			json_t *body = json_pack("{s:[{s:I,s:i,s:i,s:i}]}", "tasks", "job",
-						 (json_int_t)t->job, "attempt", (int)t->attempt,
-						 "replica", (int)t->replica, "exit_code",
-						 t->exit_code),
-			       *reply = NULL;
-			int rc = xp_client_json(cl, "POST", path, body, &reply, &err);
-			json_decref(body);
-			json_decref(reply);
-			if (rc >= 0 || rc == XP_ESTATE || rc == XP_EINVAL) {
-				if (rc < 0) /* stale: the job moved on (cancelled, requeued) */
-					fprintf(stderr,
-						"xpool agent: node=%s job=%llu: exit not taken: "
-						"%s\n",
-						a->node, (unsigned long long)t->job, err.text);
-				pthread_mutex_lock(&a->mu);
-				struct xp_task *live =
-					xp_task_find(a, t->job, t->replica, t->attempt);
-				if (live)
-					xp_task_forget(a, live);
-				pthread_mutex_unlock(&a->mu);
-			}
+		/* output first, then every exit of this pass in one report; a
+		 * refused batch (one is stale) goes again one by one */
+		size_t ready = 0;
+		for (size_t i = 0; i < n; i++)
+			if (upload_output(a, cl, &ended[i]) == 0)
+				ended[ready++] = ended[i];
+		for (size_t at = 0; at < ready; at += 4096) { /* the API's most per report */
+			size_t k = ready - at < 4096 ? ready - at : 4096;
+			int rc = report_exits(a, cl, path, ended + at, k, &err);
+			for (size_t i = 0; (rc == XP_ESTATE || rc == XP_EINVAL) && i < k; i++)
+				report_exits(a, cl, path, &ended[at + i], 1, &err);
 		}
 		free(ended);
 		/* a shim's exit wakes it at once; otherwise it looks every second,

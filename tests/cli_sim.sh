@@ -40,6 +40,15 @@ expect 2 "unknown verb 'nope'" -- "$XP" nope
 expect 2 "usage:" -- "$XP"
 expect 2 "unknown 'frobnicate'" -- "$XP" sim frobnicate
 expect 2 "unknown flag --bogus" -- "$XP" sim openb --bogus 1
+# sim tenants: bad flags, then a small run of each set-up
+expect 0 "multi-tenant trace" -- "$XP" sim tenants --help
+expect 2 "--mode: expected xpool, noborrow or fifo" -- "$XP" sim tenants --mode lottery
+expect 2 "--tenants: expected an integer 2..16" -- "$XP" sim tenants --tenants 1
+expect 2 "--load: expected a number" -- "$XP" sim tenants --load -1
+expect 2 "-o: expected table or json" -- "$XP" sim tenants -o yaml
+expect 0 "noborrow: 20 nodes (160 GPUs), 300 jobs" -- "$XP" sim tenants --nodes 20 --jobs 300 --load 1.2
+grep -q "^  t3 " "$T/out" || { echo "FAIL: sim tenants: no row for tenant t3"; fails=$((fails + 1)); }
+expect 0 '"mode": "fifo"' -- "$XP" sim tenants --nodes 20 --jobs 300 --mode fifo -o json
 expect 2 "flag --seeds needs a value" -- "$XP" sim openb --seeds
 expect 2 "\-\-seeds: expected seeds" -- "$XP" sim openb --seeds abc --nodes "$T/nodes.csv" --pods "$T/pods.csv"
 expect 2 "\-\-seeds: " -- "$XP" sim openb --seeds 9-1 --nodes "$T/nodes.csv" --pods "$T/pods.csv"

@@ -70,7 +70,7 @@ int xp_cmd_sim_tenants(int argc, char **argv)
 		{ "load", XP_FLAG_STR, "L",
 		  "offered GPU load over the arrival span (default 0.9)" },
 		{ "policy", XP_FLAG_STR, "P", "placement policy (default bestfit)" },
-		{ "o", XP_FLAG_STR, "FORMAT", "table (default) or json" },
+		{ "output", XP_FLAG_STR, "FORMAT", "table (default) or json", 'o' },
 		{ NULL, 0, NULL, NULL },
 	};
 	struct xp_tsim_opts o;
@@ -126,7 +126,7 @@ int xp_cmd_sim_tenants(int argc, char **argv)
 	}
 	if ((f = xp_flag_get(flags, "policy")->sval))
 		o.policy = f;
-	const char *fmt = xp_flag_get(flags, "o")->sval;
+	const char *fmt = xp_flag_get(flags, "output")->sval;
 	if (fmt && strcmp(fmt, "table") && strcmp(fmt, "json")) {
 		fprintf(stderr, "xpool sim tenants: -o: expected table or json, got '%s'\n", fmt);
 		goto out;

@@ -886,6 +886,66 @@ static void test_deadlines(void **state)
 	done(&w);
 }
 
+/* QoS: best-effort runs on spare capacity - any job of its priority or
+ * higher takes it back, from any queue; protected is never preempted */
+static void test_qos(void **state)
+{
+	(void)state;
+	struct world w;
+	init(&w);
+	node(&w, "n0", 4, 64);
+	assert_int_equal(queue(&w, "{name: a, quota: {gpu: {guarantee: 4}}}"), 0);
+	assert_int_equal(queue(&w, "{name: b}"), 0);
+	assert_int_equal(queue(&w, "{name: c}"), 0);
+	uint64_t be = world_submit(
+		&w, "t1", "queue: b\nqos: best-effort\nresources: {devices: {count: 4}}\n", NULL);
+	world_cycle(&w);
+	assert_int_equal(state_of(&w, be), XP_JOB_RUNNING);
+	/* another best-effort job does not take it */
+	uint64_t be2 = world_submit(
+		&w, "t2", "queue: c\nqos: best-effort\nresources: {devices: {count: 2}}\n", NULL);
+	world_cycle(&w);
+	assert_int_equal(state_of(&w, be2), XP_JOB_PENDING);
+	assert_int_equal(g_watch.preempted, 0);
+	/* a standard job of queue c - no guarantee, so no reclaim - does */
+	uint64_t std = world_submit(&w, "t2", "queue: c\nresources: {devices: {count: 2}}\n", NULL);
+	world_cycle(&w);
+	assert_int_equal(state_of(&w, std), XP_JOB_RUNNING);
+	assert_int_equal(state_of(&w, be), XP_JOB_PENDING);
+	assert_non_null(strstr(xp_state_job(w.st, be)->reason, "best-effort"));
+	assert_int_equal(world_apply(&w, "job.cancel", xp_rec_job_cancel(std, NULL)), 0);
+	assert_int_equal(world_apply(&w, "job.cancel", xp_rec_job_cancel(be, NULL)), 0);
+	assert_int_equal(world_apply(&w, "job.cancel", xp_rec_job_cancel(be2, NULL)), 0);
+	/* protected: even reclaim leaves it */
+	uint64_t pr = world_submit(
+		&w, "t1", "queue: b\nqos: protected\nresources: {devices: {count: 4}}\n", NULL);
+	world_cycle(&w);
+	assert_int_equal(state_of(&w, pr), XP_JOB_RUNNING);
+	uint64_t own = world_submit(&w, "t2", "queue: a\nresources: {devices: {count: 1}}\n", NULL);
+	world_cycle(&w);
+	assert_int_equal(state_of(&w, own), XP_JOB_PENDING);
+	assert_int_equal(state_of(&w, pr), XP_JOB_RUNNING);
+	/* a best-effort job of higher priority is not taken by a lower one */
+	assert_int_equal(world_apply(&w, "job.cancel", xp_rec_job_cancel(pr, NULL)), 0);
+	assert_int_equal(world_apply(&w, "job.cancel", xp_rec_job_cancel(own, NULL)), 0);
+	uint64_t hi = world_submit(
+		&w, "t1",
+		"queue: b\npriority: 5\nqos: best-effort\nresources: {devices: {count: 4}}\n",
+		NULL);
+	world_cycle(&w);
+	uint64_t lo = world_submit(&w, "t2", "queue: c\nresources: {devices: {count: 1}}\n", NULL);
+	world_cycle(&w);
+	assert_int_equal(state_of(&w, hi), XP_JOB_RUNNING);
+	assert_int_equal(state_of(&w, lo), XP_JOB_PENDING);
+	/* a bad class names the field */
+	struct xp_jobspec sp;
+	struct xp_err err = { 0 };
+	char field[320];
+	assert_true(xp_jobspec_parse_text("t", "qos: gold\n", 10, 0, &sp, field, &err) < 0);
+	assert_string_equal(field, "qos");
+	done(&w);
+}
+
 /* ---- the random workload against the reference model ---- */
 
 static void random_run(uint64_t seed, int ops)
@@ -953,7 +1013,7 @@ static void random_run(uint64_t seed, int ops)
 		uint64_t k = xp_rng_below(&rng, 100);
 		w.now += 1000;
 		if (k < 40) { /* submit; one in five after an earlier job */
-			char y[512], dep[160] = "";
+			char y[512], dep[200] = "";
 			const char *t = xp_rng_below(&rng, 2) ? "t1" : "t2";
 			static const char *const dt[] = { "after-ok", "after-any", "after-not-ok" };
 			if (w.st->jobs.n && xp_rng_below(&rng, 5) == 0) {
@@ -962,6 +1022,10 @@ static void random_run(uint64_t seed, int ops)
 				snprintf(dep, sizeof(dep), "depends_on: [{job: %llu, type: %s}]\n",
 					 (unsigned long long)d->id, dt[xp_rng_below(&rng, 3)]);
 			}
+			static const char *const qos[] = { "", "qos: best-effort\n",
+							   "qos: protected\n" };
+			snprintf(dep + strlen(dep), sizeof(dep) - strlen(dep), "%s",
+				 qos[xp_rng_below(&rng, 6) % 3 * (xp_rng_below(&rng, 2))]);
 			if (xp_rng_below(&rng, 2)) /* half with a time limit: backfill */
 				snprintf(dep + strlen(dep), sizeof(dep) - strlen(dep),
 					 "time_limit: %ds\n", 5 + (int)xp_rng_below(&rng, 300));
@@ -1073,6 +1137,7 @@ int main(void)
 		cmocka_unit_test(test_colocate),
 		cmocka_unit_test(test_backfill),
 		cmocka_unit_test(test_deadlines),
+		cmocka_unit_test(test_qos),
 		cmocka_unit_test(test_random_reference),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -157,7 +157,11 @@ int xp_preempt_plan(struct xp_state *st, const struct xp_job *j, const struct xp
 	}
 	xp_request_demand(st, j, d);
 	int reclaim = within_guarantee(st, j, d, &where, &res);
-	if (!reclaim && jq->preempt != XP_PREEMPT_PRIORITY) { /* no one to look at */
+	int any_be = 0; /* a best-effort job anyone may take */
+	for (size_t ni = 0; ni < st->nodes.n && !any_be && j->spec.qos != XP_QOS_BEST_EFFORT; ni++)
+		for (size_t ri = 0; ri < st->nodes.v[ni].run.n && !any_be; ri++)
+			any_be = st->nodes.v[ni].run.v[ri].job->spec.qos == XP_QOS_BEST_EFFORT;
+	if (!reclaim && jq->preempt != XP_PREEMPT_PRIORITY && !any_be) { /* no one to look at */
 		no_reclaim(st, where, res, out->why, sizeof(out->why));
 		return XP_ENOSPC;
 	}
@@ -179,19 +183,26 @@ int xp_preempt_plan(struct xp_state *st, const struct xp_job *j, const struct xp
 				continue;
 			struct cand x = { .job = v };
 			xp_demand_of(st, v->allocs, v->spec.replicas, x.d);
-			int holds = 0;
-			for (int r = 0; r < XP_RES_N; r++)
-				holds |= (jq->preempt == XP_PREEMPT_PRIORITY ||
-					  relevant(jq, j, d, r)) &&
-					 x.d[r] &&
-					 (d[r] || (r > XP_RES_DEV + XP_CLASS_CPU &&
-						   j->req.dev_count && j->req.sel.cls < 0));
+			/* it holds something j needs (for reclaim: something j's queue
+			 * guarantees) */
+			int holds = 0, holds_rel = 0;
+			for (int r = 0; r < XP_RES_N; r++) {
+				int need = d[r] || (r > XP_RES_DEV + XP_CLASS_CPU &&
+						    j->req.dev_count && j->req.sel.cls < 0);
+				holds |= need && x.d[r];
+				holds_rel |= need && x.d[r] && relevant(jq, j, d, r);
+			}
 			if (!holds)
+				continue;
+			if (v->spec.qos == XP_QOS_PROTECTED)
 				continue;
 			if (jq->preempt == XP_PREEMPT_PRIORITY && v->queue == j->queue &&
 			    v->spec.priority < j->spec.priority)
 				x.kind = XP_PREEMPT_PRIORITY;
-			else if (reclaim && !mark[v->queue] &&
+			else if (v->spec.qos == XP_QOS_BEST_EFFORT &&
+				 j->spec.qos != XP_QOS_BEST_EFFORT)
+				x.kind = XP_PREEMPT_BEST_EFFORT;
+			else if (reclaim && holds_rel && !mark[v->queue] &&
 				 borrowing(st, use, mark, v->queue, j, d))
 				x.kind = XP_PREEMPT_RECLAIM;
 			else
@@ -302,7 +313,10 @@ void xp_plan_free(struct xp_plan *p)
 void xp_plan_reason(const struct xp_state *st, const struct xp_job *j, const struct xp_plan *p,
 		    size_t k, char *buf, size_t len)
 {
-	if (p->kinds[k] == XP_PREEMPT_PRIORITY)
+	if (p->kinds[k] == XP_PREEMPT_BEST_EFFORT)
+		snprintf(buf, len, "preempted by job %llu: best-effort jobs run on spare capacity",
+			 (unsigned long long)j->id);
+	else if (p->kinds[k] == XP_PREEMPT_PRIORITY)
 		snprintf(buf, len, "preempted by job %llu of priority %d in queue %s",
 			 (unsigned long long)j->id, j->spec.priority, st->queues.v[j->queue].name);
 	else

@@ -30,6 +30,8 @@ enum { XP_RES_CPU, XP_RES_MEM, XP_RES_DEV, XP_RES_N = XP_RES_DEV + XP_CLASS_N };
 
 /* A queue's preemption policy (docs/design/tenancy.md) */
 enum xp_preempt { XP_PREEMPT_NEVER, XP_PREEMPT_RECLAIM, XP_PREEMPT_PRIORITY, XP_PREEMPT_N };
+/* why a victim was taken, beyond the policies: it was best-effort */
+#define XP_PREEMPT_BEST_EFFORT XP_PREEMPT_N
 
 /* Which fields a document set (an update changes only those). */
 enum {

@@ -19,11 +19,12 @@
 #include "../../lib/timefmt.h"
 #include "../../lib/xalloc.h"
 
-static const char *const top_keys[] = {
-	"name",		"tenant",     "queue",	   "priority",	 "command",  "args",	  "env",
-	"workdir",	"replicas",   "resources", "labels",	 "duration", "exit_code", "node",
-	"on_node_lost", "time_limit", "gang",	   "depends_on", "workflow", "deadline",  NULL
-};
+static const char *const top_keys[] = { "name",	     "tenant",	   "queue",	   "priority",
+					"command",   "args",	   "env",	   "workdir",
+					"replicas",  "resources",  "labels",	   "duration",
+					"exit_code", "node",	   "on_node_lost", "time_limit",
+					"gang",	     "depends_on", "workflow",	   "deadline",
+					"qos",	     NULL };
 static const char *const gang_keys[] = { "colocate", "timeout", NULL };
 static const char *const dep_keys[] = { "job", "type", NULL };
 static const char *const dep_names[XP_DEP_N] = { "after-ok", "after-any", "after-not-ok" };
@@ -39,6 +40,21 @@ int xp_dep_type_parse(const char *s)
 	for (int t = 0; t < XP_DEP_N; t++)
 		if (!strcmp(s, dep_names[t]))
 			return t;
+	return -1;
+}
+
+static const char *const qos_names[XP_QOS_N] = { "standard", "best-effort", "protected" };
+
+const char *xp_qos_name(int q)
+{
+	return q >= 0 && q < XP_QOS_N ? qos_names[q] : "?";
+}
+
+int xp_qos_parse(const char *s)
+{
+	for (int q = 0; q < XP_QOS_N; q++)
+		if (!strcmp(s, qos_names[q]))
+			return q;
 	return -1;
 }
 
@@ -479,6 +495,11 @@ static int parse(struct xp_walk *w, const struct xp_tree *t, struct xp_jobspec *
 	}
 	if ((rc = parse_deps(w, t, s)) < 0 || (rc = get_name(w, t, "workflow", &s->workflow)) < 0)
 		return rc;
+	int qos;
+	if ((rc = xp_walk_get_enum(w, t, "qos", xp_qos_parse, "standard, best-effort or protected",
+				   &qos)) < 0)
+		return rc;
+	s->qos = rc ? (uint8_t)qos : XP_QOS_STANDARD;
 	const struct xp_tree *dl = xp_tree_field(t, "deadline");
 	if (dl) { /* a time, or a duration from submission */
 		size_t m = xp_walk_push_key(w, "deadline");
@@ -643,6 +664,8 @@ char *xp_jobspec_to_json(const struct xp_jobspec *s)
 	}
 	if (s->workflow)
 		json_object_set_new(o, "workflow", json_string(s->workflow));
+	if (s->qos)
+		json_object_set_new(o, "qos", json_string(qos_names[s->qos]));
 	if (s->deadline_ms) {
 		char ts[XP_TIME_LEN];
 		xp_time_format(s->deadline_ms, ts);

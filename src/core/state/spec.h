@@ -29,6 +29,16 @@
 
 struct xp_tree;
 
+/* QoS class (qos): how a running job may be preempted (docs/design/tenancy.md) */
+enum xp_qos {
+	XP_QOS_STANDARD,    /* by reclaim of borrowed capacity or by priority, per policy */
+	XP_QOS_BEST_EFFORT, /* also by any job of its priority or higher, from any queue */
+	XP_QOS_PROTECTED,   /* never */
+	XP_QOS_N
+};
+const char *xp_qos_name(int q);
+int xp_qos_parse(const char *s);
+
 /* A gang's placement together (gang.colocate) */
 enum xp_colocate {
 	XP_COLOC_NONE,
@@ -80,6 +90,7 @@ struct xp_jobspec {
 	int64_t duration_ms;	 /* emulated run time, -1 unset */
 	int32_t exit_code;	 /* emulated exit code */
 	uint8_t fail_on_lost;	 /* on_node_lost: fail (1) or requeue (0, the default) */
+	uint8_t qos;		 /* enum xp_qos */
 	int64_t time_limit_ms;	 /* stopped (failed) past it; 0: none */
 	uint8_t colocate;	 /* enum xp_colocate */
 	int64_t gang_timeout_ms; /* a job still pending after it fails, saying why; 0: none */

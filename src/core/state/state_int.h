@@ -80,7 +80,7 @@ int xp_backfill_active(const struct xp_backfill *b);
  * (XP_ENOSPC and out->why). The scheduler is left as it was. */
 struct xp_plan {
 	uint64_t *victims;
-	uint8_t *kinds; /* per victim: XP_PREEMPT_RECLAIM or XP_PREEMPT_PRIORITY */
+	uint8_t *kinds; /* per victim: XP_PREEMPT_RECLAIM, _PRIORITY or _BEST_EFFORT */
 	size_t n;
 	char why[300];
 };

@@ -1,6 +1,6 @@
 # Thin wrapper over CMake + CTest. Every target installs missing Debian
 # packages first (scripts/deps.sh is idempotent and quick when all present).
-#   make              build into build/ (binary: build/xpool)
+#   make              build into build/ (binaries: build/xpool, build/xpoold)
 #   make run          the main job: xpool dev, a controller with emulated nodes
 #   make run-sim      the OpenB / FGD reproduction beside the published results
 #   make test         the whole test suite; SANITIZE=1 for address+undefined

@@ -69,7 +69,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-for f in "$BUILD/xpool" "$BUILD/bench/controller/xp_bench_agents"; do
+for f in "$BUILD/xpool" "$BUILD/xpoold" "$BUILD/bench/controller/xp_bench_agents"; do
 	[ -x "$f" ] || {
 		echo "bench/agents.sh: $f is missing: run make first" >&2
 		exit 1

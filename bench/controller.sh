@@ -58,7 +58,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-for f in "$BUILD/xpool" "$BUILD/bench/controller/xp_bench_submit" \
+for f in "$BUILD/xpool" "$BUILD/xpoold" "$BUILD/bench/controller/xp_bench_submit" \
 	"$BUILD/bench/controller/xp_bench_pass"; do
 	[ -x "$f" ] || {
 		echo "bench/controller.sh: $f is missing: run make first" >&2

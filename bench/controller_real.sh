@@ -76,7 +76,7 @@ command -v jq >/dev/null || {
 	echo "bench/controller_real.sh: needs jq (apt-get install jq)" >&2
 	exit 1
 }
-for f in "$BUILD/xpool" "$BUILD/bench/controller/xp_bench_submit"; do
+for f in "$BUILD/xpool" "$BUILD/xpoold" "$BUILD/bench/controller/xp_bench_submit"; do
 	[ -x "$f" ] || {
 		echo "bench/controller_real.sh: $f is missing: run make first" >&2
 		exit 1

@@ -139,6 +139,9 @@ struct xp_cli_sub {
 	const char *about;
 };
 int xp_cli_dispatch(const char *word, const struct xp_cli_sub *subs, int argc, char **argv);
+/* A binary's main (verbs.c): help, version, then argv[1] among verbs. */
+int xp_cli_main(const char *prog, const char *blurb, const struct xp_cli_sub *verbs, int argc,
+		char **argv);
 /* Send one mutation (connecting first) and print done, or the reply with
  * -o json; returns the exit status. */
 int xp_cli_mutate(struct xp_cli *x, const char *method, const char *path, struct json_t *body,

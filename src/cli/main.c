@@ -2,16 +2,9 @@
  * main: the xpool binary. One executable, many verbs; each verb lives in
  * its own cmd_*.c (see cli.h).
  */
-#include <stdio.h>
-#include <string.h>
-
 #include "cli.h"
 
-static const struct verb {
-	const char *name;
-	int (*fn)(int argc, char **argv);
-	const char *about;
-} verbs[] = {
+static const struct xp_cli_sub verbs[] = {
 	{ "server", xp_cmd_server, "the controller: HTTP API, durable journal, scheduling" },
 	{ "agent", xp_cmd_agent, "the node agent: discover devices, register, run assigned tasks" },
 	{ "dev", xp_cmd_dev, "a controller with emulated nodes on a fresh data directory" },
@@ -40,34 +33,11 @@ static const struct verb {
 	{ NULL, NULL, NULL },
 };
 
-static void usage(FILE *out)
-{
-	fprintf(out, "usage: xpool <verb> [flags]   (xpool <verb> --help for each verb)\n\n"
-		     "xpool pools GPUs, NPUs, FPGAs, ASICs and CPUs behind one resource model\n"
-		     "and places work on them.\n\nverbs:\n");
-	for (const struct verb *v = verbs; v->name; v++)
-		fprintf(out, "  %-10s %s\n", v->name, v->about);
-	fprintf(out, "  %-10s %s\n", "version", "print the version");
-}
-
 int main(int argc, char **argv)
 {
-	if (argc < 2) {
-		usage(stderr);
-		return 2;
-	}
-	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
-		usage(stdout);
-		return 0;
-	}
-	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
-		printf("xpool %s\n", XP_VERSION);
-		return 0;
-	}
-	for (const struct verb *v = verbs; v->name; v++)
-		if (!strcmp(argv[1], v->name))
-			return v->fn(argc - 2, argv + 2);
-	fprintf(stderr, "xpool: unknown verb '%s'\n", argv[1]);
-	usage(stderr);
-	return 2;
+	return xp_cli_main(
+		"xpool",
+		"xpool pools GPUs, NPUs, FPGAs, ASICs and CPUs behind one resource model\n"
+		"and places work on them.\n",
+		verbs, argc, argv);
 }

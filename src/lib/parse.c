@@ -193,3 +193,16 @@ int xp_parse_qty(const char *s, enum xp_qty kind, double *out)
 	}
 	return XP_EINVAL;
 }
+
+const char *xp_enum_name(const char *const *names, int n, int i)
+{
+	return i >= 0 && i < n ? names[i] : "?";
+}
+
+int xp_enum_parse(const char *const *names, int n, const char *s)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(names[i], s))
+			return i;
+	return -1;
+}

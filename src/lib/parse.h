@@ -29,4 +29,9 @@ int xp_parse_qty(const char *s, enum xp_qty kind, double *out);
 /* A short description of the family's accepted forms, for error text. */
 const char *xp_qty_hint(enum xp_qty kind);
 
+/* Enum names in a table of n: the name of i ("?" out of range), and the
+ * index of s (-1 if absent). */
+const char *xp_enum_name(const char *const *names, int n, int i);
+int xp_enum_parse(const char *const *names, int n, const char *s);
+
 #endif

@@ -32,6 +32,7 @@
 
 #include "../core/state/state.h"
 #include "../lib/clock.h"
+#include "../lib/parse.h"
 #include "../lib/rng.h"
 #include "../lib/xalloc.h"
 
@@ -41,15 +42,12 @@ static const char *const mode_names[XP_TSIM_NMODES] = { "xpool", "noborrow", "fi
 
 const char *xp_tsim_mode_name(int m)
 {
-	return m >= 0 && m < XP_TSIM_NMODES ? mode_names[m] : "?";
+	return xp_enum_name(mode_names, XP_TSIM_NMODES, m);
 }
 
 int xp_tsim_mode_parse(const char *s)
 {
-	for (int m = 0; m < XP_TSIM_NMODES; m++)
-		if (!strcmp(s, mode_names[m]))
-			return m;
-	return -1;
+	return xp_enum_parse(mode_names, XP_TSIM_NMODES, s);
 }
 
 void xp_tsim_defaults(struct xp_tsim_opts *o)

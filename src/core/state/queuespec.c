@@ -19,28 +19,22 @@ static const char *const quota_keys[] = { "guarantee", "max", NULL };
 
 const char *xp_res_name(int r)
 {
-	return r >= 0 && r < XP_RES_N ? res_names[r] : "?";
+	return xp_enum_name(res_names, XP_RES_N, r);
 }
 
 int xp_res_parse(const char *s)
 {
-	for (int r = 0; r < XP_RES_N; r++)
-		if (!strcmp(s, res_names[r]))
-			return r;
-	return -1;
+	return xp_enum_parse(res_names, XP_RES_N, s);
 }
 
 const char *xp_preempt_name(int p)
 {
-	return p >= 0 && p < XP_PREEMPT_N ? preempt_names[p] : "?";
+	return xp_enum_name(preempt_names, XP_PREEMPT_N, p);
 }
 
 int xp_preempt_parse(const char *s)
 {
-	for (int p = 0; p < XP_PREEMPT_N; p++)
-		if (!strcmp(s, preempt_names[p]))
-			return p;
-	return -1;
+	return xp_enum_parse(preempt_names, XP_PREEMPT_N, s);
 }
 
 void xp_res_format(int r, uint64_t v, char *buf, size_t len)

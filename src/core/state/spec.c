@@ -32,43 +32,35 @@ static const char *const coloc_names[XP_COLOC_N] = { "none", "node", "island", "
 
 const char *xp_dep_type_name(int t)
 {
-	return t >= 0 && t < XP_DEP_N ? dep_names[t] : "?";
+	return xp_enum_name(dep_names, XP_DEP_N, t);
 }
 
 int xp_dep_type_parse(const char *s)
 {
-	for (int t = 0; t < XP_DEP_N; t++)
-		if (!strcmp(s, dep_names[t]))
-			return t;
-	return -1;
+	return xp_enum_parse(dep_names, XP_DEP_N, s);
 }
 
 static const char *const qos_names[XP_QOS_N] = { "standard", "best-effort", "protected" };
 
 const char *xp_qos_name(int q)
 {
-	return q >= 0 && q < XP_QOS_N ? qos_names[q] : "?";
+	return xp_enum_name(qos_names, XP_QOS_N, q);
 }
 
 int xp_qos_parse(const char *s)
 {
-	for (int q = 0; q < XP_QOS_N; q++)
-		if (!strcmp(s, qos_names[q]))
-			return q;
-	return -1;
+	return xp_enum_parse(qos_names, XP_QOS_N, s);
 }
 
 const char *xp_colocate_name(int c)
 {
-	return c >= 0 && c < XP_COLOC_N ? coloc_names[c] : "?";
+	return xp_enum_name(coloc_names, XP_COLOC_N, c);
 }
 
-static int coloc_parse(const char *s)
+static int coloc_parse(const char *s) /* "none" is the default, not a choice */
 {
-	for (int c = 1; c < XP_COLOC_N; c++)
-		if (!strcmp(s, coloc_names[c]))
-			return c;
-	return -1;
+	int c = xp_enum_parse(coloc_names, XP_COLOC_N, s);
+	return c > 0 ? c : -1;
 }
 static const char *const res_keys[] = { "cpu", "memory", "devices", NULL };
 static const char *const dev_keys[] = { "count",      "compute_milli",

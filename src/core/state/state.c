@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../lib/parse.h"
 #include "../../lib/xalloc.h"
 
 static const char *const job_states[XP_JOB_STATE_N] = { "pending", "running", "succeeded", "failed",
@@ -18,21 +19,13 @@ static const char *const node_states[XP_NODE_STATE_N] = { "ready", "cordoned", "
 							  "drained", "down" };
 static const char *const sources[XP_SRC_N] = { "emulated", "agent" };
 
-static int find(const char *const *names, int n, const char *s)
-{
-	for (int i = 0; i < n; i++)
-		if (!strcmp(names[i], s))
-			return i;
-	return -1;
-}
-
 const char *xp_job_state_name(int s)
 {
 	return s >= 0 && s < XP_JOB_STATE_N ? job_states[s] : "?";
 }
 int xp_job_state_parse(const char *s)
 {
-	return find(job_states, XP_JOB_STATE_N, s);
+	return xp_enum_parse(job_states, XP_JOB_STATE_N, s);
 }
 const char *xp_node_state_name(int s)
 {
@@ -40,7 +33,7 @@ const char *xp_node_state_name(int s)
 }
 int xp_node_state_parse(const char *s)
 {
-	return find(node_states, XP_NODE_STATE_N, s);
+	return xp_enum_parse(node_states, XP_NODE_STATE_N, s);
 }
 const char *xp_node_source_name(int s)
 {
@@ -48,7 +41,7 @@ const char *xp_node_source_name(int s)
 }
 int xp_node_source_parse(const char *s)
 {
-	return find(sources, XP_SRC_N, s);
+	return xp_enum_parse(sources, XP_SRC_N, s);
 }
 
 int xp_job_terminal(int s)

@@ -3,7 +3,7 @@
  * binary. The long-lived pieces live in a second executable, xpoold, next
  * to this one: it links the HTTP server (libmicrohttpd and its TLS stack),
  * SQLite and hwloc, which a client process should not load - a CLI call
- * (`xpool submit`) then maps 5 libraries instead of 19. These verbs replace
+ * (`xpool submit`) then maps 4 shared libraries instead of 17. These verbs replace
  * this process with xpoold (same pid, same arguments); a missing xpoold
  * is said plainly.
  */

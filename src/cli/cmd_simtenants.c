@@ -14,6 +14,8 @@
 #include "cli.h"
 #include "flags.h"
 
+static const char *const kinds[XP_TSIM_NKINDS] = { "batch", "train", "infer" };
+
 static int num(const char *flag, const char *v, int64_t min, int64_t max, int64_t *out)
 {
 	if (xp_parse_i64(v, min, max, out) == 0)
@@ -38,6 +40,10 @@ static void print_table(const struct xp_tsim_opts *o, const struct xp_tsim_resul
 		printf("  t%-6u %5.1f%% %8llu %12.0f %12.0f %12.0f %12.0f\n", i,
 		       100 * r->t[i].share, (unsigned long long)r->t[i].jobs, r->t[i].wait_p50_s,
 		       r->t[i].wait_p99_s, r->t[i].wait_mean_s, r->t[i].gpu_hours);
+	for (int k = 0; k < XP_TSIM_NKINDS; k++) /* by job kind: priority 0, 5, 10 */
+		printf("  %-7s %6s %8llu %12.0f %12.0f %12.0f %12.0f\n", kinds[k], "-",
+		       (unsigned long long)r->kind[k].jobs, r->kind[k].wait_p50_s,
+		       r->kind[k].wait_p99_s, r->kind[k].wait_mean_s, r->kind[k].gpu_hours);
 }
 
 static json_t *result_json(const struct xp_tsim_opts *o, const struct xp_tsim_result *r)
@@ -51,12 +57,19 @@ static json_t *result_json(const struct xp_tsim_opts *o, const struct xp_tsim_re
 				  (json_int_t)r->t[i].started, "wait_p50_s", r->t[i].wait_p50_s,
 				  "wait_p99_s", r->t[i].wait_p99_s, "wait_mean_s",
 				  r->t[i].wait_mean_s, "gpu_hours", r->t[i].gpu_hours));
-	return json_pack("{s:s,s:i,s:i,s:I,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:f,s:o}", "mode",
+	json_t *ks = json_array();
+	for (int k = 0; k < XP_TSIM_NKINDS; k++)
+		json_array_append_new(ks, json_pack("{s:s,s:I,s:f,s:f,s:f}", "kind", kinds[k],
+						    "jobs", (json_int_t)r->kind[k].jobs,
+						    "wait_p50_s", r->kind[k].wait_p50_s,
+						    "wait_p99_s", r->kind[k].wait_p99_s,
+						    "wait_mean_s", r->kind[k].wait_mean_s));
+	return json_pack("{s:s,s:i,s:i,s:I,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:f,s:o,s:o}", "mode",
 			 xp_tsim_mode_name(o->mode), "nodes", (int)o->nodes, "jobs", (int)o->jobs,
 			 "seed", (json_int_t)o->seed, "span_h", r->span_h, "makespan_h",
 			 r->makespan_h, "util", r->util, "util_waiting", r->util_waiting, "jain",
 			 r->jain, "preemptions", (json_int_t)r->preemptions, "unstarted",
-			 (json_int_t)r->unstarted, "wall_s", r->wall_s, "tenants", ts);
+			 (json_int_t)r->unstarted, "wall_s", r->wall_s, "tenants", ts, "kinds", ks);
 }
 
 int xp_cmd_sim_tenants(int argc, char **argv)

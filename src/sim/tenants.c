@@ -435,14 +435,20 @@ int xp_tsim_run(const struct xp_tsim_opts *o, struct xp_tsim_result *r, struct x
 	r->preemptions = s.preemptions;
 	r->makespan_h = makespan / 3600000;
 	double *w = XNEWV(double, o->jobs);
-	for (uint32_t i = 0; i < o->tenants; i++) {
-		struct xp_tsim_tenant *tt = &r->t[i];
+	for (uint32_t i = 0; i < o->tenants + XP_TSIM_NKINDS; i++) {
+		/* per tenant, then per job kind (batch 0, training 5, inference 10) */
+		int by_kind = i >= o->tenants;
+		uint32_t kind = i - o->tenants;
+		struct xp_tsim_tenant *tt = by_kind ? &r->kind[kind] : &r->t[i];
 		size_t n = 0;
 		double sum = 0;
-		tt->share = share[i];
+		tt->share = by_kind ? 0 : share[i];
 		for (uint32_t k = 0; k < o->jobs; k++) {
 			const struct tjob *x = &s.j[k];
-			if (x->tenant != i)
+			int kx = x->prio == 0	? XP_TSIM_BATCH
+				 : x->prio == 5 ? XP_TSIM_TRAIN
+						: XP_TSIM_INFER;
+			if (by_kind ? kx != (int)kind : x->tenant != i)
 				continue;
 			tt->jobs++;
 			tt->gpu_hours += (double)x->dur * x->replicas * x->gpus * x->milli /
@@ -453,7 +459,8 @@ int xp_tsim_run(const struct xp_tsim_opts *o, struct xp_tsim_result *r, struct x
 			sum += w[n++];
 		}
 		tt->started = n;
-		r->unstarted += tt->jobs - n;
+		if (!by_kind)
+			r->unstarted += tt->jobs - n;
 		if (n) {
 			qsort(w, n, sizeof(*w), cmp_d);
 			tt->wait_p50_s = w[n / 2];

@@ -48,9 +48,14 @@ struct xp_tsim_tenant {
 	double gpu_hours; /* received */
 };
 
+/* the job kinds of the trace, by priority */
+enum { XP_TSIM_BATCH, XP_TSIM_TRAIN, XP_TSIM_INFER, XP_TSIM_NKINDS };
+
 struct xp_tsim_result {
 	uint32_t tenants;
 	struct xp_tsim_tenant t[XP_TSIM_MAX_TENANTS];
+	struct xp_tsim_tenant kind[XP_TSIM_NKINDS]; /* the same figures per job kind
+						     * (share unused) */
 	double util;	      /* GPU-time used / (GPUs x span) over the arrival span */
 	double util_waiting;  /* the same, over the time jobs were waiting */
 	double jain;	      /* over the time two or more tenants wait, the mean Jain's index of

@@ -841,6 +841,13 @@ static void test_backfill(void **state)
 	assert_int_equal(state_of(&w, slong), XP_JOB_RUNNING);
 	assert_int_equal(xp_state_job(w.st, slong)->allocs[0].node, 1); /* bestfit said n0 */
 	assert_int_equal(w.st->held_back, 0);
+	/* a job submitted after the reservation was made - a pass over new jobs
+	 * only - honours it too: not n0, where it would eat big's room */
+	uint64_t later =
+		world_submit(&w, "t1", "time_limit: 3h\nresources: {devices: {count: 2}}\n", NULL);
+	world_cycle(&w);
+	assert_int_equal(state_of(&w, later), XP_JOB_RUNNING);
+	assert_int_equal(xp_state_job(w.st, later)->allocs[0].node, 1);
 	done(&w);
 }
 

@@ -12,7 +12,9 @@
  * if where it goes leaves every slack >= 0. Jobs without a time limit never end, for this purpose;
  * a job that would not fit even once every limited job has ended gets no reservation. Reservations
  * of one pass hold disjoint nodes (at most XP_RESV_MAX), so their slacks do not count the same free
- * capacity twice.
+ * capacity twice. A full pass makes them afresh; a pass over new jobs only starts from a copy of
+ * the last pass's (nothing was freed since, so their slack still holds): a job submitted after a
+ * reservation was made cannot take its room either.
  */
 #include "state_int.h"
 
@@ -47,6 +49,26 @@ struct xp_backfill *xp_backfill_new(const struct xp_state *st)
 	struct xp_backfill *b = XNEW(struct xp_backfill);
 	b->nnodes = st->nodes.n;
 	b->reserved = xcalloc(b->nnodes + 1, 1);
+	return b;
+}
+
+struct xp_backfill *xp_backfill_clone(const struct xp_backfill *src, const struct xp_state *st)
+{
+	struct xp_backfill *b = xp_backfill_new(st);
+	for (size_t i = 0; i < src->nr; i++) {
+		const struct resv *r = &src->r[i];
+		int ok = 1;
+		for (size_t k = 0; k < r->nn; k++)
+			ok &= r->n[k].node < b->nnodes;
+		if (!ok)
+			continue;
+		struct resv *c = &b->r[b->nr++];
+		*c = *r;
+		c->n = XNEWV(struct rnode, r->nn ? r->nn : 1);
+		memcpy(c->n, r->n, r->nn * sizeof(*r->n));
+		for (size_t k = 0; k < r->nn; k++)
+			b->reserved[r->n[k].node] = 1;
+	}
 	return b;
 }
 

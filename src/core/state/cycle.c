@@ -172,7 +172,9 @@ static struct xp_pass *pass_begin(struct xp_state *st, int full)
 	}
 	st->fresh.n = 0;
 	p->nq = nq;
-	p->bf = xp_backfill_new(st);
+	/* a full pass makes its reservations afresh; a pass over new jobs
+	 * honours the last ones (a new job must not take reserved room) */
+	p->bf = full || !st->resv ? xp_backfill_new(st) : xp_backfill_clone(st->resv, st);
 	p->left = xcalloc(nq + 1, sizeof(*p->left));
 	p->served = xcalloc(nq + 1, sizeof(*p->served));
 	p->g_at = xcalloc(nq + 2, sizeof(*p->g_at));

@@ -65,6 +65,9 @@ int xp_deps_check_state(const struct xp_state *st, struct xp_err *err);
 #define XP_RESV_MAX 8
 struct xp_backfill;
 struct xp_backfill *xp_backfill_new(const struct xp_state *st);
+/* A pass over new jobs only keeps the last pass's reservations (capacity
+ * only shrank since, so their slack still holds): a copy. */
+struct xp_backfill *xp_backfill_clone(const struct xp_backfill *src, const struct xp_state *st);
 void xp_backfill_free(struct xp_backfill *b);
 int xp_backfill_reserve(struct xp_state *st, struct xp_backfill *b, const struct xp_job *j,
 			const struct xp_rng *rng);

@@ -137,8 +137,8 @@ static int short_of(const struct rnode *x, const struct xp_state *st)
 int xp_backfill_reserve(struct xp_state *st, struct xp_backfill *b, const struct xp_job *j,
 			const struct xp_rng *rng)
 {
-	if (b->nr == XP_RESV_MAX || b->nnodes != st->nodes.n)
-		return 0;
+	if (b->nr == XP_RESV_MAX || b->nnodes != st->nodes.n || !st->limited_running)
+		return 0; /* full, stale, or no running job has an end to wait for */
 	XP_VEC(struct xp_job *) run = { 0 };
 	for (size_t i = 0; i < st->jobs.n; i++)
 		if (st->jobs.v[i]->state == XP_JOB_RUNNING && st->jobs.v[i]->spec.time_limit_ms)

@@ -337,9 +337,12 @@ static int try_job(struct xp_state *st, struct xp_pass *p, struct xp_job *j, str
 	xp_request_demand(st, j, d);
 	if (xp_queue_admits(st, j->queue, d, NULL, NULL) < 0)
 		goto unplaced;
+	int failed = shape_in(p->failed.v, p->failed.n, j, 0);
+	if (failed && (*preempt_tries <= 0 || st->queues.v[j->queue].preempt == XP_PREEMPT_NEVER ||
+		       shape_in(p->pfailed.v, p->pfailed.n, j, 1)))
+		goto blocked; /* the common case of a long queue: nothing to try */
 	struct xp_alloc *a = XNEWV(struct xp_alloc, j->spec.replicas);
-	int fits = !shape_in(p->failed.v, p->failed.n, j, 0) &&
-		   xp_place_gang(st, j, rng, a, &got) == 0;
+	int fits = !failed && xp_place_gang(st, j, rng, a, &got) == 0;
 	xp_unplace(st, a, got); /* apply() commits them for real */
 	if (fits) {
 		uint64_t blocks;

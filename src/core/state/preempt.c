@@ -157,10 +157,8 @@ int xp_preempt_plan(struct xp_state *st, const struct xp_job *j, const struct xp
 	}
 	xp_request_demand(st, j, d);
 	int reclaim = within_guarantee(st, j, d, &where, &res);
-	int any_be = 0; /* a best-effort job anyone may take */
-	for (size_t ni = 0; ni < st->nodes.n && !any_be && j->spec.qos != XP_QOS_BEST_EFFORT; ni++)
-		for (size_t ri = 0; ri < st->nodes.v[ni].run.n && !any_be; ri++)
-			any_be = st->nodes.v[ni].run.v[ri].job->spec.qos == XP_QOS_BEST_EFFORT;
+	/* a best-effort job anyone may take */
+	int any_be = st->be_running && j->spec.qos != XP_QOS_BEST_EFFORT;
 	if (!reclaim && jq->preempt != XP_PREEMPT_PRIORITY && !any_be) { /* no one to look at */
 		no_reclaim(st, where, res, out->why, sizeof(out->why));
 		return XP_ENOSPC;

@@ -198,6 +198,10 @@ void xp_usage_charge(struct xp_state *st, const struct xp_job *j, int sign)
 	for (int32_t q = (int32_t)j->queue; q >= 0; q = st->queues.v[q].parent)
 		add_vec(st->queues.v[q].usage, d, sign);
 	add_vec(st->tenants.v[j->tenant].usage, d, sign);
+	if (j->spec.qos == XP_QOS_BEST_EFFORT)
+		st->be_running += sign;
+	if (j->spec.time_limit_ms)
+		st->limited_running += sign;
 }
 
 /* usage of every queue and tenant from the running jobs, into qu / tu */
@@ -213,19 +217,6 @@ static void usage_compute(const struct xp_state *st, uint64_t *qu, uint64_t *tu)
 			add_vec(qu + (size_t)q * XP_RES_N, d, 1);
 		add_vec(tu + (size_t)j->tenant * XP_RES_N, d, 1);
 	}
-}
-
-void xp_usage_rebuild(struct xp_state *st)
-{
-	uint64_t *qu = xcalloc(st->queues.n + 1, sizeof(uint64_t) * XP_RES_N);
-	uint64_t *tu = xcalloc(st->tenants.n + 1, sizeof(uint64_t) * XP_RES_N);
-	usage_compute(st, qu, tu);
-	for (size_t q = 0; q < st->queues.n; q++)
-		memcpy(st->queues.v[q].usage, qu + q * XP_RES_N, sizeof(uint64_t) * XP_RES_N);
-	for (size_t t = 0; t < st->tenants.n; t++)
-		memcpy(st->tenants.v[t].usage, tu + t * XP_RES_N, sizeof(uint64_t) * XP_RES_N);
-	free(qu);
-	free(tu);
 }
 
 int xp_usage_check(const struct xp_state *st, struct xp_err *err)
@@ -247,6 +238,19 @@ int xp_usage_check(const struct xp_state *st, struct xp_err *err)
 			if (tu[t * XP_RES_N + r] != st->tenants.v[t].usage[r])
 				rc = xp_errf(err, XP_EINTERNAL, "tenant %s: %s usage drifted",
 					     st->tenants.v[t].name, xp_res_name(r));
+	long be = 0, lim = 0;
+	for (size_t i = 0; i < st->jobs.n; i++) {
+		const struct xp_job *j = st->jobs.v[i];
+		be += j->state == XP_JOB_RUNNING && j->spec.qos == XP_QOS_BEST_EFFORT;
+		lim += j->state == XP_JOB_RUNNING && j->spec.time_limit_ms;
+	}
+	if (rc == 0 && lim != st->limited_running)
+		rc = xp_errf(err, XP_EINTERNAL,
+			     "%ld jobs with a time limit counted running, %ld are",
+			     st->limited_running, lim);
+	if (rc == 0 && be != st->be_running)
+		rc = xp_errf(err, XP_EINTERNAL, "%ld best-effort jobs counted running, %ld are",
+			     st->be_running, be);
 	/* a child queue never has children's guarantees beyond its own */
 	for (size_t q = 0; rc == 0 && q < st->queues.n; q++) {
 		int res;

@@ -140,7 +140,9 @@ struct xp_state {
 	XP_VEC(uint64_t) doomed;	 /* pending jobs whose dependencies can never be met */
 	struct xp_backfill *resv;	 /* the reservations of the last finished pass */
 	uint64_t backfilled, held_back;	 /* starts that passed a reservation; starts it refused */
-	int sched_stale;		 /* nodes changed: rebuild the scheduler before use */
+	long be_running;		 /* running best-effort jobs (queue.c) */
+	long limited_running; /* running jobs with a time limit: backfill waits for their ends */
+	int sched_stale;      /* nodes changed: rebuild the scheduler before use */
 	uint64_t next_job_id, next_token_id;
 	uint64_t seq; /* last record applied */
 	uint64_t count[XP_JOB_STATE_N];

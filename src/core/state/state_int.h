@@ -33,7 +33,6 @@ int xp_queue_define(struct xp_state *st, json_t *o, int update, struct xp_event_
 int xp_queue_delete(struct xp_state *st, const char *name, struct xp_event_info *ev,
 		    struct xp_err *err);
 void xp_usage_charge(struct xp_state *st, const struct xp_job *j, int sign);
-void xp_usage_rebuild(struct xp_state *st);
 int xp_usage_check(const struct xp_state *st, struct xp_err *err);
 void xp_capacity_node(struct xp_state *st, uint32_t n, int sign);
 /* What j asks for before placement: CPU, memory and devices of its class

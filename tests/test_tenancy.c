@@ -953,6 +953,38 @@ static void test_qos(void **state)
 	done(&w);
 }
 
+/* aging: waiting raises a job's place in the order, not its priority for
+ * preemption */
+static void test_aging(void **state)
+{
+	(void)state;
+	for (int aged = 0; aged < 2; aged++) {
+		struct world w;
+		init(&w);
+		node(&w, "n0", 1, 64);
+		assert_int_equal(queue(&w, aged ? "{name: q, aging: 10m}" : "{name: q}"), 0);
+		uint64_t blk = world_submit(&w, "t1", "queue: q\nresources: " GPU1 "\n", NULL);
+		world_cycle(&w);
+		uint64_t low = world_submit(&w, "t1", "queue: q\nresources: " GPU1 "\n", NULL);
+		w.now += 3600000; /* an hour later: low has waited 6 x 10m */
+		uint64_t high = world_submit(&w, "t2",
+					     "queue: q\npriority: 3\nresources: " GPU1 "\n", NULL);
+		world_cycle(&w);
+		finish(&w, blk, 1);
+		world_cycle(&w);
+		assert_int_equal(state_of(&w, aged ? low : high), XP_JOB_RUNNING);
+		assert_int_equal(state_of(&w, aged ? high : low), XP_JOB_PENDING);
+		assert_int_equal(g_watch.preempted, 0);
+		done(&w);
+	}
+	struct xp_queuespec q;
+	struct xp_err err = { 0 };
+	char field[320];
+	assert_true(xp_queuespec_parse_text("q", "{name: a, aging: 0s}", 20, 0, 1, &q, field,
+					    &err) < 0);
+	assert_string_equal(field, "aging");
+}
+
 /* ---- the random workload against the reference model ---- */
 
 static void random_run(uint64_t seed, int ops)
@@ -1145,6 +1177,7 @@ int main(void)
 		cmocka_unit_test(test_backfill),
 		cmocka_unit_test(test_deadlines),
 		cmocka_unit_test(test_qos),
+		cmocka_unit_test(test_aging),
 		cmocka_unit_test(test_random_reference),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "../lib/parse.h"
+#include "../lib/timefmt.h"
 #include "../sim/tenants.h"
 #include "cli.h"
 #include "flags.h"
@@ -83,6 +84,9 @@ int xp_cmd_sim_tenants(int argc, char **argv)
 		{ "load", XP_FLAG_STR, "L",
 		  "offered GPU load over the arrival span (default 0.9)" },
 		{ "policy", XP_FLAG_STR, "P", "placement policy (default bestfit)" },
+		{ "aging", XP_FLAG_STR, "DURATION",
+		  "xpool and noborrow queues: +1 priority per DURATION waited, up to +10 (default "
+		  "off)" },
 		{ "output", XP_FLAG_STR, "FORMAT", "table (default) or json", 'o' },
 		{ NULL, 0, NULL, NULL },
 	};
@@ -139,6 +143,14 @@ int xp_cmd_sim_tenants(int argc, char **argv)
 	}
 	if ((f = xp_flag_get(flags, "policy")->sval))
 		o.policy = f;
+	if ((f = xp_flag_get(flags, "aging")->sval) &&
+	    (xp_duration_parse(f, 366LL * 86400000, &o.aging_ms) < 0 || o.aging_ms < 1000)) {
+		fprintf(stderr,
+			"xpool sim tenants: --aging: expected a duration of 1s or more, got "
+			"'%s'\n",
+			f);
+		goto out;
+	}
 	const char *fmt = xp_flag_get(flags, "output")->sval;
 	if (fmt && strcmp(fmt, "table") && strcmp(fmt, "json")) {
 		fprintf(stderr, "xpool sim tenants: -o: expected table or json, got '%s'\n", fmt);

@@ -237,18 +237,20 @@ static void start_seen(struct sim *s, struct xp_job *job)
 
 static char *queue_doc(const struct xp_tsim_opts *o, uint32_t i, double share, int64_t gpus)
 {
-	char buf[512];
+	char buf[512], aging[48] = "";
 	int64_t g = (int64_t)(share * gpus * 1000); /* milli */
+	if (o->aging_ms)
+		snprintf(aging, sizeof(aging), "\"aging\":\"%lldms\",", (long long)o->aging_ms);
 	if (o->mode == XP_TSIM_XPOOL)
 		snprintf(buf, sizeof(buf),
-			 "{\"name\":\"t%u\",\"weight\":%u,\"preempt\":\"reclaim\",\"quota\":"
+			 "{\"name\":\"t%u\",\"weight\":%u,%s\"preempt\":\"reclaim\",\"quota\":"
 			 "{\"gpu\":{\"guarantee\":\"%lldm\"}}}",
-			 i, o->tenants - i, (long long)g);
+			 i, o->tenants - i, aging, (long long)g);
 	else
 		snprintf(buf, sizeof(buf),
-			 "{\"name\":\"t%u\",\"weight\":%u,\"preempt\":\"never\",\"quota\":"
+			 "{\"name\":\"t%u\",\"weight\":%u,%s\"preempt\":\"never\",\"quota\":"
 			 "{\"gpu\":{\"guarantee\":\"%lldm\",\"max\":\"%lldm\"}}}",
-			 i, o->tenants - i, (long long)g, (long long)g);
+			 i, o->tenants - i, aging, (long long)g, (long long)g);
 	return xstrdup(buf);
 }
 

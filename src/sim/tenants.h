@@ -38,6 +38,7 @@ struct xp_tsim_opts {
 	double load;	    /* offered GPU-time / capacity over the arrival span (0.9) */
 	int64_t tick_ms;    /* events within a tick are handled together (60000) */
 	const char *policy; /* placement policy (bestfit) */
+	int64_t aging_ms;   /* xpool and noborrow: the queues' aging (0: off) */
 	int check;	    /* check every invariant of the state after each step (tests) */
 };
 

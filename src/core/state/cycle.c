@@ -82,13 +82,26 @@ static int edf(const struct xp_job *x, const struct xp_job *y)
 	return dx < dy ? -1 : 1;
 }
 
-/* at a leaf: the group whose next job a goes before b's: priority, then
- * the earliest deadline, then the tenant with the lower share (ta, tb),
- * then the older job */
-static int better_head(const struct xp_job *a, const struct xp_job *b, double ta, double tb)
+/* a job's priority for the order: its own, plus 1 per `aging` of its
+ * queue it has waited, at most XP_AGE_MAX (preemption reads the job's own) */
+static int32_t eff_priority(const struct xp_state *st, const struct xp_job *j, int64_t now)
 {
-	if (a->spec.priority != b->spec.priority)
-		return a->spec.priority > b->spec.priority;
+	int64_t aging = st->queues.v[j->queue].aging_ms;
+	if (!aging || now <= j->submitted_at)
+		return j->spec.priority;
+	int64_t bonus = (now - j->submitted_at) / aging;
+	return j->spec.priority + (int32_t)(bonus < XP_AGE_MAX ? bonus : XP_AGE_MAX);
+}
+
+/* at a leaf: the group whose next job a goes before b's: priority (aged),
+ * then the earliest deadline, then the tenant with the lower share (ta,
+ * tb), then the older job */
+static int better_head(const struct xp_state *st, int64_t now, const struct xp_job *a,
+		       const struct xp_job *b, double ta, double tb)
+{
+	int32_t pa = eff_priority(st, a, now), pb = eff_priority(st, b, now);
+	if (pa != pb)
+		return pa > pb;
 	int e = edf(a, b);
 	if (e)
 		return e < 0;
@@ -97,17 +110,24 @@ static int better_head(const struct xp_job *a, const struct xp_job *b, double ta
 	return a->id < b->id;
 }
 
+struct order_ctx {
+	const struct xp_state *st;
+	int64_t now;
+};
+
 static int cmp_group(const void *a, const void *b, void *ctx)
 {
-	int sort_fifo = *(const int *)ctx;
+	const struct order_ctx *c = ctx;
+	int sort_fifo = c->st->fifo;
 	const struct xp_job *x = *(const struct xp_job *const *)a;
 	const struct xp_job *y = *(const struct xp_job *const *)b;
 	if (x->queue != y->queue)
 		return x->queue < y->queue ? -1 : 1;
 	if (x->tenant != y->tenant)
 		return x->tenant < y->tenant ? -1 : 1;
-	if (x->spec.priority != y->spec.priority && !sort_fifo)
-		return x->spec.priority > y->spec.priority ? -1 : 1;
+	int32_t px = eff_priority(c->st, x, c->now), py = eff_priority(c->st, y, c->now);
+	if (px != py && !sort_fifo)
+		return px > py ? -1 : 1;
 	int e = sort_fifo ? 0 : edf(x, y);
 	if (e)
 		return e;
@@ -116,14 +136,15 @@ static int cmp_group(const void *a, const void *b, void *ctx)
 
 /* keep the pending jobs of v[0..*n), once each, grouped and in order
  * (fifo: by id within a group) */
-static void order(struct xp_job **v, size_t *n, int fifo)
+static void order(const struct xp_state *st, int64_t now, struct xp_job **v, size_t *n)
 {
+	struct order_ctx ctx = { st, now };
 	size_t k = 0;
 	for (size_t i = 0; i < *n; i++) /* held ones come back when they may run */
 		if (v[i]->state == XP_JOB_PENDING && !v[i]->unmet && !v[i]->doomed)
 			v[k++] = v[i];
 	if (k > 1)
-		qsort_r(v, k, sizeof(*v), cmp_group, &fifo);
+		qsort_r(v, k, sizeof(*v), cmp_group, &ctx);
 	size_t u = 0; /* a job requeued twice may stand twice */
 	for (size_t i = 0; i < k; i++)
 		if (!u || v[u - 1] != v[i])
@@ -152,7 +173,7 @@ void xp_cycle_abort(struct xp_state *st)
 	st->cap_grew = 1; /* what it did not reach gets a new pass */
 }
 
-static struct xp_pass *pass_begin(struct xp_state *st, int full)
+static struct xp_pass *pass_begin(struct xp_state *st, int full, int64_t now)
 {
 	struct xp_pass *p = XNEW(struct xp_pass);
 	struct xp_job **v;
@@ -160,13 +181,13 @@ static struct xp_pass *pass_begin(struct xp_state *st, int full)
 
 	p->full = full;
 	if (full) {
-		order(st->pending.v, &st->pending.n, st->fifo);
+		order(st, now, st->pending.v, &st->pending.n);
 		v = st->pending.v;
 		n = st->pending.n;
 	} else {
 		for (size_t i = 0; i < st->fresh.n; i++)
 			xp_vec_push(&p->own, st->fresh.v[i]);
-		order(p->own.v, &p->own.n, st->fifo);
+		order(st, now, p->own.v, &p->own.n);
 		v = p->own.v;
 		n = p->own.n;
 	}
@@ -283,7 +304,7 @@ static long pick(const struct xp_state *st, struct xp_pass *p)
 				const struct xp_job *a = v[x->at], *b = v[p->g[bg].at];
 				double ta = xp_tenant_share(st, x->tenant),
 				       tb = xp_tenant_share(st, p->g[bg].tenant);
-				if (better_head(a, b, ta, tb))
+				if (better_head(st, p->now, a, b, ta, tb))
 					bg = (long)g;
 			}
 			if (bg >= 0) {
@@ -446,13 +467,14 @@ long xp_state_cycle(struct xp_state *st, int64_t now, size_t budget, struct xp_r
 		if (!p) {
 			if (st->cap_grew) {
 				st->cap_grew = 0;
-				p = pass_begin(st, 1);
+				p = pass_begin(st, 1, now);
 			} else if (st->fresh.n) {
-				p = pass_begin(st, 0);
+				p = pass_begin(st, 0, now);
 			} else {
 				break;
 			}
 		}
+		p->now = now; /* aging and backfill read it */
 		long g = pick(st, p);
 		if (g < 0) {
 			int grew = st->cap_grew, full = p->full;

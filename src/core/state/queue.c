@@ -23,6 +23,7 @@ void xp_queue_spec(const struct xp_state *st, const struct xp_queue *q, struct x
 	out->priority = q->priority;
 	out->weight = q->weight;
 	out->preempt = q->preempt;
+	out->aging_ms = q->aging_ms;
 	memcpy(out->guarantee, q->guarantee, sizeof(out->guarantee));
 	memcpy(out->max, q->max, sizeof(out->max));
 }
@@ -141,6 +142,7 @@ int xp_queue_define(struct xp_state *st, json_t *o, int update, struct xp_event_
 	p->priority = s.priority;
 	p->weight = s.weight;
 	p->preempt = s.preempt;
+	p->aging_ms = s.aging_ms;
 	memcpy(p->guarantee, s.guarantee, sizeof(p->guarantee));
 	memcpy(p->max, s.max, sizeof(p->max));
 	st->cap_grew = 1; /* a raised max or guarantee may let jobs start */

@@ -9,12 +9,13 @@
 
 #include "../../descriptor/tree.h"
 #include "../../lib/parse.h"
+#include "../../lib/timefmt.h"
 
 static const char *const res_names[XP_RES_N] = { "cpu",	 "memory", "cpu-device", "gpu", "npu",
 						 "fpga", "asic",   "dpu",	 "cim" };
 static const char *const preempt_names[XP_PREEMPT_N] = { "never", "reclaim", "priority" };
 static const char *const top_keys[] = { "name",	   "parent", "priority", "weight",
-					"preempt", "quota",  NULL };
+					"preempt", "quota",  "aging",	 NULL };
 static const char *const quota_keys[] = { "guarantee", "max", NULL };
 
 const char *xp_res_name(int r)
@@ -74,6 +75,8 @@ void xp_queuespec_merge(struct xp_queuespec *q, const struct xp_queuespec *u)
 		q->weight = u->weight;
 	if (u->set & XP_QS_PREEMPT)
 		q->preempt = u->preempt;
+	if (u->set & XP_QS_AGING)
+		q->aging_ms = u->aging_ms;
 	if (u->set & XP_QS_QUOTA) {
 		memcpy(q->guarantee, u->guarantee, sizeof(q->guarantee));
 		memcpy(q->max, u->max, sizeof(q->max));
@@ -184,6 +187,21 @@ static int parse(struct xp_walk *w, const struct xp_tree *t, int need_name, stru
 		q->preempt = (uint8_t)p;
 		q->set |= XP_QS_PREEMPT;
 	}
+	const struct xp_tree *ag = xp_tree_field(t, "aging");
+	if (ag) {
+		size_t m = xp_walk_push_key(w, "aging");
+		rc = xp_walk_want(w, ag, XP_TREE_SCALAR, "a duration such as 30m");
+		if (rc == 0 &&
+		    (xp_duration_parse(ag->text, 366LL * 24 * 3600 * 1000, &q->aging_ms) < 0 ||
+		     q->aging_ms < 1000))
+			rc = xp_walk_fail(w, ag->line, XP_EINVAL,
+					  "expected a duration of 1s or more such as 30m, got '%s'",
+					  XP_SHOW(ag->text));
+		xp_walk_pop(w, m);
+		if (rc < 0)
+			return rc;
+		q->set |= XP_QS_AGING;
+	}
 	const struct xp_tree *quota = xp_tree_field(t, "quota");
 	if (quota) {
 		size_t m = xp_walk_push_key(w, "quota");
@@ -228,6 +246,11 @@ json_t *xp_queuespec_json(const struct xp_queuespec *q)
 	json_object_set_new(o, "priority", json_integer(q->priority));
 	json_object_set_new(o, "weight", json_integer(q->weight));
 	json_object_set_new(o, "preempt", json_string(xp_preempt_name(q->preempt)));
+	if (q->aging_ms) {
+		char b[32];
+		snprintf(b, sizeof(b), "%lldms", (long long)q->aging_ms);
+		json_object_set_new(o, "aging", json_string(b));
+	}
 	for (int r = 0; r < XP_RES_N; r++) {
 		if (!q->guarantee[r] && q->max[r] == XP_QUOTA_NONE)
 			continue;

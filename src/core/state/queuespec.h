@@ -4,7 +4,7 @@
  * checked, and written back as canonical JSON that parses to the same
  * definition. The state checks it against the tree (queue.c).
  *
- *   {name, parent, priority, weight, preempt: never|reclaim|priority,
+ *   {name, parent, priority, weight, preempt: never|reclaim|priority, aging,
  *    quota: {RES: {guarantee: Q, max: Q}}}
  *
  * RES is cpu (cores: "8", "500m"), memory ("64Gi") or a device class (gpu,
@@ -33,12 +33,15 @@ enum xp_preempt { XP_PREEMPT_NEVER, XP_PREEMPT_RECLAIM, XP_PREEMPT_PRIORITY, XP_
 /* why a victim was taken, beyond the policies: it was best-effort */
 #define XP_PREEMPT_BEST_EFFORT XP_PREEMPT_N
 
+#define XP_AGE_MAX 10 /* the most priority waiting adds */
+
 /* Which fields a document set (an update changes only those). */
 enum {
 	XP_QS_PARENT = 1 << 0,
 	XP_QS_PRIORITY = 1 << 1,
 	XP_QS_WEIGHT = 1 << 2,
 	XP_QS_PREEMPT = 1 << 3,
+	XP_QS_AGING = 1 << 5,
 	XP_QS_QUOTA = 1 << 4,
 };
 
@@ -48,7 +51,9 @@ struct xp_queuespec {
 	int32_t priority;
 	uint32_t weight;
 	uint8_t preempt;
-	uint32_t set; /* XP_QS_* */
+	int64_t aging_ms; /* a pending job gains 1 priority per aging_ms waited, up to
+			   * XP_AGE_MAX (ordering only); 0: off */
+	uint32_t set;	  /* XP_QS_* */
 	uint64_t guarantee[XP_RES_N];
 	uint64_t max[XP_RES_N];
 };

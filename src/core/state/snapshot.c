@@ -259,6 +259,7 @@ int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, st
 					      .priority = qs.priority,
 					      .weight = qs.weight,
 					      .preempt = qs.preempt,
+					      .aging_ms = qs.aging_ms,
 					      .parent = parent,
 					      .deleted = (uint8_t)deleted };
 			memcpy(q.guarantee, qs.guarantee, sizeof(q.guarantee));

@@ -88,6 +88,7 @@ struct xp_queue {
 	uint32_t weight;
 	uint8_t deleted;
 	uint8_t preempt;	      /* enum xp_preempt */
+	int64_t aging_ms;	      /* xp_queuespec.aging_ms */
 	int32_t parent;		      /* index; -1: a top-level queue (under the root) */
 	uint32_t children;	      /* live child queues: a queue with children takes no jobs */
 	uint32_t pending, running;    /* its own jobs */

@@ -138,6 +138,8 @@ static int queue_define(int argc, char **argv, int update)
 		{ "preempt", XP_FLAG_STR, "POLICY",
 		  "never, reclaim (take back lent capacity; default) or priority (also "
 		  "lower-priority jobs of this queue)" },
+		{ "aging", XP_FLAG_STR, "DURATION",
+		  "a pending job's order counts +1 priority per DURATION waited, up to +10" },
 		{ "guarantee", XP_FLAG_STR, "RES=QTY",
 		  "guaranteed quota, e.g. gpu=4,cpu=32,memory=256Gi (repeatable)" },
 		{ "max", XP_FLAG_STR, "RES=QTY",
@@ -195,8 +197,10 @@ static int queue_define(int argc, char **argv, int update)
 	if ((f = xp_flag_get(flags, "weight"))->given) {
 		int64_t v;
 		if (xp_parse_i64(f->sval, 1, 1000000, &v) < 0) {
-			xp_cli_errorf(&x, 2, "--weight: expected a positive integer (1..1000000), got '%s'",
-				      f->sval);
+			xp_cli_errorf(
+				&x, 2,
+				"--weight: expected a positive integer (1..1000000), got '%s'",
+				f->sval);
 			goto out;
 		}
 		json_object_set_new(body, "weight", json_integer(v));
@@ -209,6 +213,8 @@ static int queue_define(int argc, char **argv, int update)
 	}
 	if ((f = xp_flag_get(flags, "preempt"))->given)
 		json_object_set_new(body, "preempt", json_string(f->sval));
+	if ((f = xp_flag_get(flags, "aging"))->given) /* the controller checks it, by field */
+		json_object_set_new(body, "aging", json_string(f->sval));
 	const struct xp_flag *g = xp_flag_get(flags, "guarantee"), *m = xp_flag_get(flags, "max");
 	xp_sb_puts(&path, "/v1/queues/");
 	xp_client_escape(&path, name);

@@ -383,55 +383,49 @@ static void test_max(void **state)
 	done(&w);
 }
 
+/* one fair-share case on an 8-GPU node: queues x and y (docs), n[0] jobs of
+ * one GPU submitted first as tenant t[0] to queue q[0], then n[1] as t[1]
+ * to q[1]; the running counts per queue x, y must be want[] */
+static void share_case(const char *xdoc, const char *ydoc, const char *const t[2],
+		       const char *const q[2], const int n[2], const int want[2])
+{
+	struct world w;
+	init(&w);
+	node(&w, "n0", 8, 64);
+	assert_int_equal(queue(&w, xdoc), 0);
+	assert_int_equal(queue(&w, ydoc), 0);
+	for (int i = 0; i < 2; i++)
+		jobs(&w, t[i], q[i], 0, GPU1, n[i], NULL);
+	world_cycle(&w);
+	assert_int_equal(count(&w, "x", XP_JOB_RUNNING), want[0]);
+	assert_int_equal(count(&w, "y", XP_JOB_RUNNING), want[1]);
+	/* by tenant: the running GPUs of t1 and t2 */
+	int per[2] = { 0, 0 };
+	for (size_t i = 0; i < w.st->jobs.n; i++)
+		if (w.st->jobs.v[i]->state == XP_JOB_RUNNING)
+			per[w.st->jobs.v[i]->tenant]++;
+	if (!strcmp(t[0], "t1") && !strcmp(t[1], "t2")) /* two tenants in one queue */
+		assert_int_equal(per[0], per[1]);
+	done(&w);
+}
+
 /* dominant-resource fair share between queues (by weight) and tenants */
 static void test_fair_share(void **state)
 {
 	(void)state;
-	struct world w;
-	init(&w);
-	node(&w, "n0", 8, 64);
-	assert_int_equal(queue(&w, "{name: x}"), 0);
-	assert_int_equal(queue(&w, "{name: y}"), 0);
-	jobs(&w, "t1", "x", 0, GPU1, 8, NULL); /* x's are all older */
-	jobs(&w, "t1", "y", 0, GPU1, 8, NULL);
-	world_cycle(&w);
-	assert_int_equal(count(&w, "x", XP_JOB_RUNNING), 4);
-	assert_int_equal(count(&w, "y", XP_JOB_RUNNING), 4);
-	done(&w);
-
-	init(&w);
-	node(&w, "n0", 8, 64);
-	assert_int_equal(queue(&w, "{name: x, weight: 3}"), 0);
-	assert_int_equal(queue(&w, "{name: y, weight: 1}"), 0);
-	jobs(&w, "t1", "y", 0, GPU1, 8, NULL);
-	jobs(&w, "t1", "x", 0, GPU1, 8, NULL);
-	world_cycle(&w);
-	assert_int_equal(count(&w, "x", XP_JOB_RUNNING), 6);
-	assert_int_equal(count(&w, "y", XP_JOB_RUNNING), 2);
-	done(&w);
-
-	/* two tenants in one queue */
-	init(&w);
-	node(&w, "n0", 8, 64);
-	assert_int_equal(queue(&w, "{name: x}"), 0);
-	jobs(&w, "t1", "x", 0, GPU1, 8, NULL);
-	jobs(&w, "t2", "x", 0, GPU1, 8, NULL);
-	world_cycle(&w);
-	assert_int_equal(w.st->tenants.v[0].usage[XP_RES_DEV + XP_CLASS_GPU], 4000);
-	assert_int_equal(w.st->tenants.v[1].usage[XP_RES_DEV + XP_CLASS_GPU], 4000);
-	done(&w);
-
+	static const char *const one[2] = { "t1", "t1" }, *const two[2] = { "t1", "t2" };
+	static const char *const xy[2] = { "x", "y" }, *const yx[2] = { "y", "x" },
+				 *const xx[2] = { "x", "x" };
+	/* equal weights: half each, though x's jobs are all older */
+	share_case("{name: x}", "{name: y}", one, xy, (int[]){ 8, 8 }, (int[]){ 4, 4 });
+	/* weights 3:1 */
+	share_case("{name: x, weight: 3}", "{name: y, weight: 1}", one, yx, (int[]){ 8, 8 },
+		   (int[]){ 6, 2 });
+	/* two tenants in one queue: half each */
+	share_case("{name: x}", "{name: y}", two, xx, (int[]){ 8, 8 }, (int[]){ 8, 0 });
 	/* queue priority comes before share */
-	init(&w);
-	node(&w, "n0", 8, 64);
-	assert_int_equal(queue(&w, "{name: x}"), 0);
-	assert_int_equal(queue(&w, "{name: y, priority: 1}"), 0);
-	jobs(&w, "t1", "x", 0, GPU1, 8, NULL);
-	jobs(&w, "t1", "y", 0, GPU1, 6, NULL);
-	world_cycle(&w);
-	assert_int_equal(count(&w, "y", XP_JOB_RUNNING), 6);
-	assert_int_equal(count(&w, "x", XP_JOB_RUNNING), 2);
-	done(&w);
+	share_case("{name: x}", "{name: y, priority: 1}", one, xy, (int[]){ 8, 6 },
+		   (int[]){ 2, 6 });
 }
 
 /* the tree: guarantees add up, jobs go to leaves, no moves */

@@ -19,6 +19,7 @@
 #include "testutil.h"
 
 #include "lib/csv.h"
+#include "lib/dueheap.h"
 #include "lib/fileio.h"
 #include "lib/err.h"
 #include "lib/parse.h"
@@ -772,6 +773,36 @@ static void test_fileio(void **st)
 	rmdir(dir);
 }
 
+/* dueheap against a naive model: random pushes and pops, each pop the
+ * earliest due of what is in (the model scans an array) */
+static void test_dueheap(void **state)
+{
+	(void)state;
+	struct xp_dueheap q = { 0 };
+	struct xp_rng g;
+	int64_t model[4096];
+	size_t n = 0;
+	xp_rng_seed(&g, 5);
+	for (int op = 0; op < 20000; op++) {
+		if (n < 4096 && (n == 0 || xp_rng_below(&g, 3))) {
+			struct xp_due e = { (int64_t)xp_rng_below(&g, 1000), (uint64_t)op, 1 };
+			xp_due_push(&q, e);
+			model[n++] = e.due;
+		} else {
+			size_t m = 0;
+			for (size_t i = 1; i < n; i++)
+				if (model[i] < model[m])
+					m = i;
+			assert_true(xp_due_ready(&q, model[m]));
+			assert_false(model[m] > 0 && xp_due_ready(&q, model[m] - 1));
+			assert_int_equal(xp_due_pop(&q).due, model[m]);
+			model[m] = model[--n];
+		}
+		assert_int_equal(q.h.n, n);
+	}
+	xp_due_free(&q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -795,6 +826,7 @@ int main(void)
 		cmocka_unit_test(test_strtab_basic),
 		cmocka_unit_test(test_strtab_growth),
 		cmocka_unit_test(test_fileio),
+		cmocka_unit_test(test_dueheap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

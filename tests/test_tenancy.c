@@ -195,6 +195,21 @@ static void one_cycle(struct world *w)
 	assert_true(xp_state_cycle(w->st, w->now, 100000, &rng, world_emit, w) >= 0);
 }
 
+static void cancel(struct world *w, uint64_t id)
+{
+	assert_int_equal(world_apply(w, "job.cancel", xp_rec_job_cancel(id, NULL)), 0);
+}
+
+/* a job spec the parser refuses, naming field */
+static void bad_spec(const char *yaml, const char *field)
+{
+	struct xp_jobspec sp;
+	struct xp_err err = { 0 };
+	char f[320];
+	assert_true(xp_jobspec_parse_text("t", yaml, strlen(yaml), 0, &sp, f, &err) < 0);
+	assert_string_equal(f, field);
+}
+
 #define GPU1 "{cpu: 1, memory: 1Gi, devices: {count: 1}}"
 
 /* ---- scenarios ---- */
@@ -480,7 +495,7 @@ static void test_gang_reclaim(void **state)
 	world_cycle(&w);
 	assert_int_equal(xp_state_job(w.st, big)->state, XP_JOB_PENDING);
 	assert_int_equal(g_watch.preempted, 0);
-	assert_int_equal(world_apply(&w, "job.cancel", xp_rec_job_cancel(big, NULL)), 0);
+	cancel(&w, big);
 	char y[] = "queue: a\nreplicas: 2\nresources: {cpu: 1, memory: 1Gi, devices: {count: 4}}\n";
 	gang = world_submit(&w, "t2", y, NULL);
 	one_cycle(&w);
@@ -723,8 +738,8 @@ static void test_colocate(void **state)
 	world_cycle(&w);
 	assert_int_equal(state_of(&w, apart), XP_JOB_RUNNING);
 	assert_int_equal(state_of(&w, together), XP_JOB_PENDING); /* no node has 8 */
-	assert_int_equal(world_apply(&w, "job.cancel", xp_rec_job_cancel(apart, NULL)), 0);
-	assert_int_equal(world_apply(&w, "job.cancel", xp_rec_job_cancel(together, NULL)), 0);
+	cancel(&w, apart);
+	cancel(&w, together);
 	uint64_t pair = world_submit(
 		&w, "t1", "replicas: 2\ngang: {colocate: node}\nresources: {devices: {count: 2}}\n",
 		NULL);
@@ -879,11 +894,7 @@ static void test_deadlines(void **state)
 		prev = order[i];
 	}
 	/* a bad deadline names the field */
-	struct xp_jobspec sp;
-	struct xp_err err = { 0 };
-	char field[320];
-	assert_true(xp_jobspec_parse_text("t", "deadline: soon\n", 15, 0, &sp, field, &err) < 0);
-	assert_string_equal(field, "deadline");
+	bad_spec("deadline: soon\n", "deadline");
 	done(&w);
 }
 
@@ -914,9 +925,9 @@ static void test_qos(void **state)
 	assert_int_equal(state_of(&w, std), XP_JOB_RUNNING);
 	assert_int_equal(state_of(&w, be), XP_JOB_PENDING);
 	assert_non_null(strstr(xp_state_job(w.st, be)->reason, "best-effort"));
-	assert_int_equal(world_apply(&w, "job.cancel", xp_rec_job_cancel(std, NULL)), 0);
-	assert_int_equal(world_apply(&w, "job.cancel", xp_rec_job_cancel(be, NULL)), 0);
-	assert_int_equal(world_apply(&w, "job.cancel", xp_rec_job_cancel(be2, NULL)), 0);
+	cancel(&w, std);
+	cancel(&w, be);
+	cancel(&w, be2);
 	/* protected: even reclaim leaves it */
 	uint64_t pr = world_submit(
 		&w, "t1", "queue: b\nqos: protected\nresources: {devices: {count: 4}}\n", NULL);
@@ -927,8 +938,8 @@ static void test_qos(void **state)
 	assert_int_equal(state_of(&w, own), XP_JOB_PENDING);
 	assert_int_equal(state_of(&w, pr), XP_JOB_RUNNING);
 	/* a best-effort job of higher priority is not taken by a lower one */
-	assert_int_equal(world_apply(&w, "job.cancel", xp_rec_job_cancel(pr, NULL)), 0);
-	assert_int_equal(world_apply(&w, "job.cancel", xp_rec_job_cancel(own, NULL)), 0);
+	cancel(&w, pr);
+	cancel(&w, own);
 	uint64_t hi = world_submit(
 		&w, "t1",
 		"queue: b\npriority: 5\nqos: best-effort\nresources: {devices: {count: 4}}\n",
@@ -939,11 +950,7 @@ static void test_qos(void **state)
 	assert_int_equal(state_of(&w, hi), XP_JOB_RUNNING);
 	assert_int_equal(state_of(&w, lo), XP_JOB_PENDING);
 	/* a bad class names the field */
-	struct xp_jobspec sp;
-	struct xp_err err = { 0 };
-	char field[320];
-	assert_true(xp_jobspec_parse_text("t", "qos: gold\n", 10, 0, &sp, field, &err) < 0);
-	assert_string_equal(field, "qos");
+	bad_spec("qos: gold\n", "qos");
 	done(&w);
 }
 

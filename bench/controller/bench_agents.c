@@ -74,6 +74,7 @@
 #include "lib/fileio.h"
 #include "lib/strbuf.h"
 #include "lib/xalloc.h"
+#include "mix.h"
 
 #define MAX_STEPS 16
 #define DRAIN_NS  (5ull * 1000000000ull) /* after the window: then unsent beats are missed */
@@ -845,17 +846,12 @@ int main(int argc, char **argv)
 		case 't':
 			o.token = optarg;
 			break;
-		case 'T': {
-			struct xp_err err = { 0 };
-			size_t len;
-			if (xp_read_file(optarg, 4096, &tokbuf, &len, &err) < 0) {
-				fprintf(stderr, "xp_bench_agents: %s\n", err.text);
+		case 'T':
+			free(tokbuf);
+			if (!(tokbuf = xp_bench_token_file("xp_bench_agents", optarg)))
 				return 2;
-			}
-			tokbuf[strcspn(tokbuf, "\r\n")] = '\0';
 			o.token = tokbuf;
 			break;
-		}
 		case 'n':
 			o.agents = strtoul(optarg, NULL, 10);
 			break;

@@ -380,17 +380,12 @@ int main(int argc, char **argv)
 		case 't':
 			r.token = optarg;
 			break;
-		case 'T': {
-			struct xp_err err = { 0 };
-			size_t len;
-			if (xp_read_file(optarg, 4096, &tokbuf, &len, &err) < 0) {
-				fprintf(stderr, "xp_bench_submit: %s\n", err.text);
+		case 'T':
+			free(tokbuf);
+			if (!(tokbuf = xp_bench_token_file("xp_bench_submit", optarg)))
 				return 2;
-			}
-			tokbuf[strcspn(tokbuf, "\r\n")] = '\0';
 			r.token = tokbuf;
 			break;
-		}
 		case 'c':
 			clients = strtoul(optarg, NULL, 10);
 			break;

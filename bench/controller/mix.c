@@ -2,6 +2,9 @@
 #include "mix.h"
 
 #include <stdio.h>
+#include <string.h>
+
+#include "lib/fileio.h"
 
 /* cpus, GPUs, model: the rows of the peer's jobmix.tsv */
 const struct xp_mix_row xp_mix[XP_MIX_ROWS] = {
@@ -30,4 +33,17 @@ size_t xp_mix_spec(size_t i, const char *duration, char *buf, size_t len)
 		"%s}",
 		r->cpus, r->cpus, dev, dur);
 	return n > 0 && (size_t)n < len ? (size_t)n : 0;
+}
+
+char *xp_bench_token_file(const char *prog, const char *path)
+{
+	struct xp_err err = { 0 };
+	char *buf = NULL;
+	size_t len;
+	if (xp_read_file(path, 4096, &buf, &len, &err) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, err.text);
+		return NULL;
+	}
+	buf[strcspn(buf, "\r\n")] = '\0';
+	return buf;
 }

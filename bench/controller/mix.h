@@ -24,4 +24,8 @@ extern const struct xp_mix_row xp_mix[XP_MIX_ROWS];
  * none. Returns the length, or 0 if it did not fit. */
 size_t xp_mix_spec(size_t i, const char *duration, char *buf, size_t len);
 
+/* The token in file path (its first line), malloc'd; NULL after printing
+ * "prog: why" on stderr. Shared by the benchmark clients' --token-file. */
+char *xp_bench_token_file(const char *prog, const char *path);
+
 #endif

@@ -222,7 +222,7 @@ void xp_ctl_stop(struct xp_ctl *ctl)
 	xp_store_close(ctl->store);
 	xp_state_destroy(ctl->st);
 	xp_events_destroy(ctl->ev);
-	xp_vec_free(&ctl->emu);
+	xp_due_free(&ctl->emu);
 	pthread_mutex_destroy(&ctl->qmu);
 	pthread_cond_destroy(&ctl->qcv);
 	pthread_mutex_destroy(&ctl->m.mu);

@@ -30,6 +30,7 @@
 #include "../core/state/state.h"
 #include "../lib/err.h"
 #include "../lib/rng.h"
+#include "../lib/dueheap.h"
 #include "../lib/vec.h"
 #include "../store/store.h"
 
@@ -148,12 +149,6 @@ char *xp_metrics_render(struct xp_ctl *ctl);
 
 /* ---- the controller ---- */
 
-struct xp_emu {
-	int64_t due;
-	uint64_t job;
-	uint32_t attempt; /* a preempted or requeued job's old timer is stale */
-};
-
 struct xp_ctl {
 	struct xp_ctl_opts o;
 	char *own[4]; /* copies of o's strings */
@@ -171,9 +166,9 @@ struct xp_ctl {
 	struct xp_cmd *qhead, *qtail;
 	int stopping;
 	volatile int ready;
-	int fatal;		   /* the store failed: refuse everything */
-	XP_VEC(struct xp_emu) emu; /* min-heap by due */
-	int64_t overdue_next;	   /* when to look for time limits and gang timeouts again */
+	int fatal;	       /* the store failed: refuse everything */
+	struct xp_dueheap emu; /* emulated tasks by when they end */
+	int64_t overdue_next;  /* when to look for time limits and gang timeouts again */
 	uint64_t since_snapshot;
 	struct {	      /* the snapshot being written by a child (snapshot_bg.c) */
 		pid_t pid;    /* 0: none */

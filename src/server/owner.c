@@ -127,42 +127,6 @@ char *xp_event_json(struct xp_ctl *ctl, uint64_t seq, int64_t at, const struct x
 	return s;
 }
 
-static void heap_push(struct xp_ctl *ctl, struct xp_emu e)
-{
-	xp_vec_push(&ctl->emu, e);
-	size_t i = ctl->emu.n - 1;
-	while (i > 0) {
-		size_t p = (i - 1) / 2;
-		if (ctl->emu.v[p].due <= ctl->emu.v[i].due)
-			break;
-		struct xp_emu t = ctl->emu.v[p];
-		ctl->emu.v[p] = ctl->emu.v[i];
-		ctl->emu.v[i] = t;
-		i = p;
-	}
-}
-
-static struct xp_emu heap_pop(struct xp_ctl *ctl)
-{
-	struct xp_emu top = ctl->emu.v[0];
-	ctl->emu.v[0] = ctl->emu.v[--ctl->emu.n];
-	size_t i = 0, n = ctl->emu.n;
-	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, m = i;
-		if (l < n && ctl->emu.v[l].due < ctl->emu.v[m].due)
-			m = l;
-		if (r < n && ctl->emu.v[r].due < ctl->emu.v[m].due)
-			m = r;
-		if (m == i)
-			break;
-		struct xp_emu t = ctl->emu.v[m];
-		ctl->emu.v[m] = ctl->emu.v[i];
-		ctl->emu.v[i] = t;
-		i = m;
-	}
-	return top;
-}
-
 void xp_emu_schedule(struct xp_ctl *ctl, const struct xp_job *j)
 {
 	if (j->state != XP_JOB_RUNNING || j->spec.duration_ms < 0)
@@ -170,10 +134,10 @@ void xp_emu_schedule(struct xp_ctl *ctl, const struct xp_job *j)
 	for (uint32_t r = 0; r < j->spec.replicas; r++)
 		if (ctl->st->nodes.v[j->allocs[r].node].source != XP_SRC_EMULATED)
 			return;
-	struct xp_emu e = { .due = j->started_at + j->spec.duration_ms,
+	struct xp_due e = { .due = j->started_at + j->spec.duration_ms,
 			    .job = j->id,
 			    .attempt = j->attempts };
-	heap_push(ctl, e);
+	xp_due_push(&ctl->emu, e);
 }
 
 void xp_auth_refresh(struct xp_ctl *ctl)
@@ -304,8 +268,8 @@ static void run(struct xp_ctl *ctl, struct xp_cmd *cmd)
 
 static void finish_due(struct xp_ctl *ctl, int64_t now)
 {
-	while (ctl->emu.n && ctl->emu.v[0].due <= now) {
-		struct xp_emu e = heap_pop(ctl);
+	while (xp_due_ready(&ctl->emu, now)) {
+		struct xp_due e = xp_due_pop(&ctl->emu);
 		struct xp_job *j = xp_state_job(ctl->st, e.job);
 		if (!j || j->state != XP_JOB_RUNNING || j->attempts != e.attempt)
 			continue; /* cancelled, preempted or requeued meanwhile */
@@ -382,7 +346,8 @@ static void snapshot_if_due(struct xp_ctl *ctl)
 static int cycle(struct xp_ctl *ctl)
 {
 	uint64_t t0 = xp_mono_ns();
-	long placed = xp_state_cycle(ctl->st, xp_ctl_now(), ctl->o.max_per_cycle, &ctl->rng, cycle_emit, ctl);
+	long placed = xp_state_cycle(ctl->st, xp_ctl_now(), ctl->o.max_per_cycle, &ctl->rng,
+				     cycle_emit, ctl);
 	xp_hist_add(&ctl->m.cycle, (double)(xp_mono_ns() - t0) / 1e9);
 	(void)placed;
 	return xp_state_cycle_more(ctl->st);
@@ -398,8 +363,8 @@ static void *owner_main(void *arg)
 		pthread_mutex_lock(&ctl->qmu);
 		if (!ctl->qhead && !ctl->stopping && !more) {
 			int64_t wait_ms = ctl->o.tick_ms;
-			if (ctl->emu.n) {
-				int64_t until = ctl->emu.v[0].due - xp_ctl_now();
+			if (ctl->emu.h.n) {
+				int64_t until = ctl->emu.h.v[0].due - xp_ctl_now();
 				if (until < wait_ms)
 					wait_ms = until < 1 ? 1 : until;
 			}

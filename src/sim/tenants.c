@@ -32,6 +32,7 @@
 
 #include "../core/state/state.h"
 #include "../lib/clock.h"
+#include "../lib/dueheap.h"
 #include "../lib/parse.h"
 #include "../lib/rng.h"
 #include "../lib/xalloc.h"
@@ -71,12 +72,6 @@ struct tjob {
 	int64_t first_start; /* -1: not yet */
 };
 
-struct done_ev {
-	int64_t due;
-	uint64_t id;
-	uint32_t attempt;
-};
-
 struct sim {
 	const struct xp_tsim_opts *o;
 	struct xp_state *st;
@@ -84,7 +79,7 @@ struct sim {
 	uint64_t base; /* job id of j[0] */
 	uint64_t seq;
 	int64_t now;
-	XP_VEC(struct done_ev) heap;
+	struct xp_dueheap heap; /* completions */
 	uint64_t preemptions;
 	struct xp_err err;
 	int failed;
@@ -168,42 +163,6 @@ static int cmp_arrive(const void *a, const void *b)
 	return x->arrive < y->arrive ? -1 : x->arrive > y->arrive;
 }
 
-static void heap_push(struct sim *s, struct done_ev e)
-{
-	xp_vec_push(&s->heap, e);
-	size_t i = s->heap.n - 1;
-	while (i > 0) {
-		size_t p = (i - 1) / 2;
-		if (s->heap.v[p].due <= s->heap.v[i].due)
-			break;
-		struct done_ev t = s->heap.v[p];
-		s->heap.v[p] = s->heap.v[i];
-		s->heap.v[i] = t;
-		i = p;
-	}
-}
-
-static struct done_ev heap_pop(struct sim *s)
-{
-	struct done_ev top = s->heap.v[0];
-	s->heap.v[0] = s->heap.v[--s->heap.n];
-	size_t i = 0, n = s->heap.n;
-	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, m = i;
-		if (l < n && s->heap.v[l].due < s->heap.v[m].due)
-			m = l;
-		if (r < n && s->heap.v[r].due < s->heap.v[m].due)
-			m = r;
-		if (m == i)
-			break;
-		struct done_ev t = s->heap.v[m];
-		s->heap.v[m] = s->heap.v[i];
-		s->heap.v[i] = t;
-		i = m;
-	}
-	return top;
-}
-
 static int apply(struct sim *s, int64_t at, const char *type, char *body)
 {
 	if (!body)
@@ -231,8 +190,8 @@ static void start_seen(struct sim *s, struct xp_job *job)
 	struct tjob *x = &s->j[job->id - s->base];
 	if (x->first_start < 0)
 		x->first_start = job->started_at;
-	struct done_ev e = { job->started_at + x->dur, job->id, job->attempts };
-	heap_push(s, e);
+	struct xp_due e = { job->started_at + x->dur, job->id, job->attempts };
+	xp_due_push(&s->heap, e);
 }
 
 static char *queue_doc(const struct xp_tsim_opts *o, uint32_t i, double share, int64_t gpus)
@@ -355,10 +314,10 @@ int xp_tsim_run(const struct xp_tsim_opts *o, struct xp_tsim_result *r, struct x
 	uint32_t ai = 0;
 	struct xp_rng rng;
 	xp_rng_seed(&rng, o->seed);
-	while (rc == 0 && (ai < o->jobs || s.heap.n)) {
+	while (rc == 0 && (ai < o->jobs || s.heap.h.n)) {
 		int64_t next = ai < o->jobs ? s.j[ai].arrive : INT64_MAX;
-		if (s.heap.n && s.heap.v[0].due < next)
-			next = s.heap.v[0].due;
+		if (s.heap.h.n && s.heap.h.v[0].due < next)
+			next = s.heap.h.v[0].due;
 		int64_t t = T0 + ((next - T0 + o->tick_ms - 1) / o->tick_ms) * o->tick_ms;
 		/* what held since the last step */
 		double dt = (double)(t - last_t);
@@ -375,13 +334,13 @@ int xp_tsim_run(const struct xp_tsim_opts *o, struct xp_tsim_result *r, struct x
 		s.now = t;
 		while (rc == 0 && ai < o->jobs && s.j[ai].arrive <= t)
 			rc = submit(&s, &s.j[ai++]);
-		while (rc == 0 && s.heap.n && s.heap.v[0].due <= t) {
-			struct done_ev e = heap_pop(&s);
-			struct xp_job *jb = xp_state_job(s.st, e.id);
+		while (rc == 0 && xp_due_ready(&s.heap, t)) {
+			struct xp_due e = xp_due_pop(&s.heap);
+			struct xp_job *jb = xp_state_job(s.st, e.job);
 			if (!jb || jb->state != XP_JOB_RUNNING || jb->attempts != e.attempt)
 				continue; /* preempted meanwhile: that attempt is gone */
 			rc = apply(&s, e.due, "job.finish",
-				   xp_rec_job_finish(e.id, XP_JOB_SUCCEEDED, 0, NULL));
+				   xp_rec_job_finish(e.job, XP_JOB_SUCCEEDED, 0, NULL));
 		}
 		uint64_t placed0 = s.st->placed;
 		for (int k = 0; rc == 0 && k < 100000 && xp_state_cycle_more(s.st); k++) {
@@ -472,7 +431,7 @@ int xp_tsim_run(const struct xp_tsim_opts *o, struct xp_tsim_result *r, struct x
 	}
 	free(w);
 	free(s.j);
-	xp_vec_free(&s.heap);
+	xp_due_free(&s.heap);
 	xp_state_destroy(s.st);
 	r->wall_s = (double)(xp_mono_ns() - t_start) / 1e9;
 	return rc;

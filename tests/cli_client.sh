@@ -104,6 +104,17 @@ grep -q '^Exit code: *3' "$T/out" || fail "exit code: $(cat "$T/out")"
 run logs "$J4"; expect 0 "logs"
 [ -s "$T/out" ] || fail "logs: empty"
 
+# --- the scheduling flags reach the controller: limit, QoS, deadline, after ---
+run submit -q --name limited --cpu 1 --duration 1h --time-limit 30m --qos protected \
+	--deadline 6h --after "$J4":after-not-ok; expect 0 "submit with --time-limit --after"
+J5=$(cat "$T/out")
+run job "$J5" -o json; expect 0 "job limited"
+for want in '"time_limit": "1800000ms"' '"qos": "protected"' '"type": "after-not-ok"' \
+	'"deadline_status"'; do
+	grep -q "$want" "$T/out" || fail "job limited lacks $want: $(head -c 600 "$T/out")"
+done
+run cancel "$J5"; expect 0 "cancel limited"
+
 # --- a workflow: one document, a DAG ---
 cat >"$T/wf.yaml" <<'YAML'
 name: nightly

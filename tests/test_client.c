@@ -846,6 +846,13 @@ static void test_spec_from_flags(void **state)
 		  "{\"tenant\": \"team-a\", \"resources\": {\"cpu\": 2.5, \"devices\": {\"count\": "
 		  "1,"
 		  " \"class\": \"npu\"}}}" },
+		/* the scheduling flags: limits, QoS, gang, deadline, dependencies */
+		{ "--replicas 2 --time-limit 2h --qos best-effort --deadline 2026-12-01T08:00:00Z "
+		  "--colocate island --gang-timeout 600 --after 4 --after 5:after-not-ok",
+		  "{\"replicas\": 2, \"resources\": {}, \"time_limit\": \"2h\", "
+		  "\"qos\": \"best-effort\", \"deadline\": \"2026-12-01T08:00:00Z\", "
+		  "\"gang\": {\"colocate\": \"island\", \"timeout\": 600}, "
+		  "\"depends_on\": [{\"job\": 4}, {\"job\": 5, \"type\": \"after-not-ok\"}]}" },
 		/* --gpus 0 is no devices at all; flags may follow positional words */
 		{ "--gpus 0 -- sh -c 'echo hi'",
 		  "{\"command\": [\"sh\", \"-c\", \"echo hi\"], \"resources\": {}}" },
@@ -892,6 +899,14 @@ static void test_bad_flags(void **state)
 		{ "submit --env A=1 --env A=2", "--env: 'A=2' is given twice" },
 		{ "submit --duration soon", "--duration: expected a duration" },
 		{ "submit --exit-code 256", "--exit-code: expected an integer 0..255" },
+		{ "submit --time-limit 0", "--time-limit: expected a duration" },
+		{ "submit --qos gold", "--qos: expected standard, best-effort or protected" },
+		{ "submit --colocate rack", "--colocate: expected node, island, numa or zone" },
+		{ "submit --gang-timeout never", "--gang-timeout: expected a duration" },
+		{ "submit --after x", "--after: expected JOB or JOB:TYPE" },
+		{ "submit --after 3:after-fail", "--after: expected a type after-ok" },
+		{ "submit -f job.yaml --time-limit 1h",
+		  "-f FILE cannot be combined with --time-limit" },
 		{ "submit --name -x", "--name: expected 1-63 characters" },
 		{ "submit --queue a/b", "--queue: expected 1-63 characters" },
 		{ "submit -f job.yaml --cpu 1", "-f FILE cannot be combined with --cpu" },

@@ -33,6 +33,7 @@
 #include "../client/client.h"
 #include "../lib/fileio.h"
 #include "../lib/parse.h"
+#include "../lib/strbuf.h"
 #include "../lib/timefmt.h"
 #include "../lib/xalloc.h"
 #include "../descriptor/tree.h"
@@ -46,6 +47,9 @@
 static const char *const device_classes[] = { "gpu", "npu", "fpga", "asic",
 					      "dpu", "cim", "cpu",  NULL };
 static const char *const topologies[] = { "any", "same_island", "same_numa", NULL };
+static const char *const qos_classes[] = { "standard", "best-effort", "protected", NULL };
+static const char *const colocations[] = { "node", "island", "numa", "zone", NULL };
+static const char *const dep_types[] = { "after-ok", "after-any", "after-not-ok", NULL };
 
 /* Flags that build the spec, which -f FILE excludes. */
 static const char *const spec_flags[] = {
@@ -71,6 +75,12 @@ static const char *const spec_flags[] = {
 	"duration",
 	"exit-code",
 	"node",
+	"time-limit",
+	"qos",
+	"deadline",
+	"colocate",
+	"gang-timeout",
+	"after",
 	NULL,
 };
 
@@ -332,6 +342,82 @@ bad:
 	return NULL;
 }
 
+/* --NAME DURATION (at least min_ms) as spec[key], written as given ("30s", or 90
+ * seconds) */
+static int duration_flag(struct builder *b, const char *name, json_t *spec, const char *key,
+			 int64_t min_ms)
+{
+	const char *d = val(b, name);
+	int64_t ms;
+	if (!d)
+		return 0;
+	if (xp_duration_parse(d, MAX_DURATION_MS, &ms) < 0 || ms < min_ms)
+		return fail(b, "--%s: expected a duration such as 30s, 5m, 1h30m or seconds, got '%s'",
+			    name, d);
+	json_object_set_new(spec, key, number_or_string(d));
+	return 0;
+}
+
+/* --NAME WORD, one of words, as spec[key] */
+static int word_flag(struct builder *b, const char *name, const char *const *words, json_t *spec,
+		     const char *key)
+{
+	const char *s = val(b, name);
+	if (!s)
+		return 0;
+	for (const char *const *w = words; *w; w++)
+		if (!strcmp(s, *w)) {
+			json_object_set_new(spec, key, json_string(s));
+			return 0;
+		}
+	struct xp_sb l = { 0 };
+	for (const char *const *w = words; *w; w++)
+		xp_sb_printf(&l, "%s%s", w == words ? "" : w[1] ? ", " : " or ", *w);
+	fail(b, "--%s: expected %s, got '%s'", name, l.s, s);
+	xp_sb_free(&l);
+	return -1;
+}
+
+/* --after ID[:TYPE],... as depends_on (TYPE after-ok by default) */
+static int after_flag(struct builder *b, json_t *spec)
+{
+	size_t n;
+	char **l = xp_split_list(val(b, "after"), &n);
+	json_t *deps = json_array();
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		char *colon = strchr(l[i], ':');
+		const char *type = colon ? colon + 1 : NULL;
+		int64_t id;
+		if (colon)
+			*colon = 0;
+		if (xp_parse_i64(l[i], 1, INT64_MAX, &id) < 0) {
+			rc = fail(b, "--after: expected JOB or JOB:TYPE with a positive job id, got '%s'",
+				  l[i]);
+			break;
+		}
+		json_t *d = json_pack("{sI}", "job", (json_int_t)id);
+		json_array_append_new(deps, d);
+		if (!type)
+			continue;
+		const char *const *w = dep_types;
+		while (*w && strcmp(*w, type))
+			w++;
+		if (!*w)
+			rc = fail(b, "--after: expected a type after-ok, after-any or after-not-ok, got "
+				  "'%s'", type);
+		else
+			json_object_set_new(d, "type", json_string(type));
+	}
+	xp_free_list(l, n);
+	if (rc < 0) {
+		json_decref(deps);
+		return -1;
+	}
+	json_object_set_new(spec, "depends_on", deps);
+	return 0;
+}
+
 /* The job spec the flags describe, or NULL (reported, exit 2). */
 static json_t *build_spec(struct xp_cli *x, struct xp_flag *flags, int argc, char **argv)
 {
@@ -388,18 +474,21 @@ static json_t *build_spec(struct xp_cli *x, struct xp_flag *flags, int argc, cha
 			goto bad;
 		json_object_set_new(spec, "labels", o);
 	}
-	if (val(&b, "duration")) {
-		int64_t ms;
-		const char *d = val(&b, "duration");
-		if (xp_duration_parse(d, MAX_DURATION_MS, &ms) < 0) {
-			fail(&b,
-			     "--%s: expected a duration such as 30s, 5m, 1h30m or seconds, got "
-			     "'%s'",
-			     "duration", d);
+	if (duration_flag(&b, "duration", spec, "duration", 0) < 0 ||
+	    duration_flag(&b, "time-limit", spec, "time_limit", 1) < 0 ||
+	    word_flag(&b, "qos", qos_classes, spec, "qos") < 0)
+		goto bad;
+	if (val(&b, "deadline"))
+		json_object_set_new(spec, "deadline", json_string(val(&b, "deadline")));
+	if (val(&b, "colocate") || val(&b, "gang-timeout")) {
+		json_t *gang = json_object();
+		json_object_set_new(spec, "gang", gang);
+		if (word_flag(&b, "colocate", colocations, gang, "colocate") < 0 ||
+		    duration_flag(&b, "gang-timeout", gang, "timeout", 1) < 0)
 			goto bad;
-		}
-		json_object_set_new(spec, "duration", number_or_string(d));
 	}
+	if (val(&b, "after") && after_flag(&b, spec) < 0)
+		goto bad;
 	if (int_flag(&b, "exit-code", 0, 255, &num) < 0)
 		goto bad;
 	if (val(&b, "exit-code"))
@@ -518,6 +607,17 @@ int xp_cmd_submit(int argc, char **argv)
 		{ "workdir", XP_FLAG_STR, "DIR", "working directory" },
 		{ "duration", XP_FLAG_STR, "D", "run time on emulated nodes: 30s, 5m, 1h30m" },
 		{ "exit-code", XP_FLAG_STR, "N", "exit code emulated nodes report (default 0)" },
+		{ "time-limit", XP_FLAG_STR, "D",
+		  "stop the job after running this long (Slurm's --time): 2h, 30m" },
+		{ "qos", XP_FLAG_STR, "CLASS", "standard, best-effort or protected (default standard)" },
+		{ "deadline", XP_FLAG_STR, "WHEN",
+		  "finish by: a duration from now (6h) or a time (2026-12-01T08:00:00Z)" },
+		{ "colocate", XP_FLAG_STR, "WHERE",
+		  "a gang's replicas on one node, island, numa or zone" },
+		{ "gang-timeout", XP_FLAG_STR, "D", "fail a gang still unplaced after D" },
+		{ "after", XP_FLAG_STR, "JOB[:TYPE]",
+		  "start after job JOB ends: after-ok (default), after-any, after-not-ok; "
+		  "repeatable" },
 		{ "idempotency-key", XP_FLAG_STR, "KEY",
 		  "submit at most once per key (a repeat returns the first job)" },
 		{ "dry-run", XP_FLAG_BOOL, NULL, "print the request body instead of sending it" },

@@ -63,19 +63,10 @@ void xp_tsim_defaults(struct xp_tsim_opts *o)
 	o->policy = "bestfit";
 }
 
-struct tjob {
-	int64_t arrive, dur; /* ms */
-	uint32_t tenant, replicas;
-	uint16_t gpus, milli; /* per replica */
-	uint32_t cpu, mem_gib;
-	int32_t prio;
-	int64_t first_start; /* -1: not yet */
-};
-
 struct sim {
 	const struct xp_tsim_opts *o;
 	struct xp_state *st;
-	struct tjob *j;
+	struct xp_tsim_job *j;
 	uint64_t base; /* job id of j[0] */
 	uint64_t seq;
 	int64_t now;
@@ -94,7 +85,12 @@ static double lognormal(struct xp_rng *g, double median, double sigma)
 	return median * exp(sigma * z);
 }
 
-static void gen(const struct xp_tsim_opts *o, struct tjob *j, double *span_h)
+int xp_tsim_kind(const struct xp_tsim_job *x)
+{
+	return x->prio == 0 ? XP_TSIM_BATCH : x->prio == 5 ? XP_TSIM_TRAIN : XP_TSIM_INFER;
+}
+
+void xp_tsim_gen(const struct xp_tsim_opts *o, double gpus, struct xp_tsim_job *j, double *span_h)
 {
 	struct xp_rng g;
 	double wsum = 0, gpu_ms = 0;
@@ -102,7 +98,7 @@ static void gen(const struct xp_tsim_opts *o, struct tjob *j, double *span_h)
 	for (uint32_t i = 0; i < o->tenants; i++)
 		wsum += o->tenants - i;
 	for (uint32_t k = 0; k < o->jobs; k++) {
-		struct tjob *x = &j[k];
+		struct xp_tsim_job *x = &j[k];
 		double u = xp_rng_double(&g) * wsum, acc = 0;
 		x->tenant = 0;
 		for (uint32_t i = 0; i < o->tenants; i++) {
@@ -144,11 +140,11 @@ static void gen(const struct xp_tsim_opts *o, struct tjob *j, double *span_h)
 		gpu_ms += (double)x->dur * x->replicas * x->gpus * x->milli / 1000.0;
 	}
 	/* the span that makes the offered load o->load */
-	double span = gpu_ms / (o->load * 8.0 * o->nodes);
+	double span = gpu_ms / (o->load * gpus);
 	*span_h = span / 3600000;
 	/* arrivals: per tenant a phase-shifted rate, by thinning, then sorted */
 	for (uint32_t k = 0; k < o->jobs; k++) {
-		struct tjob *x = &j[k];
+		struct xp_tsim_job *x = &j[k];
 		double phase = 2 * M_PI * x->tenant / o->tenants, t;
 		do {
 			t = xp_rng_double(&g) * span;
@@ -159,7 +155,7 @@ static void gen(const struct xp_tsim_opts *o, struct tjob *j, double *span_h)
 
 static int cmp_arrive(const void *a, const void *b)
 {
-	const struct tjob *x = a, *y = b;
+	const struct xp_tsim_job *x = a, *y = b;
 	return x->arrive < y->arrive ? -1 : x->arrive > y->arrive;
 }
 
@@ -187,7 +183,7 @@ static int emit(void *ctx, const char *type, char *body)
 
 static void start_seen(struct sim *s, struct xp_job *job)
 {
-	struct tjob *x = &s->j[job->id - s->base];
+	struct xp_tsim_job *x = &s->j[job->id - s->base];
 	if (x->first_start < 0)
 		x->first_start = job->started_at;
 	struct xp_due e = { job->started_at + x->dur, job->id, job->attempts };
@@ -245,7 +241,7 @@ static int setup(struct sim *s, double *share)
 	return 0;
 }
 
-static int submit(struct sim *s, const struct tjob *x)
+static int submit(struct sim *s, const struct xp_tsim_job *x)
 {
 	struct xp_jobspec sp;
 	char tenant[32], queue[32];
@@ -293,8 +289,8 @@ int xp_tsim_run(const struct xp_tsim_opts *o, struct xp_tsim_result *r, struct x
 		wsum += o->tenants - i;
 	for (uint32_t i = 0; i < o->tenants; i++)
 		share[i] = (o->tenants - i) / wsum;
-	s.j = XNEWV(struct tjob, o->jobs);
-	gen(o, s.j, &r->span_h);
+	s.j = XNEWV(struct xp_tsim_job, o->jobs);
+	xp_tsim_gen(o, 8.0 * o->nodes, s.j, &r->span_h);
 	qsort(s.j, o->jobs, sizeof(*s.j), cmp_arrive);
 	for (uint32_t k = 0; k < o->jobs; k++)
 		s.j[k].arrive += T0;
@@ -405,10 +401,8 @@ int xp_tsim_run(const struct xp_tsim_opts *o, struct xp_tsim_result *r, struct x
 		double sum = 0;
 		tt->share = by_kind ? 0 : share[i];
 		for (uint32_t k = 0; k < o->jobs; k++) {
-			const struct tjob *x = &s.j[k];
-			int kx = x->prio == 0	? XP_TSIM_BATCH
-				 : x->prio == 5 ? XP_TSIM_TRAIN
-						: XP_TSIM_INFER;
+			const struct xp_tsim_job *x = &s.j[k];
+			int kx = xp_tsim_kind(x);
 			if (by_kind ? kx != (int)kind : x->tenant != i)
 				continue;
 			tt->jobs++;

@@ -69,6 +69,26 @@ struct xp_tsim_result {
 	double wall_s;
 };
 
+/* One job of the generated trace (times in ms from the start). */
+struct xp_tsim_job {
+	int64_t arrive, dur;
+	uint32_t tenant, replicas;
+	uint16_t gpus, milli; /* per replica; gpus 8: a whole 8-GPU node */
+	uint32_t cpu, mem_gib;
+	int32_t prio;	     /* 0 batch, 5 training, 10 inference */
+	int64_t first_start; /* -1: not yet (the simulator's record) */
+};
+
+/* The kind of a generated job, by its priority (XP_TSIM_BATCH...). */
+int xp_tsim_kind(const struct xp_tsim_job *x);
+
+/* The trace of o (o->jobs jobs, o->tenants tenants, o->seed, o->load)
+ * for a pool of gpus GPUs, arrivals spread so that the offered GPU-time is
+ * o->load x gpus x the span (*span_h, hours). Not sorted by arrival. The
+ * simulator and bench/tenancy_slurm.sh (the Slurm side by side) share it. */
+void xp_tsim_gen(const struct xp_tsim_opts *o, double gpus, struct xp_tsim_job *j,
+		 double *span_h);
+
 const char *xp_tsim_mode_name(int m);
 int xp_tsim_mode_parse(const char *s);
 void xp_tsim_defaults(struct xp_tsim_opts *o);

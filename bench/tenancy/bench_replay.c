@@ -301,8 +301,8 @@ static void read_slurm(struct mix *m, const char *path)
 	while (getline(&line, &cap, f) > 0) {
 		char *name = NULL, *sub = NULL, *st = NULL, *en = NULL, *nodes = NULL, *save;
 		for (char *w = strtok_r(line, " \n", &save); w; w = strtok_r(NULL, " \n", &save)) {
-			if (!strncmp(w, "JobName=", 8))
-				name = w + 8;
+			if (!strncmp(w, "Name=", 5)) /* jobcomp/filetxt's job name */
+				name = w + 5;
 			else if (!strncmp(w, "SubmitTime=", 11))
 				sub = w + 11;
 			else if (!strncmp(w, "StartTime=", 10))

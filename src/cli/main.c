@@ -29,6 +29,9 @@ static const struct xp_cli_sub verbs[] = {
 	{ "tenant", xp_cmd_tenant, "create a tenant (admin)" },
 	{ "tokens", xp_cmd_tokens, "list API tokens (admin)" },
 	{ "token", xp_cmd_token, "create or revoke an API token (admin)" },
+	{ "cost", xp_cmd_cost, "metered usage and cost by tenant, queue or job" },
+	{ "prices", xp_cmd_prices, "show or set the price table" },
+	{ "count", xp_cmd_count, "add to a job's business counters" },
 	{ "events", xp_cmd_events, "print the controller's events (--follow to stream)" },
 	{ NULL, NULL, NULL },
 };

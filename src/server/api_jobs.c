@@ -109,7 +109,7 @@ static char *dumps(json_t *o)
 }
 
 /* the job, if it exists and the asker may see it; else a 404 reply */
-static struct xp_job *visible_job(struct xp_ctl *ctl, struct xp_cmd *cmd)
+struct xp_job *xp_api_visible_job(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
 	struct xp_job *j = xp_state_job(ctl->st, cmd->id);
 	if (!j && cmd->id < ctl->st->next_job_id) { /* it was, and finished long ago */
@@ -272,7 +272,7 @@ void xp_api_jobs_submit(struct xp_ctl *ctl, struct xp_cmd *cmd)
 
 void xp_api_job_get(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
-	struct xp_job *j = visible_job(ctl, cmd);
+	struct xp_job *j = xp_api_visible_job(ctl, cmd);
 	if (j)
 		xp_reply_json(cmd, 200, dumps(xp_api_job_json(ctl, j)));
 }
@@ -280,7 +280,7 @@ void xp_api_job_get(struct xp_ctl *ctl, struct xp_cmd *cmd)
 void xp_api_job_cancel(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
 	struct xp_err err = { 0 };
-	struct xp_job *j = visible_job(ctl, cmd);
+	struct xp_job *j = xp_api_visible_job(ctl, cmd);
 	if (!j)
 		return;
 	if (xp_job_terminal(j->state))
@@ -338,7 +338,7 @@ static void explain_admission(struct xp_ctl *ctl, const struct xp_job *j, json_t
 
 void xp_api_job_explain(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
-	struct xp_job *j = visible_job(ctl, cmd);
+	struct xp_job *j = xp_api_visible_job(ctl, cmd);
 	struct xp_explain ex;
 	struct xp_sb sum;
 	int fits = 0;
@@ -400,7 +400,7 @@ void xp_api_job_explain(struct xp_ctl *ctl, struct xp_cmd *cmd)
 
 void xp_api_job_logs(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
-	struct xp_job *j = visible_job(ctl, cmd);
+	struct xp_job *j = xp_api_visible_job(ctl, cmd);
 	struct xp_sb sb;
 	char ts[XP_TIME_LEN];
 

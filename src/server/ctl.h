@@ -291,6 +291,13 @@ void xp_api_job_get(struct xp_ctl *, struct xp_cmd *);
 void xp_api_job_cancel(struct xp_ctl *, struct xp_cmd *);
 void xp_api_job_explain(struct xp_ctl *, struct xp_cmd *);
 void xp_api_job_logs(struct xp_ctl *, struct xp_cmd *);
+/* the job {id} of the path if the asker may see it; else replied 404 and NULL */
+struct xp_job *xp_api_visible_job(struct xp_ctl *, struct xp_cmd *);
+/* api_meter.c */
+void xp_api_usage(struct xp_ctl *, struct xp_cmd *);
+void xp_api_prices_get(struct xp_ctl *, struct xp_cmd *);
+void xp_api_prices_put(struct xp_ctl *, struct xp_cmd *);
+void xp_api_job_counters(struct xp_ctl *, struct xp_cmd *);
 void xp_api_nodes_list(struct xp_ctl *, struct xp_cmd *);
 void xp_api_nodes_add(struct xp_ctl *, struct xp_cmd *);
 void xp_api_node_get(struct xp_ctl *, struct xp_cmd *);

@@ -511,6 +511,7 @@ static int job_start(struct xp_state *st, struct rec *r, int64_t at, struct xp_e
 void xp_state_finish(struct xp_state *st, struct xp_job *j, int to, int64_t at)
 {
 	if (j->state == XP_JOB_RUNNING) {
+		xp_meter_close_run(st, j, at);
 		xp_usage_charge(st, j, -1);
 		for (uint32_t k = 0; k < j->spec.replicas; k++) {
 			uint32_t n = j->allocs[k].node;
@@ -626,7 +627,8 @@ static int job_task(struct xp_state *st, struct rec *r, int64_t at, struct xp_ev
 
 /* running -> pending: its node was lost, or it was preempted; a new
  * attempt starts later */
-static int job_requeue(struct xp_state *st, struct rec *r, int preempted, struct xp_event_info *ev)
+static int job_requeue(struct xp_state *st, struct rec *r, int64_t at, int preempted,
+		       struct xp_event_info *ev)
 {
 	int64_t id;
 	int rc = get_int(r, "id", 1, INT64_MAX, &id);
@@ -641,6 +643,7 @@ static int job_requeue(struct xp_state *st, struct rec *r, int preempted, struct
 			      xp_job_state_name(j->state));
 	if ((rc = xp_state_sched(st, r->err)) < 0)
 		return rc;
+	xp_meter_close_run(st, j, at);
 	xp_usage_charge(st, j, -1);
 	for (uint32_t k = 0; k < j->spec.replicas; k++) {
 		uint32_t n = j->allocs[k].node;
@@ -671,6 +674,20 @@ static int job_requeue(struct xp_state *st, struct rec *r, int preempted, struct
 	ev->job = j->id;
 	ev->tenant = j->tenant;
 	ev->state = XP_JOB_PENDING;
+	return 0;
+}
+
+/* business counters a job reports (meter.c) */
+static int job_counter(struct xp_state *st, struct rec *r, int64_t at, struct xp_event_info *ev)
+{
+	int rc = xp_meter_counter(st, r->o, at, r->err);
+	if (rc < 0)
+		return rc;
+	const struct xp_job *j =
+		xp_state_job(st, (uint64_t)json_integer_value(json_object_get(r->o, "id")));
+	ev->type = "job.counter";
+	ev->job = j->id;
+	ev->tenant = j->tenant;
 	return 0;
 }
 
@@ -773,12 +790,18 @@ int xp_state_apply(struct xp_state *st, uint64_t seq, int64_t at, const char *ty
 	else if (!strcmp(type, "job.task"))
 		rc = job_task(st, &r, at, ev);
 	else if (!strcmp(type, "job.requeue"))
-		rc = job_requeue(st, &r, 0, ev);
+		rc = job_requeue(st, &r, at, 0, ev);
 	else if (!strcmp(type, "job.preempt"))
-		rc = job_requeue(st, &r, 1, ev);
+		rc = job_requeue(st, &r, at, 1, ev);
 	else if (!strcmp(type, "node.health"))
 		rc = node_health(st, &r, ev);
-	else if (!strcmp(type, "job.forget"))
+	else if (!strcmp(type, "job.counter"))
+		rc = job_counter(st, &r, at, ev);
+	else if (!strcmp(type, "prices.set")) {
+		rc = xp_meter_prices(st, r.o, err);
+		ev->type = "prices.set";
+		ev->tenant = -2;
+	} else if (!strcmp(type, "job.forget"))
 		rc = xp_state_job_forget(st, r.o, ev, err);
 	else
 		rc = xp_errf(err, XP_ECORRUPT, "unknown record type '%s'", type);

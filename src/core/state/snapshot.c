@@ -106,6 +106,7 @@ char *xp_state_snapshot(const struct xp_state *st)
 		json_array_append_new(a, jo);
 	}
 	json_object_set_new(o, "jobs", a);
+	json_object_set_new(o, "meter", xp_meter_snapshot(st));
 	char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(o);
 	return text;
@@ -318,6 +319,8 @@ int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, st
 		if (rc == 0)
 			rc = load_job(st, v, i, err);
 	}
+	if (rc == 0)
+		rc = xp_meter_restore(st, json_object_get(o, "meter"), err);
 	if (rc == 0) {
 		st->seq = (uint64_t)seq;
 		if ((uint64_t)nj > st->next_job_id)

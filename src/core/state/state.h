@@ -24,6 +24,7 @@
 #include "../../lib/vec.h"
 #include "../model/model.h"
 #include "../sched/sched.h"
+#include "meter.h"
 #include "queuespec.h"
 #include "spec.h"
 
@@ -151,6 +152,7 @@ struct xp_state {
 	XP_VEC(uint64_t) done;	     /* terminal job ids in finish order (retention.c) */
 	uint64_t capacity[XP_RES_N]; /* of the registered nodes: fair shares' denominator */
 	size_t done_head;	     /* done.v[< done_head]: forgotten already */
+	struct xp_meter meter;	     /* the usage ledger and the price table (meter.c) */
 };
 
 /* What a record did, for the event stream. */

@@ -1,0 +1,88 @@
+/*
+ * meter: the usage ledger and the cost report (issue 7 §3,
+ * docs/design/metering.md).
+ *
+ * Every run of a job - from a start to its end, a preemption or a requeue -
+ * leaves one record when it stops: its CPU, memory and devices (by model,
+ * a fractional share by its fraction) and the devices' power model. Jobs
+ * add business counters (training runs, inference requests) with
+ * job.counter records. The ledger is part of the state: built by applying
+ * journal records, carried in snapshots, so it survives restarts and
+ * outlives the jobs it describes (a forgotten job keeps its records).
+ *
+ * The report sums the records over a window [since, until) by tenant,
+ * queue or job; runs still going count up to `now`. Quantities are summed
+ * as integers (milli-core-seconds, MiB-seconds, milli-device-seconds per
+ * model, joules) and each record's cost is rounded once to a micro-unit of
+ * the currency, so a report's total is exactly the sum of its rows and the
+ * rows by tenant add up exactly to the rows by job.
+ */
+#ifndef XP_METER_H
+#define XP_METER_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "../../lib/err.h"
+#include "../../lib/vec.h"
+#include "prices.h"
+
+struct xp_state;
+struct xp_job;
+
+enum xp_meter_by { XP_METER_TENANT, XP_METER_QUEUE, XP_METER_JOB, XP_METER_BY_N };
+
+struct xp_meter_dev {
+	uint32_t model; /* into names */
+	uint32_t milli; /* device-milli held (whole devices: 1000 each) */
+	uint32_t watts; /* power at full use of that share (tdp x milli / 1000) */
+};
+
+struct xp_meter_run {
+	uint64_t job;
+	uint32_t tenant, queue, attempt;
+	int64_t start, end;
+	uint64_t cpu_milli, mem_mib; /* all replicas */
+	uint32_t dev0, ndev;	     /* into devs */
+};
+
+struct xp_meter_count {
+	uint64_t job;
+	uint32_t tenant, queue, name;
+	int64_t at;
+	uint64_t value;
+};
+
+struct xp_meter {
+	XP_VEC(struct xp_meter_run) runs;
+	XP_VEC(struct xp_meter_dev) devs;
+	XP_VEC(struct xp_meter_count) counts;
+	XP_VEC(char *) names; /* device models and counter names */
+	struct xp_prices prices;
+};
+
+void xp_meter_free(struct xp_meter *m);
+/* j's running attempt stops at `at`: its record */
+void xp_meter_close_run(struct xp_state *st, const struct xp_job *j, int64_t at);
+/* records job.counter {"id", "counters": {name: n}} and prices.set {table} */
+int xp_meter_counter(struct xp_state *st, json_t *o, int64_t at, struct xp_err *err);
+int xp_meter_prices(struct xp_state *st, json_t *o, struct xp_err *err);
+char *xp_rec_job_counter(uint64_t job, json_t *counters);
+/* The counters of a POST body checked: {name: positive integer}, names
+ * [a-z0-9_] 1..63, at most 32; err names the field. */
+int xp_meter_counters_check(json_t *counters, struct xp_err *err);
+/* snapshot */
+json_t *xp_meter_snapshot(const struct xp_state *st);
+int xp_meter_restore(struct xp_state *st, json_t *o, struct xp_err *err);
+
+int xp_meter_by_parse(const char *s);
+const char *xp_meter_by_name(int by);
+/* The report: {"by", "since", "until", "currency", "rows": [...], "total": {...}};
+ * tenant >= 0: only that tenant's usage. */
+json_t *xp_meter_report(const struct xp_state *st, int by, int64_t since, int64_t until,
+			int64_t now, int64_t tenant);
+/* The same rows as CSV, one line per row then "total". */
+char *xp_meter_report_csv(const json_t *report);
+
+#endif

@@ -20,6 +20,7 @@
 
 #include "lib/fileio.h"
 #include "lib/strbuf.h"
+#include "lib/timefmt.h"
 #include "lib/xalloc.h"
 #include "server/ctl.h"
 
@@ -120,6 +121,19 @@ static void test_restart_and_refusals(void **state)
 	assert_true(ctl->snap.done >= 1); /* snapshots were written (by a child) */
 	char *before = http(ctl, "GET", "/v1/jobs?limit=1000", NULL, &st);
 	char *nodes_before = http(ctl, "GET", "/v1/nodes", NULL, &st);
+	/* metering: a price table, counters, and the usage up to a fixed time */
+	free(http(ctl, "PUT", "/v1/prices", "{\"cpu\":0.04,\"devices\":{\"default\":2}}", &st));
+	assert_int_equal(st, 200);
+	free(http(ctl, "POST", "/v1/jobs/2/counters", "{\"training_runs\":3}", &st));
+	assert_int_equal(st, 200);
+	char upath[160], ts[XP_TIME_LEN];
+	usleep(2000); /* the window ends after the counters' record */
+	xp_time_format(xp_ctl_now(), ts);
+	snprintf(upath, sizeof(upath), "/v1/usage?by=job&since=2020-01-01T00:00:00Z&until=%s", ts);
+	char *usage_before = http(ctl, "GET", upath, NULL, &st);
+	assert_int_equal(st, 200);
+	assert_non_null(strstr(usage_before, "\"training_runs\":3"));
+	assert_non_null(strstr(usage_before, "\"cost_micros\""));
 	xp_ctl_stop(ctl);
 
 	/* restart: same jobs, same nodes (the running hour-long ones still run) */
@@ -132,6 +146,10 @@ static void test_restart_and_refusals(void **state)
 	char *nodes_after = http(ctl, "GET", "/v1/nodes", NULL, &st);
 	assert_string_equal(before, after);
 	assert_string_equal(nodes_before, nodes_after);
+	char *usage_after = http(ctl, "GET", upath, NULL, &st);
+	assert_string_equal(usage_before, usage_after); /* the ledger survived */
+	free(usage_before);
+	free(usage_after);
 	xp_ctl_stop(ctl);
 	free(before);
 	free(after);

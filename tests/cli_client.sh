@@ -115,6 +115,27 @@ for want in '"time_limit": "1800000ms"' '"qos": "protected"' '"type": "after-not
 done
 run cancel "$J5"; expect 0 "cancel limited"
 
+# --- metering: prices, counters, cost ---
+run prices; expect 1 "prices before any table"
+printf 'currency: EUR\ncpu: 0.04\ndevices: {default: 2}\n' >"$T/prices.yaml"
+run prices set "$T/prices.yaml"; expect 0 "prices set"
+run prices; expect 0 "prices"
+grep -q '^currency: EUR' "$T/out" || fail "prices: $(cat "$T/out")"
+printf 'cpu: lots\n' >"$T/bad-prices.yaml"
+run prices set "$T/bad-prices.yaml"; expect 1 "a bad price table"
+grep -q 'cpu: expected a price' "$T/err" || fail "bad prices message: $(cat "$T/err")"
+run count "$J1" inference_requests=40 training_runs=2; expect 0 "count"
+run count "$J1" Bad=1; expect 1 "a bad counter name"
+run count "$J1" inference_requests; expect 2 "count without =N"
+run cost --by job; expect 0 "cost --by job"
+grep -q 'inference_requests=40' "$T/out" || fail "cost table: $(cat "$T/out")"
+grep -q '^total ' "$T/out" || fail "cost has no total: $(cat "$T/out")"
+run cost --csv --by tenant; expect 0 "cost --csv"
+head -1 "$T/out" | grep -q '^tenant,cpu_core_hours,memory_gib_hours,.*,cost_EUR$' ||
+	fail "cost csv header: $(head -1 "$T/out")"
+grep -q '^total,' "$T/out" || fail "cost csv total: $(cat "$T/out")"
+run cost --by team; expect 2 "cost --by team"
+
 # --- a workflow: one document, a DAG ---
 cat >"$T/wf.yaml" <<'YAML'
 name: nightly

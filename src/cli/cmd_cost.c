@@ -245,7 +245,7 @@ int xp_cmd_prices(int argc, char **argv)
 		{ "set", prices_set, "replace the price table (admin)" },
 		{ NULL, NULL, NULL },
 	};
-	if (argc > 1 && !strcmp(argv[1], "set"))
+	if (argc > 0 && !strcmp(argv[0], "set"))
 		return xp_cli_dispatch("prices", subs, argc, argv);
 	return prices_show(argc, argv);
 }

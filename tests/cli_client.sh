@@ -135,6 +135,8 @@ head -1 "$T/out" | grep -q '^tenant,cpu_core_hours,memory_gib_hours,.*,cost_EUR$
 	fail "cost csv header: $(head -1 "$T/out")"
 grep -q '^total,' "$T/out" || fail "cost csv total: $(cat "$T/out")"
 run cost --by team; expect 2 "cost --by team"
+run alerts; expect 0 "alerts"
+grep -q 'signals,.*notifications' "$T/out" || fail "alerts: $(cat "$T/out")"
 
 # --- a workflow: one document, a DAG ---
 cat >"$T/wf.yaml" <<'YAML'

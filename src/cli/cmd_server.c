@@ -41,6 +41,11 @@ static int load_config(const char *path, struct xp_flag *flags, struct xp_err *e
 					    "keep-finished",
 					    "max-finished",
 					    "weights",
+					    "alert-webhook",
+					    "alert-group-wait",
+					    "alert-interval",
+					    "alert-repeat",
+					    "alert-starved",
 					    NULL };
 	struct xp_tree *t = NULL;
 	char *buf;
@@ -160,6 +165,16 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		{ "keep-finished", XP_FLAG_STR, "DURATION",
 		  "finished jobs are forgotten after this (24h)" },
 		{ "max-finished", XP_FLAG_STR, "N", "and beyond this many, oldest first (100000)" },
+		{ "alert-webhook", XP_FLAG_STR, "URL",
+		  "POST alert notifications here as JSON (default: log them)" },
+		{ "alert-group-wait", XP_FLAG_STR, "DURATION",
+		  "a new alert group waits this long for company (30s)" },
+		{ "alert-interval", XP_FLAG_STR, "DURATION",
+		  "later changes of a group are sent at most this often (5m)" },
+		{ "alert-repeat", XP_FLAG_STR, "DURATION",
+		  "a group still firing is sent again after this (4h)" },
+		{ "alert-starved", XP_FLAG_STR, "DURATION",
+		  "a queue with work pending and none running this long alerts (10m)" },
 		{ "no-agent", XP_FLAG_BOOL, NULL,
 		  "xpool dev: do not start the local agent (real CPU and GPUs of this machine)" },
 		{ "no-sync", XP_FLAG_BOOL, NULL,
@@ -215,6 +230,7 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 	o.cluster = xp_flag_get(flags, "cluster")->sval;
 	o.policy = xp_flag_get(flags, "policy")->sval;
 	o.sync = !xp_flag_get(flags, "no-sync")->bval;
+	o.alert_webhook = xp_flag_get(flags, "alert-webhook")->sval;
 	if (!xp_policy_find(o.policy)) {
 		xp_errf(&err, XP_EINVAL, "--policy: unknown policy '%s'", o.policy);
 		goto usage;
@@ -229,7 +245,11 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		int64_t min, max;
 		int *out;
 	} durs[] = { { "heartbeat", 10, 600000, &o.heartbeat_ms },
-		     { "lost-after", 100, 3600000, &o.lost_ms } };
+		     { "lost-after", 100, 3600000, &o.lost_ms },
+		     { "alert-group-wait", 1, 3600000, &o.alert_group_wait_ms },
+		     { "alert-interval", 1, 86400000, &o.alert_interval_ms },
+		     { "alert-repeat", 1000, 604800000, &o.alert_repeat_ms },
+		     { "alert-starved", 1000, 604800000, &o.alert_starved_ms } };
 	for (size_t i = 0; i < sizeof(durs) / sizeof(durs[0]); i++) {
 		const char *v = xp_flag_get(flags, durs[i].flag)->sval;
 		int64_t ms;

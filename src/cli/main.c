@@ -32,6 +32,7 @@ static const struct xp_cli_sub verbs[] = {
 	{ "cost", xp_cmd_cost, "metered usage and cost by tenant, queue or job" },
 	{ "prices", xp_cmd_prices, "show or set the price table" },
 	{ "count", xp_cmd_count, "add to a job's business counters" },
+	{ "alerts", xp_cmd_alerts, "alert groups firing now (admin)" },
 	{ "events", xp_cmd_events, "print the controller's events (--follow to stream)" },
 	{ NULL, NULL, NULL },
 };

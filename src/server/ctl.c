@@ -195,7 +195,8 @@ int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err
 		xp_watch_bump(ctl, (uint32_t)n);
 		ctl->live.v[n].last_seen = xp_ctl_now();
 	}
-	if ((rc = xp_owner_start(ctl, err)) < 0 || (rc = xp_http_start(ctl, err)) < 0)
+	if ((rc = xp_alert_feed_start(ctl, err)) < 0 || (rc = xp_owner_start(ctl, err)) < 0 ||
+	    (rc = xp_http_start(ctl, err)) < 0)
 		goto fail;
 	ctl->ready = 1;
 	*out = ctl;
@@ -219,6 +220,7 @@ void xp_ctl_stop(struct xp_ctl *ctl)
 	pthread_mutex_unlock(&ctl->watch_mu);
 	xp_http_stop(ctl);
 	xp_owner_stop(ctl);
+	xp_alert_feed_stop(ctl);
 	xp_store_close(ctl->store);
 	xp_state_destroy(ctl->st);
 	xp_events_destroy(ctl->ev);

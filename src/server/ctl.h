@@ -57,6 +57,11 @@ struct xp_ctl_opts {
 	int snapshot_inline;	  /* 1: serialise snapshots on the owner thread (no fork) */
 	int64_t keep_finished_ms; /* finished jobs are forgotten after this, default 24 h */
 	uint64_t max_finished;	  /* and beyond this many (oldest first), default 100000 */
+	const char *alert_webhook; /* POST alert notifications here (alert_feed.c); NULL: log */
+	int alert_group_wait_ms;   /* alert.h's options; 0: the defaults */
+	int alert_interval_ms;
+	int alert_repeat_ms;
+	int alert_starved_ms; /* a queue waiting this long with nothing running (10 min) */
 };
 
 /* ---- commands: one API request handed to the owner ---- */
@@ -190,6 +195,7 @@ struct xp_ctl {
 	pthread_cond_t watch_cv[XP_WATCH_SHARDS];
 	XP_VEC(uint64_t) assign_ver; /* bumped when a node's assignments change */
 	int watch_stop;
+	struct xp_alert_feed *alerts; /* alert_feed.c */
 };
 
 struct xp_live {
@@ -293,6 +299,14 @@ void xp_api_job_explain(struct xp_ctl *, struct xp_cmd *);
 void xp_api_job_logs(struct xp_ctl *, struct xp_cmd *);
 /* the job {id} of the path if the asker may see it; else replied 404 and NULL */
 struct xp_job *xp_api_visible_job(struct xp_ctl *, struct xp_cmd *);
+/* alert_feed.c: signals from applied records and periodic rules, the webhook sender */
+struct xp_event_info;
+int xp_alert_feed_start(struct xp_ctl *ctl, struct xp_err *err);
+void xp_alert_feed_stop(struct xp_ctl *ctl);
+void xp_alert_feed_record(struct xp_ctl *ctl, const char *type, const struct xp_event_info *ev,
+			  int64_t now);
+void xp_alert_feed_tick(struct xp_ctl *ctl, int64_t now);
+void xp_api_alerts(struct xp_ctl *, struct xp_cmd *);
 /* api_meter.c */
 void xp_api_usage(struct xp_ctl *, struct xp_cmd *);
 void xp_api_prices_get(struct xp_ctl *, struct xp_cmd *);

@@ -218,6 +218,7 @@ int xp_ctl_journal(struct xp_ctl *ctl, const char *type, char *body, struct xp_e
 	ctl->st->seq = seq;
 	ctl->since_snapshot++;
 	xp_events_add(ctl->ev, seq, ev.tenant, ev.type, xp_event_json(ctl, seq, now, &ev));
+	xp_alert_feed_record(ctl, type, &ev, now);
 	if (!strncmp(type, "token.", 6))
 		xp_auth_refresh(ctl);
 	if (ev.job && !strcmp(type, "job.start")) {
@@ -395,6 +396,7 @@ static void *owner_main(void *arg)
 			forget_due(ctl, xp_ctl_now());
 			overdue(ctl, xp_ctl_now());
 			more = cycle(ctl);
+			xp_alert_feed_tick(ctl, xp_ctl_now());
 			snapshot_if_due(ctl);
 		} else {
 			more = 0;

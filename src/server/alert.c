@@ -56,6 +56,7 @@ struct xp_alerts {
 	XP_VEC(uint32_t) sidx, gidx; /* symbol -> index + 1 */
 	XP_VEC(struct subj) subj;
 	XP_VEC(struct group) grp;
+	size_t nflapping; /* subjects flapping now: the tick looks for settled ones only then */
 	struct xp_alert_stats st;
 };
 
@@ -189,6 +190,7 @@ void xp_alerts_signal(struct xp_alerts *a, int64_t now, int rule, const char *su
 	}
 	if (recent >= a->o.flap_changes) {
 		s->flapping = 1;
+		a->nflapping++;
 		mark(g, now);
 		return;
 	}
@@ -253,10 +255,11 @@ static void send_group(struct xp_alerts *a, struct group *g, int64_t now, int re
 
 void xp_alerts_tick(struct xp_alerts *a, int64_t now, xp_alert_send_fn send, void *ctx)
 {
-	for (size_t i = 0; i < a->subj.n; i++) { /* quiet flappers settle */
+	for (size_t i = 0; a->nflapping && i < a->subj.n; i++) { /* quiet flappers settle */
 		struct subj *s = &a->subj.v[i];
 		if (s->flapping && now - s->last_change >= a->o.flap_window_ms) {
 			s->flapping = 0;
+			a->nflapping--;
 			s->nring = 0;
 			if (s->firing)
 				s->since = s->last_change;

@@ -29,12 +29,13 @@
 
 #define FAIL_STREAK  3
 #define EVAL_MS	     10000
+#define TICK_MS	     200 /* the engine's timers need no finer grain */
 #define SEND_TRIES   3
 #define SEND_TIMEOUT 5000
 
 struct xp_alert_feed {
 	struct xp_alerts *eng;
-	int64_t next_eval;
+	int64_t next_eval, next_tick;
 	struct xp_strtab *names;  /* "tenant\x01name" of failing jobs */
 	XP_VEC(uint32_t) streak;  /* by symbol */
 	/* the sender */
@@ -83,8 +84,12 @@ static void job_signals(struct xp_ctl *ctl, const struct xp_job *j, int64_t now)
 	}
 	if (j->state != XP_JOB_FAILED && j->state != XP_JOB_SUCCEEDED)
 		return;
+	/* streaks by name: a name is remembered from its first failure on */
 	snprintf(subj, sizeof(subj), "%s\x01%s", tenant, j->spec.name ? j->spec.name : "");
-	xp_sym s = xp_strtab_intern(f->names, subj);
+	xp_sym s = j->state == XP_JOB_FAILED ? xp_strtab_intern(f->names, subj)
+					     : xp_strtab_find(f->names, subj);
+	if (!s)
+		return;
 	while (f->streak.n <= s)
 		xp_vec_push(&f->streak, 0);
 	f->streak.v[s] = j->state == XP_JOB_FAILED ? f->streak.v[s] + 1 : 0;
@@ -165,7 +170,10 @@ void xp_alert_feed_tick(struct xp_ctl *ctl, int64_t now)
 		queue_signals(ctl, now);
 		f->next_eval = now + EVAL_MS;
 	}
-	xp_alerts_tick(f->eng, now, enqueue, f);
+	if (now >= f->next_tick) {
+		xp_alerts_tick(f->eng, now, enqueue, f);
+		f->next_tick = now + TICK_MS;
+	}
 }
 
 static void *sender(void *arg)

@@ -17,6 +17,7 @@
 
 #include "core/state/state.h"
 #include "lib/rng.h"
+#include "lib/strbuf.h"
 #include "lib/xalloc.h"
 #include "world.h"
 
@@ -1143,6 +1144,26 @@ static void random_run(uint64_t seed, int ops)
 	done(&w);
 }
 
+/* the explain summary: one reason per "; "-separated part, fits or not */
+static void test_explain_summary(void **state)
+{
+	(void)state;
+	struct xp_explain ex;
+	struct xp_sb sb = { 0 };
+	memset(&ex, 0, sizeof(ex));
+	ex.nodes[XP_WHY_FITS] = 3;
+	ex.nodes[XP_WHY_DEV_BUSY] = 253;
+	ex.nodes[XP_WHY_NO_DEVICE] = 256;
+	xp_explain_summary(&ex, 1, 2, &sb);
+	assert_string_equal(sb.s, "256 nodes: no matching device; 253 nodes: matching devices busy; "
+				  "fits now: 3 nodes can take it; it starts at the next cycle");
+	xp_sb_free(&sb);
+	xp_explain_summary(&ex, 0, 4, &sb);
+	assert_string_equal(sb.s, "256 nodes: no matching device; 253 nodes: matching devices busy; "
+				  "3 nodes fit one replica but not all 4");
+	xp_sb_free(&sb);
+}
+
 static void test_random_reference(void **state)
 {
 	(void)state;
@@ -1179,6 +1200,7 @@ int main(void)
 		cmocka_unit_test(test_deadlines),
 		cmocka_unit_test(test_qos),
 		cmocka_unit_test(test_aging),
+		cmocka_unit_test(test_explain_summary),
 		cmocka_unit_test(test_random_reference),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -111,8 +111,8 @@ void xp_explain_summary(const struct xp_explain *ex, int fits, uint32_t replicas
 			xp_sb_printf(sb, " by %lluMi", (unsigned long long)ex->mem_short_min);
 	}
 	if (fits)
-		xp_sb_printf(sb, "fits now: %u nodes can take it; it starts at the next cycle",
-			     ex->nodes[XP_WHY_FITS]);
+		xp_sb_printf(sb, "%sfits now: %u nodes can take it; it starts at the next cycle",
+			     sb->len ? "; " : "", ex->nodes[XP_WHY_FITS]);
 	else if (!total)
 		xp_sb_puts(sb, "no nodes are registered");
 	else if (ex->nodes[XP_WHY_FITS] && replicas > 1)

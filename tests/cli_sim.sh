@@ -49,6 +49,13 @@ expect 2 "-o: expected table or json" -- "$XP" sim tenants -o yaml
 expect 0 "noborrow: 20 nodes (160 GPUs), 300 jobs" -- "$XP" sim tenants --nodes 20 --jobs 300 --load 1.2
 grep -q "^  t3 " "$T/out" || { echo "FAIL: sim tenants: no row for tenant t3"; fails=$((fails + 1)); }
 expect 0 '"mode": "fifo"' -- "$XP" sim tenants --nodes 20 --jobs 300 --mode fifo -o json
+printf 'currency: EUR\ndevices: {A100: 2}\nenergy: 0.3\n' >"$T/prices.yaml"
+expect 0 "metered (xpool):" -- "$XP" sim tenants --nodes 20 --jobs 300 --mode xpool --prices "$T/prices.yaml"
+grep -q '^total .* EUR$' "$T/out" || { echo "FAIL: sim tenants --prices: no total: $(cat "$T/out")"; fails=$((fails + 1)); }
+expect 0 '"cost_micros"' -- "$XP" sim tenants --nodes 20 --jobs 300 --mode fifo --prices "$T/prices.yaml" -o json
+printf 'devices: {A100: lots}\n' >"$T/bad-prices.yaml"
+expect 1 "devices.A100: expected a price" -- "$XP" sim tenants --nodes 20 --jobs 300 --prices "$T/bad-prices.yaml"
+expect 2 "no-such-file" -- "$XP" sim tenants --prices "$T/no-such-file"
 expect 2 "flag --seeds needs a value" -- "$XP" sim openb --seeds
 expect 2 "\-\-seeds: expected seeds" -- "$XP" sim openb --seeds abc --nodes "$T/nodes.csv" --pods "$T/pods.csv"
 expect 2 "\-\-seeds: " -- "$XP" sim openb --seeds 9-1 --nodes "$T/nodes.csv" --pods "$T/pods.csv"

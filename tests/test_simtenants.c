@@ -7,6 +7,9 @@
  */
 #include "testutil.h"
 
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sim/tenants.h"
@@ -54,6 +57,52 @@ static void test_modes(void **state)
 	assert_memory_equal(&again, &r[XP_TSIM_XPOOL], sizeof(again));
 }
 
+/* the simulator meters its runs with the controller's ledger: without
+ * preemption every job runs once, so the ledger's device-hours per tenant
+ * are the trace's GPU-hours, and the cost is priced as the controller would */
+static void test_metered(void **state)
+{
+	(void)state;
+	struct xp_tsim_opts o;
+	struct xp_tsim_result r;
+	struct xp_err err = { 0 };
+	xp_tsim_defaults(&o);
+	o.nodes = 40;
+	o.jobs = 600;
+	o.seed = 7;
+	o.load = 1.2;
+	o.mode = XP_TSIM_FIFO;
+	o.prices = "currency: USD\ncpu: 0\nmemory: 0\nenergy: 0.5\ndevices: {A100: 2}\n";
+	if (xp_tsim_run(&o, &r, &err) < 0)
+		fail_msg("%s", err.text);
+	assert_non_null(r.cost);
+	json_error_t je;
+	json_t *c = json_loads(r.cost, 0, &je), *row;
+	size_t i;
+	double kwh = 0, gpuh = 0;
+	json_array_foreach(json_object_get(c, "rows"), i, row)
+	{
+		uint32_t t = (uint32_t)atoi(json_string_value(json_object_get(row, "tenant")) + 1);
+		double h = json_real_value(json_object_get(json_object_get(row, "device_hours"),
+							   "A100"));
+		if (fabs(h - r.t[t].gpu_hours) > 1e-6 * r.t[t].gpu_hours)
+			fail_msg("t%u: metered %.6f GPU-h, simulator %.6f", t, h, r.t[t].gpu_hours);
+		gpuh += h;
+		kwh += json_real_value(json_object_get(row, "energy_kwh"));
+	}
+	/* 400 W a GPU; the cost: 2 a GPU-hour and 0.5 a kWh */
+	assert_true(fabs(kwh - 0.4 * gpuh) < 1e-6 * kwh);
+	double cost = json_real_value(json_object_get(json_object_get(c, "total"), "cost"));
+	assert_true(fabs(cost - (2 * gpuh + 0.5 * kwh)) < 1e-6 * cost + 1e-3 * 600);
+	json_decref(c);
+	free(r.cost);
+	/* a bad table is refused with its field */
+	o.prices = "devices: {A100: -1}\n";
+	assert_true(xp_tsim_run(&o, &r, &err) < 0);
+	if (!strstr(err.text, "devices.A100"))
+		fail_msg("bad prices: %s", err.text);
+}
+
 static void test_bad_options(void **state)
 {
 	(void)state;
@@ -74,6 +123,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_modes),
+		cmocka_unit_test(test_metered),
 		cmocka_unit_test(test_bad_options),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -60,6 +60,8 @@ int xp_cmd_events(int argc, char **argv);
  * returns xp_cli_end(). Errors print "xpool VERB: ..." and give exit status
  * 1 (controller or transport) or 2 (bad usage, found before any request). */
 struct json_t;
+/* A usage report (GET /v1/usage, or the simulator's) as a table (cmd_cost.c). */
+void xp_cli_print_cost(const struct json_t *rep);
 struct xp_client;
 struct xp_flag;
 struct xp_table;

@@ -25,7 +25,7 @@
 
 #define PRICE_FILE_MAX (1u << 20)
 
-static void print_cost(const json_t *rep)
+void xp_cli_print_cost(const json_t *rep)
 {
 	static const char *const hdr[] = { "KEY",     "CPU(core-h)", "MEM(GiB-h)", "DEVICES(h)",
 					   "ENERGY(kWh)", "COUNTERS",	 "COST",       NULL };
@@ -132,7 +132,7 @@ int xp_cmd_cost(int argc, char **argv)
 		if (x.json)
 			xp_cli_print_json(rep);
 		else
-			print_cost(rep);
+			xp_cli_print_cost(rep);
 	}
 	status = 0;
 out:

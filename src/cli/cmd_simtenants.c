@@ -12,6 +12,7 @@
 #include "../lib/parse.h"
 #include "../lib/timefmt.h"
 #include "../sim/tenants.h"
+#include "../lib/fileio.h"
 #include "cli.h"
 #include "flags.h"
 
@@ -87,10 +88,13 @@ int xp_cmd_sim_tenants(int argc, char **argv)
 		{ "aging", XP_FLAG_STR, "DURATION",
 		  "xpool and noborrow queues: +1 priority per DURATION waited, up to +10 (default "
 		  "off)" },
+		{ "prices", XP_FLAG_STR, "FILE",
+		  "meter the run and price it with this table (docs/api.md, Usage and cost)" },
 		{ "output", XP_FLAG_STR, "FORMAT", "table (default) or json", 'o' },
 		{ NULL, 0, NULL, NULL },
 	};
 	struct xp_tsim_opts o;
+	char *prices = NULL;
 	struct xp_err err = { 0 };
 	int help, status = 2;
 	int64_t v;
@@ -151,6 +155,14 @@ int xp_cmd_sim_tenants(int argc, char **argv)
 			f);
 		goto out;
 	}
+	if ((f = xp_flag_get(flags, "prices")->sval)) {
+		size_t len;
+		if (xp_read_file(f, 1u << 20, &prices, &len, &err) < 0) {
+			status = xp_cli_fail("sim tenants", &err, 2);
+			goto out;
+		}
+		o.prices = prices;
+	}
 	const char *fmt = xp_flag_get(flags, "output")->sval;
 	if (fmt && strcmp(fmt, "table") && strcmp(fmt, "json")) {
 		fprintf(stderr, "xpool sim tenants: -o: expected table or json, got '%s'\n", fmt);
@@ -189,15 +201,28 @@ int xp_cmd_sim_tenants(int argc, char **argv)
 			status = xp_cli_fail("sim tenants", &err, 1);
 			break;
 		}
-		if (json)
-			json_array_append_new(all, result_json(&o, &r));
-		else
+		json_error_t je;
+		json_t *cost = r.cost ? json_loads(r.cost, 0, &je) : NULL;
+		free(r.cost);
+		if (json) {
+			json_t *one = result_json(&o, &r);
+			if (cost)
+				json_object_set(one, "cost", cost);
+			json_array_append_new(all, one);
+		} else {
 			print_table(&o, &r);
+			if (cost) {
+				printf("\nmetered (%s):\n", xp_tsim_mode_name(o.mode));
+				xp_cli_print_cost(cost);
+			}
+		}
+		json_decref(cost);
 	}
 	if (json && status == 0)
 		xp_cli_print_json(all);
 	json_decref(all);
 out:
+	free(prices);
 	xp_flags_free(flags);
 	return status;
 }

@@ -233,7 +233,7 @@ static int setup(struct sim *s, double *share)
 			 "{\"version\":1,\"nodes\":[{\"name\":\"n%05u\",\"cpu\":64,\"memory\":"
 			 "524288,"
 			 "\"devices\":[{\"type\":\"gpu\",\"vendor\":\"NVIDIA\",\"model\":\"A100\","
-			 "\"memory\":81920,\"count\":8}]}]}",
+			 "\"memory\":81920,\"count\":8,\"tdp\":400,\"idle_power\":60}]}]}",
 			 n);
 		if (apply(s, T0, "node.add", xp_rec_node_add(XP_SRC_EMULATED, doc)) < 0)
 			return -1;
@@ -295,6 +295,15 @@ int xp_tsim_run(const struct xp_tsim_opts *o, struct xp_tsim_result *r, struct x
 	for (uint32_t k = 0; k < o->jobs; k++)
 		s.j[k].arrive += T0;
 	int rc = setup(&s, share);
+	if (rc == 0 && o->prices) {
+		struct xp_prices p;
+		if ((rc = xp_prices_parse("--prices", o->prices, strlen(o->prices), -1, &p,
+					    &s.err)) == 0) {
+			json_t *pj = xp_prices_json(&p);
+			rc = apply(&s, T0, "prices.set", json_dumps(pj, JSON_COMPACT));
+			json_decref(pj);
+		}
+	}
 	s.base = s.st->next_job_id;
 	long tix[XP_TSIM_MAX_TENANTS];
 	for (uint32_t i = 0; i < o->tenants; i++) {
@@ -426,6 +435,11 @@ int xp_tsim_run(const struct xp_tsim_opts *o, struct xp_tsim_result *r, struct x
 	free(w);
 	free(s.j);
 	xp_due_free(&s.heap);
+	if (rc == 0 && o->prices) {
+		json_t *rep = xp_meter_report(s.st, XP_METER_TENANT, T0, s.now + 1, s.now, -1);
+		r->cost = json_dumps(rep, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		json_decref(rep);
+	}
 	xp_state_destroy(s.st);
 	r->wall_s = (double)(xp_mono_ns() - t_start) / 1e9;
 	return rc;

@@ -40,6 +40,8 @@ struct xp_tsim_opts {
 	const char *policy; /* placement policy (bestfit) */
 	int64_t aging_ms;   /* xpool and noborrow: the queues' aging (0: off) */
 	int check;	    /* check every invariant of the state after each step (tests) */
+	const char *prices; /* a price table (YAML or JSON, prices.h): the run is metered and
+			     * priced like the controller's (result.cost) */
 };
 
 struct xp_tsim_tenant {
@@ -65,6 +67,8 @@ struct xp_tsim_result {
 	uint64_t unstarted;   /* jobs never started (should be 0) */
 	double makespan_h;
 	double span_h; /* arrivals spread over this */
+	char *cost;    /* with opts.prices: the meter's report by tenant over the whole run
+			* (JSON, as GET /v1/usage; malloc'd, the caller frees) */
 	uint64_t cycles;
 	double wall_s;
 };

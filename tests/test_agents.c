@@ -39,43 +39,15 @@ struct env {
  * assertion fails half-way, so no agent outlives the test */
 static struct env E;
 
-static size_t sink(char *p, size_t sz, size_t n, void *ud)
-{
-	xp_sb_putn(ud, p, sz * n);
-	return sz * n;
-}
-
 static json_t *api(struct env *e, const char *method, const char *path, const char *body,
 		   long *status)
 {
-	CURL *h = curl_easy_init();
-	struct curl_slist *hdr = NULL;
-	struct xp_sb sb;
-	char url[512], auth[256];
-	long st = 0;
-	xp_sb_init(&sb);
-	snprintf(url, sizeof(url), "http://%s%s", e->ctl->addr, path);
-	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", e->ctl->admin_token);
-	hdr = curl_slist_append(hdr, auth);
-	hdr = curl_slist_append(hdr, "Content-Type: application/json");
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &sb);
-	if (body)
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-	assert_int_equal(curl_easy_perform(h), CURLE_OK);
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
-	curl_slist_free_all(hdr);
-	curl_easy_cleanup(h);
-	if (status)
-		*status = st;
 	json_error_t je;
-	json_t *o = json_loads(sb.s, JSON_DECODE_ANY, &je);
+	char *text = xp_test_http(e->ctl->addr, e->ctl->admin_token, method, path, body, status);
+	json_t *o = json_loads(text, JSON_DECODE_ANY, &je);
 	if (!o) /* text (logs) */
-		o = json_string(sb.s);
-	xp_sb_free(&sb);
+		o = json_string(text);
+	free(text);
 	return o;
 }
 

@@ -64,37 +64,13 @@ static enum MHD_Result on_req(void *cls, struct MHD_Connection *c, const char *u
 	return rc;
 }
 
-static size_t sink(char *p, size_t sz, size_t n, void *ud)
-{
-	xp_sb_putn(ud, p, sz * n);
-	return sz * n;
-}
-
 static json_t *call(struct xp_ctl *ctl, const char *method, const char *path, const char *body,
 		    long *status)
 {
-	CURL *h = curl_easy_init();
-	struct curl_slist *hdr = NULL;
-	struct xp_sb sb = { 0 };
-	char url[256], auth[256];
-	snprintf(url, sizeof(url), "http://%s%s", ctl->addr, path);
-	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", ctl->admin_token);
-	hdr = curl_slist_append(hdr, auth);
-	hdr = curl_slist_append(hdr, "Content-Type: application/json");
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &sb);
-	if (body)
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-	assert_int_equal(curl_easy_perform(h), CURLE_OK);
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
-	curl_slist_free_all(hdr);
-	curl_easy_cleanup(h);
 	json_error_t je;
-	json_t *o = json_loadb(sb.s ? sb.s : "null", sb.len ? sb.len : 4, JSON_DECODE_ANY, &je);
-	xp_sb_free(&sb);
+	char *text = xp_test_http(ctl->addr, ctl->admin_token, method, path, body, status);
+	json_t *o = json_loads(*text ? text : "null", JSON_DECODE_ANY, &je);
+	free(text);
 	return o;
 }
 

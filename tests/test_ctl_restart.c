@@ -24,36 +24,10 @@
 #include "lib/xalloc.h"
 #include "server/ctl.h"
 
-static size_t sink(char *p, size_t sz, size_t n, void *ud)
-{
-	xp_sb_putn(ud, p, sz * n);
-	return sz * n;
-}
-
 static char *http(struct xp_ctl *ctl, const char *method, const char *path, const char *body,
 		  long *status)
 {
-	CURL *h = curl_easy_init();
-	struct curl_slist *hdr = NULL;
-	struct xp_sb sb;
-	char url[256], auth[256];
-	xp_sb_init(&sb);
-	snprintf(url, sizeof(url), "http://%s%s", ctl->addr, path);
-	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", ctl->admin_token);
-	hdr = curl_slist_append(hdr, auth);
-	hdr = curl_slist_append(hdr, "Content-Type: application/json");
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &sb);
-	if (body)
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-	assert_int_equal(curl_easy_perform(h), CURLE_OK);
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
-	curl_slist_free_all(hdr);
-	curl_easy_cleanup(h);
-	return xp_sb_steal(&sb);
+	return xp_test_http(ctl->addr, ctl->admin_token, method, path, body, status);
 }
 
 static uint64_t g_max_finished; /* 0: the default */

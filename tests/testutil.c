@@ -1,6 +1,8 @@
 /* testutil: helpers shared by the cmocka test binaries (see testutil.h). */
 #include "testutil.h"
 
+#include <curl/curl.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,4 +47,54 @@ char *xp_test_tmpfile(const char *suffix, const char *text)
 	fputs(text, f);
 	fclose(f);
 	return path;
+}
+
+static size_t http_sink(char *p, size_t sz, size_t n, void *ud)
+{
+	struct {
+		char *s;
+		size_t len, cap;
+	} *b = ud;
+	if (b->len + sz * n + 1 > b->cap) {
+		b->cap = (b->len + sz * n + 1) * 2;
+		b->s = realloc(b->s, b->cap);
+		assert_non_null(b->s);
+	}
+	memcpy(b->s + b->len, p, sz * n);
+	b->len += sz * n;
+	b->s[b->len] = 0;
+	return sz * n;
+}
+
+char *xp_test_http(const char *addr, const char *token, const char *method, const char *path,
+		   const char *body, long *status)
+{
+	CURL *h = curl_easy_init();
+	struct curl_slist *hdr = NULL;
+	struct {
+		char *s;
+		size_t len, cap;
+	} b = { calloc(1, 1), 0, 1 };
+	char url[1024], auth[256];
+	long st = 0;
+	snprintf(url, sizeof(url), "http://%s%s", addr, path);
+	if (token) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+		hdr = curl_slist_append(hdr, auth);
+	}
+	hdr = curl_slist_append(hdr, "Content-Type: application/json");
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, http_sink);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+	if (body)
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+	assert_int_equal(curl_easy_perform(h), CURLE_OK);
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+	curl_slist_free_all(hdr);
+	curl_easy_cleanup(h);
+	if (status)
+		*status = st;
+	return b.s;
 }

@@ -13,4 +13,11 @@ const char *xp_test_shared(const char *rel);
 /* Write text to a fresh temporary file; returns its path (static buffer per call slot). */
 char *xp_test_tmpfile(const char *suffix, const char *text);
 
+/* One request with libcurl to http://ADDR+path, bearer token and a JSON
+ * body (either may be NULL); *status gets the HTTP status. Returns the
+ * reply body (malloc'd, "" when empty); fails the test if the transport
+ * fails. */
+char *xp_test_http(const char *addr, const char *token, const char *method, const char *path,
+		   const char *body, long *status);
+
 #endif

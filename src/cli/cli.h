@@ -64,6 +64,7 @@ struct json_t;
 void xp_cli_print_cost(const struct json_t *rep);
 struct xp_client;
 struct xp_flag;
+struct xp_sb;
 struct xp_table;
 
 /* The flags every client verb takes; put them last in its flag table. */
@@ -155,6 +156,8 @@ int xp_cli_mutate(struct xp_cli *x, const char *method, const char *path, struct
 /* DELETE prefix/NAME; what names the argument in errors. */
 int xp_cli_delete_named(int argc, char **argv, const struct xp_cli_verb *verb, const char *prefix,
 			const char *what, int numeric);
+/* Append ?NAME=value for each flag of names (NULL-ended) that was given. */
+void xp_cli_query_flags(struct xp_sb *path, struct xp_flag *flags, const char *const *names);
 /* Wall-clock milliseconds since the epoch. */
 long long xp_cli_now_ms(void);
 

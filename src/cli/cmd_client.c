@@ -391,6 +391,13 @@ void xp_cli_cell_age(struct xp_table *t, const json_t *o, const char *key)
 	xp_table_add(t, u);
 }
 
+void xp_cli_query_flags(struct xp_sb *path, struct xp_flag *flags, const char *const *names)
+{
+	for (const char *const *f = names; *f; f++)
+		if (xp_flag_get(flags, *f)->given)
+			xp_client_query(path, *f, xp_flag_get(flags, *f)->sval);
+}
+
 long long xp_cli_now_ms(void)
 {
 	struct timespec ts;

@@ -105,9 +105,7 @@ int xp_cmd_cost(int argc, char **argv)
 		goto out;
 	xp_sb_puts(&path, "/v1/usage");
 	static const char *const q[] = { "by", "since", "until", "tenant", NULL };
-	for (const char *const *f = q; *f; f++)
-		if (xp_flag_get(flags, *f)->given)
-			xp_client_query(&path, *f, xp_flag_get(flags, *f)->sval);
+	xp_cli_query_flags(&path, flags, q);
 	int csv = xp_flag_get(flags, "csv")->given;
 	if (csv)
 		xp_client_query(&path, "format", "csv");

@@ -173,9 +173,7 @@ int xp_cmd_jobs(int argc, char **argv)
 		xp_client_query(&path, "state", st);
 	}
 	static const char *const filters[] = { "queue", "name", "tenant", "workflow", NULL };
-	for (const char *const *f = filters; *f; f++)
-		if (xp_flag_get(flags, *f)->given)
-			xp_client_query(&path, *f, xp_flag_get(flags, *f)->sval);
+	xp_cli_query_flags(&path, flags, filters);
 	if (xp_flag_get(flags, "limit")->given) {
 		long lim;
 		if (xp_parse_int_flag("limit", xp_flag_get(flags, "limit")->sval, 1, 1000, &lim,

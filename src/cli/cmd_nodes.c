@@ -400,9 +400,7 @@ int xp_cmd_devices(int argc, char **argv)
 		goto out;
 	xp_sb_puts(&path, "/v1/devices");
 	static const char *const filters[] = { "node", "class", "model", NULL };
-	for (const char *const *f = filters; *f; f++)
-		if (xp_flag_get(flags, *f)->given)
-			xp_client_query(&path, *f, xp_flag_get(flags, *f)->sval);
+	xp_cli_query_flags(&path, flags, filters);
 	status = 1;
 	if (xp_cli_connect(&x) < 0) {
 		status = x.status;

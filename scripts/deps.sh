@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs the Debian 12 packages that building, testing and benchmarking
-# xpool need (jq: bench/controller_real.sh).
+# xpool need (jq: bench/controller_real.sh; prometheus and promtool:
+# tests/cli_prometheus.sh scrapes /metrics with a real server).
 # Idempotent: when every package is present it prints one line and changes
 # nothing. Needs root (or sudo) only when something is missing.
 set -eu
@@ -9,7 +10,7 @@ PKGS="build-essential cmake pkg-config
 libcmocka-dev libyaml-dev libjansson-dev
 libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev
 libhwloc-dev
-jq"
+jq prometheus"
 
 missing=""
 for p in $PKGS; do

@@ -281,6 +281,11 @@ void xp_alert_feed_stop(struct xp_ctl *ctl)
 	ctl->alerts = NULL;
 }
 
+void xp_alert_feed_stats(struct xp_ctl *ctl, struct xp_alert_stats *out)
+{
+	xp_alerts_get_stats(ctl->alerts->eng, out);
+}
+
 void xp_api_alerts(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
 	struct xp_alert_feed *f = ctl->alerts;

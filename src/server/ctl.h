@@ -148,9 +148,12 @@ struct xp_metrics {
 	struct xp_hist sched_latency; /* submit -> start */
 	struct xp_hist cycle;	      /* one cycle call */
 	uint64_t http[6];	      /* replies by class: 1xx..5xx, [0] other */
+	uint64_t preemptions, starts; /* job.preempt and job.start records (owner) */
 	pthread_mutex_t mu;	      /* http[] is bumped by workers */
 };
 char *xp_metrics_render(struct xp_ctl *ctl);
+/* metrics_pool.c: the per device, node, queue and tenant series */
+void xp_metrics_pool(struct xp_ctl *ctl, struct xp_sb *sb);
 
 /* ---- the controller ---- */
 
@@ -196,6 +199,7 @@ struct xp_ctl {
 	XP_VEC(uint64_t) assign_ver; /* bumped when a node's assignments change */
 	int watch_stop;
 	struct xp_alert_feed *alerts; /* alert_feed.c */
+	int64_t workload_next;	      /* when to estimate the target workload M again */
 };
 
 struct xp_live {
@@ -307,6 +311,8 @@ void xp_alert_feed_record(struct xp_ctl *ctl, const char *type, const struct xp_
 			  int64_t now);
 void xp_alert_feed_tick(struct xp_ctl *ctl, int64_t now);
 void xp_api_alerts(struct xp_ctl *, struct xp_cmd *);
+struct xp_alert_stats;
+void xp_alert_feed_stats(struct xp_ctl *ctl, struct xp_alert_stats *out);
 /* api_meter.c */
 void xp_api_usage(struct xp_ctl *, struct xp_cmd *);
 void xp_api_prices_get(struct xp_ctl *, struct xp_cmd *);

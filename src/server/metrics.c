@@ -94,12 +94,13 @@ char *xp_metrics_render(struct xp_ctl *ctl)
 			     (unsigned long long)total, (unsigned long long)used);
 		double idle = (double)(total - used);
 		xp_sb_printf(&sb,
-			     "# HELP xpool_gpu_fragmentation_ratio F(M) / idle accelerator milli "
-			     "(0 without a target workload).\n"
+			     "# HELP xpool_gpu_fragmentation_ratio F(M) / idle accelerator milli, "
+			     "M estimated each minute from the last day's jobs (0 before any).\n"
 			     "# TYPE xpool_gpu_fragmentation_ratio gauge\n"
 			     "xpool_gpu_fragmentation_ratio %.6f\n",
 			     idle > 0 ? xp_sched_frag(st->sched) / idle : 0);
 	}
+	xp_metrics_pool(ctl, &sb);
 	xp_sb_printf(&sb,
 		     "# HELP xpool_journal_seq Last journal sequence applied.\n"
 		     "# TYPE xpool_journal_seq gauge\nxpool_journal_seq %llu\n",

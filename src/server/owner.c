@@ -221,7 +221,10 @@ int xp_ctl_journal(struct xp_ctl *ctl, const char *type, char *body, struct xp_e
 	xp_alert_feed_record(ctl, type, &ev, now);
 	if (!strncmp(type, "token.", 6))
 		xp_auth_refresh(ctl);
+	if (!strcmp(type, "job.preempt"))
+		ctl->m.preemptions++;
 	if (ev.job && !strcmp(type, "job.start")) {
+		ctl->m.starts++;
 		const struct xp_job *j = xp_state_job(ctl->st, ev.job);
 		xp_hist_add(&ctl->m.sched_latency, (double)(j->started_at - j->submitted_at) / 1e3);
 		xp_emu_schedule(ctl, j);
@@ -354,6 +357,19 @@ static int cycle(struct xp_ctl *ctl)
 	return xp_state_cycle_more(ctl->st);
 }
 
+/* every minute, M from the last day's submissions (workload.c): the
+ * fragmentation metric and the fgd policy read it */
+static void estimate_workload(struct xp_ctl *ctl, int64_t now)
+{
+	struct xp_err err = { 0 };
+	if (now < ctl->workload_next)
+		return;
+	/* until there is an M, look again soon */
+	ctl->workload_next = now + (ctl->st->workload.n ? 60000 : 5000);
+	if (xp_state_estimate_workload(ctl->st, now - 86400000LL, &err) < 0)
+		fprintf(stderr, "xpool server: estimating the workload: %s\n", err.text);
+}
+
 static void *owner_main(void *arg)
 {
 	struct xp_ctl *ctl = arg;
@@ -397,6 +413,7 @@ static void *owner_main(void *arg)
 			overdue(ctl, xp_ctl_now());
 			more = cycle(ctl);
 			xp_alert_feed_tick(ctl, xp_ctl_now());
+			estimate_workload(ctl, xp_ctl_now());
 			snapshot_if_due(ctl);
 		} else {
 			more = 0;

@@ -93,6 +93,8 @@ int xp_sched_set_ranks(struct xp_sched *s, const uint32_t *rank, struct xp_err *
 
 /* The target workload M used by fragmentation-aware policies and by
  * xp_sched_frag(). Copied. Probabilities must be >= 0 and sum to ~1. */
+/* Do a and b ask for the same shape (all but host memory)? */
+int xp_request_same_shape(const struct xp_request *a, const struct xp_request *b);
 int xp_sched_set_workload(struct xp_sched *s, const struct xp_wshape *m, size_t n,
 			  struct xp_err *err);
 

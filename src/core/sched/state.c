@@ -264,6 +264,11 @@ int xp_shape_eq(const struct xp_request *a, const struct xp_request *b)
 	return memcmp(x->models, y->models, x->nmodels * sizeof(x->models[0])) == 0;
 }
 
+int xp_request_same_shape(const struct xp_request *a, const struct xp_request *b)
+{
+	return xp_shape_eq(a, b);
+}
+
 void xp_shape_init(const struct xp_sched *s, struct xp_shape *m, const struct xp_request *r)
 {
 	memset(m, 0, sizeof(*m));

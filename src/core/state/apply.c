@@ -76,6 +76,10 @@ int xp_state_sched(struct xp_state *st, struct xp_err *err)
 			for (uint32_t k = 0; k < j->spec.replicas; k++)
 				xp_sched_commit(s, &j->allocs[k]);
 	}
+	if (st->workload.n && xp_sched_set_workload(s, st->workload.v, st->workload.n, err) < 0) {
+		xp_sched_destroy(s);
+		return err ? err->code : XP_EINTERNAL;
+	}
 	xp_sched_destroy(st->sched);
 	st->sched = s;
 	st->sched_stale = 0;

@@ -153,6 +153,7 @@ struct xp_state {
 	uint64_t capacity[XP_RES_N]; /* of the registered nodes: fair shares' denominator */
 	size_t done_head;	     /* done.v[< done_head]: forgotten already */
 	struct xp_meter meter;	     /* the usage ledger and the price table (meter.c) */
+	XP_VEC(struct xp_wshape) workload; /* the estimated target workload M (workload.c) */
 };
 
 /* What a record did, for the event stream. */
@@ -166,6 +167,10 @@ struct xp_event_info {
 
 struct xp_state *xp_state_create(const struct xp_state_opts *o, struct xp_err *err);
 void xp_state_destroy(struct xp_state *st);
+
+/* workload.c: estimate M from the jobs submitted since `since` and give it to
+ * the scheduler; returns the number of shapes or < 0. */
+int xp_state_estimate_workload(struct xp_state *st, int64_t since, struct xp_err *err);
 
 int xp_state_apply(struct xp_state *st, uint64_t seq, int64_t at, const char *type,
 		   const char *body, size_t len, struct xp_event_info *ev, struct xp_err *err);

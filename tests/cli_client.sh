@@ -232,6 +232,17 @@ NEXT=$(sed -n 's/^  "next": \([0-9]*\).*/\1/p' "$T/out")
 [ -n "$NEXT" ] || fail "events -o json: no next"
 run events --since "${NEXT:-0}" --limit 1 -o json
 grep -q "\"seq\": ${NEXT:-0}," "$T/out" && fail "events --since $NEXT repeats event $NEXT"
+# more than two pages (1000 events each): the catch-up reads them all
+i=0
+while [ "$i" -lt 2100 ]; do
+	"$XP" submit -q --cpu 100m --duration 0s >/dev/null 2>&1 || { fail "submit $i"; break; }
+	i=$((i + 1))
+done
+run events -o json; expect 0 "events over three pages"
+N=$(grep -c '"seq":' "$T/out")
+LASTSEQ=$(sed -n 's/^  "next": \([0-9]*\).*/\1/p' "$T/out")
+[ "$N" -ge 4200 ] && [ "$N" = "$LASTSEQ" ] ||
+	fail "events read $N of $LASTSEQ events: the catch-up stopped after a page"
 if command -v timeout >/dev/null 2>&1; then
 	timeout 5 "$XP" events --follow --since 0 >"$T/follow" 2>&1
 	grep -q 'job.submitted' "$T/follow" || fail "events --follow: $(head -n 5 "$T/follow")"

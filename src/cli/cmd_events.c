@@ -323,6 +323,7 @@ int xp_cmd_events(int argc, char **argv)
 			xp_cli_errorf(&x, 1, "the controller's reply has no \"events\" list");
 			goto out;
 		}
+		size_t got = json_array_size(evs); /* evs dies with reply below */
 		if (!all) {
 			all = reply;
 		} else {
@@ -331,7 +332,7 @@ int xp_cmd_events(int argc, char **argv)
 			json_decref(reply);
 		}
 		char *next = xp_cli_jtext(json_object_get(all, "next"));
-		int done = limit || !json_array_size(evs) || !next || (cur && !strcmp(cur, next));
+		int done = limit || !got || !next || (cur && !strcmp(cur, next));
 		free(cur);
 		cur = next;
 		if (done)

@@ -61,6 +61,7 @@ static void test_time(void **st)
 	assert_true(xp_time_parse("2026-11-29 08:00:00Z", &ms) < 0);
 	assert_true(xp_time_parse("2026-11-29T12:00:00", &ms) < 0);
 	assert_true(xp_time_parse("2026-11-29T12:00:00.Z", &ms) < 0);
+	assert_true(xp_time_parse(NULL, &ms) < 0); /* an absent JSON field */
 }
 
 static void test_duration(void **st)

@@ -30,8 +30,9 @@
  * goes to --t0-file. Job names are t<tenant>-<kind>-<index>.
  *
  * stats reads the records: Slurm's jobcomp log (1 s resolution) or the
- * xpool controller's jobs (`xpool jobs --all -o json`: names, submission)
- * and events (`xpool events -o json`: starts and ends, ms). Queueing time is
+ * xpool controller's jobs (`xpool jobs --all -o json`: names, submission,
+ * and for a job started once its start and end) and events (`xpool events
+ * -o json`: the starts and ends of jobs started more than once; ms). Queueing time is
  * first start - submission, per tenant and per kind (p50 / p99 / mean);
  * utilisation is the GPU-time of the running intervals inside the span
  * over G x the span. Jobs never started are counted, not hidden.
@@ -67,6 +68,7 @@ struct mix {
 	int64_t *limit_min;
 	/* read back */
 	int64_t *submit, *start, *busy_ms; /* ms from t0; -1 none */
+	uint8_t *single;		   /* xpool: started once, figures from the job object */
 	int64_t t0;
 };
 
@@ -366,6 +368,16 @@ static long long *xpool_ids(struct mix *m, const char *path, size_t *nid, long l
 		id_of[id - lo] = k;
 		if (xp_time_parse(json_string_value(json_object_get(j, "submitted_at")), &t) == 0)
 			m->submit[k] = t - m->t0;
+		/* a job started once: its object says when it ran, whatever the events hold */
+		int64_t s0, s1;
+		if (json_integer_value(json_object_get(j, "attempts")) == 1 &&
+		    xp_time_parse(json_string_value(json_object_get(j, "started_at")), &s0) == 0) {
+			m->start[k] = s0 - m->t0;
+			m->single[k] = 1;
+			if (xp_time_parse(json_string_value(json_object_get(j, "finished_at")), &s1) < 0)
+				s1 = m->t0 + (int64_t)(m->span_s * 1000);
+			add_busy(m, (uint32_t)k, s0 - m->t0, s1 - m->t0);
+		}
 	}
 	json_decref(doc);
 	return id_of;
@@ -395,7 +407,7 @@ static void read_xpool(struct mix *m, const char *jobs, const char *path)
 		int64_t t;
 		long k = id >= first_id && id - first_id < (long long)nid ? (long)id_of[id - first_id]
 									  : -1;
-		if (k < 0 || !type || !at || xp_time_parse(at, &t) < 0)
+		if (k < 0 || m->single[k] || !type || !at || xp_time_parse(at, &t) < 0)
 			continue;
 		t -= m->t0;
 		if (!strcmp(type, "job.started")) {
@@ -460,6 +472,7 @@ static void cmd_stats(struct mix *m, const char *t0_file, const char *slurm, con
 	m->submit = XNEWV(int64_t, m->o.jobs);
 	m->start = XNEWV(int64_t, m->o.jobs);
 	m->busy_ms = XNEWV(int64_t, m->o.jobs);
+	m->single = xcalloc(m->o.jobs, 1);
 	for (uint32_t k = 0; k < m->o.jobs; k++) {
 		m->submit[k] = m->start[k] = -1;
 		m->busy_ms[k] = 0;

@@ -26,6 +26,8 @@ int xp_time_parse(const char *s, int64_t *ms)
 	int frac = 0, digits = 0;
 	const char *p;
 
+	if (!s) /* an absent field, as json_string_value() gives it */
+		return XP_EINVAL;
 	memset(&tm, 0, sizeof(tm));
 	p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
 	if (!p)

@@ -135,6 +135,12 @@ head -1 "$T/out" | grep -q '^tenant,cpu_core_hours,memory_gib_hours,.*,cost_EUR$
 	fail "cost csv header: $(head -1 "$T/out")"
 grep -q '^total,' "$T/out" || fail "cost csv total: $(cat "$T/out")"
 run cost --by team; expect 2 "cost --by team"
+run top --once; expect 0 "top --once"
+grep -q '^NODE .*DEVICES' "$T/out" || fail "top: no header: $(head -3 "$T/out")"
+grep -q '^[0-9][0-9]* nodes, [0-9][0-9]* devices: .* % in use' "$T/out" || fail "top: no totals: $(tail -2 "$T/out")"
+grep -q '[#+-]' "$T/out" || fail "top: no device held: $(cat "$T/out")"
+run top --once --class tpu; expect 2 "top --class tpu"
+run top --once --interval 1ms; expect 2 "top --interval 1ms"
 run alerts; expect 0 "alerts"
 grep -q 'signals,.*notifications' "$T/out" || fail "alerts: $(cat "$T/out")"
 

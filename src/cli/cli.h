@@ -44,6 +44,7 @@ int xp_cmd_cost(int argc, char **argv);
 int xp_cmd_prices(int argc, char **argv);
 int xp_cmd_count(int argc, char **argv);
 int xp_cmd_alerts(int argc, char **argv);
+int xp_cmd_top(int argc, char **argv);
 /* cmd_admin.c */
 int xp_cmd_queues(int argc, char **argv);
 int xp_cmd_queue(int argc, char **argv);

@@ -23,6 +23,7 @@ static const struct xp_cli_sub verbs[] = {
 	{ "uncordon", xp_cmd_uncordon, "let a node take new work again (admin)" },
 	{ "drain", xp_cmd_drain, "cordon a node until its jobs end (admin)" },
 	{ "devices", xp_cmd_devices, "list devices" },
+	{ "top", xp_cmd_top, "the pool as a live heatmap of nodes x devices" },
 	{ "queues", xp_cmd_queues, "list queues" },
 	{ "queue", xp_cmd_queue, "create, change or delete a queue (admin)" },
 	{ "tenants", xp_cmd_tenants, "list tenants (admin)" },

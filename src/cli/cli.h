@@ -45,6 +45,8 @@ int xp_cmd_prices(int argc, char **argv);
 int xp_cmd_count(int argc, char **argv);
 int xp_cmd_alerts(int argc, char **argv);
 int xp_cmd_top(int argc, char **argv);
+int xp_cmd_forecast(int argc, char **argv);
+int xp_cmd_advise(int argc, char **argv);
 /* cmd_admin.c */
 int xp_cmd_queues(int argc, char **argv);
 int xp_cmd_queue(int argc, char **argv);

@@ -34,6 +34,8 @@ static const struct xp_cli_sub verbs[] = {
 	{ "prices", xp_cmd_prices, "show or set the price table" },
 	{ "count", xp_cmd_count, "add to a job's business counters" },
 	{ "alerts", xp_cmd_alerts, "alert groups firing now (admin)" },
+	{ "forecast", xp_cmd_forecast, "the cost model fitted on the usage history, and the hours ahead" },
+	{ "advise", xp_cmd_advise, "what could be saved, and how much a month (admin)" },
 	{ "events", xp_cmd_events, "print the controller's events (--follow to stream)" },
 	{ NULL, NULL, NULL },
 };

@@ -313,6 +313,9 @@ void xp_alert_feed_tick(struct xp_ctl *ctl, int64_t now);
 void xp_api_alerts(struct xp_ctl *, struct xp_cmd *);
 struct xp_alert_stats;
 void xp_alert_feed_stats(struct xp_ctl *ctl, struct xp_alert_stats *out);
+/* api_advise.c */
+void xp_api_forecast(struct xp_ctl *, struct xp_cmd *);
+void xp_api_advice(struct xp_ctl *, struct xp_cmd *);
 /* api_meter.c */
 void xp_api_usage(struct xp_ctl *, struct xp_cmd *);
 void xp_api_prices_get(struct xp_ctl *, struct xp_cmd *);

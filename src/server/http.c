@@ -44,6 +44,8 @@ static const struct route {
 	{ "POST", "/v1/jobs/{id}/counters", xp_api_job_counters, 0, 0 },
 	{ "GET", "/v1/usage", xp_api_usage, 0, 0 },
 	{ "GET", "/v1/alerts", xp_api_alerts, 1, 0 },
+	{ "GET", "/v1/forecast", xp_api_forecast, 0, 0 },
+	{ "GET", "/v1/advice", xp_api_advice, 1, 0 },
 	{ "GET", "/v1/prices", xp_api_prices_get, 0, 0 },
 	{ "PUT", "/v1/prices", xp_api_prices_put, 1, 0 },
 	{ "POST", "/v1/workflows", xp_api_workflows_submit, 0, 0 },

@@ -454,6 +454,63 @@ json_t *xp_meter_report(const struct xp_state *st, int by, int64_t since, int64_
 	return o;
 }
 
+/* spread one run over the hourly buckets it overlaps */
+static void series_run(const struct xp_state *st, const struct xp_meter_dev *devs, char **names,
+		       const struct xp_meter_run *r, int64_t tenant, int64_t since, size_t hours,
+		       double *cost, double *util)
+{
+	const struct xp_prices *p = &st->meter.prices;
+	double price = r->cpu_milli / 1000.0 * p->cpu + r->mem_mib / 1024.0 * p->memory, gpus = 0;
+	uint64_t watts = 0;
+	for (uint32_t k = 0; k < r->ndev; k++) {
+		const struct xp_meter_dev *d = &devs[r->dev0 + k];
+		watts += d->watts;
+		price += d->milli / 1000.0 * xp_prices_device(p, names[d->model]);
+		gpus += d->milli / 1000.0;
+	}
+	price += watts / 1000.0 * p->energy;
+	int64_t end = since + (int64_t)hours * 3600000;
+	int64_t a = r->start > since ? r->start : since, b = r->end < end ? r->end : end;
+	while (a < b) {
+		size_t h = (size_t)((a - since) / 3600000);
+		int64_t he = since + (int64_t)(h + 1) * 3600000, e = he < b ? he : b;
+		double hrs = (double)(e - a) / 3600000.0;
+		if (tenant < 0 || r->tenant == tenant)
+			cost[h] += p->set ? price * xp_prices_hours(p, a, e) : gpus * hrs;
+		util[h] += gpus * hrs;
+		a = e;
+	}
+}
+
+void xp_meter_series(const struct xp_state *st, int64_t tenant, int64_t since, size_t hours,
+		     int64_t now, double *cost, double *util)
+{
+	const struct xp_meter *m = &st->meter;
+	struct xp_meter open = { 0 };
+	double gpus = (double)st->capacity[XP_RES_DEV + XP_CLASS_GPU] / 1000.0;
+	memset(cost, 0, hours * sizeof(double));
+	memset(util, 0, hours * sizeof(double));
+	for (size_t i = 0; i < m->names.n; i++)
+		xp_vec_push(&open.names, xstrdup(m->names.v[i]));
+	for (size_t i = 0; i < st->jobs.n; i++) {
+		const struct xp_job *j = st->jobs.v[i];
+		struct xp_meter_run r;
+		if (j->state != XP_JOB_RUNNING)
+			continue;
+		run_of(st, &open, j, now, &r);
+		xp_vec_push(&open.runs, r);
+	}
+	for (size_t i = 0; i < m->runs.n; i++)
+		series_run(st, m->devs.v, open.names.v, &m->runs.v[i], tenant, since, hours, cost,
+			   util);
+	for (size_t i = 0; i < open.runs.n; i++)
+		series_run(st, open.devs.v, open.names.v, &open.runs.v[i], tenant, since, hours, cost,
+			   util);
+	for (size_t h = 0; h < hours; h++)
+		util[h] = gpus > 0 ? util[h] / gpus : 0;
+	xp_meter_free(&open);
+}
+
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);

@@ -82,6 +82,12 @@ const char *xp_meter_by_name(int by);
  * tenant >= 0: only that tenant's usage. */
 json_t *xp_meter_report(const struct xp_state *st, int by, int64_t since, int64_t until,
 			int64_t now, int64_t tenant);
+/* Hourly series over [since, since + hours h): cost (or, unpriced, GPU
+ * device-hours) of tenant's usage (tenant < 0: everyone's) and the pool's
+ * GPU utilisation (held GPU-hours over the GPUs registered now). Running
+ * jobs count up to now. */
+void xp_meter_series(const struct xp_state *st, int64_t tenant, int64_t since, size_t hours,
+		     int64_t now, double *cost, double *util);
 /* The same rows as CSV, one line per row then "total". */
 char *xp_meter_report_csv(const json_t *report);
 

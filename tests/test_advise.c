@@ -1,0 +1,122 @@
+/*
+ * test_advise: GET /v1/advice and /v1/forecast against a real controller
+ * on loopback. An agent's node with two GPUs reports them barely busy; a
+ * whole-GPU job and a half-GPU job run there; a queue is guaranteed GPUs it
+ * never uses; the price table has cheap nights. The advice must name the
+ * idle guarantee, the oversized job and the share that could be smaller,
+ * each with a saving; a tenant may not ask; the forecast answers with its
+ * model over the history.
+ */
+#include "testutil.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "server/ctl.h"
+
+static json_t *call(struct xp_ctl *ctl, const char *method, const char *path, const char *body,
+		    long *status)
+{
+	json_error_t je;
+	char *text = xp_test_http(ctl->addr, ctl->admin_token, method, path, body, status);
+	json_t *o = json_loads(*text ? text : "null", JSON_DECODE_ANY, &je);
+	free(text);
+	return o;
+}
+
+static json_t *find(json_t *advice, const char *kind)
+{
+	size_t i;
+	json_t *a;
+	json_array_foreach(advice, i, a) if (!strcmp(json_string_value(json_object_get(a, "kind")),
+						     kind)) return a;
+	return NULL;
+}
+
+static void test_advice(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/xpadviseXXXXXX";
+	assert_non_null(mkdtemp(dir));
+	struct xp_ctl_opts o = { .data = dir, .listen = "127.0.0.1:0", .sync = 0 };
+	struct xp_ctl *ctl = NULL;
+	struct xp_err err = { 0 };
+	long st;
+	if (xp_ctl_start(&o, &ctl, &err) < 0)
+		fail_msg("start: %s", err.text);
+	json_decref(call(ctl, "PUT", "/v1/prices",
+			 "{\"currency\":\"EUR\",\"cpu\":0.04,\"devices\":{\"default\":2},"
+			 "\"time_of_day\":[{\"from\":0,\"to\":6,\"factor\":0.5}]}",
+			 &st));
+	assert_int_equal(st, 200);
+	json_decref(call(ctl, "POST", "/v1/agents",
+			 "{\"version\":1,\"nodes\":[{\"name\":\"edge-1\",\"cpu\":16,\"memory\":65536,"
+			 "\"devices\":[{\"type\":\"gpu\",\"vendor\":\"NVIDIA\",\"model\":\"L4\","
+			 "\"memory\":24576,\"count\":2}]}]}",
+			 &st));
+	assert_int_equal(st, 201);
+	json_decref(call(ctl, "POST", "/v1/queues",
+			 "{\"name\":\"reserved\",\"quota\":{\"gpu\":{\"guarantee\":\"8\"}}}", &st));
+	assert_int_equal(st, 201);
+	json_decref(call(ctl, "POST", "/v1/jobs",
+			 "{\"node\":\"edge-1\",\"resources\":{\"cpu\":2,\"devices\":{\"count\":1}}}",
+			 &st));
+	assert_int_equal(st, 201);
+	json_decref(call(ctl, "POST", "/v1/jobs",
+			 "{\"node\":\"edge-1\",\"resources\":{\"cpu\":1,\"devices\":"
+			 "{\"fraction\":0.5}}}",
+			 &st));
+	assert_int_equal(st, 201);
+	usleep(200000); /* both start */
+	/* GPU 0 (the whole job, lowest index) 5 % busy; GPU 1 (the share) using 2 GiB */
+	json_decref(call(ctl, "POST", "/v1/nodes/edge-1/heartbeat",
+			 "{\"devices\":[{\"health\":\"ok\",\"util_pct\":5,\"mem_used_mib\":1024},"
+			 "{\"health\":\"ok\",\"util_pct\":40,\"mem_used_mib\":2048}]}",
+			 &st));
+	assert_int_equal(st, 200);
+	json_t *r = call(ctl, "GET", "/v1/advice", NULL, &st);
+	assert_int_equal(st, 200);
+	json_t *adv = json_object_get(r, "advice");
+	char *text = json_dumps(r, JSON_INDENT(1));
+	print_message("%s\n", text);
+	free(text);
+	json_t *a = find(adv, "idle_quota");
+	assert_non_null(a);
+	assert_string_equal(json_string_value(json_object_get(a, "subject")), "reserved");
+	/* 8 GPUs idle x 2 EUR x 730 h */
+	assert_true(json_real_value(json_object_get(a, "saving_per_month")) > 8 * 2 * 730 * 0.99);
+	a = find(adv, "oversized_job");
+	assert_non_null(a);
+	assert_string_equal(json_string_value(json_object_get(a, "subject")), "job 1");
+	a = find(adv, "smaller_share");
+	assert_non_null(a);
+	assert_string_equal(json_string_value(json_object_get(a, "subject")), "job 2");
+	assert_non_null(strstr(json_string_value(json_object_get(a, "detail")), "of 12288 MiB"));
+	assert_string_equal(json_string_value(json_object_get(r, "currency")), "EUR");
+	json_decref(r);
+	/* the forecast: a model over 30 days of (mostly empty) history */
+	r = call(ctl, "GET", "/v1/forecast?days=30&hours=12", NULL, &st);
+	assert_int_equal(st, 200);
+	assert_int_equal(json_integer_value(json_object_get(r, "history_hours")), 720);
+	assert_string_equal(json_string_value(json_object_get(r, "of")), "cost");
+	assert_int_equal(json_array_size(json_object_get(r, "forecast")), 12);
+	json_decref(r);
+	r = call(ctl, "GET", "/v1/forecast?days=1", NULL, &st);
+	assert_int_equal(st, 400);
+	json_decref(r);
+	xp_ctl_stop(ctl);
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_advice),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs the Debian 12 packages that building, testing and benchmarking
 # xpool need (jq: bench/controller_real.sh; prometheus and promtool:
-# tests/cli_prometheus.sh scrapes /metrics with a real server).
+# tests/cli_prometheus.sh scrapes /metrics with a real server; chromium:
+# tests/cli_ui.sh loads the dashboard headless).
 # Idempotent: when every package is present it prints one line and changes
 # nothing. Needs root (or sudo) only when something is missing.
 set -eu
@@ -10,7 +11,7 @@ PKGS="build-essential cmake pkg-config
 libcmocka-dev libyaml-dev libjansson-dev
 libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev
 libhwloc-dev
-jq prometheus"
+jq prometheus chromium"
 
 missing=""
 for p in $PKGS; do

@@ -362,6 +362,28 @@ static int content_json(struct MHD_Connection *c, const char *body, size_t len, 
 	return -1;
 }
 
+extern const unsigned char xp_ui_index[];
+extern const unsigned long xp_ui_index_len;
+
+/* /ui: the embedded page; it fetches everything else with the user's token */
+static enum MHD_Result send_ui(struct xp_ctl *ctl, struct MHD_Connection *c, const char *method)
+{
+	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+		return send_error(ctl, c, XP_EINVAL, NULL, "use GET");
+	struct MHD_Response *r = MHD_create_response_from_buffer(
+		xp_ui_index_len, (void *)xp_ui_index, MHD_RESPMEM_PERSISTENT);
+	MHD_add_response_header(r, "Content-Type", "text/html; charset=utf-8");
+	MHD_add_response_header(r, "Content-Security-Policy",
+				"default-src 'self'; script-src 'unsafe-inline'; "
+				"style-src 'unsafe-inline'; img-src 'self' data:");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	enum MHD_Result ok = MHD_queue_response(c, 200, r);
+	MHD_destroy_response(r);
+	count_reply(ctl, 200);
+	return ok;
+}
+
 static enum MHD_Result dispatch(struct xp_ctl *ctl, struct MHD_Connection *c, const char *url,
 				const char *method, struct conn *k)
 {
@@ -376,6 +398,8 @@ static enum MHD_Result dispatch(struct xp_ctl *ctl, struct MHD_Connection *c, co
 	if (!strcmp(url, "/readyz"))
 		return ctl->ready ? send_reply(ctl, c, 200, "text/plain", xstrdup("ready\n"))
 				  : send_error(ctl, c, XP_EUNAVAIL, NULL, "replaying the journal");
+	if (!strcmp(url, "/ui") || !strcmp(url, "/ui/")) /* the dashboard: no data in it */
+		return send_ui(ctl, c, method);
 	if (!ctl->ready)
 		return send_error(ctl, c, XP_EUNAVAIL, NULL, "the controller is starting");
 	if (k->too_big)

@@ -56,6 +56,13 @@ expect 0 '"cost_micros"' -- "$XP" sim tenants --nodes 20 --jobs 300 --mode fifo 
 printf 'devices: {A100: lots}\n' >"$T/bad-prices.yaml"
 expect 1 "devices.A100: expected a price" -- "$XP" sim tenants --nodes 20 --jobs 300 --prices "$T/bad-prices.yaml"
 expect 2 "no-such-file" -- "$XP" sim tenants --prices "$T/no-such-file"
+expect 0 "metered (fifo):" -- "$XP" sim tenants --nodes 20 --jobs 300 --mode fifo --report cost --plot "$T/plots"
+for p in usage cost; do
+	head -c 4 "$T/plots/tenants-fifo-$p.svg" 2>/dev/null | grep -q '<svg' ||
+		{ echo "FAIL: sim tenants --plot: no $T/plots/tenants-fifo-$p.svg"; fails=$((fails + 1)); }
+done
+grep -q 'polyline' "$T/plots/tenants-fifo-usage.svg" || { echo "FAIL: the usage plot has no line"; fails=$((fails + 1)); }
+expect 2 "--report: expected cost" -- "$XP" sim tenants --report money
 expect 2 "flag --seeds needs a value" -- "$XP" sim openb --seeds
 expect 2 "\-\-seeds: expected seeds" -- "$XP" sim openb --seeds abc --nodes "$T/nodes.csv" --pods "$T/pods.csv"
 expect 2 "\-\-seeds: " -- "$XP" sim openb --seeds 9-1 --nodes "$T/nodes.csv" --pods "$T/pods.csv"

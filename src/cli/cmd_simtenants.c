@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
@@ -90,6 +92,10 @@ int xp_cmd_sim_tenants(int argc, char **argv)
 		  "off)" },
 		{ "prices", XP_FLAG_STR, "FILE",
 		  "meter the run and price it with this table (docs/api.md, Usage and cost)" },
+		{ "report", XP_FLAG_STR, "WHAT",
+		  "cost: print the metered usage (and cost, with --prices) per tenant" },
+		{ "plot", XP_FLAG_STR, "DIR",
+		  "write SVG plots of utilisation, fragmentation and cost over time to DIR" },
 		{ "output", XP_FLAG_STR, "FORMAT", "table (default) or json", 'o' },
 		{ NULL, 0, NULL, NULL },
 	};
@@ -162,6 +168,22 @@ int xp_cmd_sim_tenants(int argc, char **argv)
 			goto out;
 		}
 		o.prices = prices;
+	}
+	if ((f = xp_flag_get(flags, "report")->sval)) {
+		if (strcmp(f, "cost")) {
+			fprintf(stderr, "xpool sim tenants: --report: expected cost, got '%s'\n", f);
+			goto out;
+		}
+		o.report_cost = 1;
+	}
+	if ((f = xp_flag_get(flags, "plot")->sval)) {
+		if (mkdir(f, 0755) < 0 && errno != EEXIST) {
+			fprintf(stderr, "xpool sim tenants: --plot: cannot create %s: %s\n", f,
+				strerror(errno));
+			status = 1;
+			goto out;
+		}
+		o.plot_dir = f;
 	}
 	const char *fmt = xp_flag_get(flags, "output")->sval;
 	if (fmt && strcmp(fmt, "table") && strcmp(fmt, "json")) {

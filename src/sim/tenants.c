@@ -36,6 +36,7 @@
 #include "../lib/parse.h"
 #include "../lib/rng.h"
 #include "../lib/xalloc.h"
+#include "svg.h"
 
 #define T0 1000000000000LL /* the simulated epoch, ms */
 
@@ -262,6 +263,43 @@ static int submit(struct sim *s, const struct xp_tsim_job *x)
 		     xp_rec_job_submit(s->st->next_job_id, tenant, NULL, &sp));
 }
 
+/* the plots of a run: usage (utilisation and fragmentation) and cost (or
+ * GPU-hours) per tenant, hour by hour */
+static int plots(struct sim *s, const struct xp_tsim_opts *o, const long *tix, const double *h,
+		 const double *u, const double *f, size_t n)
+{
+	char path[4096], title[160];
+	const char *mode = xp_tsim_mode_name(o->mode);
+	struct xp_svg_series us[2] = { { "GPUs allocated (share)", h, u, n },
+				       { "fragmentation F(M) / idle", h, f, n } };
+	snprintf(path, sizeof(path), "%s/tenants-%s-usage.svg", o->plot_dir, mode);
+	snprintf(title, sizeof(title), "%s: %u nodes, %u jobs, load %.2f, seed %llu", mode, o->nodes,
+		 o->jobs, o->load, (unsigned long long)o->seed);
+	int rc = xp_svg_lines(path, title, "hours", "share of the GPUs", us, 2, &s->err);
+	size_t hours = (size_t)((s->now - T0) / 3600000) + 1;
+	double *x = XNEWV(double, hours), *cost = XNEWV(double, hours * o->tenants),
+	       *util = XNEWV(double, hours);
+	struct xp_svg_series cs[XP_TSIM_MAX_TENANTS];
+	char names[XP_TSIM_MAX_TENANTS][16];
+	for (size_t k = 0; k < hours; k++)
+		x[k] = (double)k;
+	for (uint32_t i = 0; i < o->tenants && rc == 0; i++) {
+		xp_meter_series(s->st, tix[i], T0, hours, s->now, cost + i * hours, util);
+		snprintf(names[i], sizeof(names[i]), "t%u", i);
+		cs[i] = (struct xp_svg_series){ names[i], x, cost + i * hours, hours };
+	}
+	int priced = s->st->meter.prices.set;
+	snprintf(path, sizeof(path), "%s/tenants-%s-cost.svg", o->plot_dir, mode);
+	if (rc == 0)
+		rc = xp_svg_lines(path, title, "hours",
+				  priced ? "cost per hour" : "GPU-hours per hour", cs, o->tenants,
+				  &s->err);
+	free(x);
+	free(cost);
+	free(util);
+	return rc;
+}
+
 static int cmp_d(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -313,6 +351,8 @@ int xp_tsim_run(const struct xp_tsim_opts *o, struct xp_tsim_result *r, struct x
 	}
 
 	double gpus = 8.0 * o->nodes, used_int = 0, wait_time = 0, used_wait = 0;
+	XP_VEC(double) ph = { 0 }, pu = { 0 }, pf = { 0 }; /* plots: hours, utilisation, frag */
+	int64_t next_m = T0;				       /* when to estimate M again */
 	double jain_int = 0, jain_time = 0, last_used = 0, last_jain = 0;
 	int last_contended = 0;
 	int64_t last_t = T0;
@@ -384,6 +424,19 @@ int xp_tsim_run(const struct xp_tsim_opts *o, struct xp_tsim_result *r, struct x
 					nd++;
 				}
 		}
+		if (o->plot_dir && rc == 0) {
+			if (t >= next_m) { /* M from the last day's jobs, as the controller */
+				struct xp_err e2 = { 0 };
+				xp_state_estimate_workload(s.st, t - 86400000LL, &e2);
+				next_m = t + 3600000;
+			}
+			double idle = gpus - used;
+			xp_vec_push(&ph, (double)(t - T0) / 3600000.0);
+			xp_vec_push(&pu, used / gpus);
+			xp_vec_push(&pf, idle > 0 && !s.st->sched_stale
+						 ? xp_sched_frag(s.st->sched) / (idle * 1000.0)
+						 : 0);
+		}
 		last_used = used;
 		last_contended = pending && nd > 1;
 		last_jain = sx2 > 0 ? sx * sx / (nd * sx2) : 1;
@@ -435,7 +488,12 @@ int xp_tsim_run(const struct xp_tsim_opts *o, struct xp_tsim_result *r, struct x
 	free(w);
 	free(s.j);
 	xp_due_free(&s.heap);
-	if (rc == 0 && o->prices) {
+	if (rc == 0 && o->plot_dir)
+		rc = plots(&s, o, tix, ph.v, pu.v, pf.v, ph.n);
+	xp_vec_free(&ph);
+	xp_vec_free(&pu);
+	xp_vec_free(&pf);
+	if (rc == 0 && (o->prices || o->report_cost)) {
 		json_t *rep = xp_meter_report(s.st, XP_METER_TENANT, T0, s.now + 1, s.now, -1);
 		r->cost = json_dumps(rep, JSON_COMPACT | JSON_PRESERVE_ORDER);
 		json_decref(rep);

@@ -42,6 +42,9 @@ struct xp_tsim_opts {
 	int check;	    /* check every invariant of the state after each step (tests) */
 	const char *prices; /* a price table (YAML or JSON, prices.h): the run is metered and
 			     * priced like the controller's (result.cost) */
+	int report_cost;    /* result.cost even without prices (usage, no cost) */
+	const char *plot_dir; /* SVG plots of utilisation, fragmentation and cost over time
+			       * here: tenants-<mode>-usage.svg, tenants-<mode>-cost.svg */
 };
 
 struct xp_tsim_tenant {

@@ -97,6 +97,28 @@ static void test_advice(void **state)
 	assert_non_null(strstr(json_string_value(json_object_get(a, "detail")), "of 12288 MiB"));
 	assert_string_equal(json_string_value(json_object_get(r, "currency")), "EUR");
 	json_decref(r);
+	/* measured energy: two more beats at 300 W, then the job ends; its usage
+	 * record takes the agents' figure (the L4 has no power model: 0 W) */
+	usleep(300000);
+	json_decref(call(ctl, "POST", "/v1/nodes/edge-1/heartbeat",
+			 "{\"devices\":[{\"health\":\"ok\",\"power_w\":300},"
+			 "{\"health\":\"ok\",\"power_w\":300}]}",
+			 &st));
+	usleep(300000);
+	json_decref(call(ctl, "POST", "/v1/nodes/edge-1/heartbeat",
+			 "{\"devices\":[{\"health\":\"ok\",\"power_w\":300},"
+			 "{\"health\":\"ok\",\"power_w\":300}]}",
+			 &st));
+	json_decref(call(ctl, "POST", "/v1/jobs/1/cancel", NULL, &st));
+	assert_int_equal(st, 200);
+	r = call(ctl, "GET", "/v1/usage?by=job", NULL, &st);
+	assert_int_equal(st, 200);
+	double kwh1 = json_real_value(json_object_get(json_array_get(json_object_get(r, "rows"), 0),
+						      "energy_kwh"));
+	print_message("job 1 measured: %.9f kWh\n", kwh1);
+	/* about 300 W for 0.6 s (the first beat had no power) */
+	assert_true(kwh1 > 300 * 0.4 / 3.6e6 && kwh1 < 300 * 3.0 / 3.6e6);
+	json_decref(r);
 	/* the forecast: a model over 30 days of (mostly empty) history */
 	r = call(ctl, "GET", "/v1/forecast?days=30&hours=12", NULL, &st);
 	assert_int_equal(st, 200);

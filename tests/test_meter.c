@@ -404,6 +404,8 @@ static void test_bad_records(void **state)
 		{ "job.counter", "{\"id\":1,\"counters\":{\"x\":0}}" },
 		{ "prices.set", "{\"cpu\":\"cheap\"}" },
 		{ "prices.set", "{\"devices\":{\"A100\":-1}}" },
+		{ "job.energy", "{\"id\":1,\"attempt\":1}" },
+		{ "job.energy", "{\"id\":7,\"attempt\":1,\"joules\":5}" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct xp_err err = { 0 };

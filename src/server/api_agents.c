@@ -254,7 +254,10 @@ void xp_api_node_heartbeat(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	}
 	/* all checked: now it may change things */
 	struct xp_live *l = &ctl->live.v[n];
-	l->last_seen = xp_ctl_now();
+	int64_t beat_now = xp_ctl_now();
+	if (l->last_seen && node->ndevs)
+		xp_energy_beat(ctl, (uint32_t)n, ds, beat_now - l->last_seen);
+	l->last_seen = beat_now;
 	l->suspect = 0;
 	if (l->ndev != node->ndevs) {
 		free(l->dev);
@@ -279,6 +282,38 @@ void xp_api_node_heartbeat(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	cmd->journaled = st->nodes.v[n].state == XP_NODE_READY && changed;
 	xp_reply_json(cmd, 200,
 		      dumps(json_pack("{s:I}", "version", (json_int_t)ctl->assign_ver.v[n])));
+}
+
+void xp_energy_beat(struct xp_ctl *ctl, uint32_t node, const struct xp_devstat *ds,
+		    int64_t elapsed_ms)
+{
+	const struct xp_nodeinfo *ni = &ctl->st->nodes.v[node];
+	int hb = ctl->o.heartbeat_ms ? ctl->o.heartbeat_ms : 5000;
+	if (elapsed_ms <= 0)
+		return;
+	if (elapsed_ms > 3 * hb) /* a gap: count no more than three beats */
+		elapsed_ms = 3 * hb;
+	for (size_t k = 0; k < ni->run.n; k++) {
+		const struct xp_job *j = ni->run.v[k].job;
+		const struct xp_alloc *a = &j->allocs[ni->run.v[k].replica];
+		double joules = 0;
+		for (uint16_t i = 0; i < a->ndev; i++)
+			if (ds[a->devs[i]].power_w >= 0)
+				joules += ds[a->devs[i]].power_w * (elapsed_ms / 1000.0) *
+					  ((a->dev_milli ? a->dev_milli : 1000) / 1000.0);
+		if (joules <= 0)
+			continue;
+		struct xp_energy *e = xp_intmap_get(&ctl->energy, j->id);
+		if (!e) {
+			e = xcalloc(1, sizeof(*e));
+			xp_intmap_put(&ctl->energy, j->id, e);
+		}
+		if (e->attempt != j->attempts) { /* a new run */
+			e->attempt = j->attempts;
+			e->joules = 0;
+		}
+		e->joules += joules;
+	}
 }
 
 /* ---- assignments ---- */

@@ -232,6 +232,10 @@ void xp_ctl_stop(struct xp_ctl *ctl)
 	for (size_t i = 0; i < ctl->live.n; i++)
 		free(ctl->live.v[i].dev);
 	xp_vec_free(&ctl->live);
+	for (size_t i = 0; i < ctl->energy.cap; i++)
+		if (ctl->energy.keys && ctl->energy.keys[i])
+			free(ctl->energy.vals[i]);
+	xp_intmap_free(&ctl->energy);
 	xp_vec_free(&ctl->assign_ver);
 	pthread_mutex_destroy(&ctl->watch_mu);
 	for (int i = 0; i < XP_WATCH_SHARDS; i++)

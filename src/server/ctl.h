@@ -200,8 +200,14 @@ struct xp_ctl {
 	int watch_stop;
 	struct xp_alert_feed *alerts; /* alert_feed.c */
 	int64_t workload_next;	      /* when to estimate the target workload M again */
+	struct xp_intmap energy;      /* job id -> struct xp_energy: measured joules of the
+				       * running attempt, from the agents' power reports */
 };
 
+struct xp_energy {
+	uint32_t attempt;
+	double joules;
+};
 struct xp_live {
 	int64_t last_seen; /* ms; 0 = never (emulated) */
 	uint8_t suspect;
@@ -211,6 +217,11 @@ struct xp_live {
 		int64_t mem_used_mib;
 	} * dev;
 };
+
+/* api_agents.c: a heartbeat's power over the elapsed ms, shared among the
+ * replicas holding each device; owner.c journals job.energy when the run ends */
+void xp_energy_beat(struct xp_ctl *ctl, uint32_t node, const struct xp_devstat *ds,
+		    int64_t elapsed_ms);
 
 /* snapshot_bg.c: snapshots written by a forked child, off the owner thread */
 void xp_snap_start(struct xp_ctl *ctl);

@@ -223,6 +223,20 @@ int xp_ctl_journal(struct xp_ctl *ctl, const char *type, char *body, struct xp_e
 		xp_auth_refresh(ctl);
 	if (!strcmp(type, "job.preempt"))
 		ctl->m.preemptions++;
+	if (job && was_running && (job->state != XP_JOB_RUNNING || !job->allocs)) {
+		/* the run ended: what the agents measured goes into its usage record */
+		struct xp_energy *e = xp_intmap_del(&ctl->energy, job->id);
+		if (e && e->attempt == job->attempts && e->joules >= 1) {
+			struct xp_err e2 = { 0 };
+			if (xp_ctl_journal(ctl, "job.energy",
+					   xp_rec_job_energy(job->id, e->attempt,
+							     (uint64_t)e->joules),
+					   &e2) < 0)
+				fprintf(stderr, "xpool server: job %llu energy: %s\n",
+					(unsigned long long)job->id, e2.text);
+		}
+		free(e);
+	}
 	if (ev.job && !strcmp(type, "job.start")) {
 		ctl->m.starts++;
 		const struct xp_job *j = xp_state_job(ctl->st, ev.job);

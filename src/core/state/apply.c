@@ -801,6 +801,15 @@ int xp_state_apply(struct xp_state *st, uint64_t seq, int64_t at, const char *ty
 		rc = node_health(st, &r, ev);
 	else if (!strcmp(type, "job.counter"))
 		rc = job_counter(st, &r, at, ev);
+	else if (!strcmp(type, "job.energy")) {
+		rc = xp_meter_energy(st, r.o, err);
+		const struct xp_job *j = rc ? NULL
+					    : xp_state_job(st, (uint64_t)json_integer_value(
+								       json_object_get(r.o, "id")));
+		ev->type = "job.energy";
+		ev->job = j ? j->id : 0;
+		ev->tenant = j ? (int64_t)j->tenant : -2;
+	}
 	else if (!strcmp(type, "prices.set")) {
 		rc = xp_meter_prices(st, r.o, err);
 		ev->type = "prices.set";

@@ -167,6 +167,34 @@ int xp_meter_counter(struct xp_state *st, json_t *o, int64_t at, struct xp_err *
 	return 0;
 }
 
+char *xp_rec_job_energy(uint64_t job, uint32_t attempt, uint64_t joules)
+{
+	json_t *o = json_pack("{s:I,s:i,s:I}", "id", (json_int_t)job, "attempt", (int)attempt,
+			      "joules", (json_int_t)joules);
+	char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(o);
+	return s;
+}
+
+int xp_meter_energy(struct xp_state *st, json_t *o, struct xp_err *err)
+{
+	json_int_t id = json_integer_value(json_object_get(o, "id")),
+		   at = json_integer_value(json_object_get(o, "attempt")),
+		   j = json_integer_value(json_object_get(o, "joules"));
+	if (!json_is_integer(json_object_get(o, "id")) || id < 1 || at < 1 || j < 0 ||
+	    !json_is_integer(json_object_get(o, "joules")))
+		return xp_errf(err, XP_ECORRUPT, "job.energy: expected id, attempt and joules");
+	for (size_t i = st->meter.runs.n; i-- > 0;) {
+		struct xp_meter_run *r = &st->meter.runs.v[i];
+		if (r->job == (uint64_t)id && r->attempt == (uint32_t)at) {
+			r->measured_j = (uint64_t)j;
+			return 0;
+		}
+	}
+	return xp_errf(err, XP_ENOENT, "job.energy: no ended run %lld of job %lld", (long long)at,
+		       (long long)id);
+}
+
 int xp_meter_prices(struct xp_state *st, json_t *o, struct xp_err *err)
 {
 	char *text = json_dumps(o, JSON_COMPACT);
@@ -195,11 +223,13 @@ json_t *xp_meter_snapshot(const struct xp_state *st)
 			const struct xp_meter_dev *x = &m->devs.v[r->dev0 + k];
 			json_array_append_new(d, json_pack("[i,i,i]", x->model, x->milli, x->watts));
 		}
-		json_array_append_new(a, json_pack("[I,i,i,i,I,I,I,I,o]", (json_int_t)r->job,
-						   r->tenant, r->queue, r->attempt,
-						   (json_int_t)r->start, (json_int_t)r->end,
-						   (json_int_t)r->cpu_milli,
-						   (json_int_t)r->mem_mib, d));
+		json_t *row = json_pack("[I,i,i,i,I,I,I,I,o]", (json_int_t)r->job, r->tenant,
+					r->queue, r->attempt, (json_int_t)r->start,
+					(json_int_t)r->end, (json_int_t)r->cpu_milli,
+					(json_int_t)r->mem_mib, d);
+		if (r->measured_j)
+			json_array_append_new(row, json_integer((json_int_t)r->measured_j));
+		json_array_append_new(a, row);
 	}
 	json_object_set_new(o, "runs", a);
 	a = json_array();
@@ -230,19 +260,22 @@ int xp_meter_restore(struct xp_state *st, json_t *o, struct xp_err *err)
 	}
 	json_array_foreach(json_object_get(o, "runs"), i, v)
 	{
-		json_int_t job, start, end, cpu, mem;
+		json_int_t job, start, end, cpu, mem, mj = 0;
 		int tenant, queue, attempt;
 		json_t *d, *x;
 		size_t k;
-		if (json_unpack(v, "[I,i,i,i,I,I,I,I,o]", &job, &tenant, &queue, &attempt, &start,
-				&end, &cpu, &mem, &d) < 0 ||
-		    tenant < 0 || (size_t)tenant >= st->tenants.n || queue < 0 ||
-		    (size_t)queue >= st->queues.n || !json_is_array(d))
+		if (json_unpack(v, "[I,i,i,i,I,I,I,I,o!]", &job, &tenant, &queue, &attempt, &start,
+				&end, &cpu, &mem, &d) < 0 &&
+		    json_unpack(v, "[I,i,i,i,I,I,I,I,o,I]", &job, &tenant, &queue, &attempt,
+				&start, &end, &cpu, &mem, &d, &mj) < 0)
+			return xp_errf(err, XP_ECORRUPT, "snapshot: meter run %zu is malformed", i);
+		if (tenant < 0 || (size_t)tenant >= st->tenants.n || queue < 0 ||
+		    (size_t)queue >= st->queues.n || !json_is_array(d) || mj < 0)
 			return xp_errf(err, XP_ECORRUPT, "snapshot: meter run %zu is malformed", i);
 		struct xp_meter_run r = { (uint64_t)job,      (uint32_t)tenant,	  (uint32_t)queue,
 					  (uint32_t)attempt, start,		  end,
 					  (uint64_t)cpu,      (uint64_t)mem,	  (uint32_t)m->devs.n,
-					  0 };
+					  0,		      (uint64_t)mj };
 		json_array_foreach(d, k, x)
 		{
 			int model, milli, watts;
@@ -343,8 +376,15 @@ static void add_run(struct report *rp, const struct xp_meter_dev *devs,
 		watts += d->watts;
 		price += d->milli / 1000.0 * xp_prices_device(p, rp->names[d->model]);
 	}
-	w->joules += (uint64_t)((unsigned __int128)watts * ms / 1000);
-	price += watts / 1000.0 * p->energy;
+	if (r->measured_j && r->end > r->start) { /* the agents' figure, for the window's part */
+		double part = (double)ms / (double)(r->end - r->start);
+		w->joules += (uint64_t)((double)r->measured_j * part);
+		price += (double)r->measured_j / 3.6e6 / ((double)(r->end - r->start) / 3600000.0) *
+			 p->energy;
+	} else {
+		w->joules += (uint64_t)((unsigned __int128)watts * ms / 1000);
+		price += watts / 1000.0 * p->energy;
+	}
 	if (p->set)
 		w->cost_micros += llround(price * xp_prices_hours(p, a, b) * 1e6);
 }

@@ -45,6 +45,8 @@ struct xp_meter_run {
 	int64_t start, end;
 	uint64_t cpu_milli, mem_mib; /* all replicas */
 	uint32_t dev0, ndev;	     /* into devs */
+	uint64_t measured_j;	     /* energy the agents' power reports give (0: none; the
+				      * devices' power model is used then) */
 };
 
 struct xp_meter_count {
@@ -69,6 +71,10 @@ void xp_meter_close_run(struct xp_state *st, const struct xp_job *j, int64_t at)
 int xp_meter_counter(struct xp_state *st, json_t *o, int64_t at, struct xp_err *err);
 int xp_meter_prices(struct xp_state *st, json_t *o, struct xp_err *err);
 char *xp_rec_job_counter(uint64_t job, json_t *counters);
+/* record job.energy {"id", "attempt", "joules"}: the measured energy of a
+ * run that has ended (the owner integrates the agents' power reports) */
+int xp_meter_energy(struct xp_state *st, json_t *o, struct xp_err *err);
+char *xp_rec_job_energy(uint64_t job, uint32_t attempt, uint64_t joules);
 /* The counters of a POST body checked: {name: positive integer}, names
  * [a-z0-9_] 1..63, at most 32; err names the field. */
 int xp_meter_counters_check(json_t *counters, struct xp_err *err);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "server/ctl.h"
@@ -41,7 +42,9 @@ static void test_advice(void **state)
 	(void)state;
 	char dir[] = "/tmp/xpadviseXXXXXX";
 	assert_non_null(mkdtemp(dir));
-	struct xp_ctl_opts o = { .data = dir, .listen = "127.0.0.1:0", .sync = 0 };
+	char cluster[4096];
+	snprintf(cluster, sizeof(cluster), "%s/examples/clusters/small.yaml", XP_SOURCE_DIR);
+	struct xp_ctl_opts o = { .data = dir, .listen = "127.0.0.1:0", .sync = 0, .cluster = cluster };
 	struct xp_ctl *ctl = NULL;
 	struct xp_err err = { 0 };
 	long st;
@@ -70,7 +73,13 @@ static void test_advice(void **state)
 			 "{\"fraction\":0.5}}}",
 			 &st));
 	assert_int_equal(st, 201);
-	usleep(200000); /* both start */
+	/* one GPU of an 8-GPU node: the rest of the pool has room for it */
+	json_decref(call(ctl, "POST", "/v1/jobs",
+			 "{\"node\":\"gpu-a100-0\",\"resources\":{\"cpu\":1,\"devices\":"
+			 "{\"count\":1}}}",
+			 &st));
+	assert_int_equal(st, 201);
+	usleep(200000); /* all three start */
 	/* GPU 0 (the whole job, lowest index) 5 % busy; GPU 1 (the share) using 2 GiB */
 	json_decref(call(ctl, "POST", "/v1/nodes/edge-1/heartbeat",
 			 "{\"devices\":[{\"health\":\"ok\",\"util_pct\":5,\"mem_used_mib\":1024},"
@@ -118,6 +127,19 @@ static void test_advice(void **state)
 	print_message("job 1 measured: %.9f kWh\n", kwh1);
 	/* about 300 W for 0.6 s (the first beat had no power) */
 	assert_true(kwh1 > 300 * 0.4 / 3.6e6 && kwh1 < 300 * 3.0 / 3.6e6);
+	json_decref(r);
+	/* job 1 (priority 0) ran outside the cheap night hours, unless it is night
+	 * now; a node holding 1 of 8 GPUs could be emptied */
+	r = call(ctl, "GET", "/v1/advice", NULL, &st);
+	adv = json_object_get(r, "advice");
+	a = find(adv, "consolidate");
+	assert_non_null(a);
+	assert_string_equal(json_string_value(json_object_get(a, "subject")), "gpu-a100-0");
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	if (tm.tm_hour >= 6)
+		assert_non_null(find(adv, "cheaper_hours"));
 	json_decref(r);
 	/* the forecast: a model over 30 days of (mostly empty) history */
 	r = call(ctl, "GET", "/v1/forecast?days=30&hours=12", NULL, &st);

@@ -303,7 +303,7 @@ static void cheaper_hours(const struct xp_state *st, struct advice *ad, int64_t 
 		rate += r->cpu_milli / 1000.0 * p->cpu + r->mem_mib / 1024.0 * p->memory;
 		extra += rate * (w - lo * hrs);
 	}
-	if (extra > 0.01)
+	if (extra > 1e-6)
 		advise(ad, "cheaper_hours", "batch (priority <= 0)", extra * 30.0 / 7.0,
 		       "batch work of the last 7 days cost %.2f more than in the cheapest hours "
 		       "(x%.2f): hold it for them (a deadline or a queue that starts at night)",

@@ -13,6 +13,18 @@ if ! "$XP" dev --help >/dev/null 2>&1; then
 	exit 0
 fi
 . "$SRC/tests/devlib.sh"
+# bad server flags: exit 2 naming the flag, nothing started, no data written
+for bad in "--alert-webhook ftp://x|--alert-webhook: expected an http" \
+	"--alert-interval 0|--alert-interval: expected a duration" \
+	"--alert-repeat soon|--alert-repeat: expected a duration" \
+	"--lost-after 1ms|--lost-after: expected a duration"; do
+	flag=${bad%%|*} want=${bad#*|}
+	# shellcheck disable=SC2086
+	"$XP" server --data "$T/bad" --listen 127.0.0.1:0 $flag >"$T/out" 2>"$T/err"
+	rc=$?
+	[ "$rc" = 2 ] && grep -q -- "$want" "$T/err" || fail "server $flag: exit $rc, $(cat "$T/err")"
+	[ -e "$T/bad/xpool.db" ] && fail "server $flag wrote a store"
+done
 start_dev --cluster "$SRC/examples/clusters/small.yaml"
 
 # the local agent's node: source "agent", ready

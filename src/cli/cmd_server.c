@@ -231,6 +231,12 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 	o.policy = xp_flag_get(flags, "policy")->sval;
 	o.sync = !xp_flag_get(flags, "no-sync")->bval;
 	o.alert_webhook = xp_flag_get(flags, "alert-webhook")->sval;
+	if (o.alert_webhook && strncmp(o.alert_webhook, "http://", 7) &&
+	    strncmp(o.alert_webhook, "https://", 8)) {
+		xp_errf(&err, XP_EINVAL, "--alert-webhook: expected an http:// or https:// URL, got '%s'",
+			o.alert_webhook);
+		goto usage;
+	}
 	if (!xp_policy_find(o.policy)) {
 		xp_errf(&err, XP_EINVAL, "--policy: unknown policy '%s'", o.policy);
 		goto usage;

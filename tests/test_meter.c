@@ -419,6 +419,42 @@ static void test_bad_records(void **state)
 	world_free(&w);
 }
 
+/* the controller's estimate of M (workload.c): shapes by replicas, the top
+ * 95 %, renormalised; host memory and node pinning do not split a shape */
+static void test_workload_estimate(void **state)
+{
+	(void)state;
+	struct world w;
+	struct xp_err err = { 0 };
+	world_init(&w);
+	assert_int_equal(world_apply(&w, "queue.create", xp_rec_queue_create("default", 0, 1)), 0);
+	assert_int_equal(world_apply(&w, "tenant.create", xp_rec_tenant_create("t1")), 0);
+	node(&w, "a0", 8, "A100");
+	for (int i = 0; i < 60; i++) /* 60 replicas: 1 GPU, any memory */
+		assert_true(world_submit(&w, "t1",
+					 i % 2 ? "resources: {cpu: 2, memory: 4Gi, devices: {count: 1}}"
+					       : "resources: {cpu: 2, memory: 9Gi, devices: {count: 1}}",
+					 NULL) > 0);
+	for (int i = 0; i < 15; i++) /* 30 replicas: gangs of 2 x half a GPU */
+		assert_true(world_submit(&w, "t1",
+					 "replicas: 2\nresources: {cpu: 1, devices: {fraction: 0.5}}",
+					 NULL) > 0);
+	for (int i = 0; i < 9; i++) /* 9 replicas: CPU only */
+		assert_true(world_submit(&w, "t1", "resources: {cpu: 4}", NULL) > 0);
+	/* 1 replica: a rare shape, beyond 95 % */
+	assert_true(world_submit(&w, "t1", "resources: {cpu: 3, devices: {count: 3}}", NULL) > 0);
+	assert_int_equal(xp_state_estimate_workload(w.st, 0, &err), 3);
+	assert_int_equal(w.st->workload.n, 3);
+	double p[3] = { 60 / 99.0, 30 / 99.0, 9 / 99.0 };
+	for (int k = 0; k < 3; k++)
+		assert_true(fabs(w.st->workload.v[k].p - p[k]) < 1e-12);
+	assert_int_equal(w.st->workload.v[0].req.dev_count, 1);
+	assert_int_equal(w.st->workload.v[1].req.dev_milli, 500);
+	/* a window after every submission: nothing */
+	assert_int_equal(xp_state_estimate_workload(w.st, w.now + 1, &err), 0);
+	world_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -426,6 +462,7 @@ int main(void)
 		cmocka_unit_test(test_time_of_day),
 		cmocka_unit_test(test_random_ledger),
 		cmocka_unit_test(test_bad_records),
+		cmocka_unit_test(test_workload_estimate),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

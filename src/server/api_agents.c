@@ -311,8 +311,10 @@ void xp_energy_beat(struct xp_ctl *ctl, uint32_t node, const struct xp_devstat *
 		if (e->attempt != j->attempts) { /* a new run */
 			e->attempt = j->attempts;
 			e->joules = 0;
+			e->ms = 0;
 		}
 		e->joules += joules;
+		e->ms += elapsed_ms;
 	}
 }
 

@@ -207,6 +207,7 @@ struct xp_ctl {
 struct xp_energy {
 	uint32_t attempt;
 	double joules;
+	int64_t ms; /* of the run that the reports covered */
 };
 struct xp_live {
 	int64_t last_seen; /* ms; 0 = never (emulated) */

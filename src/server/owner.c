@@ -224,13 +224,20 @@ int xp_ctl_journal(struct xp_ctl *ctl, const char *type, char *body, struct xp_e
 	if (!strcmp(type, "job.preempt"))
 		ctl->m.preemptions++;
 	if (job && was_running && (job->state != XP_JOB_RUNNING || !job->allocs)) {
-		/* the run ended: what the agents measured goes into its usage record */
+		/* the run ended: what the agents measured goes into its usage record,
+		 * their mean power stretched over the whole run when the reports
+		 * covered only part of it (a restart, a late first beat) */
 		struct xp_energy *e = xp_intmap_del(&ctl->energy, job->id);
-		if (e && e->attempt == job->attempts && e->joules >= 1) {
+		const struct xp_meter_run *last =
+			ctl->st->meter.runs.n ? &ctl->st->meter.runs.v[ctl->st->meter.runs.n - 1] : NULL;
+		if (e && e->attempt == job->attempts && e->joules >= 1 && e->ms > 0 && last &&
+		    last->job == job->id) {
+			double run_ms = (double)(last->end - last->start), j = e->joules;
+			if (run_ms > (double)e->ms)
+				j *= run_ms / (double)e->ms;
 			struct xp_err e2 = { 0 };
 			if (xp_ctl_journal(ctl, "job.energy",
-					   xp_rec_job_energy(job->id, e->attempt,
-							     (uint64_t)e->joules),
+					   xp_rec_job_energy(job->id, e->attempt, (uint64_t)j),
 					   &e2) < 0)
 				fprintf(stderr, "xpool server: job %llu energy: %s\n",
 					(unsigned long long)job->id, e2.text);

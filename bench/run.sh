@@ -38,6 +38,10 @@ sort -n "$OUT/reproduction_times.txt" | awk '{w[NR]=$1; c[NR]=$2} END {
 	printf "1020 runs: median %.1f s wall (min %.1f, max %.1f), %.1f s CPU; target < 120 s wall\n",
 		w[m], w[1], w[NR], c[m] }'
 tail -1 "$OUT/openb_compare.txt"
+for w in default gpushare100 multigpu50 gpuspec33; do # the paper's Fig. 9a, beside the published runs
+	"$XP" sim plot --ours "$OUT/openb" --published "$OPENB/fgd_expected_results" --workload "$w" \
+		--out "$OUT/openb-$w-unallocated.svg"
+done
 
 echo "== 2. placement throughput (one core, every feasible node considered)"
 "$XP" sim bench --nodes 1000,10000,100000 --policy fgd,bestfit --runs "$RUNS" \

@@ -90,6 +90,11 @@ expect 1 "bad_allo.csv:2: column 100: expected a number" -- "$XP" sim compare --
 
 # a tiny end-to-end run
 expect 0 "fgd\|06-FGD" -- "$XP" sim openb --nodes "$T/nodes.csv" --pods "$T/pods.csv" --policy fgd,bestfit,binpack --seeds 1-3 --tune 1.3 --out "$T/run"
+W=$(sed -n '2p' "$T/run/runs.csv" | cut -d, -f1)
+expect 0 "wrote $T/fig.svg" -- "$XP" sim plot --ours "$T/run" --workload "$W" --out "$T/fig.svg"
+grep -q '06-FGD' "$T/fig.svg" || { echo "FAIL: sim plot: no 06-FGD line"; fails=$((fails + 1)); }
+expect 1 "no results for workload 'nope'" -- "$XP" sim plot --ours "$T/run" --workload nope --out "$T/fig2.svg"
+expect 2 "\-\-out FILE is required" -- "$XP" sim plot --ours "$T/run"
 for f in analysis_allo_discrete.csv analysis_frag_discrete.csv analysis_frag_ratio_discrete.csv runs.csv; do
 	[ -s "$T/run/$f" ] || { echo "FAIL: $f missing"; fails=$((fails + 1)); }
 done

@@ -364,6 +364,49 @@ out:
 	return status;
 }
 
+static int cmd_plot(int argc, char **argv)
+{
+	struct xp_flag flags[] = {
+		{ "ours", XP_FLAG_STR, "DIR", "our results (xpool sim openb --out DIR)" },
+		{ "published", XP_FLAG_STR, "DIR", "published results to draw beside ours" },
+		{ "workload", XP_FLAG_STR, "W", "workload (default: default)" },
+		{ "out", XP_FLAG_STR, "FILE", "the SVG to write (required)" },
+		{ NULL, 0, NULL, NULL },
+	};
+	struct xp_err err = { 0 };
+	int help, status = 2;
+	xp_flag_get(flags, "ours")->sval = (char *)"out/openb";
+	xp_flag_get(flags, "workload")->sval = (char *)"default";
+	if (xp_flags_parse(flags, argc, argv, &help, &err) < 0) {
+		status = xp_cli_fail("sim plot", &err, 2);
+		goto out;
+	}
+	if (help) {
+		xp_flags_usage(stdout, "xpool sim plot --out FILE.svg [flags]",
+			       "The FGD paper's Fig. 9a from results: unallocated GPU against arrived\n"
+			       "workload, a line per policy (mean over seeds).",
+			       flags);
+		status = 0;
+		goto out;
+	}
+	if (!xp_flag_get(flags, "out")->sval) {
+		xp_errf(&err, XP_EINVAL, "--out FILE is required");
+		status = xp_cli_fail("sim plot", &err, 2);
+		goto out;
+	}
+	if (xp_compare_plot(xp_flag_get(flags, "ours")->sval, xp_flag_get(flags, "published")->sval,
+			    xp_flag_get(flags, "workload")->sval, xp_flag_get(flags, "out")->sval,
+			    &err) < 0) {
+		status = xp_cli_fail("sim plot", &err, 1);
+		goto out;
+	}
+	printf("wrote %s\n", xp_flag_get(flags, "out")->sval);
+	status = 0;
+out:
+	xp_flags_free(flags);
+	return status;
+}
+
 static int cmd_workload(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
@@ -441,6 +484,7 @@ int xp_cmd_sim(int argc, char **argv)
 	} subs[] = {
 		{ "openb", cmd_openb, "replay the OpenB trace under the FGD paper's protocol" },
 		{ "compare", cmd_compare, "our results beside the published ones" },
+		{ "plot", cmd_plot, "the FGD paper's Fig. 9a from results, as SVG" },
 		{ "workload", cmd_workload,
 		  "the target workload M and empty-cluster fragmentation" },
 		{ "bench", xp_cmd_sim_bench,

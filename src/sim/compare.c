@@ -1,5 +1,6 @@
 /* compare: ours vs published OpenB results (see compare.h). */
 #include "compare.h"
+#include "svg.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -233,4 +234,65 @@ int xp_compare(const struct xp_cmp_opts *o, FILE *out, struct xp_cmp_summary *su
 	table_free(&ours);
 	table_free(&pub);
 	return 0;
+}
+
+/* the policies of workload w in t, sorted */
+static size_t policies_of(const struct table *t, const char *w, const char **out, size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < t->n && n < max; i++) {
+		if (strcmp(t->rows[i].workload, w))
+			continue;
+		size_t k = 0;
+		while (k < n && strcmp(out[k], t->rows[i].policy))
+			k++;
+		if (k == n)
+			out[n++] = t->rows[i].policy;
+	}
+	qsort(out, n, sizeof(*out), cmp_str);
+	return n;
+}
+
+int xp_compare_plot(const char *ours, const char *published, const char *workload,
+		    const char *svg, struct xp_err *err)
+{
+	enum { X0 = 60, X1 = 130, NX = X1 - X0 + 1, MAXP = 16 };
+	struct table t[2] = { { 0 }, { 0 } };
+	const char *pol[2][MAXP];
+	size_t np[2] = { 0, 0 };
+	double xs[NX], ys[2][MAXP][NX];
+	char names[2][MAXP][96];
+	struct xp_svg_series series[2 * MAXP];
+	size_t ns = 0;
+	int rc = load(ours, XP_CMP_UNALLOC, &t[0], err);
+	if (rc == 0 && published)
+		rc = load(published, XP_CMP_UNALLOC, &t[1], err);
+	for (int x = X0; x <= X1; x++)
+		xs[x - X0] = x;
+	for (int side = 0; rc == 0 && side < (published ? 2 : 1); side++) {
+		np[side] = policies_of(&t[side], workload, pol[side], MAXP);
+		for (size_t p = 0; p < np[side]; p++) {
+			size_t n = 0;
+			for (int x = X0; x <= X1; x++) {
+				struct stat2 st = stats(&t[side], workload, pol[side][p], x,
+							XP_CMP_UNALLOC);
+				ys[side][p][n++] = st.n ? st.mean : NAN;
+			}
+			snprintf(names[side][p], sizeof(names[side][p]), "%s%s", pol[side][p],
+				 side ? " (published)" : "");
+			series[ns++] = (struct xp_svg_series){ names[side][p], xs, ys[side][p], n };
+		}
+	}
+	if (rc == 0 && !np[0])
+		rc = xp_errf(err, XP_ENOENT, "%s: no results for workload '%s'", ours, workload);
+	if (rc == 0) {
+		char title[160];
+		snprintf(title, sizeof(title), "OpenB %s: unallocated GPU against arrived workload",
+			 workload);
+		rc = xp_svg_lines(svg, title, "arrived workload (% of GPU capacity)",
+				  "unallocated GPU (% of capacity)", series, ns, err);
+	}
+	table_free(&t[0]);
+	table_free(&t[1]);
+	return rc;
 }

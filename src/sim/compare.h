@@ -37,4 +37,10 @@ struct xp_cmp_summary {
 int xp_compare(const struct xp_cmp_opts *o, FILE *out, struct xp_cmp_summary *sum,
 	       struct xp_err *err);
 
+/* The paper's Fig. 9a for one workload: unallocated GPU % (100 - allocated)
+ * against arrived % from 60 to 130, one line per policy (mean over seeds)
+ * of ours, and of published (may be NULL) as "(published)" lines; an SVG. */
+int xp_compare_plot(const char *ours, const char *published, const char *workload,
+		    const char *svg, struct xp_err *err);
+
 #endif

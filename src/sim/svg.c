@@ -119,7 +119,7 @@ int xp_svg_lines(const char *path, const char *title, const char *xlabel, const 
 		xp_sb_printf(&b,
 			     "\"/>\n<rect x=\"%d\" y=\"%zu\" width=\"12\" height=\"3\" fill=\"%s\"/>"
 			     "<text x=\"%d\" y=\"%zu\">",
-			     W - MR - 170, MT + 6 + 16 * i, c, W - MR - 152, MT + 10 + 16 * i);
+			     W - MR - 230, MT + 6 + 16 * i, c, W - MR - 212, MT + 10 + 16 * i);
 		esc(&b, s[i].name);
 		xp_sb_puts(&b, "</text>\n");
 	}

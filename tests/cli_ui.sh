@@ -47,6 +47,7 @@ grep -q 'ui-pending' "$T/dom.html" || fail "pending jobs: ui-pending missing"
 grep -q 'class="why"' "$T/dom.html" || fail "pending jobs: no explanation"
 grep -q 'data-job="ui-running"' "$T/dom.html" || fail "running jobs: ui-running missing"
 grep -q 'ui-team' "$T/dom.html" || fail "queues: ui-team missing"
+grep -q 'data-tenant="admin"' "$T/dom.html" || fail "tenants: admin missing"
 grep -q 'data-job="ui-live"' "$T/dom.html" || fail "the job submitted while the page was open did not appear"
 # the screenshot, kept for people
 chrome --virtual-time-budget=5000 --window-size=1400,1000 --screenshot="$ART/ui.png" "$URL" \

@@ -328,8 +328,12 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		printf("admin token: %s\n", ctl->admin_token);
 	else
 		printf("admin token: in %s/admin.token\n", o.data);
-	if (dev && ctl->admin_token[0])
+	if (dev && ctl->admin_token[0]) {
 		printf("  export XPOOL_ADDR=%s XPOOL_TOKEN=%s\n", ctl->addr, ctl->admin_token);
+		printf("dashboard: http://%s/ui#token=%s\n", ctl->addr, ctl->admin_token);
+	} else {
+		printf("dashboard: http://%s/ui\n", ctl->addr);
+	}
 	pid_t agent = -1;
 	if (dev && !xp_flag_get(flags, "no-agent")->bval)
 		agent = start_local_agent(ctl, o.data, &set);

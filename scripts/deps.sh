@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs the Debian 12 packages that building, testing and benchmarking
-# xpool need (jq: bench/controller_real.sh; prometheus and promtool:
+# xpool need (jq: bench/controller_real.sh; curl: the scripted tests' HTTP
+# calls; prometheus and promtool:
 # tests/cli_prometheus.sh scrapes /metrics with a real server; chromium:
 # tests/cli_ui.sh loads the dashboard headless).
 # Idempotent: when every package is present it prints one line and changes
@@ -11,7 +12,7 @@ PKGS="build-essential cmake pkg-config
 libcmocka-dev libyaml-dev libjansson-dev
 libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev
 libhwloc-dev
-jq prometheus chromium"
+jq curl prometheus chromium"
 
 missing=""
 for p in $PKGS; do

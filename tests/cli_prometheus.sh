@@ -31,7 +31,6 @@ promtool check metrics <"$T/metrics.txt" >"$T/promtool.out" 2>&1 ||
 
 # a real Prometheus scraping every 1 s
 HOSTPORT=${XPOOL_ADDR#http://}
-PPORT=$((30000 + $$ % 20000))
 cat >"$T/prometheus.yml" <<YML
 global: {scrape_interval: 1s, evaluation_interval: 1s}
 scrape_configs:
@@ -40,15 +39,34 @@ scrape_configs:
 YML
 promtool check config "$T/prometheus.yml" >"$T/promtool.out" 2>&1 ||
 	fail "promtool check config: $(cat "$T/promtool.out")"
-prometheus --config.file="$T/prometheus.yml" --storage.tsdb.path="$T/tsdb" \
-	--web.listen-address="127.0.0.1:$PPORT" >"$T/prom.log" 2>&1 &
-PROM=$!
+# a port below the ephemeral range; another one if it is taken
+PPORT=
+for try in 1 2 3 4 5; do
+	port=$((20000 + ($$ * 7 + try * 997) % 10000))
+	prometheus --config.file="$T/prometheus.yml" --storage.tsdb.path="$T/tsdb$try" \
+		--web.listen-address="127.0.0.1:$port" >"$T/prom.log" 2>&1 &
+	PROM=$!
+	i=0
+	while kill -0 "$PROM" 2>/dev/null && ! grep -q 'Server is ready to receive web requests' "$T/prom.log"; do
+		i=$((i + 1))
+		[ "$i" -le 600 ] || break
+		sleep 0.1
+	done
+	if grep -q 'Server is ready to receive web requests' "$T/prom.log"; then
+		PPORT=$port
+		break
+	fi
+	kill "$PROM" 2>/dev/null
+	wait "$PROM" 2>/dev/null
+	PROM=
+done
+[ -n "$PPORT" ] || { fail "prometheus did not start: $(tail -3 "$T/prom.log")"; exit 1; }
 q() { curl -s --get --data-urlencode "query=$1" "http://127.0.0.1:$PPORT/api/v1/query"; }
 i=0
 until q 'up{job="xpool"}' 2>/dev/null | grep -q '"value":\[[0-9.]*,"1"\]'; do
 	i=$((i + 1))
-	if [ "$i" -gt 200 ]; then
-		fail "prometheus did not scrape xpool in 20 s: $(tail -5 "$T/prom.log")"
+	if [ "$i" -gt 600 ]; then
+		fail "prometheus did not scrape xpool in 60 s: $(grep -i 'err' "$T/prom.log" | tail -3)"
 		break
 	fi
 	sleep 0.1

@@ -141,6 +141,11 @@ grep -q '^[0-9][0-9]* nodes, [0-9][0-9]* devices: .* % in use' "$T/out" || fail 
 grep -q '[#+-]' "$T/out" || fail "top: no device held: $(cat "$T/out")"
 run top --once --class tpu; expect 2 "top --class tpu"
 run top --once --interval 1ms; expect 2 "top --interval 1ms"
+run forecast --days 3 --hours 4; expect 0 "forecast"
+grep -q '^cost of the pool, last 24 h' "$T/out" || fail "forecast: $(head -3 "$T/out")"
+run forecast --days 1; expect 1 "forecast --days 1 (400)"
+run advise; expect 0 "advise"
+grep -q '^total: .* a month' "$T/out" || fail "advise: $(tail -2 "$T/out")"
 run alerts; expect 0 "alerts"
 grep -q 'signals,.*notifications' "$T/out" || fail "alerts: $(cat "$T/out")"
 

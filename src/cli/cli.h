@@ -159,6 +159,11 @@ int xp_cli_mutate(struct xp_cli *x, const char *method, const char *path, struct
 /* DELETE prefix/NAME; what names the argument in errors. */
 int xp_cli_delete_named(int argc, char **argv, const struct xp_cli_verb *verb, const char *prefix,
 			const char *what, int numeric);
+/* A read-only verb: parse flags, GET path (with ?NAME=value for each of
+ * query's flags given), print the reply with print, or as JSON with -o
+ * json; returns the exit status. flags must end with XP_CLIENT_FLAGS. */
+int xp_cli_get_verb(int argc, char **argv, const struct xp_cli_verb *verb, struct xp_flag *flags,
+		    const char *path, const char *const *query, void (*print)(const struct json_t *));
 /* Append ?NAME=value for each flag of names (NULL-ended) that was given. */
 void xp_cli_query_flags(struct xp_sb *path, struct xp_flag *flags, const char *const *names);
 /* Wall-clock milliseconds since the epoch. */

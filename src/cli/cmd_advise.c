@@ -14,6 +14,35 @@
 #include "flags.h"
 #include "table.h"
 
+static void print_forecast(const json_t *rep)
+{
+	const char *of = xp_cli_jstr(rep, "of"), *cur = xp_cli_jstr(rep, "currency");
+	json_t *m = json_object_get(rep, "model"), *f;
+	printf("%s of %s, last 24 h: %.2f %s\n", of,
+	       xp_cli_jstr(rep, "tenant") ? xp_cli_jstr(rep, "tenant") : "the pool",
+	       json_real_value(json_object_get(rep, "last_24h")), cur && *cur ? cur : "");
+	if (!m) {
+		printf("not enough history to fit (under 48 hours)\n");
+		return;
+	}
+	json_t *w = json_object_get(m, "w");
+	printf("model: C(t+1) = %.3f C(t) + %.3f x (%.2f seasonal %+.2f growth %+.2f utilisation) "
+	       "%+.3f\n",
+	       json_real_value(json_object_get(m, "a")), json_real_value(json_object_get(m, "b")),
+	       json_real_value(json_object_get(w, "seasonal")),
+	       json_real_value(json_object_get(w, "growth")),
+	       json_real_value(json_object_get(w, "utilisation")),
+	       json_real_value(json_object_get(m, "intercept")));
+	printf("error on the held-out hours: MAPE %.1f %% (persistence %.1f %%)\n",
+	       json_real_value(json_object_get(m, "mape")),
+	       json_real_value(json_object_get(m, "mape_persistence")));
+	printf("next %zu hours: %.2f %s\n", json_array_size(json_object_get(rep, "forecast")),
+	       json_real_value(json_object_get(rep, "forecast_total")), cur && *cur ? cur : "");
+	size_t i;
+	json_array_foreach(json_object_get(rep, "forecast"), i, f) if (i < 6)
+		printf("  %s  %.3f\n", xp_cli_jstr(f, "at"), json_real_value(json_object_get(f, "value")));
+}
+
 int xp_cmd_forecast(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
@@ -34,59 +63,30 @@ int xp_cmd_forecast(int argc, char **argv)
 		0,
 	};
 	static const char *const q[] = { "tenant", "days", "hours", NULL };
-	struct xp_cli x;
-	struct xp_sb path = { 0 };
-	json_t *rep = NULL;
-	int status = 1;
-	if (xp_cli_start(&x, &verb, flags, argc, argv))
-		return xp_cli_end(&x, x.status);
-	xp_sb_puts(&path, "/v1/forecast");
-	xp_cli_query_flags(&path, flags, q);
-	if (xp_cli_connect(&x) < 0) {
-		status = x.status;
-		goto out;
+	return xp_cli_get_verb(argc, argv, &verb, flags, "/v1/forecast", q, print_forecast);
+}
+
+static void print_advice(const json_t *rep)
+{
+	static const char *const hdr[] = { "KIND", "SUBJECT", "SAVING/MONTH", "ADVICE", NULL };
+	struct xp_table *t = xp_table_create(hdr);
+	const char *cur = xp_cli_jstr(rep, "currency");
+	json_t *a;
+	size_t i;
+	json_array_foreach(json_object_get(rep, "advice"), i, a)
+	{
+		xp_cli_cell_str(t, a, "kind");
+		xp_cli_cell_str(t, a, "subject");
+		xp_table_addf(t, "%.2f %s", json_real_value(json_object_get(a, "saving_per_month")), cur);
+		xp_cli_cell_str(t, a, "detail");
 	}
-	if (xp_cli_call(&x, "GET", path.s, NULL, &rep) < 0) {
-		status = xp_cli_fail_api(&x);
-		goto out;
-	}
-	if (x.json) {
-		xp_cli_print_json(rep);
-	} else {
-		const char *of = xp_cli_jstr(rep, "of"), *cur = xp_cli_jstr(rep, "currency");
-		json_t *m = json_object_get(rep, "model"), *f;
-		printf("%s of %s, last 24 h: %.2f %s\n", of, xp_cli_jstr(rep, "tenant") ?
-							 xp_cli_jstr(rep, "tenant") : "the pool",
-		       json_real_value(json_object_get(rep, "last_24h")), cur && *cur ? cur : "");
-		if (!m) {
-			printf("not enough history to fit (under 48 hours)\n");
-		} else {
-			json_t *w = json_object_get(m, "w");
-			printf("model: C(t+1) = %.3f C(t) + %.3f x (%.2f seasonal %+.2f growth %+.2f "
-			       "utilisation) %+.3f\n",
-			       json_real_value(json_object_get(m, "a")),
-			       json_real_value(json_object_get(m, "b")),
-			       json_real_value(json_object_get(w, "seasonal")),
-			       json_real_value(json_object_get(w, "growth")),
-			       json_real_value(json_object_get(w, "utilisation")),
-			       json_real_value(json_object_get(m, "intercept")));
-			printf("error on the held-out hours: MAPE %.1f %% (persistence %.1f %%)\n",
-			       json_real_value(json_object_get(m, "mape")),
-			       json_real_value(json_object_get(m, "mape_persistence")));
-			printf("next %zu hours: %.2f %s\n", json_array_size(json_object_get(rep, "forecast")),
-			       json_real_value(json_object_get(rep, "forecast_total")),
-			       cur && *cur ? cur : "");
-			size_t i;
-			json_array_foreach(json_object_get(rep, "forecast"), i, f) if (i < 6) printf(
-				"  %s  %.3f\n", xp_cli_jstr(f, "at"),
-				json_real_value(json_object_get(f, "value")));
-		}
-	}
-	status = 0;
-out:
-	json_decref(rep);
-	xp_sb_free(&path);
-	return xp_cli_end(&x, status);
+	if (xp_table_rows(t))
+		xp_table_print(t, stdout);
+	else
+		printf("no advice: nothing idle, oversized or in dear hours that we can see\n");
+	xp_table_destroy(t);
+	printf("total: %.2f %s a month\n",
+	       json_real_value(json_object_get(rep, "total_saving_per_month")), cur);
 }
 
 int xp_cmd_advise(int argc, char **argv)
@@ -102,44 +102,5 @@ int xp_cmd_advise(int argc, char **argv)
 		0,
 		0,
 	};
-	static const char *const hdr[] = { "KIND", "SUBJECT", "SAVING/MONTH", "ADVICE", NULL };
-	struct xp_cli x;
-	json_t *rep = NULL, *a;
-	int status = 1;
-	size_t i;
-	if (xp_cli_start(&x, &verb, flags, argc, argv))
-		return xp_cli_end(&x, x.status);
-	if (xp_cli_connect(&x) < 0) {
-		status = x.status;
-		goto out;
-	}
-	if (xp_cli_call(&x, "GET", "/v1/advice", NULL, &rep) < 0) {
-		status = xp_cli_fail_api(&x);
-		goto out;
-	}
-	if (x.json) {
-		xp_cli_print_json(rep);
-	} else {
-		struct xp_table *t = xp_table_create(hdr);
-		const char *cur = xp_cli_jstr(rep, "currency");
-		json_array_foreach(json_object_get(rep, "advice"), i, a)
-		{
-			xp_cli_cell_str(t, a, "kind");
-			xp_cli_cell_str(t, a, "subject");
-			xp_table_addf(t, "%.2f %s",
-				      json_real_value(json_object_get(a, "saving_per_month")), cur);
-			xp_cli_cell_str(t, a, "detail");
-		}
-		if (xp_table_rows(t))
-			xp_table_print(t, stdout);
-		else
-			printf("no advice: nothing idle, oversized or in dear hours that we can see\n");
-		xp_table_destroy(t);
-		printf("total: %.2f %s a month\n",
-		       json_real_value(json_object_get(rep, "total_saving_per_month")), cur);
-	}
-	status = 0;
-out:
-	json_decref(rep);
-	return xp_cli_end(&x, status);
+	return xp_cli_get_verb(argc, argv, &verb, flags, "/v1/advice", NULL, print_advice);
 }

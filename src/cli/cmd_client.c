@@ -391,6 +391,37 @@ void xp_cli_cell_age(struct xp_table *t, const json_t *o, const char *key)
 	xp_table_add(t, u);
 }
 
+int xp_cli_get_verb(int argc, char **argv, const struct xp_cli_verb *verb, struct xp_flag *flags,
+		    const char *path, const char *const *query, void (*print)(const json_t *))
+{
+	struct xp_cli x;
+	struct xp_sb p = { 0 };
+	json_t *reply = NULL;
+	int status = 1;
+	if (xp_cli_start(&x, verb, flags, argc, argv))
+		return xp_cli_end(&x, x.status);
+	xp_sb_puts(&p, path);
+	if (query)
+		xp_cli_query_flags(&p, flags, query);
+	if (xp_cli_connect(&x) < 0) {
+		status = x.status;
+		goto out;
+	}
+	if (xp_cli_call(&x, "GET", p.s, NULL, &reply) < 0) {
+		status = xp_cli_fail_api(&x);
+		goto out;
+	}
+	if (x.json)
+		xp_cli_print_json(reply);
+	else
+		print(reply);
+	status = 0;
+out:
+	json_decref(reply);
+	xp_sb_free(&p);
+	return xp_cli_end(&x, status);
+}
+
 void xp_cli_query_flags(struct xp_sb *path, struct xp_flag *flags, const char *const *names)
 {
 	for (const char *const *f = names; *f; f++)

@@ -140,6 +140,27 @@ out:
 	return xp_cli_end(&x, status);
 }
 
+static void print_prices(const json_t *rep)
+{
+	const char *k;
+	json_t *v;
+	size_t i;
+	printf("currency: %s\ncpu: %g per core-hour\nmemory: %g per GiB-hour\n"
+	       "energy: %g per kWh\ndevices (per device-hour):\n",
+	       xp_cli_jstr(rep, "currency"), json_real_value(json_object_get(rep, "cpu")),
+	       json_real_value(json_object_get(rep, "memory")),
+	       json_real_value(json_object_get(rep, "energy")));
+	json_object_foreach(json_object_get(rep, "devices"), k, v)
+		printf("  %s: %g\n", k, json_real_value(v));
+	json_array_foreach(json_object_get(rep, "time_of_day"), i, v)
+	{
+		long long f = 0, t = 0;
+		xp_cli_jint(v, "from", &f);
+		xp_cli_jint(v, "to", &t);
+		printf("UTC %02lld:00-%02lld:00 x %g\n", f, t, json_real_value(json_object_get(v, "factor")));
+	}
+}
+
 static int prices_show(int argc, char **argv)
 {
 	struct xp_flag flags[] = { XP_CLIENT_FLAGS, { NULL, 0, NULL, NULL } };
@@ -147,45 +168,7 @@ static int prices_show(int argc, char **argv)
 		"prices", "xpool prices", "Show the price table (xpool prices set FILE sets it).",
 		NULL,	  0,		  0,
 	};
-	struct xp_cli x;
-	json_t *rep = NULL;
-	int status = 1;
-	if (xp_cli_start(&x, &verb, flags, argc, argv))
-		return xp_cli_end(&x, x.status);
-	if (xp_cli_connect(&x) < 0) {
-		status = x.status;
-		goto out;
-	}
-	if (xp_cli_call(&x, "GET", "/v1/prices", NULL, &rep) < 0) {
-		status = xp_cli_fail_api(&x);
-		goto out;
-	}
-	if (x.json) {
-		xp_cli_print_json(rep);
-	} else {
-		const char *k;
-		json_t *v;
-		printf("currency: %s\ncpu: %g per core-hour\nmemory: %g per GiB-hour\n"
-		       "energy: %g per kWh\ndevices (per device-hour):\n",
-		       xp_cli_jstr(rep, "currency"), json_real_value(json_object_get(rep, "cpu")),
-		       json_real_value(json_object_get(rep, "memory")),
-		       json_real_value(json_object_get(rep, "energy")));
-		json_object_foreach(json_object_get(rep, "devices"), k, v)
-			printf("  %s: %g\n", k, json_real_value(v));
-		size_t i;
-		json_array_foreach(json_object_get(rep, "time_of_day"), i, v)
-		{
-			long long f = 0, t = 0;
-			xp_cli_jint(v, "from", &f);
-			xp_cli_jint(v, "to", &t);
-			printf("UTC %02lld:00-%02lld:00 x %g\n", f, t,
-			       json_real_value(json_object_get(v, "factor")));
-		}
-	}
-	status = 0;
-out:
-	json_decref(rep);
-	return xp_cli_end(&x, status);
+	return xp_cli_get_verb(argc, argv, &verb, flags, "/v1/prices", NULL, print_prices);
 }
 
 static int prices_set(int argc, char **argv)

@@ -152,30 +152,33 @@ static double gpu_hour(const struct xp_state *st)
 static void idle_quota(const struct xp_state *st, struct advice *ad, int64_t now)
 {
 	json_t *rep = xp_meter_report(st, XP_METER_QUEUE, now - 7 * 24 * HOUR_MS, now, now, -1);
+	double *used = xcalloc(st->queues.n + 1, sizeof(double)); /* subtree device-hours */
 	json_t *row;
 	size_t i;
 	int r = XP_RES_DEV + XP_CLASS_GPU;
+	json_array_foreach(json_object_get(rep, "rows"), i, row)
+	{
+		long q = xp_state_queue(st, json_string_value(json_object_get(row, "queue")));
+		const char *k;
+		json_t *v;
+		double h = 0;
+		json_object_foreach(json_object_get(row, "device_hours"), k, v)
+			h += json_real_value(v);
+		for (; q >= 0; q = st->queues.v[q].parent) /* a guarantee covers its subtree */
+			used[q] += h;
+	}
 	for (size_t q = 0; q < st->queues.n; q++) {
 		const struct xp_queue *qu = &st->queues.v[q];
-		double g = (double)qu->guarantee[r] / 1000.0, used = 0;
+		double g = (double)qu->guarantee[r] / 1000.0, avg = used[q] / (7 * 24.0);
 		if (qu->deleted || g <= 0)
 			continue;
-		json_array_foreach(json_object_get(rep, "rows"), i, row)
-		{
-			if (strcmp(json_string_value(json_object_get(row, "queue")), qu->name))
-				continue;
-			const char *k;
-			json_t *v;
-			json_object_foreach(json_object_get(row, "device_hours"), k, v)
-				used += json_real_value(v);
-		}
-		double avg = used / (7 * 24.0);
 		if (avg < 0.5 * g)
 			advise(ad, "idle_quota", qu->name, (g - avg) * gpu_hour(st) * MONTH_HOURS,
 			       "guaranteed %.1f GPUs, used %.1f on average over 7 days: lower the "
 			       "guarantee to %.0f or lend it (borrowing is on by default)",
 			       g, avg, ceil(avg * 1.2));
 	}
+	free(used);
 	json_decref(rep);
 }
 

@@ -65,7 +65,7 @@ start_dev() {
 	i=0
 	until "$XP" queues >/dev/null 2>&1; do
 		i=$((i + 1))
-		[ "$i" -le 100 ] || { echo "FAIL: the controller at $XPOOL_ADDR does not answer"; exit 1; }
+		[ "$i" -le 300 ] || { echo "FAIL: the controller at $XPOOL_ADDR does not answer in 30 s"; exit 1; }
 		sleep 0.1
 	done
 }

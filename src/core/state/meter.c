@@ -447,7 +447,8 @@ json_t *xp_meter_report(const struct xp_state *st, int by, int64_t since, int64_
 			continue;
 		row_for(&rp, key_of(by, c->job, c->tenant, c->queue))->count[c->name] += c->value;
 	}
-	qsort(rp.rows.v, rp.rows.n, sizeof(struct row), cmp_row);
+	if (rp.rows.n) /* qsort(NULL, 0) is undefined */
+		qsort(rp.rows.v, rp.rows.n, sizeof(struct row), cmp_row);
 
 	json_t *o = json_object(), *rows = json_array();
 	row_init(&total, rp.nnames, 0);

@@ -84,7 +84,8 @@ int xp_state_estimate_workload(struct xp_state *st, int64_t since, struct xp_err
 		total += j->spec.replicas;
 	}
 	xp_intmap_free(&at);
-	qsort(c.v, c.n, sizeof(struct cnt), by_count);
+	if (c.n) /* qsort(NULL, 0) is undefined */
+		qsort(c.v, c.n, sizeof(struct cnt), by_count);
 	size_t take = 0;
 	uint64_t covered = 0;
 	while (take < c.n && take < MAX_SHAPES && (double)covered < COVER * (double)total)

@@ -43,6 +43,7 @@ for n in $(sed -n 's/^  - name: *//p' "$SRC/examples/clusters/small.yaml"); do
 	grep -q "data-node=\"$n" "$T/dom.html" || fail "heatmap: no row for $n"
 done
 grep -q 'class="cell"' "$T/dom.html" || fail "heatmap: no device cells"
+grep -q 'polyline[^>]*points="[0-9]' "$T/dom.html" || fail "the history chart has no point"
 grep -q 'ui-pending' "$T/dom.html" || fail "pending jobs: ui-pending missing"
 grep -q 'class="why"' "$T/dom.html" || fail "pending jobs: no explanation"
 grep -q 'data-job="ui-running"' "$T/dom.html" || fail "running jobs: ui-running missing"

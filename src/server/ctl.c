@@ -221,6 +221,7 @@ void xp_ctl_stop(struct xp_ctl *ctl)
 	xp_http_stop(ctl);
 	xp_owner_stop(ctl);
 	xp_alert_feed_stop(ctl);
+	xp_history_free(ctl);
 	xp_store_close(ctl->store);
 	xp_state_destroy(ctl->st);
 	xp_events_destroy(ctl->ev);

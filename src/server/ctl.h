@@ -152,6 +152,18 @@ struct xp_metrics {
 	pthread_mutex_t mu;	      /* http[] is bumped by workers */
 };
 char *xp_metrics_render(struct xp_ctl *ctl);
+
+/* history.c: the pool sampled every 10 s for a day, for the dashboard */
+struct xp_sample {
+	int64_t at;
+	double alloc, frag;
+	uint32_t running, pending;
+};
+struct xp_history {
+	struct xp_sample *ring;
+	size_t head, n;
+	int64_t next;
+};
 /* metrics_pool.c: the per device, node, queue and tenant series */
 void xp_metrics_pool(struct xp_ctl *ctl, struct xp_sb *sb);
 
@@ -200,6 +212,7 @@ struct xp_ctl {
 	int watch_stop;
 	struct xp_alert_feed *alerts; /* alert_feed.c */
 	int64_t workload_next;	      /* when to estimate the target workload M again */
+	struct xp_history history;    /* history.c */
 	struct xp_intmap energy;      /* job id -> struct xp_energy: measured joules of the
 				       * running attempt, from the agents' power reports */
 };
@@ -325,6 +338,9 @@ void xp_alert_feed_tick(struct xp_ctl *ctl, int64_t now);
 void xp_api_alerts(struct xp_ctl *, struct xp_cmd *);
 struct xp_alert_stats;
 void xp_alert_feed_stats(struct xp_ctl *ctl, struct xp_alert_stats *out);
+void xp_history_sample(struct xp_ctl *ctl, int64_t now);
+void xp_history_free(struct xp_ctl *ctl);
+void xp_api_history(struct xp_ctl *, struct xp_cmd *);
 /* api_advise.c */
 void xp_api_forecast(struct xp_ctl *, struct xp_cmd *);
 void xp_api_advice(struct xp_ctl *, struct xp_cmd *);

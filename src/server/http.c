@@ -45,6 +45,7 @@ static const struct route {
 	{ "GET", "/v1/usage", xp_api_usage, 0, 0 },
 	{ "GET", "/v1/alerts", xp_api_alerts, 1, 0 },
 	{ "GET", "/v1/forecast", xp_api_forecast, 0, 0 },
+	{ "GET", "/v1/history", xp_api_history, 0, 0 },
 	{ "GET", "/v1/advice", xp_api_advice, 1, 0 },
 	{ "GET", "/v1/prices", xp_api_prices_get, 0, 0 },
 	{ "PUT", "/v1/prices", xp_api_prices_put, 1, 0 },

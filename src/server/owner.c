@@ -435,6 +435,7 @@ static void *owner_main(void *arg)
 			more = cycle(ctl);
 			xp_alert_feed_tick(ctl, xp_ctl_now());
 			estimate_workload(ctl, xp_ctl_now());
+			xp_history_sample(ctl, xp_ctl_now());
 			snapshot_if_due(ctl);
 		} else {
 			more = 0;

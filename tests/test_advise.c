@@ -21,11 +21,7 @@
 static json_t *call(struct xp_ctl *ctl, const char *method, const char *path, const char *body,
 		    long *status)
 {
-	json_error_t je;
-	char *text = xp_test_http(ctl->addr, ctl->admin_token, method, path, body, status);
-	json_t *o = json_loads(*text ? text : "null", JSON_DECODE_ANY, &je);
-	free(text);
-	return o;
+	return xp_test_json(ctl->addr, ctl->admin_token, method, path, body, status);
 }
 
 static json_t *find(json_t *advice, const char *kind)
@@ -152,9 +148,7 @@ static void test_advice(void **state)
 	assert_int_equal(st, 400);
 	json_decref(r);
 	xp_ctl_stop(ctl);
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
+	xp_test_rmdir(dir);
 }
 
 int main(void)

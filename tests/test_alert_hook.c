@@ -67,11 +67,7 @@ static enum MHD_Result on_req(void *cls, struct MHD_Connection *c, const char *u
 static json_t *call(struct xp_ctl *ctl, const char *method, const char *path, const char *body,
 		    long *status)
 {
-	json_error_t je;
-	char *text = xp_test_http(ctl->addr, ctl->admin_token, method, path, body, status);
-	json_t *o = json_loads(*text ? text : "null", JSON_DECODE_ANY, &je);
-	free(text);
-	return o;
+	return xp_test_json(ctl->addr, ctl->admin_token, method, path, body, status);
 }
 
 /* the first notification with this rule and status, waiting up to 10 s */
@@ -171,9 +167,7 @@ static void test_webhook(void **state)
 	for (size_t k = 0; k < h.got.n; k++)
 		json_decref(h.got.v[k]);
 	xp_vec_free(&h.got);
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
+	xp_test_rmdir(dir);
 }
 
 int main(void)

@@ -299,9 +299,7 @@ static void test_api_table(void **state)
 		free(v.name[i]);
 		free(v.val[i]);
 	}
-	char cmd[4200];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
+	xp_test_rmdir(dir);
 }
 
 int main(void)

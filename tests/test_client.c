@@ -416,16 +416,18 @@ static void test_sse_parser(void **state)
 /* ---- transport ---- */
 
 /* A port nothing listens on: bind one, note it, close it. */
-static int closed_port(void)
+/* A loopback port nobody listens on: bound (so no other test's server can
+ * take it meanwhile) but not listening, so a connect is refused. The
+ * caller closes *fd when done. */
+static int closed_port(int *fd)
 {
 	struct sockaddr_in a = { 0 };
 	socklen_t al = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	*fd = socket(AF_INET, SOCK_STREAM, 0);
 	a.sin_family = AF_INET;
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &al), 0);
-	close(fd);
+	assert_int_equal(bind(*fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(*fd, (struct sockaddr *)&a, &al), 0);
 	return ntohs(a.sin_port);
 }
 
@@ -433,7 +435,7 @@ static void test_cannot_reach(void **state)
 {
 	struct xp_err err = { 0 };
 	char addr[64], want[128];
-	int port = closed_port();
+	int hold, port = closed_port(&hold);
 	long status;
 	char *resp = NULL;
 	size_t len;
@@ -464,6 +466,7 @@ static void test_cannot_reach(void **state)
 	if (strncmp(err.text, want, strlen(want)) != 0)
 		fail_msg("https: got '%s'", err.text);
 	xp_client_destroy(c);
+	close(hold);
 }
 
 /* A canned HTTP peer: answers each request with the next scripted reply,
@@ -954,8 +957,10 @@ static void test_cli_without_controller(void **state)
 	assert_int_equal(run_xpool("jobs", out, sizeof(out)), 1);
 	assert_non_null(strstr(out, "xpool jobs: no API token: pass --token"));
 	/* nothing listening: exit 1, "cannot reach" */
-	snprintf(args, sizeof(args), "nodes --addr 127.0.0.1:%d --token t", closed_port());
+	int hold;
+	snprintf(args, sizeof(args), "nodes --addr 127.0.0.1:%d --token t", closed_port(&hold));
 	assert_int_equal(run_xpool(args, out, sizeof(out)), 1);
+	close(hold);
 	assert_non_null(
 		strstr(out, "xpool nodes: cannot reach the controller at http://127.0.0.1:"));
 	/* --help goes to stdout with exit 0, for every verb */
@@ -964,7 +969,8 @@ static void test_cli_without_controller(void **state)
 		"logs",		"nodes",	"node",		"cordon",	 "uncordon",
 		"drain",	"devices",	"queues",	"tenants",	 "tokens",
 		"events",	"queue create", "queue delete", "tenant create", "token create",
-		"token revoke",
+		"token revoke", "cost",		"prices",	"count",	 "alerts",
+		"top",		"forecast",	"advise",
 	};
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
 		char want[64];

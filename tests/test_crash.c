@@ -228,9 +228,7 @@ static void one_round(uint64_t seed)
 		free(cl[i].acked);
 	kill(s.pid, SIGTERM);
 	waitpid(s.pid, NULL, 0);
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
+	xp_test_rmdir(dir);
 }
 
 static void test_crash_rounds(void **state)

@@ -163,16 +163,14 @@ static void test_restart_and_refusals(void **state)
 		fail_msg("unexpected refusal: %s", err.text);
 	print_message("  refused: %s\n", err.text);
 
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
+	xp_test_rmdir(dir);
 }
 
 /* retention: beyond --max-finished the oldest finished jobs are forgotten,
  * through the journal, so a restart forgets exactly the same ones */
 static void test_retention(void **state)
 {
-	char dir[] = "/tmp/xpretainXXXXXX", cmd[300];
+	char dir[] = "/tmp/xpretainXXXXXX";
 	struct xp_err err = { 0 };
 	long st;
 	(void)state;
@@ -225,8 +223,7 @@ static void test_retention(void **state)
 	free(again);
 	xp_ctl_stop(ctl);
 	g_max_finished = 0;
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
+	xp_test_rmdir(dir);
 }
 
 int main(void)

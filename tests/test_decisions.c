@@ -245,9 +245,7 @@ static void test_same_decisions(void **state)
 	xp_client_destroy(cl);
 	world_free(&w);
 	xp_ctl_stop(ctl);
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
+	xp_test_rmdir(dir);
 }
 
 int main(void)

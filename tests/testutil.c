@@ -2,6 +2,7 @@
 #include "testutil.h"
 
 #include <curl/curl.h>
+#include <jansson.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,4 +98,21 @@ char *xp_test_http(const char *addr, const char *token, const char *method, cons
 	if (status)
 		*status = st;
 	return b.s;
+}
+
+json_t *xp_test_json(const char *addr, const char *token, const char *method, const char *path,
+		     const char *body, long *status)
+{
+	json_error_t je;
+	char *text = xp_test_http(addr, token, method, path, body, status);
+	json_t *o = json_loads(*text ? text : "null", JSON_DECODE_ANY, &je);
+	free(text);
+	return o;
+}
+
+void xp_test_rmdir(const char *dir)
+{
+	char cmd[4200];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
 }

@@ -20,4 +20,12 @@ char *xp_test_tmpfile(const char *suffix, const char *text);
 char *xp_test_http(const char *addr, const char *token, const char *method, const char *path,
 		   const char *body, long *status);
 
+/* The same, the reply decoded as JSON (JSON null for an empty body, NULL
+ * if it is not JSON); a new reference. */
+struct json_t;
+struct json_t *xp_test_json(const char *addr, const char *token, const char *method,
+			    const char *path, const char *body, long *status);
+/* rm -rf dir, asserting it worked. */
+void xp_test_rmdir(const char *dir);
+
 #endif

@@ -245,11 +245,12 @@ int xp_cmd_count(int argc, char **argv)
 	};
 	struct xp_cli x;
 	struct xp_sb path = { 0 }, done = { 0 };
-	json_t *body = json_object();
+	json_t *body;
 	long long id;
 	int status = 2;
 	if (xp_cli_start(&x, &verb, flags, argc, argv))
 		return xp_cli_end(&x, x.status);
+	body = json_object();
 	if (xp_cli_parse_id(&x, "job ID", x.args[0], &id) < 0)
 		goto out;
 	for (int i = 1; i < x.nargs; i++) {

@@ -4,6 +4,8 @@
  */
 #include "testutil.h"
 
+#include <math.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +13,7 @@
 #include "lib/intmap.h"
 #include "lib/rng.h"
 #include "lib/sha256.h"
+#include "lib/pyrand.h"
 #include "lib/timefmt.h"
 
 static void test_sha256(void **st)
@@ -128,6 +131,33 @@ static void test_intmap_reference(void **st)
 	xp_intmap_free(&m);
 }
 
+/* CPython's random.Random, draw for draw; the expected values are what
+ * CPython 3.11 prints for the same calls */
+static void test_pyrand(void **st)
+{
+	(void)st;
+	struct xp_pyrand r;
+	xp_pyrand_seed(&r, 0);
+	assert_true(xp_pyrand_random(&r) == 0.8444218515250481);
+	assert_true(xp_pyrand_random(&r) == 0.7579544029403025);
+	assert_true(xp_pyrand_random(&r) == 0.420571580830845);
+	xp_pyrand_seed(&r, 2);
+	assert_true(xp_pyrand_random(&r) == 0.9560342718892494);
+	assert_true(xp_pyrand_random(&r) == 0.9478274870593494);
+	assert_int_equal(xp_pyrand_bits(&r, 5), 1);
+	assert_int_equal(xp_pyrand_below(&r, 26), 2);
+	assert_true(xp_pyrand_uniform(&r, 1.5, 3) == 1.6273079927383824);
+	xp_pyrand_seed(&r, 12345678901ULL); /* a seed of two 32-bit words */
+	assert_true(xp_pyrand_random(&r) == 0.9460118159397316);
+	assert_true(xp_pyrand_random(&r) == 0.3279999559233737);
+	static const uint32_t choices[] = { 7, 18, 17, 4, 11 };
+	xp_pyrand_seed(&r, 3);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(xp_pyrand_below(&r, 26), choices[i]);
+	xp_pyrand_seed(&r, 3); /* Gavel's inter-arrival: -ln(1 - U) * lam */
+	assert_true(fabs(-log(1.0 - xp_pyrand_random(&r)) * 900 - 244.5860729103015) < 1e-9);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -135,6 +165,7 @@ int main(void)
 		cmocka_unit_test(test_time),
 		cmocka_unit_test(test_duration),
 		cmocka_unit_test(test_intmap_reference),
+		cmocka_unit_test(test_pyrand),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,6 +5,7 @@
 # usage: cli_sim.sh XPOOL SHARED_DIR SOURCE_DIR
 set -u
 XP=$1
+SHARED=$2
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fails=0
@@ -95,6 +96,12 @@ expect 0 "wrote $T/fig.svg" -- "$XP" sim plot --ours "$T/run" --workload "$W" --
 grep -q '06-FGD' "$T/fig.svg" || { echo "FAIL: sim plot: no 06-FGD line"; fails=$((fails + 1)); }
 expect 1 "no results for workload 'nope'" -- "$XP" sim plot --ours "$T/run" --workload nope --out "$T/fig2.svg"
 expect 2 "\-\-out FILE is required" -- "$XP" sim plot --ours "$T/run"
+if [ -f "$SHARED/traces/gavel/gavel_isolated_throughputs.csv" ]; then
+	expect 0 "" -- "$XP" sim gavel-trace --matrix "$SHARED/traces/gavel/gavel_isolated_throughputs.csv" --jobs 5 --multi-gpu
+	[ "$(wc -l <"$T/out")" = 5 ] || { echo "FAIL: gavel-trace: $(cat "$T/out")"; fails=$((fails + 1)); }
+	[ "$(head -1 "$T/out" | awk -F'\t' '{ print NF }')" = 10 ] || { echo "FAIL: gavel-trace: not 10 fields"; fails=$((fails + 1)); }
+fi
+expect 2 "\-\-rate: expected jobs per hour" -- "$XP" sim gavel-trace --rate 0
 for f in analysis_allo_discrete.csv analysis_frag_discrete.csv analysis_frag_ratio_discrete.csv runs.csv; do
 	[ -s "$T/run/$f" ] || { echo "FAIL: $f missing"; fails=$((fails + 1)); }
 done

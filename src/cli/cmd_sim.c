@@ -13,8 +13,10 @@
 
 #include "../core/sched/policy.h"
 #include "../lib/clock.h"
+#include "../lib/parse.h"
 #include "../lib/xalloc.h"
 #include "../sim/compare.h"
+#include "../sim/gavel.h"
 #include "../sim/grid.h"
 #include "../sim/openb.h"
 #include "cli.h"
@@ -407,6 +409,69 @@ out:
 	return status;
 }
 
+static int cmd_gavel_trace(int argc, char **argv)
+{
+	struct xp_flag flags[] = {
+		{ "matrix", XP_FLAG_STR, "FILE", "gavel_isolated_throughputs.csv" },
+		{ "rate", XP_FLAG_STR, "R", "arrivals per hour (default 2.0)" },
+		{ "jobs", XP_FLAG_STR, "N", "jobs (default 6000)" },
+		{ "seed", XP_FLAG_STR, "S", "Gavel's seed (default 0)" },
+		{ "multi-gpu", XP_FLAG_BOOL, NULL, "scale factors 1/2/4/8 (70/10/15/5 %)" },
+		{ NULL, 0, NULL, NULL },
+	};
+	struct xp_err err = { 0 };
+	char *def = NULL;
+	int help, status = 2;
+	long jobs = 6000, seed = 0;
+	double rate = 2.0;
+	const char *sh = getenv("XP_SHARED_DIR");
+	size_t dl = strlen(sh ? sh : "../shared") + 64;
+	def = malloc(dl);
+	snprintf(def, dl, "%s/traces/gavel/gavel_isolated_throughputs.csv", sh ? sh : "../shared");
+	xp_flag_get(flags, "matrix")->sval = def;
+	if (xp_flags_parse(flags, argc, argv, &help, &err) < 0) {
+		status = xp_cli_fail("sim gavel-trace", &err, 2);
+		goto out;
+	}
+	if (help) {
+		xp_flags_usage(stdout, "xpool sim gavel-trace [flags] > trace.tsv",
+			       "Gavel's synthetic continuous trace (PROTOCOL.md 2.3), drawn as\n"
+			       "CPython draws it, as Gavel's 10-field TSV on stdout.",
+			       flags);
+		status = 0;
+		goto out;
+	}
+	const char *f;
+	if ((f = xp_flag_get(flags, "rate")->sval) &&
+	    (xp_parse_double(f, &rate) < 0 || !(rate > 0) || rate > 1000)) {
+		xp_errf(&err, XP_EINVAL, "--rate: expected jobs per hour in (0, 1000], got '%s'", f);
+		status = xp_cli_fail("sim gavel-trace", &err, 2);
+		goto out;
+	}
+	if (((f = xp_flag_get(flags, "jobs")->sval) &&
+	     xp_parse_int_flag("jobs", f, 1, 10000000, &jobs, &err) < 0) ||
+	    ((f = xp_flag_get(flags, "seed")->sval) &&
+	     xp_parse_int_flag("seed", f, 0, 1000000000, &seed, &err) < 0)) {
+		status = xp_cli_fail("sim gavel-trace", &err, 2);
+		goto out;
+	}
+	static struct xp_gavel_matrix m;
+	if (xp_gavel_load(xp_flag_get(flags, "matrix")->sval, &m, &err) < 0) {
+		status = xp_cli_fail("sim gavel-trace", &err, 1);
+		goto out;
+	}
+	struct xp_gavel_job *t = malloc((size_t)jobs * sizeof(*t));
+	xp_gavel_trace(&m, (size_t)jobs, rate, xp_flag_get(flags, "multi-gpu")->bval,
+		       (unsigned)seed, t);
+	xp_gavel_write_tsv(stdout, t, (size_t)jobs);
+	free(t);
+	status = 0;
+out:
+	free(def);
+	xp_flags_free(flags);
+	return status;
+}
+
 static int cmd_workload(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
@@ -485,6 +550,8 @@ int xp_cmd_sim(int argc, char **argv)
 		{ "openb", cmd_openb, "replay the OpenB trace under the FGD paper's protocol" },
 		{ "compare", cmd_compare, "our results beside the published ones" },
 		{ "plot", cmd_plot, "the FGD paper's Fig. 9a from results, as SVG" },
+		{ "gavel-trace", cmd_gavel_trace,
+		  "Gavel's synthetic trace, drawn as CPython draws it (TSV)" },
 		{ "workload", cmd_workload,
 		  "the target workload M and empty-cluster fragmentation" },
 		{ "bench", xp_cmd_sim_bench,

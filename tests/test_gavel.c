@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sim/gavel.h"
 
@@ -84,10 +85,12 @@ static void test_trace(void **state)
 	free(t);
 
 	/* a bad matrix is refused with its line */
-	const char *bad = xp_test_tmpfile(".csv", "job_type,scale_factor,v100,p100,k80\n"
-						"A3C,3,1,1,1\n");
+	char *bad = xp_test_tmpfile(".csv", "job_type,scale_factor,v100,p100,k80\n"
+					  "A3C,3,1,1,1\n");
 	assert_true(xp_gavel_load(bad, &m, &err) < 0);
 	assert_non_null(strstr(err.text, ":2: scale_factor: expected 1, 2, 4 or 8"));
+	unlink(bad);
+	free(bad);
 }
 
 int main(void)

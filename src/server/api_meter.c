@@ -58,8 +58,9 @@ void xp_api_usage(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		FAIL(cmd, XP_EINVAL, "by", "by: expected tenant, queue or job, got '%s'", bs);
 	if (fmt && strcmp(fmt, "json") && strcmp(fmt, "csv"))
 		FAIL(cmd, XP_EINVAL, "format", "format: expected json or csv, got '%s'", fmt);
+	/* by default up to now, what was recorded in this millisecond included */
 	if (when(cmd, "since", now, now - 30LL * 86400 * 1000, &since) < 0 ||
-	    when(cmd, "until", now, now, &until) < 0)
+	    when(cmd, "until", now, now + 1, &until) < 0)
 		return;
 	if (until <= since)
 		FAIL(cmd, XP_EINVAL, "until", "until: must be after since");

@@ -419,6 +419,26 @@ static void test_bad_records(void **state)
 	world_free(&w);
 }
 
+/* a run's hourly rate: energy from the agents' measurement when there is
+ * one (3.6 MJ over an hour is 1 kW), else from the power model */
+static void test_run_rate(void **state)
+{
+	(void)state;
+	struct xp_prices p;
+	struct xp_err err = { 0 };
+	const char *doc = "cpu: 1\nmemory: 0.5\nenergy: 0.25\ndevices: {A100: 3, default: 2}\n";
+	assert_int_equal(xp_prices_parse("p", doc, strlen(doc), 0, &p, &err), 0);
+	char *names[] = { "A100", "L4" };
+	struct xp_meter_dev devs[2] = { { 0, 1000, 400 }, { 1, 500, 35 } };
+	struct xp_meter_run r = { .start = 0, .end = 3600000, .cpu_milli = 2000, .mem_mib = 2048,
+				  .dev0 = 0, .ndev = 2 };
+	/* 2 cores + 2 GiB x 0.5 + A100 3 + half an L4 x 2 + 0.435 kW x 0.25 */
+	assert_true(fabs(xp_meter_run_rate(&p, devs, names, &r) - (2 + 1 + 3 + 1 + 0.435 * 0.25)) <
+		    1e-12);
+	r.measured_j = 3600000;
+	assert_true(fabs(xp_meter_run_rate(&p, devs, names, &r) - (2 + 1 + 3 + 1 + 1 * 0.25)) < 1e-12);
+}
+
 /* the controller's estimate of M (workload.c): shapes by replicas, the top
  * 95 %, renormalised; host memory and node pinning do not split a shape */
 static void test_workload_estimate(void **state)
@@ -463,6 +483,7 @@ int main(void)
 		cmocka_unit_test(test_random_ledger),
 		cmocka_unit_test(test_bad_records),
 		cmocka_unit_test(test_workload_estimate),
+		cmocka_unit_test(test_run_rate),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

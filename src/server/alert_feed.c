@@ -148,8 +148,7 @@ static void queue_signals(struct xp_ctl *ctl, int64_t now)
 static void enqueue(void *ctx, json_t *n)
 {
 	struct xp_alert_feed *f = ctx;
-	char *s = json_dumps(n, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(n);
+	char *s = xp_json_take(n);
 	if (!f->base) { /* no webhook: the notification is only logged */
 		fprintf(stderr, "xpool server: alert %s\n", s);
 		free(s);
@@ -301,7 +300,5 @@ void xp_api_alerts(struct xp_ctl *ctl, struct xp_cmd *cmd)
 			      "notifications", (json_int_t)s.notifications, "delivered",
 			      (json_int_t)delivered, "failed", (json_int_t)failed, "queued",
 			      (json_int_t)queued);
-	char *body = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(o);
-	xp_reply_json(cmd, 200, body);
+	xp_reply_json(cmd, 200, xp_json_take(o));
 }

@@ -15,13 +15,6 @@
 #include "../lib/sha256.h"
 #include "../lib/xalloc.h"
 
-static char *dumps(json_t *o)
-{
-	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(o);
-	return s;
-}
-
 int xp_token_new(char token[80], char sha[65])
 {
 	unsigned char raw[32];
@@ -112,7 +105,7 @@ void xp_api_nodes_list(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		if (!st->nodes.v[n].removed)
 			json_array_append_new(arr, node_json(ctl, n));
 	json_t *o = json_pack("{s:o,s:n}", "nodes", arr, "next");
-	xp_reply_json(cmd, 200, dumps(o));
+	xp_reply_json(cmd, 200, xp_json_take(o));
 }
 
 static long node_or_404(struct xp_ctl *ctl, struct xp_cmd *cmd)
@@ -128,7 +121,7 @@ void xp_api_node_get(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	long n;
 	if (fresh_sched(ctl, cmd) < 0 || (n = node_or_404(ctl, cmd)) < 0)
 		return;
-	xp_reply_json(cmd, 200, dumps(node_json(ctl, (size_t)n)));
+	xp_reply_json(cmd, 200, xp_json_take(node_json(ctl, (size_t)n)));
 }
 
 void xp_api_nodes_add(struct xp_ctl *ctl, struct xp_cmd *cmd)
@@ -162,7 +155,7 @@ void xp_api_nodes_add(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	for (size_t i = 0; i < c->nnodes; i++)
 		json_array_append_new(
 			arr, node_json(ctl, (size_t)xp_state_node(ctl->st, c->nodes[i].name)));
-	xp_reply_json(cmd, 201, dumps(json_pack("{s:o}", "nodes", arr)));
+	xp_reply_json(cmd, 201, xp_json_take(json_pack("{s:o}", "nodes", arr)));
 }
 
 void xp_api_node_patch(struct xp_ctl *ctl, struct xp_cmd *cmd)
@@ -184,7 +177,7 @@ void xp_api_node_patch(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		FAIL_ERR(cmd, &err, NULL);
 	cmd->journaled = 1;
 	if (fresh_sched(ctl, cmd) == 0)
-		xp_reply_json(cmd, 200, dumps(node_json(ctl, (size_t)n)));
+		xp_reply_json(cmd, 200, xp_json_take(node_json(ctl, (size_t)n)));
 }
 
 void xp_api_node_delete(struct xp_ctl *ctl, struct xp_cmd *cmd)
@@ -195,7 +188,7 @@ void xp_api_node_delete(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	if (xp_ctl_journal(ctl, "node.remove", xp_rec_node_remove(cmd->name), &err) < 0)
 		FAIL_ERR(cmd, &err, NULL);
 	cmd->journaled = 1;
-	xp_reply_json(cmd, 200, dumps(json_pack("{s:s,s:b}", "name", cmd->name, "removed", 1)));
+	xp_reply_json(cmd, 200, xp_json_take(json_pack("{s:s,s:b}", "name", cmd->name, "removed", 1)));
 }
 
 void xp_api_devices(struct xp_ctl *ctl, struct xp_cmd *cmd)
@@ -257,7 +250,7 @@ void xp_api_devices(struct xp_ctl *ctl, struct xp_cmd *cmd)
 			json_array_append_new(arr, dj);
 		}
 	}
-	xp_reply_json(cmd, 200, dumps(json_pack("{s:o}", "devices", arr)));
+	xp_reply_json(cmd, 200, xp_json_take(json_pack("{s:o}", "devices", arr)));
 }
 
 /* ---- queues, tenants, tokens ---- */
@@ -296,7 +289,7 @@ void xp_api_queues_list(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	for (size_t i = 0; i < ctl->st->queues.n; i++)
 		if (!ctl->st->queues.v[i].deleted)
 			json_array_append_new(arr, queue_json(ctl->st, &ctl->st->queues.v[i]));
-	xp_reply_json(cmd, 200, dumps(json_pack("{s:o}", "queues", arr)));
+	xp_reply_json(cmd, 200, xp_json_take(json_pack("{s:o}", "queues", arr)));
 }
 
 void xp_api_queue_get(struct xp_ctl *ctl, struct xp_cmd *cmd)
@@ -304,7 +297,7 @@ void xp_api_queue_get(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	long q = xp_state_queue(ctl->st, cmd->name);
 	if (q < 0)
 		FAIL(cmd, XP_ENOENT, NULL, "no queue %s", cmd->name);
-	xp_reply_json(cmd, 200, dumps(queue_json(ctl->st, &ctl->st->queues.v[q])));
+	xp_reply_json(cmd, 200, xp_json_take(queue_json(ctl->st, &ctl->st->queues.v[q])));
 }
 
 /* queue.create (POST) or queue.update (PATCH, the fields given) */
@@ -332,7 +325,7 @@ static void queue_define(struct xp_ctl *ctl, struct xp_cmd *cmd, int update)
 		FAIL_ERR(cmd, &err, NULL);
 	cmd->journaled = 1;
 	q = xp_state_queue(ctl->st, def.name);
-	xp_reply_json(cmd, update ? 200 : 201, dumps(queue_json(ctl->st, &ctl->st->queues.v[q])));
+	xp_reply_json(cmd, update ? 200 : 201, xp_json_take(queue_json(ctl->st, &ctl->st->queues.v[q])));
 }
 
 void xp_api_queues_create(struct xp_ctl *ctl, struct xp_cmd *cmd)
@@ -366,7 +359,7 @@ void xp_api_queue_delete(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	if (xp_ctl_journal(ctl, "queue.delete", xp_rec_queue_delete(cmd->name), &err) < 0)
 		FAIL_ERR(cmd, &err, NULL);
 	cmd->journaled = 1;
-	xp_reply_json(cmd, 200, dumps(json_pack("{s:s,s:b}", "name", cmd->name, "deleted", 1)));
+	xp_reply_json(cmd, 200, xp_json_take(json_pack("{s:s,s:b}", "name", cmd->name, "deleted", 1)));
 }
 
 void xp_api_tenants_list(struct xp_ctl *ctl, struct xp_cmd *cmd)
@@ -376,7 +369,7 @@ void xp_api_tenants_list(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		json_array_append_new(arr,
 				      json_pack("{s:s,s:i}", "name", ctl->st->tenants.v[i].name,
 						"jobs", (int)ctl->st->tenants.v[i].live));
-	xp_reply_json(cmd, 200, dumps(json_pack("{s:o}", "tenants", arr)));
+	xp_reply_json(cmd, 200, xp_json_take(json_pack("{s:o}", "tenants", arr)));
 }
 
 void xp_api_tenants_create(struct xp_ctl *ctl, struct xp_cmd *cmd)
@@ -393,7 +386,7 @@ void xp_api_tenants_create(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		else {
 			cmd->journaled = 1;
 			xp_reply_json(cmd, 201,
-				      dumps(json_pack("{s:s,s:i}", "name", name, "jobs", 0)));
+				      xp_json_take(json_pack("{s:s,s:i}", "name", name, "jobs", 0)));
 		}
 	}
 	json_decref(o);
@@ -411,7 +404,7 @@ void xp_api_tokens_list(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	for (size_t i = 0; i < ctl->st->tokens.n; i++)
 		if (!ctl->st->tokens.v[i].revoked)
 			json_array_append_new(arr, token_json(ctl, &ctl->st->tokens.v[i]));
-	xp_reply_json(cmd, 200, dumps(json_pack("{s:o}", "tokens", arr)));
+	xp_reply_json(cmd, 200, xp_json_take(json_pack("{s:o}", "tokens", arr)));
 }
 
 void xp_api_tokens_create(struct xp_ctl *ctl, struct xp_cmd *cmd)
@@ -452,7 +445,7 @@ void xp_api_tokens_create(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	cmd->journaled = 1;
 	json_t *r = token_json(ctl, &ctl->st->tokens.v[ctl->st->tokens.n - 1]);
 	json_object_set_new(r, "token", json_string(token));
-	xp_reply_json(cmd, 201, dumps(r));
+	xp_reply_json(cmd, 201, xp_json_take(r));
 }
 
 void xp_api_token_delete(struct xp_ctl *ctl, struct xp_cmd *cmd)
@@ -462,7 +455,7 @@ void xp_api_token_delete(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		FAIL_ERR(cmd, &err, NULL);
 	cmd->journaled = 1;
 	xp_reply_json(cmd, 200,
-		      dumps(json_pack("{s:I,s:b}", "id", (json_int_t)cmd->id, "revoked", 1)));
+		      xp_json_take(json_pack("{s:I,s:b}", "id", (json_int_t)cmd->id, "revoked", 1)));
 }
 
 void xp_api_metrics(struct xp_ctl *ctl, struct xp_cmd *cmd)

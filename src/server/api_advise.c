@@ -37,13 +37,6 @@
 #define HOUR_MS	    3600000LL
 #define MONTH_HOURS 730.0
 
-static char *dumps(json_t *o)
-{
-	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
-	json_decref(o);
-	return s;
-}
-
 static long query_long(struct xp_cmd *cmd, const char *key, long min, long max, long dflt)
 {
 	const char *s = xp_cmd_query(cmd, key);
@@ -112,7 +105,7 @@ void xp_api_forecast(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	free(c);
 	free(u);
 	free(out);
-	xp_reply_json(cmd, 200, dumps(o));
+	xp_reply_json(cmd, 200, xp_json_take(o));
 }
 
 struct advice {
@@ -297,13 +290,8 @@ static void cheaper_hours(const struct xp_state *st, struct advice *ad, int64_t 
 		int64_t a = r->start > now - 7 * 24 * HOUR_MS ? r->start : now - 7 * 24 * HOUR_MS;
 		if (!j || j->spec.priority > 0 || r->end <= a)
 			continue;
-		double hrs = (double)(r->end - a) / HOUR_MS, w = xp_prices_hours(p, a, r->end), rate = 0;
-		for (uint32_t k = 0; k < r->ndev; k++) {
-			const struct xp_meter_dev *d = &st->meter.devs.v[r->dev0 + k];
-			rate += d->milli / 1000.0 *
-				xp_prices_device(p, st->meter.names.v[d->model]);
-		}
-		rate += r->cpu_milli / 1000.0 * p->cpu + r->mem_mib / 1024.0 * p->memory;
+		double hrs = (double)(r->end - a) / HOUR_MS, w = xp_prices_hours(p, a, r->end);
+		double rate = xp_meter_run_rate(p, st->meter.devs.v, st->meter.names.v, r);
 		extra += rate * (w - lo * hrs);
 	}
 	if (extra > 1e-6)
@@ -323,6 +311,6 @@ void xp_api_advice(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	cheaper_hours(ctl->st, &ad, now);
 	const struct xp_prices *p = &ctl->st->meter.prices;
 	xp_reply_json(cmd, 200,
-		      dumps(json_pack("{s:s,s:o,s:f}", "currency", p->set ? p->currency : "GPU-hours",
+		      xp_json_take(json_pack("{s:s,s:o,s:f}", "currency", p->set ? p->currency : "GPU-hours",
 				      "advice", ad.items, "total_saving_per_month", ad.total)));
 }

@@ -34,13 +34,6 @@
 
 #define LOG_MAX_BYTES ((off_t)64 << 20) /* per replica log kept by the controller */
 
-static char *dumps(json_t *o)
-{
-	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(o);
-	return s;
-}
-
 static void live_ensure(struct xp_ctl *ctl, size_t n)
 {
 	while (ctl->live.n <= n) {
@@ -164,7 +157,7 @@ void xp_api_agents_register(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	ctl->live.v[n].suspect = 0;
 	xp_reply_json(
 		cmd, cmd->journaled ? 201 : 200,
-		dumps(json_pack("{s:s,s:i,s:I}", "node", node->name, "heartbeat_ms",
+		xp_json_take(json_pack("{s:s,s:i,s:I}", "node", node->name, "heartbeat_ms",
 				ctl->o.heartbeat_ms, "version", (json_int_t)ctl->assign_ver.v[n])));
 }
 
@@ -281,7 +274,7 @@ void xp_api_node_heartbeat(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		FAIL_ERR(cmd, &err, NULL);
 	cmd->journaled = st->nodes.v[n].state == XP_NODE_READY && changed;
 	xp_reply_json(cmd, 200,
-		      dumps(json_pack("{s:I}", "version", (json_int_t)ctl->assign_ver.v[n])));
+		      xp_json_take(json_pack("{s:I}", "version", (json_int_t)ctl->assign_ver.v[n])));
 }
 
 void xp_energy_beat(struct xp_ctl *ctl, uint32_t node, const struct xp_devstat *ds,
@@ -362,7 +355,7 @@ void xp_api_node_assignments(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	cmd->id = ctl->assign_ver.v[n]; /* the version this list reflects */
 	cmd->node = n;			/* for the worker's wait */
 	xp_reply_json(cmd, 200,
-		      dumps(json_pack("{s:s,s:I,s:o}", "node", cmd->name, "version",
+		      xp_json_take(json_pack("{s:s,s:I,s:o}", "node", cmd->name, "version",
 				      (json_int_t)cmd->id, "assignments", arr)));
 }
 
@@ -438,7 +431,7 @@ void xp_api_node_tasks(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		cmd->journaled = 1;
 	}
 	json_decref(o);
-	xp_reply_json(cmd, 200, dumps(json_pack("{s:i}", "accepted", (int)json_array_size(tasks))));
+	xp_reply_json(cmd, 200, xp_json_take(json_pack("{s:i}", "accepted", (int)json_array_size(tasks))));
 }
 
 /* ---- logs ---- */
@@ -486,7 +479,7 @@ void xp_api_node_logs(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		FAIL(cmd, XP_EIO, NULL, "%s: %s", path, strerror(e));
 	}
 	close(fd);
-	xp_reply_json(cmd, 200, dumps(json_pack("{s:I}", "bytes", (json_int_t)cmd->len)));
+	xp_reply_json(cmd, 200, xp_json_take(json_pack("{s:I}", "bytes", (json_int_t)cmd->len)));
 }
 
 /* ---- liveness ---- */

@@ -101,13 +101,6 @@ json_t *xp_api_job_json(struct xp_ctl *ctl, const struct xp_job *j)
 	return o;
 }
 
-static char *dumps(json_t *o)
-{
-	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(o);
-	return s;
-}
-
 /* the job, if it exists and the asker may see it; else a 404 reply */
 struct xp_job *xp_api_visible_job(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
@@ -208,7 +201,7 @@ void xp_api_jobs_list(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	json_object_set_new(o, "next",
 			    found == limit && i < st->jobs.n ? json_integer((json_int_t)last)
 							     : json_null());
-	xp_reply_json(cmd, 200, dumps(o));
+	xp_reply_json(cmd, 200, xp_json_take(o));
 }
 
 int xp_api_submit_check(struct xp_ctl *ctl, struct xp_cmd *cmd, const struct xp_jobspec *spec,
@@ -260,21 +253,21 @@ void xp_api_jobs_submit(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	if (cmd->idem_key) {
 		uint64_t id = xp_state_job_by_key(st, (uint32_t)tenant, cmd->idem_key);
 		if (id)
-			DONE_JSON(cmd, 200, dumps(xp_api_job_json(ctl, xp_state_job(st, id))));
+			DONE_JSON(cmd, 200, xp_json_take(xp_api_job_json(ctl, xp_state_job(st, id))));
 	}
 	uint64_t id = st->next_job_id;
 	char *body = xp_rec_job_submit(id, st->tenants.v[tenant].name, cmd->idem_key, spec);
 	if (xp_ctl_journal(ctl, "job.submit", body, &err) < 0)
 		FAIL_ERR(cmd, &err, NULL);
 	cmd->journaled = 1;
-	xp_reply_json(cmd, 201, dumps(xp_api_job_json(ctl, xp_state_job(st, id))));
+	xp_reply_json(cmd, 201, xp_json_take(xp_api_job_json(ctl, xp_state_job(st, id))));
 }
 
 void xp_api_job_get(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
 	struct xp_job *j = xp_api_visible_job(ctl, cmd);
 	if (j)
-		xp_reply_json(cmd, 200, dumps(xp_api_job_json(ctl, j)));
+		xp_reply_json(cmd, 200, xp_json_take(xp_api_job_json(ctl, j)));
 }
 
 void xp_api_job_cancel(struct xp_ctl *ctl, struct xp_cmd *cmd)
@@ -290,7 +283,7 @@ void xp_api_job_cancel(struct xp_ctl *ctl, struct xp_cmd *cmd)
 			   &err) < 0)
 		FAIL_ERR(cmd, &err, NULL);
 	cmd->journaled = 1;
-	xp_reply_json(cmd, 200, dumps(xp_api_job_json(ctl, j)));
+	xp_reply_json(cmd, 200, xp_json_take(xp_api_job_json(ctl, j)));
 }
 
 /* quota and preemption, after placement's reasons */
@@ -395,7 +388,7 @@ void xp_api_job_explain(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	json_object_set_new(o, "fits_now", json_boolean(fits));
 	json_object_set_new(o, "summary", json_string(sum.s));
 	xp_sb_free(&sum);
-	xp_reply_json(cmd, 200, dumps(o));
+	xp_reply_json(cmd, 200, xp_json_take(o));
 }
 
 void xp_api_job_logs(struct xp_ctl *ctl, struct xp_cmd *cmd)

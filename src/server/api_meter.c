@@ -19,13 +19,6 @@
 
 #define MAX_WINDOW_MS (3660LL * 86400 * 1000)
 
-static char *dumps(json_t *o)
-{
-	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
-	json_decref(o);
-	return s;
-}
-
 /* a time: RFC 3339, or a duration before now ("7d") */
 static int when(struct xp_cmd *cmd, const char *key, int64_t now, int64_t dflt, int64_t *out)
 {
@@ -77,14 +70,14 @@ void xp_api_usage(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		xp_reply_text(cmd, 200, "text/csv; charset=utf-8", csv);
 		return;
 	}
-	xp_reply_json(cmd, 200, dumps(rep));
+	xp_reply_json(cmd, 200, xp_json_take(rep));
 }
 
 void xp_api_prices_get(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
 	if (!ctl->st->meter.prices.set)
 		FAIL(cmd, XP_ENOENT, NULL, "no price table set (PUT /v1/prices)");
-	xp_reply_json(cmd, 200, dumps(xp_prices_json(&ctl->st->meter.prices)));
+	xp_reply_json(cmd, 200, xp_json_take(xp_prices_json(&ctl->st->meter.prices)));
 }
 
 void xp_api_prices_put(struct xp_ctl *ctl, struct xp_cmd *cmd)
@@ -101,7 +94,7 @@ void xp_api_prices_put(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		FAIL_ERR(cmd, &err, NULL);
 	}
 	cmd->journaled = 1;
-	xp_reply_json(cmd, 200, dumps(doc));
+	xp_reply_json(cmd, 200, xp_json_take(doc));
 }
 
 void xp_api_job_counters(struct xp_ctl *ctl, struct xp_cmd *cmd)
@@ -132,6 +125,6 @@ void xp_api_job_counters(struct xp_ctl *ctl, struct xp_cmd *cmd)
 					   j->id) out = json_incref(json_object_get(r, "counters"));
 	json_decref(rep);
 	xp_reply_json(cmd, 200,
-		      dumps(json_pack("{s:I,s:o}", "job", (json_int_t)j->id, "counters",
+		      xp_json_take(json_pack("{s:I,s:o}", "job", (json_int_t)j->id, "counters",
 				      out ? out : json_object())));
 }

@@ -219,9 +219,7 @@ void xp_api_workflows_submit(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		json_array_append_new(arr, xp_api_job_json(ctl, xp_state_job(st, base + pos)));
 	}
 	json_t *o = json_pack("{s:s,s:o}", "workflow", wf, "jobs", arr);
-	char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(o);
-	xp_reply_json(cmd, 201, text);
+	xp_reply_json(cmd, 201, xp_json_take(o));
 	goto out;
 fail:
 	xp_reply_error(cmd, err.code, w.field[0] ? w.field : NULL, "%s", err.text);

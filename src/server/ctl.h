@@ -292,6 +292,9 @@ void xp_http_stop(struct xp_ctl *ctl);
 
 /* reply.c: the one family of replies */
 void xp_reply_json(struct xp_cmd *cmd, int status, char *json);
+/* The compact text of o, members in insertion order, reals to 15 digits
+ * (0.04, not 0.040000000000000001); releases o. */
+char *xp_json_take(json_t *o);
 void xp_reply_text(struct xp_cmd *cmd, int status, const char *type, char *text);
 void xp_reply_error(struct xp_cmd *cmd, int code, const char *field, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

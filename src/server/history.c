@@ -65,7 +65,5 @@ void xp_api_history(struct xp_ctl *ctl, struct xp_cmd *cmd)
 						     (int)s->running, "pending", (int)s->pending));
 	}
 	json_t *o = json_pack("{s:i,s:o}", "every_s", EVERY_MS / 1000, "samples", arr);
-	char *body = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
-	json_decref(o);
-	xp_reply_json(cmd, 200, body);
+	xp_reply_json(cmd, 200, xp_json_take(o));
 }

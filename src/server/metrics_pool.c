@@ -152,41 +152,41 @@ static void devices(struct xp_ctl *ctl, struct xp_sb *sb)
 static void nodes(struct xp_ctl *ctl, struct xp_sb *sb)
 {
 	const struct xp_state *st = ctl->st;
+	size_t n = st->nodes.n;
+	uint64_t *cpu = xcalloc(n + 1, sizeof(uint64_t)), *mem = xcalloc(n + 1, sizeof(uint64_t));
+	for (size_t i = 0; i < n; i++) /* what the running replicas hold */
+		for (size_t k = 0; k < st->nodes.v[i].run.n; k++) {
+			const struct xp_replica_ref *rr = &st->nodes.v[i].run.v[k];
+			cpu[i] += rr->job->allocs[rr->replica].cpu_milli;
+			mem[i] += rr->job->allocs[rr->replica].mem_mib;
+		}
 	head(sb, "xpool_node_cpu_cores", "gauge", "CPU cores: allocatable, allocated to jobs.");
-	for (size_t n = 0; n < st->nodes.n; n++) {
-		const struct xp_nodeinfo *ni = &st->nodes.v[n];
-		const struct xp_node *node = &st->c->nodes[n];
-		uint64_t cpu = 0;
-		if (ni->removed)
+	for (size_t i = 0; i < n; i++) {
+		if (st->nodes.v[i].removed)
 			continue;
-		for (size_t k = 0; k < ni->run.n; k++)
-			cpu += ni->run.v[k].job->allocs[ni->run.v[k].replica].cpu_milli;
-		node_series(sb, "xpool_node_cpu_cores", node->name, "allocatable");
-		xp_sb_printf(sb, "%.3f\n", node->cpu_milli / 1000.0);
-		node_series(sb, "xpool_node_cpu_cores", node->name, "allocated");
-		xp_sb_printf(sb, "%.3f\n", cpu / 1000.0);
+		node_series(sb, "xpool_node_cpu_cores", st->c->nodes[i].name, "allocatable");
+		xp_sb_printf(sb, "%.3f\n", st->c->nodes[i].cpu_milli / 1000.0);
+		node_series(sb, "xpool_node_cpu_cores", st->c->nodes[i].name, "allocated");
+		xp_sb_printf(sb, "%.3f\n", cpu[i] / 1000.0);
 	}
 	head(sb, "xpool_node_memory_bytes", "gauge", "Host memory: allocatable, allocated to jobs.");
-	for (size_t n = 0; n < st->nodes.n; n++) {
-		const struct xp_nodeinfo *ni = &st->nodes.v[n];
-		const struct xp_node *node = &st->c->nodes[n];
-		uint64_t mem = 0;
-		if (ni->removed)
+	for (size_t i = 0; i < n; i++) {
+		if (st->nodes.v[i].removed)
 			continue;
-		for (size_t k = 0; k < ni->run.n; k++)
-			mem += ni->run.v[k].job->allocs[ni->run.v[k].replica].mem_mib;
-		node_series(sb, "xpool_node_memory_bytes", node->name, "allocatable");
-		xp_sb_printf(sb, "%llu\n", (unsigned long long)node->mem_mib * 1048576ULL);
-		node_series(sb, "xpool_node_memory_bytes", node->name, "allocated");
-		xp_sb_printf(sb, "%llu\n", (unsigned long long)mem * 1048576ULL);
+		node_series(sb, "xpool_node_memory_bytes", st->c->nodes[i].name, "allocatable");
+		xp_sb_printf(sb, "%llu\n", (unsigned long long)st->c->nodes[i].mem_mib * 1048576ULL);
+		node_series(sb, "xpool_node_memory_bytes", st->c->nodes[i].name, "allocated");
+		xp_sb_printf(sb, "%llu\n", (unsigned long long)mem[i] * 1048576ULL);
 	}
+	free(cpu);
+	free(mem);
 	head(sb, "xpool_node_up", "gauge", "1 when the node is ready or draining (takes or runs work).");
-	for (size_t n = 0; n < st->nodes.n; n++) {
-		const struct xp_nodeinfo *ni = &st->nodes.v[n];
+	for (size_t i = 0; i < n; i++) {
+		const struct xp_nodeinfo *ni = &st->nodes.v[i];
 		if (ni->removed)
 			continue;
 		xp_sb_puts(sb, "xpool_node_up{node=\"");
-		esc(sb, st->c->nodes[n].name);
+		esc(sb, st->c->nodes[i].name);
 		xp_sb_printf(sb, "\",state=\"%s\"} %d\n", xp_node_state_name(ni->state),
 			     ni->state != XP_NODE_DOWN && ni->state != XP_NODE_DRAINED);
 	}

@@ -122,9 +122,7 @@ char *xp_event_json(struct xp_ctl *ctl, uint64_t seq, int64_t at, const struct x
 							: xp_node_state_name(ev->state)));
 	if (ev->node >= 0)
 		json_object_set_new(o, "node", json_string(st->c->nodes[ev->node].name));
-	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(o);
-	return s;
+	return xp_json_take(o);
 }
 
 void xp_emu_schedule(struct xp_ctl *ctl, const struct xp_job *j)

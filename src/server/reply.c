@@ -14,6 +14,13 @@
 
 #include "../lib/xalloc.h"
 
+char *xp_json_take(json_t *o)
+{
+	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
+	json_decref(o);
+	return s;
+}
+
 void xp_reply_json(struct xp_cmd *cmd, int status, char *json)
 {
 	free(cmd->reply);
@@ -35,10 +42,7 @@ char *xp_error_body(int code, const char *field, const char *msg)
 	json_t *e = json_pack("{s:s,s:s}", "code", xp_errname(code), "message", msg);
 	if (field && *field)
 		json_object_set_new(e, "field", json_string(field));
-	json_t *o = json_pack("{s:o}", "error", e);
-	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(o);
-	return s;
+	return xp_json_take(json_pack("{s:o}", "error", e));
 }
 
 void xp_reply_error(struct xp_cmd *cmd, int code, const char *field, const char *fmt, ...)

@@ -310,6 +310,41 @@ int xp_meter_restore(struct xp_state *st, json_t *o, struct xp_err *err)
 	return 0;
 }
 
+/* --- pricing and the runs still going --- */
+
+double xp_meter_run_rate(const struct xp_prices *p, const struct xp_meter_dev *devs,
+			 char *const *names, const struct xp_meter_run *r)
+{
+	double rate = r->cpu_milli / 1000.0 * p->cpu + r->mem_mib / 1024.0 * p->memory;
+	uint64_t watts = 0;
+	for (uint32_t k = 0; k < r->ndev; k++) {
+		const struct xp_meter_dev *d = &devs[r->dev0 + k];
+		watts += d->watts;
+		rate += d->milli / 1000.0 * xp_prices_device(p, names[d->model]);
+	}
+	if (r->measured_j && r->end > r->start) /* the agents' mean power: J per ms is kW */
+		return rate + (double)r->measured_j / (double)(r->end - r->start) * p->energy;
+	return rate + watts / 1000.0 * p->energy;
+}
+
+/* open: the ledger's names, then the runs of the running jobs (of tenant,
+ * or all with tenant < 0) as if they stopped at now */
+static void open_runs(const struct xp_state *st, int64_t tenant, int64_t now,
+		      struct xp_meter *open)
+{
+	memset(open, 0, sizeof(*open));
+	for (size_t i = 0; i < st->meter.names.n; i++)
+		xp_vec_push(&open->names, xstrdup(st->meter.names.v[i]));
+	for (size_t i = 0; i < st->jobs.n; i++) {
+		const struct xp_job *j = st->jobs.v[i];
+		struct xp_meter_run r;
+		if (j->state != XP_JOB_RUNNING || (tenant >= 0 && j->tenant != tenant))
+			continue;
+		run_of(st, open, j, now, &r);
+		xp_vec_push(&open->runs, r);
+	}
+}
+
 /* --- the report --- */
 
 struct row {
@@ -367,26 +402,21 @@ static void add_run(struct report *rp, const struct xp_meter_dev *devs,
 	uint64_t ms = (uint64_t)(b - a), watts = 0;
 	struct row *w = row_for(rp, key_of(rp->by, r->job, r->tenant, r->queue));
 	const struct xp_prices *p = rp->prices;
-	double price = r->cpu_milli / 1000.0 * p->cpu + r->mem_mib / 1024.0 * p->memory;
 	w->cpu_ms += (uint64_t)((unsigned __int128)r->cpu_milli * ms / 1000);
 	w->mem_ms += (uint64_t)((unsigned __int128)r->mem_mib * ms / 1000);
 	for (uint32_t k = 0; k < r->ndev; k++) {
 		const struct xp_meter_dev *d = &devs[r->dev0 + k];
 		w->dev[d->model] += (uint64_t)((unsigned __int128)d->milli * ms / 1000);
 		watts += d->watts;
-		price += d->milli / 1000.0 * xp_prices_device(p, rp->names[d->model]);
 	}
-	if (r->measured_j && r->end > r->start) { /* the agents' figure, for the window's part */
-		double part = (double)ms / (double)(r->end - r->start);
-		w->joules += (uint64_t)((double)r->measured_j * part);
-		price += (double)r->measured_j / 3.6e6 / ((double)(r->end - r->start) / 3600000.0) *
-			 p->energy;
-	} else {
+	if (r->measured_j && r->end > r->start) /* the agents' figure, for the window's part */
+		w->joules += (uint64_t)((double)r->measured_j * (double)ms /
+					(double)(r->end - r->start));
+	else
 		w->joules += (uint64_t)((unsigned __int128)watts * ms / 1000);
-		price += watts / 1000.0 * p->energy;
-	}
 	if (p->set)
-		w->cost_micros += llround(price * xp_prices_hours(p, a, b) * 1e6);
+		w->cost_micros += llround(xp_meter_run_rate(p, devs, rp->names, r) *
+					  xp_prices_hours(p, a, b) * 1e6);
 }
 
 static json_t *row_json(const struct report *rp, const struct row *w)
@@ -419,20 +449,11 @@ json_t *xp_meter_report(const struct xp_state *st, int by, int64_t since, int64_
 {
 	const struct xp_meter *m = &st->meter;
 	struct report rp = { .by = by, .prices = &m->prices };
-	struct xp_meter open = { 0 }; /* running jobs, as if they stopped now */
+	struct xp_meter open; /* running jobs, as if they stopped now */
 	char ts[XP_TIME_LEN];
 	struct row total;
 
-	for (size_t i = 0; i < m->names.n; i++)
-		xp_vec_push(&open.names, xstrdup(m->names.v[i]));
-	for (size_t i = 0; i < st->jobs.n; i++) {
-		const struct xp_job *j = st->jobs.v[i];
-		struct xp_meter_run r;
-		if (j->state != XP_JOB_RUNNING || (tenant >= 0 && j->tenant != tenant))
-			continue;
-		run_of(st, &open, j, now, &r);
-		xp_vec_push(&open.runs, r);
-	}
+	open_runs(st, tenant, now, &open);
 	rp.names = open.names.v;
 	rp.nnames = open.names.n;
 	xp_intmap_init(&rp.at);
@@ -501,15 +522,9 @@ static void series_run(const struct xp_state *st, const struct xp_meter_dev *dev
 		       double *cost, double *util)
 {
 	const struct xp_prices *p = &st->meter.prices;
-	double price = r->cpu_milli / 1000.0 * p->cpu + r->mem_mib / 1024.0 * p->memory, gpus = 0;
-	uint64_t watts = 0;
-	for (uint32_t k = 0; k < r->ndev; k++) {
-		const struct xp_meter_dev *d = &devs[r->dev0 + k];
-		watts += d->watts;
-		price += d->milli / 1000.0 * xp_prices_device(p, names[d->model]);
-		gpus += d->milli / 1000.0;
-	}
-	price += watts / 1000.0 * p->energy;
+	double price = xp_meter_run_rate(p, devs, names, r), gpus = 0;
+	for (uint32_t k = 0; k < r->ndev; k++)
+		gpus += devs[r->dev0 + k].milli / 1000.0;
 	int64_t end = since + (int64_t)hours * 3600000;
 	int64_t a = r->start > since ? r->start : since, b = r->end < end ? r->end : end;
 	while (a < b) {
@@ -527,20 +542,11 @@ void xp_meter_series(const struct xp_state *st, int64_t tenant, int64_t since, s
 		     int64_t now, double *cost, double *util)
 {
 	const struct xp_meter *m = &st->meter;
-	struct xp_meter open = { 0 };
+	struct xp_meter open;
 	double gpus = (double)st->capacity[XP_RES_DEV + XP_CLASS_GPU] / 1000.0;
 	memset(cost, 0, hours * sizeof(double));
 	memset(util, 0, hours * sizeof(double));
-	for (size_t i = 0; i < m->names.n; i++)
-		xp_vec_push(&open.names, xstrdup(m->names.v[i]));
-	for (size_t i = 0; i < st->jobs.n; i++) {
-		const struct xp_job *j = st->jobs.v[i];
-		struct xp_meter_run r;
-		if (j->state != XP_JOB_RUNNING)
-			continue;
-		run_of(st, &open, j, now, &r);
-		xp_vec_push(&open.runs, r);
-	}
+	open_runs(st, -1, now, &open); /* everyone's: the pool's utilisation */
 	for (size_t i = 0; i < m->runs.n; i++)
 		series_run(st, m->devs.v, open.names.v, &m->runs.v[i], tenant, since, hours, cost,
 			   util);

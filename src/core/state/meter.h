@@ -88,6 +88,11 @@ const char *xp_meter_by_name(int by);
  * tenant >= 0: only that tenant's usage. */
 json_t *xp_meter_report(const struct xp_state *st, int by, int64_t since, int64_t until,
 			int64_t now, int64_t tenant);
+/* A run's price per hour under p: CPU, memory, devices by model, and
+ * energy - the agents' measured mean power when the run has it, else the
+ * devices' power model. names: what devs' model indices name. */
+double xp_meter_run_rate(const struct xp_prices *p, const struct xp_meter_dev *devs,
+			 char *const *names, const struct xp_meter_run *r);
 /* Hourly series over [since, since + hours h): cost (or, unpriced, GPU
  * device-hours) of tenant's usage (tenant < 0: everyone's) and the pool's
  * GPU utilisation (held GPU-hours over the GPUs registered now). Running

@@ -24,6 +24,7 @@
 
 int xp_cmd_sim_bench(int argc, char **argv);
 int xp_cmd_sim_tenants(int argc, char **argv);
+int xp_cmd_sim_gavel(int argc, char **argv);
 
 static const char *const paper_workloads[] = {
 	"default",    "cpu050",	    "cpu100",	   "cpu200",	 "cpu250",     "gpushare40",
@@ -550,6 +551,8 @@ int xp_cmd_sim(int argc, char **argv)
 		{ "openb", cmd_openb, "replay the OpenB trace under the FGD paper's protocol" },
 		{ "compare", cmd_compare, "our results beside the published ones" },
 		{ "plot", cmd_plot, "the FGD paper's Fig. 9a from results, as SVG" },
+		{ "gavel", xp_cmd_sim_gavel,
+		  "Gavel's round-based simulator: FIFO, LAS, Gavel, xpool (JCT)" },
 		{ "gavel-trace", cmd_gavel_trace,
 		  "Gavel's synthetic trace, drawn as CPython draws it (TSV)" },
 		{ "workload", cmd_workload,

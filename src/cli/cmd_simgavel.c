@@ -1,0 +1,244 @@
+/*
+ * cmd_simgavel: `xpool sim gavel` - Gavel's round-based simulator on its
+ * synthetic workload (src/sim/gavel_sim.h): policies x rates x seeds, run
+ * on worker threads, one CSV row per run (PROTOCOL.md §5.7's columns) or a
+ * table of means +- sd over the seeds.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../lib/parse.h"
+#include "../lib/xalloc.h"
+#include "../sim/gavel_sim.h"
+#include "cli.h"
+#include "flags.h"
+
+struct run {
+	struct xp_gavel_cfg cfg;
+	struct xp_gavel_result res;
+	int rc;
+	struct xp_err err;
+};
+
+struct pool {
+	const struct xp_gavel_matrix *m;
+	struct run *runs;
+	size_t n, next;
+	pthread_mutex_t mu;
+};
+
+static void *worker(void *arg)
+{
+	struct pool *p = arg;
+	for (;;) {
+		pthread_mutex_lock(&p->mu);
+		size_t i = p->next++;
+		pthread_mutex_unlock(&p->mu);
+		if (i >= p->n)
+			return NULL;
+		struct run *r = &p->runs[i];
+		r->rc = xp_gavel_simulate(p->m, &r->cfg, &r->res, &r->err);
+	}
+}
+
+static char *shared_path(const char *rel)
+{
+	const char *sh = getenv("XP_SHARED_DIR");
+	size_t n = strlen(sh ? sh : "../shared") + strlen(rel) + 2;
+	char *s = xmalloc(n);
+	snprintf(s, n, "%s/%s", sh ? sh : "../shared", rel);
+	return s;
+}
+
+static void summary(const struct run *runs, size_t nruns, size_t nseeds)
+{
+	printf("%-11s %6s %5s %14s %14s %7s %7s %9s %9s %8s\n", "policy", "rate", "seeds",
+	       "avg JCT h", "p99 JCT h", "FTF", "util", "kWh/job", "idle MWh", "ms/round");
+	for (size_t i = 0; i < nruns; i += nseeds) {
+		double s = 0, ss = 0, p99 = 0, ftf = 0, u = 0, kwh = 0, idle = 0, ms = 0;
+		size_t ok = 0;
+		for (size_t q = i; q < i + nseeds; q++) {
+			const struct xp_gavel_result *r = &runs[q].res;
+			if (runs[q].rc < 0 || r->saturated)
+				continue;
+			ok++;
+			s += r->avg_jct_h;
+			ss += r->avg_jct_h * r->avg_jct_h;
+			p99 += r->p99_jct_h;
+			ftf += r->ftf_mean;
+			u += (r->util[0] + r->util[1] + r->util[2]) / 3;
+			kwh += r->job_kwh;
+			idle += r->idle_kwh / 1000;
+			ms += r->decision_ms;
+		}
+		const struct xp_gavel_cfg *c = &runs[i].cfg;
+		if (ok < nseeds) {
+			printf("%-11s %6.2f %5zu %14s\n", xp_gavel_policy_name(c->policy), c->rate,
+			       nseeds, "saturated");
+			continue;
+		}
+		double n = (double)ok, mean = s / n;
+		double sd = ok > 1 ? sqrt(fmax(0, (ss - n * mean * mean) / (n - 1))) : 0;
+		printf("%-11s %6.2f %5zu %8.2f +-%4.2f %14.2f %7.2f %6.1f%% %9.1f %9.1f %8.3f\n",
+		       xp_gavel_policy_name(c->policy), c->rate, nseeds, mean, sd, p99 / n,
+		       ftf / n, 100 * u / n, kwh / n, idle / n, ms / n);
+	}
+}
+
+int xp_cmd_sim_gavel(int argc, char **argv)
+{
+	struct xp_flag flags[] = {
+		{ "policy", XP_FLAG_STR, "P[,P...]",
+		  "fifo, gavel-fifo, las, gavel-las, xpool (default: all)" },
+		{ "rates", XP_FLAG_STR, "R[,R...]", "arrivals per hour (default 0.4,2,4)" },
+		{ "seeds", XP_FLAG_STR, "LIST", "Gavel seeds, e.g. 0-2 (default 0)" },
+		{ "multi-gpu", XP_FLAG_BOOL, NULL, "scale factors 1/2/4/8 (70/10/15/5 %)" },
+		{ "window", XP_FLAG_STR, "LO-HI", "measured job ids, end exclusive (4000-5000)" },
+		{ "matrix", XP_FLAG_STR, "FILE", "gavel_isolated_throughputs.csv" },
+		{ "colo", XP_FLAG_STR, "FILE", "gavel_colocated_throughputs.csv (xpool's sharing)" },
+		{ "no-share", XP_FLAG_BOOL, NULL, "xpool without space sharing" },
+		{ "energy-weight", XP_FLAG_STR, "W", "xpool's energy factor, 0..1 (default 0)" },
+		{ "csv", XP_FLAG_BOOL, NULL, "one CSV row per run instead of the summary" },
+		{ "jobs", XP_FLAG_STR, "N", "worker threads (default: online CPUs)" },
+		{ NULL, 0, NULL, NULL },
+	};
+	struct xp_err err = { 0 };
+	int help, status = 2;
+	char *mdef = shared_path("traces/gavel/gavel_isolated_throughputs.csv");
+	char *cdef = shared_path("traces/gavel/gavel_colocated_throughputs.csv");
+	char **pols = NULL, **rates = NULL;
+	size_t npol = 0, nrate = 0, nseeds = 1, nruns = 0;
+	uint64_t *seeds = NULL;
+	struct run *runs = NULL;
+	static struct xp_gavel_matrix m;
+	struct xp_gavel_colo *colo = NULL;
+	xp_flag_get(flags, "matrix")->sval = mdef;
+	xp_flag_get(flags, "colo")->sval = cdef;
+	if (xp_flags_parse(flags, argc, argv, &help, &err) < 0)
+		goto fail;
+	if (help) {
+		xp_flags_usage(stdout, "xpool sim gavel [flags]",
+			       "Gavel's round-based simulator (36 V100 + 36 P100 + 36 K80, 360 s\n"
+			       "rounds) on its synthetic trace: average JCT of the window's jobs.",
+			       flags);
+		status = 0;
+		goto out;
+	}
+	const char *f = xp_flag_get(flags, "policy")->sval;
+	pols = xp_split_list(f ? f : "fifo,gavel-fifo,las,gavel-las,xpool", &npol);
+	for (size_t i = 0; i < npol; i++)
+		if (xp_gavel_policy_parse(pols[i]) < 0) {
+			xp_errf(&err, XP_EINVAL,
+				"--policy: unknown '%s' (fifo, gavel-fifo, las, gavel-las, xpool)",
+				pols[i]);
+			goto fail;
+		}
+	f = xp_flag_get(flags, "rates")->sval;
+	rates = xp_split_list(f ? f : "0.4,2,4", &nrate);
+	double *rv = xcalloc(nrate + 1, sizeof(double));
+	for (size_t i = 0; i < nrate; i++)
+		if (xp_parse_double_flag("rates", rates[i], 0.001, 1000, &rv[i], &err) < 0) {
+			free(rv);
+			goto fail;
+		}
+	if ((f = xp_flag_get(flags, "seeds")->sval)) {
+		if (xp_parse_seeds(f, &seeds, &nseeds, &err) < 0) {
+			free(rv);
+			goto fail;
+		}
+	} else {
+		seeds = xcalloc(1, sizeof(*seeds));
+		nseeds = 1;
+	}
+	long lo = 4000, hi = 5000, threads = sysconf(_SC_NPROCESSORS_ONLN);
+	if ((f = xp_flag_get(flags, "window")->sval) &&
+	    (sscanf(f, "%ld-%ld", &lo, &hi) != 2 || lo < 0 || hi <= lo || hi > 10000000)) {
+		xp_errf(&err, XP_EINVAL, "--window: expected LO-HI with 0 <= LO < HI, got '%s'", f);
+		free(rv);
+		goto fail;
+	}
+	double ew = 0;
+	if (((f = xp_flag_get(flags, "energy-weight")->sval) &&
+	     xp_parse_double_flag("energy-weight", f, 0, 1, &ew, &err) < 0) ||
+	    ((f = xp_flag_get(flags, "jobs")->sval) &&
+	     xp_parse_int_flag("jobs", f, 1, 1024, &threads, &err) < 0)) {
+		free(rv);
+		goto fail;
+	}
+	if (xp_gavel_load(xp_flag_get(flags, "matrix")->sval, &m, &err) < 0) {
+		free(rv);
+		status = xp_cli_fail("sim gavel", &err, 1);
+		goto out;
+	}
+	if (!xp_flag_get(flags, "no-share")->bval) {
+		colo = xmalloc(sizeof(*colo));
+		if (xp_gavel_colo_load(xp_flag_get(flags, "colo")->sval, colo, &err) < 0) {
+			free(rv);
+			status = xp_cli_fail("sim gavel", &err, 1);
+			goto out;
+		}
+	}
+	nruns = npol * nrate * nseeds;
+	runs = xcalloc(nruns, sizeof(*runs));
+	size_t r = 0;
+	for (size_t p = 0; p < npol; p++)
+		for (size_t q = 0; q < nrate; q++)
+			for (size_t s = 0; s < nseeds; s++, r++) {
+				struct xp_gavel_cfg *c = &runs[r].cfg;
+				xp_gavel_cfg_default(c);
+				c->policy = xp_gavel_policy_parse(pols[p]);
+				c->rate = rv[q];
+				c->seed = (unsigned)seeds[s];
+				c->multi_gpu = xp_flag_get(flags, "multi-gpu")->bval;
+				c->win_lo = (size_t)lo;
+				c->win_hi = (size_t)hi;
+				c->colo = colo;
+				c->energy_weight = ew;
+			}
+	free(rv);
+	struct pool pool = { &m, runs, nruns, 0, PTHREAD_MUTEX_INITIALIZER };
+	size_t nt = (size_t)threads < nruns ? (size_t)threads : nruns;
+	pthread_t *th = xcalloc(nt, sizeof(*th));
+	for (size_t i = 0; i < nt; i++)
+		pthread_create(&th[i], NULL, worker, &pool);
+	for (size_t i = 0; i < nt; i++)
+		pthread_join(th[i], NULL);
+	free(th);
+	for (size_t i = 0; i < nruns; i++)
+		if (runs[i].rc < 0) {
+			status = xp_cli_fail("sim gavel", &runs[i].err, 1);
+			goto out;
+		}
+	if (xp_flag_get(flags, "csv")->bval) {
+		printf("policy,rate,seed,multi_gpu,avg_jct_h,p50_jct_h,p99_jct_h,makespan_h,util,"
+		       "ftf_mean,ftf_max,energy_kwh,idle_kwh,decision_ms,saturated\n");
+		for (size_t i = 0; i < nruns; i++) {
+			const struct xp_gavel_result *x = &runs[i].res;
+			const struct xp_gavel_cfg *c = &runs[i].cfg;
+			printf("%s,%g,%u,%d,%.4f,%.4f,%.4f,%.2f,%.4f,%.4f,%.4f,%.3f,%.1f,%.4f,%d\n",
+			       xp_gavel_policy_name(c->policy), c->rate, c->seed, c->multi_gpu,
+			       x->avg_jct_h, x->p50_jct_h, x->p99_jct_h, x->end_h,
+			       (x->util[0] + x->util[1] + x->util[2]) / 3, x->ftf_mean, x->ftf_max,
+			       x->job_kwh, x->idle_kwh, x->decision_ms, x->saturated);
+		}
+	} else
+		summary(runs, nruns, nseeds);
+	status = 0;
+	goto out;
+fail:
+	status = xp_cli_fail("sim gavel", &err, 2);
+out:
+	free(runs);
+	free(colo);
+	free(seeds);
+	xp_free_list(pols, npol);
+	xp_free_list(rates, nrate);
+	free(mdef);
+	free(cdef);
+	xp_flags_free(flags);
+	return status;
+}

@@ -13,7 +13,10 @@
 
 #include "../lib/parse.h"
 #include "../lib/xalloc.h"
+#include "../core/model/model.h"
+#include "../descriptor/descriptor.h"
 #include "../sim/gavel_sim.h"
+#include "../sim/svg.h"
 #include "cli.h"
 #include "flags.h"
 
@@ -56,7 +59,7 @@ static char *shared_path(const char *rel)
 
 static void summary(const struct run *runs, size_t nruns, size_t nseeds)
 {
-	printf("%-11s %6s %5s %14s %14s %7s %7s %9s %9s %8s\n", "policy", "rate", "seeds",
+	printf("%-11s %4s %6s %5s %14s %14s %7s %7s %9s %9s %8s\n", "policy", "ew", "rate", "seeds",
 	       "avg JCT h", "p99 JCT h", "FTF", "util", "kWh/job", "idle MWh", "ms/round");
 	for (size_t i = 0; i < nruns; i += nseeds) {
 		double s = 0, ss = 0, p99 = 0, ftf = 0, u = 0, kwh = 0, idle = 0, ms = 0;
@@ -77,16 +80,84 @@ static void summary(const struct run *runs, size_t nruns, size_t nseeds)
 		}
 		const struct xp_gavel_cfg *c = &runs[i].cfg;
 		if (ok < nseeds) {
-			printf("%-11s %6.2f %5zu %14s\n", xp_gavel_policy_name(c->policy), c->rate,
-			       nseeds, "saturated");
+			printf("%-11s %4.2f %6.2f %5zu %14s\n", xp_gavel_policy_name(c->policy),
+			       c->energy_weight, c->rate, nseeds, "saturated");
 			continue;
 		}
 		double n = (double)ok, mean = s / n;
 		double sd = ok > 1 ? sqrt(fmax(0, (ss - n * mean * mean) / (n - 1))) : 0;
-		printf("%-11s %6.2f %5zu %8.2f +-%4.2f %14.2f %7.2f %6.1f%% %9.1f %9.1f %8.3f\n",
-		       xp_gavel_policy_name(c->policy), c->rate, nseeds, mean, sd, p99 / n,
+		printf("%-11s %4.2f %6.2f %5zu %8.2f +-%4.2f %14.2f %7.2f %6.1f%% %9.1f %9.1f %8.3f\n",
+		       xp_gavel_policy_name(c->policy), c->energy_weight, c->rate, nseeds, mean, sd,
+		       p99 / n,
 		       ftf / n, 100 * u / n, kwh / n, idle / n, ms / n);
 	}
+}
+
+/* mean over the seeds of runs[i..i+nseeds); NAN if any saturated */
+static double seed_mean(const struct run *runs, size_t i, size_t nseeds, int energy)
+{
+	double s = 0;
+	for (size_t q = i; q < i + nseeds; q++) {
+		const struct xp_gavel_result *r = &runs[q].res;
+		if (r->saturated || !r->jobs)
+			return NAN;
+		s += energy ? (r->busy_kwh + r->idle_kwh) / (double)r->jobs : r->avg_jct_h;
+	}
+	return s / (double)nseeds;
+}
+
+/* JCT against rate, one line per policy and weight; or, with several
+ * energy weights, energy per job against JCT, one line per policy and rate */
+static int plot(const char *path, const struct run *runs, size_t npol, size_t new, size_t nrate,
+		size_t nseeds, struct xp_err *err)
+{
+	int curve = new > 1;
+	size_t nser = curve ? npol * nrate : npol * new, per = curve ? new : nrate;
+	struct xp_svg_series *ser = xcalloc(nser, sizeof(*ser));
+	double *xs = xcalloc(nser * per, sizeof(double)), *ys = xcalloc(nser * per, sizeof(double));
+	char **names = xcalloc(nser, sizeof(char *));
+	for (size_t p = 0; p < npol; p++)
+		for (size_t e = 0; e < new; e++)
+			for (size_t q = 0; q < nrate; q++) {
+				size_t i = ((p * new + e) * nrate + q) * nseeds;
+				size_t si = curve ? p * nrate + q : p * new + e;
+				const struct xp_gavel_cfg *c = &runs[i].cfg;
+				double jct = seed_mean(runs, i, nseeds, 0);
+				if (isnan(jct))
+					continue;
+				size_t k = ser[si].n++;
+				xs[si * per + k] = curve ? jct : c->rate;
+				ys[si * per + k] = curve ? seed_mean(runs, i, nseeds, 1) : jct;
+				if (!names[si]) {
+					names[si] = xmalloc(64);
+					if (curve)
+						snprintf(names[si], 64, "%s at %g jobs/h",
+							 xp_gavel_policy_name(c->policy), c->rate);
+					else if (new > 1 || c->energy_weight > 0)
+						snprintf(names[si], 64, "%s (energy %g)",
+							 xp_gavel_policy_name(c->policy), c->energy_weight);
+					else
+						snprintf(names[si], 64, "%s",
+							 xp_gavel_policy_name(c->policy));
+				}
+			}
+	for (size_t i = 0; i < nser; i++) {
+		ser[i].name = names[i] ? names[i] : "?";
+		ser[i].x = xs + i * per;
+		ser[i].y = ys + i * per;
+	}
+	int rc = curve ? xp_svg_lines(path, "Energy against JCT (xpool's energy weight)",
+				      "average JCT (h)", "energy per job incl. idle (kWh)", ser,
+				      nser, err)
+		       : xp_svg_lines(path, "Average JCT against arrival rate (Gavel's workload)",
+				      "arrival rate (jobs/h)", "average JCT (h)", ser, nser, err);
+	for (size_t i = 0; i < nser; i++)
+		free(names[i]);
+	free(names);
+	free(xs);
+	free(ys);
+	free(ser);
+	return rc;
 }
 
 int xp_cmd_sim_gavel(int argc, char **argv)
@@ -98,10 +169,16 @@ int xp_cmd_sim_gavel(int argc, char **argv)
 		{ "seeds", XP_FLAG_STR, "LIST", "Gavel seeds, e.g. 0-2 (default 0)" },
 		{ "multi-gpu", XP_FLAG_BOOL, NULL, "scale factors 1/2/4/8 (70/10/15/5 %)" },
 		{ "window", XP_FLAG_STR, "LO-HI", "measured job ids, end exclusive (4000-5000)" },
+		{ "cluster", XP_FLAG_STR, "FILE",
+		  "descriptor: V100/P100/K80 counts and tdp/idle_power (default 36:36:36)" },
+		{ "active", XP_FLAG_STR, "F", "share of TDP a running job draws (default 0.8)" },
 		{ "matrix", XP_FLAG_STR, "FILE", "gavel_isolated_throughputs.csv" },
 		{ "colo", XP_FLAG_STR, "FILE", "gavel_colocated_throughputs.csv (xpool's sharing)" },
 		{ "no-share", XP_FLAG_BOOL, NULL, "xpool without space sharing" },
-		{ "energy-weight", XP_FLAG_STR, "W", "xpool's energy factor, 0..1 (default 0)" },
+		{ "energy-weights", XP_FLAG_STR, "W[,W...]",
+		  "xpool's energy factor, each 0..1.5 (default 0)" },
+		{ "plot", XP_FLAG_STR, "FILE",
+		  "SVG: JCT against rate per policy, or energy against JCT for the weights" },
 		{ "csv", XP_FLAG_BOOL, NULL, "one CSV row per run instead of the summary" },
 		{ "jobs", XP_FLAG_STR, "N", "worker threads (default: online CPUs)" },
 		{ NULL, 0, NULL, NULL },
@@ -110,8 +187,8 @@ int xp_cmd_sim_gavel(int argc, char **argv)
 	int help, status = 2;
 	char *mdef = shared_path("traces/gavel/gavel_isolated_throughputs.csv");
 	char *cdef = shared_path("traces/gavel/gavel_colocated_throughputs.csv");
-	char **pols = NULL, **rates = NULL;
-	size_t npol = 0, nrate = 0, nseeds = 1, nruns = 0;
+	char **pols = NULL, **rates = NULL, **ews = NULL;
+	size_t npol = 0, nrate = 0, new = 0, nseeds = 1, nruns = 0;
 	uint64_t *seeds = NULL;
 	struct run *runs = NULL;
 	static struct xp_gavel_matrix m;
@@ -161,15 +238,22 @@ int xp_cmd_sim_gavel(int argc, char **argv)
 		free(rv);
 		goto fail;
 	}
-	double ew = 0;
-	if (((f = xp_flag_get(flags, "energy-weight")->sval) &&
-	     xp_parse_double_flag("energy-weight", f, 0, 1, &ew, &err) < 0) ||
-	    ((f = xp_flag_get(flags, "jobs")->sval) &&
+	f = xp_flag_get(flags, "energy-weights")->sval;
+	ews = xp_split_list(f ? f : "0", &new);
+	double *ew = xcalloc(new + 1, sizeof(double));
+	for (size_t i = 0; i < new; i++)
+		if (xp_parse_double_flag("energy-weights", ews[i], 0, 1.5, &ew[i], &err) < 0) {
+			free(ew);
+			free(rv);
+			goto fail;
+		}
+	if (((f = xp_flag_get(flags, "jobs")->sval) &&
 	     xp_parse_int_flag("jobs", f, 1, 1024, &threads, &err) < 0)) {
 		free(rv);
 		goto fail;
 	}
 	if (xp_gavel_load(xp_flag_get(flags, "matrix")->sval, &m, &err) < 0) {
+		free(ew);
 		free(rv);
 		status = xp_cli_fail("sim gavel", &err, 1);
 		goto out;
@@ -177,19 +261,43 @@ int xp_cmd_sim_gavel(int argc, char **argv)
 	if (!xp_flag_get(flags, "no-share")->bval) {
 		colo = xmalloc(sizeof(*colo));
 		if (xp_gavel_colo_load(xp_flag_get(flags, "colo")->sval, colo, &err) < 0) {
+			free(ew);
 			free(rv);
 			status = xp_cli_fail("sim gavel", &err, 1);
 			goto out;
 		}
 	}
-	nruns = npol * nrate * nseeds;
+	struct xp_gavel_cfg base;
+	xp_gavel_cfg_default(&base);
+	double active = 0.8;
+	if ((f = xp_flag_get(flags, "active")->sval) &&
+	    xp_parse_double_flag("active", f, 0.01, 1, &active, &err) < 0) {
+		free(ew);
+		free(rv);
+		goto fail;
+	}
+	if ((f = xp_flag_get(flags, "cluster")->sval)) {
+		struct xp_cluster *cl = xp_descriptor_load_file(f, &err);
+		if (!cl || xp_gavel_cfg_cluster(&base, cl, active, &err) < 0) {
+			xp_cluster_destroy(cl);
+			free(ew);
+			free(rv);
+			status = xp_cli_fail("sim gavel", &err, 2);
+			goto out;
+		}
+		xp_cluster_destroy(cl);
+	} else if (xp_flag_get(flags, "active")->sval)
+		for (int k = 0; k < XP_GAVEL_TYPES; k++)
+			base.power.busy_w[k] *= active / 0.8;
+	nruns = npol * new * nrate * nseeds;
 	runs = xcalloc(nruns, sizeof(*runs));
 	size_t r = 0;
 	for (size_t p = 0; p < npol; p++)
+		for (size_t e = 0; e < new; e++)
 		for (size_t q = 0; q < nrate; q++)
 			for (size_t s = 0; s < nseeds; s++, r++) {
 				struct xp_gavel_cfg *c = &runs[r].cfg;
-				xp_gavel_cfg_default(c);
+				*c = base;
 				c->policy = xp_gavel_policy_parse(pols[p]);
 				c->rate = rv[q];
 				c->seed = (unsigned)seeds[s];
@@ -197,8 +305,9 @@ int xp_cmd_sim_gavel(int argc, char **argv)
 				c->win_lo = (size_t)lo;
 				c->win_hi = (size_t)hi;
 				c->colo = colo;
-				c->energy_weight = ew;
+				c->energy_weight = ew[e];
 			}
+	free(ew);
 	free(rv);
 	struct pool pool = { &m, runs, nruns, 0, PTHREAD_MUTEX_INITIALIZER };
 	size_t nt = (size_t)threads < nruns ? (size_t)threads : nruns;
@@ -214,19 +323,25 @@ int xp_cmd_sim_gavel(int argc, char **argv)
 			goto out;
 		}
 	if (xp_flag_get(flags, "csv")->bval) {
-		printf("policy,rate,seed,multi_gpu,avg_jct_h,p50_jct_h,p99_jct_h,makespan_h,util,"
+		printf("policy,energy_weight,rate,seed,multi_gpu,avg_jct_h,p50_jct_h,p99_jct_h,makespan_h,util,"
 		       "ftf_mean,ftf_max,energy_kwh,idle_kwh,decision_ms,saturated\n");
 		for (size_t i = 0; i < nruns; i++) {
 			const struct xp_gavel_result *x = &runs[i].res;
 			const struct xp_gavel_cfg *c = &runs[i].cfg;
-			printf("%s,%g,%u,%d,%.4f,%.4f,%.4f,%.2f,%.4f,%.4f,%.4f,%.3f,%.1f,%.4f,%d\n",
-			       xp_gavel_policy_name(c->policy), c->rate, c->seed, c->multi_gpu,
+			printf("%s,%g,%g,%u,%d,%.4f,%.4f,%.4f,%.2f,%.4f,%.4f,%.4f,%.3f,%.1f,%.4f,%d\n",
+			       xp_gavel_policy_name(c->policy), c->energy_weight, c->rate, c->seed,
+			       c->multi_gpu,
 			       x->avg_jct_h, x->p50_jct_h, x->p99_jct_h, x->end_h,
 			       (x->util[0] + x->util[1] + x->util[2]) / 3, x->ftf_mean, x->ftf_max,
 			       x->job_kwh, x->idle_kwh, x->decision_ms, x->saturated);
 		}
 	} else
 		summary(runs, nruns, nseeds);
+	if ((f = xp_flag_get(flags, "plot")->sval) &&
+	    plot(f, runs, npol, new, nrate, nseeds, &err) < 0) {
+		status = xp_cli_fail("sim gavel", &err, 1);
+		goto out;
+	}
 	status = 0;
 	goto out;
 fail:
@@ -237,6 +352,7 @@ out:
 	free(seeds);
 	xp_free_list(pols, npol);
 	xp_free_list(rates, nrate);
+	xp_free_list(ews, new);
 	free(mdef);
 	free(cdef);
 	xp_flags_free(flags);

@@ -18,6 +18,8 @@
 #include "../lib/clock.h"
 #include "../lib/csv.h"
 #include "../lib/parse.h"
+#include "../core/model/model.h"
+#include "../lib/strtab.h"
 #include "../lib/xalloc.h"
 
 static const char *const pnames[XP_GP_COUNT] = { "fifo", "gavel-fifo", "las", "gavel-las",
@@ -57,6 +59,52 @@ void xp_gavel_cfg_default(struct xp_gavel_cfg *c)
 	c->round_s = 360;
 	c->reset_s = 1920;
 	xp_gavel_power_default(&c->power);
+}
+
+int xp_gavel_cfg_cluster(struct xp_gavel_cfg *c, const struct xp_cluster *cl, double active,
+			 struct xp_err *err)
+{
+	static const char *const names[GT] = { "v100", "p100", "k80" };
+	int n[GT] = { 0 };
+	uint32_t tdp[GT] = { 0 }, idle[GT] = { 0 };
+	for (size_t i = 0; i < cl->nnodes; i++)
+		for (uint16_t d = 0; d < cl->nodes[i].ndevs; d++) {
+			const struct xp_device *dv = &cl->nodes[i].devs[d];
+			const char *model = xp_strtab_str(cl->syms, dv->model);
+			char low[64];
+			size_t l = 0;
+			for (; model && model[l] && l < sizeof(low) - 1; l++)
+				low[l] = (char)(model[l] >= 'A' && model[l] <= 'Z' ? model[l] + 32
+										  : model[l]);
+			low[l] = 0;
+			for (int k = 0; k < GT; k++) {
+				if (!strstr(low, names[k]))
+					continue;
+				if (n[k] && (tdp[k] != dv->tdp_w || idle[k] != dv->idle_w))
+					return xp_errf(err, XP_EINVAL,
+						       "node %s: model %s: tdp/idle_power differ "
+						       "from the model's other devices",
+						       cl->nodes[i].name, model);
+				if (!dv->tdp_w || dv->idle_w > dv->tdp_w)
+					return xp_errf(err, XP_EINVAL,
+						       "node %s: model %s: needs tdp > 0 and "
+						       "idle_power <= tdp",
+						       cl->nodes[i].name, model);
+				tdp[k] = dv->tdp_w;
+				idle[k] = dv->idle_w;
+				n[k]++;
+			}
+		}
+	if (!n[0] && !n[1] && !n[2])
+		return xp_errf(err, XP_EINVAL, "cluster: no V100, P100 or K80 device");
+	for (int k = 0; k < GT; k++) {
+		c->gpus[k] = n[k];
+		if (n[k]) {
+			c->power.idle_w[k] = idle[k];
+			c->power.busy_w[k] = active * tdp[k] > idle[k] ? active * tdp[k] : idle[k];
+		}
+	}
+	return 0;
 }
 
 static int sf_index(int sf)
@@ -321,6 +369,41 @@ static void start_round(struct gsim *s, struct runvec *run)
 	}
 }
 
+/* what every round's plan must hold, whatever the policy: active jobs,
+ * each at most once, on a type where it runs, pairs of equal size, and no
+ * type's GPUs over-committed */
+static int check_plan(const struct gsim *s, struct xp_err *err)
+{
+	int used[GT] = { 0 };
+	unsigned char *seen = xcalloc(s->jobs.n + 1, 1);
+	int rc = 0;
+	for (size_t i = 0; i < s->plan.n && !rc; i++) {
+		const struct gplace *p = &s->plan.v[i];
+		for (int w = 0; w < 2 && !rc; w++) {
+			int id = w ? p->b : p->a;
+			if (w && id < 0)
+				break;
+			const struct gjob *j = id >= 0 && (size_t)id < s->jobs.n ? &s->jobs.v[id] : NULL;
+			if (!j || !j->active || seen[id] || j->t[p->k] <= 0 ||
+			    (w && j->sf != s->jobs.v[p->a].sf) || (w && !s->cfg->colo))
+				rc = xp_errf(err, XP_EINVAL,
+					     "gavel: round at %.0f s: bad placement of job %d on "
+					     "type %d",
+					     s->now, id, p->k);
+			else
+				seen[id] = 1;
+		}
+		if (!rc && p->k >= 0 && p->k < GT)
+			used[p->k] += s->jobs.v[p->a].sf;
+	}
+	for (int k = 0; k < GT && !rc; k++)
+		if (used[k] > s->cfg->gpus[k])
+			rc = xp_errf(err, XP_EINVAL, "gavel: round at %.0f s: type %d over-committed",
+				     s->now, k);
+	free(seen);
+	return rc;
+}
+
 static int job_cmp_arrival(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -347,6 +430,7 @@ int xp_gavel_simulate(const struct xp_gavel_matrix *m, const struct xp_gavel_cfg
 	xp_pyrand_seed(&s.fifo_rng, cfg->seed);
 	memset(res, 0, sizeof(*res));
 	struct runvec run = { 0 };
+	int rc = 0;
 	XP_VEC(double) dec = { 0 };
 	double round_start = 0, round_end = -1, busy_s[GT] = { 0 }, busy_win[GT] = { 0 };
 	double win_start = -1, ebusy = 0;
@@ -420,6 +504,10 @@ int xp_gavel_simulate(const struct xp_gavel_matrix *m, const struct xp_gavel_cfg
 		else
 			gavel_plan(&s);
 		xp_vec_push(&dec, (double)(xp_thread_cpu_ns() - t0) / 1e6);
+		if (cfg->check && check_plan(&s, err) < 0) {
+			rc = -1;
+			break;
+		}
 		start_round(&s, &run);
 		res->rounds++;
 	}
@@ -437,6 +525,8 @@ int xp_gavel_simulate(const struct xp_gavel_matrix *m, const struct xp_gavel_cfg
 		ftf += c / alone;
 		if (c / alone > ftfmax)
 			ftfmax = c / alone;
+		if (c - alone > res->excess_max_s)
+			res->excess_max_s = c - alone;
 		kwh += j->energy_j / 3.6e6;
 		if (j->finish > end)
 			end = j->finish;
@@ -473,5 +563,5 @@ int xp_gavel_simulate(const struct xp_gavel_matrix *m, const struct xp_gavel_cfg
 	xp_vec_free(&s.fifo_alloc);
 	xp_gavel_xpool_free(&s);
 	free(s.trace);
-	return 0;
+	return rc;
 }

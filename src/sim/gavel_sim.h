@@ -67,14 +67,23 @@ struct xp_gavel_cfg {
 	struct xp_gavel_power power;
 	const struct xp_gavel_colo *colo; /* space sharing for xpool; NULL = none */
 	double energy_weight;		  /* xpool's energy factor, 0 = JCT only */
+	int check; /* verify every round's plan (tests): an error if it breaks one */
 };
 void xp_gavel_cfg_default(struct xp_gavel_cfg *c);
+/* The GPU counts and power of c from a cluster descriptor (docs/descriptor.md):
+ * devices whose model names V100, P100 or K80 (case-blind substring), their
+ * `tdp` x active (the share of TDP a running job draws) and `idle_power`;
+ * every model's devices must agree on power. 0, or < 0 with err. */
+struct xp_cluster;
+int xp_gavel_cfg_cluster(struct xp_gavel_cfg *c, const struct xp_cluster *cl, double active,
+			 struct xp_err *err);
 
 struct xp_gavel_result {
 	int saturated;
 	size_t jobs; /* completed in the window */
 	double avg_jct_h, p50_jct_h, p99_jct_h;
 	double ftf_mean, ftf_max; /* JCT / JCT alone on the best type */
+	double excess_max_s;	  /* the most any job took beyond that */
 	double end_h;		  /* when the last window job finished */
 	double util[XP_GAVEL_TYPES];
 	double job_kwh;	 /* mean energy of a window job */

@@ -179,6 +179,8 @@ int xp_cmd_sim_gavel(int argc, char **argv)
 		  "xpool's energy factor, each 0..1.5 (default 0)" },
 		{ "plot", XP_FLAG_STR, "FILE",
 		  "SVG: JCT against rate per policy, or energy against JCT for the weights" },
+		{ "max-active", XP_FLAG_STR, "N",
+		  "more active jobs than this = saturated, run stops (default 2000)" },
 		{ "csv", XP_FLAG_BOOL, NULL, "one CSV row per run instead of the summary" },
 		{ "jobs", XP_FLAG_STR, "N", "worker threads (default: online CPUs)" },
 		{ NULL, 0, NULL, NULL },
@@ -289,6 +291,14 @@ int xp_cmd_sim_gavel(int argc, char **argv)
 	} else if (xp_flag_get(flags, "active")->sval)
 		for (int k = 0; k < XP_GAVEL_TYPES; k++)
 			base.power.busy_w[k] *= active / 0.8;
+	long maxact = 2000;
+	if ((f = xp_flag_get(flags, "max-active")->sval) &&
+	    xp_parse_int_flag("max-active", f, 10, 1000000, &maxact, &err) < 0) {
+		free(ew);
+		free(rv);
+		goto fail;
+	}
+	base.max_active = (size_t)maxact;
 	nruns = npol * new * nrate * nseeds;
 	runs = xcalloc(nruns, sizeof(*runs));
 	size_t r = 0;

@@ -1,0 +1,63 @@
+#!/bin/sh
+# Gavel's workload (docs/results/policy.md): the round-based simulator,
+# every policy, seeds 0-2, single-GPU and multi-GPU traces; JCT-vs-rate
+# plots; xpool's energy weight as a curve; a hold-out seed set for xpool
+# against Gavel's LAS. Writes CSV and SVG under $OUT.
+#   bench/gavel.sh [build-dir]    (BENCH_OUT, XP_SHARED_DIR as make bench)
+set -eu
+BUILD=${1:-build}
+XP="$BUILD/xpool"
+OUT=${BENCH_OUT:-out/bench}
+GAVEL=${XP_SHARED_DIR:-../shared}/traces/gavel
+if [ ! -f "$GAVEL/gavel_isolated_throughputs.csv" ]; then
+	echo "bench/gavel.sh: Gavel's matrix is not under $GAVEL; set XP_SHARED_DIR" >&2
+	exit 1
+fi
+mkdir -p "$OUT"
+t0=$(date +%s)
+"$XP" sim gavel --rates 0.4,2,4,4.8,5.2,5.6,6.0 --seeds 0-2 \
+	--plot "$OUT/gavel-single-jct.svg" --csv >"$OUT/gavel-single.csv"
+"$XP" sim gavel --multi-gpu --rates 0.2,1,2,2.4,2.6,2.8 --seeds 0-2 --max-active 600 \
+	--plot "$OUT/gavel-multi-jct.svg" --csv >"$OUT/gavel-multi.csv"
+"$XP" sim gavel --policy xpool --rates 4 --seeds 0-2 --energy-weights 0,0.25,0.5,0.75,1,1.25 \
+	--plot "$OUT/gavel-energy.svg" --csv >"$OUT/gavel-energy.csv"
+"$XP" sim gavel --policy gavel-las,xpool --rates 4.8,5.6 --seeds 3-9 --csv >"$OUT/gavel-holdout.csv"
+"$XP" sim gavel --policy gavel-las,xpool --multi-gpu --rates 2.4,2.8 --seeds 3-9 \
+	--max-active 600 --csv >"$OUT/gavel-holdout-multi.csv"
+echo "gavel: all runs in $(($(date +%s) - t0)) s"
+# means over the seeds; published seed-0 Gavel LAS w/ space sharing beside
+# (PROTOCOL.md §2.4; not reproduced here)
+for f in single multi; do
+	echo "-- $f-GPU: average JCT (h), mean of seeds 0-2 [seed 0]; '-' saturated"
+	awk -F, -v f="$f" '
+	BEGIN { split("0.4 18.42 2 18.26 4 16.96 4.8 18.67 5.2 19.14 5.6 19.64 6 20.42", a, " ");
+		for (i = 1; i in a; i += 2) ss["single", a[i]] = a[i + 1];
+		split("0.2 18.72 1 19.01 2 20.85 2.4 26.22 2.6 30.51 2.8 38.25", b, " ");
+		for (i = 1; i in b; i += 2) ss["multi", b[i]] = b[i + 1] }
+	NR > 1 { k = $1 SUBSEP $3; if (!(k in n)) { order[++no] = k }
+		n[k]++; s[k] += $6; if ($4 == 0) z[k] = $6; if ($16 == 1) sat[k] = 1
+		pol[$1] = 1; rate[$3] = 1 }
+	END { printf "%-11s", "rate"; for (r in rate) rs[++nr] = r + 0
+		for (i = 1; i <= nr; i++) for (j = i + 1; j <= nr; j++) if (rs[j] < rs[i]) { t = rs[i]; rs[i] = rs[j]; rs[j] = t }
+		for (i = 1; i <= nr; i++) printf " %15s", rs[i]; printf "\n"
+		split("fifo gavel-fifo las gavel-las xpool", ps, " ")
+		for (p = 1; p <= 5; p++) { printf "%-11s", ps[p]
+			for (i = 1; i <= nr; i++) { k = ps[p] SUBSEP rs[i]
+				if (sat[k] || !(k in n)) printf " %15s", "-"
+				else printf " %6.2f [%6.2f]", s[k] / n[k], z[k] }
+			printf "\n" }
+		printf "%-11s", "GavelSS pub"; for (i = 1; i <= nr; i++) printf " %6s [%6.2f]", "", ss[f, rs[i]]; printf "\n"
+		printf "%-11s", "xpool/SS"; for (i = 1; i <= nr; i++) { k = "xpool" SUBSEP rs[i]
+			if (sat[k]) printf " %15s", "-"; else printf " %14.1f%%", 100 * (z[k] / ss[f, rs[i]] - 1) }
+		printf "   (seed 0 against the published seed 0)\n" }' "$OUT/gavel-$f.csv"
+done
+echo "-- hold-out seeds 3-9: xpool against Gavel LAS (our reproduction), mean JCT h"
+cat "$OUT/gavel-holdout.csv" "$OUT/gavel-holdout-multi.csv" | awk -F, '$1 != "policy" {
+	k = $5 " " $3; n[$1, k]++; s[$1, k] += $6; if ($16 == 1) sat[$1, k] = 1; ks[k] = 1 }
+	END { for (k in ks) { g = s["gavel-las", k] / n["gavel-las", k]; x = s["xpool", k] / n["xpool", k]
+		printf "multi=%s: gavel-las %s, xpool %.2f (%+.1f%%)\n", k,
+			sat["gavel-las", k] ? "saturated" : sprintf("%.2f", g), x, sat["gavel-las", k] ? 0 : 100 * (x / g - 1) } }' | sort
+echo "-- energy weight (xpool, 4 jobs/h, seeds 0-2): JCT h, kWh per job running, idle MWh"
+awk -F, 'NR > 1 { k = $2; n[k]++; j[k] += $6; e[k] += $13; i[k] += $14 } END {
+	for (k in n) printf "%s %.2f %.2f %.2f\n", k, j[k] / n[k], e[k] / n[k], i[k] / n[k] / 1000 }' \
+	"$OUT/gavel-energy.csv" | sort -n | awk '{ printf "weight %-5s JCT %6.2f h  %5.2f kWh/job  idle %5.2f MWh\n", $1, $2, $3, $4 }'

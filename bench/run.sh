@@ -9,7 +9,9 @@
 #      with real processes: 512 `xpool agent` processes, 10,000 `sleep 0`
 #      jobs (bench/controller_real.sh);
 #   4. heartbeat handling at scale: 10,000 emulated agents through the HTTP
-#      API, CPU per heartbeat, p99 latency, long polls (bench/agents.sh).
+#      API, CPU per heartbeat, p99 latency, long polls (bench/agents.sh);
+#   5. Gavel's workload: every policy at every rate, seeds 0-2, single- and
+#      multi-GPU, JCT plots, the energy curve, hold-out seeds (bench/gavel.sh).
 set -eu
 BUILD=${1:-build}
 XP="$BUILD/xpool"
@@ -56,3 +58,6 @@ echo "== 3b. submit-to-start with real processes: 512 xpool agents (docs/results
 
 echo "== 4. heartbeats from 10000 emulated agents (docs/results/agents.md)"
 ./bench/agents.sh "$BUILD"
+
+echo "== 5. Gavel's workload: JCT against rate, energy (docs/results/policy.md)"
+./bench/gavel.sh "$BUILD"

@@ -14,9 +14,10 @@
  *   the symmetric point X = min(1, N/m)/3 per type, used here directly.
  * - `max_min_fairness_perf` solves the LP: maximise t with
  *   sum_k T[j][k] sf_j X[j][k] / P_j >= t, sum_j sf_j X[j][k] <= n_k,
- *   sum_k X[j][k] <= 1, where P_j = sum_k T[j][k] n_k / N. A simplex lands
- *   on a vertex of the optimal face where ECOS lands inside it, so the X of
- *   jobs with slack differ (the round mechanism then orders jobs by it).
+ *   sum_k X[j][k] <= 1, where P_j = sum_k T[j][k] n_k / N - over classes of
+ *   interchangeable jobs (below). A simplex lands on a vertex of the class
+ *   LP's optimal face where ECOS lands inside it, so the X of classes with
+ *   slack can differ (the round mechanism then orders jobs by it).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -139,38 +140,59 @@ static void las(struct gsim *s)
 	}
 }
 
+/* Jobs of one class (template and scale factor; every priority weight is
+ * 1 here) are interchangeable in the LP, so it is solved over classes:
+ * X[c][k] is the class's total, each job of it gets X[c][k] / count[c].
+ * An optimum of the class LP split evenly is an optimum of the job LP (and
+ * the split ECOS's interior point takes too, by symmetry); the LP has at
+ * most 26 x 4 rows instead of one per job, so hundreds of active jobs cost
+ * no more than a handful. */
 static void las_perf(struct gsim *s)
 {
-	size_t m = s->act.n, cols = m * GT + 1, rows = 2 * m + GT;
-	if (!m)
+	enum { NC = XP_GAVEL_TEMPLATES * 4 };
+	int cls_of[NC], ncls = 0, cnt[NC] = { 0 }, rep[NC];
+	for (int i = 0; i < NC; i++)
+		cls_of[i] = -1;
+	for (size_t i = 0; i < s->act.n; i++) {
+		const struct gjob *j = &s->jobs.v[s->act.v[i]];
+		int key = j->tmpl * 4 + j->sfi;
+		if (cls_of[key] < 0) {
+			cls_of[key] = ncls;
+			rep[ncls++] = s->act.v[i];
+		}
+		cnt[cls_of[key]]++;
+	}
+	if (!ncls)
 		return;
+	size_t m = (size_t)ncls, cols = m * GT + 1, rows = 2 * m + GT;
 	double *A = xcalloc(rows * cols, sizeof(double)), *b = xcalloc(rows, sizeof(double));
 	double *c = xcalloc(cols, sizeof(double)), *x = xcalloc(cols, sizeof(double)), obj;
 	double ntot = s->cfg->gpus[0] + s->cfg->gpus[1] + s->cfg->gpus[2];
 	size_t tcol = cols - 1;
 	c[tcol] = 1;
 	for (size_t i = 0; i < m; i++) {
-		const struct gjob *j = &s->jobs.v[s->act.v[i]];
-		double p = 0;
+		const struct gjob *j = &s->jobs.v[rep[i]];
+		double p = 0, n = cnt[i];
 		for (int k = 0; k < GT; k++)
 			p += j->t[k] * s->cfg->gpus[k] / ntot;
 		double *fair = A + i * cols, *one = A + (m + i) * cols;
-		fair[tcol] = 1; /* t - sum_k a_jk X_jk <= 0 */
+		fair[tcol] = 1; /* t - sum_k a_ck X_ck / n_c <= 0 */
 		for (int k = 0; k < GT; k++) {
-			fair[i * GT + (size_t)k] = p > 0 ? -j->t[k] * j->sf / p : 0;
+			fair[i * GT + (size_t)k] = p > 0 ? -j->t[k] * j->sf / p / n : 0;
 			one[i * GT + (size_t)k] = 1;
 			A[(2 * m + (size_t)k) * cols + i * GT + (size_t)k] = j->sf;
 		}
-		b[m + i] = 1;
+		b[m + i] = n; /* sum_k X_ck <= n_c */
 	}
 	for (int k = 0; k < GT; k++)
 		b[2 * m + (size_t)k] = s->cfg->gpus[k];
 	if (xp_lp_max(rows, cols, A, b, c, x, &obj) != 0)
 		memset(x, 0, cols * sizeof(double));
-	for (size_t i = 0; i < m; i++) {
+	for (size_t i = 0; i < s->act.n; i++) {
 		struct gjob *j = &s->jobs.v[s->act.v[i]];
+		int ci = cls_of[j->tmpl * 4 + j->sfi];
 		for (int k = 0; k < GT; k++) {
-			double v = x[i * GT + (size_t)k];
+			double v = x[(size_t)ci * GT + (size_t)k] / cnt[ci];
 			j->x[k] = v < 1e-9 ? 0 : v > 1 ? 1 : v;
 		}
 	}

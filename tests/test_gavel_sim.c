@@ -85,7 +85,7 @@ static void test_reproduces(void **state)
 		enum xp_gavel_policy p;
 		double rate, verified, published;
 	} rows[] = {
-		{ XP_GP_FIFO, 0.4, 17.58, 17.58 },     { XP_GP_FIFO, 2.0, 18.42, 18.32 },
+		{ XP_GP_FIFO, 0.4, 17.58, 17.58 },	{ XP_GP_FIFO, 2.0, 18.42, 18.32 },
 		{ XP_GP_FIFO_PERF, 0.4, 15.51, 15.31 }, { XP_GP_FIFO_PERF, 2.0, 15.66, 15.45 },
 		{ XP_GP_LAS, 0.4, 23.47, 23.26 },	{ XP_GP_LAS, 2.0, 23.68, 23.47 },
 		{ XP_GP_LAS_PERF, 2.0, -1, 16.95 },
@@ -236,7 +236,8 @@ static void test_parsers(void **state)
 		"NVIDIA, model: Tesla-V100, count: 4, tdp: 250W, idle_power: 35W}]}\n"
 		"  - {name: k, count: 1, cpu: 8, memory: 8Gi, devices: [{type: gpu, vendor: "
 		"NVIDIA, model: K80, count: 2, tdp: 150W, idle_power: 25W}]}\n";
-	struct xp_cluster *cl = xp_descriptor_load_buf("t.yaml", yaml, sizeof(yaml) - 1, XP_DESC_YAML, &err);
+	struct xp_cluster *cl =
+		xp_descriptor_load_buf("t.yaml", yaml, sizeof(yaml) - 1, XP_DESC_YAML, &err);
 	if (!cl)
 		fail_msg("%s", err.text);
 	struct xp_gavel_cfg g;

@@ -86,10 +86,10 @@ static void summary(const struct run *runs, size_t nruns, size_t nseeds)
 		}
 		double n = (double)ok, mean = s / n;
 		double sd = ok > 1 ? sqrt(fmax(0, (ss - n * mean * mean) / (n - 1))) : 0;
-		printf("%-11s %4.2f %6.2f %5zu %8.2f +-%4.2f %14.2f %7.2f %6.1f%% %9.1f %9.1f %8.3f\n",
+		printf("%-11s %4.2f %6.2f %5zu %8.2f +-%4.2f %14.2f %7.2f %6.1f%% %9.1f %9.1f "
+		       "%8.3f\n",
 		       xp_gavel_policy_name(c->policy), c->energy_weight, c->rate, nseeds, mean, sd,
-		       p99 / n,
-		       ftf / n, 100 * u / n, kwh / n, idle / n, ms / n);
+		       p99 / n, ftf / n, 100 * u / n, kwh / n, idle / n, ms / n);
 	}
 }
 
@@ -135,7 +135,8 @@ static int plot(const char *path, const struct run *runs, size_t npol, size_t ne
 							 xp_gavel_policy_name(c->policy), c->rate);
 					else if (new > 1 || c->energy_weight > 0)
 						snprintf(names[si], 64, "%s (energy %g)",
-							 xp_gavel_policy_name(c->policy), c->energy_weight);
+							 xp_gavel_policy_name(c->policy),
+							 c->energy_weight);
 					else
 						snprintf(names[si], 64, "%s",
 							 xp_gavel_policy_name(c->policy));
@@ -173,7 +174,8 @@ int xp_cmd_sim_gavel(int argc, char **argv)
 		  "descriptor: V100/P100/K80 counts and tdp/idle_power (default 36:36:36)" },
 		{ "active", XP_FLAG_STR, "F", "share of TDP a running job draws (default 0.8)" },
 		{ "matrix", XP_FLAG_STR, "FILE", "gavel_isolated_throughputs.csv" },
-		{ "colo", XP_FLAG_STR, "FILE", "gavel_colocated_throughputs.csv (xpool's sharing)" },
+		{ "colo", XP_FLAG_STR, "FILE",
+		  "gavel_colocated_throughputs.csv (xpool's sharing)" },
 		{ "no-share", XP_FLAG_BOOL, NULL, "xpool without space sharing" },
 		{ "energy-weights", XP_FLAG_STR, "W[,W...]",
 		  "xpool's energy factor, each 0..1.5 (default 0)" },
@@ -192,6 +194,7 @@ int xp_cmd_sim_gavel(int argc, char **argv)
 	char **pols = NULL, **rates = NULL, **ews = NULL;
 	size_t npol = 0, nrate = 0, new = 0, nseeds = 1, nruns = 0;
 	uint64_t *seeds = NULL;
+	double *rv = NULL, *ew = NULL;
 	struct run *runs = NULL;
 	static struct xp_gavel_matrix m;
 	struct xp_gavel_colo *colo = NULL;
@@ -218,17 +221,13 @@ int xp_cmd_sim_gavel(int argc, char **argv)
 		}
 	f = xp_flag_get(flags, "rates")->sval;
 	rates = xp_split_list(f ? f : "0.4,2,4", &nrate);
-	double *rv = xcalloc(nrate + 1, sizeof(double));
+	rv = xcalloc(nrate + 1, sizeof(double));
 	for (size_t i = 0; i < nrate; i++)
-		if (xp_parse_double_flag("rates", rates[i], 0.001, 1000, &rv[i], &err) < 0) {
-			free(rv);
+		if (xp_parse_double_flag("rates", rates[i], 0.001, 1000, &rv[i], &err) < 0)
 			goto fail;
-		}
 	if ((f = xp_flag_get(flags, "seeds")->sval)) {
-		if (xp_parse_seeds(f, &seeds, &nseeds, &err) < 0) {
-			free(rv);
+		if (xp_parse_seeds(f, &seeds, &nseeds, &err) < 0)
 			goto fail;
-		}
 	} else {
 		seeds = xcalloc(1, sizeof(*seeds));
 		nseeds = 1;
@@ -237,34 +236,24 @@ int xp_cmd_sim_gavel(int argc, char **argv)
 	if ((f = xp_flag_get(flags, "window")->sval) &&
 	    (sscanf(f, "%ld-%ld", &lo, &hi) != 2 || lo < 0 || hi <= lo || hi > 10000000)) {
 		xp_errf(&err, XP_EINVAL, "--window: expected LO-HI with 0 <= LO < HI, got '%s'", f);
-		free(rv);
 		goto fail;
 	}
 	f = xp_flag_get(flags, "energy-weights")->sval;
 	ews = xp_split_list(f ? f : "0", &new);
-	double *ew = xcalloc(new + 1, sizeof(double));
+	ew = xcalloc(new + 1, sizeof(double));
 	for (size_t i = 0; i < new; i++)
-		if (xp_parse_double_flag("energy-weights", ews[i], 0, 1.5, &ew[i], &err) < 0) {
-			free(ew);
-			free(rv);
+		if (xp_parse_double_flag("energy-weights", ews[i], 0, 1.5, &ew[i], &err) < 0)
 			goto fail;
-		}
 	if (((f = xp_flag_get(flags, "jobs")->sval) &&
-	     xp_parse_int_flag("jobs", f, 1, 1024, &threads, &err) < 0)) {
-		free(rv);
+	     xp_parse_int_flag("jobs", f, 1, 1024, &threads, &err) < 0))
 		goto fail;
-	}
 	if (xp_gavel_load(xp_flag_get(flags, "matrix")->sval, &m, &err) < 0) {
-		free(ew);
-		free(rv);
 		status = xp_cli_fail("sim gavel", &err, 1);
 		goto out;
 	}
 	if (!xp_flag_get(flags, "no-share")->bval) {
 		colo = xmalloc(sizeof(*colo));
 		if (xp_gavel_colo_load(xp_flag_get(flags, "colo")->sval, colo, &err) < 0) {
-			free(ew);
-			free(rv);
 			status = xp_cli_fail("sim gavel", &err, 1);
 			goto out;
 		}
@@ -273,17 +262,12 @@ int xp_cmd_sim_gavel(int argc, char **argv)
 	xp_gavel_cfg_default(&base);
 	double active = 0.8;
 	if ((f = xp_flag_get(flags, "active")->sval) &&
-	    xp_parse_double_flag("active", f, 0.01, 1, &active, &err) < 0) {
-		free(ew);
-		free(rv);
+	    xp_parse_double_flag("active", f, 0.01, 1, &active, &err) < 0)
 		goto fail;
-	}
 	if ((f = xp_flag_get(flags, "cluster")->sval)) {
 		struct xp_cluster *cl = xp_descriptor_load_file(f, &err);
 		if (!cl || xp_gavel_cfg_cluster(&base, cl, active, &err) < 0) {
 			xp_cluster_destroy(cl);
-			free(ew);
-			free(rv);
 			status = xp_cli_fail("sim gavel", &err, 2);
 			goto out;
 		}
@@ -293,32 +277,27 @@ int xp_cmd_sim_gavel(int argc, char **argv)
 			base.power.busy_w[k] *= active / 0.8;
 	long maxact = 2000;
 	if ((f = xp_flag_get(flags, "max-active")->sval) &&
-	    xp_parse_int_flag("max-active", f, 10, 1000000, &maxact, &err) < 0) {
-		free(ew);
-		free(rv);
+	    xp_parse_int_flag("max-active", f, 10, 1000000, &maxact, &err) < 0)
 		goto fail;
-	}
 	base.max_active = (size_t)maxact;
-	nruns = npol * new * nrate * nseeds;
+	nruns = npol * new *nrate *nseeds;
 	runs = xcalloc(nruns, sizeof(*runs));
 	size_t r = 0;
 	for (size_t p = 0; p < npol; p++)
 		for (size_t e = 0; e < new; e++)
-		for (size_t q = 0; q < nrate; q++)
-			for (size_t s = 0; s < nseeds; s++, r++) {
-				struct xp_gavel_cfg *c = &runs[r].cfg;
-				*c = base;
-				c->policy = xp_gavel_policy_parse(pols[p]);
-				c->rate = rv[q];
-				c->seed = (unsigned)seeds[s];
-				c->multi_gpu = xp_flag_get(flags, "multi-gpu")->bval;
-				c->win_lo = (size_t)lo;
-				c->win_hi = (size_t)hi;
-				c->colo = colo;
-				c->energy_weight = ew[e];
-			}
-	free(ew);
-	free(rv);
+			for (size_t q = 0; q < nrate; q++)
+				for (size_t s = 0; s < nseeds; s++, r++) {
+					struct xp_gavel_cfg *c = &runs[r].cfg;
+					*c = base;
+					c->policy = xp_gavel_policy_parse(pols[p]);
+					c->rate = rv[q];
+					c->seed = (unsigned)seeds[s];
+					c->multi_gpu = xp_flag_get(flags, "multi-gpu")->bval;
+					c->win_lo = (size_t)lo;
+					c->win_hi = (size_t)hi;
+					c->colo = colo;
+					c->energy_weight = ew[e];
+				}
 	struct pool pool = { &m, runs, nruns, 0, PTHREAD_MUTEX_INITIALIZER };
 	size_t nt = (size_t)threads < nruns ? (size_t)threads : nruns;
 	pthread_t *th = xcalloc(nt, sizeof(*th));
@@ -333,15 +312,16 @@ int xp_cmd_sim_gavel(int argc, char **argv)
 			goto out;
 		}
 	if (xp_flag_get(flags, "csv")->bval) {
-		printf("policy,energy_weight,rate,seed,multi_gpu,avg_jct_h,p50_jct_h,p99_jct_h,makespan_h,util,"
+		printf("policy,energy_weight,rate,seed,multi_gpu,avg_jct_h,p50_jct_h,p99_jct_h,"
+		       "makespan_h,util,"
 		       "ftf_mean,ftf_max,energy_kwh,idle_kwh,decision_ms,saturated\n");
 		for (size_t i = 0; i < nruns; i++) {
 			const struct xp_gavel_result *x = &runs[i].res;
 			const struct xp_gavel_cfg *c = &runs[i].cfg;
-			printf("%s,%g,%g,%u,%d,%.4f,%.4f,%.4f,%.2f,%.4f,%.4f,%.4f,%.3f,%.1f,%.4f,%d\n",
+			printf("%s,%g,%g,%u,%d,%.4f,%.4f,%.4f,%.2f,%.4f,%.4f,%.4f,%.3f,%.1f,%.4f,%"
+			       "d\n",
 			       xp_gavel_policy_name(c->policy), c->energy_weight, c->rate, c->seed,
-			       c->multi_gpu,
-			       x->avg_jct_h, x->p50_jct_h, x->p99_jct_h, x->end_h,
+			       c->multi_gpu, x->avg_jct_h, x->p50_jct_h, x->p99_jct_h, x->end_h,
 			       (x->util[0] + x->util[1] + x->util[2]) / 3, x->ftf_mean, x->ftf_max,
 			       x->job_kwh, x->idle_kwh, x->decision_ms, x->saturated);
 		}
@@ -358,6 +338,8 @@ fail:
 	status = xp_cli_fail("sim gavel", &err, 2);
 out:
 	free(runs);
+	free(rv);
+	free(ew);
 	free(colo);
 	free(seeds);
 	xp_free_list(pols, npol);

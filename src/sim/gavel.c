@@ -37,9 +37,17 @@ int xp_gavel_distributed(int t)
 	return t >= 0 && t < 19; /* ResNet-18, ResNet-50, Transformer, LM */
 }
 
-static int sf_index(long sf)
+int xp_gavel_sf_index(long sf)
 {
 	return sf == 1 ? 0 : sf == 2 ? 1 : sf == 4 ? 2 : sf == 8 ? 3 : -1;
+}
+
+int xp_gavel_template_index(const char *name)
+{
+	for (int t = 0; t < XP_GAVEL_TEMPLATES; t++)
+		if (!strcmp(templates[t], name))
+			return t;
+	return -1;
 }
 
 int xp_gavel_load(const char *path, struct xp_gavel_matrix *m, struct xp_err *err)
@@ -58,15 +66,13 @@ int xp_gavel_load(const char *path, struct xp_gavel_matrix *m, struct xp_err *er
 	while ((rc = xp_csv_next(c, err)) > 0) {
 		const char *name = xp_csv_field(c, (size_t)cj);
 		int64_t sf;
-		int t = 0;
-		while (t < XP_GAVEL_TEMPLATES && strcmp(templates[t], name))
-			t++;
-		if (t == XP_GAVEL_TEMPLATES) {
+		int t = xp_gavel_template_index(name);
+		if (t < 0) {
 			rc = xp_errf(err, XP_EINVAL, "%s:%zu: job_type: unknown template '%s'", path,
 				     xp_csv_line(c), name);
 			goto out;
 		}
-		if (xp_parse_i64(xp_csv_field(c, (size_t)cs), 1, 8, &sf) < 0 || sf_index(sf) < 0) {
+		if (xp_parse_i64(xp_csv_field(c, (size_t)cs), 1, 8, &sf) < 0 || xp_gavel_sf_index(sf) < 0) {
 			rc = xp_errf(err, XP_EINVAL, "%s:%zu: scale_factor: expected 1, 2, 4 or 8",
 				     path, xp_csv_line(c));
 			goto out;
@@ -79,7 +85,7 @@ int xp_gavel_load(const char *path, struct xp_gavel_matrix *m, struct xp_err *er
 					     xp_csv_line(c), ct[k] + 1);
 				goto out;
 			}
-			m->tput[t][sf_index(sf)][k] = v;
+			m->tput[t][xp_gavel_sf_index(sf)][k] = v;
 		}
 	}
 out:
@@ -105,7 +111,7 @@ void xp_gavel_trace(const struct xp_gavel_matrix *m, size_t n, double rate, int 
 		do
 			j->template = (int)xp_pyrand_below(&jobs, XP_GAVEL_TEMPLATES);
 		while (j->sf > 1 && !xp_gavel_distributed(j->template));
-		j->total_steps = j->duration_s * m->tput[j->template][sf_index(j->sf)][0];
+		j->total_steps = j->duration_s * m->tput[j->template][xp_gavel_sf_index(j->sf)][0];
 		j->arrival_s = t;
 		t += -log(1.0 - xp_pyrand_random(&arrivals)) * lam;
 	}

@@ -30,6 +30,10 @@ struct xp_gavel_job {
 };
 
 const char *xp_gavel_template_name(int t);
+/* the template by Gavel's name, -1 if unknown */
+int xp_gavel_template_index(const char *name);
+/* 1, 2, 4, 8 -> 0..3; -1 otherwise */
+int xp_gavel_sf_index(long sf);
 /* the template may run on more than one GPU (ResNet-18/50, Transformer, LM) */
 int xp_gavel_distributed(int t);
 /* gavel_isolated_throughputs.csv into m */

@@ -113,7 +113,8 @@ static void fifo(struct gsim *s, int perf)
 			xp_vec_push(&s->fifo_alloc, jid);
 			if (avail[k] == 0) {
 				int at = map[idx];
-				memmove(types + at, types + at + 1, (size_t)(nt - at - 1) * sizeof(int));
+				memmove(types + at, types + at + 1,
+					(size_t)(nt - at - 1) * sizeof(int));
 				nt--;
 			}
 		}

@@ -75,7 +75,7 @@ int xp_gavel_cfg_cluster(struct xp_gavel_cfg *c, const struct xp_cluster *cl, do
 			size_t l = 0;
 			for (; model && model[l] && l < sizeof(low) - 1; l++)
 				low[l] = (char)(model[l] >= 'A' && model[l] <= 'Z' ? model[l] + 32
-										  : model[l]);
+										   : model[l]);
 			low[l] = 0;
 			for (int k = 0; k < GT; k++) {
 				if (!strstr(low, names[k]))
@@ -107,22 +107,9 @@ int xp_gavel_cfg_cluster(struct xp_gavel_cfg *c, const struct xp_cluster *cl, do
 	return 0;
 }
 
-static int sf_index(int sf)
-{
-	return sf == 1 ? 0 : sf == 2 ? 1 : sf == 4 ? 2 : sf == 8 ? 3 : -1;
-}
-
-static int template_index(const char *name)
-{
-	for (int t = 0; t < XP_GAVEL_TEMPLATES; t++)
-		if (!strcmp(xp_gavel_template_name(t), name))
-			return t;
-	return -1;
-}
-
 int xp_gavel_colo_load(const char *path, struct xp_gavel_colo *c, struct xp_err *err)
 {
-	static const char *const need[] = { "worker_type", "job_a",  "scale_factor_a", "job_b",
+	static const char *const need[] = { "worker_type",    "job_a",	"scale_factor_a", "job_b",
 					    "scale_factor_b", "tput_a", "tput_b" };
 	static const char *const types[GT] = { "v100", "p100", "k80" };
 	struct xp_csv *csv;
@@ -139,22 +126,24 @@ int xp_gavel_colo_load(const char *path, struct xp_gavel_colo *c, struct xp_err 
 		const char *f[7];
 		for (int i = 0; i < 7; i++)
 			f[i] = xp_csv_field(csv, (size_t)col[i]);
-		int k = 0, a = template_index(f[1]), b = template_index(f[3]), fa = -1, fb = -1;
+		int k = 0, a = xp_gavel_template_index(f[1]), b = xp_gavel_template_index(f[3]),
+		    fa = -1, fb = -1;
 		int64_t sa = 0, sb = 0;
 		double ta, tb;
 		while (k < GT && strcmp(types[k], f[0]))
 			k++;
 		if (xp_parse_i64(f[2], 1, 8, &sa) == 0)
-			fa = sf_index((int)sa);
+			fa = xp_gavel_sf_index((int)sa);
 		if (xp_parse_i64(f[4], 1, 8, &sb) == 0)
-			fb = sf_index((int)sb);
-		const char *bad = k == GT		      ? "worker_type: expected v100, p100 or k80"
-				  : a < 0		      ? "job_a: unknown template"
-				  : b < 0		      ? "job_b: unknown template"
-				  : fa < 0 || fa != fb	      ? "scale_factor_a/b: expected equal 1, 2, 4 or 8"
-				  : xp_parse_double(f[5], &ta) < 0 || !(ta >= 0) ? "tput_a: expected >= 0"
-				  : xp_parse_double(f[6], &tb) < 0 || !(tb >= 0) ? "tput_b: expected >= 0"
-										 : NULL;
+			fb = xp_gavel_sf_index((int)sb);
+		const char *bad =
+			k == GT		     ? "worker_type: expected v100, p100 or k80"
+			: a < 0		     ? "job_a: unknown template"
+			: b < 0		     ? "job_b: unknown template"
+			: fa < 0 || fa != fb ? "scale_factor_a/b: expected equal 1, 2, 4 or 8"
+			: xp_parse_double(f[5], &ta) < 0 || !(ta >= 0) ? "tput_a: expected >= 0"
+			: xp_parse_double(f[6], &tb) < 0 || !(tb >= 0) ? "tput_b: expected >= 0"
+								       : NULL;
 		if (bad) {
 			rc = xp_errf(err, XP_EINVAL, "%s:%zu: %s", path, xp_csv_line(csv), bad);
 			goto out;
@@ -193,7 +182,7 @@ static void add_job(struct gsim *s)
 	struct gjob j = { 0 };
 	j.tmpl = tj->template;
 	j.sf = tj->sf;
-	j.sfi = sf_index(tj->sf);
+	j.sfi = xp_gavel_sf_index(tj->sf);
 	j.total = tj->total_steps;
 	j.arrival = tj->arrival_s;
 	j.finish = -1;
@@ -353,7 +342,8 @@ static void start_round(struct gsim *s, struct runvec *run)
 	run->n = 0;
 	for (size_t i = 0; i < s->plan.n; i++) {
 		const struct gplace *pl = &s->plan.v[i];
-		struct running r = { pl->a, pl->b, pl->k, { 0, 0 }, { s->now, s->now }, s->now, s->now };
+		struct running r = { pl->a,  pl->b, pl->k, { 0, 0 }, { s->now, s->now },
+				     s->now, s->now };
 		for (int w = 0; w < (pl->b < 0 ? 1 : 2); w++) {
 			struct gjob *j = &s->jobs.v[w ? pl->b : pl->a];
 			double tp = run_tput(s, pl, w);
@@ -383,7 +373,8 @@ static int check_plan(const struct gsim *s, struct xp_err *err)
 			int id = w ? p->b : p->a;
 			if (w && id < 0)
 				break;
-			const struct gjob *j = id >= 0 && (size_t)id < s->jobs.n ? &s->jobs.v[id] : NULL;
+			const struct gjob *j =
+				id >= 0 && (size_t)id < s->jobs.n ? &s->jobs.v[id] : NULL;
 			if (!j || !j->active || seen[id] || j->t[p->k] <= 0 ||
 			    (w && j->sf != s->jobs.v[p->a].sf) || (w && !s->cfg->colo))
 				rc = xp_errf(err, XP_EINVAL,
@@ -398,8 +389,8 @@ static int check_plan(const struct gsim *s, struct xp_err *err)
 	}
 	for (int k = 0; k < GT && !rc; k++)
 		if (used[k] > s->cfg->gpus[k])
-			rc = xp_errf(err, XP_EINVAL, "gavel: round at %.0f s: type %d over-committed",
-				     s->now, k);
+			rc = xp_errf(err, XP_EINVAL,
+				     "gavel: round at %.0f s: type %d over-committed", s->now, k);
 	free(seen);
 	return rc;
 }

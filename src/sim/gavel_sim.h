@@ -86,7 +86,7 @@ struct xp_gavel_result {
 	double excess_max_s;	  /* the most any job took beyond that */
 	double end_h;		  /* when the last window job finished */
 	double util[XP_GAVEL_TYPES];
-	double job_kwh;	 /* mean energy of a window job */
+	double job_kwh;		   /* mean energy of a window job */
 	double busy_kwh, idle_kwh; /* whole cluster from the first window arrival to the end */
 	double decision_ms;	   /* median time of one round's decision */
 	size_t rounds;

@@ -15,8 +15,8 @@ struct gjob {
 	int tmpl, sfi, sf;
 	double total, done; /* steps */
 	double arrival, finish;
-	double t[GT];	    /* isolated throughput per type */
-	double best;	    /* max_k t[k] */
+	double t[GT]; /* isolated throughput per type */
+	double best;  /* max_k t[k] */
 	/* Gavel's round accounting */
 	double jt[GT], def[GT], pri[GT], x[GT];
 	int has_x;
@@ -39,7 +39,7 @@ struct gsim {
 	struct xp_gavel_job *trace;
 	size_t ntrace, next; /* generated jobs, next to arrive */
 	XP_VEC(struct gjob) jobs;
-	XP_VEC(int) act;	  /* active jobs in id order */
+	XP_VEC(int) act;	    /* active jobs in id order */
 	XP_VEC(struct gplace) plan; /* this round */
 	double now, last_reset;
 	int need_update;

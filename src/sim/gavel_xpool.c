@@ -95,7 +95,8 @@ static void improve(struct gsim *s, int *left)
 			for (size_t q = i + 1; q < n; q++) {
 				struct gplace *o = &s->plan.v[q];
 				const struct gjob *b = &s->jobs.v[o->a];
-				if (o->k == p->k || b->sf != a->sf || !worth(s, a, o->k) || !worth(s, b, p->k))
+				if (o->k == p->k || b->sf != a->sf || !worth(s, a, o->k) ||
+				    !worth(s, b, p->k))
 					continue;
 				double now = value(s, a, p->k) + value(s, b, o->k);
 				double sw = value(s, a, o->k) + value(s, b, p->k);
@@ -182,7 +183,8 @@ static void consolidate(struct gsim *s, int *left, int *total)
 			if (tp[0] <= 0 || tp[1] <= 0)
 				continue;
 			double d = tp[0] / a->best + tp[1] / u->best -
-				   s->cfg->energy_weight * power_share(s, p->k) - value(s, a, p->k) - ru;
+				   s->cfg->energy_weight * power_share(s, p->k) -
+				   value(s, a, p->k) - ru;
 			if (d > gain)
 				xp_vec_push(&mv, ((struct move){ d, (int)i, (int)q }));
 		}
@@ -216,8 +218,8 @@ static void place(struct gsim *s, const struct cand *c, size_t i, int *left, int
  * sf x (1 + value) - every selected job placed where the pool allows, then
  * the most total normalised throughput - and its few fractional jobs
  * rounded, largest first */
-static void assign(struct gsim *s, const struct cand *c, const size_t *sel, size_t ns,
-		   int *left, int *total, unsigned char *placed)
+static void assign(struct gsim *s, const struct cand *c, const size_t *sel, size_t ns, int *left,
+		   int *total, unsigned char *placed)
 {
 	size_t cols = ns * GT, rows = ns + GT;
 	double *A = xcalloc(rows * cols, sizeof(double)), *b = xcalloc(rows, sizeof(double));
@@ -258,7 +260,8 @@ static void assign(struct gsim *s, const struct cand *c, const size_t *sel, size
 					left[bk] -= j->sf;
 					*total -= j->sf;
 					placed[sel[q]] = 1;
-					xp_vec_push(&s->plan, ((struct gplace){ c[sel[q]].job, -1, bk }));
+					xp_vec_push(&s->plan,
+						    ((struct gplace){ c[sel[q]].job, -1, bk }));
 				}
 			}
 	free(A);

@@ -53,7 +53,8 @@ static void fifo(struct gsim *s, int perf)
 		if (s->jobs.v[s->act.v[i]].fifo_k < 0)
 			xp_vec_push(&q, s->act.v[i]);
 	/* finished jobs hand their slot to the queue's head */
-	qsort(s->fifo_alloc.v, s->fifo_alloc.n, sizeof(int), id_cmp);
+	if (s->fifo_alloc.n)
+		qsort(s->fifo_alloc.v, s->fifo_alloc.n, sizeof(int), id_cmp);
 	size_t held = s->fifo_alloc.n, w = 0;
 	for (size_t i = 0; i < held; i++) {
 		struct gjob *j = &s->jobs.v[s->fifo_alloc.v[i]];
@@ -75,8 +76,9 @@ static void fifo(struct gsim *s, int perf)
 		}
 	}
 	/* drop the finished ones, keep the ones just given a slot */
-	memmove(s->fifo_alloc.v + w, s->fifo_alloc.v + held,
-		(s->fifo_alloc.n - held) * sizeof(int));
+	if (s->fifo_alloc.n > held)
+		memmove(s->fifo_alloc.v + w, s->fifo_alloc.v + held,
+			(s->fifo_alloc.n - held) * sizeof(int));
 	s->fifo_alloc.n = w + (s->fifo_alloc.n - held);
 	int types[GT], nt = 0;
 	for (int a = 0; a < GT; a++)

@@ -189,7 +189,8 @@ static void consolidate(struct gsim *s, int *left, int *total)
 				xp_vec_push(&mv, ((struct move){ d, (int)i, (int)q }));
 		}
 	}
-	qsort(mv.v, mv.n, sizeof(*mv.v), move_cmp);
+	if (mv.n)
+		qsort(mv.v, mv.n, sizeof(*mv.v), move_cmp);
 	unsigned char *used = xcalloc(n + 1, 1);
 	for (size_t m = 0; m < mv.n; m++) {
 		int i = mv.v[m].u, q = mv.v[m].a;

@@ -552,7 +552,6 @@ int xp_gavel_simulate(const struct xp_gavel_matrix *m, const struct xp_gavel_cfg
 	xp_vec_free(&s.act);
 	xp_vec_free(&s.plan);
 	xp_vec_free(&s.fifo_alloc);
-	xp_gavel_xpool_free(&s);
 	free(s.trace);
 	return rc;
 }

@@ -46,13 +46,11 @@ struct gsim {
 	double wt[GT]; /* Gavel's per-type time */
 	struct xp_pyrand shuffler, fifo_rng;
 	XP_VEC(int) fifo_alloc; /* jobs `fifo` holds a type for */
-	void *xpool;		/* gavel_xpool.c's state */
 };
 
 /* Gavel's allocation X for the active jobs (gavel_alloc.c) */
 void xp_gavel_alloc(struct gsim *s);
-/* the rounds's plan by xpool's policy (gavel_xpool.c) */
+/* the round's plan by xpool's policy (gavel_xpool.c) */
 void xp_gavel_xpool_plan(struct gsim *s);
-void xp_gavel_xpool_free(struct gsim *s);
 
 #endif

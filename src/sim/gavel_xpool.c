@@ -7,15 +7,18 @@
  *     penalised for having run on a slow one). No job's duration is read;
  *     with Philly's heavy-tailed durations a job that has run long is
  *     likely to run longer, so young jobs go first.
- *  2. Select and place: walk the order, each job to the type where it runs
- *     closest to its best among those with room, until the GPUs run out;
- *     then swap jobs of equal size between types while the sum of
- *     normalised throughputs (throughput / the job's best) grows - the
- *     comparative advantage Gavel's LP captures, found greedily.
- *  3. Share: with the co-location table, a job that got no GPU joins one of
- *     the last-selected (oldest) placements when the pair's normalised
- *     throughputs sum to at least XPOOL_PACK, so the oldest jobs share GPUs
- *     and the young ones run alone.
+ *  2. Select and place: take jobs in that order while the pool's GPUs last,
+ *     then assign them to types by an LP maximising the sum of
+ *     sf x (1 + throughput / the job's best): every selected job placed
+ *     where the pool allows, then the most normalised throughput - the
+ *     comparative advantage Gavel's LP captures. Its few fractional jobs
+ *     are rounded largest first; GPUs left over go to the next jobs in
+ *     order; jobs of equal size then swap types while that gains.
+ *  3. Share (with the co-location table): a lone job moves into another
+ *     placement of its size when the pair's normalised throughputs beat the
+ *     two apart by XPOOL_GAIN, best gains first, and its GPUs go to the next
+ *     jobs in order; a job still without a GPU joins one of the oldest
+ *     placements when the pair sums to more than XPOOL_PACK.
  * An energy weight, when set, charges each placement its power in units of
  * the fastest type's: a trade of JCT for joules (docs/design/energy.md).
  */
@@ -294,6 +297,15 @@ static void place(struct gsim *s, const struct cand *c, size_t i, int *left, int
 	xp_vec_push(&s->plan, ((struct gplace){ c[i].job, -1, bk }));
 }
 
+/* free GPUs to the next jobs in order that fit */
+static void fill(struct gsim *s, const struct cand *c, size_t n, int *left, int *total,
+		 unsigned char *placed)
+{
+	for (size_t i = 0; i<n && * total> 0; i++)
+		if (!placed[i])
+			place(s, c, i, left, total, placed);
+}
+
 void xp_gavel_xpool_plan(struct gsim *s)
 {
 	size_t n = s->act.n;
@@ -321,25 +333,14 @@ void xp_gavel_xpool_plan(struct gsim *s)
 		}
 	}
 	assign(s, c, sel, ns, left, &total, placed);
-	/* what the selected left free goes to the next in order that fit */
-	for (size_t i = 0; i < n && total > 0; i++)
-		if (!placed[i])
-			place(s, c, i, left, &total, placed);
 	free(sel);
+	fill(s, c, n, left, &total, placed); /* what the selected left free */
 	improve(s, left);
 	if (s->cfg->colo) {
 		consolidate(s, left, &total);
-		/* GPUs the pairs freed go to the next in order that fit */
-		for (size_t i = 0; i < n && total > 0; i++)
-			if (!placed[i])
-				place(s, c, i, left, &total, placed);
+		fill(s, c, n, left, &total, placed); /* what the pairs freed */
 		share(s, c, n, placed);
 	}
 	free(placed);
 	free(c);
-}
-
-void xp_gavel_xpool_free(struct gsim *s)
-{
-	(void)s;
 }

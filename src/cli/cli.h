@@ -163,7 +163,8 @@ int xp_cli_delete_named(int argc, char **argv, const struct xp_cli_verb *verb, c
  * query's flags given), print the reply with print, or as JSON with -o
  * json; returns the exit status. flags must end with XP_CLIENT_FLAGS. */
 int xp_cli_get_verb(int argc, char **argv, const struct xp_cli_verb *verb, struct xp_flag *flags,
-		    const char *path, const char *const *query, void (*print)(const struct json_t *));
+		    const char *path, const char *const *query,
+		    void (*print)(const struct json_t *));
 /* Append ?NAME=value for each flag of names (NULL-ended) that was given. */
 void xp_cli_query_flags(struct xp_sb *path, struct xp_flag *flags, const char *const *names);
 /* Wall-clock milliseconds since the epoch. */
@@ -180,5 +181,10 @@ int xp_parse_int_flag(const char *flag, const char *s, long min, long max, long 
 		      struct xp_err *err);
 int xp_parse_double_flag(const char *flag, const char *s, double min, double max, double *out,
 			 struct xp_err *err);
+/* "a,b,c" -> a malloc'd array of numbers in min..max; *out untouched on error */
+int xp_parse_doubles_flag(const char *flag, const char *spec, double min, double max, double **out,
+			  size_t *n, struct xp_err *err);
+/* $XP_SHARED_DIR/rel, or ../shared/rel (malloc'd) */
+char *xp_cli_shared_path(const char *rel);
 
 #endif

@@ -425,10 +425,7 @@ static int cmd_gavel_trace(int argc, char **argv)
 	int help, status = 2;
 	long jobs = 6000, seed = 0;
 	double rate = 2.0;
-	const char *sh = getenv("XP_SHARED_DIR");
-	size_t dl = strlen(sh ? sh : "../shared") + 64;
-	def = malloc(dl);
-	snprintf(def, dl, "%s/traces/gavel/gavel_isolated_throughputs.csv", sh ? sh : "../shared");
+	def = xp_cli_shared_path("traces/gavel/gavel_isolated_throughputs.csv");
 	xp_flag_get(flags, "matrix")->sval = def;
 	if (xp_flags_parse(flags, argc, argv, &help, &err) < 0) {
 		status = xp_cli_fail("sim gavel-trace", &err, 2);

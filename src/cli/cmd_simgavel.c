@@ -48,15 +48,6 @@ static void *worker(void *arg)
 	}
 }
 
-static char *shared_path(const char *rel)
-{
-	const char *sh = getenv("XP_SHARED_DIR");
-	size_t n = strlen(sh ? sh : "../shared") + strlen(rel) + 2;
-	char *s = xmalloc(n);
-	snprintf(s, n, "%s/%s", sh ? sh : "../shared", rel);
-	return s;
-}
-
 static void summary(const struct run *runs, size_t nruns, size_t nseeds)
 {
 	printf("%-11s %4s %6s %5s %14s %14s %7s %7s %9s %9s %8s\n", "policy", "ew", "rate", "seeds",
@@ -189,9 +180,9 @@ int xp_cmd_sim_gavel(int argc, char **argv)
 	};
 	struct xp_err err = { 0 };
 	int help, status = 2;
-	char *mdef = shared_path("traces/gavel/gavel_isolated_throughputs.csv");
-	char *cdef = shared_path("traces/gavel/gavel_colocated_throughputs.csv");
-	char **pols = NULL, **rates = NULL, **ews = NULL;
+	char *mdef = xp_cli_shared_path("traces/gavel/gavel_isolated_throughputs.csv");
+	char *cdef = xp_cli_shared_path("traces/gavel/gavel_colocated_throughputs.csv");
+	char **pols = NULL;
 	size_t npol = 0, nrate = 0, new = 0, nseeds = 1, nruns = 0;
 	uint64_t *seeds = NULL;
 	double *rv = NULL, *ew = NULL;
@@ -220,11 +211,8 @@ int xp_cmd_sim_gavel(int argc, char **argv)
 			goto fail;
 		}
 	f = xp_flag_get(flags, "rates")->sval;
-	rates = xp_split_list(f ? f : "0.4,2,4", &nrate);
-	rv = xcalloc(nrate + 1, sizeof(double));
-	for (size_t i = 0; i < nrate; i++)
-		if (xp_parse_double_flag("rates", rates[i], 0.001, 1000, &rv[i], &err) < 0)
-			goto fail;
+	if (xp_parse_doubles_flag("rates", f ? f : "0.4,2,4", 0.001, 1000, &rv, &nrate, &err) < 0)
+		goto fail;
 	if ((f = xp_flag_get(flags, "seeds")->sval)) {
 		if (xp_parse_seeds(f, &seeds, &nseeds, &err) < 0)
 			goto fail;
@@ -233,17 +221,16 @@ int xp_cmd_sim_gavel(int argc, char **argv)
 		nseeds = 1;
 	}
 	long lo = 4000, hi = 5000, threads = sysconf(_SC_NPROCESSORS_ONLN);
+	int used = 0;
 	if ((f = xp_flag_get(flags, "window")->sval) &&
-	    (sscanf(f, "%ld-%ld", &lo, &hi) != 2 || lo < 0 || hi <= lo || hi > 10000000)) {
+	    (sscanf(f, "%ld-%ld%n", &lo, &hi, &used) != 2 || f[used] || lo < 0 || hi <= lo ||
+	     hi > 10000000)) {
 		xp_errf(&err, XP_EINVAL, "--window: expected LO-HI with 0 <= LO < HI, got '%s'", f);
 		goto fail;
 	}
 	f = xp_flag_get(flags, "energy-weights")->sval;
-	ews = xp_split_list(f ? f : "0", &new);
-	ew = xcalloc(new + 1, sizeof(double));
-	for (size_t i = 0; i < new; i++)
-		if (xp_parse_double_flag("energy-weights", ews[i], 0, 1.5, &ew[i], &err) < 0)
-			goto fail;
+	if (xp_parse_doubles_flag("energy-weights", f ? f : "0", 0, 1.5, &ew, &new, &err) < 0)
+		goto fail;
 	if (((f = xp_flag_get(flags, "jobs")->sval) &&
 	     xp_parse_int_flag("jobs", f, 1, 1024, &threads, &err) < 0))
 		goto fail;
@@ -343,8 +330,6 @@ out:
 	free(colo);
 	free(seeds);
 	xp_free_list(pols, npol);
-	xp_free_list(rates, nrate);
-	xp_free_list(ews, new);
 	free(mdef);
 	free(cdef);
 	xp_flags_free(flags);

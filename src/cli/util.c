@@ -105,3 +105,29 @@ int xp_parse_double_flag(const char *flag, const char *s, double min, double max
 	*out = v;
 	return 0;
 }
+
+char *xp_cli_shared_path(const char *rel)
+{
+	const char *sh = getenv("XP_SHARED_DIR");
+	size_t n = strlen(sh ? sh : "../shared") + strlen(rel) + 2;
+	char *s = xmalloc(n);
+	snprintf(s, n, "%s/%s", sh ? sh : "../shared", rel);
+	return s;
+}
+
+int xp_parse_doubles_flag(const char *flag, const char *spec, double min, double max, double **out,
+			  size_t *n, struct xp_err *err)
+{
+	char **v = xp_split_list(spec, n);
+	double *d = xcalloc(*n + 1, sizeof(double));
+	int rc = 0;
+	for (size_t i = 0; i < *n && rc == 0; i++)
+		rc = xp_parse_double_flag(flag, v[i], min, max, &d[i], err);
+	xp_free_list(v, *n);
+	if (rc < 0) {
+		free(d);
+		return rc;
+	}
+	*out = d;
+	return 0;
+}

@@ -22,6 +22,9 @@
 #include "../lib/strtab.h"
 #include "../lib/xalloc.h"
 
+/* the GPU types by index, as Gavel's files name them */
+static const char *const type_names[GT] = { "v100", "p100", "k80" };
+
 static const char *const pnames[XP_GP_COUNT] = { "fifo", "gavel-fifo", "las", "gavel-las",
 						 "xpool" };
 
@@ -64,7 +67,6 @@ void xp_gavel_cfg_default(struct xp_gavel_cfg *c)
 int xp_gavel_cfg_cluster(struct xp_gavel_cfg *c, const struct xp_cluster *cl, double active,
 			 struct xp_err *err)
 {
-	static const char *const names[GT] = { "v100", "p100", "k80" };
 	int n[GT] = { 0 };
 	uint32_t tdp[GT] = { 0 }, idle[GT] = { 0 };
 	for (size_t i = 0; i < cl->nnodes; i++)
@@ -78,7 +80,7 @@ int xp_gavel_cfg_cluster(struct xp_gavel_cfg *c, const struct xp_cluster *cl, do
 										   : model[l]);
 			low[l] = 0;
 			for (int k = 0; k < GT; k++) {
-				if (!strstr(low, names[k]))
+				if (!strstr(low, type_names[k]))
 					continue;
 				if (n[k] && (tdp[k] != dv->tdp_w || idle[k] != dv->idle_w))
 					return xp_errf(err, XP_EINVAL,
@@ -111,7 +113,6 @@ int xp_gavel_colo_load(const char *path, struct xp_gavel_colo *c, struct xp_err 
 {
 	static const char *const need[] = { "worker_type",    "job_a",	"scale_factor_a", "job_b",
 					    "scale_factor_b", "tput_a", "tput_b" };
-	static const char *const types[GT] = { "v100", "p100", "k80" };
 	struct xp_csv *csv;
 	int rc = xp_csv_open(path, &csv, err);
 	if (rc < 0)
@@ -130,7 +131,7 @@ int xp_gavel_colo_load(const char *path, struct xp_gavel_colo *c, struct xp_err 
 		    fa = -1, fb = -1;
 		int64_t sa = 0, sb = 0;
 		double ta, tb;
-		while (k < GT && strcmp(types[k], f[0]))
+		while (k < GT && strcmp(type_names[k], f[0]))
 			k++;
 		if (xp_parse_i64(f[2], 1, 8, &sa) == 0)
 			fa = xp_gavel_sf_index((int)sa);
@@ -292,20 +293,20 @@ static void gavel_plan(struct gsim *s)
 	int left[GT];
 	for (int k = 0; k < GT; k++)
 		left[k] = s->cfg->gpus[k];
-	unsigned char *placed = xcalloc(s->jobs.n + 1, 1);
+	unsigned char *placed = xcalloc(n + 1, 1); /* by position in act */
 	for (int o = 0; o < GT; o++) {
 		int k = order[o];
 		for (size_t i = 0; i < n; i++) {
 			const struct entry *en = &e[(size_t)o * n + i];
 			const struct gjob *j = &s->jobs.v[en->job];
-			if (!left[k] || placed[en->job] || j->t[k] <= 0)
+			if (!left[k] || placed[en->pos] || j->t[k] <= 0)
 				continue;
 			if (is_fifo(p) && j->pri[k] <= 0)
 				continue;
 			if (j->sf > left[k])
 				continue;
 			left[k] -= j->sf;
-			placed[en->job] = 1;
+			placed[en->pos] = 1;
 			/* a job without an X yet holds its GPUs idle this round */
 			if (j->has_x)
 				xp_vec_push(&s->plan, ((struct gplace){ en->job, -1, k }));
@@ -395,7 +396,7 @@ static int check_plan(const struct gsim *s, struct xp_err *err)
 	return rc;
 }
 
-static int job_cmp_arrival(const void *a, const void *b)
+static int dbl_cmp(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 	return (x > y) - (x < y);
@@ -405,7 +406,7 @@ static double median(double *v, size_t n)
 {
 	if (!n)
 		return 0;
-	qsort(v, n, sizeof(*v), job_cmp_arrival);
+	qsort(v, n, sizeof(*v), dbl_cmp);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
@@ -428,8 +429,6 @@ int xp_gavel_simulate(const struct xp_gavel_matrix *m, const struct xp_gavel_cfg
 	size_t done_in_win = 0, nwin = cfg->win_hi - cfg->win_lo;
 	s.now = 0;
 	for (;;) {
-		if (done_in_win == nwin)
-			break;
 		/* the round that ran ends with its last job */
 		if (run.n) {
 			double mx = 0;
@@ -525,14 +524,14 @@ int xp_gavel_simulate(const struct xp_gavel_matrix *m, const struct xp_gavel_cfg
 	res->jobs = n;
 	if (n) {
 		res->avg_jct_h = sum / (double)n / 3600;
-		qsort(jct, n, sizeof(*jct), job_cmp_arrival);
+		qsort(jct, n, sizeof(*jct), dbl_cmp);
 		res->p50_jct_h = jct[n / 2] / 3600;
 		res->p99_jct_h = jct[(size_t)ceil(0.99 * (double)n) - 1] / 3600;
 		res->ftf_mean = ftf / (double)n;
 		res->ftf_max = ftfmax;
 		res->job_kwh = kwh / (double)n;
 	}
-	res->end_h = s.now / 3600;
+	res->end_h = (n && !res->saturated ? end : s.now) / 3600;
 	for (int k = 0; k < GT; k++)
 		res->util[k] = s.now > 0 && cfg->gpus[k] ? busy_s[k] / (s.now * cfg->gpus[k]) : 0;
 	if (win_start >= 0 && s.now > win_start) {

@@ -420,6 +420,8 @@ int xp_gavel_simulate(const struct xp_gavel_matrix *m, const struct xp_gavel_cfg
 	s.cfg = cfg;
 	xp_pyrand_seed(&s.shuffler, (uint64_t)cfg->seed + 5);
 	xp_pyrand_seed(&s.fifo_rng, cfg->seed);
+	/* 1 s to 10^9 s in 5 % steps */
+	xp_gittins_init(&s.git, 1, 1e9, 48);
 	memset(res, 0, sizeof(*res));
 	struct runvec run = { 0 };
 	int rc = 0;
@@ -465,6 +467,8 @@ int xp_gavel_simulate(const struct xp_gavel_matrix *m, const struct xp_gavel_cfg
 					j->finish = r->fin[w];
 					j->active = 0;
 					s.need_update = 1;
+					if (cfg->policy == XP_GP_XPOOL)
+						xp_gittins_finished(&s.git, j->served * j->sf);
 					size_t id = (size_t)(j - s.jobs.v);
 					if (id >= cfg->win_lo && id < cfg->win_hi)
 						done_in_win++;
@@ -551,6 +555,7 @@ int xp_gavel_simulate(const struct xp_gavel_matrix *m, const struct xp_gavel_cfg
 	xp_vec_free(&s.act);
 	xp_vec_free(&s.plan);
 	xp_vec_free(&s.fifo_alloc);
+	xp_gittins_free(&s.git);
 	free(s.trace);
 	return rc;
 }

@@ -5,6 +5,7 @@
 #ifndef XP_SIM_GAVEL_SIM_INT_H
 #define XP_SIM_GAVEL_SIM_INT_H
 
+#include "../lib/gittins.h"
 #include "../lib/pyrand.h"
 #include "../lib/vec.h"
 #include "gavel_sim.h"
@@ -46,6 +47,7 @@ struct gsim {
 	double wt[GT]; /* Gavel's per-type time */
 	struct xp_pyrand shuffler, fifo_rng;
 	XP_VEC(int) fifo_alloc; /* jobs `fifo` holds a type for */
+	struct xp_gittins git;	/* xpool: sizes seen, GPUs x seconds on the best type */
 };
 
 /* Gavel's allocation X for the active jobs (gavel_alloc.c) */

@@ -2,23 +2,25 @@
  * gavel_xpool: xpool's heterogeneity-aware policy for Gavel's workload.
  *
  * Every round (no 1920 s wait), three steps:
- *  1. Order: least attained service first (Tiresias' 2D-LAS: GPUs x seconds
- *     of progress, measured on the job's fastest type, so a job is not
- *     penalised for having run on a slow one). No job's duration is read;
- *     with Philly's heavy-tailed durations a job that has run long is
- *     likely to run longer, so young jobs go first.
+ *  1. Order: by Gittins index, highest first (Tiresias' 2D-Gittins;
+ *     lib/gittins.h). Service is GPUs x seconds of progress, measured on the
+ *     job's fastest type, so a job is not penalised for having run on a
+ *     slow one. No job's duration is read: the size distribution is learned
+ *     from the jobs seen so far (Kaplan-Meier over the finished and the
+ *     running ones). Until XPOOL_LEARN jobs have finished, least attained
+ *     service first.
  *  2. Select and place: take jobs in that order while the pool's GPUs last,
- *     then assign them to types by an LP maximising the sum of
- *     sf x (1 + throughput / the job's best): every selected job placed
- *     where the pool allows, then the most normalised throughput - the
- *     comparative advantage Gavel's LP captures. Its few fractional jobs
- *     are rounded largest first; GPUs left over go to the next jobs in
- *     order; jobs of equal size then swap types while that gains.
- *  3. Share (with the co-location table): a lone job moves into another
- *     placement of its size when the pair's normalised throughputs beat the
- *     two apart by XPOOL_GAIN, best gains first, and its GPUs go to the next
- *     jobs in order; a job still without a GPU joins one of the last-placed
- *     placements when the pair sums to more than XPOOL_PACK.
+ *     then assign them by an LP over classes of interchangeable jobs whose
+ *     columns are a job alone on a type or a pair sharing a type's GPUs
+ *     (with the co-location table): every selected job placed where the
+ *     pool allows, then the most normalised throughput (throughput / the
+ *     job's best) - the comparative advantage Gavel's LP captures, with
+ *     space sharing decided in the same programme. Rounded, largest jobs
+ *     first; GPUs left over go to the next jobs in order; lone jobs of equal
+ *     size then swap types while that gains.
+ *  3. Share: a job still without a GPU joins one of the last-placed
+ *     placements when the pair's normalised throughputs sum to more than
+ *     XPOOL_PACK.
  * An energy weight, when set, charges each placement its power above idle
  * as a share of the hungriest type's: a trade of JCT for joules
  * (docs/design/energy.md).
@@ -34,14 +36,14 @@
 /* a waiting job joins a placement when the pair's normalised throughputs
  * sum to more than this */
 #define XPOOL_PACK 1.25
-/* a running job moves into a pair when that gains this much normalised
- * throughput */
-#define XPOOL_GAIN 0.05
+/* jobs finished before the size distribution is trusted (LAS until then) */
+#define XPOOL_LEARN 30
 
 struct cand {
 	double key;
 	int job;
 };
+
 
 static int cand_cmp(const void *pa, const void *pb)
 {
@@ -78,9 +80,10 @@ static int worth(const struct gsim *s, const struct gjob *j, int k)
 	return j->t[k] > 0 && 1 + value(s, j, k) > 1e-9;
 }
 
-/* after the LP and the greedy fill: move jobs to types with room, and swap
- * jobs of equal size between types, while the sum of values grows (the
- * fill's jobs are placed greedily; multi-GPU 2.4 jobs/h loses 4 % without) */
+/* after the LP and the greedy fill: move lone jobs to types with room, and
+ * swap lone jobs of equal size between types, while the sum of values grows
+ * (the fill's jobs are placed greedily; without this, multi-GPU at seeds
+ * 0-2 is 2 % slower at 2.4 jobs/h and 4 % at 2.8) */
 static void improve(struct gsim *s, int *left)
 {
 	size_t n = s->plan.n;
@@ -89,6 +92,8 @@ static void improve(struct gsim *s, int *left)
 		for (size_t i = 0; i < n; i++) {
 			struct gplace *p = &s->plan.v[i];
 			const struct gjob *a = &s->jobs.v[p->a];
+			if (p->b >= 0)
+				continue; /* pairs stay where they were put */
 			/* move to a type with room */
 			for (int k = 0; k < GT; k++)
 				if (k != p->k && left[k] >= a->sf && worth(s, a, k) &&
@@ -102,7 +107,7 @@ static void improve(struct gsim *s, int *left)
 			for (size_t q = i + 1; q < n; q++) {
 				struct gplace *o = &s->plan.v[q];
 				const struct gjob *b = &s->jobs.v[o->a];
-				if (o->k == p->k || b->sf != a->sf || !worth(s, a, o->k) ||
+				if (o->b >= 0 || o->k == p->k || b->sf != a->sf || !worth(s, a, o->k) ||
 				    !worth(s, b, p->k))
 					continue;
 				double now = value(s, a, p->k) + value(s, b, o->k);
@@ -157,72 +162,6 @@ static void share(struct gsim *s, const struct cand *c, size_t nc, const unsigne
 	free(paired);
 }
 
-/* a job alone on a slow type may do better sharing a fast one: pair it
- * into another placement when the pair's normalised throughputs beat the
- * two apart by more than XPOOL_GAIN; the best gains first; its own GPUs
- * go free */
-struct move {
-	double gain;
-	int u, a;
-};
-
-static int move_cmp(const void *pa, const void *pb)
-{
-	const struct move *x = pa, *y = pb;
-	if (x->gain != y->gain)
-		return x->gain < y->gain ? 1 : -1;
-	return x->u != y->u ? x->u - y->u : x->a - y->a;
-}
-
-static void consolidate(struct gsim *s, int *left, int *total)
-{
-	const struct xp_gavel_colo *colo = s->cfg->colo;
-	double gain = XPOOL_GAIN;
-	size_t n = s->plan.n;
-	XP_VEC(struct move) mv = { 0 };
-	for (size_t i = 0; i < n; i++) {
-		const struct gplace *pu = &s->plan.v[i];
-		const struct gjob *u = &s->jobs.v[pu->a];
-		double ru = value(s, u, pu->k);
-		for (size_t q = 0; q < n; q++) {
-			const struct gplace *p = &s->plan.v[q];
-			const struct gjob *a = &s->jobs.v[p->a];
-			if (q == i || a->sf != u->sf)
-				continue;
-			const float *tp = colo->tput[p->k][a->sfi][a->tmpl][u->tmpl];
-			if (tp[0] <= 0 || tp[1] <= 0)
-				continue;
-			/* a placement's power counts once for the pair */
-			double d = tp[0] / a->best + tp[1] / u->best - value(s, a, p->k) - ru;
-			if (s->cfg->energy_weight > 0)
-				d -= s->cfg->energy_weight * power_share(s, p->k);
-			if (d > gain)
-				xp_vec_push(&mv, ((struct move){ d, (int)i, (int)q }));
-		}
-	}
-	if (mv.n)
-		qsort(mv.v, mv.n, sizeof(*mv.v), move_cmp);
-	unsigned char *used = xcalloc(n + 1, 1);
-	for (size_t m = 0; m < mv.n; m++) {
-		int i = mv.v[m].u, q = mv.v[m].a;
-		if (used[i] || used[q])
-			continue;
-		used[i] = used[q] = 1;
-		struct gplace *pu = &s->plan.v[i];
-		s->plan.v[q].b = pu->a;
-		left[pu->k] += s->jobs.v[pu->a].sf;
-		*total += s->jobs.v[pu->a].sf;
-		pu->a = -1; /* dropped below */
-	}
-	free(used);
-	xp_vec_free(&mv);
-	size_t w = 0;
-	for (size_t i = 0; i < n; i++)
-		if (s->plan.v[i].a >= 0)
-			s->plan.v[w++] = s->plan.v[i];
-	s->plan.n = w;
-}
-
 /* job c[i] alone on sf GPUs of type k */
 static void put(struct gsim *s, const struct cand *c, size_t i, int k, int *left, int *total,
 		unsigned char *placed)
@@ -234,58 +173,185 @@ static void put(struct gsim *s, const struct cand *c, size_t i, int k, int *left
 	xp_vec_push(&s->plan, ((struct gplace){ c[i].job, -1, k }));
 }
 
-static void place(struct gsim *s, const struct cand *c, size_t i, int *left, int *total,
-		  unsigned char *placed);
+/* The LP of assign(): rows are the classes of interchangeable jobs among
+ * the selected (same template and size) and the types; each column puts one
+ * unit - a job of class ca alone (cb < 0), or a pair of jobs of classes ca
+ * and cb sharing - on sf GPUs of type k. */
+struct pcol {
+	int ca, cb, k;
+};
+struct pcol_vec {
+	struct pcol *v;
+	size_t n, cap;
+};
+struct dbl_vec {
+	double *v;
+	size_t n, cap;
+};
 
-/* the selected jobs onto types: the LP maximising the sum over jobs of
- * sf x (1 + value) - every selected job placed where the pool allows, then
- * the most total normalised throughput - and its few fractional jobs
- * rounded, largest first */
+struct classes {
+	int n;
+	int *of;     /* class of the q-th selected job */
+	size_t *rep; /* a selected job of each class */
+	int *cnt;    /* selected jobs per class */
+};
+
+static void classes_of(const struct gsim *s, const struct cand *c, const size_t *sel, size_t ns,
+		       struct classes *cl)
+{
+	cl->n = 0;
+	cl->of = xcalloc(ns + 1, sizeof(int));
+	cl->rep = xcalloc(ns + 1, sizeof(size_t));
+	cl->cnt = xcalloc(ns + 1, sizeof(int));
+	for (size_t q = 0; q < ns; q++) {
+		const struct gjob *j = &s->jobs.v[c[sel[q]].job];
+		int f = -1;
+		for (int d = 0; d < cl->n && f < 0; d++) {
+			const struct gjob *r = &s->jobs.v[c[cl->rep[d]].job];
+			if (r->tmpl == j->tmpl && r->sf == j->sf)
+				f = d;
+		}
+		if (f < 0) {
+			f = cl->n++;
+			cl->rep[f] = sel[q];
+		}
+		cl->of[q] = f;
+		cl->cnt[f]++;
+	}
+}
+
+/* the columns and their values: a job alone, sf x (1 + value); a pair,
+ * sf x (2 + both normalised co-located throughputs - the power term once) */
+static void columns(const struct gsim *s, const struct cand *c, const struct classes *cl,
+		    struct pcol_vec *col, struct dbl_vec *obj)
+{
+	const struct xp_gavel_colo *colo = s->cfg->colo;
+	for (int a = 0; a < cl->n; a++) {
+		const struct gjob *ja = &s->jobs.v[c[cl->rep[a]].job];
+		for (int k = 0; k < GT; k++)
+			if (worth(s, ja, k)) {
+				xp_vec_push(col, ((struct pcol){ a, -1, k }));
+				xp_vec_push(obj, ja->sf * (1 + value(s, ja, k)));
+			}
+		for (int b = a; colo && b < cl->n; b++) {
+			const struct gjob *jb = &s->jobs.v[c[cl->rep[b]].job];
+			if (jb->sf != ja->sf || (a == b && cl->cnt[a] < 2))
+				continue;
+			for (int k = 0; k < GT; k++) {
+				const float *tp = colo->tput[k][ja->sfi][ja->tmpl][jb->tmpl];
+				if (tp[0] <= 0 || tp[1] <= 0 || !ja->t[k] || !jb->t[k])
+					continue;
+				double v = tp[0] / ja->best + tp[1] / jb->best;
+				if (s->cfg->energy_weight > 0)
+					v -= s->cfg->energy_weight * power_share(s, k);
+				if (2 + v > 1e-9) {
+					xp_vec_push(col, ((struct pcol){ a, b, k }));
+					xp_vec_push(obj, ja->sf * (2 + v));
+				}
+			}
+		}
+	}
+}
+
+/* whole units of the LP's solution y, then its fractions - the largest
+ * jobs first, then the largest part - while class counts and GPUs allow */
+static void round_units(const struct gsim *s, const struct cand *c, const struct classes *cl,
+			const struct pcol *col, size_t cols, double *y, int *units, int *left,
+			int *total)
+{
+	int *room = xcalloc((size_t)cl->n + 1, sizeof(int));
+	memcpy(room, cl->cnt, (size_t)cl->n * sizeof(int));
+	for (int pass = 0; pass < 2; pass++)
+		for (;;) {
+			size_t bi = cols;
+			int bsf = 0;
+			double bf = pass ? 1e-6 : 1 - 1e-6;
+			for (size_t i = 0; i < cols; i++) {
+				const struct pcol *p = &col[i];
+				double f = y[i] - units[i];
+				int sf = s->jobs.v[c[cl->rep[p->ca]].job].sf;
+				int need = p->cb == p->ca ? 2 : 1;
+				if (f < bf || left[p->k] < sf || room[p->ca] < need ||
+				    (p->cb >= 0 && p->cb != p->ca && room[p->cb] < 1) ||
+				    (bi < cols && (sf < bsf || (sf == bsf && f <= bf))))
+					continue;
+				bf = f;
+				bi = i;
+				bsf = sf;
+				if (!pass)
+					break; /* any whole unit will do */
+			}
+			if (bi == cols)
+				break;
+			const struct pcol *p = &col[bi];
+			units[bi]++;
+			if (pass)
+				y[bi] = units[bi]; /* a fraction rounds up once */
+			left[p->k] -= bsf;
+			*total -= bsf;
+			room[p->ca]--;
+			if (p->cb >= 0)
+				room[p->cb]--;
+		}
+	free(room);
+}
+
+/* The selected jobs onto types, sharing included: the LP over classes of
+ * interchangeable jobs maximising the sum of the columns' values - every
+ * selected job placed where the pool allows, then the most normalised
+ * throughput, pairs where sharing a GPU beats the jobs' places apart -
+ * rounded (round_units); each class's units go to its jobs in order. */
 static void assign(struct gsim *s, const struct cand *c, const size_t *sel, size_t ns, int *left,
 		   int *total, unsigned char *placed)
 {
-	size_t cols = ns * GT, rows = ns + GT;
-	double *A = xcalloc(rows * cols, sizeof(double)), *b = xcalloc(rows, sizeof(double));
-	double *o = xcalloc(cols, sizeof(double)), *y = xcalloc(cols, sizeof(double)), obj;
-	for (size_t q = 0; q < ns; q++) {
-		const struct gjob *j = &s->jobs.v[c[sel[q]].job];
-		for (int k = 0; k < GT; k++) {
-			size_t col = q * GT + (size_t)k;
-			if (!worth(s, j, k))
-				continue;
-			o[col] = j->sf * (1 + value(s, j, k));
-			A[q * cols + col] = 1;
-			A[(ns + (size_t)k) * cols + col] = j->sf;
-		}
-		b[q] = 1;
+	struct classes cl;
+	classes_of(s, c, sel, ns, &cl);
+	struct pcol_vec col = { 0 };
+	struct dbl_vec obj = { 0 };
+	columns(s, c, &cl, &col, &obj);
+	size_t cols = col.n, rows = (size_t)cl.n + GT;
+	double *A = xcalloc(rows * cols + 1, sizeof(double)), *b = xcalloc(rows, sizeof(double));
+	double *y = xcalloc(cols + 1, sizeof(double)), val;
+	for (size_t i = 0; i < cols; i++) {
+		const struct pcol *p = &col.v[i];
+		A[(size_t)p->ca * cols + i] += 1;
+		if (p->cb >= 0)
+			A[(size_t)p->cb * cols + i] += 1;
+		A[((size_t)cl.n + (size_t)p->k) * cols + i] = s->jobs.v[c[cl.rep[p->ca]].job].sf;
 	}
+	for (int a = 0; a < cl.n; a++)
+		b[a] = cl.cnt[a];
 	for (int k = 0; k < GT; k++)
-		b[ns + (size_t)k] = left[k];
-	if (ns && xp_lp_max(rows, cols, A, b, o, y, &obj) != 0)
-		memset(y, 0, cols * sizeof(double));
-	/* whole ones first, then the fractional ones largest first */
-	for (int pass = 0; pass < 2; pass++)
-		for (int sf = 8; sf >= 1; sf /= 2)
-			for (size_t q = 0; q < ns; q++) {
-				const struct gjob *j = &s->jobs.v[c[sel[q]].job];
-				if (j->sf != sf || placed[sel[q]])
-					continue;
-				int bk = -1;
-				double bv = pass ? 1e-9 : 1 - 1e-6;
-				for (int k = 0; k < GT; k++)
-					if (y[q * GT + (size_t)k] >= bv && left[k] >= j->sf) {
-						bv = y[q * GT + (size_t)k];
-						bk = k;
-					}
-				if (bk < 0 && pass)
-					place(s, c, sel[q], left, total, placed);
-				else if (bk >= 0)
-					put(s, c, sel[q], bk, left, total, placed);
+		b[cl.n + k] = left[k];
+	if (!cols || xp_lp_max(rows, cols, A, b, obj.v, y, &val) != 0)
+		memset(y, 0, (cols + 1) * sizeof(double));
+	int *units = xcalloc(cols + 1, sizeof(int));
+	round_units(s, c, &cl, col.v, cols, y, units, left, total);
+	size_t *next = xcalloc((size_t)cl.n + 1, sizeof(size_t));
+	for (size_t i = 0; i < cols; i++)
+		for (int u = 0; u < units[i]; u++) {
+			const struct pcol *p = &col.v[i];
+			int job[2] = { -1, -1 };
+			for (int w = 0; w < (p->cb >= 0 ? 2 : 1); w++) {
+				int want = w ? p->cb : p->ca;
+				while (cl.of[next[want]] != want)
+					next[want]++;
+				job[w] = c[sel[next[want]]].job;
+				placed[sel[next[want]]] = 1;
+				next[want]++;
 			}
+			xp_vec_push(&s->plan, ((struct gplace){ job[0], job[1], p->k }));
+		}
+	free(next);
+	free(units);
 	free(A);
 	free(b);
-	free(o);
 	free(y);
+	xp_vec_free(&col);
+	xp_vec_free(&obj);
+	free(cl.of);
+	free(cl.rep);
+	free(cl.cnt);
 }
 
 static void place(struct gsim *s, const struct cand *c, size_t i, int *left, int *total,
@@ -322,9 +388,20 @@ void xp_gavel_xpool_plan(struct gsim *s)
 	if (!n)
 		return;
 	struct cand *c = xcalloc(n, sizeof(*c));
+	struct xp_gittins *g = &s->git;
+	int git = g->nfin >= XPOOL_LEARN;
+	if (git) {
+		xp_gittins_censor_clear(g);
+		for (size_t i = 0; i < n; i++) {
+			const struct gjob *j = &s->jobs.v[s->act.v[i]];
+			xp_gittins_censored(g, j->served * j->sf);
+		}
+		xp_gittins_build(g);
+	}
 	for (size_t i = 0; i < n; i++) {
 		const struct gjob *j = &s->jobs.v[s->act.v[i]];
-		c[i] = (struct cand){ j->served * j->sf, s->act.v[i] };
+		double a = j->served * j->sf;
+		c[i] = (struct cand){ git ? -xp_gittins_index(g, a) : a, s->act.v[i] };
 	}
 	qsort(c, n, sizeof(*c), cand_cmp);
 	int left[GT], total = 0;
@@ -344,13 +421,10 @@ void xp_gavel_xpool_plan(struct gsim *s)
 	}
 	assign(s, c, sel, ns, left, &total, placed);
 	free(sel);
-	fill(s, c, n, left, &total, placed); /* what the selected left free */
+	fill(s, c, n, left, &total, placed); /* what the LP left free */
 	improve(s, left);
-	if (s->cfg->colo) {
-		consolidate(s, left, &total);
-		fill(s, c, n, left, &total, placed); /* what the pairs freed */
+	if (s->cfg->colo)
 		share(s, c, n, placed);
-	}
 	free(placed);
 	free(c);
 }

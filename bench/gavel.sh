@@ -2,7 +2,8 @@
 # Gavel's workload (docs/results/policy.md): the round-based simulator,
 # every policy, seeds 0-2, single-GPU and multi-GPU traces; JCT-vs-rate
 # plots; xpool's energy weight as a curve; a hold-out seed set for xpool
-# against Gavel's LAS. Writes CSV and SVG under $OUT.
+# against Gavel's LAS with and without space sharing. Writes CSV and SVG
+# under $OUT.
 #   bench/gavel.sh [build-dir]    (BENCH_OUT, XP_SHARED_DIR as make bench)
 set -eu
 BUILD=${1:-build}
@@ -15,14 +16,16 @@ if [ ! -f "$GAVEL/gavel_isolated_throughputs.csv" ]; then
 fi
 mkdir -p "$OUT"
 t0=$(date +%s)
-"$XP" sim gavel --rates 0.4,2,4,4.8,5.2,5.6,6.0 --seeds 0-2 \
+ALL=fifo,gavel-fifo,las,gavel-las,gavel-las-ss,xpool
+"$XP" sim gavel --policy $ALL --rates 0.4,2,4,4.8,5.2,5.6,6.0 --seeds 0-2 \
 	--plot "$OUT/gavel-single-jct.svg" --csv >"$OUT/gavel-single.csv"
-"$XP" sim gavel --multi-gpu --rates 0.2,1,2,2.4,2.6,2.8 --seeds 0-2 \
+"$XP" sim gavel --policy $ALL --multi-gpu --rates 0.2,1,2,2.4,2.6,2.8 --seeds 0-2 \
 	--plot "$OUT/gavel-multi-jct.svg" --csv >"$OUT/gavel-multi.csv"
 "$XP" sim gavel --policy xpool --rates 4 --seeds 0-2 --energy-weights 0,0.25,0.5,0.75,1,1.25 \
 	--plot "$OUT/gavel-energy.svg" --csv >"$OUT/gavel-energy.csv"
-"$XP" sim gavel --policy gavel-las,xpool --rates 4.8,5.6 --seeds 3-9 --csv >"$OUT/gavel-holdout.csv"
-"$XP" sim gavel --policy gavel-las,xpool --multi-gpu --rates 2.4,2.8 --seeds 3-9 \
+"$XP" sim gavel --policy gavel-las,gavel-las-ss,xpool --rates 4.8,5.6 --seeds 3-9 \
+	--csv >"$OUT/gavel-holdout.csv"
+"$XP" sim gavel --policy gavel-las,gavel-las-ss,xpool --multi-gpu --rates 2.4,2.8 --seeds 3-9 \
 	--csv >"$OUT/gavel-holdout-multi.csv"
 echo "gavel: all runs in $(($(date +%s) - t0)) s"
 # means over the seeds; published seed-0 Gavel LAS w/ space sharing beside
@@ -40,8 +43,8 @@ for f in single multi; do
 	END { printf "%-11s", "rate"; for (r in rate) rs[++nr] = r + 0
 		for (i = 1; i <= nr; i++) for (j = i + 1; j <= nr; j++) if (rs[j] < rs[i]) { t = rs[i]; rs[i] = rs[j]; rs[j] = t }
 		for (i = 1; i <= nr; i++) printf " %15s", rs[i]; printf "\n"
-		split("fifo gavel-fifo las gavel-las xpool", ps, " ")
-		for (p = 1; p <= 5; p++) { printf "%-11s", ps[p]
+		split("fifo gavel-fifo las gavel-las gavel-las-ss xpool", ps, " ")
+		for (p = 1; p <= 6; p++) { printf "%-11s", ps[p]
 			for (i = 1; i <= nr; i++) { k = ps[p] SUBSEP rs[i]
 				if (sat[k] || !(k in n)) printf " %15s", "-"
 				else printf " %6.2f [%6.2f]", s[k] / n[k], z[k] }
@@ -49,22 +52,26 @@ for f in single multi; do
 		printf "%-11s", "GavelSS pub"; for (i = 1; i <= nr; i++) printf " %6s [%6.2f]", "", ss[f, rs[i]]; printf "\n"
 		printf "%-11s", "xpool/SS"; for (i = 1; i <= nr; i++) { k = "xpool" SUBSEP rs[i]
 			if (sat[k]) printf " %15s", "-"; else printf " %14.1f%%", 100 * (z[k] / ss[f, rs[i]] - 1) }
-		printf "   (seed 0 against the published seed 0)\n" }' "$OUT/gavel-$f.csv"
+		printf "   (seed 0 against the published seed 0)\n"
+		printf "%-11s", "xpool/oursS"; for (i = 1; i <= nr; i++) { k = "xpool" SUBSEP rs[i]; q = "gavel-las-ss" SUBSEP rs[i]
+			if (sat[k] || sat[q] || !(q in n)) printf " %15s", "-"; else printf " %14.1f%%", 100 * (s[k] / s[q] - 1) }
+		printf "   (mean of seeds against our gavel-las-ss)\n" }' "$OUT/gavel-$f.csv"
 done
-echo "-- hold-out seeds 3-9: xpool against Gavel LAS (our reproduction), mean JCT h of the seeds"
-echo "   neither saturated; a seed where either saturates is listed apart"
+echo "-- hold-out seeds 3-9: xpool against our Gavel LAS and Gavel LAS w/ SS, mean JCT h of the seeds"
+echo "   where neither saturated; a seed where either saturates is listed apart"
 cat "$OUT/gavel-holdout.csv" "$OUT/gavel-holdout-multi.csv" | awk -F, '$1 != "policy" {
 	k = "multi=" $5 " rate=" $3; ks[k] = 1; v[$1, k, $4] = $6; sat[$1, k, $4] = $16; seeds[$4] = 1 }
-	END { for (k in ks) { n = 0; g = 0; x = 0; bad = ""
+	END { split("gavel-las gavel-las-ss", bs, " ")
+	for (k in ks) for (bi = 1; bi <= 2; bi++) { b = bs[bi]; n = 0; g = 0; x = 0; bad = ""
 		for (sd in seeds) {
-			if (!(("xpool", k, sd) in v)) continue
-			if (sat["xpool", k, sd] || sat["gavel-las", k, sd]) {
-				bad = bad sprintf(" seed %s: gavel-las %s, xpool %s;", sd,
-					sat["gavel-las", k, sd] ? "saturated" : sprintf("%.2f", v["gavel-las", k, sd]),
+			if (!(("xpool", k, sd) in v) || !((b, k, sd) in v)) continue
+			if (sat["xpool", k, sd] || sat[b, k, sd]) {
+				bad = bad sprintf(" seed %s: %s %s, xpool %s;", sd, b,
+					sat[b, k, sd] ? "saturated" : sprintf("%.2f", v[b, k, sd]),
 					sat["xpool", k, sd] ? "saturated" : sprintf("%.2f", v["xpool", k, sd]))
 				continue }
-			n++; g += v["gavel-las", k, sd]; x += v["xpool", k, sd] }
-		printf "%s: %d seeds, gavel-las %.2f, xpool %.2f (%+.1f%%)%s\n", k, n, g / n, x / n,
+			n++; g += v[b, k, sd]; x += v["xpool", k, sd] }
+		if (n) printf "%s: %d seeds, %s %.2f, xpool %.2f (%+.1f%%)%s\n", k, n, b, g / n, x / n,
 			100 * (x / g - 1), bad } }' | sort
 echo "-- energy weight (xpool, 4 jobs/h, seeds 0-2): JCT h, kWh per job running, idle MWh"
 awk -F, 'NR > 1 { k = $2; n[k]++; j[k] += $6; e[k] += $13; i[k] += $14 } END {

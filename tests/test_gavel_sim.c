@@ -6,6 +6,8 @@
  *   LAS (PROTOCOL.md §5, "Verified") to the hundredth of an hour, and lies
  *   within 5 % of the published notebook tables (§2.4), Gavel's LP-based
  *   LAS included.
+ * - Gavel's LAS with space sharing: the invariants on small pools, single-
+ *   and multi-GPU, and a seed-0 cell within 10 % of the published column.
  * - Invariants on random small clusters, every policy, with and without
  *   space sharing and an energy weight: every round's plan places active
  *   jobs at most once, on types where they run, pairs of equal size, never
@@ -116,7 +118,9 @@ static void test_invariants(void **state)
 			c.gpus[k] = rand() % 7;
 		if (c.gpus[0] < 1)
 			c.gpus[0] = 8; /* every job runs on a V100 */
-		c.policy = (enum xp_gavel_policy)(it % XP_GP_COUNT);
+		/* the policies before gavel-las-ss (test_las_ss has its own): the
+		 * draws below are tied to this cycle */
+		c.policy = (enum xp_gavel_policy)(it % XP_GP_LAS_SS);
 		c.multi_gpu = it % 3 == 0;
 		if (c.multi_gpu)
 			c.gpus[0] = 8 + rand() % 9;
@@ -141,6 +145,51 @@ static void test_invariants(void **state)
 		for (int k = 0; k < XP_GAVEL_TYPES; k++)
 			assert_true(r.util[k] >= 0 && r.util[k] <= 1 + 1e-9);
 	}
+}
+
+static void test_las_ss(void **state)
+{
+	(void)state;
+	if (!C)
+		skip();
+	struct xp_gavel_cfg c;
+	struct xp_gavel_result r;
+	struct xp_err err = { 0 };
+	/* it shares GPUs: no co-location table, no run */
+	xp_gavel_cfg_default(&c);
+	c.policy = XP_GP_LAS_SS;
+	assert_true(xp_gavel_simulate(&M, &c, &r, &err) < 0);
+	assert_non_null(strstr(err.text, "co-location"));
+	/* the plan invariants on random small pools, pairs and multi-GPU jobs */
+	srand(11);
+	for (int it = 0; it < 12; it++) {
+		xp_gavel_cfg_default(&c);
+		c.policy = XP_GP_LAS_SS;
+		c.multi_gpu = it % 2;
+		c.gpus[0] = (c.multi_gpu ? 8 : 1) + rand() % 9;
+		c.gpus[1] = rand() % 7;
+		c.gpus[2] = rand() % 7;
+		int n = c.gpus[0] + c.gpus[1] + c.gpus[2];
+		c.rate = (0.2 + (rand() % 60) / 100.0) * n / 17.0 / (c.multi_gpu ? 2 : 1);
+		c.seed = (unsigned)(rand() % 1000);
+		c.win_lo = (size_t)(rand() % 40);
+		c.win_hi = c.win_lo + 20 + (size_t)(rand() % 40);
+		c.colo = C;
+		c.max_active = 300;
+		c.check = 1;
+		if (xp_gavel_simulate(&M, &c, &r, &err) < 0)
+			fail_msg("run %d: %s", it, err.text);
+		if (r.saturated)
+			continue;
+		assert_int_equal(r.jobs, c.win_hi - c.win_lo);
+		assert_true(r.ftf_mean >= 1 - 1e-9);
+	}
+	/* seed 0 against the published column (PROTOCOL.md §2.4, 18.26 h); at
+	 * this load the LP's slack decides, and a simplex vertex instead of
+	 * ECOS's interior point gives 21.8 h */
+	double h = jct(XP_GP_LAS_SS, 2.0, 0, 4000, 5000);
+	print_message("gavel-las-ss 2.0 jobs/h: %.2f h (published 18.26)\n", h);
+	assert_true(fabs(h / 18.26 - 1) < 0.10);
 }
 
 static void test_xpool(void **state)
@@ -261,9 +310,8 @@ static void test_parsers(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parsers),
-		cmocka_unit_test(test_invariants),
-		cmocka_unit_test(test_xpool),
+		cmocka_unit_test(test_parsers),	   cmocka_unit_test(test_invariants),
+		cmocka_unit_test(test_xpool),	   cmocka_unit_test(test_las_ss),
 		cmocka_unit_test(test_reproduces),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -31,6 +31,7 @@
 
 #include "lib/clock.h"
 #include "lib/lp.h"
+#include "lib/lpcentral.h"
 #include "lib/rng.h"
 #include "lib/xalloc.h"
 
@@ -553,6 +554,93 @@ static void test_timing(void **st)
 	}
 }
 
+/* ------------------------------------------------------------------------ */
+/* lpcentral: the interior point of the same max-min LPs */
+
+/* random fairness LPs: the central point is feasible and as good as the
+ * simplex's optimum; every item gets t */
+static void test_central_random(void **st)
+{
+	(void)st;
+	struct xp_rng g;
+	xp_rng_seed(&g, 4242);
+	for (int it = 0; it < 60; it++) {
+		size_t J = 2 + xp_rng_below(&g, 30), K = 1 + xp_rng_below(&g, 4);
+		size_t n = 1 + J * K, m = 2 * J + K;
+		double *a = xmalloc(J * K * sizeof(double)), cap[4];
+		for (size_t i = 0; i < J * K; i++)
+			a[i] = xp_rng_below(&g, 5) ? uniform(&g, 0.1, 3) : 0;
+		for (size_t j = 0; j < J; j++)
+			a[j * K] += 0.05; /* every item can run somewhere */
+		for (size_t k = 0; k < K; k++)
+			cap[k] = 1 + (double)xp_rng_below(&g, J);
+		double *A = xmalloc(m * n * sizeof(double)), *b = xmalloc(m * sizeof(double));
+		double *c = xmalloc(n * sizeof(double)), *x = xmalloc(n * sizeof(double));
+		double *y = xmalloc(n * sizeof(double)), obj;
+		double *wr = xmalloc(m * sizeof(double)), *wc = xmalloc(n * sizeof(double));
+		for (size_t i = 0; i < m; i++)
+			wr[i] = 1;
+		for (size_t j = 0; j < n; j++)
+			wc[j] = 1;
+		fairness(J, K, a, cap, A, b, c);
+		assert_int_equal(xp_lp_max(m, n, A, b, c, x, &obj), 0);
+		assert_int_equal(xp_lp_central(m, n, 0, A, b, wr, wc, y), 0);
+		assert_true(violation(m, n, A, b, y) <= 1e-7);
+		assert_true(fabs(y[0] - obj) <= 1e-6 * fmax(1, obj));
+		/* strictly inside: every share positive */
+		for (size_t j = 1; j < n; j++)
+			assert_true(y[j] > 0);
+		free(a);
+		free(A);
+		free(b);
+		free(c);
+		free(x);
+		free(y);
+		free(wr);
+		free(wc);
+	}
+}
+
+/* identical items: the simplex picks a vertex that favours some of them;
+ * the central point gives all the same shares, as ECOS does */
+static void test_central_symmetric(void **st)
+{
+	(void)st;
+	size_t J = 12, K = 3, n = 1 + J * K, m = 2 * J + K;
+	double a[12 * 3], cap[3] = { 4, 4, 4 };
+	for (size_t j = 0; j < J; j++) {
+		a[j * K] = 3;
+		a[j * K + 1] = 2;
+		a[j * K + 2] = 1;
+	}
+	double A[(2 * 12 + 3) * (1 + 12 * 3)], b[2 * 12 + 3], c[1 + 12 * 3], y[1 + 12 * 3];
+	double wr[2 * 12 + 3], wc[1 + 12 * 3];
+	for (size_t i = 0; i < m; i++)
+		wr[i] = 1;
+	for (size_t j = 0; j < n; j++)
+		wc[j] = 1;
+	fairness(J, K, a, cap, A, b, c);
+	assert_int_equal(xp_lp_central(m, n, 0, A, b, wr, wc, y), 0);
+	/* each item gets a third of the pool's throughput: (3+2+1) x 4 / 12 */
+	assert_true(fabs(y[0] - 2) < 1e-6);
+	for (size_t j = 1; j < J; j++)
+		for (size_t k = 0; k < K; k++)
+			assert_true(fabs(y[1 + j * K + k] - y[1 + k]) < 1e-6);
+	/* a class-level LP with weight 12 gives the same shares x 12 */
+	double A1[(2 + 3) * (1 + 3)], b1[2 + 3], c1[1 + 3], y1[1 + 3], wr1[5], wc1[4];
+	double a1[3] = { 3.0 / 12, 2.0 / 12, 1.0 / 12 }, cap1[3] = { 4, 4, 4 };
+	fairness(1, K, a1, cap1, A1, b1, c1);
+	b1[1 + K] = 12; /* the class's twelve shares */
+	wr1[0] = wr1[1 + K] = 12;
+	wr1[1] = wr1[2] = wr1[3] = 1;
+	wc1[0] = 1;
+	wc1[1] = wc1[2] = wc1[3] = 12;
+	assert_int_equal(xp_lp_central(2 + K, 1 + K, 0, A1, b1, wr1, wc1, y1), 0);
+	assert_true(fabs(y1[0] - 2) < 1e-6);
+	for (size_t k = 0; k < K; k++)
+		assert_true(fabs(y1[1 + k] - 12 * y[1 + k]) < 1e-5);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -560,6 +648,7 @@ int main(void)
 		cmocka_unit_test(test_degenerate),   cmocka_unit_test(test_fairness),
 		cmocka_unit_test(test_bad_input),    cmocka_unit_test(test_random_small),
 		cmocka_unit_test(test_random_large), cmocka_unit_test(test_timing),
+		cmocka_unit_test(test_central_random), cmocka_unit_test(test_central_symmetric),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -156,7 +156,8 @@ int xp_cmd_sim_gavel(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
 		{ "policy", XP_FLAG_STR, "P[,P...]",
-		  "fifo, gavel-fifo, las, gavel-las, xpool (default: all)" },
+		  "fifo, gavel-fifo, las, gavel-las, xpool, gavel-las-ss (LAS w/ space "
+		  "sharing) (default: all but gavel-las-ss)" },
 		{ "rates", XP_FLAG_STR, "R[,R...]", "arrivals per hour (default 0.4,2,4)" },
 		{ "seeds", XP_FLAG_STR, "LIST", "Gavel seeds, e.g. 0-2 (default 0)" },
 		{ "multi-gpu", XP_FLAG_BOOL, NULL, "scale factors 1/2/4/8 (70/10/15/5 %)" },
@@ -166,8 +167,9 @@ int xp_cmd_sim_gavel(int argc, char **argv)
 		{ "active", XP_FLAG_STR, "F", "share of TDP a running job draws (default 0.8)" },
 		{ "matrix", XP_FLAG_STR, "FILE", "gavel_isolated_throughputs.csv" },
 		{ "colo", XP_FLAG_STR, "FILE",
-		  "gavel_colocated_throughputs.csv (xpool's sharing)" },
-		{ "no-share", XP_FLAG_BOOL, NULL, "xpool without space sharing" },
+		  "gavel_colocated_throughputs.csv (xpool's and gavel-las-ss's sharing)" },
+		{ "no-share", XP_FLAG_BOOL, NULL,
+		  "xpool without space sharing (an error with gavel-las-ss)" },
 		{ "energy-weights", XP_FLAG_STR, "W[,W...]",
 		  "xpool's energy factor, each 0..1.5 (default 0)" },
 		{ "plot", XP_FLAG_STR, "FILE",
@@ -206,8 +208,14 @@ int xp_cmd_sim_gavel(int argc, char **argv)
 	for (size_t i = 0; i < npol; i++)
 		if (xp_gavel_policy_parse(pols[i]) < 0) {
 			xp_errf(&err, XP_EINVAL,
-				"--policy: unknown '%s' (fifo, gavel-fifo, las, gavel-las, xpool)",
+				"--policy: unknown '%s' (fifo, gavel-fifo, las, gavel-las, xpool, "
+				"gavel-las-ss)",
 				pols[i]);
+			goto fail;
+		} else if (xp_gavel_policy_parse(pols[i]) == XP_GP_LAS_SS &&
+			   xp_flag_get(flags, "no-share")->bval) {
+			xp_errf(&err, XP_EINVAL,
+				"--policy gavel-las-ss shares GPUs: it cannot run with --no-share");
 			goto fail;
 		}
 	f = xp_flag_get(flags, "rates")->sval;

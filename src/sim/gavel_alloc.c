@@ -150,12 +150,13 @@ static void las(struct gsim *s)
  * the split ECOS's interior point takes too, by symmetry); the LP has at
  * most 26 x 4 rows instead of one per job, so hundreds of active jobs cost
  * no more than a handful. */
-static void las_perf(struct gsim *s)
+int xp_gavel_classes(const struct gsim *s, int *cls_of, int *cnt, int *rep)
 {
-	enum { NC = XP_GAVEL_TEMPLATES * 4 };
-	int cls_of[NC], ncls = 0, cnt[NC] = { 0 }, rep[NC];
-	for (int i = 0; i < NC; i++)
+	int ncls = 0;
+	for (int i = 0; i < XP_GAVEL_CLASSES; i++) {
 		cls_of[i] = -1;
+		cnt[i] = 0;
+	}
 	for (size_t i = 0; i < s->act.n; i++) {
 		const struct gjob *j = &s->jobs.v[s->act.v[i]];
 		int key = j->tmpl * 4 + j->sfi;
@@ -165,6 +166,13 @@ static void las_perf(struct gsim *s)
 		}
 		cnt[cls_of[key]]++;
 	}
+	return ncls;
+}
+
+static void las_perf(struct gsim *s)
+{
+	int cls_of[XP_GAVEL_CLASSES], cnt[XP_GAVEL_CLASSES], rep[XP_GAVEL_CLASSES];
+	int ncls = xp_gavel_classes(s, cls_of, cnt, rep);
 	if (!ncls)
 		return;
 	size_t m = (size_t)ncls, cols = m * GT + 1, rows = 2 * m + GT;
@@ -219,6 +227,9 @@ void xp_gavel_alloc(struct gsim *s)
 		break;
 	case XP_GP_LAS_PERF:
 		las_perf(s);
+		break;
+	case XP_GP_LAS_SS:
+		xp_gavel_packed_alloc(s);
 		break;
 	default:
 		break;

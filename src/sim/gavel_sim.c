@@ -25,8 +25,8 @@
 /* the GPU types by index, as Gavel's files name them */
 static const char *const type_names[GT] = { "v100", "p100", "k80" };
 
-static const char *const pnames[XP_GP_COUNT] = { "fifo", "gavel-fifo", "las", "gavel-las",
-						 "xpool" };
+static const char *const pnames[XP_GP_COUNT] = { "fifo",      "gavel-fifo", "las",
+						 "gavel-las", "xpool",	    "gavel-las-ss" };
 
 const char *xp_gavel_policy_name(enum xp_gavel_policy p)
 {
@@ -198,6 +198,8 @@ static void add_job(struct gsim *s)
 	}
 	xp_vec_push(&s->jobs, j);
 	xp_vec_push(&s->act, (int)s->jobs.n - 1);
+	if (s->cfg->policy == XP_GP_LAS_SS)
+		xp_gavel_ss_add(s);
 	s->need_update = 1;
 }
 
@@ -222,6 +224,8 @@ static void reset_time(struct gsim *s)
 			s->wt[k] += half;
 		}
 	}
+	if (s->cfg->policy == XP_GP_LAS_SS)
+		xp_gavel_ss_reset(s, elapsed);
 	s->last_reset = s->now;
 }
 
@@ -246,17 +250,14 @@ static void update_priorities(struct gsim *s)
 				j->pri[k] = frac > 0 ? j->x[k] / frac : j->x[k] * 1e9;
 		}
 	}
+	if (s->cfg->policy == XP_GP_LAS_SS)
+		xp_gavel_ss_priorities(s);
 }
 
-struct entry {
-	double pri, def, x;
-	int job, pos;
-};
-
-static int entry_cmp(const void *pa, const void *pb)
+int xp_gavel_entry_cmp(const void *pa, const void *pb)
 {
-	const struct entry *a = pa, *b = pb;
-	/* descending by (priority, deficit, X); stable: ties keep job order */
+	const struct gentry *a = pa, *b = pb;
+	/* descending by (priority, deficit, X); stable: ties keep their order */
 	if (a->pri != b->pri)
 		return a->pri < b->pri ? 1 : -1;
 	if (a->def != b->def)
@@ -272,6 +273,10 @@ static void gavel_plan(struct gsim *s)
 	int order[GT] = { 0, 1, 2 };
 	enum xp_gavel_policy p = s->cfg->policy;
 	update_priorities(s);
+	if (p == XP_GP_LAS_SS) {
+		xp_gavel_ss_plan(s);
+		return;
+	}
 	if (p == XP_GP_FIFO || p == XP_GP_LAS)
 		for (int i = GT - 1; i > 0; i--) {
 			int r = (int)xp_pyrand_below(&s->shuffler, (uint32_t)i + 1), t = order[i];
@@ -279,16 +284,16 @@ static void gavel_plan(struct gsim *s)
 			order[r] = t;
 		}
 	size_t n = s->act.n;
-	struct entry *e = xcalloc(n * GT + 1, sizeof(*e));
+	struct gentry *e = xcalloc(n * GT + 1, sizeof(*e));
 	for (int o = 0; o < GT; o++) {
 		int k = order[o];
-		struct entry *row = e + (size_t)o * n;
+		struct gentry *row = e + (size_t)o * n;
 		for (size_t i = 0; i < n; i++) {
 			const struct gjob *j = &s->jobs.v[s->act.v[i]];
-			row[i] = (struct entry){ j->pri[k], j->def[k], j->has_x ? j->x[k] : 0,
-						 s->act.v[i], (int)i };
+			row[i] = (struct gentry){ j->pri[k], j->def[k], j->has_x ? j->x[k] : 0,
+						  s->act.v[i], 0, (int)i };
 		}
-		qsort(row, n, sizeof(*row), entry_cmp);
+		qsort(row, n, sizeof(*row), xp_gavel_entry_cmp);
 	}
 	int left[GT];
 	for (int k = 0; k < GT; k++)
@@ -297,8 +302,8 @@ static void gavel_plan(struct gsim *s)
 	for (int o = 0; o < GT; o++) {
 		int k = order[o];
 		for (size_t i = 0; i < n; i++) {
-			const struct entry *en = &e[(size_t)o * n + i];
-			const struct gjob *j = &s->jobs.v[en->job];
+			const struct gentry *en = &e[(size_t)o * n + i];
+			const struct gjob *j = &s->jobs.v[en->id];
 			if (!left[k] || placed[en->pos] || j->t[k] <= 0)
 				continue;
 			if (is_fifo(p) && j->pri[k] <= 0)
@@ -309,7 +314,7 @@ static void gavel_plan(struct gsim *s)
 			placed[en->pos] = 1;
 			/* a job without an X yet holds its GPUs idle this round */
 			if (j->has_x)
-				xp_vec_push(&s->plan, ((struct gplace){ en->job, -1, k }));
+				xp_vec_push(&s->plan, ((struct gplace){ en->id, -1, k }));
 		}
 	}
 	free(placed);
@@ -415,6 +420,9 @@ int xp_gavel_simulate(const struct xp_gavel_matrix *m, const struct xp_gavel_cfg
 {
 	if (cfg->win_hi <= cfg->win_lo || !(cfg->rate > 0) || !(cfg->round_s > 0))
 		return xp_errf(err, XP_EINVAL, "gavel: window, rate and round must be positive");
+	int ss = cfg->policy == XP_GP_LAS_SS;
+	if (ss && !cfg->colo)
+		return xp_errf(err, XP_EINVAL, "gavel: gavel-las-ss needs the co-location table");
 	struct gsim s = { 0 };
 	s.m = m;
 	s.cfg = cfg;
@@ -454,17 +462,26 @@ int xp_gavel_simulate(const struct xp_gavel_matrix *m, const struct xp_gavel_cfg
 				busy_win[r->k] += gs;
 				ebusy += wh;
 			}
+			/* Gavel credits a pair's time to the pair, as the longer
+			 * of its two, and ends both jobs' leases at that time */
+			int combo = ss && r->b >= 0;
+			if (combo) {
+				xp_gavel_ss_find(&s, r->a, r->b)->jt[r->k] += r->end - round_start;
+				s.wt[r->k] += r->end - round_start;
+			}
 			for (int w = 0; w < (r->b < 0 ? 1 : 2); w++) {
 				struct gjob *j = &s.jobs.v[w ? r->b : r->a];
 				double exec = r->fin[w] - round_start;
 				j->done += r->steps[w];
 				j->served += r->steps[w] / j->best;
 				j->energy_j += r->b < 0 ? wh : wh / 2;
-				j->jt[r->k] += exec;
-				s.wt[r->k] += exec;
+				if (!combo) {
+					j->jt[r->k] += exec;
+					s.wt[r->k] += exec;
+				}
 				j->last_k = r->k;
 				if (j->total - j->done <= 0) {
-					j->finish = r->fin[w];
+					j->finish = combo ? r->end : r->fin[w];
 					j->active = 0;
 					s.need_update = 1;
 					if (cfg->policy == XP_GP_XPOOL)
@@ -482,6 +499,8 @@ int xp_gavel_simulate(const struct xp_gavel_matrix *m, const struct xp_gavel_cfg
 			if (s.jobs.v[s.act.v[i]].active)
 				s.act.v[w++] = s.act.v[i];
 		s.act.n = w;
+		if (ss)
+			xp_gavel_ss_drop(&s);
 		while (next_arrival(&s) <= s.now) {
 			if (s.next == cfg->win_lo)
 				win_start = s.trace[s.next].arrival_s;
@@ -554,6 +573,7 @@ int xp_gavel_simulate(const struct xp_gavel_matrix *m, const struct xp_gavel_cfg
 	xp_vec_free(&s.jobs);
 	xp_vec_free(&s.act);
 	xp_vec_free(&s.plan);
+	xp_vec_free(&s.pairs);
 	xp_vec_free(&s.fifo_alloc);
 	xp_gittins_free(&s.git);
 	free(s.trace);

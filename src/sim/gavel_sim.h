@@ -14,6 +14,9 @@
  * heterogeneity-agnostic policies) that also places jobs whose X is 0, and
  * reserves GPUs for jobs that have no X yet without running them.
  *
+ * Gavel's LAS with space sharing (XP_GP_LAS_SS, gavel_packed.c) keeps the
+ * same accounting for pairs of jobs too and needs the co-location table.
+ *
  * xpool's policy (XP_GP_XPOOL, gavel_xpool.c) shares the rounds, the
  * workload and the accounting, and decides every round by itself: see there.
  */
@@ -30,11 +33,12 @@ enum xp_gavel_policy {
 	XP_GP_LAS,	 /* `max_min_fairness` (agnostic): X = ECOS's symmetric point */
 	XP_GP_LAS_PERF,	 /* `max_min_fairness_perf`: the LP, solved by simplex */
 	XP_GP_XPOOL,	 /* xpool's policy */
+	XP_GP_LAS_SS,	 /* `max_min_fairness_packed`: LAS with space sharing (needs colo) */
 	XP_GP_COUNT
 };
 
 const char *xp_gavel_policy_name(enum xp_gavel_policy p);
-/* by name (fifo, gavel-fifo, las, gavel-las, xpool); -1 if unknown */
+/* by name (fifo, gavel-fifo, las, gavel-las, xpool, gavel-las-ss); -1 if unknown */
 int xp_gavel_policy_parse(const char *name);
 
 /* Co-located throughputs (gavel_colocated_throughputs.csv): what job a and
@@ -65,7 +69,7 @@ struct xp_gavel_cfg {
 	double round_s;	       /* 360 */
 	double reset_s;	       /* 1920 */
 	struct xp_gavel_power power;
-	const struct xp_gavel_colo *colo; /* space sharing for xpool; NULL = none */
+	const struct xp_gavel_colo *colo; /* space sharing (xpool, gavel-las-ss); NULL = none */
 	double energy_weight;		  /* xpool's energy factor, 0 = JCT only */
 	int check; /* verify every round's plan (tests): an error if it breaks one */
 };

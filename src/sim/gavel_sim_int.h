@@ -34,6 +34,14 @@ struct gplace {
 	int a, b, k;
 };
 
+/* gavel-las-ss: a pair of active jobs of one size that may share GPUs, with
+ * Gavel's accounting for the combination (time received, deficit, priority
+ * and X per type), kept apart from each job's own */
+struct gpair {
+	int a, b; /* job ids, a < b */
+	double jt[GT], def[GT], pri[GT], x[GT];
+};
+
 struct gsim {
 	const struct xp_gavel_matrix *m;
 	const struct xp_gavel_cfg *cfg;
@@ -42,6 +50,7 @@ struct gsim {
 	XP_VEC(struct gjob) jobs;
 	XP_VEC(int) act;	    /* active jobs in id order */
 	XP_VEC(struct gplace) plan; /* this round */
+	XP_VEC(struct gpair) pairs; /* gavel-las-ss: by (b, a), Gavel's dict order */
 	double now, last_reset;
 	int need_update;
 	double wt[GT]; /* Gavel's per-type time */
@@ -50,9 +59,37 @@ struct gsim {
 	struct xp_gittins git;	/* xpool: sizes seen, GPUs x seconds on the best type */
 };
 
+/* an entry of Gavel's per-type queue: a job (pair = 0, id its id) or a pair
+ * of jobs (pair = 1, id its index in gsim.pairs) at position pos of the
+ * queue's dict order; sorted by xp_gavel_entry_cmp, highest (priority,
+ * deficit, X) first, ties in dict order */
+struct gentry {
+	double pri, def, x;
+	int id, pair, pos;
+};
+int xp_gavel_entry_cmp(const void *a, const void *b);
+
+/* the classes of interchangeable active jobs (template and scale factor):
+ * cls_of[tmpl * 4 + sfi] (-1: none), cnt and rep (a job id) per class; the
+ * number of classes */
+#define XP_GAVEL_CLASSES (XP_GAVEL_TEMPLATES * 4)
+int xp_gavel_classes(const struct gsim *s, int *cls_of, int *cnt, int *rep);
+
 /* Gavel's allocation X for the active jobs (gavel_alloc.c) */
 void xp_gavel_alloc(struct gsim *s);
 /* the round's plan by xpool's policy (gavel_xpool.c) */
 void xp_gavel_xpool_plan(struct gsim *s);
+
+/* gavel-las-ss (gavel_packed.c): the packed LP's X for jobs and pairs; the
+ * pairs of a job just added (the last of act) and the dropping of pairs
+ * whose job finished; the combinations' share of a reset and of the
+ * priorities; the greedy pass over jobs and pairs; a pair by its jobs */
+void xp_gavel_packed_alloc(struct gsim *s);
+void xp_gavel_ss_add(struct gsim *s);
+void xp_gavel_ss_drop(struct gsim *s);
+void xp_gavel_ss_reset(struct gsim *s, double elapsed);
+void xp_gavel_ss_priorities(struct gsim *s);
+void xp_gavel_ss_plan(struct gsim *s);
+struct gpair *xp_gavel_ss_find(struct gsim *s, int a, int b);
 
 #endif

@@ -9,8 +9,9 @@
  *     from the jobs seen so far (Kaplan-Meier over the finished and the
  *     running ones). Until XPOOL_LEARN jobs have finished, least attained
  *     service first.
- *  2. Select and place: take jobs in that order while the pool's GPUs last,
- *     then assign them by an LP over classes of interchangeable jobs whose
+ *  2. Select and place: take jobs in that order while the pool could hold
+ *     them (two to a GPU with sharing, since a pair shares one), then
+ *     assign them by an LP over classes of interchangeable jobs whose
  *     columns are a job alone on a type or a pair sharing a type's GPUs
  *     (with the co-location table): every selected job placed where the
  *     pool allows, then the most normalised throughput (throughput / the
@@ -408,10 +409,11 @@ void xp_gavel_xpool_plan(struct gsim *s)
 	for (int k = 0; k < GT; k++)
 		total += left[k] = s->cfg->gpus[k];
 	unsigned char *placed = xcalloc(n, 1);
-	/* select by the order while the pool's GPUs last, then place the
-	 * selected largest first so small jobs do not strand a big one */
+	/* select by the order while the pool could hold them - two jobs to a
+	 * GPU when they may share, since the LP can pair them - then let the
+	 * LP place the selected */
 	size_t *sel = xcalloc(n, sizeof(*sel)), ns = 0;
-	int want = total;
+	int want = s->cfg->colo ? 2 * total : total;
 	for (size_t i = 0; i < n && want > 0; i++) {
 		const struct gjob *j = &s->jobs.v[c[i].job];
 		if (j->sf <= want) {

@@ -45,7 +45,6 @@ struct cand {
 	int job;
 };
 
-
 static int cand_cmp(const void *pa, const void *pb)
 {
 	const struct cand *a = pa, *b = pb;
@@ -84,7 +83,7 @@ static int worth(const struct gsim *s, const struct gjob *j, int k)
 /* after the LP and the greedy fill: move lone jobs to types with room, and
  * swap lone jobs of equal size between types, while the sum of values grows
  * (the fill's jobs are placed greedily; without this, multi-GPU at seeds
- * 0-2 is 2 % slower at 2.4 jobs/h and 4 % at 2.8) */
+ * 0-2 is 2.4 % slower at 2.4 jobs/h and 2.6 % at 2.8) */
 static void improve(struct gsim *s, int *left)
 {
 	size_t n = s->plan.n;

@@ -150,19 +150,20 @@ static void las(struct gsim *s)
  * the split ECOS's interior point takes too, by symmetry); the LP has at
  * most 26 x 4 rows instead of one per job, so hundreds of active jobs cost
  * no more than a handful. */
-int xp_gavel_classes(const struct gsim *s, int *cls_of, int *cnt, int *rep)
+int xp_gavel_classes(const struct gsim *s, const int *ids, size_t n, int *cls_of, int *cnt,
+		     int *rep)
 {
 	int ncls = 0;
 	for (int i = 0; i < XP_GAVEL_CLASSES; i++) {
 		cls_of[i] = -1;
 		cnt[i] = 0;
 	}
-	for (size_t i = 0; i < s->act.n; i++) {
-		const struct gjob *j = &s->jobs.v[s->act.v[i]];
+	for (size_t i = 0; i < n; i++) {
+		const struct gjob *j = &s->jobs.v[ids[i]];
 		int key = j->tmpl * 4 + j->sfi;
 		if (cls_of[key] < 0) {
 			cls_of[key] = ncls;
-			rep[ncls++] = s->act.v[i];
+			rep[ncls++] = ids[i];
 		}
 		cnt[cls_of[key]]++;
 	}
@@ -172,7 +173,7 @@ int xp_gavel_classes(const struct gsim *s, int *cls_of, int *cnt, int *rep)
 static void las_perf(struct gsim *s)
 {
 	int cls_of[XP_GAVEL_CLASSES], cnt[XP_GAVEL_CLASSES], rep[XP_GAVEL_CLASSES];
-	int ncls = xp_gavel_classes(s, cls_of, cnt, rep);
+	int ncls = xp_gavel_classes(s, s->act.v, s->act.n, cls_of, cnt, rep);
 	if (!ncls)
 		return;
 	size_t m = (size_t)ncls, cols = m * GT + 1, rows = 2 * m + GT;

@@ -208,7 +208,7 @@ void xp_gavel_ss_plan(struct gsim *s)
 void xp_gavel_packed_alloc(struct gsim *s)
 {
 	int cls_of[XP_GAVEL_CLASSES], cnt[XP_GAVEL_CLASSES], rep[XP_GAVEL_CLASSES];
-	int ncls = xp_gavel_classes(s, cls_of, cnt, rep);
+	int ncls = xp_gavel_classes(s, s->act.v, s->act.n, cls_of, cnt, rep);
 	if (!ncls)
 		return;
 	size_t m = (size_t)ncls;

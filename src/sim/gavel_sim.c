@@ -428,8 +428,9 @@ int xp_gavel_simulate(const struct xp_gavel_matrix *m, const struct xp_gavel_cfg
 	s.cfg = cfg;
 	xp_pyrand_seed(&s.shuffler, (uint64_t)cfg->seed + 5);
 	xp_pyrand_seed(&s.fifo_rng, cfg->seed);
-	/* 1 s to 10^9 s in 5 % steps */
-	xp_gittins_init(&s.git, 1, 1e9, 48);
+	/* xpool's learned sizes: 1 s to 10^9 s in 5 % steps */
+	if (cfg->policy == XP_GP_XPOOL)
+		xp_gittins_init(&s.git, 1, 1e9, 48);
 	memset(res, 0, sizeof(*res));
 	struct runvec run = { 0 };
 	int rc = 0;

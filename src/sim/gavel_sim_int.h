@@ -69,11 +69,12 @@ struct gentry {
 };
 int xp_gavel_entry_cmp(const void *a, const void *b);
 
-/* the classes of interchangeable active jobs (template and scale factor):
- * cls_of[tmpl * 4 + sfi] (-1: none), cnt and rep (a job id) per class; the
- * number of classes */
+/* the classes of interchangeable jobs (template and scale factor) among
+ * ids[0..n), numbered in order of first appearance: cls_of[tmpl * 4 + sfi]
+ * (-1: none), cnt and rep (a job id) per class; the number of classes */
 #define XP_GAVEL_CLASSES (XP_GAVEL_TEMPLATES * 4)
-int xp_gavel_classes(const struct gsim *s, int *cls_of, int *cnt, int *rep);
+int xp_gavel_classes(const struct gsim *s, const int *ids, size_t n, int *cls_of, int *cnt,
+		     int *rep);
 
 /* Gavel's allocation X for the active jobs (gavel_alloc.c) */
 void xp_gavel_alloc(struct gsim *s);

@@ -107,8 +107,8 @@ static void improve(struct gsim *s, int *left)
 			for (size_t q = i + 1; q < n; q++) {
 				struct gplace *o = &s->plan.v[q];
 				const struct gjob *b = &s->jobs.v[o->a];
-				if (o->b >= 0 || o->k == p->k || b->sf != a->sf || !worth(s, a, o->k) ||
-				    !worth(s, b, p->k))
+				if (o->b >= 0 || o->k == p->k || b->sf != a->sf ||
+				    !worth(s, a, o->k) || !worth(s, b, p->k))
 					continue;
 				double now = value(s, a, p->k) + value(s, b, o->k);
 				double sw = value(s, a, o->k) + value(s, b, p->k);
@@ -191,50 +191,40 @@ struct dbl_vec {
 
 struct classes {
 	int n;
-	int *of;     /* class of the q-th selected job */
-	size_t *rep; /* a selected job of each class */
-	int *cnt;    /* selected jobs per class */
+	int *of; /* class of the q-th selected job */
+	int cls_of[XP_GAVEL_CLASSES], cnt[XP_GAVEL_CLASSES];
+	int rep[XP_GAVEL_CLASSES]; /* a job of each class (id) */
 };
 
 static void classes_of(const struct gsim *s, const struct cand *c, const size_t *sel, size_t ns,
 		       struct classes *cl)
 {
-	cl->n = 0;
-	cl->of = xcalloc(ns + 1, sizeof(int));
-	cl->rep = xcalloc(ns + 1, sizeof(size_t));
-	cl->cnt = xcalloc(ns + 1, sizeof(int));
+	int *ids = xcalloc(ns + 1, sizeof(int));
+	for (size_t q = 0; q < ns; q++)
+		ids[q] = c[sel[q]].job;
+	cl->n = xp_gavel_classes(s, ids, ns, cl->cls_of, cl->cnt, cl->rep);
+	cl->of = ids; /* reused: each job's class in place of its id */
 	for (size_t q = 0; q < ns; q++) {
-		const struct gjob *j = &s->jobs.v[c[sel[q]].job];
-		int f = -1;
-		for (int d = 0; d < cl->n && f < 0; d++) {
-			const struct gjob *r = &s->jobs.v[c[cl->rep[d]].job];
-			if (r->tmpl == j->tmpl && r->sf == j->sf)
-				f = d;
-		}
-		if (f < 0) {
-			f = cl->n++;
-			cl->rep[f] = sel[q];
-		}
-		cl->of[q] = f;
-		cl->cnt[f]++;
+		const struct gjob *j = &s->jobs.v[ids[q]];
+		ids[q] = cl->cls_of[j->tmpl * 4 + j->sfi];
 	}
 }
 
 /* the columns and their values: a job alone, sf x (1 + value); a pair,
  * sf x (2 + both normalised co-located throughputs - the power term once) */
-static void columns(const struct gsim *s, const struct cand *c, const struct classes *cl,
-		    struct pcol_vec *col, struct dbl_vec *obj)
+static void columns(const struct gsim *s, const struct classes *cl, struct pcol_vec *col,
+		    struct dbl_vec *obj)
 {
 	const struct xp_gavel_colo *colo = s->cfg->colo;
 	for (int a = 0; a < cl->n; a++) {
-		const struct gjob *ja = &s->jobs.v[c[cl->rep[a]].job];
+		const struct gjob *ja = &s->jobs.v[cl->rep[a]];
 		for (int k = 0; k < GT; k++)
 			if (worth(s, ja, k)) {
 				xp_vec_push(col, ((struct pcol){ a, -1, k }));
 				xp_vec_push(obj, ja->sf * (1 + value(s, ja, k)));
 			}
 		for (int b = a; colo && b < cl->n; b++) {
-			const struct gjob *jb = &s->jobs.v[c[cl->rep[b]].job];
+			const struct gjob *jb = &s->jobs.v[cl->rep[b]];
 			if (jb->sf != ja->sf || (a == b && cl->cnt[a] < 2))
 				continue;
 			for (int k = 0; k < GT; k++) {
@@ -255,9 +245,8 @@ static void columns(const struct gsim *s, const struct cand *c, const struct cla
 
 /* whole units of the LP's solution y, then its fractions - the largest
  * jobs first, then the largest part - while class counts and GPUs allow */
-static void round_units(const struct gsim *s, const struct cand *c, const struct classes *cl,
-			const struct pcol *col, size_t cols, double *y, int *units, int *left,
-			int *total)
+static void round_units(const struct gsim *s, const struct classes *cl, const struct pcol *col,
+			size_t cols, double *y, int *units, int *left, int *total)
 {
 	int *room = xcalloc((size_t)cl->n + 1, sizeof(int));
 	memcpy(room, cl->cnt, (size_t)cl->n * sizeof(int));
@@ -269,7 +258,7 @@ static void round_units(const struct gsim *s, const struct cand *c, const struct
 			for (size_t i = 0; i < cols; i++) {
 				const struct pcol *p = &col[i];
 				double f = y[i] - units[i];
-				int sf = s->jobs.v[c[cl->rep[p->ca]].job].sf;
+				int sf = s->jobs.v[cl->rep[p->ca]].sf;
 				int need = p->cb == p->ca ? 2 : 1;
 				if (f < bf || left[p->k] < sf || room[p->ca] < need ||
 				    (p->cb >= 0 && p->cb != p->ca && room[p->cb] < 1) ||
@@ -308,7 +297,7 @@ static void assign(struct gsim *s, const struct cand *c, const size_t *sel, size
 	classes_of(s, c, sel, ns, &cl);
 	struct pcol_vec col = { 0 };
 	struct dbl_vec obj = { 0 };
-	columns(s, c, &cl, &col, &obj);
+	columns(s, &cl, &col, &obj);
 	size_t cols = col.n, rows = (size_t)cl.n + GT;
 	double *A = xcalloc(rows * cols + 1, sizeof(double)), *b = xcalloc(rows, sizeof(double));
 	double *y = xcalloc(cols + 1, sizeof(double)), val;
@@ -317,7 +306,7 @@ static void assign(struct gsim *s, const struct cand *c, const size_t *sel, size
 		A[(size_t)p->ca * cols + i] += 1;
 		if (p->cb >= 0)
 			A[(size_t)p->cb * cols + i] += 1;
-		A[((size_t)cl.n + (size_t)p->k) * cols + i] = s->jobs.v[c[cl.rep[p->ca]].job].sf;
+		A[((size_t)cl.n + (size_t)p->k) * cols + i] = s->jobs.v[cl.rep[p->ca]].sf;
 	}
 	for (int a = 0; a < cl.n; a++)
 		b[a] = cl.cnt[a];
@@ -326,7 +315,7 @@ static void assign(struct gsim *s, const struct cand *c, const size_t *sel, size
 	if (!cols || xp_lp_max(rows, cols, A, b, obj.v, y, &val) != 0)
 		memset(y, 0, (cols + 1) * sizeof(double));
 	int *units = xcalloc(cols + 1, sizeof(int));
-	round_units(s, c, &cl, col.v, cols, y, units, left, total);
+	round_units(s, &cl, col.v, cols, y, units, left, total);
 	size_t *next = xcalloc((size_t)cl.n + 1, sizeof(size_t));
 	for (size_t i = 0; i < cols; i++)
 		for (int u = 0; u < units[i]; u++) {
@@ -350,8 +339,6 @@ static void assign(struct gsim *s, const struct cand *c, const size_t *sel, size
 	xp_vec_free(&col);
 	xp_vec_free(&obj);
 	free(cl.of);
-	free(cl.rep);
-	free(cl.cnt);
 }
 
 static void place(struct gsim *s, const struct cand *c, size_t i, int *left, int *total,

@@ -15,6 +15,7 @@
  *   best type; every window job finishes.
  * - Behaviour: xpool's policy runs lone jobs on their best type (FTF 1 when
  *   nothing overlaps); at 4 jobs/h it beats Gavel's LAS on a hold-out seed;
+ *   past capacity its starvation guard bounds every job's slowdown;
  *   an energy weight lowers the energy a job uses.
  * - Parsers: the co-location table and the cluster descriptor reject bad
  *   input with the field and the reason.
@@ -219,6 +220,17 @@ static void test_xpool(void **state)
 	double g = jct(XP_GP_LAS_PERF, 4.0, 11, 1500, 2000);
 	print_message("4 jobs/h, seed 11: xpool %.2f h, Gavel LAS %.2f h\n", x, g);
 	assert_true(x < g);
+	/* past the pool's capacity the starvation guard bounds how long a
+	 * job waits against its service: no finished window job ends more
+	 * than twice the guard's 8x slower than alone (23.6x without it) */
+	c.rate = 12.0;
+	c.win_lo = 800;
+	c.win_hi = 900;
+	c.max_active = 1500;
+	assert_int_equal(xp_gavel_simulate(&M, &c, &r, &err), 0);
+	print_message("12 jobs/h: %zu window jobs finished, FTF max %.2f\n", r.jobs, r.ftf_max);
+	assert_true(r.jobs > 50 && r.ftf_max < 16);
+	c.max_active = 2000;
 	/* the energy weight trades JCT for energy */
 	c.rate = 3.0;
 	c.win_lo = 1000;

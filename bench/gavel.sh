@@ -5,6 +5,14 @@
 # against Gavel's LAS with and without space sharing. Writes CSV and SVG
 # under $OUT.
 #   bench/gavel.sh [build-dir]    (BENCH_OUT, XP_SHARED_DIR as make bench)
+# With `sustain` as the second argument, instead: the sustainable arrival
+# rate (PROTOCOL.md §5.4: the rate at which a policy's average JCT passes
+# twice its low-load value), xpool against our Gavel LAS with space
+# sharing, seeds 0-2, single-GPU and multi-GPU: each policy's mean JCT per
+# rate, its limit, where the mean crosses it (linear between the measured
+# rates), and where xpool crosses the other's limit. Not part of `make
+# bench`: Gavel LAS w/ SS is slow past capacity (about an hour on 2 cores).
+#   bench/gavel.sh build sustain
 set -eu
 BUILD=${1:-build}
 XP="$BUILD/xpool"
@@ -16,6 +24,42 @@ if [ ! -f "$GAVEL/gavel_isolated_throughputs.csv" ]; then
 fi
 mkdir -p "$OUT"
 t0=$(date +%s)
+if [ "${2:-}" = sustain ]; then
+	"$XP" sim gavel --policy gavel-las-ss,xpool --rates 0.4,7.2,7.4,7.6,7.8 --seeds 0-2 \
+		--csv >"$OUT/gavel-sustain-single.csv"
+	# Gavel LAS w/ SS is past its limit at 3.0 and very slow at 3.2
+	"$XP" sim gavel --policy gavel-las-ss --multi-gpu --rates 0.2,2.8,3.0 --seeds 0-2 \
+		--csv >"$OUT/gavel-sustain-multi.csv"
+	"$XP" sim gavel --policy xpool --multi-gpu --rates 0.2,2.8,3.0,3.2 --seeds 0-2 --csv |
+		tail -n +2 >>"$OUT/gavel-sustain-multi.csv"
+	echo "gavel sustain: all runs in $(($(date +%s) - t0)) s"
+	for f in single multi; do
+		echo "-- $f-GPU: mean JCT (h) of seeds 0-2; limit = twice the lowest rate's; 'sat' saturated"
+		awk -F, '
+		NR > 1 { r = $3 + 0; k = $1 SUBSEP r; n[k]++; s[k] += $6; if ($16 == 1) sat[k] = 1
+			if (!(r in rate)) { rate[r] = 1; rs[++nr] = r } }
+		function cross(p, lim,   i, k, prev, pm) {
+			prev = -1
+			for (i = 1; i <= nr; i++) { k = p SUBSEP rs[i]
+				if (!(k in n)) continue
+			if (sat[k] || s[k] / n[k] > lim) {
+					if (prev < 0 || sat[k]) return sprintf("before %s", rs[i])
+					return sprintf("%.2f", prev + (rs[i] - prev) * (lim - pm) / (s[k] / n[k] - pm)) }
+				prev = rs[i]; pm = s[k] / n[k] }
+			return sprintf("past %s", rs[nr]) }
+		END { for (i = 1; i <= nr; i++) for (j = i + 1; j <= nr; j++) if (rs[j] < rs[i]) { t = rs[i]; rs[i] = rs[j]; rs[j] = t }
+			printf "%-13s", "rate"; for (i = 1; i <= nr; i++) printf " %7s", rs[i]; printf "   limit  crosses at\n"
+			split("gavel-las-ss xpool", ps, " ")
+			for (p = 1; p <= 2; p++) { lim[p] = 2 * s[ps[p], rs[1]] / n[ps[p], rs[1]]; printf "%-13s", ps[p]
+				for (i = 1; i <= nr; i++) { k = ps[p] SUBSEP rs[i]
+					if (!(k in n)) printf " %7s", "-"
+				else if (sat[k]) printf " %7s", "sat"; else printf " %7.2f", s[k] / n[k] }
+				printf "  %6.2f  %s\n", lim[p], cross(ps[p], lim[p]) }
+			printf "xpool crosses gavel-las-ss'"'"'s limit (%.2f h) at %s\n", lim[1], cross("xpool", lim[1]) }' \
+			"$OUT/gavel-sustain-$f.csv"
+	done
+	exit 0
+fi
 ALL=fifo,gavel-fifo,las,gavel-las,gavel-las-ss,xpool
 "$XP" sim gavel --policy $ALL --rates 0.4,2,4,4.8,5.2,5.6,6.0 --seeds 0-2 \
 	--plot "$OUT/gavel-single-jct.svg" --csv >"$OUT/gavel-single.csv"

@@ -21,8 +21,8 @@
  *     columns are a job alone on a type or a pair sharing a type's GPUs
  *     (with the co-location table): every selected job placed where the
  *     pool allows (until the pool is crowded, XPOOL_CROWDED), then the
- *     most normalised throughput (throughput / the
- *     job's best) - the comparative advantage Gavel's LP captures, with
+ *     most normalised throughput (throughput / the job's best) - the
+ *     comparative advantage Gavel's LP captures, with
  *     space sharing decided in the same programme. Rounded, largest jobs
  *     first; GPUs left over go to the next jobs in order; lone jobs of equal
  *     size then swap types while that gains.

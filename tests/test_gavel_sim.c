@@ -224,6 +224,7 @@ static void test_xpool(void **state)
 	 * job waits against its service: no finished window job ends more
 	 * than twice the guard's 8x slower than alone (8.05x; 28.4x with the
 	 * guard switched off) */
+	size_t max_active = c.max_active;
 	c.rate = 14.0;
 	c.win_lo = 800;
 	c.win_hi = 900;
@@ -231,7 +232,7 @@ static void test_xpool(void **state)
 	assert_int_equal(xp_gavel_simulate(&M, &c, &r, &err), 0);
 	print_message("14 jobs/h: %zu window jobs finished, FTF max %.2f\n", r.jobs, r.ftf_max);
 	assert_true(r.jobs > 50 && r.ftf_max < 16);
-	c.max_active = 2000;
+	c.max_active = max_active;
 	/* the energy weight trades JCT for energy */
 	c.rate = 3.0;
 	c.win_lo = 1000;

@@ -22,8 +22,8 @@
  *     (with the co-location table): every selected job placed where the
  *     pool allows (until the pool is crowded, XPOOL_CROWDED), then the
  *     most normalised throughput (throughput / the job's best) - the
- *     comparative advantage Gavel's LP captures, with
- *     space sharing decided in the same programme. Rounded, largest jobs
+ *     comparative advantage Gavel's LP captures, with space sharing
+ *     decided in the same programme. Rounded, largest jobs
  *     first; GPUs left over go to the next jobs in order; lone jobs of equal
  *     size then swap types while that gains.
  *  3. Share: a job still without a GPU joins one of the last-placed
@@ -407,21 +407,22 @@ void xp_gavel_xpool_plan(struct gsim *s)
 		}
 		xp_gittins_build(g);
 	}
-	int left[GT], total = 0, demand = 0;
-	for (int k = 0; k < GT; k++)
-		total += left[k] = s->cfg->gpus[k];
-	for (size_t i = 0; i < n; i++)
-		demand += s->jobs.v[s->act.v[i]].sf;
-	int crowded = demand > XPOOL_CROWDED * total;
+	int demand = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct gjob *j = &s->jobs.v[s->act.v[i]];
 		double a = j->served * j->sf;
-		c[i] = (struct cand){ git ? -xp_gittins_index(g, a) : a, s->act.v[i] };
+		demand += j->sf;
 		/* starving: before every other key, oldest first */
 		if (s->now - j->arrival > XPOOL_STARVE * (j->served + s->cfg->round_s))
-			c[i].key = -1e30 + j->arrival;
+			c[i] = (struct cand){ -1e30 + j->arrival, s->act.v[i] };
+		else
+			c[i] = (struct cand){ git ? -xp_gittins_index(g, a) : a, s->act.v[i] };
 	}
 	qsort(c, n, sizeof(*c), cand_cmp);
+	int left[GT], total = 0;
+	for (int k = 0; k < GT; k++)
+		total += left[k] = s->cfg->gpus[k];
+	int crowded = demand > XPOOL_CROWDED * total;
 	unsigned char *placed = xcalloc(n, 1);
 	/* select by the order while the pool could hold them - two jobs to a
 	 * GPU when they may share, since the LP can pair them - then let the

@@ -114,6 +114,15 @@ head -1 "$T/run/analysis_frag_discrete.csv" | grep -q '^workload,sc_policy,tune,
 grep -q '^pods,05-BestFit,1.3,2,6,' "$T/run/analysis_allo_discrete.csv" ||
 	{ echo "FAIL: a BestFit seed-2 row with workload 'pods' and 6 GPUs"; fails=$((fails + 1)); }
 expect 0 "cells compared" -- "$XP" sim compare --ours "$T/run" --published "$T/run" --gate
+# --against: each other policy beside a baseline of the same run; a policy
+# is never lower than itself, and an absent baseline is an error
+# is hand-computed: A leaves 5 and 0 % unallocated, B 9 and 3 %
+printf 'workload,sc_policy,tune,seed,total_gpus,100\nw1,A,1.3,1,8,96\nw1,A,1.3,2,8,94\nw1,B,1.3,1,8,90\nw1,B,1.3,2,8,92\nw2,A,1.3,1,8,100\nw2,B,1.3,1,8,97\n' >"$T/ab.csv"
+expect 0 "mean  *2.500  *6.000  *-58.3%   lower on 2 of 2 workloads" -- "$XP" sim compare --ours "$T/ab.csv" --against B --points 100
+expect 1 "lower on 0 of 2 workloads" -- "$XP" sim compare --ours "$T/ab.csv" --against A
+expect 0 "| \*\*mean of 2\*\* | \*\*2.500\*\* | \*\*6.000\*\* | \*\*-58.3 %\*\* |" -- "$XP" sim compare --ours "$T/ab.csv" --against B --format markdown
+expect 1 "no results of policy '99-None'" -- "$XP" sim compare --ours "$T/run" --against 99-None
+expect 2 "the format is text or markdown" -- "$XP" sim compare --ours "$T/run" --against 05-BestFit --format csv
 
 if [ "$fails" -gt 0 ]; then
 	echo "$fails failure(s)"

@@ -35,6 +35,7 @@ static const char *const ref_names[REF_NPOLICIES] = {
 	[REF_RANDOM] = "random",     [REF_DOTPROD] = "dotprod", [REF_CLUSTERING] = "clustering",
 	[REF_PACKING] = "packing",   [REF_BESTFIT] = "bestfit", [REF_FGD] = "fgd",
 	[REF_WEIGHTED] = "weighted", [REF_BINPACK] = "binpack", [REF_SPREAD] = "spread",
+	[REF_XPOOL] = "xpool",
 };
 
 const char *ref_policy_name(int policy)
@@ -51,6 +52,8 @@ int32_t ref_score_max(int policy)
 	case REF_SPREAD:
 	case REF_WEIGHTED:
 		return 10000;
+	case REF_XPOOL:
+		return 40;
 	default:
 		return 100;
 	}
@@ -303,10 +306,33 @@ static void take(const struct xp_request *q, struct nstate *s, uint32_t d)
 	}
 }
 
-static int32_t fgd_of(double before, double after)
+/* xpool's G_n: F_n(M) + max(0, L_n - c_n/rho) - pi_n * L_n. */
+static double xpool_state(const struct ref_sched *r, const struct xp_node *node, uint32_t n,
+			  const struct nstate *s)
 {
-	double x = (before - after) / 1000.0;
-	return (int32_t)(100.0 * (1.0 / (1.0 + exp(-x))));
+	double f = frag_state(r, node, s), l = (double)free_accel(node, s), v = 0;
+	if (r->rho > 0 && l - (double)s->cpu / r->rho > 0)
+		v += l - (double)s->cpu / r->rho;
+	if (r->pressure)
+		v -= r->pressure[n] * l;
+	return f + v;
+}
+
+/* fgd: trunc(100 sigmoid(delta/1000)); xpool: trunc(40 sigmoid(delta/3000)) */
+static int32_t fgd_of(const struct ref_sched *r, double before, double after)
+{
+	double levels = r->policy == REF_XPOOL ? 40.0 : 100.0;
+	double x = (before - after) / (r->policy == REF_XPOOL ? 3000.0 : 1000.0);
+	return (int32_t)(levels * (1.0 / (1.0 + exp(-x))));
+}
+
+/* The measure the policy descends: F_n(M) for fgd, G_n for xpool. */
+static double measure(const struct ref_sched *r, const struct xp_node *node,
+		      const struct nstate *s)
+{
+	if (r->policy == REF_XPOOL)
+		return xpool_state(r, node, (uint32_t)(node - r->c->nodes), s);
+	return frag_state(r, node, s);
 }
 
 /* FGD on a node: the score, and for a fraction the device of the best
@@ -314,7 +340,7 @@ static int32_t fgd_of(double before, double after)
 static int32_t fgd_score(const struct ref_sched *r, const struct xp_node *node,
 			 const struct nstate *s, const struct xp_request *q, int *dev)
 {
-	double before = frag_state(r, node, s);
+	double before = measure(r, node, s);
 	struct nstate t = *s;
 	t.cpu -= (int64_t)q->cpu_milli;
 	if (q->dev_count && !is_whole(q)) {
@@ -324,7 +350,7 @@ static int32_t fgd_score(const struct ref_sched *r, const struct xp_node *node,
 				continue;
 			struct nstate u = t;
 			take(q, &u, d);
-			int32_t sc = fgd_of(before, frag_state(r, node, &u));
+			int32_t sc = fgd_of(r, before, measure(r, node, &u));
 			if (sc > best) {
 				best = sc;
 				if (dev)
@@ -339,7 +365,7 @@ static int32_t fgd_score(const struct ref_sched *r, const struct xp_node *node,
 		for (uint32_t i = 0; i < k; i++)
 			take(q, &t, devs[i]);
 	}
-	return fgd_of(before, frag_state(r, node, &t));
+	return fgd_of(r, before, measure(r, node, &t));
 }
 
 static int tag_of(uint16_t count, uint16_t milli)
@@ -550,6 +576,7 @@ static int32_t score_state(const struct ref_sched *r, uint32_t n, const struct n
 		return clamp((int64_t)v, max);
 	}
 	case REF_FGD:
+	case REF_XPOOL:
 		return clamp(fgd_score(r, node, s, q, dev), max);
 	case REF_BINPACK:
 		return clamp(binpack_score(node, s, q), max);
@@ -634,6 +661,7 @@ void ref_pick_on(const struct ref_sched *r, uint32_t n, const struct xp_request 
 		break;
 	}
 	case REF_FGD:
+	case REF_XPOOL:
 		fgd_score(r, node, &s, q, &d);
 		break;
 	case REF_SPREAD:
@@ -831,6 +859,58 @@ void ref_set_ranks(struct ref_sched *r, const uint32_t *rank)
 	memcpy(r->rank, rank, r->nnodes * sizeof(*rank));
 }
 
+/* Does some device of node n match m's selector? */
+static int node_matches(const struct ref_sched *r, size_t n, const struct xp_request *m)
+{
+	const struct xp_node *node = &r->c->nodes[n];
+	for (uint32_t d = 0; d < node->ndevs; d++)
+		if (matches(node, d, m))
+			return 1;
+	return 0;
+}
+
+/* cap_n: milli of node n's healthy accelerators now. */
+static double node_cap(const struct ref_sched *r, size_t n)
+{
+	const struct xp_node *node = &r->c->nodes[n];
+	double cap = 0;
+	for (uint32_t d = 0; d < node->ndevs; d++)
+		if (r->dev_ok[r->dev0[n] + d] && is_accel(&node->devs[d]))
+			cap += XP_MILLI;
+	return cap;
+}
+
+/* rho and pi_n, as docs/design/scheduler.md defines them for xpool. */
+static void xpool_summaries(struct ref_sched *r)
+{
+	double cpu = 0, milli = 0, total = 0;
+	free(r->pressure);
+	r->pressure = calloc(r->nnodes + 1, sizeof(*r->pressure));
+	for (size_t n = 0; n < r->nnodes; n++)
+		total += node_cap(r, n);
+	for (size_t i = 0; i < r->nm; i++)
+		if (r->m[i].req.dev_count) {
+			cpu += r->m[i].p * (double)r->m[i].req.cpu_milli;
+			milli += r->m[i].p * (double)r->m[i].req.dev_count * r->m[i].req.dev_milli;
+		}
+	r->rho = milli > 0 ? cpu / milli : 0;
+	for (size_t i = 0; i < r->nm && milli > 0; i++) {
+		const struct xp_request *m = &r->m[i].req;
+		double supply = 0;
+		if (!m->dev_count)
+			continue;
+		for (size_t n = 0; n < r->nnodes; n++)
+			if (node_matches(r, n, m))
+				supply += node_cap(r, n);
+		if (supply <= 0 || supply >= total)
+			continue;
+		double share = r->m[i].p * m->dev_count * m->dev_milli / milli;
+		for (size_t n = 0; n < r->nnodes; n++)
+			if (node_matches(r, n, m))
+				r->pressure[n] += share * total / supply;
+	}
+}
+
 void ref_set_workload(struct ref_sched *r, const struct xp_wshape *m, size_t n)
 {
 	free(r->m);
@@ -840,6 +920,7 @@ void ref_set_workload(struct ref_sched *r, const struct xp_wshape *m, size_t n)
 		r->m = malloc(n * sizeof(*m));
 		memcpy(r->m, m, n * sizeof(*m));
 	}
+	xpool_summaries(r);
 }
 
 struct ref_sched *ref_create(const struct xp_cluster *c, const char *policy)
@@ -908,6 +989,7 @@ void ref_destroy(struct ref_sched *r)
 	free(r->dev_milli);
 	free(r->dev_mem);
 	free(r->dev_ok);
+	free(r->pressure);
 	free(r->m);
 	free(r);
 }

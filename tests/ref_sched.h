@@ -30,6 +30,7 @@ enum ref_policy {
 	REF_BINPACK,
 	REF_SPREAD,
 	REF_WEIGHTED,
+	REF_XPOOL,
 	REF_NPOLICIES
 };
 
@@ -53,6 +54,9 @@ struct ref_sched {
 	uint64_t maxcpu, maxmilli; /* the normalisers MAXCPU and MAXMILLI */
 	struct xp_wshape *m;
 	size_t nm;
+	/* xpool's summaries of M, set with it: rho and pi_n per node */
+	double rho;
+	double *pressure;
 };
 
 /* NULL if the policy name is unknown. Ranks default to the node index,

@@ -10,7 +10,8 @@
 #include "sched_harness.h"
 
 const char *const det_policies[NDET_POLICIES] = { "dotprod", "clustering", "packing", "bestfit",
-						  "fgd",     "binpack",	   "spread",  "weighted" };
+						  "fgd",     "binpack",	   "spread",  "weighted",
+						  "xpool" };
 
 /* operation counters, printed with XP_REF_VERBOSE=1 */
 size_t total_ops, n_placed, n_nofit, n_released, n_explain, n_checks;

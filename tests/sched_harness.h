@@ -27,7 +27,7 @@
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 /* The deterministic policies (every one but "random"). */
-#define NDET_POLICIES 8
+#define NDET_POLICIES 9
 extern const char *const det_policies[NDET_POLICIES];
 
 /* Operation counters, printed by sched_print_ops with XP_REF_VERBOSE=1;

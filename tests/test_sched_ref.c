@@ -71,6 +71,12 @@ static void test_equiv_spread(void **st)
 	run_policy_cases("spread", XP_TIE_RANK, 1, EQUIV_CASES, 107);
 }
 
+static void test_equiv_xpool(void **st)
+{
+	(void)st;
+	run_policy_cases("xpool", XP_TIE_RANK, 1, EQUIV_CASES, 109);
+}
+
 /* OpenB's size: 1213 nodes, a short stream per policy. */
 static void test_equiv_openb_large(void **st)
 {
@@ -138,6 +144,7 @@ int main(void)
 		cmocka_unit_test(test_equiv_packing),	  cmocka_unit_test(test_equiv_bestfit),
 		cmocka_unit_test(test_equiv_fgd),	  cmocka_unit_test(test_equiv_binpack),
 		cmocka_unit_test(test_equiv_spread),	  cmocka_unit_test(test_equiv_weighted),
+		cmocka_unit_test(test_equiv_xpool),
 		cmocka_unit_test(test_equiv_stale_index), cmocka_unit_test(test_equiv_openb_large),
 	};
 	return cmocka_run_group_tests(tests, NULL, report_ops);

@@ -292,6 +292,10 @@ static int cmd_compare(int argc, char **argv)
 		  "unalloc (100 - GPU allocation %), frag (amount) or ratio" },
 		{ "gate", XP_FLAG_BOOL, NULL,
 		  "exit 1 when a cell is outside max(2 published sd, 0.5)" },
+		{ "against", XP_FLAG_STR, "POLICY",
+		  "instead: every other policy of --ours against this one of --ours (e.g. "
+		  "06-FGD), per workload at the first point; exit 1 when one is not lower on "
+		  "some workload" },
 		{ NULL, 0, NULL, NULL },
 	};
 	struct xp_err err = { 0 };
@@ -352,6 +356,18 @@ static int cmd_compare(int argc, char **argv)
 			o.points[o.npoints++] = (int)x;
 		}
 		xp_free_list(pts, np);
+	}
+	if (xp_flag_get(flags, "against")->given) {
+		int not_better;
+		o.against = xp_flag_get(flags, "against")->sval;
+		if (o.format == XP_CMP_CSV) {
+			xp_errf(&err, XP_EINVAL, "--against: the format is text or markdown");
+			status = xp_cli_fail("sim compare", &err, 2);
+		} else if (xp_compare_against(&o, stdout, &not_better, &err) < 0)
+			status = xp_cli_fail("sim compare", &err, 1);
+		else
+			status = not_better ? 1 : 0;
+		goto out;
 	}
 	if (xp_compare(&o, stdout, &sum, &err) < 0) {
 		status = xp_cli_fail("sim compare", &err, 1);

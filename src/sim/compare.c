@@ -236,6 +236,74 @@ int xp_compare(const struct xp_cmp_opts *o, FILE *out, struct xp_cmp_summary *su
 	return 0;
 }
 
+int xp_compare_against(const struct xp_cmp_opts *o, FILE *out, int *not_better,
+		       struct xp_err *err)
+{
+	struct table t = { 0 };
+	const char *b = o->against;
+	int x = o->npoints ? o->points[0] : 100, md = o->format == XP_CMP_MARKDOWN;
+	int rc = load(o->ours, o->series, &t, err);
+
+	*not_better = 0;
+	int have_b = 0;
+	for (size_t i = 0; i < t.n; i++)
+		have_b |= !strcmp(t.rows[i].policy, b);
+	if (rc == 0 && !have_b)
+		rc = xp_errf(err, XP_ENOENT, "%s: no results of policy '%s'", o->ours, b);
+	for (size_t i = 0; rc == 0 && i < t.n; i++) {
+		const char *p = t.rows[i].policy;
+		double sp = 0, sb = 0;
+		int nw = 0, worse = 0;
+		int first = strcmp(p, b) != 0;
+		for (size_t j = 0; j < i && first; j++)
+			first = strcmp(t.rows[j].policy, p) != 0;
+		if (!first) /* the baseline, or a policy already reported */
+			continue;
+		if (md)
+			fprintf(out, "| workload | %s | %s | change |\n|---|---|---|---|\n", p, b);
+		else
+			fprintf(out, "%-12s %16s %16s %8s   (at %d%% arrived)\n", "workload", p, b,
+				"change", x);
+		for (size_t j = 0; j < t.n; j++) {
+			const char *w = t.rows[j].workload;
+			if (strcmp(t.rows[j].policy, p) || seen(&t, j, w, p))
+				continue;
+			struct stat2 a = stats(&t, w, p, x, o->series),
+				     c = stats(&t, w, b, x, o->series);
+			if (!a.n || !c.n)
+				continue;
+			double ch = c.mean > 0 ? 100 * (a.mean / c.mean - 1) : 0;
+			if (md)
+				fprintf(out, "| %s | %.2f ± %.2f | %.2f ± %.2f | %+.1f %% |\n", w,
+					a.mean, a.sd, c.mean, c.sd, ch);
+			else
+				fprintf(out, "%-12s %7.2f±%-5.2f (%d) %7.2f±%-5.2f (%d) %+7.1f%%\n", w,
+					a.mean, a.sd, a.n, c.mean, c.sd, c.n, ch);
+			sp += a.mean;
+			sb += c.mean;
+			worse += a.mean >= c.mean;
+			nw++;
+		}
+		if (!nw) {
+			rc = xp_errf(err, XP_ENOENT, "%s: no workload has both %s and %s", o->ours,
+				     p, b);
+			break;
+		}
+		double ch = sb > 0 ? 100 * (sp / sb - 1) : 0;
+		if (md)
+			fprintf(out, "| **mean of %d** | **%.3f** | **%.3f** | **%+.1f %%** |\n\n"
+				     "%s is lower than %s on %d of %d workloads.\n\n",
+				nw, sp / nw, sb / nw, ch, p, b, nw - worse, nw);
+		else
+			fprintf(out, "%-12s %16.3f %16.3f %+7.1f%%   lower on %d of %d workloads\n\n",
+				"mean", sp / nw, sb / nw, ch, nw - worse, nw);
+		if (worse > *not_better)
+			*not_better = worse;
+	}
+	table_free(&t);
+	return rc;
+}
+
 /* the policies of workload w in t, sorted */
 static size_t policies_of(const struct table *t, const char *w, const char **out, size_t max)
 {

@@ -26,6 +26,7 @@ struct xp_cmp_opts {
 	int series;	       /* enum xp_cmp_series */
 	int points[4];	       /* arrival points, e.g. 100, 130 */
 	int npoints;
+	const char *against;   /* xp_compare_against: the baseline policy's label */
 };
 
 struct xp_cmp_summary {
@@ -36,6 +37,14 @@ struct xp_cmp_summary {
 
 int xp_compare(const struct xp_cmp_opts *o, FILE *out, struct xp_cmp_summary *sum,
 	       struct xp_err *err);
+
+/* Every other policy of o->ours against the policy o->against of the same
+ * results (same seeds): per workload the mean at o->points[0], the change
+ * against the baseline, and a line with the mean over the workloads that
+ * have both and the number where the policy is not lower. Text or markdown.
+ * *not_better gets the largest such number over the policies. */
+int xp_compare_against(const struct xp_cmp_opts *o, FILE *out, int *not_better,
+		       struct xp_err *err);
 
 /* The paper's Fig. 9a for one workload: unallocated GPU % (100 - allocated)
  * against arrived % from 60 to 130, one line per policy (mean over seeds)

@@ -86,6 +86,46 @@ void xp_frag_refresh_node(struct xp_sched *s, uint32_t n)
 	s->frag_total += s->ns[n].frag;
 }
 
+/* The summaries of M that policy_xpool reads (sched_int.h). */
+static void workload_summary(struct xp_sched *s)
+{
+	double cpu = 0, milli = 0, total = 0;
+	double *supply = XNEWV(double, s->ntypes + 1);
+
+	free(s->type_pressure);
+	s->type_pressure = XNEWV(double, s->ntypes + 1);
+	for (uint32_t t = 0; t <= s->ntypes; t++)
+		supply[t] = s->type_pressure[t] = 0;
+	for (uint32_t n = 0; n < s->nnodes; n++)
+		supply[s->ns[n].type] += s->ns[n].cap_milli;
+	for (uint32_t t = 0; t < s->ntypes; t++)
+		total += supply[t];
+	for (size_t i = 0; i < s->nm; i++) {
+		const struct xp_request *r = &s->m[i].req;
+		if (r->dev_count == 0)
+			continue;
+		cpu += s->m[i].p * (double)r->cpu_milli;
+		milli += s->m[i].p * (double)r->dev_count * r->dev_milli;
+	}
+	s->m_cpu_per_milli = milli > 0 ? cpu / milli : 0;
+	for (size_t i = 0; i < s->nm && milli > 0; i++) {
+		const struct xp_shape *m = &s->m[i];
+		double sup = 0;
+		if (m->req.dev_count == 0)
+			continue;
+		for (uint32_t t = 0; t < s->ntypes; t++)
+			if (m->tmask[t])
+				sup += supply[t];
+		if (sup <= 0 || sup >= total) /* unconstrained, or nowhere to go */
+			continue;
+		double share = m->p * m->req.dev_count * m->req.dev_milli / milli;
+		for (uint32_t t = 0; t < s->ntypes; t++)
+			if (m->tmask[t])
+				s->type_pressure[t] += share * total / sup;
+	}
+	free(supply);
+}
+
 int xp_sched_set_workload(struct xp_sched *s, const struct xp_wshape *m, size_t n,
 			  struct xp_err *err)
 {
@@ -114,6 +154,7 @@ int xp_sched_set_workload(struct xp_sched *s, const struct xp_wshape *m, size_t 
 		xp_shape_init(s, &s->m[i], &m[i].req);
 		s->m[i].p = m[i].p;
 	}
+	workload_summary(s);
 	s->frag_total = 0;
 	for (uint32_t i = 0; i < s->nnodes; i++) {
 		s->ns[i].frag = n ? xp_frag_eval(s, i, -1, NULL, NULL) : 0;

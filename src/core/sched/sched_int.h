@@ -68,6 +68,12 @@ struct xp_sched {
 	struct xp_shape *m;
 	size_t nm;
 	double frag_total;
+	/* M against the cluster (frag.c): CPU milli per device milli of M's
+	 * device shapes, and per node type the pressure of the shapes that may
+	 * use only some types (1 = that demand alone would fill its types'
+	 * share of the pool) */
+	double m_cpu_per_milli;
+	double *type_pressure;
 	/* totals */
 	uint64_t total_milli, used_milli;
 	/* normalisers of the OpenB-era policies: largest node CPU and device milli */

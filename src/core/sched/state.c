@@ -205,6 +205,7 @@ void xp_sched_destroy(struct xp_sched *s)
 	free(s->m);
 	free(s->type_node);
 	free(s->type_homog);
+	free(s->type_pressure);
 	free(s->slot_node);
 	free(s->dev);
 	free(s->ns);

@@ -3,8 +3,11 @@
 # runs on this machine.
 #   1. the whole FGD reproduction: 17 workloads x 6 policies x 10 seeds
 #      (1020 runs) on all cores, wall time (median of 3);
-#   2. placement decisions/s at 1k, 10k and 100k nodes, fgd and bestfit, one
-#      core, with the plain-scan baseline measured in the same run;
+#   1b. xpool's placement policy against our FGD on the 17 workloads, seeds
+#      42-51 and the hold-out seeds 1000-1009 (docs/results/policy.md), and
+#      the paper's Fig. 9a with both;
+#   2. placement decisions/s at 1k, 10k and 100k nodes, fgd, bestfit and
+#      xpool, one core, with the plain-scan baseline measured in the same run;
 #   3. the controller beside Slurm (bench/controller.sh), then submit-to-start
 #      with real processes: 512 `xpool agent` processes, 10,000 `sleep 0`
 #      jobs (bench/controller_real.sh);
@@ -40,13 +43,22 @@ sort -n "$OUT/reproduction_times.txt" | awk '{w[NR]=$1; c[NR]=$2} END {
 	printf "1020 runs: median %.1f s wall (min %.1f, max %.1f), %.1f s CPU; target < 120 s wall\n",
 		w[m], w[1], w[NR], c[m] }'
 tail -1 "$OUT/openb_compare.txt"
+
+echo "== 1b. xpool against FGD: unallocated GPU % at 100 % arrived, 17 workloads"
+for seeds in 42-51 1000-1009; do
+	"$XP" sim openb --pods all --policy fgd,xpool --seeds "$seeds" --out "$OUT/openb-xpool-$seeds" \
+		>/dev/null 2>"$OUT/openb_xpool_stderr.txt"
+	echo "-- seeds $seeds"
+	"$XP" sim compare --ours "$OUT/openb-xpool-$seeds" --against 06-FGD --points 100 ||
+		echo "(xpool is not lower than FGD on every workload)"
+done
 for w in default gpushare100 multigpu50 gpuspec33; do # the paper's Fig. 9a, beside the published runs
-	"$XP" sim plot --ours "$OUT/openb" --published "$OPENB/fgd_expected_results" --workload "$w" \
-		--out "$OUT/openb-$w-unallocated.svg"
+	"$XP" sim plot --ours "$OUT/openb-xpool-42-51" --published "$OPENB/fgd_expected_results" \
+		--workload "$w" --out "$OUT/openb-$w-unallocated.svg"
 done
 
 echo "== 2. placement throughput (one core, every feasible node considered)"
-"$XP" sim bench --nodes 1000,10000,100000 --policy fgd,bestfit --runs "$RUNS" \
+"$XP" sim bench --nodes 1000,10000,100000 --policy fgd,bestfit,xpool --runs "$RUNS" \
 	--max-decisions 0 --scan-decisions 1000 | tee "$OUT/placement.txt"
 echo "targets: >= 20000 decisions/s at 10k nodes, >= 5000/s at 100k nodes"
 

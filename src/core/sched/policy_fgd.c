@@ -26,12 +26,12 @@
 #include <math.h>
 
 struct measure {
-	double levels, scale; /* score = trunc(levels * sigmoid(delta / scale)) */
-	int extended;	      /* G_n instead of F_n(M) */
+	double levels, scale;	 /* score = trunc(levels * sigmoid(delta / scale)) */
+	double strand, pressure; /* weights of G_n's terms; both 0: F_n(M) */
 };
 
-static const struct measure fgd_measure = { 100, 1000, 0 };
-static const struct measure xpool_measure = { 40, 3000, 1 };
+static const struct measure fgd_measure = { 100, 1000, 0, 0 };
+static const struct measure xpool_measure = { 40, 3000, 1, 1 };
 
 static int32_t quantise(const struct measure *me, double delta)
 {
@@ -39,13 +39,14 @@ static int32_t quantise(const struct measure *me, double delta)
 }
 
 /* G_n - F_n(M) for a node of type t with free CPU cpu and free milli L. */
-static double extension(const struct xp_sched *s, uint32_t t, int64_t cpu, double L)
+static double extension(const struct xp_sched *s, const struct measure *me, uint32_t t,
+			int64_t cpu, double L)
 {
 	double rho = s->m_cpu_per_milli, v = 0;
 	if (rho > 0 && L - (double)cpu / rho > 0)
-		v += L - (double)cpu / rho;
+		v += me->strand * (L - (double)cpu / rho);
 	if (s->type_pressure)
-		v -= s->type_pressure[t] * L;
+		v -= me->pressure * s->type_pressure[t] * L;
 	return v;
 }
 
@@ -55,21 +56,21 @@ static double measure_of(const struct xp_sched *s, const struct measure *me, uin
 {
 	const struct xp_nstate *ns = &s->ns[n];
 	double f = xp_frag_eval(s, n, cpu, fm, fmem), L = 0;
-	if (!me->extended)
+	if (!me->strand && !me->pressure)
 		return f;
 	for (uint16_t d = 0; d < ns->ndev; d++)
 		if (s->dev[ns->dev0 + d].ok && s->dev[ns->dev0 + d].accel)
 			L += fm[d];
-	return f + extension(s, ns->type, cpu, L);
+	return f + extension(s, me, ns->type, cpu, L);
 }
 
 /* The measure of node n as it is (F_n(M) is cached in ns->frag). */
 static double measure_now(const struct xp_sched *s, const struct measure *me, uint32_t n)
 {
 	const struct xp_nstate *ns = &s->ns[n];
-	if (!me->extended)
+	if (!me->strand && !me->pressure)
 		return ns->frag;
-	return ns->frag + extension(s, ns->type, ns->cpu_free, ns->free_milli);
+	return ns->frag + extension(s, me, ns->type, ns->cpu_free, ns->free_milli);
 }
 
 /* Best score over the devices a fraction could go to; *dev gets the device. */

@@ -121,7 +121,12 @@ printf 'workload,sc_policy,tune,seed,total_gpus,100\nw1,A,1.3,1,8,96\nw1,A,1.3,2
 expect 0 "mean  *2.500  *6.000  *-58.3%   lower on 2 of 2 workloads" -- "$XP" sim compare --ours "$T/ab.csv" --against B --points 100
 expect 1 "lower on 0 of 2 workloads" -- "$XP" sim compare --ours "$T/ab.csv" --against A
 expect 0 "| \*\*mean of 2\*\* | \*\*2.500\*\* | \*\*6.000\*\* | \*\*-58.3 %\*\* |" -- "$XP" sim compare --ours "$T/ab.csv" --against B --format markdown
-expect 1 "no results of policy '99-None'" -- "$XP" sim compare --ours "$T/run" --against 99-None
+expect 2 "no results of policy '99-None'" -- "$XP" sim compare --ours "$T/run" --against 99-None
+printf 'workload,sc_policy,tune,seed,total_gpus,100\nw1,06-FGD,1.3,1,8,96\nw1,05-BestFit,1.3,1,8,90\n' >"$T/fb.csv"
+expect 0 "mean  *4.000  *10.000  *-60.0%" -- "$XP" sim compare --ours "$T/fb.csv" --against bestfit
+printf 'workload,sc_policy,tune,seed,total_gpus,100\nw1,B,1.3,1,8,90\n' >"$T/b.csv"
+expect 2 "no policy besides 'B'" -- "$XP" sim compare --ours "$T/b.csv" --against B
+expect 2 "not with --published or --gate" -- "$XP" sim compare --ours "$T/ab.csv" --against B --gate
 expect 2 "the format is text or markdown" -- "$XP" sim compare --ours "$T/run" --against 05-BestFit --format csv
 
 if [ "$fails" -gt 0 ]; then

@@ -869,11 +869,13 @@ static int node_matches(const struct ref_sched *r, size_t n, const struct xp_req
 	return 0;
 }
 
-/* cap_n: milli of node n's healthy accelerators now. */
+/* cap_n: milli of node n's healthy accelerators now, 0 when n is down. */
 static double node_cap(const struct ref_sched *r, size_t n)
 {
 	const struct xp_node *node = &r->c->nodes[n];
 	double cap = 0;
+	if (!r->up[n])
+		return 0;
 	for (uint32_t d = 0; d < node->ndevs; d++)
 		if (r->dev_ok[r->dev0[n] + d] && is_accel(&node->devs[d]))
 			cap += XP_MILLI;

@@ -129,6 +129,62 @@ static void test_ref_formulas(void **st)
 	xp_cluster_destroy(c);
 }
 
+/* xpool's measure by hand. Nodes: A 64 cores + 4 GPUs (16 GiB), B 16 cores
+ * + 2 GPUs (32 GiB), C 8 cores + 4 GPUs (16 GiB). M: one whole GPU with 8
+ * cores, p 0.5 anywhere, p 0.5 only on 32 GiB GPUs (B). rho = 8000 / 1000
+ * = 8 cores per GPU; the constrained shape's share is 0.5, its supply 2000
+ * milli of 10000. B is down for the last check. A request: one GPU, 8
+ * cores. */
+static void test_ref_xpool_by_hand(void **st)
+{
+	(void)st;
+	struct xp_cluster *c = xp_cluster_create();
+	add_node(c, 64000, 262144, 4, 16384);
+	add_node(c, 16000, 262144, 2, 32768);
+	add_node(c, 8000, 262144, 4, 16384);
+	struct xp_wshape m[2];
+	whole_req(&m[0].req, 8000, 1);
+	m[0].p = 0.5;
+	whole_req(&m[1].req, 8000, 1);
+	m[1].req.sel.min_mem_mib = 32768;
+	m[1].p = 0.5;
+	struct xp_request q;
+	whole_req(&q, 8000, 1);
+	struct ref_sched *r = ref_create(c, "xpool");
+	assert_non_null(r);
+	ref_set_workload(r, m, 2);
+	assert_true(fabs(r->rho - 8) < 1e-12);
+	/* pi_B = 0.5 * 10000 / 2000 */
+	assert_true(r->pressure[0] == 0 && fabs(r->pressure[1] - 2.5) < 1e-12 &&
+		    r->pressure[2] == 0);
+	/* A: G = F (0.5 * 0 + 0.5 * 4000) + no stranding (4000 < 64000/8) = 2000;
+	 * after: F' = 0.5 * 3000 = 1500, delta 500: trunc(40 sigmoid(1/6)) = 21 */
+	assert_int_equal(ref_score(r, 0, &q), 21);
+	/* B: G = 0 + 0 (2000 - 16000/8 = 0) - 2.5 * 2000 = -5000; after:
+	 * -2.5 * 1000, delta -2500: trunc(40 sigmoid(-5/6)) = 12 */
+	assert_int_equal(ref_score(r, 1, &q), 12);
+	/* C: G = 2000 + (4000 - 8000/8) = 5000; after (no CPU left: the
+	 * unconstrained shape sees all 3000): 3000 + 3000, delta -1000:
+	 * trunc(40 sigmoid(-1/3)) = 16; FGD would give trunc(100 sigmoid(-1)) */
+	assert_int_equal(ref_score(r, 2, &q), 16);
+	for (int no_index = 0; no_index <= 1; no_index++) {
+		struct xp_sched *s = mk_core(c, "xpool", XP_TIE_RANK, no_index, 0);
+		struct xp_alloc a;
+		struct xp_rng g;
+		assert_int_equal(xp_sched_set_workload(s, m, 2, NULL), 0);
+		xp_rng_seed(&g, 5);
+		assert_int_equal(xp_sched_pick(s, &q, &g, &a), 0);
+		assert_int_equal(a.node, 0);
+		xp_sched_destroy(s);
+	}
+	/* with B down, the constrained shape has no supply: no pressure */
+	r->up[1] = 0;
+	ref_set_workload(r, m, 2);
+	assert_true(r->pressure[0] == 0 && r->pressure[1] == 0 && r->pressure[2] == 0);
+	ref_destroy(r);
+	xp_cluster_destroy(c);
+}
+
 /* ------------------------------------------------------------------------ */
 /* edge cases: every deterministic policy, index and scan, and the reference */
 
@@ -672,6 +728,7 @@ int main(void)
 		cmocka_unit_test(test_policy_table),
 		cmocka_unit_test(test_api_contracts),
 		cmocka_unit_test(test_ref_formulas),
+		cmocka_unit_test(test_ref_xpool_by_hand),
 		cmocka_unit_test(test_edge_exact_fit),
 		cmocka_unit_test(test_edge_zero_free_devices),
 		cmocka_unit_test(test_edge_last_node),

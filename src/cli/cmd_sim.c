@@ -293,9 +293,9 @@ static int cmd_compare(int argc, char **argv)
 		{ "gate", XP_FLAG_BOOL, NULL,
 		  "exit 1 when a cell is outside max(2 published sd, 0.5)" },
 		{ "against", XP_FLAG_STR, "POLICY",
-		  "instead: every other policy of --ours against this one of --ours (e.g. "
+		  "instead: every other policy of --ours against this one of --ours (fgd or "
 		  "06-FGD), per workload at the first point; exit 1 when one is not lower on "
-		  "some workload" },
+		  "some workload, 2 on an error" },
 		{ NULL, 0, NULL, NULL },
 	};
 	struct xp_err err = { 0 };
@@ -359,12 +359,17 @@ static int cmd_compare(int argc, char **argv)
 	}
 	if (xp_flag_get(flags, "against")->given) {
 		int not_better;
-		o.against = xp_flag_get(flags, "against")->sval;
-		if (o.format == XP_CMP_CSV) {
+		const struct xp_policy_ops *pol = xp_policy_find(xp_flag_get(flags, "against")->sval);
+		o.against = pol ? pol->label : xp_flag_get(flags, "against")->sval; /* fgd: 06-FGD */
+		if (o.format == XP_CMP_CSV)
 			xp_errf(&err, XP_EINVAL, "--against: the format is text or markdown");
+		else if (xp_flag_get(flags, "published")->given || xp_flag_get(flags, "gate")->bval)
+			xp_errf(&err, XP_EINVAL,
+				"--against compares policies of --ours: not with --published or --gate");
+		if (err.code)
 			status = xp_cli_fail("sim compare", &err, 2);
-		} else if (xp_compare_against(&o, stdout, &not_better, &err) < 0)
-			status = xp_cli_fail("sim compare", &err, 1);
+		else if (xp_compare_against(&o, stdout, &not_better, &err) < 0)
+			status = xp_cli_fail("sim compare", &err, 2);
 		else
 			status = not_better ? 1 : 0;
 		goto out;

@@ -242,13 +242,21 @@ int xp_compare_against(const struct xp_cmp_opts *o, FILE *out, int *not_better,
 	struct table t = { 0 };
 	const char *b = o->against;
 	int x = o->npoints ? o->points[0] : 100, md = o->format == XP_CMP_MARKDOWN;
-	int rc = load(o->ours, o->series, &t, err);
+	int rc, have_b = 0, reported = 0;
 
 	*not_better = 0;
-	int have_b = 0;
+	if (o->series < 0 || o->series > XP_CMP_RATIO)
+		return xp_errf(err, XP_EINVAL, "unknown series %d", o->series);
+	if (x < 0 || x >= XP_OPENB_BUCKETS)
+		return xp_errf(err, XP_EINVAL, "arrival point %d is outside 0..%d", x,
+			       XP_OPENB_BUCKETS - 1);
+	if ((rc = load(o->ours, o->series, &t, err)) < 0) {
+		table_free(&t);
+		return rc;
+	}
 	for (size_t i = 0; i < t.n; i++)
 		have_b |= !strcmp(t.rows[i].policy, b);
-	if (rc == 0 && !have_b)
+	if (!have_b)
 		rc = xp_errf(err, XP_ENOENT, "%s: no results of policy '%s'", o->ours, b);
 	for (size_t i = 0; rc == 0 && i < t.n; i++) {
 		const char *p = t.rows[i].policy;
@@ -259,6 +267,19 @@ int xp_compare_against(const struct xp_cmp_opts *o, FILE *out, int *not_better,
 			first = strcmp(t.rows[j].policy, p) != 0;
 		if (!first) /* the baseline, or a policy already reported */
 			continue;
+		for (size_t j = 0; j < t.n; j++) { /* workloads where both have x */
+			const char *w = t.rows[j].workload;
+			if (!strcmp(t.rows[j].policy, p) && !seen(&t, j, w, p) &&
+			    stats(&t, w, p, x, o->series).n && stats(&t, w, b, x, o->series).n)
+				nw++;
+		}
+		if (!nw) {
+			fprintf(out, "%s: no workload with results at %d%% for both it and %s\n\n", p,
+				x, b);
+			continue;
+		}
+		reported++;
+		nw = 0;
 		if (md)
 			fprintf(out, "| workload | %s | %s | change |\n|---|---|---|---|\n", p, b);
 		else
@@ -266,40 +287,47 @@ int xp_compare_against(const struct xp_cmp_opts *o, FILE *out, int *not_better,
 				"change", x);
 		for (size_t j = 0; j < t.n; j++) {
 			const char *w = t.rows[j].workload;
+			char ch[24];
 			if (strcmp(t.rows[j].policy, p) || seen(&t, j, w, p))
 				continue;
 			struct stat2 a = stats(&t, w, p, x, o->series),
 				     c = stats(&t, w, b, x, o->series);
 			if (!a.n || !c.n)
 				continue;
-			double ch = c.mean > 0 ? 100 * (a.mean / c.mean - 1) : 0;
-			if (md)
-				fprintf(out, "| %s | %.2f ± %.2f | %.2f ± %.2f | %+.1f %% |\n", w,
-					a.mean, a.sd, c.mean, c.sd, ch);
+			if (c.mean > 0)
+				snprintf(ch, sizeof(ch), "%+.1f%s", 100 * (a.mean / c.mean - 1),
+					 md ? " %" : "%");
 			else
-				fprintf(out, "%-12s %7.2f±%-5.2f (%d) %7.2f±%-5.2f (%d) %+7.1f%%\n", w,
+				snprintf(ch, sizeof(ch), "-");
+			if (md)
+				fprintf(out, "| %s | %.2f ± %.2f | %.2f ± %.2f | %s |\n", w, a.mean,
+					a.sd, c.mean, c.sd, ch);
+			else
+				fprintf(out, "%-12s %7.2f±%-5.2f (%d) %7.2f±%-5.2f (%d) %8s\n", w,
 					a.mean, a.sd, a.n, c.mean, c.sd, c.n, ch);
 			sp += a.mean;
 			sb += c.mean;
 			worse += a.mean >= c.mean;
 			nw++;
 		}
-		if (!nw) {
-			rc = xp_errf(err, XP_ENOENT, "%s: no workload has both %s and %s", o->ours,
-				     p, b);
-			break;
-		}
-		double ch = sb > 0 ? 100 * (sp / sb - 1) : 0;
+		char ch[24];
+		if (sb > 0)
+			snprintf(ch, sizeof(ch), "%+.1f%s", 100 * (sp / sb - 1), md ? " %" : "%");
+		else
+			snprintf(ch, sizeof(ch), "-");
 		if (md)
-			fprintf(out, "| **mean of %d** | **%.3f** | **%.3f** | **%+.1f %%** |\n\n"
+			fprintf(out, "| **mean of %d** | **%.3f** | **%.3f** | **%s** |\n\n"
 				     "%s is lower than %s on %d of %d workloads.\n\n",
 				nw, sp / nw, sb / nw, ch, p, b, nw - worse, nw);
 		else
-			fprintf(out, "%-12s %16.3f %16.3f %+7.1f%%   lower on %d of %d workloads\n\n",
+			fprintf(out, "%-12s %16.3f %16.3f %8s   lower on %d of %d workloads\n\n",
 				"mean", sp / nw, sb / nw, ch, nw - worse, nw);
 		if (worse > *not_better)
 			*not_better = worse;
 	}
+	if (rc == 0 && !reported)
+		rc = xp_errf(err, XP_ENOENT, "%s: no policy besides '%s' to compare with it", o->ours,
+			     b);
 	table_free(&t);
 	return rc;
 }

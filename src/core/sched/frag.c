@@ -93,11 +93,11 @@ static void workload_summary(struct xp_sched *s)
 	double *supply = XNEWV(double, s->ntypes + 1);
 
 	free(s->type_pressure);
-	s->type_pressure = XNEWV(double, s->ntypes + 1);
-	for (uint32_t t = 0; t <= s->ntypes; t++)
-		supply[t] = s->type_pressure[t] = 0;
+	s->type_pressure = xcalloc(s->ntypes + 1, sizeof(double));
+	memset(supply, 0, (s->ntypes + 1) * sizeof(double));
 	for (uint32_t n = 0; n < s->nnodes; n++)
-		supply[s->ns[n].type] += s->ns[n].cap_milli;
+		if (s->ns[n].up) /* a node down (or removed) supplies nothing */
+			supply[s->ns[n].type] += s->ns[n].cap_milli;
 	for (uint32_t t = 0; t < s->ntypes; t++)
 		total += supply[t];
 	for (size_t i = 0; i < s->nm; i++) {

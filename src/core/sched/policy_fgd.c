@@ -31,6 +31,7 @@ struct measure {
 };
 
 static const struct measure fgd_measure = { 100, 1000, 0, 0 };
+/* docs/design/scheduler.md and tests/ref_sched.c state these weights as 1 */
 static const struct measure xpool_measure = { 40, 3000, 1, 1 };
 
 static int32_t quantise(const struct measure *me, double delta)

@@ -86,15 +86,15 @@ void xp_frag_refresh_node(struct xp_sched *s, uint32_t n)
 	s->frag_total += s->ns[n].frag;
 }
 
-/* The summaries of M that policy_xpool reads (sched_int.h). */
+/* The summaries of M that the xpool policy reads (policy_fgd.c,
+ * sched_int.h). */
 static void workload_summary(struct xp_sched *s)
 {
 	double cpu = 0, milli = 0, total = 0;
-	double *supply = XNEWV(double, s->ntypes + 1);
+	double *supply = xcalloc(s->ntypes + 1, sizeof(double));
 
 	free(s->type_pressure);
 	s->type_pressure = xcalloc(s->ntypes + 1, sizeof(double));
-	memset(supply, 0, (s->ntypes + 1) * sizeof(double));
 	for (uint32_t n = 0; n < s->nnodes; n++)
 		if (s->ns[n].up) /* a node down (or removed) supplies nothing */
 			supply[s->ns[n].type] += s->ns[n].cap_milli;

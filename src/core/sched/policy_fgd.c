@@ -10,7 +10,7 @@
  * The integer quantisation is part of the policy: it creates ties that the
  * rank tie-break resolves, and both are needed to reproduce the paper.
  *
- * policy_xpool (issue 6, docs/design/policy-notes.md) is the same machinery
+ * xpool's policy (issue 6, docs/design/policy-notes.md) is the same machinery
  * over a measure that also sees what F_n(M) does not:
  *   G_n = F_n(M) + max(0, L_n - c_n / rho) - pi_t * L_n
  * where rho is M's CPU per device milli: free devices beyond what the
@@ -198,7 +198,7 @@ const struct xp_policy_ops xp_policy_fgd = {
 const struct xp_policy_ops xp_policy_xpool = {
 	.name = "xpool",
 	.label = "07-xpool",
-	.about = "xpool's default: FGD's gradient over a measure that also counts devices "
+	.about = "xpool's own: FGD's gradient over a measure that also counts devices "
 		 "stranded by CPU and keeps devices of scarce models free",
 	.flags = XP_POLICY_NEEDS_WORKLOAD,
 	.score_max = 40,

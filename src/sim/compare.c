@@ -236,6 +236,24 @@ int xp_compare(const struct xp_cmp_opts *o, FILE *out, struct xp_cmp_summary *su
 	return 0;
 }
 
+/* "+1.5%" (markdown: "+1.5 %"), or "-" when the baseline is 0 */
+static void change_text(char *buf, size_t n, double v, double base, int md)
+{
+	if (base > 0)
+		snprintf(buf, n, "%+.1f%s", 100 * (v / base - 1), md ? " %" : "%");
+	else
+		snprintf(buf, n, "-");
+}
+
+/* Row j opens workload w for policy p, and both p and b have results at x. */
+static int both_at(const struct table *t, size_t j, const char *p, const char *b, int x,
+		   int series)
+{
+	const char *w = t->rows[j].workload;
+	return !strcmp(t->rows[j].policy, p) && !seen(t, j, w, p) && stats(t, w, p, x, series).n &&
+	       stats(t, w, b, x, series).n;
+}
+
 int xp_compare_against(const struct xp_cmp_opts *o, FILE *out, int *not_better,
 		       struct xp_err *err)
 {
@@ -261,25 +279,21 @@ int xp_compare_against(const struct xp_cmp_opts *o, FILE *out, int *not_better,
 	for (size_t i = 0; rc == 0 && i < t.n; i++) {
 		const char *p = t.rows[i].policy;
 		double sp = 0, sb = 0;
-		int nw = 0, worse = 0;
+		int nw = 0, worse = 0, any = 0;
+		char ch[24];
 		int first = strcmp(p, b) != 0;
 		for (size_t j = 0; j < i && first; j++)
 			first = strcmp(t.rows[j].policy, p) != 0;
 		if (!first) /* the baseline, or a policy already reported */
 			continue;
-		for (size_t j = 0; j < t.n; j++) { /* workloads where both have x */
-			const char *w = t.rows[j].workload;
-			if (!strcmp(t.rows[j].policy, p) && !seen(&t, j, w, p) &&
-			    stats(&t, w, p, x, o->series).n && stats(&t, w, b, x, o->series).n)
-				nw++;
-		}
-		if (!nw) {
+		for (size_t j = 0; j < t.n && !any; j++)
+			any = both_at(&t, j, p, b, x, o->series);
+		if (!any) {
 			fprintf(out, "%s: no workload with results at %d%% for both it and %s\n\n", p,
 				x, b);
 			continue;
 		}
 		reported++;
-		nw = 0;
 		if (md)
 			fprintf(out, "| workload | %s | %s | change |\n|---|---|---|---|\n", p, b);
 		else
@@ -287,18 +301,11 @@ int xp_compare_against(const struct xp_cmp_opts *o, FILE *out, int *not_better,
 				"change", x);
 		for (size_t j = 0; j < t.n; j++) {
 			const char *w = t.rows[j].workload;
-			char ch[24];
-			if (strcmp(t.rows[j].policy, p) || seen(&t, j, w, p))
+			if (!both_at(&t, j, p, b, x, o->series))
 				continue;
 			struct stat2 a = stats(&t, w, p, x, o->series),
 				     c = stats(&t, w, b, x, o->series);
-			if (!a.n || !c.n)
-				continue;
-			if (c.mean > 0)
-				snprintf(ch, sizeof(ch), "%+.1f%s", 100 * (a.mean / c.mean - 1),
-					 md ? " %" : "%");
-			else
-				snprintf(ch, sizeof(ch), "-");
+			change_text(ch, sizeof(ch), a.mean, c.mean, md);
 			if (md)
 				fprintf(out, "| %s | %.2f ± %.2f | %.2f ± %.2f | %s |\n", w, a.mean,
 					a.sd, c.mean, c.sd, ch);
@@ -310,11 +317,7 @@ int xp_compare_against(const struct xp_cmp_opts *o, FILE *out, int *not_better,
 			worse += a.mean >= c.mean;
 			nw++;
 		}
-		char ch[24];
-		if (sb > 0)
-			snprintf(ch, sizeof(ch), "%+.1f%s", 100 * (sp / sb - 1), md ? " %" : "%");
-		else
-			snprintf(ch, sizeof(ch), "-");
+		change_text(ch, sizeof(ch), sp, sb, md);
 		if (md)
 			fprintf(out, "| **mean of %d** | **%.3f** | **%.3f** | **%s** |\n\n"
 				     "%s is lower than %s on %d of %d workloads.\n\n",

@@ -16,7 +16,10 @@
  * - Behaviour: xpool's policy runs lone jobs on their best type (FTF 1 when
  *   nothing overlaps); at 4 jobs/h it beats Gavel's LAS on a hold-out seed;
  *   past capacity its starvation guard bounds every job's slowdown;
- *   an energy weight lowers the energy a job uses.
+ *   an energy weight lowers the energy a job uses. One round's plan on a
+ *   one-GPU pool, built by hand: a waiting job never takes the place of a
+ *   job the LP paired, and when crowded the class with the backlog gets
+ *   the GPU (MaxWeight) where the best throughput alone would not.
  * - Parsers: the co-location table and the cluster descriptor reject bad
  *   input with the field and the reason.
  * Skips without ../shared.
@@ -32,6 +35,7 @@
 #include "core/model/model.h"
 #include "descriptor/descriptor.h"
 #include "sim/gavel_sim.h"
+#include "sim/gavel_sim_int.h"
 
 static struct xp_gavel_matrix M;
 static struct xp_gavel_colo *C;
@@ -245,6 +249,117 @@ static void test_xpool(void **state)
 	assert_true(e.job_kwh < r.job_kwh);
 }
 
+/* ---- one round of xpool's plan on a pool of one V100, by hand ---- */
+
+static double v100_share(int t)
+{
+	double best = 0;
+	for (int k = 0; k < GT; k++)
+		if (M.tput[t][0][k] > best)
+			best = M.tput[t][0][k];
+	return M.tput[t][0][0] / best;
+}
+
+static const float *colo_v100(int a, int b)
+{
+	return C->tput[0][0][a][b];
+}
+
+/* active jobs of the given templates (single-GPU, far from done), in this
+ * order of attained service; the plan for the round at t = 0 */
+static void plan_one_v100(struct gsim *s, struct xp_gavel_cfg *cfg, const int *tmpl, int n)
+{
+	xp_gavel_cfg_default(cfg);
+	cfg->gpus[0] = 1;
+	cfg->gpus[1] = cfg->gpus[2] = 0;
+	cfg->colo = C;
+	memset(s, 0, sizeof(*s));
+	s->m = &M;
+	s->cfg = cfg;
+	for (int i = 0; i < n; i++) {
+		struct gjob j = { .tmpl = tmpl[i], .sf = 1, .total = 1e12, .served = i,
+				  .last_k = -1, .fifo_k = -1, .active = 1 };
+		for (int k = 0; k < GT; k++) {
+			j.t[k] = M.tput[tmpl[i]][0][k];
+			if (j.t[k] > j.best)
+				j.best = j.t[k];
+		}
+		xp_vec_push(&s->jobs, j);
+		xp_vec_push(&s->act, i);
+	}
+	xp_gavel_xpool_plan(s);
+}
+
+static void plan_free(struct gsim *s)
+{
+	xp_vec_free(&s->jobs);
+	xp_vec_free(&s->act);
+	xp_vec_free(&s->plan);
+}
+
+static void test_xpool_round(void **state)
+{
+	(void)state;
+	if (!C)
+		skip();
+	struct gsim s;
+	struct xp_gavel_cfg cfg;
+	/* three jobs, one GPU: the first two share it better than either runs
+	 * alone, and the third would pair with either (Gavel's 1.25 rule).
+	 * The LP pairs the first two; the third waits (it once replaced the
+	 * LP's partner, which then did not run) */
+	int found = 0;
+	for (int x = 0; x < XP_GAVEL_TEMPLATES && !found; x++)
+		for (int y = 0; y < XP_GAVEL_TEMPLATES && !found; y++) {
+			const float *p = colo_v100(x, y);
+			if (x == y || p[0] <= 0 || p[1] <= 0)
+				continue;
+			double bx = M.tput[x][0][0] / v100_share(x), by = M.tput[y][0][0] / v100_share(y);
+			if (p[0] / bx + p[1] / by < 0.1 + fmax(v100_share(x), v100_share(y)))
+				continue;
+			for (int z = 0; z < XP_GAVEL_TEMPLATES && !found; z++) {
+				const float *zx = colo_v100(x, z), *zy = colo_v100(y, z);
+				if (z == x || z == y || zx[0] <= 0 || zy[0] <= 0 ||
+				    zx[0] / M.tput[x][0][0] + zx[1] / M.tput[z][0][0] < 1.4 ||
+				    zy[0] / M.tput[y][0][0] + zy[1] / M.tput[z][0][0] < 1.4)
+					continue;
+				found = 1;
+				plan_one_v100(&s, &cfg, (int[]){ x, y, z }, 3);
+				assert_int_equal(s.plan.n, 1);
+				const struct gplace *pl = &s.plan.v[0];
+				print_message("pair %d+%d on one V100, %d waits: plan %d+%d\n", x, y, z,
+					      pl->a, pl->b);
+				assert_true((pl->a == 0 && pl->b == 1) || (pl->a == 1 && pl->b == 0));
+				plan_free(&s);
+			}
+		}
+	assert_true(found);
+	/* two jobs that cannot share, the first a little faster for its best
+	 * on a V100: alone the first runs; with four more of the second's
+	 * class waiting, the second runs - its class's backlog weighs
+	 * (5 / 3)^0.5 against (1 / 3)^0.5 */
+	found = 0;
+	for (int x = 0; x < XP_GAVEL_TEMPLATES && !found; x++)
+		for (int y = 0; y < XP_GAVEL_TEMPLATES && !found; y++) {
+			if (x == y || colo_v100(x, y)[0] > 0 || colo_v100(x, x)[0] > 0 ||
+			    colo_v100(y, y)[0] > 0 || v100_share(y) >= v100_share(x) ||
+			    v100_share(y) < 0.8)
+				continue;
+			found = 1;
+			plan_one_v100(&s, &cfg, (int[]){ x, y }, 2);
+			assert_int_equal(s.plan.n, 1);
+			assert_int_equal(s.plan.v[0].a, 0);
+			plan_free(&s);
+			plan_one_v100(&s, &cfg, (int[]){ x, y, y, y, y, y }, 6);
+			assert_int_equal(s.plan.n, 1);
+			print_message("%d alone, %d with a backlog of 5: plan runs job %d\n", x, y,
+				      s.plan.v[0].a);
+			assert_true(s.plan.v[0].a >= 1 && s.plan.v[0].b < 0);
+			plan_free(&s);
+		}
+	assert_true(found);
+}
+
 static void write_file(const char *path, const char *text)
 {
 	FILE *f = fopen(path, "w");
@@ -325,7 +440,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parsers),	   cmocka_unit_test(test_invariants),
-		cmocka_unit_test(test_xpool),	   cmocka_unit_test(test_las_ss),
+		cmocka_unit_test(test_xpool),	   cmocka_unit_test(test_xpool_round),
+		cmocka_unit_test(test_las_ss),
 		cmocka_unit_test(test_reproduces),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -23,12 +23,14 @@
  *     pool allows (until the pool is crowded, XPOOL_CROWDED), then the
  *     most normalised throughput (throughput / the job's best) - the
  *     comparative advantage Gavel's LP captures, with space sharing
- *     decided in the same programme. Rounded, largest jobs
+ *     decided in the same programme. When crowded, each class's throughput
+ *     is weighted by its backlog, MaxWeight's rule (XPOOL_MAXWEIGHT).
+ *     Rounded, largest jobs
  *     first; GPUs left over go to the next jobs in order; lone jobs of equal
  *     size then swap types while that gains.
  *  3. Share: a job still without a GPU joins one of the last-placed
- *     placements when the pair's normalised throughputs sum to more than
- *     XPOOL_PACK.
+ *     lone placements when the pair's normalised throughputs sum to more
+ *     than XPOOL_PACK.
  * An energy weight, when set, charges each placement its power above idle
  * as a share of the hungriest type's: a trade of JCT for joules
  * (docs/design/energy.md).
@@ -52,6 +54,13 @@
 /* a job whose time in the pool passes this many times its attained service
  * (plus a round) is starving: it goes first, oldest first */
 #define XPOOL_STARVE 8
+/* when crowded, a class's normalised throughput counts (its active jobs /
+ * the mean over the classes present)^XPOOL_MAXWEIGHT: MaxWeight scheduling
+ * (Tassiulas and Ephremides) applied to the selected jobs: maximising
+ * this round's throughput alone lets the classes that pair badly pile up
+ * (single-GPU 7.6 jobs/h, seeds 0-5: exponent 0 34.35 h, 0.25 31.00, 0.5
+ * 30.58, 1 32.21, 2 36.96; docs/design/policy-notes.md) */
+#define XPOOL_MAXWEIGHT 0.5
 
 struct cand {
 	double key;
@@ -80,11 +89,17 @@ static double power_share(const struct gsim *s, int k)
 }
 
 /* value of running job j alone on one GPU of type k: its throughput as a
- * share of its best, less the energy weight times the power it adds */
+ * share of its best, times a weight w, less the energy weight times the
+ * power it adds */
+static double wvalue(const struct gsim *s, const struct gjob *j, int k, double w)
+{
+	double v = j->best > 0 ? w * j->t[k] / j->best : 0;
+	return s->cfg->energy_weight > 0 ? v - s->cfg->energy_weight * power_share(s, k) : v;
+}
+
 static double value(const struct gsim *s, const struct gjob *j, int k)
 {
-	double v = j->best > 0 ? j->t[k] / j->best : 0;
-	return s->cfg->energy_weight > 0 ? v - s->cfg->energy_weight * power_share(s, k) : v;
+	return wvalue(s, j, k, 1);
 }
 
 /* placing is worth it while 1 + value > 0 (always without an energy weight) */
@@ -152,11 +167,12 @@ static void share(struct gsim *s, const struct cand *c, size_t nc, const unsigne
 		/* the second half of the placements in plan order - the last
 		 * placed: smaller sizes, later in the order. Not the oldest jobs:
 		 * the plan is in size order; pairing with any placement measured
-		 * the same (under 0.02 % at 5.6 jobs/h, seeds 0-2) */
+		 * the same (under 0.02 % at 5.6 jobs/h, seeds 0-2). Only lone
+		 * ones: a pair the LP made keeps its jobs */
 		for (size_t q = nalone / 2; q < nalone; q++) {
 			const struct gplace *p = &s->plan.v[q];
 			const struct gjob *a = &s->jobs.v[p->a];
-			if (paired[q] || a->sf != u->sf)
+			if (paired[q] || p->b >= 0 || a->sf != u->sf)
 				continue;
 			const float *tp = colo->tput[p->k][a->sfi][a->tmpl][u->tmpl];
 			if (tp[0] <= 0 || tp[1] <= 0)
@@ -207,6 +223,7 @@ struct classes {
 	int *of; /* class of the q-th selected job */
 	int cls_of[XP_GAVEL_CLASSES], cnt[XP_GAVEL_CLASSES];
 	int rep[XP_GAVEL_CLASSES]; /* a job of each class (id) */
+	double w[XP_GAVEL_CLASSES]; /* its throughput's weight (MaxWeight) */
 };
 
 static void classes_of(const struct gsim *s, const struct cand *c, const size_t *sel, size_t ns,
@@ -223,6 +240,23 @@ static void classes_of(const struct gsim *s, const struct cand *c, const size_t 
 	}
 }
 
+/* when crowded, each class's weight from its backlog: its active jobs,
+ * selected or not, against the mean over the classes with any */
+static void backlog_weights(const struct gsim *s, struct classes *cl, int crowded)
+{
+	int q[XP_GAVEL_CLASSES] = { 0 }, present = 0;
+	for (size_t i = 0; i < s->act.n; i++) {
+		const struct gjob *j = &s->jobs.v[s->act.v[i]];
+		if (!q[j->tmpl * 4 + j->sfi]++)
+			present++;
+	}
+	double mean = present ? (double)s->act.n / present : 1;
+	for (int a = 0; a < cl->n; a++) {
+		const struct gjob *j = &s->jobs.v[cl->rep[a]];
+		cl->w[a] = crowded ? pow(q[j->tmpl * 4 + j->sfi] / mean, XPOOL_MAXWEIGHT) : 1;
+	}
+}
+
 /* the columns and their values: a job alone, sf x (1 + value); a pair,
  * sf x (2 + both normalised co-located throughputs - the power term once),
  * each job placed counting 1 - or, when the pool is crowded, sf x (1 +
@@ -232,7 +266,8 @@ static void classes_of(const struct gsim *s, const struct cand *c, const size_t 
  * while they fit two to a GPU; past that the pool is near its capacity and
  * pairs that lose throughput lose it for everyone (single-GPU, seeds 0-2:
  * 28.02 -> 25.00 h at 7.2 jobs/h; at 5.6 jobs/h counting placements only
- * would cost 16.62 -> 17.91 h) */
+ * would cost 16.62 -> 17.91 h). The throughputs carry the classes'
+ * weights (backlog_weights) */
 static void columns(const struct gsim *s, const struct classes *cl, int crowded,
 		    struct pcol_vec *col, struct dbl_vec *obj)
 {
@@ -243,7 +278,7 @@ static void columns(const struct gsim *s, const struct classes *cl, int crowded,
 		for (int k = 0; k < GT; k++)
 			if (worth(s, ja, k)) {
 				xp_vec_push(col, ((struct pcol){ a, -1, k }));
-				xp_vec_push(obj, ja->sf * (1 + value(s, ja, k)));
+				xp_vec_push(obj, ja->sf * (1 + wvalue(s, ja, k, cl->w[a])));
 			}
 		for (int b = a; colo && b < cl->n; b++) {
 			const struct gjob *jb = &s->jobs.v[cl->rep[b]];
@@ -253,7 +288,7 @@ static void columns(const struct gsim *s, const struct classes *cl, int crowded,
 				const float *tp = colo->tput[k][ja->sfi][ja->tmpl][jb->tmpl];
 				if (tp[0] <= 0 || tp[1] <= 0 || !ja->t[k] || !jb->t[k])
 					continue;
-				double v = tp[0] / ja->best + tp[1] / jb->best;
+				double v = cl->w[a] * tp[0] / ja->best + cl->w[b] * tp[1] / jb->best;
 				if (s->cfg->energy_weight > 0)
 					v -= s->cfg->energy_weight * power_share(s, k);
 				if (2 * each + v > 1e-9) {
@@ -317,6 +352,7 @@ static void assign(struct gsim *s, const struct cand *c, const size_t *sel, size
 {
 	struct classes cl;
 	classes_of(s, c, sel, ns, &cl);
+	backlog_weights(s, &cl, crowded);
 	struct pcol_vec col = { 0 };
 	struct dbl_vec obj = { 0 };
 	columns(s, &cl, crowded, &col, &obj);

@@ -12,7 +12,9 @@
 # rate, its limit, where the mean crosses it (linear between the measured
 # rates), and where xpool crosses the other's limit. Not part of `make
 # bench`: Gavel LAS w/ SS is slow past capacity (about an hour on 2 cores).
+# SEEDS picks the seeds (default 0-2; the hold-out set is 3-9).
 #   bench/gavel.sh build sustain
+#   SEEDS=3-9 bench/gavel.sh build sustain
 set -eu
 BUILD=${1:-build}
 XP="$BUILD/xpool"
@@ -25,16 +27,17 @@ fi
 mkdir -p "$OUT"
 t0=$(date +%s)
 if [ "${2:-}" = sustain ]; then
-	"$XP" sim gavel --policy gavel-las-ss,xpool --rates 0.4,7.2,7.4,7.6,7.8 --seeds 0-2 \
+	SEEDS=${SEEDS:-0-2}
+	"$XP" sim gavel --policy gavel-las-ss,xpool --rates 0.4,7.2,7.4,7.6,7.8 --seeds "$SEEDS" \
 		--csv >"$OUT/gavel-sustain-single.csv"
 	# Gavel LAS w/ SS is past its limit at 3.0 and very slow at 3.2
-	"$XP" sim gavel --policy gavel-las-ss --multi-gpu --rates 0.2,2.8,3.0 --seeds 0-2 \
+	"$XP" sim gavel --policy gavel-las-ss --multi-gpu --rates 0.2,2.8,3.0 --seeds "$SEEDS" \
 		--csv >"$OUT/gavel-sustain-multi.csv"
-	"$XP" sim gavel --policy xpool --multi-gpu --rates 0.2,2.8,3.0,3.2 --seeds 0-2 --csv |
+	"$XP" sim gavel --policy xpool --multi-gpu --rates 0.2,2.8,3.0,3.2 --seeds "$SEEDS" --csv |
 		tail -n +2 >>"$OUT/gavel-sustain-multi.csv"
 	echo "gavel sustain: all runs in $(($(date +%s) - t0)) s"
 	for f in single multi; do
-		echo "-- $f-GPU: mean JCT (h) of seeds 0-2; limit = twice the lowest rate's; 'sat' saturated"
+		echo "-- $f-GPU: mean JCT (h) of seeds $SEEDS; limit = twice the lowest rate's; 'sat' saturated"
 		awk -F, '
 		NR > 1 { r = $3 + 0; k = $1 SUBSEP r; n[k]++; s[k] += $6; if ($16 == 1) sat[k] = 1
 			if (!(r in rate)) { rate[r] = 1; rs[++nr] = r } }

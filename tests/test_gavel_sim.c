@@ -251,13 +251,20 @@ static void test_xpool(void **state)
 
 /* ---- one round of xpool's plan on a pool of one V100, by hand ---- */
 
-static double v100_share(int t)
+/* a single-GPU template's throughput on its fastest type, and on a V100
+ * as a share of that */
+static double best_of(int t)
 {
 	double best = 0;
 	for (int k = 0; k < GT; k++)
 		if (M.tput[t][0][k] > best)
 			best = M.tput[t][0][k];
-	return M.tput[t][0][0] / best;
+	return best;
+}
+
+static double v100_share(int t)
+{
+	return M.tput[t][0][0] / best_of(t);
 }
 
 static const float *colo_v100(int a, int b)
@@ -278,12 +285,9 @@ static void plan_one_v100(struct gsim *s, struct xp_gavel_cfg *cfg, const int *t
 	s->cfg = cfg;
 	for (int i = 0; i < n; i++) {
 		struct gjob j = { .tmpl = tmpl[i], .sf = 1, .total = 1e12, .served = i,
-				  .last_k = -1, .fifo_k = -1, .active = 1 };
-		for (int k = 0; k < GT; k++) {
+				  .best = best_of(tmpl[i]), .last_k = -1, .fifo_k = -1, .active = 1 };
+		for (int k = 0; k < GT; k++)
 			j.t[k] = M.tput[tmpl[i]][0][k];
-			if (j.t[k] > j.best)
-				j.best = j.t[k];
-		}
 		xp_vec_push(&s->jobs, j);
 		xp_vec_push(&s->act, i);
 	}
@@ -314,8 +318,8 @@ static void test_xpool_round(void **state)
 			const float *p = colo_v100(x, y);
 			if (x == y || p[0] <= 0 || p[1] <= 0)
 				continue;
-			double bx = M.tput[x][0][0] / v100_share(x), by = M.tput[y][0][0] / v100_share(y);
-			if (p[0] / bx + p[1] / by < 0.1 + fmax(v100_share(x), v100_share(y)))
+			if (p[0] / best_of(x) + p[1] / best_of(y) <
+			    0.1 + fmax(v100_share(x), v100_share(y)))
 				continue;
 			for (int z = 0; z < XP_GAVEL_TEMPLATES && !found; z++) {
 				const float *zx = colo_v100(x, z), *zy = colo_v100(y, z);

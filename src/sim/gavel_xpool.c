@@ -156,20 +156,20 @@ static void improve(struct gsim *s, int *left)
 static void share(struct gsim *s, const struct cand *c, size_t nc, const unsigned char *placed)
 {
 	const struct xp_gavel_colo *colo = s->cfg->colo;
-	size_t nalone = s->plan.n;
-	unsigned char *paired = xcalloc(nalone + 1, 1);
+	size_t nplaced = s->plan.n;
+	unsigned char *paired = xcalloc(nplaced + 1, 1);
 	for (size_t i = 0; i < nc; i++) {
 		if (placed[i])
 			continue;
 		const struct gjob *u = &s->jobs.v[c[i].job];
 		double best = XPOOL_PACK;
-		size_t at = nalone;
+		size_t at = nplaced;
 		/* the second half of the placements in plan order - the last
 		 * placed: smaller sizes, later in the order. Not the oldest jobs:
 		 * the plan is in size order; pairing with any placement measured
 		 * the same (under 0.02 % at 5.6 jobs/h, seeds 0-2). Only lone
 		 * ones: a pair the LP made keeps its jobs */
-		for (size_t q = nalone / 2; q < nalone; q++) {
+		for (size_t q = nplaced / 2; q < nplaced; q++) {
 			const struct gplace *p = &s->plan.v[q];
 			const struct gjob *a = &s->jobs.v[p->a];
 			if (paired[q] || p->b >= 0 || a->sf != u->sf)
@@ -183,7 +183,7 @@ static void share(struct gsim *s, const struct cand *c, size_t nc, const unsigne
 				at = q;
 			}
 		}
-		if (at < nalone) {
+		if (at < nplaced) {
 			s->plan.v[at].b = c[i].job;
 			paired[at] = 1;
 		}
@@ -244,6 +244,11 @@ static void classes_of(const struct gsim *s, const struct cand *c, const size_t 
  * selected or not, against the mean over the classes with any */
 static void backlog_weights(const struct gsim *s, struct classes *cl, int crowded)
 {
+	if (!crowded) {
+		for (int a = 0; a < cl->n; a++)
+			cl->w[a] = 1;
+		return;
+	}
 	int q[XP_GAVEL_CLASSES] = { 0 }, present = 0;
 	for (size_t i = 0; i < s->act.n; i++) {
 		const struct gjob *j = &s->jobs.v[s->act.v[i]];
@@ -253,7 +258,7 @@ static void backlog_weights(const struct gsim *s, struct classes *cl, int crowde
 	double mean = present ? (double)s->act.n / present : 1;
 	for (int a = 0; a < cl->n; a++) {
 		const struct gjob *j = &s->jobs.v[cl->rep[a]];
-		cl->w[a] = crowded ? pow(q[j->tmpl * 4 + j->sfi] / mean, XPOOL_MAXWEIGHT) : 1;
+		cl->w[a] = pow(q[j->tmpl * 4 + j->sfi] / mean, XPOOL_MAXWEIGHT);
 	}
 }
 

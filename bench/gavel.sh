@@ -75,14 +75,15 @@ ALL=fifo,gavel-fifo,las,gavel-las,gavel-las-ss,xpool
 "$XP" sim gavel --policy gavel-las,gavel-las-ss,xpool --multi-gpu --rates 2.4,2.8 --seeds 3-9 \
 	--csv >"$OUT/gavel-holdout-multi.csv"
 echo "gavel: all runs in $(($(date +%s) - t0)) s"
-# means over the seeds; published seed-0 Gavel LAS w/ space sharing beside
-# (PROTOCOL.md §2.4; not reproduced here)
+# means over the seeds; beside them the paper's figure for Gavel LAS w/
+# space sharing: the published mean of seeds 0-2 (cell 16 of Gavel's
+# continuous_jobs{,_multigpu}.ipynb at 1f6f02e; docs/results/policy.md §2.1)
 for f in single multi; do
 	echo "-- $f-GPU: average JCT (h), mean of seeds 0-2 [seed 0]; '-' saturated"
 	awk -F, -v f="$f" '
-	BEGIN { split("0.4 18.42 2 18.26 4 16.96 4.8 18.67 5.2 19.14 5.6 19.64 6 20.42", a, " ");
+	BEGIN { split("0.4 18.19 2 18.62 4 16.32 4.8 17.92 5.2 18.61 5.6 19.08 6 19.58", a, " ");
 		for (i = 1; i in a; i += 2) ss["single", a[i]] = a[i + 1];
-		split("0.2 18.72 1 19.01 2 20.85 2.4 26.22 2.6 30.51 2.8 38.25", b, " ");
+		split("0.2 17.48 1 17.83 2 18.15 2.4 21.82 2.6 25.54 2.8 32.73", b, " ");
 		for (i = 1; i in b; i += 2) ss["multi", b[i]] = b[i + 1] }
 	NR > 1 { k = $1 SUBSEP $3; if (!(k in n)) { order[++no] = k }
 		n[k]++; s[k] += $6; if ($4 == 0) z[k] = $6; if ($16 == 1) sat[k] = 1
@@ -96,10 +97,10 @@ for f in single multi; do
 				if (sat[k] || !(k in n)) printf " %15s", "-"
 				else printf " %6.2f [%6.2f]", s[k] / n[k], z[k] }
 			printf "\n" }
-		printf "%-11s", "GavelSS pub"; for (i = 1; i <= nr; i++) printf " %6s [%6.2f]", "", ss[f, rs[i]]; printf "\n"
+		printf "%-11s", "GavelSS pub"; for (i = 1; i <= nr; i++) printf " %6.2f %8s", ss[f, rs[i]], ""; printf "\n"
 		printf "%-11s", "xpool/SS"; for (i = 1; i <= nr; i++) { k = "xpool" SUBSEP rs[i]
-			if (sat[k]) printf " %15s", "-"; else printf " %14.1f%%", 100 * (z[k] / ss[f, rs[i]] - 1) }
-		printf "   (seed 0 against the published seed 0)\n"
+			if (sat[k]) printf " %15s", "-"; else printf " %14.1f%%", 100 * (s[k] / n[k] / ss[f, rs[i]] - 1) }
+		printf "   (mean of seeds against the published mean of seeds 0-2)\n"
 		printf "%-11s", "xpool/oursS"; for (i = 1; i <= nr; i++) { k = "xpool" SUBSEP rs[i]; q = "gavel-las-ss" SUBSEP rs[i]
 			if (sat[k] || sat[q] || !(q in n)) printf " %15s", "-"; else printf " %14.1f%%", 100 * (s[k] / s[q] - 1) }
 		printf "   (mean of seeds against our gavel-las-ss)\n" }' "$OUT/gavel-$f.csv"

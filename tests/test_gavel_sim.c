@@ -5,7 +5,9 @@
  *   verified re-implementation's figures for FIFO, Gavel FIFO and agnostic
  *   LAS (PROTOCOL.md §5, "Verified") to the hundredth of an hour, and lies
  *   within 5 % of the published notebook tables (§2.4), Gavel's LP-based
- *   LAS included.
+ *   LAS included. Multi-GPU: the mean of seeds 0-2 lies within 3 % of
+ *   the paper's figure (the notebook's own three-seed means) at the
+ *   unsaturated rates.
  * - Gavel's LAS with space sharing: the invariants on small pools, single-
  *   and multi-GPU, and a seed-0 cell within 10 % of the published column.
  * - Invariants on random small clusters, every policy, with and without
@@ -63,13 +65,15 @@ static int teardown(void **state)
 	return 0;
 }
 
-static double jct(enum xp_gavel_policy p, double rate, unsigned seed, size_t lo, size_t hi)
+static double jct_run(enum xp_gavel_policy p, int multi, double rate, unsigned seed, size_t lo,
+		      size_t hi)
 {
 	struct xp_gavel_cfg c;
 	struct xp_gavel_result r;
 	struct xp_err err = { 0 };
 	xp_gavel_cfg_default(&c);
 	c.policy = p;
+	c.multi_gpu = multi;
 	c.rate = rate;
 	c.seed = seed;
 	c.win_lo = lo;
@@ -81,6 +85,11 @@ static double jct(enum xp_gavel_policy p, double rate, unsigned seed, size_t lo,
 	assert_false(r.saturated);
 	assert_int_equal(r.jobs, hi - lo);
 	return r.avg_jct_h;
+}
+
+static double jct(enum xp_gavel_policy p, double rate, unsigned seed, size_t lo, size_t hi)
+{
+	return jct_run(p, 0, rate, seed, lo, hi);
 }
 
 static void test_reproduces(void **state)
@@ -105,6 +114,37 @@ static void test_reproduces(void **state)
 		if (rows[i].verified > 0)
 			assert_true(fabs(h - rows[i].verified) < 0.006);
 		assert_true(fabs(h / rows[i].published - 1) < 0.05);
+	}
+}
+
+/* Multi-GPU jobs against the paper's figure: the mean over seeds 0-2 that
+ * cell 16 of continuous_jobs_multigpu.ipynb prints at the OSDI commit
+ * (1f6f02e). The seed-0 table in PROTOCOL.md §2.4 (cells 17-18, not re-run
+ * in that commit) is 4-5 % above our seed 0 at low load for every policy,
+ * while the seeds 1-2 mean the two imply agrees with ours within 1 %: that
+ * one published run differs (docs/results/policy.md §2.1), so the means
+ * are the figure to reproduce. */
+static void test_reproduces_multi(void **state)
+{
+	(void)state;
+	if (!C)
+		skip();
+	static const struct {
+		enum xp_gavel_policy p;
+		double rate, published;
+	} rows[] = {
+		{ XP_GP_FIFO, 0.2, 17.29 },	 { XP_GP_FIFO, 1.0, 18.36 },
+		{ XP_GP_FIFO_PERF, 0.2, 15.56 }, { XP_GP_FIFO_PERF, 1.0, 15.83 },
+		{ XP_GP_LAS, 0.2, 23.91 },	 { XP_GP_LAS, 1.0, 24.14 },
+		{ XP_GP_LAS_PERF, 0.2, 17.29 },	 { XP_GP_LAS_PERF, 1.0, 17.22 },
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		double h = 0;
+		for (unsigned seed = 0; seed < 3; seed++)
+			h += jct_run(rows[i].p, 1, rows[i].rate, seed, 4000, 5000) / 3;
+		print_message("%-10s multi %.1f jobs/h, seeds 0-2: %.2f h (published %.2f)\n",
+			      xp_gavel_policy_name(rows[i].p), rows[i].rate, h, rows[i].published);
+		assert_true(fabs(h / rows[i].published - 1) < 0.03);
 	}
 }
 
@@ -447,6 +487,7 @@ int main(void)
 		cmocka_unit_test(test_xpool),	   cmocka_unit_test(test_xpool_round),
 		cmocka_unit_test(test_las_ss),
 		cmocka_unit_test(test_reproduces),
+		cmocka_unit_test(test_reproduces_multi),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -174,20 +174,25 @@ void xp_gavel_ss_plan(struct gsim *s)
 				};
 			}
 		}
-		qsort(e, q, sizeof(*e), xp_gavel_entry_cmp);
-		for (size_t i = 0; i < q && left[k]; i++) {
-			if (!e[i].pair) {
-				const struct gjob *j = &s->jobs.v[e[i].id];
-				if (placed[e[i].id] || j->t[k] <= 0 || j->sf > left[k])
+		/* the queue holds a pair per two active jobs of one size: past
+		 * capacity, hundreds of thousands of entries, of which the type
+		 * fills up after a few hundred; so take them off a heap in
+		 * sorted order instead of sorting all */
+		xp_gavel_entry_heapify(e, q);
+		while (q && left[k]) {
+			struct gentry en = xp_gavel_entry_pop(e, &q);
+			if (!en.pair) {
+				const struct gjob *j = &s->jobs.v[en.id];
+				if (placed[en.id] || j->t[k] <= 0 || j->sf > left[k])
 					continue;
 				left[k] -= j->sf;
-				placed[e[i].id] = 1;
+				placed[en.id] = 1;
 				/* a job without an X yet holds its GPUs idle this round */
 				if (j->has_x)
-					xp_vec_push(&s->plan, ((struct gplace){ e[i].id, -1, k }));
+					xp_vec_push(&s->plan, ((struct gplace){ en.id, -1, k }));
 				continue;
 			}
-			const struct gpair *p = &s->pairs.v[e[i].id];
+			const struct gpair *p = &s->pairs.v[en.id];
 			const float *tp = colo_tput(s, k, p->a, p->b);
 			int sf = s->jobs.v[p->a].sf;
 			if (placed[p->a] || placed[p->b] || tp[0] <= 0 || tp[1] <= 0 ||

@@ -267,6 +267,38 @@ int xp_gavel_entry_cmp(const void *pa, const void *pb)
 	return (a->pos > b->pos) - (a->pos < b->pos);
 }
 
+/* the heap below keeps the entry that sorts first at e[0] */
+static void entry_sift(struct gentry *e, size_t n, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, top = i;
+		if (l < n && xp_gavel_entry_cmp(&e[l], &e[top]) < 0)
+			top = l;
+		if (l + 1 < n && xp_gavel_entry_cmp(&e[l + 1], &e[top]) < 0)
+			top = l + 1;
+		if (top == i)
+			return;
+		struct gentry t = e[i];
+		e[i] = e[top];
+		e[top] = t;
+		i = top;
+	}
+}
+
+void xp_gavel_entry_heapify(struct gentry *e, size_t n)
+{
+	for (size_t i = n / 2; i-- > 0;)
+		entry_sift(e, n, i);
+}
+
+struct gentry xp_gavel_entry_pop(struct gentry *e, size_t *n)
+{
+	struct gentry top = e[0];
+	e[0] = e[--*n];
+	entry_sift(e, *n, 0);
+	return top;
+}
+
 /* `_schedule_jobs_on_workers`: the plan of the next round */
 static void gavel_plan(struct gsim *s)
 {

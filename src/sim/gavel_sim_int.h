@@ -68,6 +68,12 @@ struct gentry {
 	int id, pair, pos;
 };
 int xp_gavel_entry_cmp(const void *a, const void *b);
+/* the same order, lazily: a heap over e[0..n) and its first entry taken
+ * off (n > 0); popping k entries costs O(n + k log n) where sorting all
+ * costs O(n log n), and the greedy pass stops once a type is full. The
+ * order is total (pos breaks ties), so the pops come in qsort's order. */
+void xp_gavel_entry_heapify(struct gentry *e, size_t n);
+struct gentry xp_gavel_entry_pop(struct gentry *e, size_t *n);
 
 /* the classes of interchangeable jobs (template and scale factor) among
  * ids[0..n), numbered in order of first appearance: cls_of[tmpl * 4 + sfi]

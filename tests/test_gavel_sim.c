@@ -22,6 +22,7 @@
  *   one-GPU pool, built by hand: a waiting job never takes the place of a
  *   job the LP paired, and when crowded the class with the backlog gets
  *   the GPU (MaxWeight) where the best throughput alone would not.
+ * - The greedy pass's heap pops a random queue in qsort's order.
  * - Parsers: the co-location table and the cluster descriptor reject bad
  *   input with the field and the reason.
  * Skips without ../shared.
@@ -145,6 +146,33 @@ static void test_reproduces_multi(void **state)
 		print_message("%-10s multi %.1f jobs/h, seeds 0-2: %.2f h (published %.2f)\n",
 			      xp_gavel_policy_name(rows[i].p), rows[i].rate, h, rows[i].published);
 		assert_true(fabs(h / rows[i].published - 1) < 0.03);
+	}
+}
+
+/* the greedy pass's heap pops entries in qsort's order: random queues with
+ * many ties in (priority, deficit, X), position breaking them */
+static void test_entry_heap(void **state)
+{
+	(void)state;
+	srand(5);
+	for (int it = 0; it < 200; it++) {
+		size_t n = (size_t)(rand() % 300);
+		struct gentry *e = calloc(n + 1, sizeof(*e)), *ref = calloc(n + 1, sizeof(*e));
+		for (size_t i = 0; i < n; i++) {
+			e[i] = (struct gentry){ rand() % 4 * 0.5, rand() % 3 - 1.0, rand() % 2, (int)i,
+						rand() % 2, (int)i };
+			ref[i] = e[i];
+		}
+		qsort(ref, n, sizeof(*ref), xp_gavel_entry_cmp);
+		xp_gavel_entry_heapify(e, n);
+		size_t left = n;
+		for (size_t i = 0; i < n; i++) {
+			struct gentry t = xp_gavel_entry_pop(e, &left);
+			assert_int_equal(t.pos, ref[i].pos);
+		}
+		assert_int_equal(left, 0);
+		free(e);
+		free(ref);
 	}
 }
 
@@ -483,7 +511,8 @@ static void test_parsers(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parsers),	   cmocka_unit_test(test_invariants),
+		cmocka_unit_test(test_parsers),	   cmocka_unit_test(test_entry_heap),
+		cmocka_unit_test(test_invariants),
 		cmocka_unit_test(test_xpool),	   cmocka_unit_test(test_xpool_round),
 		cmocka_unit_test(test_las_ss),
 		cmocka_unit_test(test_reproduces),

@@ -160,7 +160,7 @@ int xp_gavel_classes(const struct gsim *s, const int *ids, size_t n, int *cls_of
 	}
 	for (size_t i = 0; i < n; i++) {
 		const struct gjob *j = &s->jobs.v[ids[i]];
-		int key = j->tmpl * 4 + j->sfi;
+		int key = xp_gavel_key(j);
 		if (cls_of[key] < 0) {
 			cls_of[key] = ncls;
 			rep[ncls++] = ids[i];
@@ -202,7 +202,7 @@ static void las_perf(struct gsim *s)
 		memset(x, 0, cols * sizeof(double));
 	for (size_t i = 0; i < s->act.n; i++) {
 		struct gjob *j = &s->jobs.v[s->act.v[i]];
-		int ci = cls_of[j->tmpl * 4 + j->sfi];
+		int ci = cls_of[xp_gavel_key(j)];
 		for (int k = 0; k < GT; k++) {
 			double v = x[(size_t)ci * GT + (size_t)k] / cnt[ci];
 			j->x[k] = v < 1e-9 ? 0 : v > 1 ? 1 : v;

@@ -296,7 +296,7 @@ void xp_gavel_packed_alloc(struct gsim *s)
 	free(wc);
 	for (size_t i = 0; i < s->act.n; i++) {
 		struct gjob *j = &s->jobs.v[s->act.v[i]];
-		int ci = cls_of[j->tmpl * 4 + j->sfi];
+		int ci = cls_of[xp_gavel_key(j)];
 		for (int k = 0; k < GT; k++) {
 			double v = x[(size_t)ci * GT + (size_t)k] / cnt[ci];
 			j->x[k] = v < eps ? 0 : v > 1 ? 1 : v;
@@ -305,8 +305,8 @@ void xp_gavel_packed_alloc(struct gsim *s)
 	for (size_t i = 0; i < s->pairs.n; i++) {
 		struct gpair *p = &s->pairs.v[i];
 		const struct gjob *ja = &s->jobs.v[p->a], *jb = &s->jobs.v[p->b];
-		size_t ca = (size_t)cls_of[ja->tmpl * 4 + ja->sfi];
-		size_t cb = (size_t)cls_of[jb->tmpl * 4 + jb->sfi];
+		size_t ca = (size_t)cls_of[xp_gavel_key(ja)];
+		size_t cb = (size_t)cls_of[xp_gavel_key(jb)];
 		if (ca > cb) {
 			size_t t = ca;
 			ca = cb;

@@ -76,9 +76,14 @@ void xp_gavel_entry_heapify(struct gentry *e, size_t n);
 struct gentry xp_gavel_entry_pop(struct gentry *e, size_t *n);
 
 /* the classes of interchangeable jobs (template and scale factor) among
- * ids[0..n), numbered in order of first appearance: cls_of[tmpl * 4 + sfi]
+ * ids[0..n), numbered in order of first appearance: cls_of[xp_gavel_key(j)]
  * (-1: none), cnt and rep (a job id) per class; the number of classes */
 #define XP_GAVEL_CLASSES (XP_GAVEL_TEMPLATES * 4)
+/* a job's class key, below XP_GAVEL_CLASSES: its template and size */
+static inline int xp_gavel_key(const struct gjob *j)
+{
+	return j->tmpl * 4 + j->sfi;
+}
 int xp_gavel_classes(const struct gsim *s, const int *ids, size_t n, int *cls_of, int *cnt,
 		     int *rep);
 

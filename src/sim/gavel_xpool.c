@@ -25,9 +25,8 @@
  *     comparative advantage Gavel's LP captures, with space sharing
  *     decided in the same programme. When crowded, each class's throughput
  *     is weighted by its backlog, MaxWeight's rule (XPOOL_MAXWEIGHT).
- *     Rounded, largest jobs
- *     first; GPUs left over go to the next jobs in order; lone jobs of equal
- *     size then swap types while that gains.
+ *     Rounded, largest jobs first; GPUs left over go to the next jobs in
+ *     order; lone jobs of equal size then swap types while that gains.
  *  3. Share: a job still without a GPU joins one of the last-placed
  *     lone placements when the pair's normalised throughputs sum to more
  *     than XPOOL_PACK.
@@ -236,7 +235,7 @@ static void classes_of(const struct gsim *s, const struct cand *c, const size_t 
 	cl->of = ids; /* reused: each job's class in place of its id */
 	for (size_t q = 0; q < ns; q++) {
 		const struct gjob *j = &s->jobs.v[ids[q]];
-		ids[q] = cl->cls_of[j->tmpl * 4 + j->sfi];
+		ids[q] = cl->cls_of[xp_gavel_key(j)];
 	}
 }
 
@@ -252,13 +251,13 @@ static void backlog_weights(const struct gsim *s, struct classes *cl, int crowde
 	int q[XP_GAVEL_CLASSES] = { 0 }, present = 0;
 	for (size_t i = 0; i < s->act.n; i++) {
 		const struct gjob *j = &s->jobs.v[s->act.v[i]];
-		if (!q[j->tmpl * 4 + j->sfi]++)
+		if (!q[xp_gavel_key(j)]++)
 			present++;
 	}
 	double mean = present ? (double)s->act.n / present : 1;
 	for (int a = 0; a < cl->n; a++) {
 		const struct gjob *j = &s->jobs.v[cl->rep[a]];
-		cl->w[a] = pow(q[j->tmpl * 4 + j->sfi] / mean, XPOOL_MAXWEIGHT);
+		cl->w[a] = pow(q[xp_gavel_key(j)] / mean, XPOOL_MAXWEIGHT);
 	}
 }
 

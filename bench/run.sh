@@ -14,7 +14,8 @@
 #   4. heartbeat handling at scale: 10,000 emulated agents through the HTTP
 #      API, CPU per heartbeat, p99 latency, long polls (bench/agents.sh);
 #   5. Gavel's workload: every policy at every rate, seeds 0-2, single- and
-#      multi-GPU, JCT plots, the energy curve, hold-out seeds (bench/gavel.sh).
+#      multi-GPU, JCT plots, the energy curve, hold-out seeds (bench/gavel.sh);
+#   6. the dashboard: submit to drawn on an open page (bench/ui.sh).
 set -eu
 BUILD=${1:-build}
 XP="$BUILD/xpool"
@@ -75,3 +76,6 @@ echo "== 4. heartbeats from 10000 emulated agents (docs/results/agents.md)"
 
 echo "== 5. Gavel's workload: JCT against rate, energy (docs/results/policy.md)"
 ./bench/gavel.sh "$BUILD"
+
+echo "== 6. the dashboard: a submitted job drawn on an open page, median of 5 (bench/ui.sh)"
+./bench/ui.sh "$BUILD"

@@ -3,7 +3,9 @@
 # xpool need (jq: bench/controller_real.sh; curl: the scripted tests' HTTP
 # calls; prometheus and promtool:
 # tests/cli_prometheus.sh scrapes /metrics with a real server; chromium:
-# tests/cli_ui.sh loads the dashboard headless).
+# tests/cli_ui.sh drives the dashboard headless through the DevTools
+# protocol, with Node.js and the npm packages pinned in
+# tests/ui/package-lock.json; procps: pkill in test_agents).
 # Idempotent: when every package is present it prints one line and changes
 # nothing. Needs root (or sudo) only when something is missing.
 set -eu
@@ -12,7 +14,28 @@ PKGS="build-essential cmake pkg-config
 libcmocka-dev libyaml-dev libjansson-dev
 libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev
 libhwloc-dev
-jq curl prometheus chromium"
+jq curl procps prometheus chromium"
+# Node.js: whichever node and npm are on the PATH (some machines carry a
+# Node.js whose npm conflicts with Debian's npm package); Debian's only
+# when there is none.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+	PKGS="$PKGS nodejs npm"
+fi
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+
+# The UI test's npm packages, exactly as locked; again when the lock changes.
+npm_deps() {
+	ui=$ROOT/tests/ui
+	if [ -f "$ui/node_modules/.xp-lock" ] && cmp -s "$ui/package-lock.json" "$ui/node_modules/.xp-lock"; then
+		return 0
+	fi
+	echo "deps: npm ci in tests/ui (test tooling, pinned)"
+	if ! (cd "$ui" && npm ci --no-audit --no-fund --loglevel=error); then
+		echo "deps: npm ci failed: tests/cli_ui.sh will skip" >&2
+		return 0
+	fi
+	cp "$ui/package-lock.json" "$ui/node_modules/.xp-lock"
+}
 
 missing=""
 for p in $PKGS; do
@@ -22,6 +45,7 @@ for p in $PKGS; do
 done
 
 if [ -z "$missing" ]; then
+	npm_deps
 	echo "deps: all build and test packages present"
 	exit 0
 fi
@@ -40,3 +64,4 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
 # shellcheck disable=SC2086
 $SUDO apt-get install -y -q --no-install-recommends $missing
+npm_deps

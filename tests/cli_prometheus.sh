@@ -5,13 +5,13 @@
 # series issue 7 §1 lists: per device (allocation, health), per node, per
 # queue (usage against guarantee and max, pending by reason), per tenant,
 # the scheduler's histograms and counters, the fragmentation measure and
-# the store's commit latency. Skips (exit 0) when prometheus is absent.
+# the store's commit latency. Skips (exit 77, ctest's SKIP_RETURN_CODE) when prometheus is absent.
 # usage: cli_prometheus.sh XPOOL SHARED_DIR SOURCE_DIR
 set -u
 XP=$1 SRC=$3
 if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then
 	echo "SKIP: prometheus or promtool not installed (scripts/deps.sh installs them)"
-	exit 0
+	exit 77
 fi
 . "$SRC/tests/devlib.sh"
 PROM=

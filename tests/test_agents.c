@@ -384,7 +384,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_restart_no_duplicate, teardown),
 		cmocka_unit_test_teardown(test_reports_checked, teardown),
 	};
-	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	int rc = xp_run_tests(tests, NULL, NULL);
 	curl_global_cleanup();
 	return rc;
 }

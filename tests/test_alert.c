@@ -299,5 +299,5 @@ int main(void)
 		cmocka_unit_test(test_grouping),
 		cmocka_unit_test(test_random),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return xp_run_tests(tests, NULL, NULL);
 }

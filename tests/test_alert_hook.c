@@ -175,5 +175,5 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_webhook),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return xp_run_tests(tests, NULL, NULL);
 }

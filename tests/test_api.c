@@ -308,7 +308,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_api_table),
 	};
-	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	int rc = xp_run_tests(tests, NULL, NULL);
 	curl_global_cleanup();
 	return rc;
 }

@@ -471,7 +471,7 @@ static void test_cannot_reach(void **state)
 
 /* A canned HTTP peer: answers each request with the next scripted reply,
  * recording the requests and counting connections. */
-#define FAKE_MAX 8
+#define FAKE_MAX 12
 struct fake {
 	int lfd, port;
 	const char *replies[FAKE_MAX];
@@ -519,12 +519,18 @@ static void *fake_main(void *ud)
 				break;
 			const char *r = f->replies[f->nreq++];
 			int hang = !strncmp(r, "#HANG#", 6), drop = !strncmp(r, "#DROP#", 6);
+			int kill = !strncmp(r, "#KILL#", 6);
 			if (hang) { /* never answer: the client's deadline must end it */
 				usleep(1500000);
 				break;
 			}
 			if (drop) /* answer, then close a kept-alive connection unannounced */
 				r += 6;
+			if (kill) { /* reset the connection (RST, not FIN), no answer */
+				struct linger lg = { 1, 0 };
+				setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+				break;
+			}
 			if (write(fd, r, strlen(r)) < 0)
 				break;
 			if (drop || strstr(r, "Connection: close"))
@@ -721,6 +727,67 @@ static void test_wire_framing(void **state)
 	 * reply), a third for 4 and 5 */
 	assert_int_equal(f.accepts, 3);
 	assert_int_equal(f.nreq, 6);
+}
+
+/* A kept-alive connection that the server resets (RST) under a request, or
+ * closed while it was idle: the request goes again on a new connection
+ * when it may repeat (GET, an Idempotency-Key, a client marked
+ * repeat-safe) and fails otherwise, so a POST the server may have acted on
+ * is never sent twice. */
+static void test_wire_idle_reset(void **state)
+{
+	struct fake f = { 0 };
+	struct xp_err err = { 0 };
+	json_t *reply;
+	char *resp;
+	size_t len;
+	static const char *const key[] = { "Idempotency-Key: k1", NULL };
+#define OK_REPLY(b) "HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n" b
+	static const char *const replies[] = {
+		OK_REPLY("{\"a\":1}"), "#KILL#", OK_REPLY("{\"b\":2}"), "#KILL#",
+		OK_REPLY("{\"c\":3}"), "#KILL#", OK_REPLY("{\"d\":4}"), "#KILL#",
+		"#DROP#" OK_REPLY("{\"e\":5}"), OK_REPLY("{\"g\":7}")
+	};
+#undef OK_REPLY
+	for (size_t i = 0; i < sizeof(replies) / sizeof(replies[0]); i++)
+		f.replies[f.nreplies++] = replies[i];
+	struct xp_client *c = fake_start(&f, NULL);
+	assert_int_equal(xp_client_json(c, "GET", "/a", NULL, &reply, &err), 200);
+	json_decref(reply);
+	/* reset under a GET: it goes again */
+	assert_int_equal(xp_client_json(c, "GET", "/b", NULL, &reply, &err), 200);
+	assert_int_equal(json_integer_value(json_object_get(reply, "b")), 2);
+	json_decref(reply);
+	/* reset under a POST with no key: it fails, not sent twice */
+	assert_int_equal(xp_client_json(c, "POST", "/v1/jobs/3/cancel", NULL, &reply, &err),
+			 XP_EUNAVAIL);
+	assert_null(reply);
+	/* a fresh connection, then a reset under a POST with a key: again */
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(xp_client_call(c, "POST", i ? "/d" : "/c", key, NULL, "{}", 2,
+						&resp, &len, &err),
+				 200);
+		free(resp);
+	}
+	/* a client marked repeat-safe (an agent's heartbeat): again */
+	assert_int_equal(xp_client_set_repeat_safe(c, 1), 0);
+	assert_int_equal(xp_client_json(c, "POST", "/e", NULL, &reply, &err), 200);
+	assert_int_equal(json_integer_value(json_object_get(reply, "e")), 5);
+	json_decref(reply);
+	assert_int_equal(xp_client_set_repeat_safe(c, 0), 1);
+	/* closed while idle: a POST with no key fails, a GET goes again */
+	assert_int_equal(xp_client_json(c, "POST", "/f", NULL, &reply, &err), XP_EUNAVAIL);
+	assert_int_equal(xp_client_json(c, "GET", "/g", NULL, &reply, &err), 200);
+	json_decref(reply);
+	fake_stop(&f, c);
+	assert_int_equal(f.accepts, 6);
+	static const char *const lines[] = { "GET /a ",	 "GET /b ",  "GET /b ",	 "POST /v1/",
+					     "POST /c ", "POST /d ", "POST /d ", "POST /e ",
+					     "POST /e ", "GET /g " };
+	assert_int_equal(f.nreq, 10);
+	for (int i = 0; i < 10; i++)
+		if (strncmp(f.req[i], lines[i], strlen(lines[i])))
+			fail_msg("request %d: '%.20s', want '%s'", i, f.req[i], lines[i]);
 }
 
 /* ---- tables and units ---- */
@@ -1008,6 +1075,7 @@ int main(void)
 		cmocka_unit_test(test_wire_post_without_body),
 		cmocka_unit_test(test_wire_stream),
 		cmocka_unit_test(test_wire_framing),
+		cmocka_unit_test(test_wire_idle_reset),
 		cmocka_unit_test(test_units),
 		cmocka_unit_test(test_table),
 		cmocka_unit_test_setup_teardown(test_spec_from_flags, setup_home, teardown_home),
@@ -1015,5 +1083,5 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cli_without_controller, setup_home,
 						teardown_home),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return xp_run_tests(tests, NULL, NULL);
 }

@@ -246,7 +246,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_crash_rounds),
 	};
-	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	int rc = xp_run_tests(tests, NULL, NULL);
 	curl_global_cleanup();
 	return rc;
 }

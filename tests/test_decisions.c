@@ -253,5 +253,5 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_same_decisions),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return xp_run_tests(tests, NULL, NULL);
 }

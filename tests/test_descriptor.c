@@ -759,5 +759,5 @@ int main(void)
 		cmocka_unit_test(test_hostile_inputs), cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_fuzz),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return xp_run_tests(tests, NULL, NULL);
 }

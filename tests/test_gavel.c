@@ -22,7 +22,7 @@ static void test_trace(void **state)
 	(void)state;
 	const char *csv = xp_test_shared("traces/gavel/gavel_isolated_throughputs.csv");
 	if (!csv)
-		skip();
+		xp_skip();
 	static struct xp_gavel_matrix m;
 	struct xp_err err = { 0 };
 	if (xp_gavel_load(csv, &m, &err) < 0)
@@ -98,5 +98,5 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_trace),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return xp_run_tests(tests, NULL, NULL);
 }

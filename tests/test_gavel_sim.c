@@ -121,7 +121,7 @@ static void test_reproduces(void **state)
 {
 	(void)state;
 	if (!C)
-		skip();
+		xp_skip();
 	static const struct repro rows[] = {
 		{ XP_GP_FIFO, 0.4, 17.58, 17.58 },	{ XP_GP_FIFO, 2.0, 18.42, 18.32 },
 		{ XP_GP_FIFO_PERF, 0.4, 15.51, 15.31 }, { XP_GP_FIFO_PERF, 2.0, 15.66, 15.45 },
@@ -142,7 +142,7 @@ static void test_reproduces_multi(void **state)
 {
 	(void)state;
 	if (!C)
-		skip();
+		xp_skip();
 	static const struct repro rows[] = {
 		{ XP_GP_FIFO, 0.2, -1, 17.29 },	     { XP_GP_FIFO, 1.0, -1, 18.36 },
 		{ XP_GP_FIFO_PERF, 0.2, -1, 15.56 }, { XP_GP_FIFO_PERF, 1.0, -1, 15.83 },
@@ -183,7 +183,7 @@ static void test_invariants(void **state)
 {
 	(void)state;
 	if (!C)
-		skip();
+		xp_skip();
 	srand(7);
 	for (int it = 0; it < 40; it++) {
 		struct xp_gavel_cfg c;
@@ -227,7 +227,7 @@ static void test_las_ss(void **state)
 {
 	(void)state;
 	if (!C)
-		skip();
+		xp_skip();
 	struct xp_gavel_cfg c;
 	struct xp_gavel_result r;
 	struct xp_err err = { 0 };
@@ -272,7 +272,7 @@ static void test_xpool(void **state)
 {
 	(void)state;
 	if (!C)
-		skip();
+		xp_skip();
 	/* nothing overlaps enough to contend: each job alone on its best type */
 	struct xp_gavel_cfg c;
 	struct xp_gavel_result r, e;
@@ -376,7 +376,7 @@ static void test_xpool_round(void **state)
 {
 	(void)state;
 	if (!C)
-		skip();
+		xp_skip();
 	struct gsim s;
 	struct xp_gavel_cfg cfg;
 	/* three jobs, one GPU: the first two share it better than either runs
@@ -521,5 +521,5 @@ int main(void)
 		cmocka_unit_test(test_reproduces),
 		cmocka_unit_test(test_reproduces_multi),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return xp_run_tests(tests, setup, teardown);
 }

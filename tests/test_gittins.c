@@ -277,5 +277,5 @@ int main(void)
 		cmocka_unit_test(test_cluster_beats_las),
 		cmocka_unit_test(test_censored_tail),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return xp_run_tests(tests, NULL, NULL);
 }

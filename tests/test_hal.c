@@ -978,5 +978,5 @@ int main(void)
 		cmocka_unit_test_setup(test_fake_family, setup),
 		cmocka_unit_test_setup(test_fake_family_bad_files, setup),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return xp_run_tests(tests, NULL, NULL);
 }

@@ -659,5 +659,5 @@ int main(void)
 		cmocka_unit_test_setup(test_fpga_health, setup),
 		cmocka_unit_test_setup(test_router_all_vendors, setup),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return xp_run_tests(tests, NULL, NULL);
 }

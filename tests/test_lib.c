@@ -828,5 +828,5 @@ int main(void)
 		cmocka_unit_test(test_fileio),
 		cmocka_unit_test(test_dueheap),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return xp_run_tests(tests, NULL, NULL);
 }

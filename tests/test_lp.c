@@ -650,5 +650,5 @@ int main(void)
 		cmocka_unit_test(test_random_large), cmocka_unit_test(test_timing),
 		cmocka_unit_test(test_central_random), cmocka_unit_test(test_central_symmetric),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return xp_run_tests(tests, NULL, NULL);
 }

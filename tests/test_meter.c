@@ -485,5 +485,5 @@ int main(void)
 		cmocka_unit_test(test_workload_estimate),
 		cmocka_unit_test(test_run_rate),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return xp_run_tests(tests, NULL, NULL);
 }

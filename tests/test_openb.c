@@ -55,7 +55,7 @@ static void test_empty_cluster_fragmentation(void **state)
 		      { "gpushare100", 21, 13.64 } };
 	struct xp_cluster *c = openb_nodes();
 	if (!c)
-		skip();
+		xp_skip();
 	assert_int_equal(c->nnodes, 1213);
 	assert_int_equal(xp_cluster_total_devices(c, XP_CLASS_GPU), 6212);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -82,7 +82,7 @@ static void test_default_trace_facts(void **state)
 {
 	struct xp_cluster *c = openb_nodes();
 	if (!c)
-		skip();
+		xp_skip();
 	struct xp_openb_trace *t = openb_pods(c, "default");
 	size_t cpu_only = 0, share = 0;
 	double req = 0;
@@ -140,7 +140,7 @@ static void test_validation_gate_default(void **state)
 {
 	struct xp_cluster *c = openb_nodes();
 	if (!c)
-		skip();
+		xp_skip();
 	struct xp_openb_trace *t = openb_pods(c, "default");
 	struct xp_wshape *m;
 	size_t nm;
@@ -217,7 +217,7 @@ static void test_random_tiebreak_hurts_fgd(void **state)
 {
 	struct xp_cluster *c = openb_nodes();
 	if (!c)
-		skip();
+		xp_skip();
 	struct xp_openb_trace *t = openb_pods(c, "default");
 	struct xp_wshape *m;
 	size_t nm;
@@ -270,7 +270,7 @@ static void test_xpool_beats_published_fgd(void **state)
 	struct xp_cluster *c = openb_nodes();
 	double ours_sum = 0, fgd_sum = 0;
 	if (!c)
-		skip();
+		xp_skip();
 	for (size_t w = 0; w < sizeof(wl) / sizeof(wl[0]); w++) {
 		struct xp_openb_trace *t = openb_pods(c, wl[w]);
 		struct xp_wshape *m;
@@ -297,7 +297,7 @@ static void test_deterministic(void **state)
 {
 	struct xp_cluster *c = openb_nodes();
 	if (!c)
-		skip();
+		xp_skip();
 	struct xp_openb_trace *t = openb_pods(c, "multigpu50");
 	struct xp_wshape *m;
 	size_t nm;
@@ -460,5 +460,5 @@ int main(void)
 		cmocka_unit_test(test_hand_computed_buckets),
 		cmocka_unit_test(test_bad_input),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return xp_run_tests(tests, NULL, NULL);
 }

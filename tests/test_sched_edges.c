@@ -740,5 +740,5 @@ int main(void)
 		cmocka_unit_test(test_edge_tag16),
 		cmocka_unit_test(test_weighted_factors),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return xp_run_tests(tests, NULL, NULL);
 }

@@ -302,5 +302,5 @@ int main(void)
 		cmocka_unit_test(test_valid_random_policy),
 		cmocka_unit_test(test_valid_tie_random),
 	};
-	return cmocka_run_group_tests(tests, NULL, report_ops);
+	return xp_run_tests(tests, NULL, report_ops);
 }

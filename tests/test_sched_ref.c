@@ -147,5 +147,5 @@ int main(void)
 		cmocka_unit_test(test_equiv_xpool),
 		cmocka_unit_test(test_equiv_stale_index), cmocka_unit_test(test_equiv_openb_large),
 	};
-	return cmocka_run_group_tests(tests, NULL, report_ops);
+	return xp_run_tests(tests, NULL, report_ops);
 }

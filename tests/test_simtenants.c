@@ -126,5 +126,5 @@ int main(void)
 		cmocka_unit_test(test_metered),
 		cmocka_unit_test(test_bad_options),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return xp_run_tests(tests, NULL, NULL);
 }

@@ -399,5 +399,5 @@ int main(void)
 		cmocka_unit_test(test_spec_edges), cmocka_unit_test(test_node_pinning),
 		cmocka_unit_test(test_forget),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return xp_run_tests(tests, NULL, NULL);
 }

@@ -1089,5 +1089,5 @@ int main(void)
 		cmocka_unit_test(test_sync0),
 		cmocka_unit_test(test_group_commit),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return xp_run_tests(tests, NULL, NULL);
 }

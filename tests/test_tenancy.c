@@ -1203,5 +1203,5 @@ int main(void)
 		cmocka_unit_test(test_explain_summary),
 		cmocka_unit_test(test_random_reference),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return xp_run_tests(tests, NULL, NULL);
 }

@@ -167,5 +167,5 @@ int main(void)
 		cmocka_unit_test(test_intmap_reference),
 		cmocka_unit_test(test_pyrand),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return xp_run_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,20 @@
 #include <string.h>
 #include <unistd.h>
 
+int xp_test_skipped;
+
+int xp_test_exit(int failed)
+{
+	if (failed)
+		return 1;
+	if (xp_test_skipped) {
+		fprintf(stderr, "SKIP: %d test(s) skipped, none failed: reported as skipped\n",
+			xp_test_skipped);
+		return 77;
+	}
+	return 0;
+}
+
 const char *xp_test_shared(const char *rel)
 {
 	static char path[4][4096];

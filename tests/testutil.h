@@ -8,6 +8,21 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+/* Skip the running test and count it (cmocka's skip() alone counts as a
+ * pass in ctest's summary). */
+extern int xp_test_skipped;
+#define xp_skip()                 \
+	do {                      \
+		xp_test_skipped++; \
+		skip();           \
+	} while (0)
+/* The exit status for cmocka_run_group_tests()'s count of failures: 1 when
+ * any failed, else 77 (ctest's SKIP_RETURN_CODE, set on every test) when
+ * any was skipped, else 0. */
+int xp_test_exit(int failed);
+#define xp_run_tests(tests, setup, teardown) \
+	xp_test_exit(cmocka_run_group_tests(tests, setup, teardown))
+
 /* Path under ../shared, or NULL (after printing a skip notice) when absent. */
 const char *xp_test_shared(const char *rel);
 /* Write text to a fresh temporary file; returns its path (static buffer per call slot). */

@@ -148,6 +148,7 @@ static int upload_output(struct xp_agent *a, struct xp_client *cl, struct xp_tas
 		copy->sent_err = now->sent_err;
 	}
 	pthread_mutex_unlock(&a->mu);
+	int safe = xp_client_set_repeat_safe(cl, 0); /* an upload appends */
 	for (int stream = 0; stream < 2; stream++) {
 		for (int round = 0; round < 64; round++) { /* at most 16 MiB per call */
 			struct xp_sb sb;
@@ -193,6 +194,7 @@ static int upload_output(struct xp_agent *a, struct xp_client *cl, struct xp_tas
 		}
 	}
 save: /* what went out is never sent twice */
+	xp_client_set_repeat_safe(cl, safe);
 	pthread_mutex_lock(&a->mu);
 	struct xp_task *t = xp_task_find(a, copy->job, copy->replica, copy->attempt);
 	if (t) {
@@ -205,13 +207,17 @@ save: /* what went out is never sent twice */
 }
 
 /* A connection of the agent's own to the controller: each thread has one,
- * and SIGTERM ends whatever it waits for. */
+ * and SIGTERM ends whatever it waits for. What the agent sends (a
+ * registration, a heartbeat, exits keyed by attempt) is applied once however
+ * often it arrives, so a kept-alive connection that breaks under a request
+ * sends it again; output uploads append, and turn that off while they run. */
 static struct xp_client *agent_client(struct xp_agent *a, struct xp_err *err)
 {
 	struct xp_client *cl = xp_client_create(a->o.server, a->o.token, err);
-	if (cl)
+	if (cl) {
 		xp_client_set_abort(cl, &g_stop);
-	else
+		xp_client_set_repeat_safe(cl, 1);
+	} else
 		fprintf(stderr, "xpool agent: node=%s: %s\n", a->node, err->text);
 	return cl;
 }

@@ -92,6 +92,7 @@ struct xp_client {
 	char *auth;	     /* "Authorization: Bearer ..." or NULL */
 	long timeout_ms;
 	const volatile int *abort; /* see xp_client_set_abort() */
+	int repeat_safe;	   /* see xp_client_set_repeat_safe() */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -274,6 +275,13 @@ void xp_client_set_timeout(struct xp_client *c, long ms)
 	c->timeout_ms = ms < 0 ? 0 : ms;
 }
 
+int xp_client_set_repeat_safe(struct xp_client *c, int on)
+{
+	int was = c->repeat_safe;
+	c->repeat_safe = on;
+	return was;
+}
+
 void xp_client_set_abort(struct xp_client *c, const volatile int *flag)
 {
 	c->abort = flag;
@@ -444,7 +452,8 @@ static int perform_h1(struct xp_client *c, const struct transfer *t, long *statu
 				   XP_CLIENT_CONNECT_TIMEOUT_MS,
 				   t->write,
 				   t->ud,
-				   c->abort };
+				   c->abort,
+				   c->repeat_safe };
 	int rc = xp_http1_perform(c->h1, &rq, status, aborted, err);
 	free(hdrs);
 	xp_sb_free(&ct);

@@ -60,6 +60,13 @@ void xp_client_set_timeout(struct xp_client *c, long ms);
  * request in flight within about a second: it then fails with XP_EUNAVAIL
  * "interrupted". NULL (the default) turns the check off. */
 void xp_client_set_abort(struct xp_client *c, const volatile int *flag);
+/* Mark the requests sent from now on as safe to send twice (the server
+ * applies a repeat once: heartbeats, task reports keyed by attempt). On a
+ * kept-alive connection that breaks before the first reply byte, GET and
+ * HEAD, a request with an Idempotency-Key header, and these are sent once
+ * more on a new connection; any other request fails with XP_EUNAVAIL, since
+ * the server may have acted on it. Returns the previous setting. */
+int xp_client_set_repeat_safe(struct xp_client *c, int on);
 /* The normalised base URL ("http://127.0.0.1:7700"). */
 const char *xp_client_base(const struct xp_client *c);
 

@@ -9,8 +9,11 @@
  * controller speaks plain HTTP/1.1, and what a client needs of it is small.
  *
  * What it does: one TCP connection, kept alive between requests of the same
- * client and re-opened (once, before any reply byte) when the server closed
- * it meanwhile; requests with Content-Length; replies with Content-Length,
+ * client and re-opened when the server closed it meanwhile: a request that
+ * could not be sent goes again (the server never had all of it), and one
+ * whose reply never began (EOF or reset before its first byte: the server
+ * may have closed the idle connection as the request crossed it) goes again
+ * only when it may repeat (see http1.h); requests with Content-Length; replies with Content-Length,
  * chunked transfer encoding, or read to the close; the body handed to the
  * caller as it arrives (event streams). A deadline for the whole request,
  * a bound on connecting, and an abort flag checked at least once a second.
@@ -279,9 +282,11 @@ static int parse_head(struct xp_http1 *h, struct reply *rp, const struct clockc 
 	struct xp_sb line = { 0 };
 	size_t total = 0;
 	int r = read_line(h, &line, HEAD_MAX, cc);
-	*nothing = r == 0 && line.len == 0;
+	int e = r == -2 ? EPROTO : r == 0 ? ECONNRESET : errno;
+	/* the connection ended before the reply's first byte: a clean close or
+	 * a reset (the server dropped the idle connection) */
+	*nothing = line.len == 0 && (r == 0 || (r == -1 && (e == ECONNRESET || e == EPIPE)));
 	if (r != 1) {
-		int e = r == -2 ? EPROTO : r == 0 ? ECONNRESET : errno;
 		xp_sb_free(&line);
 		if (r == -2)
 			return xp_errf(err, XP_EIO, "the reply from %s has an overlong status line",
@@ -304,7 +309,7 @@ static int parse_head(struct xp_http1 *h, struct reply *rp, const struct clockc 
 	for (;;) {
 		r = read_line(h, &line, HEAD_MAX, cc);
 		if (r != 1) {
-			int e = r == 0 ? ECONNRESET : errno;
+			e = r == 0 ? ECONNRESET : errno;
 			xp_sb_free(&line);
 			if (r == -2)
 				return xp_errf(err, XP_EIO, "the reply from %s has an overlong header",
@@ -429,6 +434,17 @@ void xp_http1_reply(const struct xp_http1 *h, long *status, const char **content
 	*content_type = h->ctype[0] ? h->ctype : NULL;
 }
 
+/* may the request be sent twice? (see http1.h) */
+static int may_repeat(const struct xp_http1_req *rq)
+{
+	if (rq->repeat_safe || !strcmp(rq->method, "GET") || !strcmp(rq->method, "HEAD"))
+		return 1;
+	for (const char *const *x = rq->headers; x && *x; x++)
+		if (!strncasecmp(*x, "Idempotency-Key:", 16) && (*x)[16 + strspn(*x + 16, " \t")])
+			return 1;
+	return 0;
+}
+
 int xp_http1_perform(struct xp_http1 *h, const struct xp_http1_req *rq, long *status,
 		     int *aborted, struct xp_err *err)
 {
@@ -475,7 +491,7 @@ int xp_http1_perform(struct xp_http1 *h, const struct xp_http1_req *rq, long *st
 			rc = parse_head(h, &rp, &cc, &nothing, err);
 		while (rc == 0 && rp.status / 100 == 1);
 		if (rc < 0) {
-			if (reused && nothing && attempt == 0) {
+			if (reused && nothing && attempt == 0 && may_repeat(rq)) {
 				drop(h);
 				continue;
 			}

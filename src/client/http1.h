@@ -22,12 +22,16 @@ struct xp_http1_req {
 	size_t (*write)(char *p, size_t size, size_t n, void *ud);
 	void *ud;
 	const volatile int *abort; /* set: stop within about a second; NULL: never */
+	int repeat_safe; /* may be sent twice (see xp_client_set_repeat_safe()) */
 };
 
 struct xp_http1 *xp_http1_create(const char *host, const char *port);
 void xp_http1_destroy(struct xp_http1 *h);
 
-/* One request on the kept-alive connection (opened as needed). 0 with
+/* One request on the kept-alive connection (opened as needed). When a
+ * reused connection fails to send, or ends (EOF or reset) before the first
+ * byte of the reply, the request goes once more on a new connection if it
+ * may repeat: GET, HEAD, an Idempotency-Key header, or rq->repeat_safe. 0 with
  * *status set; *aborted when the write callback stopped it. Otherwise an
  * XP_* code (XP_EUNAVAIL "cannot reach ...", "interrupted", "did not answer
  * in time"; XP_EIO for a reply that is not HTTP). */

@@ -18,7 +18,7 @@ set +e
 . "$SRC/tests/devlib.sh"
 start_dev --no-agent --cluster "$SRC/examples/clusters/small.yaml"
 "$XP" submit -q --name ui-running --gpus 2 --cpu 4 --duration 1h >/dev/null
-"$XP" submit -q --name ui-pending --gpus 64 --duration 1h >/dev/null
+"$XP" submit -q --name ui-pending --gpus 64 --duration 1h --hold-for-nodes >/dev/null
 "$XP" queue create ui-team --guarantee gpu=4 --max gpu=8 >/dev/null
 NODES=$(sed -n 's/^  - name: *//p' "$SRC/examples/clusters/small.yaml" | tr '\n' ' ')
 i=1

@@ -56,7 +56,10 @@ YAML
 run submit -f "$T/job.yaml"; expect 0 "submit -f job.yaml"
 grep -q '^job [0-9][0-9]* submitted (yamljob' "$T/out" || fail "submit -f output: $(cat "$T/out")"
 J2=$(sed -n 's/^job \([0-9]*\) .*/\1/p' "$T/out")
-run submit --name nofit --gpus 8 --model NO-SUCH-MODEL -o json; expect 0 "submit unplaceable"
+run submit --name nofit --gpus 8 --model NO-SUCH-MODEL -o json; expect 1 "submit unplaceable (refused)"
+grep -q "models\[0\]: no registered node has model 'NO-SUCH-MODEL'; did you mean" "$T/err" ||
+	fail "unknown model message: $(cat "$T/err")"
+run submit --name nofit --gpus 8 --model NO-SUCH-MODEL --hold-for-nodes -o json; expect 0 "submit unplaceable, held for nodes"
 J3=$(sed -n 's/^  "id": \([0-9]*\),*$/\1/p' "$T/out" | head -n 1)
 [ -n "$J3" ] || fail "submit -o json has no id: $(cat "$T/out")"
 run submit --name bad --gpus 99; expect 2 "submit --gpus 99 (checked locally)"

@@ -27,7 +27,7 @@ mkdir -p "$ART"
 start_dev --no-agent --cluster "$SRC/examples/clusters/small.yaml"
 
 run submit -q --name ui-running --gpus 2 --cpu 4 --duration 1h; expect 0 "submit ui-running"
-run submit -q --name ui-pending --gpus 64 --duration 1h; expect 0 "submit ui-pending"
+run submit -q --name ui-pending --gpus 64 --duration 1h --hold-for-nodes; expect 0 "submit ui-pending"
 run queue create ui-team --guarantee gpu=4 --max gpu=8; expect 0 "queue create"
 
 CHROME=$CHROME UI_NODES=$(sed -n 's/^  - name: *//p' "$SRC/examples/clusters/small.yaml" | tr '\n' ' ') \

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <jansson.h>
 
@@ -44,6 +45,7 @@
 #define MAX_DURATION_MS (366LL * 86400 * 1000)
 #define IDEMPOTENCY_MAX 128
 
+#define XP_SHARE_MEMORY_ONLY_MILLI 100
 static const char *const device_classes[] = { "gpu", "npu", "fpga", "asic",
 					      "dpu", "cim", "cpu",  NULL };
 static const char *const topologies[] = { "any", "same_island", "same_numa", NULL };
@@ -81,6 +83,7 @@ static const char *const spec_flags[] = {
 	"colocate",
 	"gang-timeout",
 	"after",
+	"hold-for-nodes",
 	NULL,
 };
 
@@ -266,7 +269,7 @@ static json_t *build_devices(struct builder *b)
 		     gpus, gpus);
 		goto bad;
 	}
-	if (gpus && cls && strcmp(cls, "gpu") != 0) {
+	if (gpus && cls && strcasecmp(cls, "gpu") != 0) {
 		fail(b, "--%s: --gpus asks for class gpu, not '%s'", "device-class", cls);
 		goto bad;
 	}
@@ -289,6 +292,10 @@ static json_t *build_devices(struct builder *b)
 		}
 		milli = lround(f * 1000);
 	}
+	/* device memory alone is a share, as in HAMi (a tenth of the device's
+	 * compute: its default of ten tasks per device), not a whole device */
+	if (milli < 0 && count < 0 && val(b, "device-memory"))
+		milli = XP_SHARE_MEMORY_ONLY_MILLI;
 	any = milli >= 0 || cls || val(b, "device-memory") || val(b, "model") || val(b, "vendor") ||
 	      val(b, "topology");
 	if (count < 0)
@@ -312,7 +319,7 @@ static json_t *build_devices(struct builder *b)
 		json_object_set_new(d, "compute_milli", json_integer(milli));
 	if (qty_flag(b, "device-memory", XP_QTY_MEM_MIB, 1, d, "memory") < 0)
 		goto bad;
-	if (gpus)
+	if (gpus || !cls) /* --devices, --fraction, --device-memory alone: a GPU */
 		json_object_set_new(d, "class", json_string("gpu"));
 	else if ((rc = choice_flag(b, "device-class", device_classes, d, "class")) < 0)
 		goto bad;
@@ -493,6 +500,8 @@ static json_t *build_spec(struct xp_cli *x, struct xp_flag *flags, int argc, cha
 		goto bad;
 	if (val(&b, "exit-code"))
 		json_object_set_new(spec, "exit_code", json_integer(num));
+	if (xp_flag_get(flags, "hold-for-nodes")->given)
+		json_object_set_new(spec, "hold_for_nodes", json_true());
 	return spec;
 bad:
 	json_decref(res);
@@ -592,12 +601,13 @@ int xp_cmd_submit(int argc, char **argv)
 		{ "gpus", XP_FLAG_STR, "N", "N GPUs per replica (--devices N --device-class gpu)" },
 		{ "devices", XP_FLAG_STR, "N", "N devices per replica, 0..64" },
 		{ "device-class", XP_FLAG_STR, "CLASS",
-		  "gpu, npu, fpga, asic, dpu, cim or cpu (default: any accelerator)" },
+		  "gpu, npu, fpga, asic, dpu, cim or cpu (default gpu)" },
 		{ "compute-milli", XP_FLAG_STR, "M",
 		  "share of each device, 1..1000 (1000 = whole)" },
 		{ "fraction", XP_FLAG_STR, "F",
 		  "share of one device, e.g. 0.5 (= --compute-milli 500)" },
-		{ "device-memory", XP_FLAG_STR, "SIZE", "memory per device, e.g. 20Gi" },
+		{ "device-memory", XP_FLAG_STR, "SIZE",
+		  "memory per device, e.g. 20Gi; alone, a share of one GPU (0.1 of its compute)" },
 		{ "model", XP_FLAG_STR, "MODEL",
 		  "acceptable device models (repeat or comma list)" },
 		{ "vendor", XP_FLAG_STR, "VENDOR", "device vendor, e.g. NVIDIA" },
@@ -620,6 +630,8 @@ int xp_cmd_submit(int argc, char **argv)
 		  "repeatable" },
 		{ "idempotency-key", XP_FLAG_STR, "KEY",
 		  "submit at most once per key (a repeat returns the first job)" },
+		{ "hold-for-nodes", XP_FLAG_BOOL, NULL,
+		  "accept it though no registered node could run it (for nodes yet to join)" },
 		{ "dry-run", XP_FLAG_BOOL, NULL, "print the request body instead of sending it" },
 		{ "quiet", XP_FLAG_BOOL, NULL, "print only the job id", 'q' },
 		XP_CLIENT_FLAGS,

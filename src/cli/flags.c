@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "../lib/xalloc.h"
 
@@ -23,7 +24,7 @@ int xp_flag_choice(struct xp_flag *flags, const char *name, const char *const *n
 	int n = 0;
 
 	for (; names[n]; n++)
-		if (strcmp(names[n], v) == 0) {
+		if (strcasecmp(names[n], v) == 0) { /* "GPU" as in a spec file */
 			*out = n;
 			return 0;
 		}

@@ -34,7 +34,8 @@
 	X(EIO, -1013, "input/output error", 500)                                                   \
 	X(EINTERNAL, -1014, "internal error", 500)                                                 \
 	X(EUNAVAIL, -1015, "service unavailable", 503)                                             \
-	X(EGONE, -1016, "no longer available", 410)
+	X(EGONE, -1016, "no longer available", 410)                                                \
+	X(ENOCONFIG, -1017, "requested node configuration is not available", 422)
 
 enum {
 #define XP_ERR_ENUM(name, code, msg, http) XP_##name = (code),

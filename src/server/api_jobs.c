@@ -204,7 +204,7 @@ void xp_api_jobs_list(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	xp_reply_json(cmd, 200, xp_json_take(o));
 }
 
-int xp_api_submit_check(struct xp_ctl *ctl, struct xp_cmd *cmd, const struct xp_jobspec *spec,
+int xp_api_submit_check(struct xp_ctl *ctl, struct xp_cmd *cmd, struct xp_jobspec *spec,
 			const char *at, long *tenant)
 {
 	struct xp_state *st = ctl->st;
@@ -238,6 +238,18 @@ int xp_api_submit_check(struct xp_ctl *ctl, struct xp_cmd *cmd, const struct xp_
 				      "%s: queue %s has child queues; jobs go to one of them", f,
 				      q),
 		       -1;
+	if (!spec->hold_for_nodes) { /* Slurm: "Requested node configuration is not available" */
+		struct xp_err e = { 0 };
+		char pf[320];
+		if (xp_state_possible(st, spec, pf, &e) < 0) {
+			snprintf(f, sizeof(f), "%s%s", at, pf);
+			return xp_reply_error(cmd, e.code, f,
+					      "%s%s; hold_for_nodes: true (--hold-for-nodes) keeps "
+					      "it pending for nodes yet to join",
+					      at, e.text),
+			       -1;
+		}
+	}
 	return 0;
 }
 

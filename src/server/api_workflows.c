@@ -180,6 +180,8 @@ void xp_api_workflows_submit(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		}
 		char f[320], at[64];
 		rc = xp_jobspec_parse(j, "request", &specs[pos], f, &err);
+		if (rc == 0)
+			rc = xp_jobspec_check_submit(&specs[pos], "request", f, &err);
 		snprintf(at, sizeof(at), "jobs[%zu].", i);
 		if (rc < 0) {
 			snprintf(field, sizeof(field), "%s%s", at, f);

@@ -368,7 +368,7 @@ void xp_api_workflows_submit(struct xp_ctl *, struct xp_cmd *);
 struct xp_job;
 struct xp_jobspec;
 json_t *xp_api_job_json(struct xp_ctl *ctl, const struct xp_job *j);
-int xp_api_submit_check(struct xp_ctl *ctl, struct xp_cmd *cmd, const struct xp_jobspec *spec,
+int xp_api_submit_check(struct xp_ctl *ctl, struct xp_cmd *cmd, struct xp_jobspec *spec,
 			const char *at, long *tenant);
 void xp_api_queue_patch(struct xp_ctl *, struct xp_cmd *);
 void xp_api_queue_delete(struct xp_ctl *, struct xp_cmd *);

@@ -475,7 +475,9 @@ static enum MHD_Result dispatch(struct xp_ctl *ctl, struct MHD_Connection *c, co
 		struct xp_jobspec *spec = XNEW(struct xp_jobspec);
 		char field[320];
 		if (xp_jobspec_parse_text("request", cmd.body, cmd.len, cmd.body_json, spec, field,
-					  &err) < 0) {
+					  &err) < 0 ||
+		    xp_jobspec_check_submit(spec, "request", field, &err) < 0) {
+			xp_jobspec_free(spec);
 			free(spec);
 			return send_error(ctl, c, err.code, field, "%s", err.text);
 		}

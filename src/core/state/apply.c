@@ -149,6 +149,7 @@ long xp_state_add_node(struct xp_state *st, json_t *descriptor, int source, int 
 		xp_vec_push(&st->node_of_sym, UINT32_MAX);
 	st->node_of_sym.v[s] = (uint32_t)idx;
 	st->sched_stale = 1;
+	st->nodes_gen++;
 	xp_capacity_node(st, (uint32_t)idx, 1);
 	xp_cluster_destroy(one);
 	return idx;
@@ -361,6 +362,7 @@ static int node_remove(struct xp_state *st, struct rec *r, struct xp_event_info 
 		return refuse(r, XP_ESTATE, "node %s still runs %u jobs", name,
 			      st->nodes.v[n].jobs);
 	st->nodes.v[n].removed = 1;
+	st->nodes_gen++;
 	xp_capacity_node(st, (uint32_t)n, -1);
 	if (!st->sched_stale)
 		xp_sched_set_node_up(st->sched, (uint32_t)n, 0);

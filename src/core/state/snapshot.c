@@ -328,6 +328,7 @@ int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, st
 		if ((uint64_t)nt > st->next_token_id)
 			st->next_token_id = (uint64_t)nt;
 		st->sched_stale = 1;
+		st->nodes_gen++;
 		rc = xp_state_sched(st, err);
 		xp_state_done_rebuild(st);
 	}

@@ -24,7 +24,7 @@ static const char *const top_keys[] = { "name",	     "tenant",	   "queue",	   "p
 					"replicas",  "resources",  "labels",	   "duration",
 					"exit_code", "node",	   "on_node_lost", "time_limit",
 					"gang",	     "depends_on", "workflow",	   "deadline",
-					"qos",	     NULL };
+					"qos",	     "hold_for_nodes", NULL };
 static const char *const gang_keys[] = { "colocate", "timeout", NULL };
 static const char *const dep_keys[] = { "job", "type", NULL };
 static const char *const dep_names[XP_DEP_N] = { "after-ok", "after-any", "after-not-ok" };
@@ -523,7 +523,37 @@ static int parse(struct xp_walk *w, const struct xp_tree *t, struct xp_jobspec *
 			return rc;
 		s->fail_on_lost = !strcmp(lost->text, "fail");
 	}
+	const struct xp_tree *hold = xp_tree_field(t, "hold_for_nodes");
+	if (hold) {
+		size_t m = xp_walk_push_key(w, "hold_for_nodes");
+		rc = xp_walk_want(w, hold, XP_TREE_SCALAR, "true or false");
+		if (rc == 0 && strcmp(hold->text, "true") && strcmp(hold->text, "false"))
+			rc = xp_walk_fail(w, hold->line, XP_EINVAL, "expected true or false, got '%s'",
+					  XP_SHOW(hold->text));
+		xp_walk_pop(w, m);
+		if (rc < 0)
+			return rc;
+		s->hold_for_nodes = !strcmp(hold->text, "true");
+	}
 	return 0;
+}
+
+int xp_jobspec_check_submit(const struct xp_jobspec *s, const char *name, char field[320],
+			    struct xp_err *err)
+{
+	const char *f = NULL, *why = NULL;
+	if (s->cpu_milli == 0) {
+		f = "resources.cpu";
+		why = "must be at least 1m (a thousandth of a core); leave it out for 1 core";
+	} else if (s->mem_mib == 0) {
+		f = "resources.memory";
+		why = "must be at least 1Mi; leave it out for 1Gi";
+	}
+	if (!f)
+		return 0;
+	if (field)
+		snprintf(field, 320, "%s", f);
+	return xp_errf(err, XP_EINVAL, "%s: %s: %s (quotas count every job)", name, f, why);
 }
 
 int xp_jobspec_parse(const struct xp_tree *t, const char *name, struct xp_jobspec *out,
@@ -668,6 +698,8 @@ char *xp_jobspec_to_json(const struct xp_jobspec *s)
 	}
 	if (s->fail_on_lost)
 		json_object_set_new(o, "on_node_lost", json_string("fail"));
+	if (s->hold_for_nodes)
+		json_object_set_new(o, "hold_for_nodes", json_true());
 	char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(o);
 	return text;

@@ -99,6 +99,7 @@ struct xp_jobspec {
 	char *workflow;		/* the workflow it was submitted with, or NULL */
 	int64_t deadline_ms;	/* deadline: an absolute time in ms since the epoch, 0: none */
 	int64_t deadline_in_ms; /* or a duration from submission, 0: none */
+	uint8_t hold_for_nodes; /* accepted though no registered node could run it */
 };
 
 const char *xp_dep_type_name(int t);
@@ -112,6 +113,10 @@ int xp_jobspec_parse(const struct xp_tree *t, const char *name, struct xp_jobspe
 /* The same from text; json < 0 detects the syntax, 0 YAML, 1 JSON. */
 int xp_jobspec_parse_text(const char *name, const char *buf, size_t len, int json,
 			  struct xp_jobspec *out, char field[320], struct xp_err *err);
+/* The rules a submitted spec obeys beyond what replay accepts (records
+ * written before them still load): a CPU and a memory request above 0. */
+int xp_jobspec_check_submit(const struct xp_jobspec *s, const char *name, char field[320],
+			    struct xp_err *err);
 void xp_jobspec_free(struct xp_jobspec *s);
 /* Canonical JSON (malloc'd). */
 char *xp_jobspec_to_json(const struct xp_jobspec *s);

@@ -145,6 +145,8 @@ struct xp_state {
 	long be_running;		 /* running best-effort jobs (queue.c) */
 	long limited_running; /* running jobs with a time limit: backfill waits for their ends */
 	int sched_stale;      /* nodes changed: rebuild the scheduler before use */
+	uint64_t nodes_gen;   /* bumped whenever a node is added, removed or loaded */
+	struct xp_possible_cache *possible; /* possible.c's verdicts, NULL until used */
 	uint64_t next_job_id, next_token_id;
 	uint64_t seq; /* last record applied */
 	uint64_t count[XP_JOB_STATE_N];
@@ -167,6 +169,14 @@ struct xp_event_info {
 
 struct xp_state *xp_state_create(const struct xp_state_opts *o, struct xp_err *err);
 void xp_state_destroy(struct xp_state *st);
+
+/* possible.c: could spec run on some registered node if it were empty?
+ * 0 yes; else XP_ENOCONFIG naming the field (into field) and the nearest
+ * valid values. Model and vendor names that match a registered one but
+ * for case are rewritten to its spelling first. Reads the nodes only. */
+int xp_state_possible(struct xp_state *st, struct xp_jobspec *spec, char field[320],
+		      struct xp_err *err);
+void xp_possible_cache_free(struct xp_possible_cache *c);
 
 /* workload.c: estimate M from the jobs submitted since `since` and give it to
  * the scheduler; returns the number of shapes or < 0. */

@@ -91,9 +91,21 @@ expect 1 "bad_allo.csv:2: column 100: expected a number" -- "$XP" sim compare --
 
 # a tiny end-to-end run
 expect 0 "fgd\|06-FGD" -- "$XP" sim openb --nodes "$T/nodes.csv" --pods "$T/pods.csv" --policy fgd,bestfit,binpack --seeds 1-3 --tune 1.3 --out "$T/run"
+# without --published there is no published column, and nothing is "ok"
+if grep -q 'published\| ok\b' "$T/out"; then
+	echo "FAIL: sim openb without --published prints a published column: $(head -3 "$T/out")"; fails=$((fails + 1))
+fi
+grep -q 'ours at 100% arrived' "$T/out" || { echo "FAIL: sim openb: no 'ours' column: $(head -2 "$T/out")"; fails=$((fails + 1)); }
 W=$(sed -n '2p' "$T/run/runs.csv" | cut -d, -f1)
 expect 0 "wrote $T/fig.svg" -- "$XP" sim plot --ours "$T/run" --workload "$W" --out "$T/fig.svg"
 grep -q '06-FGD' "$T/fig.svg" || { echo "FAIL: sim plot: no 06-FGD line"; fails=$((fails + 1)); }
+# beside published runs: the same policy in the same colour, the published dashed
+expect 0 "wrote $T/fig3.svg" -- "$XP" sim plot --ours "$T/run" --published "$T/run" --workload "$W" --out "$T/fig3.svg"
+c1=$(grep -o '<polyline fill="none" stroke="#[0-9a-f]*" stroke-width' "$T/fig3.svg" | head -1 | grep -o '#[0-9a-f]*')
+grep -q "<polyline fill=\"none\" stroke=\"$c1\" stroke-dasharray" "$T/fig3.svg" ||
+	{ echo "FAIL: sim plot --published: the published line is not dashed in ours' colour ($c1)"; fails=$((fails + 1)); }
+grep -q '(published)' "$T/fig3.svg" || { echo "FAIL: sim plot --published: no legend entry"; fails=$((fails + 1)); }
+grep -q 'stroke-dasharray' "$T/fig.svg" && { echo "FAIL: sim plot without --published draws dashes"; fails=$((fails + 1)); }
 expect 1 "no results for workload 'nope'" -- "$XP" sim plot --ours "$T/run" --workload nope --out "$T/fig2.svg"
 expect 2 "\-\-out FILE is required" -- "$XP" sim plot --ours "$T/run"
 if [ -f "$SHARED/traces/gavel/gavel_isolated_throughputs.csv" ]; then

@@ -81,6 +81,14 @@ static void test_duration(void **st)
 		{ "", XP_EINVAL, 0 },	 { "s", XP_EINVAL, 0 },
 		{ "5x", XP_EINVAL, 0 },	 { "-5s", XP_EINVAL, 0 },
 		{ "5 s", XP_EINVAL, 0 }, { "1000d", XP_ERANGE, 0 },
+		/* Slurm's clock forms */
+		{ "1:00:00", 0, 3600000 },	 { "90:30", 0, 5430000 },
+		{ "2-12", 0, 216000000 },	 { "1-00:30", 0, 88200000 },
+		{ "1-02:03:04", 0, 93784000 },	 { "100:00:00", 0, 360000000 },
+		{ "1:60:00", XP_EINVAL, 0 },	 { "2-24", XP_EINVAL, 0 },
+		{ "1:2:3:4", XP_EINVAL, 0 },	 { "1-", XP_EINVAL, 0 },
+		{ ":30", XP_EINVAL, 0 },	 { "1:30s", XP_EINVAL, 0 },
+		{ "1-2-3", XP_EINVAL, 0 },	 { "400-00", XP_ERANGE, 0 },
 	};
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		int64_t ms = -1;
@@ -91,6 +99,10 @@ static void test_duration(void **st)
 			fail_msg("'%s': %lld ms, expected %lld", t[i].s, (long long)ms,
 				 (long long)t[i].ms);
 	}
+	int64_t ms;
+	assert_int_equal(xp_slurm_time_parse("30", 365LL * 86400000, &ms), 0);
+	assert_int_equal(ms, 1800000); /* Slurm: a bare number is minutes */
+	assert_int_equal(xp_slurm_time_parse("30s", 365LL * 86400000, &ms), XP_EINVAL);
 	char b[16];
 	xp_duration_short(300000, b, sizeof(b));
 	assert_string_equal(b, "5m");

@@ -3,9 +3,10 @@
  * (one job, described), `xpool cancel ID...`, `xpool explain ID` (why a
  * pending job waits) and `xpool logs ID`.
  *
- * `jobs` prints one page (--limit, default the controller's 100) unless
- * --all follows "next" to the end; when more pages exist it says so on
- * stderr, so stdout stays a clean table. `cancel` takes several ids,
+ * `jobs` prints the newest page (--limit, default the controller's 100),
+ * oldest first so it ends at the newest job, as squeue users expect;
+ * --all pages through everything from the oldest. When older jobs exist
+ * it says so on stderr, so stdout stays a clean table. `cancel` takes several ids,
  * checks them all before sending anything, cancels each in turn and fails
  * (exit 1) when any one failed; with -o json it prints each reply.
  */
@@ -132,7 +133,7 @@ int xp_cmd_jobs(int argc, char **argv)
 		{ "workflow", XP_FLAG_STR, "NAME",
 		  "only this workflow's jobs, shown as its DAG (what each waits for)" },
 		{ "limit", XP_FLAG_STR, "N", "jobs per page, 1..1000 (default 100)" },
-		{ "all", XP_FLAG_BOOL, NULL, "follow the pages to the end" },
+		{ "all", XP_FLAG_BOOL, NULL, "every job, oldest first (default: the newest page)" },
 		XP_CLIENT_FLAGS,
 		{ NULL, 0, NULL, NULL },
 	};
@@ -188,6 +189,8 @@ int xp_cmd_jobs(int argc, char **argv)
 		goto out;
 	}
 	int all = xp_flag_get(flags, "all")->given;
+	if (!all)
+		xp_client_query(&path, "newest", "1");
 	if (xp_cli_list(&x, path.s, "jobs", all, &reply) < 0) {
 		status = xp_cli_fail_api(&x);
 		goto out;
@@ -198,13 +201,9 @@ int xp_cmd_jobs(int argc, char **argv)
 		print_workflow(reply);
 	else
 		print_jobs(reply);
-	json_t *next = json_object_get(reply, "next");
-	if (!all && !x.json && next && !json_is_null(next)) {
-		char *n = xp_cli_jtext(next);
-		fprintf(stderr,
-			"xpool jobs: more jobs after %s (use --all, or --limit up to 1000)\n", n);
-		free(n);
-	}
+	if (!all && !x.json && json_is_true(json_object_get(reply, "older")))
+		fprintf(stderr, "xpool jobs: older jobs not shown (use --all, or --limit up to "
+				"1000)\n");
 	status = 0;
 out:
 	xp_sb_free(&path);

@@ -242,10 +242,9 @@ static int cmd_openb(int argc, char **argv)
 			"sim: %zu runs in %.1f s wall, %.1f s CPU on %d threads; results in %s/\n",
 			n, wall, cpu, g.threads, dir);
 		struct xp_cmp_opts co = { .ours = dir,
-					  .published =
-						  xp_flag_get(flags, "published")->given
-							  ? xp_flag_get(flags, "published")->sval
-							  : dir,
+					  .published = xp_flag_get(flags, "published")->given
+							       ? xp_flag_get(flags, "published")->sval
+							       : NULL, /* ours alone */
 					  .format = XP_CMP_TEXT,
 					  .points = { 100, 130 },
 					  .npoints = 2 };

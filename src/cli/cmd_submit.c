@@ -78,6 +78,7 @@ static const char *const spec_flags[] = {
 	"exit-code",
 	"node",
 	"time-limit",
+	"time",
 	"qos",
 	"deadline",
 	"colocate",
@@ -365,6 +366,34 @@ static int duration_flag(struct builder *b, const char *name, json_t *spec, cons
 	return 0;
 }
 
+/* --time-limit or --time (-t) as spec.time_limit: Slurm's forms (MM,
+ * MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS; a bare number is minutes, as
+ * in sbatch) sent as seconds, or a duration (2h, 90m) sent as given */
+static int time_limit_flag(struct builder *b, json_t *spec)
+{
+	const char *a = val(b, "time-limit"), *t = val(b, "time");
+	const char *d = a ? a : t, *name = a ? "time-limit" : "time";
+	int64_t ms;
+	if (a && t)
+		return fail(b, "--time: give --time or --time-limit, not both");
+	if (!d)
+		return 0;
+	int slurm = xp_slurm_time_parse(d, MAX_DURATION_MS, &ms) == 0;
+	if ((!slurm && xp_duration_parse(d, MAX_DURATION_MS, &ms) < 0) || ms < 1)
+		return fail(b,
+			    "--%s: expected a duration: 2h, 30m, or Slurm's MM, MM:SS, HH:MM:SS, "
+			    "D-HH, D-HH:MM:SS (a bare number is minutes), got '%s'",
+			    name, d);
+	if (slurm) {
+		char sec[32];
+		snprintf(sec, sizeof(sec), "%llds", (long long)(ms / 1000));
+		json_object_set_new(spec, "time_limit", json_string(sec));
+	} else {
+		json_object_set_new(spec, "time_limit", json_string(d));
+	}
+	return 0;
+}
+
 /* --NAME WORD, one of words, as spec[key] */
 static int word_flag(struct builder *b, const char *name, const char *const *words, json_t *spec,
 		     const char *key)
@@ -481,8 +510,7 @@ static json_t *build_spec(struct xp_cli *x, struct xp_flag *flags, int argc, cha
 			goto bad;
 		json_object_set_new(spec, "labels", o);
 	}
-	if (duration_flag(&b, "duration", spec, "duration", 0) < 0 ||
-	    duration_flag(&b, "time-limit", spec, "time_limit", 1) < 0 ||
+	if (duration_flag(&b, "duration", spec, "duration", 0) < 0 || time_limit_flag(&b, spec) < 0 ||
 	    word_flag(&b, "qos", qos_classes, spec, "qos") < 0)
 		goto bad;
 	if (val(&b, "deadline"))
@@ -585,6 +613,36 @@ static int read_spec_file(struct xp_cli *x, const char *path, char **text, size_
 	return 0;
 }
 
+/* What the controller understood, per replica, in one line: "32GB" is
+ * visibly 29.8 GiB (units are Kubernetes': G = 10^9, Gi = 2^30) */
+static void print_request(json_t *spec)
+{
+	json_t *res = json_object_get(spec, "resources"), *d = json_object_get(res, "devices");
+	const char *cpu = json_string_value(json_object_get(res, "cpu"));
+	double mib = (double)json_integer_value(json_object_get(res, "memory"));
+	if (!res)
+		return;
+	printf("  per replica: cpu %g, memory %.1f GiB", cpu ? atof(cpu) / 1000 : 0, mib / 1024);
+	if (d) {
+		long long n = json_integer_value(json_object_get(d, "count"));
+		long long m = json_integer_value(json_object_get(d, "compute_milli"));
+		const char *cls = json_string_value(json_object_get(d, "class"));
+		printf(", %lld %s", n, cls ? cls : "accelerator");
+		if (m && m < 1000)
+			printf(" x %.3g of one", (double)m / 1000);
+		json_t *dm = json_object_get(d, "memory");
+		if (json_is_integer(dm))
+			printf(", %.1f GiB each", (double)json_integer_value(dm) / 1024);
+		size_t i;
+		json_t *v;
+		json_array_foreach(json_object_get(d, "models"), i, v)
+			printf("%s%s", i ? "|" : " (", json_string_value(v));
+		if (json_array_size(json_object_get(d, "models")))
+			putchar(')');
+	}
+	putchar('\n');
+}
+
 int xp_cmd_submit(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
@@ -618,7 +676,9 @@ int xp_cmd_submit(int argc, char **argv)
 		{ "duration", XP_FLAG_STR, "D", "run time on emulated nodes: 30s, 5m, 1h30m" },
 		{ "exit-code", XP_FLAG_STR, "N", "exit code emulated nodes report (default 0)" },
 		{ "time-limit", XP_FLAG_STR, "D",
-		  "stop the job after running this long (Slurm's --time): 2h, 30m" },
+		  "stop the job after running this long: 2h, 30m, or Slurm's 1:00:00, 2-12, "
+		  "90 (minutes)" },
+		{ "time", XP_FLAG_STR, "D", "the same as --time-limit (Slurm's --time)", 't' },
 		{ "qos", XP_FLAG_STR, "CLASS", "standard, best-effort or protected (default standard)" },
 		{ "deadline", XP_FLAG_STR, "WHEN",
 		  "finish by: a duration from now (6h) or a time (2026-12-01T08:00:00Z)" },
@@ -725,6 +785,13 @@ int xp_cmd_submit(int argc, char **argv)
 				  ctype, body, len, &resp, &rlen, &x.err);
 	xp_sb_free(&keyh);
 	if (code < 0) {
+		/* the controller names the body "request": name the file instead */
+		if (file->given && !strncmp(x.err.text, "request:", 8)) {
+			char t[XP_ERR_TEXT_MAX];
+			snprintf(t, sizeof(t), "%s", x.err.text + 8);
+			xp_errf(&x.err, x.err.code, "%.200s:%.300s",
+				strcmp(file->sval, "-") ? file->sval : "stdin", t);
+		}
 		status = xp_cli_fail_api(&x);
 		goto out;
 	}
@@ -746,11 +813,13 @@ int xp_cmd_submit(int argc, char **argv)
 		printf("job %lld already submitted with this idempotency key (%s, %s)\n", id,
 		       xp_cli_jstr(reply, "name") ? xp_cli_jstr(reply, "name") : "-",
 		       xp_cli_jstr(reply, "state") ? xp_cli_jstr(reply, "state") : "-");
-	else
+	else {
 		printf("job %lld submitted (%s, queue %s, %s)\n", id,
 		       xp_cli_jstr(reply, "name") ? xp_cli_jstr(reply, "name") : "-",
 		       xp_cli_jstr(reply, "queue") ? xp_cli_jstr(reply, "queue") : "-",
 		       xp_cli_jstr(reply, "state") ? xp_cli_jstr(reply, "state") : "-");
+		print_request(json_object_get(reply, "spec"));
+	}
 	status = 0;
 out:
 	json_decref(spec);

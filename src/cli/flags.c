@@ -37,6 +37,83 @@ int xp_flag_choice(struct xp_flag *flags, const char *name, const char *const *n
 	return xp_errf(err, XP_EINVAL, "--%s: expected %s, got '%s'", name, list, v);
 }
 
+/* Slurm's and Kubernetes' spellings, and what xpool calls them */
+static const struct {
+	const char *theirs, *ours, *note;
+} habits[] = {
+	{ "gpu", "gpus", "" },
+	{ "gres", "gpus", " (Slurm's --gres gpu:N is --gpus N)" },
+	{ "gpus-per-task", "gpus", "" },
+	{ "mem", "memory", "" },
+	{ "mem-per-cpu", "memory", " (per replica, not per CPU)" },
+	{ "cpus-per-task", "cpu", "" },
+	{ "cpus", "cpu", "" },
+	{ "partition", "queue", "" },
+	{ "job-name", "name", "" },
+	{ "J", "name", "" },
+	{ "account", "tenant", "" },
+	{ "nodelist", "node", "" },
+	{ "w", "node", "" },
+	{ "dependency", "after", "" },
+	{ "d", "after", "" },
+	{ "ntasks", "replicas", "" },
+	{ "n", "replicas", "" },
+	{ "nodes", "replicas", " (one replica a node or less)" },
+	{ "p", "queue", "" },
+	{ "timelimit", "time-limit", "" },
+};
+
+static size_t edits(const char *a, size_t n, const char *b)
+{
+	size_t m = strlen(b), row[64];
+	if (n > 62 || m > 62)
+		return 99;
+	for (size_t j = 0; j <= m; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= n; i++) {
+		size_t diag = row[0];
+		row[0] = i;
+		for (size_t j = 1; j <= m; j++) {
+			size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[m];
+}
+
+/* "unknown flag --NAME", with the flag meant: a habit from Slurm, or one of
+ * flags within two edits (or that NAME starts) */
+static int unknown_flag(const struct xp_flag *flags, const char *dashes, const char *name,
+			size_t len, struct xp_err *err)
+{
+	const char *best = NULL, *note = "";
+	size_t bd = 3;
+	for (size_t i = 0; i < sizeof(habits) / sizeof(habits[0]); i++)
+		if (strlen(habits[i].theirs) == len && !strncmp(habits[i].theirs, name, len))
+			for (const struct xp_flag *g = flags; g->name; g++)
+				if (!strcmp(g->name, habits[i].ours)) {
+					best = g->name;
+					note = habits[i].note;
+					bd = 0;
+				}
+	for (const struct xp_flag *g = flags; !best && g->name; g++) {
+		size_t d = len >= 3 && !strncmp(g->name, name, len) ? 1 : edits(name, len, g->name);
+		if (d < bd) {
+			bd = d;
+			best = g->name;
+		}
+	}
+	if (best)
+		return xp_errf(err, XP_EINVAL, "unknown flag %s%.*s: did you mean --%s?%s", dashes,
+			       (int)len, name, best, note);
+	return xp_errf(err, XP_EINVAL, "unknown flag %s%.*s (see --help)", dashes, (int)len, name);
+}
+
 int xp_flags_parse(struct xp_flag *flags, int argc, char **argv, int *help, struct xp_err *err)
 {
 	*help = 0;
@@ -54,7 +131,7 @@ int xp_flags_parse(struct xp_flag *flags, int argc, char **argv, int *help, stru
 				if (g->short_name == a[1])
 					f = g;
 			if (!f)
-				return xp_errf(err, XP_EINVAL, "unknown flag %s (see --help)", a);
+				return unknown_flag(flags, "-", a + 1, 1, err);
 			name = f->name;
 			len = strlen(name);
 		} else {
@@ -69,8 +146,7 @@ int xp_flags_parse(struct xp_flag *flags, int argc, char **argv, int *help, stru
 					f = g;
 		}
 		if (!f)
-			return xp_errf(err, XP_EINVAL, "unknown flag --%.*s (see --help)", (int)len,
-				       name);
+			return unknown_flag(flags, "--", name, len, err);
 		if (f->kind == XP_FLAG_BOOL) {
 			if (eq)
 				return xp_errf(err, XP_EINVAL, "flag --%s takes no value", f->name);

@@ -51,6 +51,61 @@ int xp_time_parse(const char *s, int64_t *ms)
 	return 0;
 }
 
+/* digits into *v (at most 9 of them); the text after them */
+static const char *digits(const char *p, int64_t *v)
+{
+	int n = 0;
+	*v = 0;
+	while (isdigit((unsigned char)*p) && n < 9) {
+		*v = *v * 10 + (*p++ - '0');
+		n++;
+	}
+	return n && !isdigit((unsigned char)*p) ? p : NULL;
+}
+
+int xp_slurm_time_parse(const char *s, int64_t max_ms, int64_t *ms)
+{
+	int64_t part[3], days = 0;
+	int n = 0;
+	const char *p = s;
+	if (!s || !*s)
+		return XP_EINVAL;
+	const char *dash = strchr(s, '-');
+	if (dash) {
+		if (!(p = digits(s, &days)) || p != dash)
+			return XP_EINVAL;
+		p = dash + 1;
+	}
+	for (;;) {
+		if (n == 3 || !(p = digits(p, &part[n])))
+			return XP_EINVAL;
+		n++;
+		if (*p == '\0')
+			break;
+		if (*p++ != ':')
+			return XP_EINVAL;
+	}
+	int64_t sec;
+	if (dash) /* D-HH, D-HH:MM, D-HH:MM:SS */
+		sec = days * 86400 + part[0] * 3600 + (n > 1 ? part[1] * 60 : 0) +
+		      (n > 2 ? part[2] : 0);
+	else if (n == 1) /* MM */
+		sec = part[0] * 60;
+	else if (n == 2) /* MM:SS */
+		sec = part[0] * 60 + part[1];
+	else /* HH:MM:SS */
+		sec = part[0] * 3600 + part[1] * 60 + part[2];
+	for (int i = 1; i < n; i++) /* what follows a ':' is under 60 */
+		if (part[i] > 59)
+			return XP_EINVAL;
+	if (dash && part[0] > 23) /* D-HH */
+		return XP_EINVAL;
+	if ((double)sec * 1000 > (double)max_ms)
+		return XP_ERANGE;
+	*ms = sec * 1000;
+	return 0;
+}
+
 int xp_duration_parse(const char *s, int64_t max_ms, int64_t *ms)
 {
 	static const struct {
@@ -64,6 +119,8 @@ int xp_duration_parse(const char *s, int64_t max_ms, int64_t *ms)
 
 	if (!s || !*s)
 		return XP_EINVAL;
+	if (strchr(s, ':') || strchr(s, '-')) /* Slurm's clock forms */
+		return xp_slurm_time_parse(s, max_ms, ms);
 	/* a plain number: seconds */
 	{
 		char *end;

@@ -1,8 +1,10 @@
 /*
  * timefmt: times and durations as text. Times are milliseconds since the
  * Unix epoch, written as RFC 3339 UTC with milliseconds
- * ("2026-11-29T10:00:00.123Z"); durations are "30s", "5m", "1h30m", "250ms"
- * or a plain number of seconds. Pure functions: no clock is read here.
+ * ("2026-11-29T10:00:00.123Z"); durations are "30s", "5m", "1h30m", "250ms",
+ * a plain number of seconds, or Slurm's clock forms with a ':' or a '-'
+ * ("MM:SS", "HH:MM:SS", "D-HH", "D-HH:MM", "D-HH:MM:SS"). Pure functions:
+ * no clock is read here.
  */
 #ifndef XP_TIMEFMT_H
 #define XP_TIMEFMT_H
@@ -18,6 +20,10 @@ void xp_time_format(int64_t ms, char out[XP_TIME_LEN]);
 int xp_time_parse(const char *s, int64_t *ms);
 /* Parse a duration into ms; bounded by max_ms; 0 or XP_EINVAL / XP_ERANGE. */
 int xp_duration_parse(const char *s, int64_t max_ms, int64_t *ms);
+/* Slurm's time forms (sbatch --time): "MM", "MM:SS", "HH:MM:SS", "D-HH",
+ * "D-HH:MM", "D-HH:MM:SS"; a bare number is minutes. 0 or XP_EINVAL /
+ * XP_ERANGE. */
+int xp_slurm_time_parse(const char *s, int64_t max_ms, int64_t *ms);
 /* Short human form: "250ms", "42s", "5m", "2h", "3d". */
 void xp_duration_short(int64_t ms, char *out, size_t len);
 

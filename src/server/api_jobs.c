@@ -185,18 +185,41 @@ void xp_api_jobs_list(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	json_t *arr = json_array();
 	uint64_t last = 0;
 	size_t found = 0, i;
+#define JOB_MATCHES(j)                                                                             \
+	(!((tenant >= 0 && (long)(j)->tenant != tenant) ||                                         \
+	   (states && !(states & (1u << (j)->state))) || (queue >= 0 && (long)(j)->queue != queue) || \
+	   (qn && (!(j)->spec.name || strcmp((j)->spec.name, qn))) ||                               \
+	   (qw && (!(j)->spec.workflow || strcmp((j)->spec.workflow, qw)))))
+	const char *qnew = xp_cmd_query(cmd, "newest");
+	if (qnew && !strcmp(qnew, "1")) { /* the newest page, still oldest first */
+		size_t k = st->jobs.n, first = st->jobs.n;
+		while (k > lo && found < limit) {
+			k--;
+			if (JOB_MATCHES(st->jobs.v[k])) {
+				first = k;
+				found++;
+			}
+		}
+		size_t older = 0;
+		while (k > lo && !older) /* is there one more before them? */
+			older = JOB_MATCHES(st->jobs.v[k - 1]), k--;
+		for (i = first; i < st->jobs.n; i++)
+			if (JOB_MATCHES(st->jobs.v[i]))
+				json_array_append_new(arr, xp_api_job_json(ctl, st->jobs.v[i]));
+		json_t *o = json_pack("{s:o,s:o,s:b}", "jobs", arr, "next", json_null(), "older",
+				      (int)older);
+		xp_reply_json(cmd, 200, xp_json_take(o));
+		return;
+	}
 	for (i = lo; i < st->jobs.n && found < limit; i++) {
 		const struct xp_job *j = st->jobs.v[i];
-		if ((tenant >= 0 && (long)j->tenant != tenant) ||
-		    (states && !(states & (1u << j->state))) ||
-		    (queue >= 0 && (long)j->queue != queue) ||
-		    (qn && (!j->spec.name || strcmp(j->spec.name, qn))) ||
-		    (qw && (!j->spec.workflow || strcmp(j->spec.workflow, qw))))
+		if (!JOB_MATCHES(j))
 			continue;
 		json_array_append_new(arr, xp_api_job_json(ctl, j));
 		last = j->id;
 		found++;
 	}
+#undef JOB_MATCHES
 	json_t *o = json_pack("{s:o}", "jobs", arr);
 	json_object_set_new(o, "next",
 			    found == limit && i < st->jobs.n ? json_integer((json_int_t)last)

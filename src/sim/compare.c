@@ -131,6 +131,40 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* Our results alone (no published run given): mean+-sd (seeds) per
+ * workload, policy and point, with no published column and no gate */
+static int print_ours(const struct xp_cmp_opts *o, const struct table *ours, FILE *out)
+{
+	fprintf(out, "%-12s %-17s", "workload", "policy");
+	for (int k = 0; k < o->npoints; k++)
+		fprintf(out, " | ours at %3d%% arrived", o->points[k]);
+	fputc('\n', out);
+	for (size_t i = 0; i < ours->n; i++) {
+		const char *w = ours->rows[i].workload;
+		if (seen(ours, i, w, NULL))
+			continue;
+		const char **pol = XNEWV(const char *, ours->n);
+		size_t np = 0;
+		for (size_t j = i; j < ours->n; j++)
+			if (!strcmp(ours->rows[j].workload, w) &&
+			    !seen(ours, j, w, ours->rows[j].policy))
+				pol[np++] = ours->rows[j].policy;
+		qsort(pol, np, sizeof(*pol), cmp_str);
+		for (size_t j = 0; j < np; j++) {
+			fprintf(out, "%-12s %-17s", w, pol[j]);
+			for (int k = 0; k < o->npoints; k++) {
+				struct stat2 a = stats(ours, w, pol[j], o->points[k], o->series);
+				char sa[40];
+				snprintf(sa, sizeof(sa), "%.2f±%.2f (%d)", a.mean, a.sd, a.n);
+				fprintf(out, " | %-22s", sa);
+			}
+			fputc('\n', out);
+		}
+		free(pol);
+	}
+	return 0;
+}
+
 int xp_compare(const struct xp_cmp_opts *o, FILE *out, struct xp_cmp_summary *sum,
 	       struct xp_err *err)
 {
@@ -140,10 +174,16 @@ int xp_compare(const struct xp_cmp_opts *o, FILE *out, struct xp_cmp_summary *su
 	memset(sum, 0, sizeof(*sum));
 	if (o->series < 0 || o->series > XP_CMP_RATIO)
 		return xp_errf(err, XP_EINVAL, "unknown series %d", o->series);
+	int withpub = o->published != NULL; /* NULL: ours alone, no published column */
 	if ((rc = load(o->ours, o->series, &ours, err)) < 0 ||
-	    (rc = load(o->published, o->series, &pub, err)) < 0) {
+	    (withpub && (rc = load(o->published, o->series, &pub, err)) < 0)) {
 		table_free(&ours);
 		table_free(&pub);
+		return rc;
+	}
+	if (!withpub) {
+		rc = print_ours(o, &ours, out);
+		table_free(&ours);
 		return rc;
 	}
 	if (o->format == XP_CMP_MARKDOWN) {
@@ -379,7 +419,14 @@ int xp_compare_plot(const char *ours, const char *published, const char *workloa
 			}
 			snprintf(names[side][p], sizeof(names[side][p]), "%s%s", pol[side][p],
 				 side ? " (published)" : "");
-			series[ns++] = (struct xp_svg_series){ names[side][p], xs, ys[side][p], n };
+			/* a policy keeps its colour on both sides; the published
+			 * runs are dashed */
+			size_t colour = p;
+			for (size_t q = 0; side && q < np[0]; q++)
+				if (!strcmp(pol[0][q], pol[side][p]))
+					colour = q;
+			series[ns++] = (struct xp_svg_series){ names[side][p], xs, ys[side][p], n,
+							       (unsigned)colour + 1, side };
 		}
 	}
 	if (rc == 0 && !np[0])

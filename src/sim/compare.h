@@ -21,7 +21,7 @@ enum xp_cmp_series { XP_CMP_UNALLOC, XP_CMP_FRAG, XP_CMP_RATIO };
 
 struct xp_cmp_opts {
 	const char *ours;      /* a directory or an analysis_allo_discrete.csv */
-	const char *published; /* the same */
+	const char *published; /* the same; NULL: ours alone, no published column */
 	int format;	       /* enum xp_cmp_format */
 	int series;	       /* enum xp_cmp_series */
 	int points[4];	       /* arrival points, e.g. 100, 130 */

@@ -110,16 +110,21 @@ int xp_svg_lines(const char *path, const char *title, const char *xlabel, const 
 	esc(&b, ylabel);
 	xp_sb_puts(&b, "</text>\n");
 	for (size_t i = 0; i < ns; i++) {
-		const char *c = colours[i % (sizeof(colours) / sizeof(colours[0]))];
-		xp_sb_printf(&b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\" points=\"",
-			     c);
+		size_t ci = s[i].colour ? s[i].colour - 1 : i;
+		const char *c = colours[ci % (sizeof(colours) / sizeof(colours[0]))];
+		const char *dash = s[i].dashed ? " stroke-dasharray=\"6 4\"" : "";
+		xp_sb_printf(&b,
+			     "<polyline fill=\"none\" stroke=\"%s\"%s stroke-width=\"1.6\" "
+			     "points=\"",
+			     c, dash);
 		for (size_t k = 0; k < s[i].n; k++)
 			if (isfinite(s[i].x[k]) && isfinite(s[i].y[k]))
 				xp_sb_printf(&b, "%.1f,%.1f ", PX(s[i].x[k]), PY(s[i].y[k]));
 		xp_sb_printf(&b,
-			     "\"/>\n<rect x=\"%d\" y=\"%zu\" width=\"12\" height=\"3\" fill=\"%s\"/>"
-			     "<text x=\"%d\" y=\"%zu\">",
-			     W - MR - 230, MT + 6 + 16 * i, c, W - MR - 212, MT + 10 + 16 * i);
+			     "\"/>\n<line x1=\"%d\" x2=\"%d\" y1=\"%zu\" y2=\"%zu\" stroke=\"%s\"%s "
+			     "stroke-width=\"3\"/><text x=\"%d\" y=\"%zu\">",
+			     W - MR - 230, W - MR - 216, MT + 7 + 16 * i, MT + 7 + 16 * i, c, dash,
+			     W - MR - 212, MT + 10 + 16 * i);
 		esc(&b, s[i].name);
 		xp_sb_puts(&b, "</text>\n");
 	}

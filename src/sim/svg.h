@@ -15,6 +15,8 @@ struct xp_svg_series {
 	const char *name;
 	const double *x, *y;
 	size_t n;
+	unsigned colour; /* 1 + a palette index; 0: by the series' position */
+	int dashed;	 /* drawn dashed (and so in the legend) */
 };
 
 /* Write the chart to path; 0 or < 0 with err. */

@@ -27,7 +27,15 @@ build: deps
 	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
-run: build
+# make run: the build's output goes to $(BUILD)/build.log (shown only when it
+# fails), so the last lines on the terminal are dev's address, token and
+# dashboard
+run:
+	@./scripts/deps.sh >/dev/null
+	@mkdir -p $(BUILD)
+	@echo "building into $(BUILD)/ (log: $(BUILD)/build.log)"
+	@{ cmake -S . -B $(BUILD) $(CMAKE_FLAGS) && cmake --build $(BUILD) -j $(JOBS); } \
+		>$(BUILD)/build.log 2>&1 || { tail -40 $(BUILD)/build.log; exit 1; }
 	./scripts/run.sh $(BUILD)
 
 run-sim: build

@@ -158,10 +158,12 @@ grep -q '[#+-]' "$T/out" || fail "top: no device held: $(cat "$T/out")"
 run top --once --class tpu; expect 2 "top --class tpu"
 run top --once --interval 1ms; expect 2 "top --interval 1ms"
 run forecast --days 3 --hours 4; expect 0 "forecast"
-grep -q '^cost of the pool, last 24 h' "$T/out" || fail "forecast: $(head -3 "$T/out")"
+grep -q '^cost of the pool: no forecast: not enough history: .* the model needs 72 h' "$T/out" ||
+	fail "forecast on a new controller: $(head -3 "$T/out")"
 run forecast --days 1; expect 1 "forecast --days 1 (400)"
 run advise; expect 0 "advise"
 grep -q '^total: .* a month' "$T/out" || fail "advise: $(tail -2 "$T/out")"
+grep -q '^not judged: idle_quota: .* 24 h' "$T/out" || fail "advise on a new controller: $(tail -2 "$T/out")"
 run alerts; expect 0 "alerts"
 grep -q 'signals,.*notifications' "$T/out" || fail "alerts: $(cat "$T/out")"
 

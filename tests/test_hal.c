@@ -953,6 +953,43 @@ static void test_fake_family_bad_files(void **state)
 	assert_null(f);
 }
 
+static void put(const char *root, const char *rel, const char *text)
+{
+	char p[4096], cmd[4200];
+	snprintf(p, sizeof(p), "%s%s", root, rel);
+	snprintf(cmd, sizeof(cmd), "mkdir -p \"$(dirname '%s')\"", p);
+	assert_int_equal(system(cmd), 0);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* The host's memory: MemTotal or the cgroup's limit, the lower; hwloc's
+ * figure (a NUMA node's share on some VMs) only when neither reads */
+static void test_host_memory(void **state)
+{
+	(void)state;
+	char root[] = "/tmp/xphostmemXXXXXX";
+	const char *src;
+	assert_non_null(mkdtemp(root));
+	assert_int_equal(xp_hal_host_memory(root, 5ull << 30, &src), 5ull << 30);
+	assert_string_equal(src, "hwloc");
+	put(root, "/proc/meminfo", "MemFree:  1000 kB\nMemTotal:       24684084 kB\n");
+	assert_int_equal(xp_hal_host_memory(root, 5ull << 30, &src), 24684084ull * 1024);
+	assert_string_equal(src, "meminfo");
+	put(root, "/sys/fs/cgroup/memory.max", "max\n"); /* v2, unlimited */
+	put(root, "/sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n");
+	assert_int_equal(xp_hal_host_memory(root, 5ull << 30, &src), 24684084ull * 1024);
+	assert_string_equal(src, "meminfo");
+	put(root, "/sys/fs/cgroup/memory/memory.limit_in_bytes", "8589934592\n"); /* v1, 8 GiB */
+	assert_int_equal(xp_hal_host_memory(root, 5ull << 30, &src), 8ull << 30);
+	assert_string_equal(src, "cgroup");
+	put(root, "/sys/fs/cgroup/memory.max", "4294967296\n"); /* v2, 4 GiB */
+	assert_int_equal(xp_hal_host_memory(root, 5ull << 30, &src), 4ull << 30);
+	xp_test_rmdir(root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -977,6 +1014,7 @@ int main(void)
 		cmocka_unit_test_setup(test_discover_descriptor_round_trip, setup),
 		cmocka_unit_test_setup(test_fake_family, setup),
 		cmocka_unit_test_setup(test_fake_family_bad_files, setup),
+		cmocka_unit_test(test_host_memory),
 	};
 	return xp_run_tests(tests, NULL, NULL);
 }

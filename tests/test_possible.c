@@ -11,7 +11,10 @@
  *    later makes the same request possible (the verdict cache follows the
  *    nodes);
  *  - cpu 0 and memory 0 are refused at the edge;
- *  - nothing refused changes the state: the job count and the next id stay.
+ *  - nothing refused changes the state: the job count and the next id stay;
+ *  - a dedicated node (xpool dev's real host) takes only jobs that name it:
+ *    others go elsewhere, and one only it could run is refused unless it
+ *    names it.
  */
 #include "testutil.h"
 
@@ -151,10 +154,74 @@ static void test_refusals(void **state)
 	xp_test_rmdir(dir);
 }
 
+static const char *node_of(struct xp_ctl *ctl, json_t *job, char *buf, size_t len)
+{
+	long st;
+	char path[64];
+	snprintf(path, sizeof(path), "/v1/jobs/%lld",
+		 (long long)json_integer_value(json_object_get(job, "id")));
+	for (int i = 0; i < 400; i++) { /* placed within a few cycles */
+		json_t *r = call(ctl, "GET", path, NULL, &st);
+		const char *state = json_string_value(json_object_get(r, "state"));
+		json_t *al = json_array_get(json_object_get(r, "allocations"), 0);
+		if (state && strcmp(state, "pending")) {
+			snprintf(buf, len, "%s", json_string_value(json_object_get(al, "node")));
+			json_decref(r);
+			return buf;
+		}
+		json_decref(r);
+		usleep(10000);
+	}
+	return "still pending";
+}
+
+static void test_dedicated(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/xpdedicatedXXXXXX";
+	assert_non_null(mkdtemp(dir));
+	struct xp_ctl_opts o = { .data = dir, .listen = "127.0.0.1:0", .sync = 0 };
+	struct xp_ctl *ctl = NULL;
+	struct xp_err err = { 0 };
+	long st;
+	char buf[64];
+	if (xp_ctl_start(&o, &ctl, &err) < 0)
+		fail_msg("start: %s", err.text);
+	json_t *r = call(ctl, "POST", "/v1/nodes",
+			 "{\"version\":1,\"nodes\":[{\"name\":\"small\",\"cpu\":64,\"memory\":\"16Gi\"}]}",
+			 &st);
+	assert_int_equal(st / 100, 2);
+	json_decref(r);
+	r = call(ctl, "POST", "/v1/agents",
+		 "{\"version\":1,\"nodes\":[{\"name\":\"host\",\"cpu\":8,\"memory\":\"256Gi\","
+		 "\"dedicated\":true}]}",
+		 &st);
+	assert_int_equal(st / 100, 2);
+	json_decref(r);
+	for (int i = 0; i < 3; i++) { /* best fit would pick host: it is dedicated */
+		r = call(ctl, "POST", "/v1/jobs", "{\"resources\":{\"cpu\":1},\"duration\":\"1h\"}",
+			 &st);
+		assert_int_equal(st, 201);
+		assert_string_equal(node_of(ctl, r, buf, sizeof(buf)), "small");
+		json_decref(r);
+	}
+	r = call(ctl, "POST", "/v1/jobs", "{\"resources\":{\"memory\":\"100Gi\"}}", &st);
+	assert_int_equal(st, 422); /* only the dedicated node has 100 GiB */
+	json_decref(r);
+	r = call(ctl, "POST", "/v1/jobs",
+		 "{\"node\":\"host\",\"resources\":{\"memory\":\"100Gi\"},\"duration\":\"1h\"}", &st);
+	assert_int_equal(st, 201);
+	assert_string_equal(node_of(ctl, r, buf, sizeof(buf)), "host");
+	json_decref(r);
+	xp_ctl_stop(ctl);
+	xp_test_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_dedicated),
 	};
 	return xp_run_tests(tests, NULL, NULL);
 }

@@ -463,6 +463,7 @@ int xp_agent_run(const struct xp_agent_opts *o, struct xp_err *err)
 	}
 	snprintf(a->node, sizeof(a->node), "%s", c->nodes[0].name);
 	a->ndevs = c->nodes[0].ndevs;
+	c->nodes[0].dedicated = (uint8_t)(a->o.dedicated != 0);
 	a->descriptor = xp_descriptor_to_json(c);
 	xp_task_adopt(a);
 	cl = agent_client(a, err);

@@ -41,6 +41,7 @@ struct xp_agent_opts {
 	int heartbeat_ms;	  /* 0: what the controller says */
 	int stop_tasks;		  /* on exit, end running tasks too (xpool dev); default: they
 				     keep running and a restarted agent adopts them */
+	int dedicated;		  /* the node takes only jobs that name it (xpool dev's host) */
 };
 
 enum xp_task_state {

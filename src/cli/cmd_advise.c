@@ -18,13 +18,16 @@ static void print_forecast(const json_t *rep)
 {
 	const char *of = xp_cli_jstr(rep, "of"), *cur = xp_cli_jstr(rep, "currency");
 	json_t *m = json_object_get(rep, "model"), *f;
+	if (!json_is_object(m)) { /* too little history: say so, and how much it needs */
+		printf("%s of %s: no forecast: %s\n", of,
+		       xp_cli_jstr(rep, "tenant") ? xp_cli_jstr(rep, "tenant") : "the pool",
+		       xp_cli_jstr(rep, "why") ? xp_cli_jstr(rep, "why")
+					       : "not enough history to fit");
+		return;
+	}
 	printf("%s of %s, last 24 h: %.2f %s\n", of,
 	       xp_cli_jstr(rep, "tenant") ? xp_cli_jstr(rep, "tenant") : "the pool",
 	       json_real_value(json_object_get(rep, "last_24h")), cur && *cur ? cur : "");
-	if (!m) {
-		printf("not enough history to fit (under 48 hours)\n");
-		return;
-	}
 	json_t *w = json_object_get(m, "w");
 	printf("model: C(t+1) = %.3f C(t) + %.3f x (%.2f seasonal %+.2f growth %+.2f utilisation) "
 	       "%+.3f\n",
@@ -87,6 +90,8 @@ static void print_advice(const json_t *rep)
 	xp_table_destroy(t);
 	printf("total: %.2f %s a month\n",
 	       json_real_value(json_object_get(rep, "total_saving_per_month")), cur);
+	json_array_foreach(json_object_get(rep, "notes"), i, a)
+		printf("not judged: %s\n", json_string_value(a));
 }
 
 int xp_cmd_advise(int argc, char **argv)

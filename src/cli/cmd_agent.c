@@ -13,12 +13,17 @@
 #include "../lib/timefmt.h"
 #include "cli.h"
 #include "flags.h"
+#include "../lib/fileio.h"
 
 int xp_cmd_agent(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
 		{ "server", XP_FLAG_STR, "ADDR", "controller address (else $XPOOL_ADDR, the config file)" },
-		{ "token", XP_FLAG_STR, "TOKEN", "an admin API token (else $XPOOL_TOKEN, the config file)" },
+		{ "token", XP_FLAG_STR, "TOKEN",
+		  "an admin API token (else --token-file, $XPOOL_TOKEN, the config file); "
+		  "visible in ps: prefer --token-file" },
+		{ "token-file", XP_FLAG_STR, "FILE",
+		  "read the token from the first line of FILE (kept off the command line)" },
 		{ "node-name", XP_FLAG_STR, "NAME", "the node's name (default: the host name)" },
 		{ "devices", XP_FLAG_STR, "FILE",
 		  "report the devices of this descriptor instead of the real ones (emulation, tests)" },
@@ -26,6 +31,8 @@ int xp_cmd_agent(int argc, char **argv)
 		{ "cgroup-root", XP_FLAG_STR, "DIR", "cgroup v2 mount for CPU and memory limits" },
 		{ "grace", XP_FLAG_STR, "DURATION", "SIGTERM to SIGKILL when a task is cancelled" },
 		{ "heartbeat", XP_FLAG_STR, "DURATION", "override the controller's heartbeat period" },
+		{ "dedicated", XP_FLAG_BOOL, NULL,
+		  "the node takes only jobs that name it (--node NAME), as xpool dev's host does" },
 		{ "stop-tasks", XP_FLAG_BOOL, NULL,
 		  "on exit, end running tasks too (default: they run on; a restart adopts them)" },
 		{ "discover", XP_FLAG_BOOL, NULL, "print the discovered node and its devices, then exit" },
@@ -58,6 +65,7 @@ int xp_cmd_agent(int argc, char **argv)
 	o.work = xp_flag_get(flags, "work")->sval;
 	o.cgroup_root = xp_flag_get(flags, "cgroup-root")->sval;
 	o.stop_tasks = xp_flag_get(flags, "stop-tasks")->bval;
+	o.dedicated = xp_flag_get(flags, "dedicated")->bval;
 	if (xp_flag_get(flags, "grace")->given) {
 		if (xp_duration_parse(xp_flag_get(flags, "grace")->sval, 3600000, &ms) < 0) {
 			xp_errf(&err, XP_EINVAL, "--grace: expected a duration such as 10s");
@@ -81,8 +89,31 @@ int xp_cmd_agent(int argc, char **argv)
 		status = xp_agent_discover(&o, json, &err) < 0 ? xp_cli_fail("agent", &err, 1) : 0;
 		goto out;
 	}
-	if (xp_client_config_resolve(xp_flag_get(flags, "server")->sval,
-				     xp_flag_get(flags, "token")->sval, &cfg, &err) < 0) {
+	const char *tok = xp_flag_get(flags, "token")->sval;
+	char *filetok = NULL;
+	if (xp_flag_get(flags, "token-file")->given) {
+		size_t len = 0;
+		const char *tf = xp_flag_get(flags, "token-file")->sval;
+		if (tok) {
+			xp_errf(&err, XP_EINVAL, "--token-file: give --token or --token-file, not both");
+			goto usage;
+		}
+		if (xp_read_file(tf, 4096, &filetok, &len, &err) < 0) {
+			status = xp_cli_fail("agent", &err, 1);
+			goto out;
+		}
+		filetok[strcspn(filetok, "\r\n")] = '\0';
+		if (!filetok[0]) {
+			free(filetok);
+			xp_errf(&err, XP_EINVAL, "--token-file: %s: the first line is empty", tf);
+			status = xp_cli_fail("agent", &err, 1);
+			goto out;
+		}
+		tok = filetok;
+	}
+	int rrc = xp_client_config_resolve(xp_flag_get(flags, "server")->sval, tok, &cfg, &err);
+	free(filetok);
+	if (rrc < 0) {
 		status = xp_cli_fail("agent", &err, 1);
 		goto out;
 	}

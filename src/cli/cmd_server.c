@@ -5,6 +5,7 @@
  * until SIGINT or SIGTERM, then stop in order: HTTP, owner, store.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,7 +94,7 @@ static int size_flag(struct xp_flag *flags, const char *name, long min, long max
  * its tasks when it stops (--stop-tasks): dev leaves nothing behind. */
 static pid_t start_local_agent(struct xp_ctl *ctl, const char *data, const sigset_t *blocked)
 {
-	char exe[4096], addr[128], work[4200], token[256] = "";
+	char exe[4096], addr[128], work[4200], tokfile[4200];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n <= 0) {
 		fprintf(stderr, "xpool dev: no local agent: cannot find this binary: %s\n",
@@ -103,19 +104,13 @@ static pid_t start_local_agent(struct xp_ctl *ctl, const char *data, const sigse
 	exe[n] = '\0';
 	snprintf(addr, sizeof(addr), "http://%s", ctl->addr);
 	snprintf(work, sizeof(work), "%s/agent", data);
-	if (ctl->admin_token[0]) {
-		snprintf(token, sizeof(token), "%s", ctl->admin_token);
-	} else { /* an existing data directory: the token is in its file */
-		char path[4200], *buf = NULL;
-		size_t len = 0;
-		struct xp_err err = { 0 };
-		snprintf(path, sizeof(path), "%s/admin.token", data);
-		if (xp_read_file(path, sizeof(token) - 1, &buf, &len, &err) == 0)
-			snprintf(token, sizeof(token), "%.*s", (int)strcspn(buf, "\r\n"), buf);
-		free(buf);
-	}
-	char *argv[] = { exe,	"agent",  "--server", addr,	      "--token",
-			 token, "--work", work,	      "--stop-tasks", NULL };
+	/* the token from its file (mode 0600), never on a command line ps shows */
+	snprintf(tokfile, sizeof(tokfile), "%s/admin.token", data);
+	/* --dedicated: emulated jobs never land on the real host; a job that
+	 * names it (--node HOST) does */
+	char *argv[] = { exe,	  "agent",  "--server",	    addr,	   "--token-file",
+			 tokfile, "--work", work,	    "--stop-tasks", "--dedicated",
+			 NULL };
 	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -124,6 +119,14 @@ static pid_t start_local_agent(struct xp_ctl *ctl, const char *data, const sigse
 		if (getppid() != parent)
 			_exit(0);
 		pthread_sigmask(SIG_UNBLOCK, blocked, NULL);
+		/* its lines go to DATA/agent.log: the terminal keeps dev's */
+		char logp[4300];
+		snprintf(logp, sizeof(logp), "%s/agent.log", data);
+		int lfd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		if (lfd >= 0) {
+			dup2(lfd, 1);
+			dup2(lfd, 2);
+		}
 		execv(exe, argv);
 		_exit(127);
 	}
@@ -131,7 +134,8 @@ static pid_t start_local_agent(struct xp_ctl *ctl, const char *data, const sigse
 		fprintf(stderr, "xpool dev: no local agent: fork: %s\n", strerror(errno));
 		return -1;
 	}
-	printf("local agent: pid %d, work %s (--no-agent to leave it out)\n", (int)pid, work);
+	printf("local agent: pid %d, work %s, log %s/agent.log (--no-agent to leave it out)\n",
+	       (int)pid, work, data);
 	return pid;
 }
 
@@ -322,8 +326,15 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		status = xp_cli_fail(verb, &err, 1);
 		goto out;
 	}
-	printf("address: http://%s\n", ctl->addr);
+	/* what to do next comes last: the export line and the dashboard */
 	printf("data: %s\n", o.data);
+	fflush(stdout);
+	pid_t agent = -1;
+	if (dev && !xp_flag_get(flags, "no-agent")->bval)
+		agent = start_local_agent(ctl, o.data, &set);
+	printf("serving until interrupted (%zu nodes, %zu jobs)\n", ctl->st->c->nnodes,
+	       ctl->st->jobs.n);
+	printf("address: http://%s\n", ctl->addr);
 	if (ctl->admin_token[0])
 		printf("admin token: %s\n", ctl->admin_token);
 	else
@@ -334,11 +345,6 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 	} else {
 		printf("dashboard: http://%s/ui\n", ctl->addr);
 	}
-	pid_t agent = -1;
-	if (dev && !xp_flag_get(flags, "no-agent")->bval)
-		agent = start_local_agent(ctl, o.data, &set);
-	printf("serving until interrupted (%zu nodes, %zu jobs)\n", ctl->st->c->nnodes,
-	       ctl->st->jobs.n);
 	fflush(stdout);
 	int sig;
 	sigwait(&set, &sig);

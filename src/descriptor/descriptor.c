@@ -64,7 +64,7 @@ static const char *const top_keys[] = {
 	"labels", NULL};
 static const char *const node_keys[] = {
 	"name", "count", "cpu", "memory", "arch", "zone", "region", "numa_domains", "labels",
-	"devices", "resources", NULL};
+	"devices", "resources", "dedicated", NULL};
 static const char *const dev_keys[] = {
 	"type", "class", "vendor", "model", "count", "memory", "compute_capability",
 	"memory_bandwidth", "interconnect", "island", "numa", "tdp", "idle_power", "peak",
@@ -448,6 +448,18 @@ static int node_fields(struct ctx *x, const struct xp_tree *map, struct xp_node 
 	TRY(get_sym(x, map, "region", &n->region));
 	TRY(xp_walk_get_int(&x->w, map, "numa_domains", 0, 4096, &numa));
 	n->numa_domains = (uint16_t)numa;
+	const struct xp_tree *ded = xp_tree_field(map, "dedicated");
+	if (ded) {
+		size_t m0 = xp_walk_push_key(&x->w, "dedicated");
+		int r0 = xp_walk_want(&x->w, ded, XP_TREE_SCALAR, "true or false");
+		if (r0 == 0 && strcmp(ded->text, "true") && strcmp(ded->text, "false"))
+			r0 = xp_walk_fail(&x->w, ded->line, XP_EINVAL,
+					  "expected true or false, got '%.60s'", ded->text);
+		xp_walk_pop(&x->w, m0);
+		if (r0 < 0)
+			return r0;
+		n->dedicated = !strcmp(ded->text, "true");
+	}
 	TRY(get_attrs(x, map, "labels", 0, &n->labels, &n->nlabels));
 	TRY(xp_walk_alias(&x->w, map, "devices", "resources", &dkey));
 	const struct xp_tree *v = dkey ? xp_tree_field(map, dkey) : NULL;

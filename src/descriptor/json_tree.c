@@ -216,6 +216,7 @@ static int node_eq(const struct xp_node *a, const struct xp_node *b)
 {
 	if (a->cpu_milli != b->cpu_milli || a->mem_mib != b->mem_mib || a->arch != b->arch ||
 	    a->zone != b->zone || a->region != b->region || a->numa_domains != b->numa_domains ||
+	    a->dedicated != b->dedicated ||
 	    a->ndevs != b->ndevs || !attrs_eq(a->labels, a->nlabels, b->labels, b->nlabels))
 		return 0;
 	for (uint16_t i = 0; i < a->ndevs; i++) {
@@ -411,6 +412,8 @@ static json_t *node_json(const struct xp_cluster *c, const struct xp_node *n, si
 	if (n->numa_domains != 1)
 		put_int(o, "numa_domains", n->numa_domains);
 	put_attrs(o, "labels", n->labels, n->nlabels);
+	if (n->dedicated)
+		json_object_set_new(o, "dedicated", json_true());
 	if (n->ndevs) {
 		json_t *a = json_array();
 		for (int i = 0, k, kinds = 0; i < n->ndevs; i += k, kinds = 0) {

@@ -8,7 +8,9 @@
  * Enumerate fills node figures rather than adding devices: cpu_milli =
  * 1000 per processing unit hwloc lists (hardware threads the process may
  * use: a cpuset-restricted agent reports its share), mem_mib = the
- * topology's total memory, arch = the machine architecture ("x86_64",
+ * memory the node really has: MemTotal or the cgroup's limit, whichever is
+ * lower (hwloc's total only when neither reads: on some VMs it counts one
+ * NUMA node, 5.2 of 23.5 GiB), with label memory.source saying which, arch = the machine architecture ("x86_64",
  * "aarch64"), numa_domains = NUMA nodes (at least 1). Sockets, cores,
  * threads and the CPU model go into node labels cpu.sockets, cpu.cores,
  * cpu.threads, cpu.model, cpu.vendor.
@@ -93,6 +95,52 @@ static int pci_numa(hwloc_topology_t t, const char *s)
 	return hwloc_bitmap_first(a->nodeset);
 }
 
+/* the first number on the line of f that starts with key, 0 when none */
+static uint64_t read_number(const char *path, const char *key)
+{
+	FILE *f = fopen(path, "r");
+	char line[256];
+	uint64_t v = 0;
+	if (!f)
+		return 0;
+	size_t kl = strlen(key);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, kl)) {
+			v = strtoull(line + kl, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return v;
+}
+
+uint64_t xp_hal_host_memory(const char *root, uint64_t hwloc_bytes, const char **source)
+{
+	char p[4096];
+	const char *src = "hwloc";
+	uint64_t mem = 0;
+	snprintf(p, sizeof(p), "%s/proc/meminfo", root);
+	uint64_t kib = read_number(p, "MemTotal:");
+	if (kib) {
+		mem = kib * 1024;
+		src = "meminfo";
+	}
+	static const char *const limits[] = { "/sys/fs/cgroup/memory.max",
+					      "/sys/fs/cgroup/memory/memory.limit_in_bytes" };
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(p, sizeof(p), "%s%s", root, limits[i]);
+		uint64_t lim = read_number(p, ""); /* "max" reads as 0: no limit */
+		if (lim && (!mem || lim < mem)) {
+			mem = lim;
+			src = "cgroup";
+		}
+	}
+	if (!mem)
+		mem = hwloc_bytes;
+	if (source)
+		*source = src;
+	return mem;
+}
+
 static int cpu_enumerate(struct xp_hal_family *f, struct xp_cluster *c, struct xp_node *n,
 			 struct xp_err *err)
 {
@@ -109,7 +157,8 @@ static int cpu_enumerate(struct xp_hal_family *f, struct xp_cluster *c, struct x
 	}
 	n->cpu_milli = (uint64_t)pus * 1000;
 
-	uint64_t mem = root ? root->total_memory : 0;
+	const char *msrc;
+	uint64_t mem = xp_hal_host_memory("", root ? root->total_memory : 0, &msrc);
 	if (!mem) {
 		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
 		if (pages > 0 && psz > 0)
@@ -127,6 +176,7 @@ static int cpu_enumerate(struct xp_hal_family *f, struct xp_cluster *c, struct x
 	if (arch && *arch)
 		n->arch = xp_strtab_intern(c->syms, arch);
 
+	label(n, "memory.source", "%s", msrc);
 	label(n, "cpu.sockets", "%d", pkgs > 0 ? pkgs : 1);
 	label(n, "cpu.cores", "%d", cores > 0 ? cores : pus);
 	label(n, "cpu.threads", "%d", pus);

@@ -109,6 +109,13 @@ const char *xp_hal_notes(const struct xp_hal *h);
 /* Names of the families in use, comma-separated ("cpu,nvidia"). Borrowed. */
 const char *xp_hal_active(const struct xp_hal *h);
 void xp_hal_close(struct xp_hal *h); /* NULL-safe */
+/* The memory this host really offers, in bytes: the lowest of MemTotal
+ * (ROOT/proc/meminfo), the cgroup's limit (v2 ROOT/sys/fs/cgroup/memory.max,
+ * v1 ROOT/sys/fs/cgroup/memory/memory.limit_in_bytes) and, when neither
+ * file reads, hwloc's total (hwloc_bytes; on some VMs only a NUMA node's
+ * share). *source (may be NULL) names the figure taken: "meminfo",
+ * "cgroup" or "hwloc". root "" is the real machine. */
+uint64_t xp_hal_host_memory(const char *root, uint64_t hwloc_bytes, const char **source);
 
 /* Initialise stats to "unknown": health UNKNOWN, every number -1, why "". */
 void xp_hal_stats_init(struct xp_hal_stats *s);

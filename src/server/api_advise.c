@@ -51,6 +51,28 @@ static long query_long(struct xp_cmd *cmd, const char *key, long min, long max, 
 	return (long)v;
 }
 
+/* Hours of usage the ledger holds: since the first run it records began
+ * (a run still going counts from its start); 0 with none. */
+static double history_hours(const struct xp_state *st, int64_t now)
+{
+	int64_t first = now;
+	for (size_t i = 0; i < st->meter.runs.n; i++)
+		if (st->meter.runs.v[i].start < first)
+			first = st->meter.runs.v[i].start;
+	for (size_t i = 0; i < st->jobs.n; i++) {
+		const struct xp_job *j = st->jobs.v[i];
+		if (j->state == XP_JOB_RUNNING && j->started_at > 0 && j->started_at < first)
+			first = j->started_at;
+	}
+	return (double)(now - first) / HOUR_MS;
+}
+
+/* The forecast fits a daily and weekly season: below three days of usage
+ * it would fit noise (an all-zero model on a new controller) */
+#define FORECAST_MIN_HOURS 72
+/* idle-guarantee advice averages a week, and needs one day at least */
+#define ADVICE_MIN_HOURS 24
+
 void xp_api_forecast(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
 	const struct xp_state *st = ctl->st;
@@ -66,6 +88,21 @@ void xp_api_forecast(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		tenant = t;
 	}
 	int64_t now = xp_ctl_now(), end = now / HOUR_MS * HOUR_MS;
+	double have = history_hours(st, now);
+	if (have < FORECAST_MIN_HOURS) {
+		json_t *o = json_pack("{s:s,s:f,s:i,s:o,s:[]}", "of",
+				      st->meter.prices.set ? "cost" : "gpu_hours", "history_hours",
+				      have, "history_needed_hours", FORECAST_MIN_HOURS, "model",
+				      json_null(), "forecast");
+		char why[160];
+		snprintf(why, sizeof(why),
+			 "not enough history: %.1f h of usage recorded, the model needs %d h "
+			 "(three days)",
+			 have, FORECAST_MIN_HOURS);
+		json_object_set_new(o, "why", json_string(why));
+		xp_reply_json(cmd, 200, xp_json_take(o));
+		return;
+	}
 	size_t n = (size_t)days * 24;
 	int64_t since = end - (int64_t)n * HOUR_MS;
 	double *c = XNEWV(double, n), *u = XNEWV(double, n), *out = XNEWV(double, (size_t)ahead);
@@ -110,6 +147,7 @@ void xp_api_forecast(struct xp_ctl *ctl, struct xp_cmd *cmd)
 
 struct advice {
 	json_t *items;
+	json_t *notes; /* what was not judged, and why */
 	double total;
 };
 
@@ -144,7 +182,20 @@ static double gpu_hour(const struct xp_state *st)
 
 static void idle_quota(const struct xp_state *st, struct advice *ad, int64_t now)
 {
-	json_t *rep = xp_meter_report(st, XP_METER_QUEUE, now - 7 * 24 * HOUR_MS, now, now, -1);
+	double hours = history_hours(st, now);
+	if (hours < ADVICE_MIN_HOURS) {
+		char why[160];
+		snprintf(why, sizeof(why),
+			 "idle_quota: %.1f h of usage recorded, guarantees are judged over %d h "
+			 "at least",
+			 hours, ADVICE_MIN_HOURS);
+		json_array_append_new(ad->notes, json_string(why));
+		return;
+	}
+	if (hours > 7 * 24)
+		hours = 7 * 24;
+	json_t *rep = xp_meter_report(st, XP_METER_QUEUE, now - (int64_t)(hours * HOUR_MS), now,
+				      now, -1);
 	double *used = xcalloc(st->queues.n + 1, sizeof(double)); /* subtree device-hours */
 	json_t *row;
 	size_t i;
@@ -160,16 +211,25 @@ static void idle_quota(const struct xp_state *st, struct advice *ad, int64_t now
 		for (; q >= 0; q = st->queues.v[q].parent) /* a guarantee covers its subtree */
 			used[q] += h;
 	}
+	/* what the pool left idle on average: a guarantee idle while others
+	 * borrowed its GPUs was lent out, and saves nothing */
+	double pool_used = 0;
+	for (size_t q = 0; q < st->queues.n; q++)
+		if (st->queues.v[q].parent < 0)
+			pool_used += used[q];
+	double pool_idle = (double)st->capacity[r] / 1000.0 - pool_used / hours;
 	for (size_t q = 0; q < st->queues.n; q++) {
 		const struct xp_queue *qu = &st->queues.v[q];
-		double g = (double)qu->guarantee[r] / 1000.0, avg = used[q] / (7 * 24.0);
+		double g = (double)qu->guarantee[r] / 1000.0, avg = used[q] / hours;
 		if (qu->deleted || g <= 0)
 			continue;
-		if (avg < 0.5 * g)
-			advise(ad, "idle_quota", qu->name, (g - avg) * gpu_hour(st) * MONTH_HOURS,
-			       "guaranteed %.1f GPUs, used %.1f on average over 7 days: lower the "
-			       "guarantee to %.0f or lend it (borrowing is on by default)",
-			       g, avg, ceil(avg * 1.2));
+		double spare = fmin(g - avg, pool_idle);
+		if (avg < 0.5 * g && spare > 0)
+			advise(ad, "idle_quota", qu->name, spare * gpu_hour(st) * MONTH_HOURS,
+			       "guaranteed %.1f GPUs, used %.1f on average over %.0f h, %.1f of "
+			       "them idle in the pool too (the rest was lent out): lower the "
+			       "guarantee to %.0f",
+			       g, avg, hours, spare, ceil(avg * 1.2));
 	}
 	free(used);
 	json_decref(rep);
@@ -303,7 +363,7 @@ static void cheaper_hours(const struct xp_state *st, struct advice *ad, int64_t 
 
 void xp_api_advice(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
-	struct advice ad = { json_array(), 0 };
+	struct advice ad = { json_array(), json_array(), 0 };
 	int64_t now = xp_ctl_now();
 	idle_quota(ctl->st, &ad, now);
 	per_job(ctl, &ad);
@@ -311,6 +371,7 @@ void xp_api_advice(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	cheaper_hours(ctl->st, &ad, now);
 	const struct xp_prices *p = &ctl->st->meter.prices;
 	xp_reply_json(cmd, 200,
-		      xp_json_take(json_pack("{s:s,s:o,s:f}", "currency", p->set ? p->currency : "GPU-hours",
-				      "advice", ad.items, "total_saving_per_month", ad.total)));
+		      xp_json_take(json_pack("{s:s,s:o,s:o,s:f}", "currency",
+					     p->set ? p->currency : "GPU-hours", "advice", ad.items,
+					     "notes", ad.notes, "total_saving_per_month", ad.total)));
 }

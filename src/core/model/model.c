@@ -334,6 +334,7 @@ struct xp_node *xp_cluster_copy_node(struct xp_cluster *dst, const struct xp_clu
 	o->zone = resym(dst, src, n->zone);
 	o->region = resym(dst, src, n->region);
 	o->numa_domains = n->numa_domains;
+	o->dedicated = n->dedicated;
 	copy_attrs(&o->labels, &o->nlabels, n->labels, n->nlabels);
 	for (uint16_t i = 0; i < n->ndevs; i++) {
 		const struct xp_device *d = &n->devs[i];

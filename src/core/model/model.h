@@ -122,6 +122,8 @@ struct xp_node {
 	uint64_t mem_mib;   /* allocatable memory */
 	xp_sym arch, zone, region;
 	uint16_t numa_domains; /* 0 = unknown */
+	uint8_t dedicated;     /* takes only jobs that name it (node: NAME), as a
+				* Kubernetes taint only a toleration passes */
 	struct xp_attr *labels;
 	uint16_t nlabels;
 	struct xp_device *devs;

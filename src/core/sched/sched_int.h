@@ -31,6 +31,7 @@ struct xp_nstate {
 	uint32_t dev0;
 	uint16_t ndev;
 	uint8_t up;
+	uint8_t dedicated; /* only requests naming the node (xp_node.dedicated) */
 	uint32_t type;
 	uint32_t slot;
 	uint32_t free_milli; /* L_n: free milli of healthy accelerators */

@@ -166,6 +166,7 @@ struct xp_sched *xp_sched_create(const struct xp_cluster *c, const struct xp_sch
 		ns->dev0 = ndevs;
 		ns->ndev = node->ndevs;
 		ns->up = 1;
+		ns->dedicated = node->dedicated;
 		ns->slot = n;
 		s->slot_node[n] = n;
 		for (uint16_t d = 0; d < node->ndevs; d++) {
@@ -351,8 +352,8 @@ int xp_node_why(const struct xp_sched *s, uint32_t n, const struct xp_shape *m)
 	const struct xp_nstate *ns = &s->ns[n];
 	const struct xp_request *r = &m->req;
 
-	if (r->node >= 0 && (uint32_t)r->node != n)
-		return XP_WHY_NODE;
+	if ((r->node >= 0 || ns->dedicated) && (uint32_t)r->node != n)
+		return XP_WHY_NODE; /* r->node -1 never names a node */
 	if (!ns->up)
 		return XP_WHY_DOWN;
 	if (r->dev_count) {

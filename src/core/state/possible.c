@@ -89,6 +89,14 @@ static int node_live(const struct xp_state *st, size_t n)
 	return !st->nodes.v[n].removed;
 }
 
+/* may node n take r at all: live, and named when r names one or n is
+ * dedicated */
+static int node_takes(const struct xp_state *st, size_t n, const struct xp_request *r)
+{
+	int named = r->node >= 0 && (size_t)r->node == n;
+	return node_live(st, n) && (r->node < 0 || named) && (!st->c->nodes[n].dedicated || named);
+}
+
 /* The registered spelling of a model (vendor: want_vendor) named s in any
  * case, 0 when none; else *near gets the closest name and *list (may be
  * NULL) every distinct one */
@@ -350,7 +358,7 @@ int xp_state_possible(struct xp_state *st, struct xp_jobspec *s, char field[320]
 	struct offer o = { 0 };
 	int ok = 0;
 	for (size_t n = 0; n < st->c->nnodes && !ok; n++)
-		if (node_live(st, n) && (r.node < 0 || (size_t)r.node == n))
+		if (node_takes(st, n, &r))
 			ok = node_could(st, n, &r, &o);
 	e->used = 1;
 	e->gen = st->nodes_gen;
@@ -361,7 +369,7 @@ int xp_state_possible(struct xp_state *st, struct xp_jobspec *s, char field[320]
 	/* the offer over every node, for a message that names the best */
 	memset(&o, 0, sizeof(o));
 	for (size_t n = 0; n < st->c->nnodes; n++)
-		if (node_live(st, n) && (r.node < 0 || (size_t)r.node == n))
+		if (node_takes(st, n, &r))
 			node_could(st, n, &r, &o);
 	return refuse(st, s, &r, &o, field, err);
 }

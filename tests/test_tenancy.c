@@ -548,6 +548,67 @@ static void test_snapshot(void **state)
 	done(&w);
 }
 
+/* a queue's allow list (Slurm's AllowAccounts): a job of a tenant the list
+ * left out after it was submitted preempts nothing there, while an allowed
+ * tenant's job reclaims as before; the list survives snapshot and replay */
+static void test_allow_list(void **state)
+{
+	(void)state;
+	struct world w;
+	struct xp_err err = { 0 };
+	init(&w);
+	node(&w, "n0", 8, 64);
+	assert_int_equal(queue(&w, "{name: a, allow: [t1, t2], quota: {gpu: {guarantee: 4}}}"), 0);
+	assert_int_equal(queue(&w, "{name: b, quota: {gpu: {guarantee: 4}}}"), 0);
+	long qa = xp_state_queue(w.st, "a");
+	assert_true(xp_queue_allows(w.st, (uint32_t)qa, "t2"));
+	assert_false(xp_queue_allows(w.st, (uint32_t)qa, "t3"));
+	assert_true(xp_queue_allows(w.st, (uint32_t)qa, "admin"));
+	uint64_t b[8], a1, a2;
+	jobs(&w, "t1", "b", 0, GPU1, 8, b);
+	world_cycle(&w);
+	assert_int_equal(count(&w, "b", XP_JOB_RUNNING), 8);
+	jobs(&w, "t2", "a", 0, GPU1, 1, &a2);
+	/* the admin leaves t2 out before the cycle: t2's job stays, but takes
+	 * nothing back from b */
+	assert_int_equal(queue_update(&w, "{name: a, allow: [t1], quota: {gpu: {guarantee: 4}}}"), 0);
+	assert_false(xp_queue_allows(w.st, (uint32_t)qa, "t2"));
+	world_cycle(&w);
+	assert_int_equal(g_watch.preempted, 0);
+	assert_int_equal(xp_state_job(w.st, a2)->state, XP_JOB_PENDING);
+	struct xp_admission ad;
+	xp_state_admission(w.st, xp_state_job(w.st, a2), &ad);
+	assert_int_equal(ad.nvictims, 0);
+	xp_admission_free(&ad);
+	/* t1, still listed, reclaims one of b's GPUs */
+	jobs(&w, "t1", "a", 0, GPU1, 1, &a1);
+	world_cycle(&w);
+	assert_int_equal(xp_state_job(w.st, a1)->state, XP_JOB_RUNNING);
+	assert_int_equal(g_watch.preempted, 1);
+	/* a child queue inherits its parent's list */
+	assert_int_equal(queue(&w, "{name: org, allow: [t2]}"), 0);
+	assert_int_equal(queue(&w, "{name: leaf, parent: org, allow: [t1, t2]}"), 0);
+	long ql = xp_state_queue(w.st, "leaf");
+	assert_true(xp_queue_allows(w.st, (uint32_t)ql, "t2"));
+	assert_false(xp_queue_allows(w.st, (uint32_t)ql, "t1"));
+	/* snapshot and replay keep the lists */
+	char *s = xp_state_snapshot(w.st);
+	assert_non_null(strstr(s, "\"allow\""));
+	struct xp_state *st2 = xp_state_create(NULL, &err);
+	assert_int_equal(xp_state_load_snapshot(st2, s, strlen(s), &err), 0);
+	assert_false(xp_queue_allows(st2, (uint32_t)qa, "t2"));
+	assert_true(xp_queue_allows(st2, (uint32_t)qa, "t1"));
+	char *s2 = xp_state_snapshot(st2);
+	assert_string_equal(s, s2);
+	char *r = world_replay(&w, w.log.n, NULL, 0);
+	assert_string_equal(s, r);
+	free(r);
+	free(s);
+	free(s2);
+	xp_state_destroy(st2);
+	done(&w);
+}
+
 /* bad queue documents: the field and the reason */
 static void test_bad_queue_docs(void **state)
 {
@@ -1192,6 +1253,7 @@ int main(void)
 		cmocka_unit_test(test_tree_rules),
 		cmocka_unit_test(test_gang_reclaim),
 		cmocka_unit_test(test_snapshot),
+		cmocka_unit_test(test_allow_list),
 		cmocka_unit_test(test_bad_queue_docs),
 		cmocka_unit_test(test_dependencies),
 		cmocka_unit_test(test_time_limit_and_gang_timeout),

@@ -145,13 +145,16 @@ static int queue_define(int argc, char **argv, int update)
 		{ "max", XP_FLAG_STR, "RES=QTY",
 		  "most it may use, borrowing included; RES=none: "
 		  "no limit (repeatable)" },
+		{ "allow", XP_FLAG_STR, "TENANT,...",
+		  "only these tenants may submit into it (Slurm's AllowAccounts); 'all': "
+		  "every tenant (the default)" },
 		XP_CLIENT_FLAGS,
 		{ NULL, 0, NULL, NULL },
 	};
 	static const struct xp_cli_verb vcreate = {
 		"queue create",
 		"xpool queue create NAME [--parent Q] [--priority N] [--weight W] [--preempt P] "
-		"[--guarantee RES=QTY] [--max RES=QTY]",
+		"[--guarantee RES=QTY] [--max RES=QTY] [--allow TENANT,...]",
 		"Create a queue (admin). Resources: cpu, memory, gpu, npu, fpga, asic, dpu, cim.",
 		"NAME",
 		1,
@@ -160,7 +163,7 @@ static int queue_define(int argc, char **argv, int update)
 	static const struct xp_cli_verb vset = {
 		"queue set",
 		"xpool queue set NAME [--priority N] [--weight W] [--preempt P] [--guarantee "
-		"RES=QTY] [--max RES=QTY]",
+		"RES=QTY] [--max RES=QTY] [--allow TENANT,...|all]",
 		"Change a queue (admin): only the fields the flags name.",
 		"NAME",
 		1,
@@ -215,6 +218,15 @@ static int queue_define(int argc, char **argv, int update)
 		json_object_set_new(body, "preempt", json_string(f->sval));
 	if ((f = xp_flag_get(flags, "aging"))->given) /* the controller checks it, by field */
 		json_object_set_new(body, "aging", json_string(f->sval));
+	if ((f = xp_flag_get(flags, "allow"))->given) { /* names checked by the controller */
+		json_t *a = json_array();
+		size_t n;
+		char **l = xp_split_list(f->sval, &n);
+		for (size_t i = 0; strcmp(f->sval, "all") && i < n; i++)
+			json_array_append_new(a, json_string(l[i]));
+		xp_free_list(l, n);
+		json_object_set_new(body, "allow", a);
+	}
 	const struct xp_flag *g = xp_flag_get(flags, "guarantee"), *m = xp_flag_get(flags, "max");
 	xp_sb_puts(&path, "/v1/queues/");
 	xp_client_escape(&path, name);

@@ -261,6 +261,12 @@ int xp_api_submit_check(struct xp_ctl *ctl, struct xp_cmd *cmd, struct xp_jobspe
 				      "%s: queue %s has child queues; jobs go to one of them", f,
 				      q),
 		       -1;
+	if (!xp_queue_allows(st, (uint32_t)qi, st->tenants.v[*tenant].name))
+		return xp_reply_error(cmd, XP_EPERM, f,
+				      "%s: tenant %s may not use queue %s (its allow list, set by "
+				      "an admin, leaves it out)",
+				      f, st->tenants.v[*tenant].name, q),
+		       -1;
 	if (!spec->hold_for_nodes) { /* Slurm: "Requested node configuration is not available" */
 		struct xp_err e = { 0 };
 		char pf[320];

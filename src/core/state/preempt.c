@@ -150,6 +150,13 @@ int xp_preempt_plan(struct xp_state *st, const struct xp_job *j, const struct xp
 	int res = 0, rc = XP_ENOSPC;
 
 	memset(out, 0, sizeof(*out));
+	if (!xp_queue_allows(st, j->queue, st->tenants.v[j->tenant].name)) {
+		/* submitted before the queue's allow list left its tenant out */
+		snprintf(out->why, sizeof(out->why),
+			 "tenant %s may no longer use queue %s: it preempts nothing there",
+			 st->tenants.v[j->tenant].name, jq->name);
+		return XP_ENOSPC;
+	}
 	if (jq->preempt == XP_PREEMPT_NEVER) {
 		snprintf(out->why, sizeof(out->why), "queue %s does not preempt (policy never)",
 			 jq->name);

@@ -26,6 +26,24 @@ void xp_queue_spec(const struct xp_state *st, const struct xp_queue *q, struct x
 	out->aging_ms = q->aging_ms;
 	memcpy(out->guarantee, q->guarantee, sizeof(out->guarantee));
 	memcpy(out->max, q->max, sizeof(out->max));
+	out->nallow = q->nallow;
+	for (uint8_t i = 0; i < q->nallow; i++)
+		snprintf(out->allow[i], sizeof(out->allow[i]), "%s", q->allow[i]);
+}
+
+int xp_queue_allows(const struct xp_state *st, uint32_t q, const char *tenant)
+{
+	if (!strcmp(tenant, "admin"))
+		return 1;
+	for (int32_t i = (int32_t)q; i >= 0; i = st->queues.v[i].parent) {
+		const struct xp_queue *qu = &st->queues.v[i];
+		int ok = qu->nallow == 0;
+		for (uint8_t k = 0; !ok && k < qu->nallow; k++)
+			ok = !strcmp(qu->allow[k], tenant);
+		if (!ok)
+			return 0;
+	}
+	return 1;
 }
 
 static char *dump(json_t *o)
@@ -113,6 +131,8 @@ int xp_queue_define(struct xp_state *st, json_t *o, int update, struct xp_event_
 				       xp_res_name(res), s.parent, a);
 		}
 	}
+	if (s.nallow && !strcmp(s.name, "default"))
+		return xp_errf(err, XP_EINVAL, "allow: the default queue stays open to every tenant");
 	if (update) {
 		struct xp_queue *cur = &st->queues.v[q];
 		if (parent != cur->parent)
@@ -145,6 +165,13 @@ int xp_queue_define(struct xp_state *st, json_t *o, int update, struct xp_event_
 	p->aging_ms = s.aging_ms;
 	memcpy(p->guarantee, s.guarantee, sizeof(p->guarantee));
 	memcpy(p->max, s.max, sizeof(p->max));
+	free(p->allow);
+	p->allow = NULL;
+	p->nallow = s.nallow;
+	if (s.nallow) {
+		p->allow = xcalloc(s.nallow, sizeof(*p->allow));
+		memcpy(p->allow, s.allow, s.nallow * sizeof(*p->allow));
+	}
 	st->cap_grew = 1; /* a raised max or guarantee may let jobs start */
 	ev->type = update ? "queue.updated" : "queue.created";
 	ev->tenant = -1;

@@ -15,7 +15,7 @@ static const char *const res_names[XP_RES_N] = { "cpu",	 "memory", "cpu-device",
 						 "fpga", "asic",   "dpu",	 "cim" };
 static const char *const preempt_names[XP_PREEMPT_N] = { "never", "reclaim", "priority" };
 static const char *const top_keys[] = { "name",	   "parent", "priority", "weight",
-					"preempt", "quota",  "aging",	 NULL };
+					"preempt", "quota",  "aging",	 "allow", NULL };
 static const char *const quota_keys[] = { "guarantee", "max", NULL };
 
 const char *xp_res_name(int r)
@@ -80,6 +80,10 @@ void xp_queuespec_merge(struct xp_queuespec *q, const struct xp_queuespec *u)
 	if (u->set & XP_QS_QUOTA) {
 		memcpy(q->guarantee, u->guarantee, sizeof(q->guarantee));
 		memcpy(q->max, u->max, sizeof(q->max));
+	}
+	if (u->set & XP_QS_ALLOW) {
+		memcpy(q->allow, u->allow, sizeof(q->allow));
+		q->nallow = u->nallow;
 	}
 	q->set |= u->set;
 }
@@ -202,6 +206,33 @@ static int parse(struct xp_walk *w, const struct xp_tree *t, int need_name, stru
 			return rc;
 		q->set |= XP_QS_AGING;
 	}
+	const struct xp_tree *al = xp_tree_field(t, "allow");
+	if (al) {
+		size_t m = xp_walk_push_key(w, "allow");
+		rc = xp_walk_list(w, al, XP_QUEUE_MAX_ALLOW);
+		for (size_t i = 0; rc >= 0 && i < al->n; i++) {
+			const struct xp_tree *e = al->kids[i];
+			size_t m2 = xp_walk_push_idx(w, i);
+			rc = xp_walk_want(w, e, XP_TREE_SCALAR, "a tenant name");
+			if (rc == 0 && !xp_name_ok(e->text))
+				rc = xp_walk_fail(w, e->line, XP_EINVAL,
+						  "expected a tenant name (1..63 of [A-Za-z0-9._-]), "
+						  "got '%s'",
+						  XP_SHOW(e->text));
+			for (size_t k = 0; rc == 0 && k < i; k++)
+				if (!strcmp(q->allow[k], e->text))
+					rc = xp_walk_fail(w, e->line, XP_EINVAL,
+							  "tenant %s is listed twice", e->text);
+			if (rc == 0)
+				snprintf(q->allow[i], sizeof(q->allow[i]), "%s", e->text);
+			xp_walk_pop(w, m2);
+		}
+		xp_walk_pop(w, m);
+		if (rc < 0)
+			return rc;
+		q->nallow = (uint8_t)al->n;
+		q->set |= XP_QS_ALLOW;
+	}
 	const struct xp_tree *quota = xp_tree_field(t, "quota");
 	if (quota) {
 		size_t m = xp_walk_push_key(w, "quota");
@@ -267,5 +298,11 @@ json_t *xp_queuespec_json(const struct xp_queuespec *q)
 		json_object_set_new(quota, xp_res_name(r), e);
 	}
 	json_object_set_new(o, "quota", quota);
+	if (q->nallow) {
+		json_t *a = json_array();
+		for (uint8_t i = 0; i < q->nallow; i++)
+			json_array_append_new(a, json_string(q->allow[i]));
+		json_object_set_new(o, "allow", a);
+	}
 	return o;
 }

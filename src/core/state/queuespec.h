@@ -5,7 +5,10 @@
  * definition. The state checks it against the tree (queue.c).
  *
  *   {name, parent, priority, weight, preempt: never|reclaim|priority, aging,
- *    quota: {RES: {guarantee: Q, max: Q}}}
+ *    quota: {RES: {guarantee: Q, max: Q}}, allow: [TENANT, ...]}
+ *
+ * allow lists the tenants that may submit into the queue (Slurm's
+ * AllowAccounts); absent or [] lets every tenant in.
  *
  * RES is cpu (cores: "8", "500m"), memory ("64Gi") or a device class (gpu,
  * npu, fpga, asic, dpu, cim: devices, "2" or "500m" of one). A missing
@@ -43,7 +46,9 @@ enum {
 	XP_QS_PREEMPT = 1 << 3,
 	XP_QS_AGING = 1 << 5,
 	XP_QS_QUOTA = 1 << 4,
+	XP_QS_ALLOW = 1 << 6,
 };
+#define XP_QUEUE_MAX_ALLOW 32
 
 struct xp_queuespec {
 	char name[XP_NAME_MAX + 1];
@@ -56,6 +61,8 @@ struct xp_queuespec {
 	uint32_t set;	  /* XP_QS_* */
 	uint64_t guarantee[XP_RES_N];
 	uint64_t max[XP_RES_N];
+	char allow[XP_QUEUE_MAX_ALLOW][XP_NAME_MAX + 1]; /* tenants; none: open */
+	uint8_t nallow;
 };
 
 const char *xp_res_name(int r);

@@ -265,6 +265,11 @@ int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, st
 					      .deleted = (uint8_t)deleted };
 			memcpy(q.guarantee, qs.guarantee, sizeof(q.guarantee));
 			memcpy(q.max, qs.max, sizeof(q.max));
+			if (qs.nallow) {
+				q.nallow = qs.nallow;
+				q.allow = xcalloc(qs.nallow, sizeof(*q.allow));
+				memcpy(q.allow, qs.allow, qs.nallow * sizeof(*q.allow));
+			}
 			if (parent >= 0 && !deleted)
 				st->queues.v[parent].children++;
 			xp_vec_push(&st->queues, q);

@@ -138,8 +138,10 @@ void xp_state_destroy(struct xp_state *st)
 	for (size_t i = 0; i < st->tokens.n; i++)
 		free(st->tokens.v[i].name);
 	xp_vec_free(&st->tokens);
-	for (size_t i = 0; i < st->queues.n; i++)
+	for (size_t i = 0; i < st->queues.n; i++) {
 		free(st->queues.v[i].name);
+		free(st->queues.v[i].allow);
+	}
 	xp_vec_free(&st->queues);
 	for (size_t n = 0; n < st->nodes.n; n++) {
 		for (uint16_t d = 0; st->nodes.v[n].dev_why && d < st->c->nodes[n].ndevs; d++)

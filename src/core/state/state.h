@@ -96,6 +96,8 @@ struct xp_queue {
 	uint64_t guarantee[XP_RES_N]; /* 0: none */
 	uint64_t max[XP_RES_N];	      /* XP_QUOTA_NONE: unlimited */
 	uint64_t usage[XP_RES_N];     /* running demand, its subtree's included (derived) */
+	char (*allow)[XP_NAME_MAX + 1]; /* tenants that may submit; NULL: every tenant */
+	uint8_t nallow;
 };
 
 struct xp_replica_ref {
@@ -191,6 +193,9 @@ void xp_queue_spec(const struct xp_state *st, const struct xp_queue *q, struct x
 /* The demand of allocations a[n] (replicas) as a resource vector. */
 void xp_demand_of(const struct xp_state *st, const struct xp_alloc *a, uint32_t n,
 		  uint64_t out[XP_RES_N]);
+/* May tenant (a name) use queue q: q and each ancestor list it, or list
+ * none? The admin tenant may use every queue. */
+int xp_queue_allows(const struct xp_state *st, uint32_t q, const char *tenant);
 /* 0 when q and its ancestors admit demand d under their max; else
  * XP_ENOSPC with *where (the queue) and *res (the resource) that refuse. */
 int xp_queue_admits(const struct xp_state *st, uint32_t q, const uint64_t d[XP_RES_N],

@@ -102,6 +102,29 @@ run explain "$J3"; expect 0 "explain"
 grep -q 'nodes: no matching device' "$T/out" || fail "explain: $(cat "$T/out")"
 run explain "$J3" -o json; expect 0 "explain -o json"
 grep -q '"reasons"' "$T/out" || fail "explain -o json: $(cat "$T/out")"
+# squeue's REASON column and scontrol's hold / release / update
+run jobs --state pending; expect 0 "jobs: the reason column"
+grep -q "^$J3  *nofit .* NoMatchingDevice$" "$T/out" || fail "jobs: nofit's reason: $(cat "$T/out")"
+run hold "$J3"; expect 0 "hold"
+grep -q "^job $J3 held" "$T/out" || fail "hold: $(cat "$T/out")"
+run jobs --state pending; expect 0 "jobs after hold"
+grep -q "^$J3 .* Held(admin)$" "$T/out" || fail "jobs: a held job: $(cat "$T/out")"
+run explain "$J3"; expect 0 "explain a held job"
+grep -q "^job $J3 is pending (Held): it is held by an admin" "$T/out" || fail "explain held: $(cat "$T/out")"
+run update "$J3" --priority 7 --name nofit2 -t 2:00:00; expect 0 "update"
+run job "$J3" -o json; expect 0 "job after update"
+grep -q '"priority": 7' "$T/out" && grep -q '"name": "nofit2"' "$T/out" && grep -q '"time_limit": "7200000ms"' "$T/out" ||
+	fail "update did not change the job: $(head -c 600 "$T/out")"
+run update "$J3" --priority 5000; expect 2 "update --priority 5000 (checked locally)"
+run update "$J3" --queue no-such-queue; expect 1 "update into a missing queue"
+grep -q "queue: no queue no-such-queue" "$T/err" || fail "update --queue: $(cat "$T/err")"
+run update "$J1" --priority 1; expect 1 "update a running job"
+grep -q "is running: only a pending job changes" "$T/err" || fail "update running: $(cat "$T/err")"
+run update "$J3"; expect 2 "update with nothing to change"
+run release "$J3"; expect 0 "release"
+run release "$J3"; expect 1 "release a job not held"
+run jobs --state pending; expect 0 "jobs after release"
+grep -q "^$J3 .* NoMatchingDevice$" "$T/out" || fail "jobs after release: $(cat "$T/out")"
 run cancel "$J3"; expect 0 "cancel"
 grep -q "^job $J3 cancelled" "$T/out" || fail "cancel: $(cat "$T/out")"
 run cancel "$J3"; expect 1 "cancel a cancelled job (409)"
@@ -276,6 +299,24 @@ if command -v timeout >/dev/null 2>&1; then
 	timeout 5 "$XP" events --follow --since 0 >"$T/follow" 2>&1
 	grep -q 'job.submitted' "$T/follow" || fail "events --follow: $(head -n 5 "$T/follow")"
 fi
+
+# --- scancel's selectors: by name, state, queue ---
+for i in 1 2 3; do run submit -q --name bulk --gpus 64 --hold-for-nodes; expect 0 "submit bulk $i"; done
+run submit -q --name keep --gpus 64 --hold-for-nodes; expect 0 "submit keep"
+KEEP=$(cat "$T/out")
+run cancel --name bulk; expect 0 "cancel --name bulk"
+[ "$(grep -c ' cancelled$' "$T/out")" -eq 3 ] || fail "cancel --name bulk: $(cat "$T/out")"
+run jobs --state pending --name bulk; expect 0 "jobs after the bulk cancel"
+grep -q bulk "$T/out" && fail "cancel --name left a bulk job: $(cat "$T/out")"
+run job "$KEEP" -o json; expect 0 "the other job"
+grep -q '"state": "pending"' "$T/out" || fail "cancel --name bulk touched job $KEEP: $(head -c 300 "$T/out")"
+run cancel --name bulk; expect 0 "cancel --name with nothing left"
+grep -q "no pending or running job matches" "$T/out" || fail "empty selection: $(cat "$T/out")"
+run cancel; expect 2 "cancel with neither IDs nor selectors"
+run cancel "$KEEP" --name keep; expect 2 "cancel with IDs and selectors"
+run cancel --state succeeded; expect 2 "cancel --state succeeded"
+run cancel --state pending --queue default; expect 0 "cancel --state pending --queue default"
+grep -q "^job $KEEP cancelled" "$T/out" || fail "cancel --state pending: $(cat "$T/out")"
 
 # --- the config file; errors ---
 mkdir -p "$HOME/.config/xpool"

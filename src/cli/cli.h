@@ -30,7 +30,11 @@ int xp_cmd_submit(int argc, char **argv);
 /* cmd_jobs.c */
 int xp_cmd_jobs(int argc, char **argv);
 int xp_cmd_job(int argc, char **argv);
+/* cmd_jobedit.c: what changes jobs after submit */
 int xp_cmd_cancel(int argc, char **argv);
+int xp_cmd_hold(int argc, char **argv);
+int xp_cmd_release(int argc, char **argv);
+int xp_cmd_update(int argc, char **argv);
 int xp_cmd_explain(int argc, char **argv);
 int xp_cmd_logs(int argc, char **argv);
 /* cmd_nodes.c */
@@ -56,6 +60,16 @@ int xp_cmd_tokens(int argc, char **argv);
 int xp_cmd_token(int argc, char **argv);
 /* cmd_events.c */
 int xp_cmd_events(int argc, char **argv);
+
+/* cmd_submit.c: a time limit as spec.time_limit takes it - Slurm's MM,
+ * MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS (a bare number is minutes, as
+ * in sbatch) as seconds, or a duration (2h, 90m) as given; NULL when it is
+ * neither (the message: XP_CLI_TIME_LIMIT_FORMS) */
+struct json_t;
+struct json_t *xp_cli_time_limit(const char *s);
+#define XP_CLI_TIME_LIMIT_FORMS                                                       \
+	"expected a duration: 2h, 30m, or Slurm's MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM:SS " \
+	"(a bare number is minutes)"
 
 /* cmd_client.c: what the client verbs share. A verb fills a struct
  * xp_cli_verb, calls xp_cli_start() (flags, --help, -o, positional

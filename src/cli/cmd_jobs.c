@@ -61,6 +61,38 @@ static void node_cell(struct xp_table *t, const json_t *job)
 		xp_table_addf(t, "%s+%zu", first, others);
 }
 
+/* squeue's REASON: a pending job's code, with the queue, resource and
+ * use for QuotaMax, the jobs for Dependency, who for Held; else the
+ * job's own reason ("preempted by job 7", "time limit 1h exceeded") */
+static void reason_cell(struct xp_table *t, const json_t *job)
+{
+	const char *code = xp_cli_jstr(job, "pending_reason"),
+		   *detail = xp_cli_jstr(job, "pending_detail");
+	if (!code) {
+		xp_cli_cell_str(t, job, "reason");
+		return;
+	}
+	if (!strcmp(code, "QuotaMax") && detail && !strncmp(detail, "queue ", 6)) {
+		/* "queue team-a: gpu 8/8, needs 1" -> "QuotaMax(team-a gpu 8/8)" */
+		char q[64] = "", r[16] = "", use[48] = "";
+		if (sscanf(detail, "queue %63[^:]: %15s %47[^,]", q, r, use) == 3) {
+			xp_table_addf(t, "QuotaMax(%s %s %s)", q, r, use);
+			return;
+		}
+	}
+	if (!strcmp(code, "Dependency") && detail && !strncmp(detail, "waiting for job", 15)) {
+		const char *ids = strchr(detail + 15, ' ');
+		xp_table_addf(t, "Dependency(%s)", ids ? ids + 1 : "?");
+		return;
+	}
+	if (!strcmp(code, "Held"))
+		xp_table_addf(t, "Held(%s)", json_is_string(json_object_get(job, "held"))
+						     ? xp_cli_jstr(job, "held")
+						     : "?");
+	else
+		xp_table_add(t, code);
+}
+
 static void print_jobs(const json_t *list)
 {
 	static const char *const hdr[] = { "ID",   "NAME", "TENANT", "QUEUE", "STATE",
@@ -78,7 +110,7 @@ static void print_jobs(const json_t *list)
 		xp_cli_cell_str(t, job, "state");
 		node_cell(t, job);
 		xp_cli_cell_age(t, job, "submitted_at");
-		xp_cli_cell_str(t, job, "reason");
+		reason_cell(t, job);
 	}
 	if (xp_table_rows(t))
 		xp_table_print(t, stdout);
@@ -113,7 +145,7 @@ static void print_workflow(const json_t *list)
 		xp_table_add(t, after.len ? after.s : "-");
 		xp_sb_free(&after);
 		node_cell(t, job);
-		xp_cli_cell_str(t, job, "reason");
+		reason_cell(t, job);
 	}
 	if (xp_table_rows(t))
 		xp_table_print(t, stdout);
@@ -346,6 +378,11 @@ static void describe_job(const json_t *job)
 	free(s);
 	field("State:", xp_cli_jstr(job, "state"));
 	field("Reason:", xp_cli_jstr(job, "reason"));
+	if (xp_cli_jstr(job, "pending_reason")) { /* squeue's code, then what it means */
+		const char *d = xp_cli_jstr(job, "pending_detail");
+		printf("%-12s %s%s%s\n", "Waiting:", xp_cli_jstr(job, "pending_reason"),
+		       d && *d ? ": " : "", d ? d : "");
+	}
 	time_field("Submitted:", job, "submitted_at");
 	time_field("Started:", job, "started_at");
 	time_field("Finished:", job, "finished_at");
@@ -478,58 +515,6 @@ int xp_cmd_job(int argc, char **argv)
 	return show_one(argc, argv, &job_verb, "", describe_job_by_id);
 }
 
-int xp_cmd_cancel(int argc, char **argv)
-{
-	struct xp_flag flags[] = { XP_CLIENT_FLAGS, { NULL, 0, NULL, NULL } };
-	static const struct xp_cli_verb verb = {
-		"cancel",
-		"xpool cancel ID [ID...]",
-		"Cancel pending or running jobs; their devices are freed at once.",
-		"ID",
-		1,
-		-1,
-	};
-	struct xp_cli x;
-	long long *ids = NULL;
-	int status = 2;
-
-	if (xp_cli_start(&x, &verb, flags, argc, argv))
-		return xp_cli_end(&x, x.status);
-	ids = XNEWV(long long, (size_t)x.nargs);
-	for (int i = 0; i < x.nargs; i++)
-		if (xp_cli_parse_id(&x, "job ID", x.args[i], &ids[i]) < 0)
-			goto out;
-	status = 1;
-	if (xp_cli_connect(&x) < 0) {
-		status = x.status;
-		goto out;
-	}
-	status = 0;
-	for (int i = 0; i < x.nargs; i++) {
-		char path[64];
-		json_t *reply = NULL;
-		snprintf(path, sizeof(path), "/v1/jobs/%lld/cancel", ids[i]);
-		if (xp_cli_call(&x, "POST", path, NULL, &reply) < 0) {
-			char self[40];
-			snprintf(self, sizeof(self), "job %lld", ids[i]);
-			if (x.nargs > 1 && !strstr(x.err.text, self))
-				xp_err_prefix(&x.err, "%s: ", self);
-			status = xp_cli_fail_api(&x);
-			if (x.err.code == XP_EUNAVAIL)
-				break; /* the rest would fail the same way */
-			continue;
-		}
-		if (x.json)
-			xp_cli_print_json(reply);
-		else
-			printf("job %lld cancelled\n", ids[i]);
-		json_decref(reply);
-	}
-out:
-	free(ids);
-	return xp_cli_end(&x, status);
-}
-
 /* "412 nodes: no matching device"; "37 nodes: CPU short by 4000m" */
 static void reason_line(const json_t *r)
 {
@@ -558,17 +543,28 @@ static void print_explain(long long id, const json_t *e)
 			printf("job %lld is %s\n", id, state);
 		return;
 	}
-	if (json_is_true(json_object_get(e, "quota_blocked"))) {
-		printf("job %lld is pending: %s\n", id, sum ? sum : "its queue is at its max");
+	const char *code = xp_cli_jstr(e, "pending_reason");
+	if (code && (!strcmp(code, "Held") || !strcmp(code, "Dependency") ||
+		     !strcmp(code, "DependencyNeverSatisfied"))) {
+		printf("job %lld is pending (%s): %s\n", id, code, sum ? sum : "");
 		return;
 	}
+	if (json_is_true(json_object_get(e, "quota_blocked"))) {
+		printf("job %lld is pending (QuotaMax): %s\n", id,
+		       sum ? sum : "its queue is at its max");
+		return;
+	}
+	char why[64] = "";
+	if (code)
+		snprintf(why, sizeof(why), " (%s)", code);
 	if (json_is_true(fits))
-		printf("job %lld is pending and fits now: the next scheduling cycle places it\n",
-		       id);
+		printf("job %lld is pending%s and fits now: the next scheduling cycle places it\n",
+		       id, why);
 	else if (xp_cli_jint(e, "nodes", &nodes) == 0)
-		printf("job %lld is pending: it fits on none of %lld nodes now\n", id, nodes);
+		printf("job %lld is pending%s: it fits on none of %lld nodes now\n", id, why,
+		       nodes);
 	else
-		printf("job %lld is pending\n", id);
+		printf("job %lld is pending%s\n", id, why);
 	/* the controller's own summary, one reason a line; else from the list */
 	if (sum && *sum && json_array_size(reasons)) {
 		for (const char *p = sum; *p;) {

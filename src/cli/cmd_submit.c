@@ -366,31 +366,33 @@ static int duration_flag(struct builder *b, const char *name, json_t *spec, cons
 	return 0;
 }
 
-/* --time-limit or --time (-t) as spec.time_limit: Slurm's forms (MM,
- * MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS; a bare number is minutes, as
- * in sbatch) sent as seconds, or a duration (2h, 90m) sent as given */
+json_t *xp_cli_time_limit(const char *d)
+{
+	int64_t ms;
+	int slurm = xp_slurm_time_parse(d, MAX_DURATION_MS, &ms) == 0;
+	if ((!slurm && xp_duration_parse(d, MAX_DURATION_MS, &ms) < 0) || ms < 1)
+		return NULL;
+	if (slurm) {
+		char sec[32];
+		snprintf(sec, sizeof(sec), "%llds", (long long)(ms / 1000));
+		return json_string(sec);
+	}
+	return json_string(d);
+}
+
+/* --time-limit or --time (-t) as spec.time_limit (xp_cli_time_limit) */
 static int time_limit_flag(struct builder *b, json_t *spec)
 {
 	const char *a = val(b, "time-limit"), *t = val(b, "time");
 	const char *d = a ? a : t, *name = a ? "time-limit" : "time";
-	int64_t ms;
 	if (a && t)
 		return fail(b, "--time: give --time or --time-limit, not both");
 	if (!d)
 		return 0;
-	int slurm = xp_slurm_time_parse(d, MAX_DURATION_MS, &ms) == 0;
-	if ((!slurm && xp_duration_parse(d, MAX_DURATION_MS, &ms) < 0) || ms < 1)
-		return fail(b,
-			    "--%s: expected a duration: 2h, 30m, or Slurm's MM, MM:SS, HH:MM:SS, "
-			    "D-HH, D-HH:MM:SS (a bare number is minutes), got '%s'",
-			    name, d);
-	if (slurm) {
-		char sec[32];
-		snprintf(sec, sizeof(sec), "%llds", (long long)(ms / 1000));
-		json_object_set_new(spec, "time_limit", json_string(sec));
-	} else {
-		json_object_set_new(spec, "time_limit", json_string(d));
-	}
+	json_t *v = xp_cli_time_limit(d);
+	if (!v)
+		return fail(b, "--%s: %s, got '%s'", name, XP_CLI_TIME_LIMIT_FORMS, d);
+	json_object_set_new(spec, "time_limit", v);
 	return 0;
 }
 

@@ -95,8 +95,16 @@ json_t *xp_api_job_json(struct xp_ctl *ctl, const struct xp_job *j)
 		if (!j->reason)
 			json_object_set_new(o, "reason", json_string(sb.s));
 		xp_sb_free(&sb);
-	} else if (j->state == XP_JOB_PENDING && !j->reason) {
-		json_object_set_new(o, "reason", json_string("not placed yet (see explain)"));
+	}
+	if (j->state == XP_JOB_PENDING) { /* squeue's REASON: what holds it first */
+		struct xp_pending pd;
+		xp_state_pending(ctl->st, j, &pd);
+		json_object_set_new(o, "pending_reason", json_string(xp_pend_name(pd.code)));
+		json_object_set_new(o, "pending_detail", json_string(pd.detail));
+		if (j->held)
+			json_object_set_new(o, "held", json_string(xp_hold_name(j->held)));
+		if (!j->reason && !nw)
+			json_object_set_new(o, "reason", json_string(pd.detail));
 	}
 	return o;
 }
@@ -327,6 +335,81 @@ void xp_api_job_cancel(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	xp_reply_json(cmd, 200, xp_json_take(xp_api_job_json(ctl, j)));
 }
 
+/* the pending job id names, if the asker may see it; else a reply */
+static struct xp_job *pending_visible(struct xp_ctl *ctl, struct xp_cmd *cmd, const char *what)
+{
+	struct xp_job *j = xp_api_visible_job(ctl, cmd);
+	if (j && j->state != XP_JOB_PENDING) {
+		xp_reply_error(cmd, XP_ESTATE, NULL, "job %llu is %s: only a pending job %s",
+			       (unsigned long long)j->id, xp_job_state_name(j->state), what);
+		return NULL;
+	}
+	return j;
+}
+
+static void journal_job(struct xp_ctl *ctl, struct xp_cmd *cmd, struct xp_job *j,
+			const char *type, char *body)
+{
+	struct xp_err err = { 0 };
+	if (xp_ctl_journal(ctl, type, body, &err) < 0)
+		FAIL_ERR(cmd, &err, NULL);
+	cmd->journaled = 1;
+	xp_reply_json(cmd, 200, xp_json_take(xp_api_job_json(ctl, j)));
+}
+
+/* Slurm's scontrol hold: a tenant's hold, or an admin's (which only an
+ * admin releases); holding a held job again changes nothing but raises a
+ * tenant's hold to an admin's */
+void xp_api_job_hold(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	struct xp_job *j = pending_visible(ctl, cmd, "is held");
+	int h = cmd->admin ? XP_HOLD_ADMIN : XP_HOLD_USER;
+	if (!j)
+		return;
+	if (j->held >= h)
+		DONE_JSON(cmd, 200, xp_json_take(xp_api_job_json(ctl, j)));
+	journal_job(ctl, cmd, j, "job.hold", xp_rec_job_hold(j->id, h));
+}
+
+void xp_api_job_release(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	struct xp_job *j = pending_visible(ctl, cmd, "is released");
+	if (!j)
+		return;
+	if (!j->held)
+		FAIL(cmd, XP_ESTATE, NULL, "job %llu is not held", (unsigned long long)j->id);
+	if (j->held == XP_HOLD_ADMIN && !cmd->admin)
+		FAIL(cmd, XP_EPERM, NULL, "job %llu is held by an admin: only an admin releases it",
+		     (unsigned long long)j->id);
+	journal_job(ctl, cmd, j, "job.hold", xp_rec_job_hold(j->id, XP_HOLD_NONE));
+}
+
+/* scontrol update of a pending job: name, priority, queue, time limit
+ * (parsed at the edge); a new queue is checked as at submit */
+void xp_api_job_update(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	struct xp_state *st = ctl->st;
+	const struct xp_jobpatch *p = cmd->payload;
+	struct xp_job *j = pending_visible(ctl, cmd, "changes");
+	if (!j)
+		return;
+	if (p->set & XP_JP_QUEUE) {
+		long qi = xp_state_queue(st, p->queue);
+		const char *tn = st->tenants.v[j->tenant].name;
+		if (qi < 0)
+			FAIL(cmd, XP_ENOENT, "queue", "queue: no queue %s", p->queue);
+		if (!xp_queue_is_leaf(st, (uint32_t)qi))
+			FAIL(cmd, XP_EINVAL, "queue",
+			     "queue: queue %s has child queues; jobs go to one of them", p->queue);
+		if (!xp_queue_allows(st, (uint32_t)qi, tn))
+			FAIL(cmd, XP_EPERM, "queue",
+			     "queue: tenant %s may not use queue %s (its allow list, set by an "
+			     "admin, leaves it out)",
+			     tn, p->queue);
+	}
+	journal_job(ctl, cmd, j, "job.update", xp_rec_job_update(j->id, p));
+}
+
 /* quota and preemption, after placement's reasons */
 static void explain_admission(struct xp_ctl *ctl, const struct xp_job *j, json_t *o,
 			      struct xp_sb *sum)
@@ -356,7 +439,7 @@ static void explain_admission(struct xp_ctl *ctl, const struct xp_job *j, json_t
 		json_object_set_new(o, "would_preempt", v);
 		xp_sb_printf(sum, "; it would preempt %zu job%s at the next cycle", ad.nvictims,
 			     ad.nvictims == 1 ? "" : "s");
-	} else if (ad.why_not[0]) {
+	} else if (ad.why_not[0] && ad.preempt_considered) {
 		json_object_set_new(o, "cannot_preempt", json_string(ad.why_not));
 		xp_sb_printf(sum, "; it cannot preempt: %s", ad.why_not);
 	}
@@ -370,10 +453,38 @@ static void explain_admission(struct xp_ctl *ctl, const struct xp_job *j, json_t
 	xp_admission_free(&ad);
 }
 
+/* where it could go: per filter, how many nodes refuse it and why */
+static void explain_placement(struct xp_ctl *ctl, const struct xp_job *j, json_t *o,
+			      struct xp_sb *sum, int *fits)
+{
+	struct xp_explain ex;
+	json_t *rs = json_array();
+	uint32_t total = 0;
+	xp_state_explain(ctl->st, j, &ex, fits);
+	for (int w = XP_WHY_DOWN; w < XP_WHY_N; w++) {
+		if (!ex.nodes[w])
+			continue;
+		json_t *r = json_pack("{s:s,s:i}", "reason", xp_why_name(w), "nodes",
+				      (int)ex.nodes[w]);
+		if (w == XP_WHY_CPU)
+			json_object_set_new(r, "short_by_milli",
+					    json_integer((json_int_t)ex.cpu_short_min));
+		if (w == XP_WHY_MEM)
+			json_object_set_new(r, "short_by_mib",
+					    json_integer((json_int_t)ex.mem_short_min));
+		json_array_append_new(rs, r);
+	}
+	for (int w = 0; w < XP_WHY_N; w++)
+		total += ex.nodes[w];
+	xp_explain_summary(&ex, *fits, j->spec.replicas, sum);
+	json_object_set_new(o, "reasons", rs);
+	json_object_set_new(o, "nodes", json_integer(total));
+}
+
 void xp_api_job_explain(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
 	struct xp_job *j = xp_api_visible_job(ctl, cmd);
-	struct xp_explain ex;
+	struct xp_pending pd;
 	struct xp_sb sum;
 	int fits = 0;
 
@@ -382,36 +493,22 @@ void xp_api_job_explain(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	json_t *o = json_pack("{s:I,s:s}", "id", (json_int_t)j->id, "state",
 			      xp_job_state_name(j->state));
 	xp_sb_init(&sum);
+	xp_state_pending(ctl->st, j, &pd);
 	if (j->state != XP_JOB_PENDING) {
 		xp_sb_printf(&sum, "job %llu is %s, not waiting", (unsigned long long)j->id,
 			     xp_job_state_name(j->state));
 		json_object_set_new(o, "reasons", json_array());
-	} else {
-		xp_state_explain(ctl->st, j, &ex, &fits);
-		json_t *rs = json_array();
-		uint32_t total = 0;
-		for (int w = XP_WHY_DOWN; w < XP_WHY_N; w++) {
-			if (!ex.nodes[w])
-				continue;
-			json_t *r = json_pack("{s:s,s:i}", "reason", xp_why_name(w), "nodes",
-					      (int)ex.nodes[w]);
-			if (w == XP_WHY_CPU)
-				json_object_set_new(r, "short_by_milli",
-						    json_integer((json_int_t)ex.cpu_short_min));
-			if (w == XP_WHY_MEM)
-				json_object_set_new(r, "short_by_mib",
-						    json_integer((json_int_t)ex.mem_short_min));
-			json_array_append_new(rs, r);
-		}
-		for (int w = 0; w < XP_WHY_N; w++)
-			total += ex.nodes[w];
-		xp_explain_summary(&ex, fits, j->spec.replicas, &sum);
-		if (j->unmet) { /* placement is not the question yet */
-			fits = 0;
-			xp_sb_free(&sum);
-			xp_sb_init(&sum);
-			xp_sb_printf(&sum, "it waits for %u job%s it depends on (see waiting_on)",
-				     j->unmet, j->unmet == 1 ? "" : "s");
+	} else if (pd.code == XP_PEND_HELD || pd.code == XP_PEND_DEPENDENCY ||
+		   pd.code == XP_PEND_DEP_NEVER) { /* placement is not the question yet */
+		json_object_set_new(o, "reasons", json_array());
+		if (pd.code == XP_PEND_HELD)
+			xp_sb_printf(&sum, "it is %s", pd.detail);
+		else if (pd.code == XP_PEND_DEP_NEVER)
+			xp_sb_puts(&sum, pd.detail);
+		else
+			xp_sb_printf(&sum, "it waits for %u job%s it depends on (%s)", j->unmet,
+				     j->unmet == 1 ? "" : "s", pd.detail);
+		if (j->unmet) {
 			uint64_t w[XP_JOB_MAX_DEPS];
 			size_t nw = xp_deps_waiting(ctl->st, j, w, XP_JOB_MAX_DEPS);
 			json_t *a = json_array();
@@ -419,12 +516,15 @@ void xp_api_job_explain(struct xp_ctl *ctl, struct xp_cmd *cmd)
 				json_array_append_new(a, json_integer((json_int_t)w[i]));
 			json_object_set_new(o, "waiting_on", a);
 		}
-		json_object_set_new(o, "reasons", rs);
-		json_object_set_new(o, "nodes", json_integer(total));
-		if (!j->unmet)
-			explain_admission(ctl, j, o, &sum);
+	} else {
+		explain_placement(ctl, j, o, &sum, &fits);
+		explain_admission(ctl, j, o, &sum);
 		if (json_is_true(json_object_get(o, "quota_blocked")))
 			fits = 0;
+	}
+	if (j->state == XP_JOB_PENDING) {
+		json_object_set_new(o, "pending_reason", json_string(xp_pend_name(pd.code)));
+		json_object_set_new(o, "pending_detail", json_string(pd.detail));
 	}
 	json_object_set_new(o, "fits_now", json_boolean(fits));
 	json_object_set_new(o, "summary", json_string(sum.s));

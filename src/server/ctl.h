@@ -327,6 +327,9 @@ void xp_api_jobs_list(struct xp_ctl *, struct xp_cmd *);
 void xp_api_jobs_submit(struct xp_ctl *, struct xp_cmd *);
 void xp_api_job_get(struct xp_ctl *, struct xp_cmd *);
 void xp_api_job_cancel(struct xp_ctl *, struct xp_cmd *);
+void xp_api_job_hold(struct xp_ctl *, struct xp_cmd *);
+void xp_api_job_release(struct xp_ctl *, struct xp_cmd *);
+void xp_api_job_update(struct xp_ctl *, struct xp_cmd *);
 void xp_api_job_explain(struct xp_ctl *, struct xp_cmd *);
 void xp_api_job_logs(struct xp_ctl *, struct xp_cmd *);
 /* the job {id} of the path if the asker may see it; else replied 404 and NULL */

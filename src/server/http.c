@@ -27,7 +27,7 @@
 #include "../lib/strbuf.h"
 #include "../lib/xalloc.h"
 
-enum { EDGE_NONE, EDGE_SPEC, EDGE_NODES, EDGE_RAW, EDGE_WATCH };
+enum { EDGE_NONE, EDGE_SPEC, EDGE_NODES, EDGE_RAW, EDGE_WATCH, EDGE_PATCH };
 
 static const struct route {
 	const char *method, *pattern;
@@ -37,7 +37,10 @@ static const struct route {
 	{ "GET", "/v1/jobs", xp_api_jobs_list, 0, 0 },
 	{ "POST", "/v1/jobs", xp_api_jobs_submit, 0, EDGE_SPEC },
 	{ "GET", "/v1/jobs/{id}", xp_api_job_get, 0, 0 },
+	{ "PATCH", "/v1/jobs/{id}", xp_api_job_update, 0, EDGE_PATCH },
 	{ "DELETE", "/v1/jobs/{id}", xp_api_job_cancel, 0, 0 },
+	{ "POST", "/v1/jobs/{id}/hold", xp_api_job_hold, 0, 0 },
+	{ "POST", "/v1/jobs/{id}/release", xp_api_job_release, 0, 0 },
 	{ "POST", "/v1/jobs/{id}/cancel", xp_api_job_cancel, 0, 0 },
 	{ "GET", "/v1/jobs/{id}/explain", xp_api_job_explain, 0, 0 },
 	{ "GET", "/v1/jobs/{id}/logs", xp_api_job_logs, 0, 0 },
@@ -483,6 +486,17 @@ static enum MHD_Result dispatch(struct xp_ctl *ctl, struct MHD_Connection *c, co
 		}
 		cmd.payload = spec;
 		cmd.payload_free = free_spec;
+	} else if (rt->edge == EDGE_PATCH) {
+		struct xp_err err = { 0 };
+		struct xp_jobpatch *p = XNEW(struct xp_jobpatch);
+		char field[320];
+		if (xp_jobpatch_parse_text("request", cmd.body, cmd.len, cmd.body_json, p, field,
+					   &err) < 0) {
+			free(p);
+			return send_error(ctl, c, err.code, field, "%s", err.text);
+		}
+		cmd.payload = p;
+		cmd.payload_free = free;
 	} else if (rt->edge == EDGE_NODES) {
 		struct xp_err err = { 0 };
 		struct xp_cluster *cl =

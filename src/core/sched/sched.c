@@ -16,6 +16,8 @@ static const char *const why_names[XP_WHY_N] = {
 	"matching devices busy",
 	"no island/NUMA domain with room",
 	"not the requested node",
+	"node draining",
+	"node cordoned",
 };
 
 const char *xp_why_name(int why)

@@ -64,6 +64,10 @@ enum xp_why {
 	XP_WHY_DEV_BUSY,  /* matching devices exist but too few have room */
 	XP_WHY_TOPOLOGY,  /* enough room, but not inside one island / NUMA domain */
 	XP_WHY_NODE,	  /* the request names another node (checked first) */
+	/* the state layer's split of XP_WHY_DOWN by the node's state (the
+	 * core knows only "takes no new work"): never set by the core */
+	XP_WHY_DRAINING, /* draining or drained */
+	XP_WHY_CORDONED,
 	XP_WHY_N
 };
 

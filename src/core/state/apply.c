@@ -317,6 +317,7 @@ static void set_node_state(struct xp_state *st, long n, int state)
 	if (state == XP_NODE_DOWN && st->nodes.v[n].state != XP_NODE_DOWN)
 		note_failure(st, n); /* lost */
 	st->nodes.v[n].state = (uint8_t)state;
+	st->nodes_state_gen++;
 	if (!st->sched_stale)
 		xp_sched_set_node_up(st->sched, (uint32_t)n, state == XP_NODE_READY);
 	if (!was_ready && state == XP_NODE_READY)
@@ -670,6 +671,7 @@ static int job_requeue(struct xp_state *st, struct rec *r, int64_t at, int preem
 	else
 		j->requeues++;
 	j->started_at = 0;
+	j->verdict = XP_PEND_NONE;
 	free(j->reason);
 	j->reason = json_is_string(rs) && *json_string_value(rs) ? xstrdup(json_string_value(rs))
 								 : NULL;
@@ -801,6 +803,10 @@ int xp_state_apply(struct xp_state *st, uint64_t seq, int64_t at, const char *ty
 		rc = job_requeue(st, &r, at, 1, ev);
 	else if (!strcmp(type, "node.health"))
 		rc = node_health(st, &r, ev);
+	else if (!strcmp(type, "job.hold"))
+		rc = xp_job_hold_apply(st, r.o, ev, err);
+	else if (!strcmp(type, "job.update"))
+		rc = xp_job_update_apply(st, r.o, ev, err);
 	else if (!strcmp(type, "job.counter"))
 		rc = job_counter(st, &r, at, ev);
 	else if (!strcmp(type, "job.energy")) {

@@ -141,7 +141,7 @@ static void order(const struct xp_state *st, int64_t now, struct xp_job **v, siz
 	struct order_ctx ctx = { st, now };
 	size_t k = 0;
 	for (size_t i = 0; i < *n; i++) /* held ones come back when they may run */
-		if (v[i]->state == XP_JOB_PENDING && !v[i]->unmet && !v[i]->doomed)
+		if (v[i]->state == XP_JOB_PENDING && !v[i]->unmet && !v[i]->doomed && !v[i]->held)
 			v[k++] = v[i];
 	if (k > 1)
 		qsort_r(v, k, sizeof(*v), cmp_group, &ctx);
@@ -384,6 +384,7 @@ static int try_job(struct xp_state *st, struct xp_pass *p, struct xp_job *j, str
 			}
 			if (!fits) {
 				st->held_back++;
+				j->verdict = XP_PEND_PRIORITY;
 				free(a);
 				goto unplaced;
 			}
@@ -440,6 +441,7 @@ static int try_job(struct xp_state *st, struct xp_pass *p, struct xp_job *j, str
 	st->placed++;
 	return 1;
 blocked: /* the first blocked jobs of the pass hold reservations */
+	j->verdict = XP_PEND_RESOURCES;
 	if (p->resv_tries < 2 * XP_RESV_MAX) {
 		p->resv_tries++;
 		xp_backfill_reserve(st, p->bf, j, rng);
@@ -486,6 +488,8 @@ long xp_state_cycle(struct xp_state *st, int64_t now, size_t budget, struct xp_r
 		}
 		struct xp_job *j = entries(st, p)[p->g[g].at];
 		consume(st, p, (size_t)g);
+		if (j->held)
+			continue; /* held since the pass began: released, it is fresh again */
 		p->now = now;
 		tried++;
 		int rc = try_job(st, p, j, rng, &preempt_tries, emit, ctx);

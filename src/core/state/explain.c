@@ -11,6 +11,25 @@
 #include "../../lib/strbuf.h"
 #include "../../lib/xalloc.h"
 
+/* The core counts every node that takes no new work as down (and removed
+ * ones too): say which are draining or cordoned, and drop the removed */
+static void split_down(const struct xp_state *st, const struct xp_job *j, struct xp_explain *out)
+{
+	uint32_t n_state[XP_NODE_STATE_N] = { 0 };
+	if (!out->nodes[XP_WHY_DOWN])
+		return;
+	for (size_t n = 0; n < st->nodes.n; n++) {
+		const struct xp_nodeinfo *ni = &st->nodes.v[n];
+		int named = j->req.node >= 0 && (size_t)j->req.node == n;
+		if (ni->removed || ((j->req.node >= 0 || st->c->nodes[n].dedicated) && !named))
+			continue; /* not counted, or counted as "not the requested node" */
+		n_state[ni->state]++;
+	}
+	out->nodes[XP_WHY_DRAINING] = n_state[XP_NODE_DRAINING] + n_state[XP_NODE_DRAINED];
+	out->nodes[XP_WHY_CORDONED] = n_state[XP_NODE_CORDONED];
+	out->nodes[XP_WHY_DOWN] = n_state[XP_NODE_DOWN];
+}
+
 void xp_state_explain(struct xp_state *st, const struct xp_job *j, struct xp_explain *out,
 		      int *fits_now)
 {
@@ -29,6 +48,7 @@ void xp_state_explain(struct xp_state *st, const struct xp_job *j, struct xp_exp
 		xp_unplace(st, a, got);
 		if (*fits_now)
 			xp_sched_explain(st->sched, &j->req, out);
+		split_down(st, j, out);
 	}
 	free(a);
 }
@@ -83,6 +103,7 @@ void xp_state_admission(struct xp_state *st, const struct xp_job *j, struct xp_a
 		plan.victims = NULL;
 	} else {
 		memcpy(out->why_not, plan.why, sizeof(out->why_not));
+		out->preempt_considered = plan.considered;
 	}
 	xp_plan_free(&plan);
 }

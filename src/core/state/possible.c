@@ -38,8 +38,16 @@ struct possible_entry {
 	uint8_t used, ok;
 };
 
+/* xp_state_nodes_for's verdicts: also keyed by the nodes' states */
+struct nodes_entry {
+	uint64_t gen, state_gen;
+	struct xp_request r;
+	uint8_t used, code;
+};
+
 struct xp_possible_cache {
 	struct possible_entry e[POSSIBLE_CACHE];
+	struct nodes_entry n[POSSIBLE_CACHE];
 };
 
 void xp_possible_cache_free(struct xp_possible_cache *c)
@@ -372,4 +380,35 @@ int xp_state_possible(struct xp_state *st, struct xp_jobspec *s, char field[320]
 		if (node_takes(st, n, &r))
 			node_could(st, n, &r, &o);
 	return refuse(st, s, &r, &o, field, err);
+}
+
+int xp_state_nodes_for(struct xp_state *st, const struct xp_request *r)
+{
+	if (!st->possible)
+		st->possible = XNEW(struct xp_possible_cache);
+	struct nodes_entry *e = &st->possible->n[xp_hash_bytes(r, sizeof(*r)) % POSSIBLE_CACHE];
+	if (e->used && e->gen == st->nodes_gen && e->state_gen == st->nodes_state_gen &&
+	    !memcmp(&e->r, r, sizeof(*r)))
+		return e->code;
+	/* the best state among the nodes that could take it: ready, then
+	 * draining or cordoned, then down */
+	int best = XP_PEND_NO_DEVICE;
+	for (size_t n = 0; n < st->c->nnodes && best != XP_PEND_RESOURCES; n++) {
+		struct offer o = { 0 };
+		if (!node_takes(st, n, r) || !node_could(st, n, r, &o))
+			continue;
+		int s = st->nodes.v[n].state;
+		int code = s == XP_NODE_READY ? XP_PEND_RESOURCES
+			   : s == XP_NODE_DOWN ? XP_PEND_NODE_DOWN
+					       : XP_PEND_DRAINING;
+		if (code == XP_PEND_RESOURCES || best == XP_PEND_NO_DEVICE ||
+		    (code == XP_PEND_DRAINING && best == XP_PEND_NODE_DOWN))
+			best = code;
+	}
+	e->used = 1;
+	e->gen = st->nodes_gen;
+	e->state_gen = st->nodes_state_gen;
+	e->r = *r;
+	e->code = (uint8_t)best;
+	return best;
 }

@@ -150,6 +150,7 @@ int xp_preempt_plan(struct xp_state *st, const struct xp_job *j, const struct xp
 	int res = 0, rc = XP_ENOSPC;
 
 	memset(out, 0, sizeof(*out));
+	out->considered = 1;
 	if (!xp_queue_allows(st, j->queue, st->tenants.v[j->tenant].name)) {
 		/* submitted before the queue's allow list left its tenant out */
 		snprintf(out->why, sizeof(out->why),
@@ -160,6 +161,7 @@ int xp_preempt_plan(struct xp_state *st, const struct xp_job *j, const struct xp
 	if (jq->preempt == XP_PREEMPT_NEVER) {
 		snprintf(out->why, sizeof(out->why), "queue %s does not preempt (policy never)",
 			 jq->name);
+		out->considered = 0;
 		return XP_ENOSPC;
 	}
 	xp_request_demand(st, j, d);
@@ -168,6 +170,7 @@ int xp_preempt_plan(struct xp_state *st, const struct xp_job *j, const struct xp
 	int any_be = st->be_running && j->spec.qos != XP_QOS_BEST_EFFORT;
 	if (!reclaim && jq->preempt != XP_PREEMPT_PRIORITY && !any_be) { /* no one to look at */
 		no_reclaim(st, where, res, out->why, sizeof(out->why));
+		out->considered = res >= 0; /* over a guarantee it has: worth saying */
 		return XP_ENOSPC;
 	}
 	uint8_t *mark = xcalloc(st->queues.n + 1, 1);

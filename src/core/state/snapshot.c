@@ -97,6 +97,8 @@ char *xp_state_snapshot(const struct xp_state *st)
 		json_object_set_new(jo, "requeues", json_integer(j->requeues));
 		if (j->preemptions)
 			json_object_set_new(jo, "preemptions", json_integer(j->preemptions));
+		if (j->held)
+			json_object_set_new(jo, "held", json_string(xp_hold_name(j->held)));
 		if (j->exited) {
 			json_t *ex = json_array();
 			for (uint32_t k = 0; k < j->spec.replicas; k++)
@@ -174,6 +176,13 @@ static int load_job(struct xp_state *st, json_t *jo, size_t i, struct xp_err *er
 	j->attempts = (uint32_t)json_integer_value(json_object_get(jo, "attempts"));
 	j->requeues = (uint32_t)json_integer_value(json_object_get(jo, "requeues"));
 	j->preemptions = (uint32_t)json_integer_value(json_object_get(jo, "preemptions"));
+	json_t *hv = json_object_get(jo, "held");
+	int held = json_is_string(hv) ? xp_hold_parse(json_string_value(hv)) : 0;
+	if (held < 0 || (held && s != XP_JOB_PENDING)) {
+		xp_state_job_free(j);
+		return xp_errf(err, XP_ECORRUPT, "snapshot: job %lld: bad hold", (long long)id);
+	}
+	j->held = (uint8_t)held;
 	json_t *ex = json_object_get(jo, "exited");
 	if (s == XP_JOB_RUNNING) {
 		j->exited = XNEWV(uint8_t, j->spec.replicas);

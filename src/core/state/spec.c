@@ -464,9 +464,13 @@ static int parse(struct xp_walk *w, const struct xp_tree *t, struct xp_jobspec *
 	if ((rc = get_duration(w, t, "duration", &s->duration_ms)) < 0 ||
 	    (rc = get_duration(w, t, "time_limit", &s->time_limit_ms)) < 0)
 		return rc;
-	if (rc && s->time_limit_ms == 0)
-		return xp_walk_fail(w, xp_tree_get(t, "time_limit")->line, XP_EINVAL,
-				    "time_limit: must be above 0 (leave it out for none)");
+	if (rc && s->time_limit_ms == 0) {
+		size_t m = xp_walk_push_key(w, "time_limit");
+		rc = xp_walk_fail(w, xp_tree_get(t, "time_limit")->line, XP_EINVAL,
+				  "must be above 0 (leave it out for none)");
+		xp_walk_pop(w, m);
+		return rc;
+	}
 	const struct xp_tree *gang = xp_tree_field(t, "gang");
 	if (gang) {
 		size_t m = xp_walk_push_key(w, "gang");
@@ -584,6 +588,88 @@ int xp_jobspec_parse_text(const char *name, const char *buf, size_t len, int jso
 	rc = xp_jobspec_parse(t, name, out, field, err);
 	xp_tree_destroy(t);
 	return rc;
+}
+
+static const char *const patch_keys[] = { "name", "priority", "queue", "time_limit", NULL };
+
+int xp_jobpatch_parse_text(const char *name, const char *buf, size_t len, int json,
+			   struct xp_jobpatch *out, char field[320], struct xp_err *err)
+{
+	struct xp_tree *t = NULL;
+	struct xp_walk w;
+	struct xp_jobspec s;
+	int rc = xp_tree_parse(name, buf, len, json, &t, err);
+
+	memset(out, 0, sizeof(*out));
+	memset(&w, 0, sizeof(w));
+	w.name = name;
+	w.err = err;
+	if (field)
+		field[0] = '\0';
+	if (rc < 0)
+		return rc;
+	if (!t)
+		rc = xp_walk_fail(&w, 0, XP_EINVAL,
+				  "empty document, expected a change: name, priority, queue or "
+				  "time_limit");
+	else if ((rc = xp_walk_want(&w, t, XP_TREE_MAP, "a map (a change to a job)")) == 0 &&
+		 (rc = xp_walk_keys(&w, t, patch_keys)) == 0 && t->n == 0)
+		rc = xp_walk_fail(&w, t->line, XP_EINVAL,
+				  "nothing to change: give name, priority, queue or time_limit");
+	if (rc < 0) {
+		if (field)
+			memcpy(field, w.field, sizeof(w.field));
+		xp_tree_destroy(t);
+		return rc;
+	}
+	/* each field as a spec reads it: the rest of the spec is defaults */
+	rc = xp_jobspec_parse(t, name, &s, field, err);
+	if (rc == 0) {
+		out->set = (xp_tree_field(t, "name") ? XP_JP_NAME : 0) |
+			   (xp_tree_field(t, "priority") ? XP_JP_PRIORITY : 0) |
+			   (xp_tree_field(t, "queue") ? XP_JP_QUEUE : 0) |
+			   (xp_tree_field(t, "time_limit") ? XP_JP_TIME_LIMIT : 0);
+		snprintf(out->name, sizeof(out->name), "%s", s.name ? s.name : "");
+		snprintf(out->queue, sizeof(out->queue), "%s", s.queue ? s.queue : "");
+		out->priority = s.priority;
+		out->time_limit_ms = s.time_limit_ms;
+		xp_jobspec_free(&s);
+	}
+	xp_tree_destroy(t);
+	return rc;
+}
+
+json_t *xp_jobpatch_json(const struct xp_jobpatch *p)
+{
+	json_t *o = json_object();
+	char buf[32];
+	if (p->set & XP_JP_NAME)
+		json_object_set_new(o, "name", json_string(p->name));
+	if (p->set & XP_JP_PRIORITY)
+		json_object_set_new(o, "priority", json_integer(p->priority));
+	if (p->set & XP_JP_QUEUE)
+		json_object_set_new(o, "queue", json_string(p->queue));
+	if (p->set & XP_JP_TIME_LIMIT) {
+		snprintf(buf, sizeof(buf), "%lldms", (long long)p->time_limit_ms);
+		json_object_set_new(o, "time_limit", json_string(buf));
+	}
+	return o;
+}
+
+void xp_jobpatch_apply(const struct xp_jobpatch *p, struct xp_jobspec *s)
+{
+	if (p->set & XP_JP_NAME) {
+		free(s->name);
+		s->name = xstrdup(p->name);
+	}
+	if (p->set & XP_JP_PRIORITY)
+		s->priority = p->priority;
+	if (p->set & XP_JP_QUEUE) {
+		free(s->queue);
+		s->queue = xstrdup(p->queue);
+	}
+	if (p->set & XP_JP_TIME_LIMIT)
+		s->time_limit_ms = p->time_limit_ms;
 }
 
 static json_t *attrs_json(const struct xp_attr *a, uint16_t n)

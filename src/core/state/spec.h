@@ -122,6 +122,27 @@ void xp_jobspec_free(struct xp_jobspec *s);
 char *xp_jobspec_to_json(const struct xp_jobspec *s);
 /* The per-replica request, with vendor and models interned in syms. */
 void xp_jobspec_request(const struct xp_jobspec *s, struct xp_strtab *syms, struct xp_request *r);
+/*
+ * A change to a pending job (PATCH /v1/jobs/ID and the job.update record):
+ * any of name, priority, queue and time_limit, each checked exactly as in
+ * a spec (the same parser reads it), nothing else. Plain values: nothing
+ * to free.
+ */
+enum { XP_JP_NAME = 1, XP_JP_PRIORITY = 2, XP_JP_QUEUE = 4, XP_JP_TIME_LIMIT = 8 };
+struct xp_jobpatch {
+	uint32_t set; /* XP_JP_* */
+	char name[XP_NAME_MAX + 1], queue[XP_NAME_MAX + 1];
+	int32_t priority;
+	int64_t time_limit_ms;
+};
+/* json as for xp_jobspec_parse_text; an empty change is refused. */
+int xp_jobpatch_parse_text(const char *name, const char *buf, size_t len, int json,
+			   struct xp_jobpatch *out, char field[320], struct xp_err *err);
+/* The fields set, as a JSON object (new reference). */
+struct json_t;
+struct json_t *xp_jobpatch_json(const struct xp_jobpatch *p);
+/* Apply p to s (the spec of a pending job). */
+void xp_jobpatch_apply(const struct xp_jobpatch *p, struct xp_jobspec *s);
 /* Is s a valid name (1..63 of [A-Za-z0-9._-], starting with a letter or digit)? */
 int xp_name_ok(const char *s);
 

@@ -303,6 +303,16 @@ char *xp_rec_job_finish(uint64_t id, int state, int exit_code, const char *reaso
 			      reason ? reason : ""));
 }
 
+char *xp_rec_job_hold(uint64_t id, int held)
+{
+	return dump(json_pack("{s:I,s:s}", "id", (json_int_t)id, "held", xp_hold_name(held)));
+}
+
+char *xp_rec_job_update(uint64_t id, const struct xp_jobpatch *p)
+{
+	return dump(json_pack("{s:I,s:o}", "id", (json_int_t)id, "change", xp_jobpatch_json(p)));
+}
+
 char *xp_rec_job_cancel(uint64_t id, const char *reason)
 {
 	return dump(json_pack("{s:I,s:s}", "id", (json_int_t)id, "reason", reason ? reason : ""));

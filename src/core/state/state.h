@@ -11,6 +11,24 @@
  * store. Pure: no I/O, no clock (times arrive as arguments), no threads.
  *
  * Ownership: the state owns its cluster, scheduler, jobs and strings.
+ *
+ * The files of this folder (state_int.h: what they share):
+ *   state.c      creation, lookups, names, transitions, record builders,
+ *                the invariant check
+ *   apply.c      records into the state (xp_state_apply)
+ *   jobedit.c    records that change a pending job: job.hold, job.update
+ *   snapshot.c   the whole state as JSON and back
+ *   spec.c/.h    job specs and job changes: parser and canonical writer
+ *   queuespec.c/.h queue definitions in and out; queue.c the tree,
+ *                quotas, usage and shares
+ *   cycle.c      the scheduling cycle; gang.c gangs placed whole;
+ *                backfill.c reservations; preempt.c victims; deps.c
+ *                dependencies; limits.c time limits and gang timeouts
+ *   explain.c    why a job is not placed (per filter) and its admission;
+ *                pending.c the one-code reason (squeue's REASON);
+ *                possible.c could any node ever run it
+ *   retention.c  finished jobs forgotten; workload.c the target workload
+ *   meter.c/.h, prices.c/.h  the usage ledger and the price table
  */
 #ifndef XP_STATE_H
 #define XP_STATE_H
@@ -67,7 +85,15 @@ struct xp_job {
 	uint8_t forgetting; /* inside a job.forget record being applied */
 	uint8_t doomed;	    /* a dependency can never be met: the cycle cancels it */
 	uint16_t unmet;	    /* dependencies not ended yet: held while > 0 */
+	uint8_t held;	    /* enum xp_hold: kept out of the cycle until released */
+	uint8_t verdict;    /* the cycle's last word on it (enum xp_pend; derived) */
 };
+
+/* Who holds a pending job (xpool hold): a tenant releases its own hold,
+ * only the admin an admin's (Slurm's user and admin holds). */
+enum xp_hold { XP_HOLD_NONE, XP_HOLD_USER, XP_HOLD_ADMIN, XP_HOLD_N };
+const char *xp_hold_name(int h);
+int xp_hold_parse(const char *s);
 
 struct xp_tenant {
 	char *name;
@@ -148,6 +174,7 @@ struct xp_state {
 	long limited_running; /* running jobs with a time limit: backfill waits for their ends */
 	int sched_stale;      /* nodes changed: rebuild the scheduler before use */
 	uint64_t nodes_gen;   /* bumped whenever a node is added, removed or loaded */
+	uint64_t nodes_state_gen; /* bumped whenever a node changes state */
 	struct xp_possible_cache *possible; /* possible.c's verdicts, NULL until used */
 	uint64_t next_job_id, next_token_id;
 	uint64_t seq; /* last record applied */
@@ -234,6 +261,10 @@ char *xp_rec_job_requeue(uint64_t id, const char *reason);
 #define xp_rec_job_preempt xp_rec_job_requeue
 /* Device health of a node: ok[i] / why[i] for each of its n devices. */
 char *xp_rec_node_health(const char *name, const uint8_t *ok, char *const *why, unsigned n);
+/* A pending job held (held: enum xp_hold) or released (XP_HOLD_NONE). */
+char *xp_rec_job_hold(uint64_t id, int held);
+/* A pending job changed (jobedit.c). */
+char *xp_rec_job_update(uint64_t id, const struct xp_jobpatch *p);
 /* Forget finished jobs (retention.c): at most 10000 ids, each terminal. */
 char *xp_rec_job_forget(const uint64_t *ids, size_t n);
 
@@ -308,11 +339,45 @@ struct xp_admission {
 	uint64_t *victims;
 	size_t nvictims;
 	char why_not[300];
+	int preempt_considered; /* the cycle would look for victims (why_not is its answer) */
 	int reserved;	 /* backfill holds a reservation for it, */
 	int64_t resv_at; /* expected to start then (the running jobs' limits) */
 };
 void xp_state_admission(struct xp_state *st, const struct xp_job *j, struct xp_admission *out);
 void xp_admission_free(struct xp_admission *a);
+
+/*
+ * Why a pending job waits, as one code (pending.c), like squeue's REASON:
+ * what holds it first, in this order - a hold, its dependencies, its
+ * queue's max, whether any node could take it (none: NoMatchingDevice;
+ * only draining or cordoned ones: Draining; only down ones: NodeDown),
+ * then the cycle's last verdict (Resources: busy; Priority: backfill keeps
+ * the room for a job ahead; None: not tried yet). Read-only, and cheap
+ * enough for every row of a listing: no placement is tried.
+ */
+enum xp_pend {
+	XP_PEND_NONE,
+	XP_PEND_HELD,
+	XP_PEND_DEPENDENCY,
+	XP_PEND_DEP_NEVER,
+	XP_PEND_QUOTA_MAX,
+	XP_PEND_NO_DEVICE,
+	XP_PEND_DRAINING,
+	XP_PEND_NODE_DOWN,
+	XP_PEND_RESOURCES,
+	XP_PEND_PRIORITY,
+	XP_PEND_N
+};
+struct xp_pending {
+	int code;	  /* enum xp_pend */
+	char detail[200]; /* "queue team-a: gpu 8/8, needs 1", "" */
+};
+const char *xp_pend_name(int code);
+void xp_state_pending(struct xp_state *st, const struct xp_job *j, struct xp_pending *out);
+/* possible.c: the best state among the nodes that could take r were they
+ * empty: XP_PEND_RESOURCES (a ready one), _DRAINING, _NODE_DOWN or
+ * _NO_DEVICE (none); cached per request and node generation. */
+int xp_state_nodes_for(struct xp_state *st, const struct xp_request *r);
 
 /* Snapshot: the whole state as JSON (malloc'd); load into a fresh state. */
 char *xp_state_snapshot(const struct xp_state *st);

@@ -25,6 +25,10 @@ void xp_state_note_done(struct xp_state *st, const struct xp_job *j);
 void xp_state_done_rebuild(struct xp_state *st);
 int xp_state_job_forget(struct xp_state *st, json_t *o, struct xp_event_info *ev,
 			struct xp_err *err);
+/* jobedit.c: the records job.hold and job.update of a pending job */
+int xp_job_hold_apply(struct xp_state *st, json_t *o, struct xp_event_info *ev, struct xp_err *err);
+int xp_job_update_apply(struct xp_state *st, json_t *o, struct xp_event_info *ev,
+			struct xp_err *err);
 /* queue.c: records queue.create / queue.update / queue.delete; usage
  * charged (sign 1) when a job starts and discharged (-1) when it stops;
  * capacity added (1) or taken (-1) with a node */
@@ -85,6 +89,8 @@ struct xp_plan {
 	uint8_t *kinds; /* per victim: XP_PREEMPT_RECLAIM, _PRIORITY or _BEST_EFFORT */
 	size_t n;
 	char why[300];
+	int considered; /* 0: the policy gives it no claim at all (never, or no
+			 * guarantee of what it needs): explain stays quiet */
 };
 int xp_preempt_plan(struct xp_state *st, const struct xp_job *j, const struct xp_rng *rng,
 		    struct xp_plan *out);

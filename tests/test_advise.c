@@ -15,6 +15,7 @@
 #include "testutil.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "server/ctl.h"
+#include "world.h"
 
 static json_t *call(struct xp_ctl *ctl, const char *method, const char *path, const char *body,
 		    long *status)
@@ -161,10 +163,69 @@ static void test_advice(void **state)
 	xp_test_rmdir(dir);
 }
 
+/* The idle-guarantee advice over two days of a state built from records
+ * (no controller, so time is ours): queue a is guaranteed 4 of the pool's
+ * 8 GPUs and never uses them while queue b borrows `borrowed`. What a
+ * lowered guarantee saves is what the pool too left idle: nothing when b
+ * borrowed all 8, 2 GPUs when b used 6, all 4 when b used 4 (fails when
+ * the lent-out GPUs are counted as idle) */
+static double idle_saving(int borrowed, char *detail, size_t len)
+{
+	struct world w;
+	world_init(&w);
+	w.now = 1000;
+	assert_int_equal(world_apply(&w, "tenant.create", xp_rec_tenant_create("t")), 0);
+	char *d = world_node_doc("n0", 8, "A100", 64);
+	assert_int_equal(world_apply(&w, "node.add", xp_rec_node_add(XP_SRC_EMULATED, d)), 0);
+	free(d);
+	const char *qs[] = { "{name: a, quota: {gpu: {guarantee: 4}}}", "{name: b}" };
+	for (int i = 0; i < 2; i++) {
+		struct xp_queuespec q;
+		struct xp_err err = { 0 };
+		assert_int_equal(xp_queuespec_parse_text("q", qs[i], strlen(qs[i]), 0, 1, &q, NULL,
+							 &err),
+				 0);
+		assert_int_equal(world_apply(&w, "queue.create", xp_rec_queue_define(&q)), 0);
+	}
+	for (int i = 0; i < borrowed; i++)
+		assert_true(world_submit(&w, "t",
+					 "queue: b\nresources: {cpu: 1, memory: 1Gi, devices: "
+					 "{count: 1, class: gpu}}\n",
+					 NULL) != 0);
+	world_cycle(&w);
+	w.now += 48 * 3600 * 1000LL; /* two days on */
+	json_t *items = json_array(), *notes = json_array();
+	xp_advice_idle_quota(w.st, w.now, items, notes);
+	double saving = 0;
+	detail[0] = '\0';
+	if (json_array_size(items)) {
+		json_t *a = json_array_get(items, 0);
+		saving = json_real_value(json_object_get(a, "saving_per_month"));
+		snprintf(detail, len, "%s", json_string_value(json_object_get(a, "detail")));
+	}
+	json_decref(items);
+	json_decref(notes);
+	world_free(&w);
+	return saving;
+}
+
+static void test_idle_quota_lent_out(void **state)
+{
+	(void)state;
+	char d[400];
+	assert_true(idle_saving(8, d, sizeof(d)) == 0); /* all of it lent out */
+	double s6 = idle_saving(6, d, sizeof(d));
+	assert_non_null(strstr(d, "2.0 of them idle in the pool too"));
+	double s4 = idle_saving(4, d, sizeof(d));
+	assert_non_null(strstr(d, "4.0 of them idle in the pool too"));
+	assert_true(s6 > 0 && fabs(s4 - 2 * s6) < 1e-6 * s4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_advice),
+		cmocka_unit_test(test_idle_quota_lent_out),
 	};
 	return xp_run_tests(tests, NULL, NULL);
 }

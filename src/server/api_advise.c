@@ -180,6 +180,14 @@ static double gpu_hour(const struct xp_state *st)
 	return sum / n;
 }
 
+static void idle_quota(const struct xp_state *st, struct advice *ad, int64_t now);
+
+void xp_advice_idle_quota(const struct xp_state *st, int64_t now, json_t *items, json_t *notes)
+{
+	struct advice ad = { items, notes, 0 };
+	idle_quota(st, &ad, now);
+}
+
 static void idle_quota(const struct xp_state *st, struct advice *ad, int64_t now)
 {
 	double hours = history_hours(st, now);

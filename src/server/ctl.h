@@ -350,6 +350,10 @@ void xp_api_history(struct xp_ctl *, struct xp_cmd *);
 /* api_advise.c */
 void xp_api_forecast(struct xp_ctl *, struct xp_cmd *);
 void xp_api_advice(struct xp_ctl *, struct xp_cmd *);
+/* api_advise.c: the idle-guarantee advice over st's ledger at now (its
+ * items and notes appended to the arrays): a guarantee counts as used
+ * when others borrowed what it left idle. For tests without a clock. */
+void xp_advice_idle_quota(const struct xp_state *st, int64_t now, json_t *items, json_t *notes);
 /* api_meter.c */
 void xp_api_usage(struct xp_ctl *, struct xp_cmd *);
 void xp_api_prices_get(struct xp_ctl *, struct xp_cmd *);

@@ -5,14 +5,28 @@
  *   ctl.c        start-up (store, replay, bootstrap, emulated nodes), stop
  *   owner.c      the owner thread: command queue, journaling, the cycle,
  *                emulated task completion, snapshots
- *   http.c       libmicrohttpd glue: bodies, routing, auth header, replies
+ *   snapshot_bg.c snapshots serialised in a child process, off the owner
+ *   http.c       libmicrohttpd glue: bodies, routing, auth header, the
+ *                edge's parsers (src/edge) run on the worker, replies
  *   reply.c      JSON replies and the one error-reply family
- *   api_jobs.c   /v1/jobs handlers and the job object
+ *   api_jobs.c   /v1/jobs handlers (submit, hold, release, update,
+ *                explain, logs) and the job object
+ *   api_workflows.c POST /v1/workflows: the owner's side of a DAG the
+ *                edge parsed and ordered
  *   api_admin.c  nodes, devices, queues, tenants, tokens
  *   api_agents.c agent registration, heartbeats, assignments, task reports,
  *                logs; node liveness (suspect, lost, back)
+ *   api_meter.c  usage, cost and prices
+ *   api_advise.c the cost forecast and the savings advice
  *   events.c     the event ring, long polls and server-sent events
- *   metrics.c    /metrics in the Prometheus text format
+ *   metrics.c    /metrics in the Prometheus text format: the controller's
+ *                own series; metrics_pool.c the pool's (devices, nodes,
+ *                queues, tenants)
+ *   history.c    the pool's recent past for the dashboard, sampled every 10 s
+ *   alert.c/.h   the alert engine (grouping, de-duplication, flap damping);
+ *                alert_feed.c the controller's signals into it and the
+ *                webhook sender
+ *   ui/          the dashboard page, embedded in the binary
  *
  * Threads: HTTP workers (one per connection) parse and validate, then hand
  * a struct xp_cmd to the owner thread and wait; only the owner touches

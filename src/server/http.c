@@ -22,12 +22,13 @@
 
 #include "../core/state/spec.h"
 #include "../descriptor/descriptor.h"
+#include "../edge/edge.h"
 #include "../lib/parse.h"
 #include "../lib/sha256.h"
 #include "../lib/strbuf.h"
 #include "../lib/xalloc.h"
 
-enum { EDGE_NONE, EDGE_SPEC, EDGE_NODES, EDGE_RAW, EDGE_WATCH, EDGE_PATCH };
+enum { EDGE_NONE, EDGE_SPEC, EDGE_NODES, EDGE_RAW, EDGE_WATCH, EDGE_PATCH, EDGE_WORKFLOW };
 
 static const struct route {
 	const char *method, *pattern;
@@ -52,7 +53,7 @@ static const struct route {
 	{ "GET", "/v1/advice", xp_api_advice, 1, 0 },
 	{ "GET", "/v1/prices", xp_api_prices_get, 0, 0 },
 	{ "PUT", "/v1/prices", xp_api_prices_put, 1, 0 },
-	{ "POST", "/v1/workflows", xp_api_workflows_submit, 0, 0 },
+	{ "POST", "/v1/workflows", xp_api_workflows_submit, 0, EDGE_WORKFLOW },
 	{ "GET", "/v1/nodes", xp_api_nodes_list, 0, 0 },
 	{ "POST", "/v1/nodes", xp_api_nodes_add, 1, EDGE_NODES },
 	{ "GET", "/v1/nodes/{name}", xp_api_node_get, 0, 0 },
@@ -168,6 +169,12 @@ static enum MHD_Result send_error(struct xp_ctl *ctl, struct MHD_Connection *c, 
 static void free_spec(void *p)
 {
 	xp_jobspec_free(p);
+	free(p);
+}
+
+static void free_workflow(void *p)
+{
+	xp_workflow_free(p);
 	free(p);
 }
 
@@ -486,6 +493,18 @@ static enum MHD_Result dispatch(struct xp_ctl *ctl, struct MHD_Connection *c, co
 		}
 		cmd.payload = spec;
 		cmd.payload_free = free_spec;
+	} else if (rt->edge == EDGE_WORKFLOW) {
+		struct xp_err err = { 0 };
+		struct xp_workflow *wf = XNEW(struct xp_workflow);
+		char field[640];
+		if (xp_workflow_parse("request", cmd.body, cmd.len, cmd.body_json, wf, field,
+				      &err) < 0) {
+			free(wf);
+			return send_error(ctl, c, err.code, field[0] ? field : NULL, "%s",
+					  err.text);
+		}
+		cmd.payload = wf;
+		cmd.payload_free = free_workflow;
 	} else if (rt->edge == EDGE_PATCH) {
 		struct xp_err err = { 0 };
 		struct xp_jobpatch *p = XNEW(struct xp_jobpatch);

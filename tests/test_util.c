@@ -63,6 +63,13 @@ static void test_time(void **st)
 	assert_int_equal(ms, 1795953600500LL);
 	assert_true(xp_time_parse("2026-11-29 08:00:00Z", &ms) < 0);
 	assert_true(xp_time_parse("2026-11-29T12:00:00", &ms) < 0);
+	/* dates and times that do not exist, not rolled over */
+	assert_true(xp_time_parse("2026-02-30T00:00:00Z", &ms) < 0);
+	assert_true(xp_time_parse("2026-02-29T00:00:00Z", &ms) < 0);
+	assert_int_equal(xp_time_parse("2028-02-29T00:00:00Z", &ms), 0);
+	assert_true(xp_time_parse("2026-04-31T00:00:00Z", &ms) < 0);
+	assert_true(xp_time_parse("2026-11-29T24:00:00Z", &ms) < 0);
+	assert_true(xp_time_parse("2026-11-29T12:60:00Z", &ms) < 0);
 	assert_true(xp_time_parse("2026-11-29T12:00:00.Z", &ms) < 0);
 	assert_true(xp_time_parse(NULL, &ms) < 0); /* an absent JSON field */
 }

@@ -35,7 +35,8 @@
 	X(EINTERNAL, -1014, "internal error", 500)                                                 \
 	X(EUNAVAIL, -1015, "service unavailable", 503)                                             \
 	X(EGONE, -1016, "no longer available", 410)                                                \
-	X(ENOCONFIG, -1017, "requested node configuration is not available", 422)
+	X(ENOCONFIG, -1017, "requested node configuration is not available", 422)              \
+	X(EMETHOD, -1018, "method not allowed", 405)
 
 enum {
 #define XP_ERR_ENUM(name, code, msg, http) XP_##name = (code),

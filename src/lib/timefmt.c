@@ -47,7 +47,14 @@ int xp_time_parse(const char *s, int64_t *ms)
 	}
 	if (strcmp(p, "Z") != 0)
 		return XP_EINVAL;
-	*ms = (int64_t)timegm(&tm) * 1000 + frac;
+	/* strptime takes 2026-02-30 and timegm makes it March 2nd: the date
+	 * must come back as written */
+	struct tm back = tm;
+	time_t t = timegm(&back);
+	if (back.tm_mday != tm.tm_mday || back.tm_mon != tm.tm_mon || back.tm_year != tm.tm_year ||
+	    tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 59)
+		return XP_EINVAL;
+	*ms = (int64_t)t * 1000 + frac;
 	return 0;
 }
 

@@ -451,6 +451,19 @@ void xp_api_tokens_create(struct xp_ctl *ctl, struct xp_cmd *cmd)
 void xp_api_token_delete(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
 	struct xp_err err = { 0 };
+	const struct xp_state *st = ctl->st;
+	size_t admins = 0, self = 0;
+	for (size_t i = 0; i < st->tokens.n; i++)
+		if (!st->tokens.v[i].revoked && st->tokens.v[i].admin) {
+			admins++;
+			self |= st->tokens.v[i].id == cmd->id;
+		}
+	/* checked here, not on replay: an old journal that did it still loads */
+	if (self && admins == 1)
+		FAIL(cmd, XP_ESTATE, NULL,
+		     "token %llu is the last admin token: revoking it would leave no way to "
+		     "administer the controller (create another admin token first)",
+		     (unsigned long long)cmd->id);
 	if (xp_ctl_journal(ctl, "token.revoke", xp_rec_token_revoke(cmd->id), &err) < 0)
 		FAIL_ERR(cmd, &err, NULL);
 	cmd->journaled = 1;

@@ -113,16 +113,14 @@ json_t *xp_api_job_json(struct xp_ctl *ctl, const struct xp_job *j)
 struct xp_job *xp_api_visible_job(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
 	struct xp_job *j = xp_state_job(ctl->st, cmd->id);
-	if (!j && cmd->id < ctl->st->next_job_id) { /* it was, and finished long ago */
-		xp_reply_error(
-			cmd, XP_ENOENT, NULL,
-			"no job %llu: finished jobs are kept for %lld s, at most %llu of them",
-			(unsigned long long)cmd->id, (long long)ctl->o.keep_finished_ms / 1000,
-			(unsigned long long)ctl->o.max_finished);
-		return NULL;
-	}
+	/* one answer for absent, forgotten and another tenant's: the text
+	 * tells none of them from the others */
 	if (!j || (!cmd->admin && (long)j->tenant != cmd->tenant)) {
-		xp_reply_error(cmd, XP_ENOENT, NULL, "no job %llu", (unsigned long long)cmd->id);
+		xp_reply_error(cmd, XP_ENOENT, NULL,
+			       "no job %llu (finished jobs are kept for %lld s, at most %llu of "
+			       "them)",
+			       (unsigned long long)cmd->id, (long long)ctl->o.keep_finished_ms / 1000,
+			       (unsigned long long)ctl->o.max_finished);
 		return NULL;
 	}
 	return j;
@@ -301,8 +299,14 @@ void xp_api_jobs_submit(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		return;
 	if (cmd->idem_key) {
 		uint64_t id = xp_state_job_by_key(st, (uint32_t)tenant, cmd->idem_key);
-		if (id)
-			DONE_JSON(cmd, 200, xp_json_take(xp_api_job_json(ctl, xp_state_job(st, id))));
+		const struct xp_job *j = id ? xp_state_job(st, id) : NULL;
+		if (j && j->key_hash != xp_jobspec_hash(spec))
+			FAIL(cmd, XP_EEXIST, "Idempotency-Key",
+			     "Idempotency-Key: already used for a different request (job %llu); a "
+			     "retry must send the same body",
+			     (unsigned long long)id);
+		if (j)
+			DONE_JSON(cmd, 200, xp_json_take(xp_api_job_json(ctl, j)));
 	}
 	uint64_t id = st->next_job_id;
 	char *body = xp_rec_job_submit(id, st->tenants.v[tenant].name, cmd->idem_key, spec);

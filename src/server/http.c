@@ -92,7 +92,12 @@ static int match(const char *pattern, const char *url, struct xp_cmd *cmd, char 
 			const char *pe = strchr(p, '}');
 			size_t ul = strcspn(u, "/");
 			char seg[128];
-			snprintf(seg, sizeof(seg), "%.*s", (int)(ul < 127 ? ul : 127), u);
+			if (ul >= sizeof(seg)) { /* never cut: a cut id would be another */
+				snprintf(bad, blen, "a path segment of %zu characters (at most %zu)",
+					 ul, sizeof(seg) - 1);
+				return -1;
+			}
+			snprintf(seg, sizeof(seg), "%.*s", (int)ul, u);
 			if (!strncmp(p, "{id}", 4)) {
 				int64_t v;
 				if (xp_parse_i64(seg, 1, INT64_MAX, &v) < 0) {
@@ -164,6 +169,33 @@ static enum MHD_Result send_error(struct xp_ctl *ctl, struct MHD_Connection *c, 
 	va_end(ap);
 	return send_reply(ctl, c, xp_errhttp(code), "application/json",
 			  xp_error_body(code, field, msg));
+}
+
+/* 405: the path exists, the method does not; Allow lists those it takes */
+static enum MHD_Result send_not_allowed(struct xp_ctl *ctl, struct MHD_Connection *c,
+					const char *url, const char *method)
+{
+	char allow[128] = "", msg[XP_ERR_TEXT_MAX], bad[160];
+	struct xp_cmd probe;
+	size_t len = 0;
+	for (const struct route *r = routes; r->method; r++) {
+		memset(&probe, 0, sizeof(probe));
+		if (match(r->pattern, url, &probe, bad, sizeof(bad)) > 0 &&
+		    !strstr(allow, r->method) && len + strlen(r->method) + 3 < sizeof(allow))
+			len += (size_t)snprintf(allow + len, sizeof(allow) - len, "%s%s",
+						len ? ", " : "", r->method);
+	}
+	snprintf(msg, sizeof(msg), "%s does not take %s (it takes %s)", url, method, allow);
+	char *body = xp_error_body(XP_EMETHOD, NULL, msg);
+	struct MHD_Response *r =
+		MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+	MHD_add_response_header(r, "Content-Type", "application/json");
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	MHD_add_response_header(r, "Allow", allow);
+	enum MHD_Result ok = MHD_queue_response(c, 405, r);
+	MHD_destroy_response(r);
+	count_reply(ctl, 405);
+	return ok;
 }
 
 static void free_spec(void *p)
@@ -459,11 +491,10 @@ static enum MHD_Result dispatch(struct xp_ctl *ctl, struct MHD_Connection *c, co
 			break;
 		}
 	}
+	if (!rt && path_known) /* 405 with the methods it takes */
+		return send_not_allowed(ctl, c, url, method);
 	if (!rt)
-		return path_known ? send_error(ctl, c, XP_EINVAL, NULL, "%s does not take %s", url,
-					       method)
-				  : send_error(ctl, c, XP_ENOENT, NULL, "no such endpoint: %s %s",
-					       method, url);
+		return send_error(ctl, c, XP_ENOENT, NULL, "no such endpoint: %s %s", method, url);
 	cmd.fn = rt->fn;
 	cmd.admin_only = rt->admin;
 	cmd.idem_key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key");

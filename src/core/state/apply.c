@@ -434,6 +434,7 @@ static int job_submit(struct xp_state *st, struct rec *r, int64_t at, struct xp_
 	j->queue = (uint32_t)q;
 	j->state = XP_JOB_PENDING;
 	j->key = key ? xstrdup(key) : NULL;
+	j->key_hash = key ? xp_jobspec_hash(&j->spec) : 0;
 	j->submitted_at = at;
 	xp_state_add_job(st, j);
 	ev->type = "job.submitted";

@@ -99,6 +99,11 @@ char *xp_state_snapshot(const struct xp_state *st)
 			json_object_set_new(jo, "preemptions", json_integer(j->preemptions));
 		if (j->held)
 			json_object_set_new(jo, "held", json_string(xp_hold_name(j->held)));
+		if (j->key) { /* the spec may have changed since (job.update) */
+			char h[24];
+			snprintf(h, sizeof(h), "%016llx", (unsigned long long)j->key_hash);
+			json_object_set_new(jo, "key_hash", json_string(h));
+		}
 		if (j->exited) {
 			json_t *ex = json_array();
 			for (uint32_t k = 0; k < j->spec.replicas; k++)
@@ -183,6 +188,10 @@ static int load_job(struct xp_state *st, json_t *jo, size_t i, struct xp_err *er
 		return xp_errf(err, XP_ECORRUPT, "snapshot: job %lld: bad hold", (long long)id);
 	}
 	j->held = (uint8_t)held;
+	json_t *kh = json_object_get(jo, "key_hash");
+	if (j->key) /* snapshots before key_hash: the spec as it stands */
+		j->key_hash = json_is_string(kh) ? strtoull(json_string_value(kh), NULL, 16)
+						 : xp_jobspec_hash(&j->spec);
 	json_t *ex = json_object_get(jo, "exited");
 	if (s == XP_JOB_RUNNING) {
 		j->exited = XNEWV(uint8_t, j->spec.replicas);

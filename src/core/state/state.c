@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../lib/hash.h"
 #include "../../lib/parse.h"
 #include "../../lib/xalloc.h"
 
@@ -457,4 +458,12 @@ const char *xp_job_deadline_status(const struct xp_job *j, int64_t now)
 	if (j->spec.time_limit_ms && end + j->spec.time_limit_ms > d)
 		return "at_risk";
 	return "ok";
+}
+
+uint64_t xp_jobspec_hash(const struct xp_jobspec *s)
+{
+	char *j = xp_jobspec_to_json(s);
+	uint64_t h = xp_hash_bytes(j, strlen(j));
+	free(j);
+	return h;
 }

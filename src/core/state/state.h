@@ -73,6 +73,7 @@ struct xp_job {
 	uint8_t has_exit;
 	int32_t exit_code;
 	char *key; /* idempotency key or NULL */
+	uint64_t key_hash; /* with a key: FNV-1a of the spec as submitted (canonical JSON) */
 	struct xp_jobspec spec;
 	struct xp_request req; /* per replica, interned in the cluster */
 	int64_t submitted_at, started_at, finished_at;
@@ -284,6 +285,9 @@ long xp_state_tenant(const struct xp_state *st, const char *name);
 long xp_state_queue(const struct xp_state *st, const char *name);
 long xp_state_node(const struct xp_state *st, const char *name);
 struct xp_token *xp_state_token_by_hash(const struct xp_state *st, const char *sha256);
+/* The hash a job submitted with an idempotency key keeps of its spec
+ * (canonical JSON), to tell a retry from a different request. */
+uint64_t xp_jobspec_hash(const struct xp_jobspec *s);
 /* Job id for (tenant, idempotency key), 0 when none. */
 uint64_t xp_state_job_by_key(const struct xp_state *st, uint32_t tenant, const char *key);
 

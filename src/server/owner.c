@@ -11,7 +11,9 @@
  * answered at once. If the store fails, the controller stops taking writes
  * (fail-stop): memory would be ahead of the disk.
  *
- * The loop: take all queued commands, run them; finish due emulated tasks;
+ * The loop: take all queued commands, run them, then once more what queued
+ * meanwhile (heartbeats count before liveness is judged); finish due
+ * emulated tasks; judge the agents' liveness;
  * run the cycle (bounded per call, repeated while it has work, but a queued
  * command is served between two calls); write a snapshot when due; then
  * sleep until a command arrives or the next tick.
@@ -389,6 +391,22 @@ static void estimate_workload(struct xp_ctl *ctl, int64_t now)
 		fprintf(stderr, "xpool server: estimating the workload: %s\n", err.text);
 }
 
+/* Run what queued while the owner was busy, once: a heartbeat that waited
+ * behind a long command counts before liveness is judged, or the node
+ * would be declared lost for the owner's own delay. */
+static void run_queued(struct xp_ctl *ctl)
+{
+	pthread_mutex_lock(&ctl->qmu);
+	struct xp_cmd *batch = ctl->qhead;
+	ctl->qhead = ctl->qtail = NULL;
+	pthread_mutex_unlock(&ctl->qmu);
+	while (batch) {
+		struct xp_cmd *next = batch->next;
+		run(ctl, batch);
+		batch = next;
+	}
+}
+
 static void *owner_main(void *arg)
 {
 	struct xp_ctl *ctl = arg;
@@ -425,6 +443,7 @@ static void *owner_main(void *arg)
 			run(ctl, batch);
 			batch = next;
 		}
+		run_queued(ctl);
 		if (!ctl->fatal) {
 			finish_due(ctl, xp_ctl_now());
 			xp_live_check(ctl, xp_ctl_now());

@@ -5,7 +5,8 @@
 # series issue 7 §1 lists: per device (allocation, health), per node, per
 # queue (usage against guarantee and max, pending by reason), per tenant,
 # the scheduler's histograms and counters, the fragmentation measure and
-# the store's commit latency. Skips (exit 77, ctest's SKIP_RETURN_CODE) when prometheus is absent.
+# the store's commit latency; a token is needed, and only an admin's sees
+# the queue and tenant series. Skips (exit 77, ctest's SKIP_RETURN_CODE) when prometheus is absent.
 # usage: cli_prometheus.sh XPOOL SHARED_DIR SOURCE_DIR
 set -u
 XP=$1 SRC=$3
@@ -23,9 +24,25 @@ run queue create team-a --guarantee gpu=2 --max gpu=2; expect 0 "queue create"
 run submit -q --queue team-a --gpus 2 --cpu 2 --duration 1h; expect 0 "submit"
 run submit -q --queue team-a --gpus 1 --cpu 1 --duration 1h; expect 0 "submit over the max"
 run submit -q --fraction 0.5 --device-class gpu --duration 1h; expect 0 "submit a fraction"
-sleep 0.3
+i=0
+until "$XP" jobs --state running 2>/dev/null | grep -c ' running ' | grep -q '^2$'; do
+	i=$((i + 1))
+	[ "$i" -le 300 ] || { fail "two jobs did not start in 30 s"; break; }
+	sleep 0.1
+done
 
-curl -s "$XPOOL_ADDR/metrics" >"$T/metrics.txt" || fail "GET /metrics"
+# /metrics needs a token; a tenant's has no queue or tenant series; an
+# admin's has them
+code=$(curl -s -o /dev/null -w '%{http_code}' "$XPOOL_ADDR/metrics")
+[ "$code" = 401 ] || fail "/metrics without a token: $code, want 401"
+run tenant create team-x; expect 0 "tenant create"
+run token create --tenant team-x --name scrape -o json; expect 0 "token create"
+TX=$(sed -n 's/^  "token": "\(.*\)",*$/\1/p' "$T/out")
+curl -s -H "Authorization: Bearer $TX" "$XPOOL_ADDR/metrics" >"$T/tenant.txt" || fail "GET /metrics as team-x"
+grep -q '^xpool_jobs{' "$T/tenant.txt" || fail "a tenant's /metrics has no job series: $(head -c 300 "$T/tenant.txt")"
+grep -q 'queue=\|tenant=' "$T/tenant.txt" && fail "a tenant's /metrics names queues or tenants"
+curl -s -H "Authorization: Bearer $XPOOL_TOKEN" "$XPOOL_ADDR/metrics" >"$T/metrics.txt" || fail "GET /metrics"
+grep -q 'xpool_queue_resource{queue="team-a"' "$T/metrics.txt" || fail "an admin's /metrics has no queue series"
 promtool check metrics <"$T/metrics.txt" >"$T/promtool.out" 2>&1 ||
 	fail "promtool check metrics: $(cat "$T/promtool.out")"
 
@@ -35,6 +52,7 @@ cat >"$T/prometheus.yml" <<YML
 global: {scrape_interval: 1s, evaluation_interval: 1s}
 scrape_configs:
   - job_name: xpool
+    authorization: {type: Bearer, credentials: '$XPOOL_TOKEN'}
     static_configs: [{targets: ['$HOSTPORT']}]
 YML
 promtool check config "$T/prometheus.yml" >"$T/promtool.out" 2>&1 ||
@@ -72,11 +90,19 @@ until q 'up{job="xpool"}' 2>/dev/null | grep -q '"value":\[[0-9.]*,"1"\]'; do
 	sleep 0.1
 done
 # each query must return at least one sample; some must match a value
+# (the text is rendered at most every 2 s: a value may take a scrape or two)
 check() { # check QUERY [REGEX]
-	out=$(q "$1")
-	echo "$out" | grep -q '"status":"success"' || { fail "query $1: $out"; return; }
-	echo "$out" | grep -q '"result":\[{' || { fail "query $1: no series: $out"; return; }
-	[ -z "${2:-}" ] || echo "$out" | grep -q -- "$2" || fail "query $1: want $2 in $out"
+	i=0
+	while :; do
+		out=$(q "$1")
+		if echo "$out" | grep -q '"status":"success"' && echo "$out" | grep -q '"result":\[{' &&
+			{ [ -z "${2:-}" ] || echo "$out" | grep -q -- "$2"; }; then
+			return
+		fi
+		i=$((i + 1))
+		[ "$i" -le 100 ] || { fail "query $1: want ${2:-a series} in $out"; return; }
+		sleep 0.1
+	done
 }
 check 'xpool_jobs{state="running"}' '"value":\[[0-9.]*,"2"\]'
 check 'xpool_jobs{state="pending"}' '"value":\[[0-9.]*,"1"\]'

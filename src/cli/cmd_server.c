@@ -179,6 +179,9 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		  "a group still firing is sent again after this (4h)" },
 		{ "alert-starved", XP_FLAG_STR, "DURATION",
 		  "a queue with work pending and none running this long alerts (10m)" },
+		{ "metrics-public", XP_FLAG_BOOL, NULL,
+		  "serve /metrics without a token: the series of jobs, nodes and devices, never "
+		  "those naming queues or tenants (an admin token gets those)" },
 		{ "no-agent", XP_FLAG_BOOL, NULL,
 		  "xpool dev: do not start the local agent (real CPU and GPUs of this machine)" },
 		{ "no-sync", XP_FLAG_BOOL, NULL,
@@ -235,6 +238,7 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 	o.policy = xp_flag_get(flags, "policy")->sval;
 	o.sync = !xp_flag_get(flags, "no-sync")->bval;
 	o.alert_webhook = xp_flag_get(flags, "alert-webhook")->sval;
+	o.metrics_public = xp_flag_get(flags, "metrics-public")->bval;
 	if (o.alert_webhook && strncmp(o.alert_webhook, "http://", 7) &&
 	    strncmp(o.alert_webhook, "https://", 8)) {
 		xp_errf(&err, XP_EINVAL, "--alert-webhook: expected an http:// or https:// URL, got '%s'",

@@ -471,7 +471,4 @@ void xp_api_token_delete(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		      xp_json_take(json_pack("{s:I,s:b}", "id", (json_int_t)cmd->id, "revoked", 1)));
 }
 
-void xp_api_metrics(struct xp_ctl *ctl, struct xp_cmd *cmd)
-{
-	xp_reply_text(cmd, 200, "text/plain; version=0.0.4", xp_metrics_render(ctl));
-}
+

@@ -164,6 +164,8 @@ int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err
 	pthread_mutex_init(&ctl->qmu, NULL);
 	pthread_cond_init(&ctl->qcv, NULL);
 	pthread_mutex_init(&ctl->m.mu, NULL);
+	pthread_mutex_init(&ctl->mx.mu, NULL);
+	pthread_cond_init(&ctl->mx.cv, NULL);
 	pthread_rwlock_init(&ctl->auth_lock, NULL);
 	pthread_mutex_init(&ctl->watch_mu, NULL);
 	for (int i = 0; i < XP_WATCH_SHARDS; i++)
@@ -229,6 +231,9 @@ void xp_ctl_stop(struct xp_ctl *ctl)
 	pthread_mutex_destroy(&ctl->qmu);
 	pthread_cond_destroy(&ctl->qcv);
 	pthread_mutex_destroy(&ctl->m.mu);
+	xp_metrics_pub_destroy(&ctl->mx);
+	pthread_mutex_destroy(&ctl->mx.mu);
+	pthread_cond_destroy(&ctl->mx.cv);
 	pthread_rwlock_destroy(&ctl->auth_lock);
 	for (size_t i = 0; i < ctl->live.n; i++)
 		free(ctl->live.v[i].dev);

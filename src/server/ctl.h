@@ -76,6 +76,7 @@ struct xp_ctl_opts {
 	int alert_interval_ms;
 	int alert_repeat_ms;
 	int alert_starved_ms; /* a queue waiting this long with nothing running (10 min) */
+	int metrics_public;   /* /metrics without a token (the series without tenants) */
 };
 
 /* ---- commands: one API request handed to the owner ---- */
@@ -89,7 +90,6 @@ typedef void (*xp_cmd_fn)(struct xp_ctl *ctl, struct xp_cmd *cmd);
 struct xp_cmd {
 	xp_cmd_fn fn;
 	int admin_only;
-	int no_auth; /* /metrics */
 	/* the request */
 	const char *method;
 	uint64_t id;   /* {id} in the path */
@@ -165,7 +165,36 @@ struct xp_metrics {
 	uint64_t preemptions, starts; /* job.preempt and job.start records (owner) */
 	pthread_mutex_t mu;	      /* http[] is bumped by workers */
 };
-char *xp_metrics_render(struct xp_ctl *ctl);
+/* The exposition text (owner); tenants: the queue and tenant series too. */
+char *xp_metrics_render(struct xp_ctl *ctl, int tenants);
+
+/* metrics.c: /metrics served off the owner. The owner renders the text
+ * when a scrape asked for it and the last one is older than
+ * XP_METRICS_EVERY_MS, publishing two reference-counted copies (with and
+ * without the per-queue and per-tenant series); a scrape takes a reference
+ * and sends it without a copy, so many scrapers cost one text each. */
+#define XP_METRICS_EVERY_MS 2000
+struct xp_mtext {
+	int refs; /* under xp_metrics_pub.mu */
+	struct xp_metrics_pub *pub;
+	size_t len;
+	char text[];
+};
+struct xp_metrics_pub {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct xp_mtext *full, *open; /* the newest of each; NULL before the first */
+	int64_t at;		      /* when they were rendered (ms) */
+	int wanted;		      /* a scrape asked since */
+};
+/* Owner: render and publish when asked and due. */
+void xp_metrics_publish(struct xp_ctl *ctl, int64_t now);
+/* Worker: a reference to the newest text (full: with the tenant series),
+ * asking the owner for a fresh one when it is old; waits up to wait_ms
+ * for the first. NULL when none came. Release with xp_mtext_release. */
+struct xp_mtext *xp_metrics_take(struct xp_ctl *ctl, int full, int wait_ms);
+void xp_mtext_release(void *m);
+void xp_metrics_pub_destroy(struct xp_metrics_pub *p);
 
 /* history.c: the pool sampled every 10 s for a day, for the dashboard */
 struct xp_sample {
@@ -179,7 +208,7 @@ struct xp_history {
 	int64_t next;
 };
 /* metrics_pool.c: the per device, node, queue and tenant series */
-void xp_metrics_pool(struct xp_ctl *ctl, struct xp_sb *sb);
+void xp_metrics_pool(struct xp_ctl *ctl, struct xp_sb *sb, int tenants);
 
 /* ---- the controller ---- */
 
@@ -190,6 +219,7 @@ struct xp_ctl {
 	struct xp_state *st;
 	struct xp_events *ev;
 	struct xp_metrics m;
+	struct xp_metrics_pub mx; /* /metrics as published (metrics.c) */
 	struct MHD_Daemon *http;
 	uint16_t port;
 	char addr[64];
@@ -398,7 +428,6 @@ void xp_api_tenants_create(struct xp_ctl *, struct xp_cmd *);
 void xp_api_tokens_list(struct xp_ctl *, struct xp_cmd *);
 void xp_api_tokens_create(struct xp_ctl *, struct xp_cmd *);
 void xp_api_token_delete(struct xp_ctl *, struct xp_cmd *);
-void xp_api_metrics(struct xp_ctl *, struct xp_cmd *);
 /* A new random token "xpt_<64 hex>"; its SHA-256 hex into sha. */
 int xp_token_new(char token[80], char sha[65]);
 

@@ -427,6 +427,32 @@ static enum MHD_Result send_ui(struct xp_ctl *ctl, struct MHD_Connection *c, con
 	return ok;
 }
 
+/* /metrics from the owner's published text (metrics.c), sent without a
+ * copy: full (admin) with the queue and tenant series */
+static enum MHD_Result send_metrics(struct xp_ctl *ctl, struct MHD_Connection *c,
+				    const char *method, int full)
+{
+	if (strcmp(method, "GET")) {
+		struct MHD_Response *r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+		MHD_add_response_header(r, "Allow", "GET");
+		enum MHD_Result ok = MHD_queue_response(c, 405, r);
+		MHD_destroy_response(r);
+		count_reply(ctl, 405);
+		return ok;
+	}
+	struct xp_mtext *m = xp_metrics_take(ctl, full, 5000);
+	if (!m)
+		return send_error(ctl, c, XP_EUNAVAIL, NULL, "the metrics are not rendered yet");
+	struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback_cls(
+		m->len, m->text, xp_mtext_release, m);
+	MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4");
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	enum MHD_Result ok = MHD_queue_response(c, 200, r);
+	MHD_destroy_response(r);
+	count_reply(ctl, 200);
+	return ok;
+}
+
 static enum MHD_Result dispatch(struct xp_ctl *ctl, struct MHD_Connection *c, const char *url,
 				const char *method, struct conn *k)
 {
@@ -460,20 +486,14 @@ static enum MHD_Result dispatch(struct xp_ctl *ctl, struct MHD_Connection *c, co
 		cmd.has_token = 1;
 	}
 
-	if (strcmp(url, "/metrics")) { /* everything else needs a token: refuse early */
-		if (!cmd.has_token)
-			return send_error(ctl, c, XP_EAUTH, NULL,
-					  "missing 'Authorization: Bearer <token>'");
-		if (xp_auth_check(ctl, cmd.token_sha, &cmd.tenant, &cmd.admin) < 0)
-			return send_error(ctl, c, XP_EAUTH, NULL, "unknown or revoked token");
-	}
-	if (!strcmp(url, "/metrics")) {
-		if (strcmp(method, "GET"))
-			return send_error(ctl, c, XP_EINVAL, NULL, "use GET");
-		cmd.fn = xp_api_metrics;
-		cmd.no_auth = 1;
-		goto call;
-	}
+	if (!strcmp(url, "/metrics") && !cmd.has_token && ctl->o.metrics_public)
+		return send_metrics(ctl, c, method, 0); /* --metrics-public: no tenants */
+	if (!cmd.has_token) /* everything else needs a token: refuse early */
+		return send_error(ctl, c, XP_EAUTH, NULL, "missing 'Authorization: Bearer <token>'");
+	if (xp_auth_check(ctl, cmd.token_sha, &cmd.tenant, &cmd.admin) < 0)
+		return send_error(ctl, c, XP_EAUTH, NULL, "unknown or revoked token");
+	if (!strcmp(url, "/metrics"))
+		return send_metrics(ctl, c, method, cmd.admin);
 	if (!strcmp(url, "/v1/events") || !strcmp(url, "/v1/events/")) {
 		if (strcmp(method, "GET"))
 			return send_error(ctl, c, XP_EINVAL, NULL, "use GET on /v1/events");
@@ -564,7 +584,7 @@ static enum MHD_Result dispatch(struct xp_ctl *ctl, struct MHD_Connection *c, co
 	}
 	if (rt->edge == EDGE_WATCH) /* a long poll on a node's assignments */
 		return watch(ctl, c, &cmd);
-call:
+
 	xp_owner_call(ctl, &cmd);
 	if (cmd.payload_free)
 		cmd.payload_free(cmd.payload);

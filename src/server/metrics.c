@@ -2,12 +2,18 @@
  * metrics: /metrics in the Prometheus text exposition format (version
  * 0.0.4). Counters and histograms the owner keeps, plus the store's commit
  * statistics and the live GPU fragmentation of the core.
+ *
+ * Served off the owner (ctl.h, struct xp_metrics_pub): a scrape never
+ * waits for the owner once a text exists, and 3,000 concurrent scrapes
+ * share one copy of it. The series that name queues and tenants go to
+ * admin tokens only.
  */
 #include "ctl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../lib/strbuf.h"
 
@@ -38,7 +44,7 @@ static void hist(struct xp_sb *sb, const char *name, const char *help, const uin
 		     (unsigned long long)n, name, sum, name, (unsigned long long)n);
 }
 
-char *xp_metrics_render(struct xp_ctl *ctl)
+char *xp_metrics_render(struct xp_ctl *ctl, int tenants)
 {
 	struct xp_state *st = ctl->st;
 	struct xp_sb sb;
@@ -100,10 +106,96 @@ char *xp_metrics_render(struct xp_ctl *ctl)
 			     "xpool_gpu_fragmentation_ratio %.6f\n",
 			     idle > 0 ? xp_sched_frag(st->sched) / idle : 0);
 	}
-	xp_metrics_pool(ctl, &sb);
+	xp_metrics_pool(ctl, &sb, tenants);
 	xp_sb_printf(&sb,
 		     "# HELP xpool_journal_seq Last journal sequence applied.\n"
 		     "# TYPE xpool_journal_seq gauge\nxpool_journal_seq %llu\n",
 		     (unsigned long long)st->seq);
 	return xp_sb_steal(&sb);
+}
+
+static struct xp_mtext *mtext(struct xp_metrics_pub *p, char *text)
+{
+	size_t len = strlen(text);
+	struct xp_mtext *m = malloc(sizeof(*m) + len + 1);
+	if (!m)
+		abort();
+	m->refs = 1;
+	m->pub = p;
+	m->len = len;
+	memcpy(m->text, text, len + 1);
+	free(text);
+	return m;
+}
+
+static void unref_locked(struct xp_mtext *m)
+{
+	if (m && --m->refs == 0)
+		free(m);
+}
+
+void xp_mtext_release(void *arg)
+{
+	struct xp_mtext *m = arg;
+	struct xp_metrics_pub *p = m->pub;
+	pthread_mutex_lock(&p->mu);
+	unref_locked(m);
+	pthread_mutex_unlock(&p->mu);
+}
+
+void xp_metrics_publish(struct xp_ctl *ctl, int64_t now)
+{
+	struct xp_metrics_pub *p = &ctl->mx;
+	pthread_mutex_lock(&p->mu);
+	int due = p->wanted && (!p->full || now - p->at >= XP_METRICS_EVERY_MS);
+	pthread_mutex_unlock(&p->mu);
+	if (!due)
+		return;
+	struct xp_mtext *full = mtext(p, xp_metrics_render(ctl, 1));
+	struct xp_mtext *open = mtext(p, xp_metrics_render(ctl, 0));
+	pthread_mutex_lock(&p->mu);
+	unref_locked(p->full);
+	unref_locked(p->open);
+	p->full = full;
+	p->open = open;
+	p->at = now;
+	p->wanted = 0;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+}
+
+struct xp_mtext *xp_metrics_take(struct xp_ctl *ctl, int full, int wait_ms)
+{
+	struct xp_metrics_pub *p = &ctl->mx;
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += wait_ms / 1000;
+	until.tv_nsec += (long)(wait_ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&p->mu);
+	if (!p->wanted && (!p->full || xp_ctl_now() - p->at >= XP_METRICS_EVERY_MS)) {
+		p->wanted = 1; /* the owner renders at its next turn */
+		pthread_mutex_lock(&ctl->qmu);
+		pthread_cond_signal(&ctl->qcv);
+		pthread_mutex_unlock(&ctl->qmu);
+	}
+	while (!p->full && pthread_cond_timedwait(&p->cv, &p->mu, &until) == 0)
+		;
+	struct xp_mtext *m = full ? p->full : p->open;
+	if (m)
+		m->refs++;
+	pthread_mutex_unlock(&p->mu);
+	return m;
+}
+
+void xp_metrics_pub_destroy(struct xp_metrics_pub *p)
+{
+	pthread_mutex_lock(&p->mu);
+	unref_locked(p->full);
+	unref_locked(p->open);
+	p->full = p->open = NULL;
+	pthread_mutex_unlock(&p->mu);
 }

@@ -272,11 +272,12 @@ static void queues(struct xp_ctl *ctl, struct xp_sb *sb)
 	}
 }
 
-void xp_metrics_pool(struct xp_ctl *ctl, struct xp_sb *sb)
+void xp_metrics_pool(struct xp_ctl *ctl, struct xp_sb *sb, int tenants)
 {
 	devices(ctl, sb);
 	nodes(ctl, sb);
-	queues(ctl, sb);
+	if (tenants) /* they name queues and tenants: admin tokens only */
+		queues(ctl, sb);
 	xp_sb_printf(sb,
 		     "# HELP xpool_preemptions_total Jobs preempted (job.preempt records).\n"
 		     "# TYPE xpool_preemptions_total counter\nxpool_preemptions_total %llu\n",

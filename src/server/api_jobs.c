@@ -551,21 +551,22 @@ void xp_api_job_logs(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		const char *qs = xp_cmd_query(cmd, "stream");
 		if (qs && strcmp(qs, "stdout") && strcmp(qs, "stderr"))
 			FAIL(cmd, XP_EINVAL, "stream", "stream: expected stdout or stderr");
-		xp_sb_init(&sb);
+		/* the worker reads the files (http.c): up to 64 MiB a replica
+		 * must not be read or copied on the owner thread */
+		struct xp_logparts *lp = XNEW(struct xp_logparts);
+		lp->n = j->spec.replicas;
+		lp->v = XNEWV(struct xp_logpart, lp->n);
 		for (uint32_t r = 0; r < j->spec.replicas; r++) {
-			char path[4200];
-			char *buf = NULL;
-			size_t len = 0;
-			struct xp_err err = { 0 };
-			xp_log_path(ctl, j->id, r, qs && !strcmp(qs, "stderr"), path, sizeof(path));
+			xp_log_path(ctl, j->id, r, qs && !strcmp(qs, "stderr"), lp->v[r].path,
+				    sizeof(lp->v[r].path));
+			lp->v[r].header[0] = '\0';
 			if (j->spec.replicas > 1)
-				xp_sb_printf(&sb, "==> replica %u on %s <==\n", r,
-					     ctl->st->c->nodes[j->allocs[r].node].name);
-			if (xp_read_file(path, (size_t)64 << 20, &buf, &len, &err) == 0)
-				xp_sb_putn(&sb, buf, len);
-			free(buf);
+				snprintf(lp->v[r].header, sizeof(lp->v[r].header),
+					 "==> replica %u on %s <==\n", r,
+					 ctl->st->c->nodes[j->allocs[r].node].name);
 		}
-		xp_reply_text(cmd, 200, "text/plain; charset=utf-8", xp_sb_steal(&sb));
+		cmd->logs = lp;
+		xp_reply_text(cmd, 200, "text/plain; charset=utf-8", xstrdup(""));
 		return;
 	}
 	xp_sb_init(&sb);

@@ -79,6 +79,17 @@ struct xp_ctl_opts {
 	int metrics_public;   /* /metrics without a token (the series without tenants) */
 };
 
+/* A job's output as the worker streams it (http.c), read from the files
+ * the agents' uploads wrote, never on the owner thread: per part a header
+ * line (may be empty) and a file (a missing one is empty). */
+struct xp_logparts {
+	size_t n;
+	struct xp_logpart {
+		char header[160];
+		char path[4200];
+	} * v;
+};
+
 /* ---- commands: one API request handed to the owner ---- */
 
 struct xp_ctl;
@@ -112,6 +123,7 @@ struct xp_cmd {
 	int status;
 	char *reply; /* malloc'd */
 	const char *reply_type;
+	struct xp_logparts *logs; /* a logs reply: the worker streams these files */
 	int journaled; /* records appended: reply once durable */
 	/* completion */
 	pthread_mutex_t mu;

@@ -17,7 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <strings.h>
 
 #include "../core/state/spec.h"
@@ -427,6 +430,76 @@ static enum MHD_Result send_ui(struct xp_ctl *ctl, struct MHD_Connection *c, con
 	return ok;
 }
 
+/* ---- a job's output, streamed from its files ---- */
+
+struct logstream {
+	struct xp_logparts *p;
+	size_t part, hoff; /* the part; how much of its header went out */
+	int fd;		   /* its file, -1: not opened yet (or done) */
+	off_t left;	   /* what is still to send of it (a file grows as it is read) */
+};
+
+static ssize_t log_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct logstream *s = cls;
+	(void)pos;
+	while (s->part < s->p->n) {
+		struct xp_logpart *lp = &s->p->v[s->part];
+		size_t hl = strlen(lp->header);
+		if (s->hoff < hl) {
+			size_t k = hl - s->hoff < max ? hl - s->hoff : max;
+			memcpy(buf, lp->header + s->hoff, k);
+			s->hoff += k;
+			return (ssize_t)k;
+		}
+		if (s->fd < 0) {
+			struct stat sb;
+			s->fd = open(lp->path, O_RDONLY | O_CLOEXEC);
+			s->left = s->fd >= 0 && fstat(s->fd, &sb) == 0 ? sb.st_size : 0;
+		}
+		ssize_t k = s->fd >= 0 && s->left > 0
+				    ? read(s->fd, buf, (size_t)s->left < max ? (size_t)s->left : max)
+				    : 0;
+		if (k > 0) {
+			s->left -= k;
+			return k;
+		}
+		if (s->fd >= 0)
+			close(s->fd);
+		s->fd = -1;
+		s->part++;
+		s->hoff = 0;
+	}
+	return MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+static void log_free(void *cls)
+{
+	struct logstream *s = cls;
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s->p->v);
+	free(s->p);
+	free(s);
+}
+
+/* the files, read as the client takes them: a few KiB in memory a reader */
+static enum MHD_Result send_logs(struct xp_ctl *ctl, struct MHD_Connection *c,
+				 struct xp_logparts *p)
+{
+	struct logstream *s = XNEW(struct logstream);
+	s->p = p;
+	s->fd = -1;
+	struct MHD_Response *r =
+		MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, log_read, s, log_free);
+	MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	enum MHD_Result ok = MHD_queue_response(c, 200, r);
+	MHD_destroy_response(r);
+	count_reply(ctl, 200);
+	return ok;
+}
+
 /* /metrics from the owner's published text (metrics.c), sent without a
  * copy: full (admin) with the queue and tenant series */
 static enum MHD_Result send_metrics(struct xp_ctl *ctl, struct MHD_Connection *c,
@@ -588,6 +661,14 @@ static enum MHD_Result dispatch(struct xp_ctl *ctl, struct MHD_Connection *c, co
 	xp_owner_call(ctl, &cmd);
 	if (cmd.payload_free)
 		cmd.payload_free(cmd.payload);
+	if (cmd.logs && cmd.status == 200) {
+		free(cmd.reply);
+		return send_logs(ctl, c, cmd.logs);
+	}
+	if (cmd.logs) {
+		free(cmd.logs->v);
+		free(cmd.logs);
+	}
 	if (!cmd.reply)
 		return send_error(ctl, c, XP_EINTERNAL, NULL, "no reply");
 	ok = send_reply(ctl, c, cmd.status, cmd.reply_type ? cmd.reply_type : "application/json",

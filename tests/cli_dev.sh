@@ -73,6 +73,18 @@ if wait_state "$J1" failed; then
 	grep -q '^oops$' "$T/out" || fail "stderr of the task: $(cat "$T/out") $(cat "$T/err")"
 fi
 
+# two replicas: their output one section each, in order, read by the
+# HTTP worker from the uploaded files
+run submit --node "$NODE" --replicas 2 --cpu 100m --memory 64Mi -- sh -c 'echo "replica $XPOOL_REPLICA"'
+expect 0 "submit two replicas"
+J3=$(sed -n 's/^job \([0-9]*\) submitted.*/\1/p' "$T/out")
+if wait_state "$J3" succeeded; then
+	run logs "$J3"
+	expect 0 "logs of two replicas"
+	printf '==> replica 0 on %s <==\nreplica 0\n==> replica 1 on %s <==\nreplica 1\n' "$NODE" "$NODE" >"$T/want"
+	cmp -s "$T/out" "$T/want" || fail "logs of two replicas: $(cat "$T/out")"
+fi
+
 # a task still running when dev stops is stopped with it
 run submit --node "$NODE" --cpu 100m --memory 64Mi -- sh -c "echo \$\$ > $T/sleeper.pid; exec sleep 300"
 J2=$(sed -n 's/^job \([0-9]*\) submitted.*/\1/p' "$T/out")

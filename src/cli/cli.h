@@ -3,6 +3,15 @@
  * cmd_*.c file; each command parses its own flags (flags.h), prints results
  * to stdout and errors to stderr as "xpool <verb>: <what failed>", and
  * returns the process exit status (0 ok, 1 failure, 2 bad usage).
+ *
+ * Beyond the verbs declared below: main.c is xpool's verb table,
+ * main_daemon.c xpoold's (server, dev, agent), verbs.c the top level both
+ * share, cmd_exec.c the exec from xpool into xpoold, cmd_client.c the
+ * plumbing every client verb shares, flags.c/.h the flag parser,
+ * table.c/.h aligned tables and units, util.c small helpers; the verbs
+ * cmd_queue.c (queues), cmd_advise.c (forecast, advise), cmd_alerts.c,
+ * cmd_top.c, cmd_bench.c (sim bench), cmd_simgavel.c (sim gavel) and
+ * cmd_simtenants.c (sim tenants) are named where their functions are.
  */
 #ifndef XP_CLI_H
 #define XP_CLI_H

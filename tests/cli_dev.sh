@@ -41,6 +41,7 @@ while [ -z "$NODE" ]; do
 	[ -n "$NODE" ] || sleep 0.1
 done
 grep -q "^local agent: pid [0-9]" "$T/dev.out" || fail "dev did not say it started an agent: $(cat "$T/dev.out")"
+[ "$(stat -c %a "$T/data/admin.token")" = 600 ] || fail "admin.token is mode $(stat -c %a "$T/data/admin.token"), want 600"
 run node "$NODE"
 grep -q '^Source: *agent$' "$T/out" || fail "node $NODE source: $(cat "$T/out")"
 grep -q '^Heartbeat: *[0-9.]*s ago$' "$T/out" || fail "node $NODE heartbeat: $(cat "$T/out")"

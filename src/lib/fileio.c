@@ -2,6 +2,8 @@
 #include "fileio.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -44,13 +46,21 @@ int xp_read_file(const char *path, size_t max, char **buf, size_t *len, struct x
 
 int xp_afile_open(struct xp_afile *a, const char *path, struct xp_err *err)
 {
+	return xp_afile_open_mode(a, path, 0666, err);
+}
+
+int xp_afile_open_mode(struct xp_afile *a, const char *path, unsigned mode, struct xp_err *err)
+{
 	size_t len = strlen(path);
 	memset(a, 0, sizeof(*a));
 	a->path = xstrdup(path);
 	a->tmp = xmalloc(len + 5);
 	memcpy(a->tmp, path, len);
 	memcpy(a->tmp + len, ".tmp", 5);
-	a->f = fopen(a->tmp, "w");
+	int fd = open(a->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, (mode_t)mode);
+	a->f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!a->f && fd >= 0)
+		close(fd);
 	if (!a->f) {
 		int rc = xp_errf(err, -errno, "%s: %s", a->tmp, strerror(errno));
 		free(a->path);

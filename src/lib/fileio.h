@@ -19,8 +19,10 @@ struct xp_afile {
 	char *path, *tmp;
 };
 
-/* Open path.tmp for writing. */
+/* Open path.tmp for writing (mode 0666 less the umask; _mode: this mode,
+ * e.g. 0600 for a secret). */
 int xp_afile_open(struct xp_afile *a, const char *path, struct xp_err *err);
+int xp_afile_open_mode(struct xp_afile *a, const char *path, unsigned mode, struct xp_err *err);
 /* Flush, fsync and rename over path; on any failure path.tmp is removed. */
 int xp_afile_commit(struct xp_afile *a, struct xp_err *err);
 /* Give up: close and remove path.tmp. NULL-safe for an unopened struct. */

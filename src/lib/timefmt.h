@@ -13,6 +13,8 @@
 #include <stdint.h>
 
 #define XP_TIME_LEN 64
+/* an hour in milliseconds */
+#define XP_HOUR_MS 3600000LL
 
 /* RFC 3339 text of t (ms since the epoch) into out[XP_TIME_LEN]. */
 void xp_time_format(int64_t ms, char out[XP_TIME_LEN]);

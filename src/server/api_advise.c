@@ -34,7 +34,6 @@
 #include "../lib/timefmt.h"
 #include "../lib/xalloc.h"
 
-#define HOUR_MS	    3600000LL
 #define MONTH_HOURS 730.0
 
 static long query_long(struct xp_cmd *cmd, const char *key, long min, long max, long dflt)
@@ -64,7 +63,7 @@ static double history_hours(const struct xp_state *st, int64_t now)
 		if (j->state == XP_JOB_RUNNING && j->started_at > 0 && j->started_at < first)
 			first = j->started_at;
 	}
-	return (double)(now - first) / HOUR_MS;
+	return (double)(now - first) / XP_HOUR_MS;
 }
 
 /* The forecast fits a daily and weekly season: below three days of usage
@@ -87,7 +86,7 @@ void xp_api_forecast(struct xp_ctl *ctl, struct xp_cmd *cmd)
 			FAIL(cmd, XP_ENOENT, "tenant", "no tenant %s", tn);
 		tenant = t;
 	}
-	int64_t now = xp_ctl_now(), end = now / HOUR_MS * HOUR_MS;
+	int64_t now = xp_ctl_now(), end = now / XP_HOUR_MS * XP_HOUR_MS;
 	double have = history_hours(st, now);
 	if (have < FORECAST_MIN_HOURS) {
 		json_t *o = json_pack("{s:s,s:f,s:i,s:o,s:[]}", "of",
@@ -104,10 +103,10 @@ void xp_api_forecast(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		return;
 	}
 	size_t n = (size_t)days * 24;
-	int64_t since = end - (int64_t)n * HOUR_MS;
+	int64_t since = end - (int64_t)n * XP_HOUR_MS;
 	double *c = XNEWV(double, n), *u = XNEWV(double, n), *out = XNEWV(double, (size_t)ahead);
 	xp_meter_series(st, tenant, since, n, now, c, u);
-	int hour0 = (int)(((since / HOUR_MS) + 72) % 168); /* 1970-01-01 was a Thursday */
+	int hour0 = (int)(((since / XP_HOUR_MS) + 72) % 168); /* 1970-01-01 was a Thursday */
 	struct xp_forecast f;
 	int priced = st->meter.prices.set;
 	json_t *o = json_pack("{s:s,s:s,s:I}", "of", priced ? "cost" : "gpu_hours", "currency",
@@ -121,7 +120,7 @@ void xp_api_forecast(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		double total = 0;
 		char ts[XP_TIME_LEN];
 		for (long k = 0; k < ahead; k++) {
-			xp_time_format(end + k * HOUR_MS, ts);
+			xp_time_format(end + k * XP_HOUR_MS, ts);
 			json_array_append_new(fc, json_pack("{s:s,s:f}", "at", ts, "value", out[k]));
 			total += out[k];
 		}
@@ -202,7 +201,7 @@ static void idle_quota(const struct xp_state *st, struct advice *ad, int64_t now
 	}
 	if (hours > 7 * 24)
 		hours = 7 * 24;
-	json_t *rep = xp_meter_report(st, XP_METER_QUEUE, now - (int64_t)(hours * HOUR_MS), now,
+	json_t *rep = xp_meter_report(st, XP_METER_QUEUE, now - (int64_t)(hours * XP_HOUR_MS), now,
 				      now, -1);
 	double *used = xcalloc(st->queues.n + 1, sizeof(double)); /* subtree device-hours */
 	json_t *row;
@@ -355,10 +354,10 @@ static void cheaper_hours(const struct xp_state *st, struct advice *ad, int64_t 
 	for (size_t i = 0; i < st->meter.runs.n; i++) {
 		const struct xp_meter_run *r = &st->meter.runs.v[i];
 		const struct xp_job *j = xp_state_job(st, r->job);
-		int64_t a = r->start > now - 7 * 24 * HOUR_MS ? r->start : now - 7 * 24 * HOUR_MS;
+		int64_t a = r->start > now - 7 * 24 * XP_HOUR_MS ? r->start : now - 7 * 24 * XP_HOUR_MS;
 		if (!j || j->spec.priority > 0 || r->end <= a)
 			continue;
-		double hrs = (double)(r->end - a) / HOUR_MS, w = xp_prices_hours(p, a, r->end);
+		double hrs = (double)(r->end - a) / XP_HOUR_MS, w = xp_prices_hours(p, a, r->end);
 		double rate = xp_meter_run_rate(p, st->meter.devs.v, st->meter.names.v, r);
 		extra += rate * (w - lo * hrs);
 	}

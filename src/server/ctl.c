@@ -60,24 +60,14 @@ static int on_record(void *arg, const struct xp_store_rec *r)
 
 static int write_admin_token(const char *dir, const char *token, struct xp_err *err)
 {
-	char path[4096], tmp[4200];
-	int fd;
+	char path[4096];
+	struct xp_afile f;
+	int rc;
 	snprintf(path, sizeof(path), "%s/admin.token", dir);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	if (fd < 0)
-		return xp_errf(err, -errno, "%s: %s", tmp, strerror(errno));
-	size_t len = strlen(token);
-	if (write(fd, token, len) != (ssize_t)len || write(fd, "\n", 1) != 1 || fsync(fd) != 0) {
-		int e = errno;
-		close(fd);
-		unlink(tmp);
-		return xp_errf(err, -e, "%s: %s", tmp, strerror(e));
-	}
-	close(fd);
-	if (rename(tmp, path) != 0)
-		return xp_errf(err, -errno, "%s: %s", path, strerror(errno));
-	return 0;
+	if ((rc = xp_afile_open_mode(&f, path, 0600, err)) < 0)
+		return rc;
+	fprintf(f.f, "%s\n", token);
+	return xp_afile_commit(&f, err);
 }
 
 static int bootstrap(struct xp_ctl *ctl, struct xp_err *err)

@@ -79,13 +79,6 @@ double xp_frag_eval(const struct xp_sched *s, uint32_t n, int64_t cpu_free,
 	return acc;
 }
 
-void xp_frag_refresh_node(struct xp_sched *s, uint32_t n)
-{
-	s->frag_total -= s->ns[n].frag;
-	s->ns[n].frag = s->nm ? xp_frag_eval(s, n, -1, NULL, NULL) : 0;
-	s->frag_total += s->ns[n].frag;
-}
-
 /* The summaries of M that the xpool policy reads (policy_fgd.c,
  * sched_int.h). */
 static void workload_summary(struct xp_sched *s)

@@ -260,11 +260,6 @@ const struct xp_policy_ops *xp_policy_find(const char *name)
 static const char *const weight_names[XP_W_N] = { "priority", "affinity", "energy", "network",
 						  "health" };
 
-const char *xp_weight_name(int f)
-{
-	return f >= 0 && f < XP_W_N ? weight_names[f] : "?";
-}
-
 int xp_weights_parse(const char *s, uint32_t w[XP_W_N], struct xp_err *err)
 {
 	uint32_t out[XP_W_N] = { 0 }, total = 0;

@@ -40,7 +40,6 @@ enum xp_tiebreak { XP_TIE_RANK, XP_TIE_RANDOM };
 
 /* The factors of the weighted policy (policy_weighted.c). */
 enum { XP_W_PRIORITY, XP_W_AFFINITY, XP_W_ENERGY, XP_W_NETWORK, XP_W_HEALTH, XP_W_N };
-const char *xp_weight_name(int f);
 /* "affinity=0.25,energy=0.2,...": the factors named, in thousandths into
  * w[] (others 0); 0, or XP_EINVAL naming the bad part. */
 int xp_weights_parse(const char *s, uint32_t w[XP_W_N], struct xp_err *err);

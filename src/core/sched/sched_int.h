@@ -129,7 +129,6 @@ void xp_weighted_prepare(struct xp_sched *s);
  * the node's own when cpu_free < 0 / free == NULL). */
 double xp_frag_eval(const struct xp_sched *s, uint32_t n, int64_t cpu_free,
 		    const uint16_t *free_milli, const uint64_t *free_mem);
-void xp_frag_refresh_node(struct xp_sched *s, uint32_t n);
 
 /* index.c */
 struct xp_index *xp_index_create(const struct xp_sched *s);

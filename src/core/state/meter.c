@@ -19,7 +19,6 @@
 
 #define MAX_COUNTERS	32
 #define MAX_COUNT_VALUE 1000000000000LL /* per record */
-#define HOUR_MS		3600000.0
 
 static const char *const by_names[XP_METER_BY_N] = { "tenant", "queue", "job" };
 

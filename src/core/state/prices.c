@@ -9,12 +9,12 @@
 #include <string.h>
 
 #include "../../descriptor/tree.h"
+#include "../../lib/timefmt.h"
 #include "../../lib/parse.h"
 
 #define PRICE_MAX  1e6
 #define FACTOR_MAX 100.0
-#define HOUR_MS	   3600000LL
-#define DAY_MS	   (24 * HOUR_MS)
+#define DAY_MS	   (24 * XP_HOUR_MS)
 
 static const char *const top_keys[] = { "currency", "cpu",	   "memory", "energy",
 					"devices",  "time_of_day", NULL };
@@ -208,10 +208,10 @@ double xp_prices_hours(const struct xp_prices *p, int64_t a, int64_t b)
 	sum += (double)days * day;
 	a += days * DAY_MS;
 	while (a < b) {
-		int64_t start = a - ((a % HOUR_MS) + HOUR_MS) % HOUR_MS;
-		int64_t end = start + HOUR_MS < b ? start + HOUR_MS : b;
-		int h = (int)((((start / HOUR_MS) % 24) + 24) % 24);
-		sum += p->factor[h] * (double)(end - a) / HOUR_MS;
+		int64_t start = a - ((a % XP_HOUR_MS) + XP_HOUR_MS) % XP_HOUR_MS;
+		int64_t end = start + XP_HOUR_MS < b ? start + XP_HOUR_MS : b;
+		int h = (int)((((start / XP_HOUR_MS) % 24) + 24) % 24);
+		sum += p->factor[h] * (double)(end - a) / XP_HOUR_MS;
 		a = end;
 	}
 	return sum;

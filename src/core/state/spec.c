@@ -42,19 +42,9 @@ int xp_dep_type_parse(const char *s)
 
 static const char *const qos_names[XP_QOS_N] = { "standard", "best-effort", "protected" };
 
-const char *xp_qos_name(int q)
-{
-	return xp_enum_name(qos_names, XP_QOS_N, q);
-}
-
 int xp_qos_parse(const char *s)
 {
 	return xp_enum_parse(qos_names, XP_QOS_N, s);
-}
-
-const char *xp_colocate_name(int c)
-{
-	return xp_enum_name(coloc_names, XP_COLOC_N, c);
 }
 
 static int coloc_parse(const char *s) /* "none" is the default, not a choice */

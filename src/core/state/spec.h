@@ -36,7 +36,6 @@ enum xp_qos {
 	XP_QOS_PROTECTED,   /* never */
 	XP_QOS_N
 };
-const char *xp_qos_name(int q);
 int xp_qos_parse(const char *s);
 
 /* A gang's placement together (gang.colocate) */
@@ -104,7 +103,6 @@ struct xp_jobspec {
 
 const char *xp_dep_type_name(int t);
 int xp_dep_type_parse(const char *s);
-const char *xp_colocate_name(int c);
 
 /* Parse a spec from t; name labels errors ("request:12: resources.cpu: ...").
  * On error *field (if not NULL) gets the path of the faulty field. */

@@ -190,14 +190,6 @@ long xp_state_node(const struct xp_state *st, const char *name)
 	return st->node_of_sym.v[s];
 }
 
-struct xp_token *xp_state_token_by_hash(const struct xp_state *st, const char *sha256)
-{
-	for (size_t i = 0; i < st->tokens.n; i++)
-		if (!st->tokens.v[i].revoked && !strcmp(st->tokens.v[i].sha256, sha256))
-			return &st->tokens.v[i];
-	return NULL;
-}
-
 void xp_state_key(const struct xp_state *st, uint32_t tenant, const char *key, char *buf,
 		  size_t len)
 {

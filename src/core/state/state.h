@@ -284,7 +284,6 @@ struct xp_job *xp_state_job(const struct xp_state *st, uint64_t id);
 long xp_state_tenant(const struct xp_state *st, const char *name);
 long xp_state_queue(const struct xp_state *st, const char *name);
 long xp_state_node(const struct xp_state *st, const char *name);
-struct xp_token *xp_state_token_by_hash(const struct xp_state *st, const char *sha256);
 /* The hash a job submitted with an idempotency key keeps of its spec
  * (canonical JSON), to tell a retry from a different request. */
 uint64_t xp_jobspec_hash(const struct xp_jobspec *s);

@@ -39,7 +39,9 @@ const fs = require("fs");
 const path = require("path");
 const CDP = require("chrome-remote-interface");
 
-const WAIT_MS = 30000, PAGE = 25, PHONE = 375;
+// UI_WAIT_MS shortens the waits only to run the checks against an old page
+// that fails them all (see docs/results/first-hour.md, section 11)
+const WAIT_MS = Number(process.env.UI_WAIT_MS || 30000), PAGE = 25, PHONE = 375;
 const env = k => {
   const v = process.env[k];
   if (!v) throw new Error(k + " is not set");
@@ -322,7 +324,9 @@ async function main() {
 
     // phone width: no sideways scroll, every node still drawn inside it
     await Emulation.setDeviceMetricsOverride({ width: PHONE, height: 812, deviceScaleFactor: 1, mobile: true });
-    if (await check(`window.innerWidth === ${PHONE}`, "phone: the viewport did not become " + PHONE + " px")) {
+    // (a page without a viewport meta tag is laid out 980 px wide and
+    // scaled down: that is the sideways scroll this catches)
+    if (await check(`screen.width === ${PHONE}`, "phone: the screen did not become " + PHONE + " px")) {
       const wide = `document.documentElement.scrollWidth <= ${PHONE} && document.body.scrollWidth <= ${PHONE}`;
       await check(wide, "phone: the page scrolls sideways at " + PHONE + " px: scrollWidth " +
         await evaluate(`document.documentElement.scrollWidth + " (widest: " + [...document.querySelectorAll("body *")].filter(e => e.getBoundingClientRect().right > ${PHONE} + 0.5).slice(0, 4).map(e => e.tagName + "." + e.className + "#" + e.id).join(", ") + ")"`));

@@ -275,7 +275,9 @@ async function main() {
         t.textContent.includes(${q(dev.model)}) && t.textContent.includes(${q(memTotal)}) && t.textContent.includes("ui-running"); })()`;
       const tipText = `(document.getElementById("tip") || {}).textContent`;
       if (await check(`!!document.querySelector('[data-dev=${q(key)}]')`, "tooltip: device " + key + " is not drawn")) {
-        await evaluate(`document.querySelector('[data-dev=${q(key)}]').scrollIntoView({ block: "center" })`);
+        // scrolled, and the scroll's events delivered (two frames), before the mouse moves there
+        await evaluate(`document.querySelector('[data-dev=${q(key)}]').scrollIntoView({ block: "center" });
+          new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))`);
         const r = await evaluate(`(() => { const b = document.querySelector('[data-dev=${q(key)}]').getBoundingClientRect(); return { x: b.x + b.width / 2, y: b.y + b.height / 2 }; })()`);
         await Input.dispatchMouseEvent({ type: "mouseMoved", x: r.x, y: r.y });
         if (await check(tipHas, "tooltip on hover over " + key + ": no model " + dev.model + ", memory " + memTotal + " and job ui-running: " + await evaluate(tipText)))

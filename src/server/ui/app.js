@@ -304,7 +304,12 @@ topo.addEventListener("mouseout", e => {
 topo.addEventListener("focusin", e => { const t = e.target.closest("[data-dev]"); if (t) showTip(t); });
 topo.addEventListener("focusout", () => { if (!S.redrawing) hideTip(); });
 document.addEventListener("keydown", e => { if (e.key === "Escape") hideTip(); });
-window.addEventListener("scroll", () => { if (!$("tip").hidden && !topo.contains(document.activeElement)) hideTip(); }, { passive: true });
+window.addEventListener("scroll", () => { /* the tooltip is fixed: keep it by its element */
+  const tip = $("tip");
+  if (tip.hidden) return;
+  const t = topo.querySelector('[data-dev="' + CSS.escape(tip.dataset.for || "") + '"]');
+  if (t) showTip(t); else hideTip();
+}, { passive: true });
 
 /* ---- charts: time on x (UTC), a value on y, both with ticks and labels ---- */
 const SVGNS = "http://www.w3.org/2000/svg";

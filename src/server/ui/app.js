@@ -127,7 +127,7 @@ function devTips(d) {
   rows.push(["device", d.node + " #" + d.index + " (" + d.class.toUpperCase() + ")"]);
   rows.push(["model", (d.vendor ? d.vendor + " " : "") + d.model]);
   const topo = [];
-  if (d.island >= 0) topo.push(fabric(d.interconnect) + " island " + d.island);
+  if (d.island >= 0) topo.push((d.interconnect ? fabric(d.interconnect) + " island " : "island ") + d.island);
   else if (d.interconnect) topo.push(fabric(d.interconnect));
   if (d.numa >= 0) topo.push("NUMA " + d.numa);
   if (topo.length) rows.push(["topology", topo.join(", ")]);
@@ -169,7 +169,7 @@ function cpuChip(n) { /* the node's CPUs: their own class, not a device */
 
 function islandBox(g) {
   const b = el("div", { class: "island fab-" + (g.interconnect || "none"), "data-island": g.id, "data-fabric": g.interconnect || "" },
-    el("div", { class: "group-label" }, fabric(g.interconnect) + " island " + g.id + " \u00b7 " + g.devs.length));
+    el("div", { class: "group-label" }, (g.interconnect ? fabric(g.interconnect) + " island " : "island ") + g.id + " \u00b7 " + g.devs.length));
   for (const d of g.devs) b.append(devTile(d));
   return b;
 }
@@ -187,8 +187,8 @@ function nodeCard(n, devs) {
   for (const d of devs) {
     if (d.island < 0) continue;
     if (!islands.has(d.island)) {
-      const api = (n.islands || []).find(i => i.id === d.island);
-      islands.set(d.island, { id: d.island, interconnect: (api && api.interconnect) || d.interconnect, devs: [] });
+      const declared = (n.islands || []).find(i => i.id === d.island);
+      islands.set(d.island, { id: d.island, interconnect: (declared && declared.interconnect) || d.interconnect, devs: [] });
     }
     islands.get(d.island).devs.push(d);
   }

@@ -320,10 +320,11 @@ function sv(tag, attrs, text) {
   return e;
 }
 const STEPS = [10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200].map(s => s * 1000);
-function niceMax(v) {
-  if (v <= 4) return 4;
-  const p = Math.pow(10, Math.floor(Math.log10(v))), m = v / p;
-  return (m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
+function countTicks(v) { /* whole numbers in 1-2-5 steps, at most 5 intervals, up to v or past it */
+  if (v <= 4) return [0, 1, 2, 3, 4];
+  const raw = v / 5, p = Math.pow(10, Math.floor(Math.log10(raw)));
+  const step = Math.ceil([1, 2, 5, 10].map(m => m * p).find(x => x >= raw));
+  return Array.from({ length: Math.ceil(v / step) + 1 }, (_, i) => i * step);
 }
 /* series: [{key, color}]; y: {max, ticks, fmt, label} */
 function drawChart(svg, series, y) {
@@ -365,9 +366,9 @@ function drawChart(svg, series, y) {
 function drawCharts() {
   drawChart($("trend"), [{ key: "alloc", color: "#3b82f6" }, { key: "frag", color: "#d97706" }],
     { max: 100, ticks: [0, 25, 50, 75, 100], fmt: v => v + " %", label: "% of accelerators" });
-  const top = niceMax(Math.max(1, ...S.samples.map(p => Math.max(p.running, p.pending))));
+  const ticks = countTicks(Math.max(1, ...S.samples.map(p => Math.max(p.running, p.pending))));
   drawChart($("jobtrend"), [{ key: "running", color: "#16a34a" }, { key: "pending", color: "#9333ea" }],
-    { max: top, ticks: [0, top / 4, top / 2, 3 * top / 4, top], fmt: v => String(Math.round(v * 10) / 10), label: "jobs" });
+    { max: ticks[ticks.length - 1], ticks, fmt: String, label: "jobs" });
 }
 let resizeTimer = null;
 window.addEventListener("resize", () => { clearTimeout(resizeTimer); resizeTimer = setTimeout(drawCharts, 150); });

@@ -42,6 +42,48 @@ static json_t *attrs_obj(const struct xp_attr *a, uint16_t n)
 	return o;
 }
 
+/* A device's fabric: the kind of its first link to a peer on its node
+ * (NVLink, HCCS, xGMI: what makes an island), else the first kind its
+ * descriptor's `interconnect` names (PCIe, ...); NULL when neither says. */
+static const char *dev_interconnect(const struct xp_device *dv)
+{
+	for (uint16_t i = 0; i < dv->nlinks; i++)
+		if (dv->links[i].peer >= 0 && dv->links[i].kind <= XP_LINK_XGMI)
+			return xp_link_name(dv->links[i].kind);
+	const char *ic = xp_attrs_get(dv->attrs, dv->nattrs, "interconnect");
+	char first[32];
+	if (!ic || !*ic)
+		return NULL;
+	snprintf(first, sizeof(first), "%.*s", (int)strcspn(ic, ","), ic);
+	int k = xp_link_parse(first);
+	return k >= 0 ? xp_link_name(k) : NULL;
+}
+
+/* The node's device islands, in the order of their first device:
+ * [{"id": 0, "interconnect": "nvlink", "devices": [0, 1, ...]}] */
+static json_t *islands_json(const struct xp_node *node)
+{
+	json_t *arr = json_array();
+	for (uint16_t d = 0; d < node->ndevs; d++) {
+		int16_t id = node->devs[d].island;
+		uint16_t first = 0;
+		if (id < 0)
+			continue;
+		while (node->devs[first].island != id)
+			first++;
+		if (first != d) /* listed with its first device */
+			continue;
+		json_t *devs = json_array();
+		for (uint16_t k = d; k < node->ndevs; k++)
+			if (node->devs[k].island == id)
+				json_array_append_new(devs, json_integer(k));
+		json_array_append_new(arr, json_pack("{s:i,s:s?,s:o}", "id", id, "interconnect",
+						     dev_interconnect(&node->devs[d]), "devices",
+						     devs));
+	}
+	return arr;
+}
+
 static json_t *node_json(struct xp_ctl *ctl, size_t n)
 {
 	struct xp_state *st = ctl->st;
@@ -64,6 +106,8 @@ static json_t *node_json(struct xp_ctl *ctl, size_t n)
 		json_object_set_new(o, "region",
 				    json_string(xp_strtab_str(st->c->syms, node->region)));
 	json_object_set_new(o, "labels", attrs_obj(node->labels, node->nlabels));
+	json_object_set_new(o, "numa_domains", json_integer(node->numa_domains));
+	json_object_set_new(o, "islands", islands_json(node));
 	json_object_set_new(o, "cpu_milli", json_integer((json_int_t)node->cpu_milli));
 	json_object_set_new(o, "cpu_free_milli",
 			    json_integer(xp_sched_node_cpu_free(st->sched, (uint32_t)n)));
@@ -237,6 +281,9 @@ void xp_api_devices(struct xp_ctl *ctl, struct xp_cmd *cmd)
 				(json_int_t)xp_sched_dev_free_mem(st->sched, (uint32_t)n, d),
 				"jobs", jobs);
 			const struct xp_nodeinfo *ni = &st->nodes.v[n];
+			const char *ic = dev_interconnect(dv);
+			if (ic)
+				json_object_set_new(dj, "interconnect", json_string(ic));
 			if (ni->dev_why && ni->dev_why[d])
 				json_object_set_new(dj, "why", json_string(ni->dev_why[d]));
 			if (n < ctl->live.n && d < ctl->live.v[n].ndev) {

@@ -408,19 +408,23 @@ static int content_json(struct MHD_Connection *c, const char *body, size_t len, 
 	return -1;
 }
 
-extern const unsigned char xp_ui_index[];
-extern const unsigned long xp_ui_index_len;
+extern const unsigned char xp_ui_index[], xp_ui_app[];
+extern const unsigned long xp_ui_index_len, xp_ui_app_len;
 
-/* /ui: the embedded page; it fetches everything else with the user's token */
-static enum MHD_Result send_ui(struct xp_ctl *ctl, struct MHD_Connection *c, const char *method)
+/* /ui: the embedded page, /ui/app.js its script (this origin only: no
+ * inline script runs); they fetch everything else with the user's token */
+static enum MHD_Result send_ui(struct xp_ctl *ctl, struct MHD_Connection *c, const char *method,
+			       int script)
 {
 	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
 		return send_error(ctl, c, XP_EINVAL, NULL, "use GET");
 	struct MHD_Response *r = MHD_create_response_from_buffer(
-		xp_ui_index_len, (void *)xp_ui_index, MHD_RESPMEM_PERSISTENT);
-	MHD_add_response_header(r, "Content-Type", "text/html; charset=utf-8");
+		script ? xp_ui_app_len : xp_ui_index_len,
+		(void *)(script ? xp_ui_app : xp_ui_index), MHD_RESPMEM_PERSISTENT);
+	MHD_add_response_header(r, "Content-Type", script ? "text/javascript; charset=utf-8"
+							  : "text/html; charset=utf-8");
 	MHD_add_response_header(r, "Content-Security-Policy",
-				"default-src 'self'; script-src 'unsafe-inline'; "
+				"default-src 'self'; script-src 'self'; "
 				"style-src 'unsafe-inline'; img-src 'self' data:");
 	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
 	MHD_add_response_header(r, "Cache-Control", "no-store");
@@ -541,7 +545,9 @@ static enum MHD_Result dispatch(struct xp_ctl *ctl, struct MHD_Connection *c, co
 		return ctl->ready ? send_reply(ctl, c, 200, "text/plain", xstrdup("ready\n"))
 				  : send_error(ctl, c, XP_EUNAVAIL, NULL, "replaying the journal");
 	if (!strcmp(url, "/ui") || !strcmp(url, "/ui/")) /* the dashboard: no data in it */
-		return send_ui(ctl, c, method);
+		return send_ui(ctl, c, method, 0);
+	if (!strcmp(url, "/ui/app.js"))
+		return send_ui(ctl, c, method, 1);
 	if (!ctl->ready)
 		return send_error(ctl, c, XP_EUNAVAIL, NULL, "the controller is starting");
 	if (k->too_big)

@@ -314,9 +314,8 @@ static int setup(void **state)
 	assert_true(g_clean.f[F_DB].n <= 256 * 1024);
 	print_message("golden store: %zu-byte database, %zu-byte write-ahead log, %s seal; last "
 		      "seq %llu; state %zu bytes\n",
-		      g_golden.f[F_DB].n, g_golden.f[F_WAL].n,
-		      g_golden.f[F_SEAL].b ? "a" : "no", (unsigned long long)g_last,
-		      strlen(g_state));
+		      g_golden.f[F_DB].n, g_golden.f[F_WAL].n, g_golden.f[F_SEAL].b ? "a" : "no",
+		      (unsigned long long)g_last, strlen(g_state));
 	return 0;
 }
 
@@ -335,8 +334,8 @@ static int teardown(void **state)
 struct tally {
 	const char *what;
 	long n[N_OUTCOMES];
-	long with_seq;	  /* refusals that name a seq */
-	long unnamed;	  /* refusals that do not name the file */
+	long with_seq; /* refusals that name a seq */
+	long unnamed;  /* refusals that do not name the file */
 	int shown[N_OUTCOMES];
 };
 
@@ -359,7 +358,8 @@ static void judge(struct tally *t, const char *label)
 	if (t->shown[o]++ < (o == SILENT ? 5 : 2))
 		print_message("  %s %s: %s%s%s\n", t->what, label, outcome_name[o],
 			      o == SILENT || o == HARMLESS ? "" : ": ",
-			      o == SILENT ? (last != g_last ? " (records lost)" : " (state differs)")
+			      o == SILENT
+				      ? (last != g_last ? " (records lost)" : " (state differs)")
 			      : o == HARMLESS ? ""
 					      : err.text);
 	free(text);
@@ -591,9 +591,9 @@ static void test_edit_records(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_flip_db),	      cmocka_unit_test(test_flip_wal),
-		cmocka_unit_test(test_truncate_wal),  cmocka_unit_test(test_flip_snapshot),
-		cmocka_unit_test(test_edit_records),  cmocka_unit_test(test_flip_seal),
+		cmocka_unit_test(test_flip_db),	     cmocka_unit_test(test_flip_wal),
+		cmocka_unit_test(test_truncate_wal), cmocka_unit_test(test_flip_snapshot),
+		cmocka_unit_test(test_edit_records), cmocka_unit_test(test_flip_seal),
 	};
 	return xp_run_tests(tests, setup, teardown);
 }

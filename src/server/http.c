@@ -388,6 +388,16 @@ static enum MHD_Result send_ui(struct xp_ctl *ctl, struct MHD_Connection *c, con
 	return ok;
 }
 
+/* 503: starting (why), or - never ready again - the journal failed and the process stops. */
+static enum MHD_Result not_ready(struct xp_ctl *ctl, struct MHD_Connection *c, const char *why)
+{
+	struct xp_err e = { 0 };
+	if (ctl->store && xp_store_failure(ctl->store, &e) < 0)
+		return send_error(ctl, c, XP_EUNAVAIL, NULL,
+				  "the journal failed, the controller is stopping: %s", e.text);
+	return send_error(ctl, c, XP_EUNAVAIL, NULL, "%s", why);
+}
+
 static enum MHD_Result dispatch(struct xp_ctl *ctl, struct MHD_Connection *c, const char *url,
 				const char *method, struct conn *k)
 {
@@ -401,11 +411,11 @@ static enum MHD_Result dispatch(struct xp_ctl *ctl, struct MHD_Connection *c, co
 		return send_reply(ctl, c, 200, "text/plain", xstrdup("ok\n"));
 	if (!strcmp(url, "/readyz"))
 		return ctl->ready ? send_reply(ctl, c, 200, "text/plain", xstrdup("ready\n"))
-				  : send_error(ctl, c, XP_EUNAVAIL, NULL, "replaying the journal");
+				  : not_ready(ctl, c, "replaying the journal");
 	if (!strcmp(url, "/ui") || !strcmp(url, "/ui/")) /* the dashboard: no data in it */
 		return send_ui(ctl, c, method);
 	if (!ctl->ready)
-		return send_error(ctl, c, XP_EUNAVAIL, NULL, "the controller is starting");
+		return not_ready(ctl, c, "the controller is starting");
 	if (k->too_big)
 		return send_error(ctl, c, XP_ETOOBIG, NULL,
 				  "the body is larger than the %zu-byte limit", ctl->o.body_limit);

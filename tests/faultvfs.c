@@ -6,6 +6,7 @@
  */
 #include "faultvfs.h"
 
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -19,6 +20,9 @@ static sqlite3_vfs *g_real, g_vfs;
 static sqlite3_io_methods g_io;
 static _Atomic long long g_budget = -1, g_refused;
 static atomic_int g_fail_sync;
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
+static int g_hold, g_held; /* under g_mu */
 
 #define REAL(f) (((struct ffile *)(f))->real)
 
@@ -51,6 +55,15 @@ static int f_truncate(sqlite3_file *f, sqlite3_int64 size)
 }
 static int f_sync(sqlite3_file *f, int flags)
 {
+	pthread_mutex_lock(&g_mu);
+	if (g_hold) {
+		g_held++;
+		pthread_cond_broadcast(&g_cv);
+		while (g_hold)
+			pthread_cond_wait(&g_cv, &g_mu);
+		g_held--;
+	}
+	pthread_mutex_unlock(&g_mu);
 	if (atomic_load(&g_fail_sync)) {
 		atomic_fetch_add(&g_refused, 1);
 		return SQLITE_IOERR_FSYNC;
@@ -152,6 +165,22 @@ void xp_faultvfs_full_after(long long bytes)
 void xp_faultvfs_fail_sync(int on)
 {
 	atomic_store(&g_fail_sync, on);
+}
+
+void xp_faultvfs_hold_sync(int on)
+{
+	pthread_mutex_lock(&g_mu);
+	g_hold = on;
+	pthread_cond_broadcast(&g_cv);
+	pthread_mutex_unlock(&g_mu);
+}
+
+void xp_faultvfs_wait_held(int n)
+{
+	pthread_mutex_lock(&g_mu);
+	while (g_held < n)
+		pthread_cond_wait(&g_cv, &g_mu);
+	pthread_mutex_unlock(&g_mu);
 }
 
 long long xp_faultvfs_refused(void)

@@ -176,6 +176,8 @@ int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err
 		ctl->o.max_finished = 100000;
 	pthread_mutex_init(&ctl->qmu, NULL);
 	pthread_cond_init(&ctl->qcv, NULL);
+	pthread_mutex_init(&ctl->http_mu, NULL);
+	pthread_cond_init(&ctl->http_cv, NULL);
 	pthread_mutex_init(&ctl->m.mu, NULL);
 	pthread_rwlock_init(&ctl->auth_lock, NULL);
 	pthread_mutex_init(&ctl->watch_mu, NULL);
@@ -244,6 +246,8 @@ void xp_ctl_stop(struct xp_ctl *ctl)
 	xp_due_free(&ctl->emu);
 	pthread_mutex_destroy(&ctl->qmu);
 	pthread_cond_destroy(&ctl->qcv);
+	pthread_mutex_destroy(&ctl->http_mu);
+	pthread_cond_destroy(&ctl->http_cv);
 	pthread_mutex_destroy(&ctl->m.mu);
 	pthread_rwlock_destroy(&ctl->auth_lock);
 	for (size_t i = 0; i < ctl->live.n; i++)

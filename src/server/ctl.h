@@ -187,6 +187,11 @@ struct xp_ctl {
 	struct xp_events *ev;
 	struct xp_metrics m;
 	struct MHD_Daemon *http;
+	/* requests from their first byte to their reply's last (http.c): a stop waits for them,
+	 * a second at most, so that a reply on its way - a 500 included - is not cut off */
+	pthread_mutex_t http_mu;
+	pthread_cond_t http_cv;
+	int http_busy;
 	uint16_t port;
 	char addr[64];
 	pthread_t owner;

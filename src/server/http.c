@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <strings.h>
+#include <time.h>
 
 #include "../core/state/spec.h"
 #include "../descriptor/descriptor.h"
@@ -546,6 +547,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (!k) {
 		k = XNEW(struct conn);
 		*con_cls = k;
+		pthread_mutex_lock(&ctl->http_mu);
+		ctl->http_busy++;
+		pthread_mutex_unlock(&ctl->http_mu);
 		return MHD_YES;
 	}
 	if (*upload_size) {
@@ -564,12 +568,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
+	struct xp_ctl *ctl = cls;
 	struct conn *k = *con_cls;
-	(void)cls, (void)c, (void)toe;
+	(void)c, (void)toe;
 	if (k) {
 		xp_sb_free(&k->body);
 		free(k);
 		*con_cls = NULL;
+		pthread_mutex_lock(&ctl->http_mu);
+		if (--ctl->http_busy == 0)
+			pthread_cond_broadcast(&ctl->http_cv);
+		pthread_mutex_unlock(&ctl->http_mu);
 	}
 }
 
@@ -620,8 +629,18 @@ int xp_http_start(struct xp_ctl *ctl, struct xp_err *err)
 
 void xp_http_stop(struct xp_ctl *ctl)
 {
-	if (ctl->http) {
-		MHD_stop_daemon(ctl->http);
-		ctl->http = NULL;
-	}
+	if (!ctl->http)
+		return;
+	/* let the replies on their way go out (a second at most): new requests get 503, as the
+	 * controller is no longer ready, and long polls were woken by the caller */
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 1;
+	pthread_mutex_lock(&ctl->http_mu);
+	while (ctl->http_busy > 0 &&
+	       pthread_cond_timedwait(&ctl->http_cv, &ctl->http_mu, &until) == 0)
+		;
+	pthread_mutex_unlock(&ctl->http_mu);
+	MHD_stop_daemon(ctl->http);
+	ctl->http = NULL;
 }

@@ -12,8 +12,8 @@
  * during that call.
  *
  * Threads: one owner thread appends and registers waiters (append is also
- * safe from other threads). The store thread does every write and calls the
- * done callbacks. xp_store_read, xp_store_last_seq, xp_store_durable_seq,
+ * safe from other threads). The store thread does every write, the seal's
+ * included, and calls the done callbacks. xp_store_read, xp_store_last_seq, xp_store_durable_seq,
  * xp_store_stats and xp_store_failure may run on any thread. Nothing may run
  * concurrently with xp_store_close, and a done callback must not call
  * xp_store_sync or xp_store_close (it runs on the thread they wait for).
@@ -58,27 +58,30 @@ typedef int (*xp_store_rec_fn)(void *ctx, const struct xp_store_rec *r);
 typedef void (*xp_store_done_fn)(void *arg, int rc); /* called on the store thread */
 
 /* Open or create DIR/xpool.db (DIR is created if absent, mode 0700) and DIR/xpool.seal. Refuses,
- * with a clear message naming the file and leaving it unmodified: a store whose format version is
- * newer than this build's ("written by a newer xpool: format 3, this build reads up to 2"), a file
- * that is not an xpool store or fails SQLite's quick_check, a journal with a gap or a
- * non-increasing seq, and (XP_ECORRUPT, the message naming the seq) a record or snapshot that
- * fails its checksum, a journal that ends below the sealed seq or whose last sealed record is
- * another, a seal that is missing or damaged. Those last refusals end with what recover would
- * drop ("; --recover drops seq 181..343"). A format 1 store is migrated to format 2 first, in one
- * transaction. Also refuses (XP_EUNAVAIL) a directory whose store another process or handle has
- * open: the store holds an exclusive flock on DIR/xpool.lock while open.
+ * with a clear message naming the file and leaving the files unmodified: a store whose format
+ * version is newer than this build's ("written by a newer xpool: format 3, this build reads up to
+ * 2"), a file that is not an xpool store or fails SQLite's quick_check, a journal whose seqs are
+ * not increasing or that does not start at 1 or right after a snapshot - and, recoverable
+ * (XP_ECORRUPT, the message naming the seq where there is one, then what recover would do:
+ * "; --recover starts without seq 181..343"): a record or snapshot that fails its checksum, a gap
+ * in the journal, a journal that ends below the sealed seq or whose sealed record is another, a
+ * seal that is missing or has no valid slot. A format 1 store that passes its checks is migrated
+ * to format 2 first, in one transaction (sealed before it). Also refuses (XP_EUNAVAIL) a
+ * directory whose store another process or handle has open: the store holds an exclusive flock
+ * on DIR/xpool.lock while open. Open writes nothing to a store it neither creates, migrates nor
+ * mends.
  *
- * With o->recover, the checksum, seal and gap refusals become repairs: the store keeps the
- * newest snapshot that passes its checksum and the unbroken run of good records after it,
- * deletes every later record, every damaged snapshot and any damaged history below that
- * snapshot, in one transaction, and writes a new seal; xp_store_recovered() says what went.
- * Damage recover cannot mend (quick_check, a foreign or newer file, nothing to start from) is
- * refused as without it. */
+ * With o->recover, the recoverable refusals become repairs: the store keeps the newest snapshot
+ * that passes its checksum (or the empty state, if the journal reaches back to seq 1) and the
+ * unbroken run of good records after it, deletes every later record, every damaged snapshot and
+ * the history up to any damaged record below that snapshot, in one transaction, writes a new
+ * seal and checks the file again; xp_store_recovered() says what went. Damage recover cannot mend
+ * (quick_check, a foreign or newer file, nothing to start from) is refused as without it. */
 int xp_store_open(const char *dir, const struct xp_store_opts *o, struct xp_store **out,
 		  struct xp_err *err);
 /* After an open with recover: one line per thing dropped ("dropping seq 181..343: record 181
- * fails its checksum"), '\n'-separated, or "nothing to drop: ... passes every check". NULL when
- * opened without recover. */
+ * (job.submit) fails its checksum (...)"), '\n'-separated, or "nothing to drop: DIR/xpool.db
+ * passes every check". NULL when opened without recover. Valid until close. */
 const char *xp_store_recovered(const struct xp_store *s);
 void xp_store_close(struct xp_store *s); /* flushes what is queued, stops the thread; NULL-safe */
 /* Replay: the newest snapshot (if any) to snap(), then every journal record after it, in seq
@@ -96,9 +99,9 @@ uint64_t xp_store_append(struct xp_store *s, const char *type, const char *body,
 			 int64_t at_ms);
 /* done(arg, 0) is called once every record appended before this call is durable - committed and
  * sealed - (or done(arg, <0) if the commit or the seal failed; after a failure every later call
- * fails too — the server stops). Cheap;
- * many may be outstanding. Always called on the store thread, never from inside this call, in
- * registration order; snapshots queued before the call are covered too. */
+ * fails too — the server stops). Cheap; many may be outstanding. Always called on the store
+ * thread, never from inside this call, in registration order; snapshots queued before the call
+ * are covered too. */
 void xp_store_when_durable(struct xp_store *s, xp_store_done_fn done, void *arg);
 /* Block until everything appended (and every snapshot queued) so far is durable; returns 0 or the
  * failure. */
@@ -116,9 +119,10 @@ void xp_store_snapshot(struct xp_store *s, uint64_t seq, const char *body, size_
 long xp_store_read(struct xp_store *s, uint64_t since, size_t limit, xp_store_rec_fn rec, void *ctx,
 		   struct xp_err *err);
 uint64_t xp_store_last_seq(const struct xp_store *s);	 /* highest seq appended */
-uint64_t xp_store_durable_seq(const struct xp_store *s); /* highest seq committed */
-/* 0 while healthy; after a failed commit, its code, with err (may be NULL) naming the file, the
- * seqs lost and SQLite's reason. Any thread. */
+uint64_t xp_store_durable_seq(const struct xp_store *s); /* highest seq committed and sealed */
+/* 0 while healthy; after a failed commit (or seal), its code, with err (may be NULL) naming the
+ * file, the seqs lost and the reason ("DIR/xpool.db: commit of seq 11..15 failed: database or
+ * disk is full"). Any thread. */
 int xp_store_failure(const struct xp_store *s, struct xp_err *err);
 /* The database file's path (DIR/xpool.db), for messages. */
 const char *xp_store_path(const struct xp_store *s);
@@ -129,10 +133,11 @@ const char *xp_store_path(const struct xp_store *s);
 uint32_t xp_store_rec_crc(uint64_t seq, int64_t at, const char *type, const void *body, size_t len);
 uint32_t xp_store_snap_crc(uint64_t seq, int64_t at, const void *body, size_t len);
 
-/* Commit latency and batch size statistics for /metrics: fill counts per bucket (upper bounds
- * given), sum and count. Bucket i counts observations v with bounds[i-1] < v <= bounds[i] (not
- * cumulative); observations above the last bound are in the totals only, so the +Inf bucket is
- * commits minus the sum of the buckets. A commit that wrote only a snapshot has batch size 0. */
+/* Commit latency (BEGIN to COMMIT done and the batch sealed) and batch size statistics for
+ * /metrics: fill counts per bucket (upper bounds given), sum and count. Bucket i counts
+ * observations v with bounds[i-1] < v <= bounds[i] (not cumulative); observations above the last
+ * bound are in the totals only, so the +Inf bucket is commits minus the sum of the buckets. A
+ * commit that wrote only a snapshot has batch size 0. */
 struct xp_store_stats {
 	uint64_t commits, records;
 	double commit_seconds_sum;

@@ -148,6 +148,26 @@ static void on_fatal(void *arg)
 	kill(getpid(), SIGUSR1);
 }
 
+/* Wait for SIGINT or SIGTERM, or SIGUSR1 from on_fatal (a stray one is ignored); say why we
+ * stop. 1 when the journal failed. */
+static int wait_for_stop(const char *verb, struct xp_ctl *ctl, const sigset_t *set)
+{
+	struct xp_err err = { 0 };
+	int sig;
+	for (;;) {
+		sigwait(set, &sig);
+		if (sig != SIGUSR1 || xp_store_failure(ctl->store, &err) < 0)
+			break;
+	}
+	if (sig == SIGUSR1) {
+		fprintf(stderr, "xpool %s: stopping, exit 1: the journal failed: %s\n", verb,
+			err.text);
+		return 1;
+	}
+	fprintf(stderr, "xpool %s: stopping (signal %d)\n", verb, sig);
+	return 0;
+}
+
 static int serve(const char *verb, int dev, int argc, char **argv)
 {
 	struct xp_flag flags[] = {
@@ -361,24 +381,13 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		printf("dashboard: http://%s/ui\n", ctl->addr);
 	}
 	fflush(stdout);
-	int sig;
-	struct xp_err ferr = { 0 };
-	for (;;) { /* a SIGUSR1 not from on_fatal is ignored */
-		sigwait(&set, &sig);
-		if (sig != SIGUSR1 || xp_store_failure(ctl->store, &ferr) < 0)
-			break;
-	}
-	if (sig == SIGUSR1)
-		fprintf(stderr, "xpool %s: stopping, exit 1: the journal failed: %s\n", verb,
-			ferr.text);
-	else
-		fprintf(stderr, "xpool %s: stopping (signal %d)\n", verb, sig);
+	int failed = wait_for_stop(verb, ctl, &set);
 	if (agent > 0) { /* first the agent (it ends its tasks), then the controller */
 		kill(agent, SIGTERM);
 		waitpid(agent, NULL, 0);
 	}
 	xp_ctl_stop(ctl);
-	status = sig == SIGUSR1 ? 1 : 0;
+	status = failed ? 1 : 0;
 	goto out;
 usage:
 	status = xp_cli_fail(verb, &err, 2);

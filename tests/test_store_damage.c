@@ -304,6 +304,7 @@ static int setup(void **state)
 	run_child(golden, cluster, 0);
 	run_child(golden, cluster, 1);
 	unlink(cluster);
+	free(cluster);
 	image_read(golden, &g_golden);
 	assert_non_null(g_golden.f[F_WAL].b); /* the kill left a write-ahead log */
 	/* The same store, checkpointed: opened and closed once. */

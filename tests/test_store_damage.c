@@ -332,11 +332,27 @@ static int teardown(void **state)
 
 /* ---- the sweep ---- */
 
+/* Why a refusal refused: a row's checksum, the seal, SQLite's structure, anything else. */
+enum why { W_CHECKSUM, W_SEAL, W_STRUCTURE, W_OTHER, N_WHYS };
+static const char *const why_name[] = { "checksum", "seal", "structure", "other" };
+
+static enum why why_of(const char *text)
+{
+	if (strstr(text, "fails its checksum") || strstr(text, "is not the one committed"))
+		return W_CHECKSUM;
+	if (strstr(text, "missing:") || strstr(text, XP_STORE_SEAL))
+		return W_SEAL;
+	if (strstr(text, "damaged") || strstr(text, "malformed") || strstr(text, "not an xpool"))
+		return W_STRUCTURE;
+	return W_OTHER;
+}
+
 struct tally {
 	const char *what;
 	long n[N_OUTCOMES];
 	long with_seq; /* refusals that name a seq */
 	long unnamed;  /* refusals that do not name the file */
+	long why[N_WHYS];
 	int shown[N_OUTCOMES];
 };
 
@@ -355,6 +371,7 @@ static void judge(struct tally *t, const char *label)
 			t->unnamed++;
 		if (strstr(err.text, "seq "))
 			t->with_seq++;
+		t->why[why_of(err.text)]++;
 	}
 	if (t->shown[o]++ < (o == SILENT ? 5 : 2))
 		print_message("  %s %s: %s%s%s\n", t->what, label, outcome_name[o],
@@ -375,6 +392,10 @@ static void report(const struct tally *t, int *silent)
 		      "seq, %ld not naming the file), %5ld harmless, %ld SILENT\n",
 		      t->what, total, t->n[REFUSED_OPEN], t->n[REFUSED_LOAD], t->with_seq,
 		      t->unnamed, t->n[HARMLESS], t->n[SILENT]);
+	if (t->n[REFUSED_OPEN] + t->n[REFUSED_LOAD])
+		print_message("       refused for: %ld %s, %ld %s, %ld %s, %ld %s\n", t->why[0],
+			      why_name[0], t->why[1], why_name[1], t->why[2], why_name[2],
+			      t->why[3], why_name[3]);
 	*silent += (int)t->n[SILENT] + (int)t->unnamed;
 }
 

@@ -14,7 +14,8 @@
  *    refused with the missing range; recover accepts the loss and reseals;
  *  - the seal missing, or both its slots damaged: refused; one slot
  *    damaged: opens (the other slot holds); recover writes a new seal;
- *  - the seal follows each commit, alternating slots;
+ *  - the seal follows each commit, alternating slots; a seal that cannot
+ *    be written fails the store (its batch committed, not acknowledged);
  *  - recover on a whole store drops nothing; with nothing to start from it
  *    refuses as before;
  *  - a format 1 store (no checksums, no seal) is migrated in place: every
@@ -41,6 +42,7 @@
 #include "lib/err.h"
 #include "lib/fileio.h"
 #include "store/store.h"
+#include "store/store_int.h" /* test_seal_write_fails swaps the seal's descriptor */
 
 /* ---- helpers ---- */
 
@@ -343,6 +345,37 @@ static void test_seal_follows_commits(void **state)
 	tdir_free(&t);
 }
 
+/* The seal cannot be written (its descriptor swapped for a read-only one): the store fails
+ * like a failed commit; the batch is in the journal all the same, and the store opens. */
+static void test_seal_write_fails(void **state)
+{
+	(void)state;
+	struct tdir t;
+	struct xp_err err = { 0 };
+	tdir_make(&t);
+	struct xp_store *s = open_ok(&t, &nosync);
+	append_to(s, 3);
+	assert_int_equal(xp_store_sync(s), 0);
+	int ro = open(t.seal, O_RDONLY);
+	assert_true(ro >= 0);
+	close(s->seal_fd); /* the store thread is idle: its next batch reads the new one */
+	s->seal_fd = ro;
+	append_to(s, 5);
+	assert_true(xp_store_sync(s) < 0);
+	assert_true(xp_store_failure(s, &err) < 0);
+	print_message("failed: %s\n", err.text);
+	assert_non_null(strstr(err.text, t.seal));
+	assert_non_null(strstr(err.text, "cannot seal seq 4")); /* 4..5, or 4 alone */
+	assert_non_null(strstr(err.text, "not acknowledged"));
+	assert_int_equal(xp_store_durable_seq(s), 3);
+	xp_store_close(s);
+	s = open_ok(&t, &nosync);
+	uint64_t last = load_ok(s).last; /* the batch that failed its seal is there */
+	assert_true(last == 4 || last == 5);
+	xp_store_close(s);
+	tdir_free(&t);
+}
+
 static void test_seal_ahead(void **state)
 {
 	(void)state;
@@ -553,6 +586,7 @@ int main(void)
 		cmocka_unit_test(test_snapshot_checksum),
 		cmocka_unit_test(test_history_checksum),
 		cmocka_unit_test(test_seal_follows_commits),
+		cmocka_unit_test(test_seal_write_fails),
 		cmocka_unit_test(test_seal_ahead),
 		cmocka_unit_test(test_seal_missing_or_damaged),
 		cmocka_unit_test(test_recover_whole),

@@ -170,11 +170,8 @@ static void commit_batch(struct xp_store *s, struct xp_store_item *batch)
 	uint64_t t0 = xp_mono_ns();
 	uint32_t crc = 0;
 	int rc = write_batch(s, batch, &crc, msg, sizeof(msg)), seal = 0;
-	if (rc == SQLITE_OK && nrec && (seal = seal_batch(s, last, crc)) < 0)
-		snprintf(msg, sizeof(msg),
-			 "%s: cannot seal it: %s (the batch is committed but "
-			 "not acknowledged)",
-			 s->seal_path, strerror(-seal));
+	if (rc == SQLITE_OK && nrec)
+		seal = seal_batch(s, last, crc);
 	double secs = (double)(xp_mono_ns() - t0) / 1e9;
 	free_items(batch);
 	pthread_mutex_lock(&s->mu);
@@ -193,7 +190,12 @@ static void commit_batch(struct xp_store *s, struct xp_store_item *batch)
 		if (s->failed >= 0)
 			s->failed = XP_EIO;
 		char r[48];
-		if (nrec)
+		if (seal < 0)
+			snprintf(s->fail_text, sizeof(s->fail_text),
+				 "%s: cannot seal %s: %s (committed in %s, but not acknowledged)",
+				 s->seal_path, xp_store_range(r, first, last), strerror(-seal),
+				 s->path);
+		else if (nrec)
 			snprintf(s->fail_text, sizeof(s->fail_text), "%s: commit of %s failed: %s",
 				 s->path, xp_store_range(r, first, last), msg);
 		else

@@ -6,8 +6,12 @@
  *  - a store whose journal holds a record that does not decode, or that
  *    does not apply (an illegal transition), makes the start fail with the
  *    record's sequence number and leaves the database file untouched (the
- *    bad record is appended after the newest snapshot: one changed in place
- *    may lie under a snapshot, and replay would rightly never read it);
+ *    bad record is appended after the newest snapshot, with the checksum
+ *    the store would have given it: one changed in place may lie under a
+ *    snapshot, and replay would rightly never read it);
+ *  - a record changed in place without its checksum (the CPU of a job) is
+ *    refused the same way, as failing its checksum; --recover then starts,
+ *    saying what it dropped;
  *  - a store written by a newer format is refused the same way.
  */
 #include "testutil.h"
@@ -33,12 +37,14 @@ static char *http(struct xp_ctl *ctl, const char *method, const char *path, cons
 }
 
 static uint64_t g_max_finished; /* 0: the default */
+static int g_recover;		/* start with --recover */
 
 static struct xp_ctl *start(const char *dir, struct xp_err *err)
 {
 	static char cluster[4096];
 	struct xp_ctl_opts o = { 0 };
 	o.max_finished = g_max_finished;
+	o.recover = g_recover;
 	struct xp_ctl *ctl = NULL;
 	snprintf(cluster, sizeof(cluster), "%s/examples/clusters/small.yaml", XP_SOURCE_DIR);
 	o.data = dir;
@@ -51,10 +57,22 @@ static struct xp_ctl *start(const char *dir, struct xp_err *err)
 	return ctl;
 }
 
+/* xp_rec_crc(seq, at, type, body): the checksum the store keeps with a record */
+static void sql_rec_crc(sqlite3_context *cx, int argc, sqlite3_value **v)
+{
+	(void)argc;
+	const char *type = (const char *)sqlite3_value_text(v[2]);
+	const char *body = (const char *)sqlite3_value_text(v[3]);
+	size_t len = (size_t)sqlite3_value_bytes(v[3]);
+	sqlite3_result_int64(cx, xp_store_rec_crc((uint64_t)sqlite3_value_int64(v[0]),
+						  sqlite3_value_int64(v[1]), type, body, len));
+}
+
 static void sql(const char *db, const char *stmt)
 {
 	sqlite3 *h;
 	assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+	sqlite3_create_function(h, "xp_rec_crc", 4, SQLITE_UTF8, NULL, sql_rec_crc, NULL, NULL);
 	char *msg = NULL;
 	if (sqlite3_exec(h, stmt, NULL, NULL, &msg) != SQLITE_OK)
 		fail_msg("%s: %s", stmt, msg);
@@ -136,7 +154,8 @@ static void test_restart_and_refusals(void **state)
 	 * last record, after every snapshot: the newest snapshot (written by a
 	 * child as the records come) may cover the journal's last record, and
 	 * replay then never reads a record changed in place */
-	sql(db, "INSERT INTO journal(seq, at, type, body) SELECT seq + 1, at, type, '{not json' "
+	sql(db, "INSERT INTO journal(seq, at, type, body, crc) SELECT seq + 1, at, type, "
+		"'{not json', xp_rec_crc(seq + 1, at, type, '{not json') "
 		"FROM journal ORDER BY seq DESC LIMIT 1");
 	size_t l1, l2;
 	char *b1 = slurp(db, &l1);
@@ -154,14 +173,48 @@ static void test_restart_and_refusals(void **state)
 	sql(db, "UPDATE journal SET type = 'job.finish', body = "
 		"'{\"id\":999999,\"state\":\"succeeded\",\"exit_code\":0,\"reason\":\"\"}' "
 		"WHERE seq = (SELECT MAX(seq) FROM journal)");
+	sql(db, "UPDATE journal SET crc = xp_rec_crc(seq, at, type, body) "
+		"WHERE seq = (SELECT MAX(seq) FROM journal)");
 	ctl = start(dir, &err);
 	assert_null(ctl);
 	if (!strstr(err.text, "does not apply") || !strstr(err.text, "no job 999999"))
 		fail_msg("unexpected refusal: %s", err.text);
 	print_message("  refused: %s\n", err.text);
 
-	/* a newer store format (the appended record gone again) */
+	/* the appended record gone again, a job's CPU changed in place, its checksum not: the
+	 * probe that once moved jobs between tenants unseen */
 	sql(db, "DELETE FROM journal WHERE seq = (SELECT MAX(seq) FROM journal)");
+	sql(db, "UPDATE journal SET body = replace(body, '\"cpu\":\"2000m\"', '\"cpu\":\"9000m\"') "
+		"WHERE seq = (SELECT MAX(seq) FROM journal WHERE type = 'job.submit' AND "
+		"body LIKE '%\"cpu\":\"2000m\"%')");
+	b1 = slurp(db, &l1);
+	ctl = start(dir, &err);
+	assert_null(ctl);
+	if (!strstr(err.text, "fails its checksum") || !strstr(err.text, "record ") ||
+	    !strstr(err.text, db))
+		fail_msg("unexpected refusal: %s", err.text);
+	b2 = slurp(db, &l2);
+	assert_true(l1 == l2 && !memcmp(b1, b2, l1));
+	free(b1);
+	free(b2);
+	print_message("  refused: %s\n", err.text);
+	/* --recover starts: the record lies under the newest snapshot, so only history goes */
+	g_recover = 1;
+	ctl = start(dir, &err);
+	g_recover = 0;
+	if (!ctl)
+		fail_msg("--recover: %s", err.text);
+	const char *rep = xp_store_recovered(ctl->store);
+	assert_non_null(strstr(rep, "dropping seq "));
+	assert_non_null(strstr(rep, "fails its checksum"));
+	print_message("  --recover: %s\n", rep);
+	snprintf(ctl->admin_token, sizeof(ctl->admin_token), "%s", token);
+	char *recovered = http(ctl, "GET", "/v1/nodes", NULL, &st);
+	assert_int_equal(st, 200);
+	free(recovered);
+	xp_ctl_stop(ctl);
+
+	/* a newer store format */
 	sql(db, "UPDATE meta SET value = '99' WHERE key = 'format'");
 	ctl = start(dir, &err);
 	assert_null(ctl);

@@ -8,7 +8,9 @@
  *    xp_parse_qty, and *out untouched on failure;
  *  - csv: quoting, blank lines, CRLF, field-count errors naming the line,
  *    missing and duplicate columns, NUL bytes, the field limit, files;
- *  - strtab: interning, lookup, dense ids, growth past 10k strings.
+ *  - strtab: interning, lookup, dense ids, growth past 10k strings;
+ *  - crc32c: the check value and RFC 3720's vectors, pieces chained, and
+ *    the table against a bit-by-bit reference on random buffers.
  */
 #include <math.h>
 #include <stdio.h>
@@ -18,6 +20,7 @@
 
 #include "testutil.h"
 
+#include "lib/crc32c.h"
 #include "lib/csv.h"
 #include "lib/dueheap.h"
 #include "lib/fileio.h"
@@ -803,6 +806,51 @@ static void test_dueheap(void **state)
 	xp_due_free(&q);
 }
 
+/* ---- crc32c ---- */
+
+static uint32_t crc32c_bitwise(const unsigned char *p, size_t n)
+{
+	uint32_t c = 0xffffffffu;
+	for (size_t i = 0; i < n; i++) {
+		c ^= p[i];
+		for (int k = 0; k < 8; k++)
+			c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+	}
+	return ~c;
+}
+
+static void test_crc32c(void **st)
+{
+	(void)st;
+	unsigned char b[32];
+	assert_int_equal(xp_crc32c(0, "123456789", 9), 0xe3069283u);
+	assert_int_equal(xp_crc32c(0, "", 0), 0);
+	/* RFC 3720 (iSCSI), appendix B.4 */
+	memset(b, 0, sizeof(b));
+	assert_int_equal(xp_crc32c(0, b, 32), 0x8a9136aau);
+	memset(b, 0xff, sizeof(b));
+	assert_int_equal(xp_crc32c(0, b, 32), 0x62a8ab43u);
+	for (int i = 0; i < 32; i++)
+		b[i] = (unsigned char)i;
+	assert_int_equal(xp_crc32c(0, b, 32), 0x46dd794eu);
+	for (int i = 0; i < 32; i++)
+		b[i] = (unsigned char)(31 - i);
+	assert_int_equal(xp_crc32c(0, b, 32), 0x113fdb5cu);
+	/* in pieces, and against the bit-by-bit definition */
+	assert_int_equal(xp_crc32c(xp_crc32c(0, "1234", 4), "56789", 5), 0xe3069283u);
+	struct xp_rng r;
+	xp_rng_seed(&r, 7);
+	for (int t = 0; t < 200; t++) {
+		unsigned char buf[300];
+		size_t n = xp_rng_below(&r, sizeof(buf) + 1), cut = xp_rng_below(&r, n + 1);
+		for (size_t i = 0; i < n; i++)
+			buf[i] = (unsigned char)xp_rng_below(&r, 256);
+		uint32_t want = crc32c_bitwise(buf, n);
+		assert_int_equal(xp_crc32c(0, buf, n), want);
+		assert_int_equal(xp_crc32c(xp_crc32c(0, buf, cut), buf + cut, n - cut), want);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -827,6 +875,7 @@ int main(void)
 		cmocka_unit_test(test_strtab_growth),
 		cmocka_unit_test(test_fileio),
 		cmocka_unit_test(test_dueheap),
+		cmocka_unit_test(test_crc32c),
 	};
 	return xp_run_tests(tests, NULL, NULL);
 }

@@ -780,7 +780,7 @@ static void test_refuse_newer_format(void **state)
 	struct tdir t;
 	make_store(&t, 3);
 	sql(t.db, "UPDATE meta SET value = '3' WHERE key = 'format'");
-	refuse(&t, XP_EVERSION, "written by a newer xpool: format 3, this build reads up to 1");
+	refuse(&t, XP_EVERSION, "written by a newer xpool: format 3, this build reads up to 2");
 	tdir_free(&t);
 }
 
@@ -853,9 +853,13 @@ static void test_refuse_gap(void **state)
 	refuse(&t, XP_ECORRUPT, "journal has a gap: it starts at seq 2");
 	tdir_free(&t);
 
-	/* A snapshot at 4 but the journal resumes at 7. */
+	/* A snapshot at 4 (with its right checksum) but the journal resumes at 7. */
+	char q[160];
+	snprintf(q, sizeof(q),
+		 "INSERT INTO snapshot VALUES (4, 0, x'00', %u); DELETE FROM journal WHERE seq <= 6",
+		 (unsigned)xp_store_snap_crc(4, 0, "", 1));
 	make_store(&t, 10);
-	sql(t.db, "INSERT INTO snapshot VALUES (4, 0, x'00'); DELETE FROM journal WHERE seq <= 6");
+	sql(t.db, q);
 	refuse(&t, XP_ECORRUPT, "the newest snapshot is at seq 4 but the journal resumes at seq 7");
 	tdir_free(&t);
 }
@@ -890,13 +894,17 @@ static void test_refuse_not_increasing(void **state)
 	struct tdir t;
 	make_store(&t, 3);
 	/* seq is the rowid in a store this code writes; rebuild journal without that to store
-	 * seqs out of order. */
-	sql(t.db, "ALTER TABLE journal RENAME TO j0;"
-		  "CREATE TABLE journal(seq INTEGER, at INTEGER NOT NULL, type TEXT NOT NULL, "
-		  "body TEXT NOT NULL);"
-		  "INSERT INTO journal SELECT * FROM j0 ORDER BY seq;"
-		  "INSERT INTO journal VALUES (2, 0, 't', '{}');"
-		  "DROP TABLE j0;");
+	 * seqs out of order (the stray row with its right checksum). */
+	char q[512];
+	snprintf(q, sizeof(q),
+		 "ALTER TABLE journal RENAME TO j0;"
+		 "CREATE TABLE journal(seq INTEGER, at INTEGER NOT NULL, type TEXT NOT NULL, "
+		 "body TEXT NOT NULL, crc INTEGER NOT NULL);"
+		 "INSERT INTO journal SELECT * FROM j0 ORDER BY seq;"
+		 "INSERT INTO journal VALUES (2, 0, 't', '{}', %u);"
+		 "DROP TABLE j0;",
+		 (unsigned)xp_store_rec_crc(2, 0, "t", "{}", 2));
+	sql(t.db, q);
 	refuse(&t, XP_ECORRUPT, "journal seq 2 follows 3 (not increasing)");
 	tdir_free(&t);
 

@@ -2,7 +2,9 @@
  * cmd_server: `xpool server` (a controller on a data directory) and
  * `xpool dev` (a controller on a fresh directory with emulated nodes from a
  * cluster descriptor, printing its address and admin token). Both serve
- * until SIGINT or SIGTERM, then stop in order: HTTP, owner, store.
+ * until SIGINT or SIGTERM, then stop in order: HTTP, owner, store - or
+ * until the journal fails (disk full, I/O error): then they stop the same
+ * way at once and exit 1 (fail-stop, docs/design/controller.md).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -139,6 +141,33 @@ static pid_t start_local_agent(struct xp_ctl *ctl, const char *data, const sigse
 	return pid;
 }
 
+/* The owner thread's word that the journal failed: wake the main thread's sigwait. */
+static void on_fatal(void *arg)
+{
+	(void)arg;
+	kill(getpid(), SIGUSR1);
+}
+
+/* Wait for SIGINT or SIGTERM, or SIGUSR1 from on_fatal (a stray one is ignored); say why we
+ * stop. 1 when the journal failed. */
+static int wait_for_stop(const char *verb, struct xp_ctl *ctl, const sigset_t *set)
+{
+	struct xp_err err = { 0 };
+	int sig;
+	for (;;) {
+		sigwait(set, &sig);
+		if (sig != SIGUSR1 || xp_store_failure(ctl->store, &err) < 0)
+			break;
+	}
+	if (sig == SIGUSR1) {
+		fprintf(stderr, "xpool %s: stopping, exit 1: the journal failed: %s\n", verb,
+			err.text);
+		return 1;
+	}
+	fprintf(stderr, "xpool %s: stopping (signal %d)\n", verb, sig);
+	return 0;
+}
+
 static int serve(const char *verb, int dev, int argc, char **argv)
 {
 	struct xp_flag flags[] = {
@@ -186,6 +215,9 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		  "xpool dev: do not start the local agent (real CPU and GPUs of this machine)" },
 		{ "no-sync", XP_FLAG_BOOL, NULL,
 		  "do not fsync commits (benchmarks only: a crash loses acknowledged work)" },
+		{ "recover", XP_FLAG_BOOL, NULL,
+		  "start on a damaged store: drop what fails its checksums or the seal, keep the "
+		  "good prefix, and say what was dropped (docs/design/store.md)" },
 		{ NULL, 0, NULL, NULL },
 	};
 	struct xp_ctl_opts o = { 0 };
@@ -237,6 +269,8 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 	o.cluster = xp_flag_get(flags, "cluster")->sval;
 	o.policy = xp_flag_get(flags, "policy")->sval;
 	o.sync = !xp_flag_get(flags, "no-sync")->bval;
+	o.recover = xp_flag_get(flags, "recover")->bval;
+	o.on_fatal = on_fatal;
 	o.alert_webhook = xp_flag_get(flags, "alert-webhook")->sval;
 	o.metrics_public = xp_flag_get(flags, "metrics-public")->bval;
 	if (o.alert_webhook && strncmp(o.alert_webhook, "http://", 7) &&
@@ -320,10 +354,11 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		goto usage;
 	o.snapshot_every = snap;
 
-	/* every thread inherits the mask; this one waits for the signal */
+	/* every thread inherits the mask; this one waits for the signal (SIGUSR1: on_fatal) */
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	if (xp_ctl_start(&o, &ctl, &err) < 0) {
@@ -350,15 +385,13 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		printf("dashboard: http://%s/ui\n", ctl->addr);
 	}
 	fflush(stdout);
-	int sig;
-	sigwait(&set, &sig);
-	fprintf(stderr, "xpool %s: stopping (signal %d)\n", verb, sig);
+	int failed = wait_for_stop(verb, ctl, &set);
 	if (agent > 0) { /* first the agent (it ends its tasks), then the controller */
 		kill(agent, SIGTERM);
 		waitpid(agent, NULL, 0);
 	}
 	xp_ctl_stop(ctl);
-	status = 0;
+	status = failed ? 1 : 0;
 	goto out;
 usage:
 	status = xp_cli_fail(verb, &err, 2);

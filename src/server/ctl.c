@@ -1,7 +1,9 @@
 /*
  * ctl: starting and stopping a controller.
  *
- * Start: open the store (which refuses a newer or damaged one), replay the
+ * Start: open the store (which refuses a newer or damaged one; with
+ * --recover it drops what is damaged instead, and what it dropped is
+ * printed on stderr, one line each), replay the
  * newest snapshot and the journal after it through xp_state_apply() - a
  * record that does not apply stops the start with its sequence number and
  * the reason, nothing is skipped - refill the event ring, reschedule the
@@ -56,6 +58,16 @@ static int on_record(void *arg, const struct xp_store_rec *r)
 		      xp_event_json(lc->ctl, r->seq, r->at_ms, &ev));
 	lc->records++;
 	return 0;
+}
+
+/* --recover: each line of the store's report on stderr. */
+static void print_recovered(const char *rep)
+{
+	while (rep && *rep) {
+		size_t n = strcspn(rep, "\n");
+		fprintf(stderr, "xpool server: --recover: %.*s\n", (int)n, rep);
+		rep += n + (rep[n] == '\n');
+	}
 }
 
 static int write_admin_token(const char *dir, const char *token, struct xp_err *err)
@@ -131,6 +143,7 @@ int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err
 	ctl->o.listen = ctl->own[1] = xstrdup(o->listen ? o->listen : "127.0.0.1:7700");
 	ctl->o.cluster = ctl->own[2] = o->cluster ? xstrdup(o->cluster) : NULL;
 	ctl->o.policy = ctl->own[3] = o->policy ? xstrdup(o->policy) : NULL;
+	ctl->o.store_vfs = ctl->own[4] = o->store_vfs ? xstrdup(o->store_vfs) : NULL;
 	if (!ctl->o.body_limit)
 		ctl->o.body_limit = 1 << 20;
 	if (ctl->o.tick_ms <= 0)
@@ -153,6 +166,8 @@ int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err
 		ctl->o.max_finished = 100000;
 	pthread_mutex_init(&ctl->qmu, NULL);
 	pthread_cond_init(&ctl->qcv, NULL);
+	pthread_mutex_init(&ctl->http_mu, NULL);
+	pthread_cond_init(&ctl->http_cv, NULL);
 	pthread_mutex_init(&ctl->m.mu, NULL);
 	pthread_mutex_init(&ctl->mx.mu, NULL);
 	pthread_cond_init(&ctl->mx.cv, NULL);
@@ -170,8 +185,11 @@ int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err
 		goto fail;
 	}
 	sto.sync = ctl->o.sync;
+	sto.recover = ctl->o.recover;
+	sto.vfs = ctl->o.store_vfs;
 	if ((rc = xp_store_open(ctl->o.data, &sto, &ctl->store, err)) < 0)
 		goto fail;
+	print_recovered(xp_store_recovered(ctl->store));
 	if ((rc = xp_store_load(ctl->store, on_snapshot, on_record, &lc, err)) < 0)
 		goto fail;
 	xp_events_durable(ctl->ev, xp_store_durable_seq(ctl->store));
@@ -220,6 +238,8 @@ void xp_ctl_stop(struct xp_ctl *ctl)
 	xp_due_free(&ctl->emu);
 	pthread_mutex_destroy(&ctl->qmu);
 	pthread_cond_destroy(&ctl->qcv);
+	pthread_mutex_destroy(&ctl->http_mu);
+	pthread_cond_destroy(&ctl->http_cv);
 	pthread_mutex_destroy(&ctl->m.mu);
 	xp_metrics_pub_destroy(&ctl->mx);
 	pthread_mutex_destroy(&ctl->mx.mu);

@@ -30,13 +30,15 @@
  *
  * Threads: HTTP workers (one per connection) parse and validate, then hand
  * a struct xp_cmd to the owner thread and wait; only the owner touches
- * ctl->st. The store has its own thread; a command whose records are in
- * flight is answered from the store's durability callback.
+ * ctl->st. The store has its own thread; a command is answered from the
+ * store's durability callback whenever records are in flight (its own or
+ * others': a reply never shows state that is not durable yet).
  */
 #ifndef XP_CTL_H
 #define XP_CTL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/types.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -77,6 +79,14 @@ struct xp_ctl_opts {
 	int alert_repeat_ms;
 	int alert_starved_ms; /* a queue waiting this long with nothing running (10 min) */
 	int metrics_public;   /* /metrics without a token (the series without tenants) */
+	int recover;	      /* open a damaged store anyway, dropping what fails its checks
+			       * (xp_store_opts.recover; `--recover`); what went is on stderr */
+	const char *store_vfs; /* SQLite VFS of the store; NULL: the default (tests) */
+	/* The journal failed (fail-stop): called once, on the owner thread, after the controller
+	 * stopped being ready and began refusing every request; the process should stop (`xpool
+	 * server` exits 1). NULL: nothing more (a test stops the controller itself). */
+	void (*on_fatal)(void *arg);
+	void *fatal_arg;
 };
 
 /* A job's output as the worker streams it (http.c), read from the files
@@ -226,13 +236,18 @@ void xp_metrics_pool(struct xp_ctl *ctl, struct xp_sb *sb, int tenants);
 
 struct xp_ctl {
 	struct xp_ctl_opts o;
-	char *own[4]; /* copies of o's strings */
+	char *own[5]; /* copies of o's strings */
 	struct xp_store *store;
 	struct xp_state *st;
 	struct xp_events *ev;
 	struct xp_metrics m;
 	struct xp_metrics_pub mx; /* /metrics as published (metrics.c) */
 	struct MHD_Daemon *http;
+	/* requests from their first byte to their reply's last (http.c): a stop waits for them,
+	 * a second at most, so that a reply on its way - a 500 included - is not cut off */
+	pthread_mutex_t http_mu;
+	pthread_cond_t http_cv;
+	int http_busy;
 	uint16_t port;
 	char addr[64];
 	pthread_t owner;
@@ -241,8 +256,8 @@ struct xp_ctl {
 	pthread_cond_t qcv;
 	struct xp_cmd *qhead, *qtail;
 	int stopping;
-	volatile int ready;
-	int fatal;	       /* the store failed: refuse everything */
+	atomic_int ready;      /* serving; 0 while starting, stopping, or once the journal failed */
+	int fatal;	       /* the store failed: refuse everything (owner thread) */
 	struct xp_dueheap emu; /* emulated tasks by when they end */
 	int64_t overdue_next;  /* when to look for time limits and gang timeouts again */
 	uint64_t since_snapshot;

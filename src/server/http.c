@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <strings.h>
+#include <time.h>
 
 #include "../core/state/spec.h"
 #include "../descriptor/descriptor.h"
@@ -530,6 +531,16 @@ static enum MHD_Result send_metrics(struct xp_ctl *ctl, struct MHD_Connection *c
 	return ok;
 }
 
+/* 503: starting (why), or - never ready again - the journal failed and the process stops. */
+static enum MHD_Result not_ready(struct xp_ctl *ctl, struct MHD_Connection *c, const char *why)
+{
+	struct xp_err e = { 0 };
+	if (ctl->store && xp_store_failure(ctl->store, &e) < 0)
+		return send_error(ctl, c, XP_EUNAVAIL, NULL,
+				  "the journal failed, the controller is stopping: %s", e.text);
+	return send_error(ctl, c, XP_EUNAVAIL, NULL, "%s", why);
+}
+
 static enum MHD_Result dispatch(struct xp_ctl *ctl, struct MHD_Connection *c, const char *url,
 				const char *method, struct conn *k)
 {
@@ -543,13 +554,13 @@ static enum MHD_Result dispatch(struct xp_ctl *ctl, struct MHD_Connection *c, co
 		return send_reply(ctl, c, 200, "text/plain", xstrdup("ok\n"));
 	if (!strcmp(url, "/readyz"))
 		return ctl->ready ? send_reply(ctl, c, 200, "text/plain", xstrdup("ready\n"))
-				  : send_error(ctl, c, XP_EUNAVAIL, NULL, "replaying the journal");
+				  : not_ready(ctl, c, "replaying the journal");
 	if (!strcmp(url, "/ui") || !strcmp(url, "/ui/")) /* the dashboard: no data in it */
 		return send_ui(ctl, c, method, 0);
 	if (!strcmp(url, "/ui/app.js"))
 		return send_ui(ctl, c, method, 1);
 	if (!ctl->ready)
-		return send_error(ctl, c, XP_EUNAVAIL, NULL, "the controller is starting");
+		return not_ready(ctl, c, "the controller is starting");
 	if (k->too_big)
 		return send_error(ctl, c, XP_ETOOBIG, NULL,
 				  "the body is larger than the %zu-byte limit", ctl->o.body_limit);
@@ -693,6 +704,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (!k) {
 		k = XNEW(struct conn);
 		*con_cls = k;
+		pthread_mutex_lock(&ctl->http_mu);
+		ctl->http_busy++;
+		pthread_mutex_unlock(&ctl->http_mu);
 		return MHD_YES;
 	}
 	if (*upload_size) {
@@ -711,12 +725,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
+	struct xp_ctl *ctl = cls;
 	struct conn *k = *con_cls;
-	(void)cls, (void)c, (void)toe;
+	(void)c, (void)toe;
 	if (k) {
 		xp_sb_free(&k->body);
 		free(k);
 		*con_cls = NULL;
+		pthread_mutex_lock(&ctl->http_mu);
+		if (--ctl->http_busy == 0)
+			pthread_cond_broadcast(&ctl->http_cv);
+		pthread_mutex_unlock(&ctl->http_mu);
 	}
 }
 
@@ -767,8 +786,18 @@ int xp_http_start(struct xp_ctl *ctl, struct xp_err *err)
 
 void xp_http_stop(struct xp_ctl *ctl)
 {
-	if (ctl->http) {
-		MHD_stop_daemon(ctl->http);
-		ctl->http = NULL;
-	}
+	if (!ctl->http)
+		return;
+	/* let the replies on their way go out (a second at most): new requests get 503, as the
+	 * controller is no longer ready, and long polls were woken by the caller */
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 1;
+	pthread_mutex_lock(&ctl->http_mu);
+	while (ctl->http_busy > 0 &&
+	       pthread_cond_timedwait(&ctl->http_cv, &ctl->http_mu, &until) == 0)
+		;
+	pthread_mutex_unlock(&ctl->http_mu);
+	MHD_stop_daemon(ctl->http);
+	ctl->http = NULL;
 }

@@ -6,10 +6,20 @@
  *
  * Journaling (xp_ctl_journal): apply the record first - that is the check;
  * a refused record changes nothing and is never written - then append it to
- * the store and publish its event. A command that journaled is answered
- * from the store thread once its records are durable; everything else is
- * answered at once. If the store fails, the controller stops taking writes
- * (fail-stop): memory would be ahead of the disk.
+ * the store and publish its event. Memory is thus ahead of the disk by the
+ * records in flight, so no reply may leave before they are durable: a
+ * command that journaled, and any other command (a read) run while records
+ * are in flight, is answered from the store thread once everything
+ * appended before it is durable; only a command run with nothing in flight
+ * is answered at once. A reply never shows a record that did not commit.
+ *
+ * Fail-stop: once the store fails (a commit or its seal failed: disk full,
+ * I/O error), memory holds records the disk does not. The store thread's
+ * callback drops ready at once (HTTP then answers 503 to everything) and
+ * wakes the owner, which refuses every command still queued, reads
+ * included, stops the cycle and snapshots, and calls o.on_fatal (`xpool
+ * server` exits 1). The commands whose records were lost get 500 from their
+ * waiters. After a restart the state, job ids included, is what was durable.
  *
  * The loop: take all queued commands, run them, then once more what queued
  * meanwhile (heartbeats count before liveness is judged); finish due
@@ -52,21 +62,46 @@ static void cmd_done(struct xp_cmd *cmd)
 	pthread_mutex_unlock(&cmd->mu);
 }
 
-/* store thread: the command's records are durable (or the store failed) */
+/* store thread: what the command's reply shows is durable (or the store failed, and the reply
+ * is replaced: it may show records that are lost) */
 static void cmd_durable(void *arg, int rc)
 {
 	struct xp_cmd *cmd = arg;
 	if (rc < 0)
-		xp_reply_error(cmd, XP_EIO, NULL, "the journal could not be written: %s",
+		xp_reply_error(cmd, XP_EIO, NULL,
+			       "the journal could not be written (%s); the controller is stopping",
 			       xp_strerror(rc));
 	cmd_done(cmd);
 }
 
+/* store thread: publish the events now durable; on a failure, stop being ready this moment
+ * and wake the owner to stop the rest */
 static void events_durable(void *arg, int rc)
 {
 	struct xp_ctl *ctl = arg;
-	if (rc == 0)
+	if (rc == 0) {
 		xp_events_durable(ctl->ev, xp_store_durable_seq(ctl->store));
+		return;
+	}
+	ctl->ready = 0;
+	pthread_mutex_lock(&ctl->qmu);
+	pthread_cond_signal(&ctl->qcv);
+	pthread_mutex_unlock(&ctl->qmu);
+}
+
+/* Owner: the store failed. Refuse everything from now on and tell whoever runs us. */
+static void fail_stop(struct xp_ctl *ctl)
+{
+	struct xp_err err = { 0 };
+	if (ctl->fatal)
+		return;
+	ctl->fatal = 1;
+	ctl->ready = 0;
+	xp_store_failure(ctl->store, &err);
+	fprintf(stderr, "xpool server: the journal failed, stopping: %s\n",
+		err.text[0] ? err.text : "the store refused a record");
+	if (ctl->o.on_fatal)
+		ctl->o.on_fatal(ctl->o.fatal_arg);
 }
 
 void xp_owner_call(struct xp_ctl *ctl, struct xp_cmd *cmd)
@@ -185,7 +220,7 @@ int xp_ctl_journal(struct xp_ctl *ctl, const char *type, char *body, struct xp_e
 		return xp_errf(err, XP_EINTERNAL, "%s: could not encode the record", type);
 	if (ctl->fatal) {
 		free(body);
-		return xp_errf(err, XP_EIO, "the journal failed; the controller takes no changes");
+		return xp_errf(err, XP_EIO, "the journal failed; the controller is stopping");
 	}
 	/* the nodes whose assignments this may change: those of the job's
 	 * running attempt before and after (a watcher asks the owner, which is
@@ -212,8 +247,8 @@ int xp_ctl_journal(struct xp_ctl *ctl, const char *type, char *body, struct xp_e
 	uint64_t seq = xp_store_append(ctl->store, type, body, strlen(body), now);
 	free(body);
 	if (seq == 0) { /* the store has failed: memory is now ahead of the disk */
-		ctl->fatal = 1;
-		return xp_errf(err, XP_EIO, "the journal failed; the controller takes no changes");
+		fail_stop(ctl);
+		return xp_errf(err, XP_EIO, "the journal failed; the controller is stopping");
 	}
 	ctl->st->seq = seq;
 	ctl->since_snapshot++;
@@ -267,9 +302,11 @@ static int cycle_emit(void *ctx, const char *type, char *body)
 static void run(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
 	int write = strcmp(cmd->method, "GET") != 0;
-	if (ctl->fatal && write) {
-		xp_reply_error(cmd, XP_EIO, NULL,
-			       "the journal failed; the controller takes no changes");
+	if (ctl->fatal) { /* reads too: memory holds records that did not commit */
+		xp_reply_error(cmd, XP_EUNAVAIL, NULL,
+			       "the journal failed; the controller is stopping");
+		cmd_done(cmd);
+		return;
 	} else if (write && xp_store_last_seq(ctl->store) - xp_store_durable_seq(ctl->store) >
 				    XP_MAX_INFLIGHT) {
 		xp_reply_error(cmd, XP_EUNAVAIL, NULL, "the journal is %d records behind; retry",
@@ -283,7 +320,8 @@ static void run(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	} else {
 		cmd->fn(ctl, cmd);
 	}
-	if (cmd->journaled)
+	/* durable before shown: the reply waits for every record appended so far */
+	if (cmd->journaled || xp_store_last_seq(ctl->store) != xp_store_durable_seq(ctl->store))
 		xp_store_when_durable(ctl->store, cmd_durable, cmd);
 	else
 		cmd_done(cmd);
@@ -434,6 +472,8 @@ static void *owner_main(void *arg)
 		ctl->qhead = ctl->qtail = NULL;
 		int stopping = ctl->stopping;
 		pthread_mutex_unlock(&ctl->qmu);
+		if (!ctl->fatal && xp_store_failure(ctl->store, NULL) < 0)
+			fail_stop(ctl); /* before the batch: none of it is served */
 
 		uint64_t before = ctl->st->seq;
 		while (batch) {
@@ -458,12 +498,8 @@ static void *owner_main(void *arg)
 		}
 		if (ctl->st->seq != before)
 			xp_store_when_durable(ctl->store, events_durable, ctl);
-		struct xp_err err = { 0 };
-		if (!ctl->fatal && xp_store_failure(ctl->store, &err) < 0) {
-			fprintf(stderr, "xpool server: the journal failed, refusing changes: %s\n",
-				err.text);
-			ctl->fatal = 1;
-		}
+		if (!ctl->fatal && xp_store_failure(ctl->store, NULL) < 0)
+			fail_stop(ctl);
 		if (stopping) {
 			pthread_mutex_lock(&ctl->qmu);
 			int empty = ctl->qhead == NULL;

@@ -8,20 +8,26 @@
  *      until close: two controllers appending to one journal would hand out
  *      the same seqs, so the second is refused;
  *   3. a new store is built as DIR/xpool.db.new (schema, meta, WAL mode),
- *      fsynced and renamed into place, the directory fsynced: a crash
- *      during creation leaves no half-made xpool.db to refuse later. Not
- *      next to an orphaned, non-empty xpool.db-wal, though: SQLite would
- *      replay it into the new file;
+ *      fsynced; the seal (DIR/xpool.seal, seq 0) is written; the file is
+ *      renamed into place and the directory fsynced: a crash during
+ *      creation leaves no half-made xpool.db to refuse later, nor one
+ *      without its seal. Not next to an orphaned, non-empty xpool.db-wal,
+ *      though: SQLite would replay it into the new file;
  *   4. an existing file passes the read-only checks of store_check.c first,
- *      so a refused file is never written to;
- *   5. the write connection (journal_mode=WAL, synchronous=FULL or OFF) and
- *      the read connection are opened, the statements prepared and the
- *      store thread started.
+ *      so a refused file is never written to; a format 1 file is then
+ *      migrated (store_recover.c) and checked again; with recover, what
+ *      the checks collected is dropped (store_recover.c) and the file
+ *      checked once more, strictly;
+ *   5. the seal is opened for the store thread, the write connection
+ *      (journal_mode=WAL, synchronous=FULL or OFF) and the read connection
+ *      are opened, the statements prepared and the store thread started.
  *
- * Schema (format 1):
- *   meta(key TEXT PRIMARY KEY, value TEXT)   format = 1, created_by
- *   journal(seq INTEGER PRIMARY KEY, at INTEGER NOT NULL, type TEXT NOT NULL, body TEXT NOT NULL)
- *   snapshot(seq INTEGER PRIMARY KEY, at INTEGER, body BLOB NOT NULL)
+ * Schema (format 2; format 1 had no crc columns and a nullable snapshot.at):
+ *   meta(key TEXT PRIMARY KEY, value TEXT)   format = 2, created_by[, migrated]
+ *   journal(seq INTEGER PRIMARY KEY, at INTEGER NOT NULL, type TEXT NOT NULL, body TEXT NOT NULL,
+ *           crc INTEGER NOT NULL)
+ *   snapshot(seq INTEGER PRIMARY KEY, at INTEGER NOT NULL, body BLOB NOT NULL,
+ *            crc INTEGER NOT NULL)
  */
 #include "store_int.h"
 
@@ -40,8 +46,9 @@
 static const char schema_sql[] =
 	"CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);\n"
 	"CREATE TABLE journal(seq INTEGER PRIMARY KEY, at INTEGER NOT NULL, type TEXT NOT NULL, "
-	"body TEXT NOT NULL);\n"
-	"CREATE TABLE snapshot(seq INTEGER PRIMARY KEY, at INTEGER, body BLOB NOT NULL);\n";
+	"body TEXT NOT NULL, crc INTEGER NOT NULL);\n"
+	"CREATE TABLE snapshot(seq INTEGER PRIMARY KEY, at INTEGER NOT NULL, body BLOB NOT NULL, "
+	"crc INTEGER NOT NULL);\n";
 
 int64_t xp_store_now_ms(void)
 {
@@ -104,7 +111,7 @@ static int take_lock(struct xp_store *s, struct xp_err *err)
 	return 0;
 }
 
-static int exec(sqlite3 *db, const char *path, const char *sql, struct xp_err *err)
+int xp_store_exec(sqlite3 *db, const char *path, const char *sql, struct xp_err *err)
 {
 	char *msg = NULL;
 	int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
@@ -138,9 +145,9 @@ static int set_wal(sqlite3 *db, const char *path, struct xp_err *err)
 	return rc;
 }
 
-static int fsync_path(const char *path, int flags, struct xp_err *err)
+int xp_store_fsync(const char *path, int dir, struct xp_err *err)
 {
-	int fd = open(path, flags | O_CLOEXEC);
+	int fd = open(path, (dir ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
 	if (fd < 0)
 		return xp_errf(err, -errno, "%s: %s", path, strerror(errno));
 	if (fsync(fd) != 0) {
@@ -191,7 +198,7 @@ static int create_store(struct xp_store *s, struct xp_err *err)
 	int rc;
 
 	unlink_db(tmp);
-	rc = sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+	rc = sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, s->vfs);
 	if (rc != SQLITE_OK) {
 		rc = xp_errf(err, xp_store_code(rc), "%s: cannot create: %s", tmp,
 			     db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
@@ -203,25 +210,27 @@ static int create_store(struct xp_store *s, struct xp_err *err)
 		 XP_STORE_FORMAT, XP_STORE_FORMAT, sqlite3_libversion());
 	rc = set_wal(db, tmp, err);
 	if (rc == 0)
-		rc = exec(db, tmp, "PRAGMA synchronous=FULL", err);
+		rc = xp_store_exec(db, tmp, "PRAGMA synchronous=FULL", err);
 	if (rc == 0)
-		rc = exec(db, tmp, "BEGIN", err);
+		rc = xp_store_exec(db, tmp, "BEGIN", err);
 	if (rc == 0)
-		rc = exec(db, tmp, schema_sql, err);
+		rc = xp_store_exec(db, tmp, schema_sql, err);
 	if (rc == 0)
-		rc = exec(db, tmp, meta, err);
+		rc = xp_store_exec(db, tmp, meta, err);
 	if (rc == 0)
-		rc = exec(db, tmp, "COMMIT", err);
+		rc = xp_store_exec(db, tmp, "COMMIT", err);
 	/* The last close checkpoints the WAL into the file and removes it. */
 	if (sqlite3_close(db) != SQLITE_OK && rc == 0)
 		rc = xp_errf(err, XP_EIO, "%s: close failed", tmp);
 	db = NULL;
 	if (rc == 0)
-		rc = fsync_path(tmp, O_RDONLY, err);
+		rc = xp_store_fsync(tmp, 0, err);
+	if (rc == 0)
+		rc = xp_seal_create(s->seal_path, 0, 0, 1, err);
 	if (rc == 0 && rename(tmp, s->path) != 0)
 		rc = xp_errf(err, -errno, "%s: rename to %s: %s", tmp, s->path, strerror(errno));
 	if (rc == 0)
-		rc = fsync_path(s->dir, O_RDONLY | O_DIRECTORY, err);
+		rc = xp_store_fsync(s->dir, 1, err);
 out:
 	sqlite3_close(db);
 	if (rc < 0)
@@ -241,16 +250,17 @@ static int prepare(struct xp_store *s, const char *sql, sqlite3_stmt **st, struc
 
 static int open_write(struct xp_store *s, struct xp_err *err)
 {
-	int rc =
-		sqlite3_open_v2(s->path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+	int rc = sqlite3_open_v2(s->path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+				 s->vfs);
 	if (rc != SQLITE_OK)
 		return xp_errf(err, xp_store_code(rc), "%s: cannot open: %s", s->path,
 			       s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
 	sqlite3_busy_timeout(s->db, 10000);
 	rc = set_wal(s->db, s->path, err);
 	if (rc == 0)
-		rc = exec(s->db, s->path,
-			  s->sync ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=OFF", err);
+		rc = xp_store_exec(s->db, s->path,
+				   s->sync ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=OFF",
+				   err);
 	if (rc == 0)
 		rc = prepare(s, "BEGIN IMMEDIATE", &s->st_begin, err);
 	if (rc == 0)
@@ -258,12 +268,16 @@ static int open_write(struct xp_store *s, struct xp_err *err)
 	if (rc == 0)
 		rc = prepare(s, "ROLLBACK", &s->st_rollback, err);
 	if (rc == 0)
-		rc = prepare(s, "INSERT INTO journal(seq, at, type, body) VALUES (?1, ?2, ?3, ?4)",
-			     &s->st_ins_rec, err);
+		rc = prepare(
+			s,
+			"INSERT INTO journal(seq, at, type, body, crc) VALUES (?1, ?2, ?3, ?4, ?5)",
+			&s->st_ins_rec, err);
 	if (rc == 0)
-		rc = prepare(s,
-			     "INSERT OR REPLACE INTO snapshot(seq, at, body) VALUES (?1, ?2, ?3)",
-			     &s->st_ins_snap, err);
+		rc = prepare(
+			s,
+			"INSERT OR REPLACE INTO snapshot(seq, at, body, crc) VALUES (?1, ?2, ?3, "
+			"?4)",
+			&s->st_ins_snap, err);
 	if (rc == 0)
 		rc = prepare(s,
 			     "DELETE FROM snapshot WHERE seq < (SELECT seq FROM snapshot ORDER BY "
@@ -277,13 +291,41 @@ static int open_write(struct xp_store *s, struct xp_err *err)
 
 static int open_read(struct xp_store *s, struct xp_err *err)
 {
-	int rc =
-		sqlite3_open_v2(s->path, &s->rdb, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+	int rc = sqlite3_open_v2(s->path, &s->rdb, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
+				 s->vfs);
 	if (rc != SQLITE_OK)
 		return xp_errf(err, xp_store_code(rc), "%s: cannot open for reading: %s", s->path,
 			       s->rdb ? sqlite3_errmsg(s->rdb) : sqlite3_errstr(rc));
 	sqlite3_busy_timeout(s->rdb, 10000);
 	return xp_store_read_prepare(s, err);
+}
+
+/* Step 4: check the existing file; migrate a format 1 one; with recover, mend what the check
+ * collected. info describes the file as it is afterwards. */
+static int check_and_mend(struct xp_store *s, struct xp_store_info *info, struct xp_err *err)
+{
+	int rc = xp_store_check(s->path, s->seal_path, s->vfs, s->recover, info, err);
+	if (rc == 0 && info->format < XP_STORE_FORMAT) {
+		if ((rc = xp_store_migrate(s, info, err)) == 0)
+			rc = xp_store_check(s->path, s->seal_path, s->vfs, s->recover, info, err);
+	}
+	if (rc == 0 && s->recover) {
+		if ((rc = xp_store_repair(s, info, err)) == 0 && info->damaged)
+			rc = xp_store_check(s->path, s->seal_path, s->vfs, 0, info, err);
+	}
+	return rc;
+}
+
+/* Step 5: the seal's file, for the store thread. A seal behind the journal (a crash came
+ * between a commit and its seal) is left as it is: that batch was never acknowledged, and the
+ * next commit moves the seal on; open writes nothing to a store it does not mend. */
+static int open_seal(struct xp_store *s, const struct xp_store_info *info, struct xp_err *err)
+{
+	s->seal_fd = open(s->seal_path, O_RDWR | O_CLOEXEC);
+	if (s->seal_fd < 0)
+		return xp_errf(err, -errno, "%s: %s", s->seal_path, strerror(errno));
+	s->seal_slot = info->seal.slot;
+	return 0;
 }
 
 int xp_store_open(const char *dir, const struct xp_store_opts *o, struct xp_store **out,
@@ -292,14 +334,18 @@ int xp_store_open(const char *dir, const struct xp_store_opts *o, struct xp_stor
 	struct xp_store *s = XNEW(struct xp_store);
 	struct xp_store_info info;
 	struct stat st;
+	uint64_t last = 0;
 	int rc;
 
 	*out = NULL;
-	s->lock_fd = -1;
+	s->lock_fd = s->seal_fd = -1;
 	s->dir = xstrdup(dir);
 	s->path = join(dir, XP_STORE_FILE);
 	s->lock_path = join(dir, "xpool.lock");
+	s->seal_path = join(dir, XP_STORE_SEAL);
+	s->vfs = o && o->vfs ? xstrdup(o->vfs) : NULL;
 	s->sync = o ? o->sync != 0 : 1;
+	s->recover = o && o->recover;
 	s->max_batch = o && o->max_batch ? o->max_batch : 4096;
 	s->keep_snapshots = o && o->keep_snapshots ? o->keep_snapshots : 2;
 	pthread_mutex_init(&s->mu, NULL);
@@ -317,13 +363,15 @@ int xp_store_open(const char *dir, const struct xp_store_opts *o, struct xp_stor
 			rc = create_store(s, err);
 	}
 	if (rc == 0)
-		rc = xp_store_check(s->path, &info, err);
+		rc = check_and_mend(s, &info, err);
+	if (rc == 0)
+		rc = open_seal(s, &info, err);
+	last = info.journal_max > info.snap_max ? info.journal_max : info.snap_max;
 	if (rc == 0)
 		rc = open_write(s, err);
 	if (rc == 0)
 		rc = open_read(s, err);
 	if (rc == 0) {
-		uint64_t last = info.journal_max > info.snap_max ? info.journal_max : info.snap_max;
 		atomic_store(&s->last_seq, last);
 		atomic_store(&s->durable_seq, last);
 		rc = pthread_create(&s->thread, NULL, xp_store_thread_main, s);
@@ -369,12 +417,17 @@ void xp_store_close(struct xp_store *s)
 		free(it);
 	}
 	free(s->w);
+	if (s->seal_fd >= 0)
+		close(s->seal_fd);
 	if (s->lock_fd >= 0)
 		close(s->lock_fd);
 	pthread_cond_destroy(&s->durable_cv);
 	pthread_cond_destroy(&s->work_cv);
 	pthread_mutex_destroy(&s->rmu);
 	pthread_mutex_destroy(&s->mu);
+	free(s->recovered);
+	free(s->vfs);
+	free(s->seal_path);
 	free(s->lock_path);
 	free(s->path);
 	free(s->dir);
@@ -396,4 +449,9 @@ int xp_store_failure(const struct xp_store *s, struct xp_err *err)
 const char *xp_store_path(const struct xp_store *s)
 {
 	return s->path;
+}
+
+const char *xp_store_recovered(const struct xp_store *s)
+{
+	return s->recovered;
 }

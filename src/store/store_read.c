@@ -10,7 +10,9 @@
  * what it sees is committed all the same.
  *
  * Load checks again, as it goes, that the records after the snapshot are
- * contiguous, so a replay can never silently skip a record.
+ * contiguous, so a replay can never silently skip a record, and both check
+ * every row against its checksum before handing it on: open checked them
+ * too, but a row read here is the row used.
  */
 #include "store_int.h"
 
@@ -30,9 +32,10 @@ int xp_store_read_prepare(struct xp_store *s, struct xp_err *err)
 		{ offsetof(struct xp_store, rt_floor),
 		  "SELECT (SELECT min(seq) FROM journal), (SELECT max(seq) FROM snapshot)" },
 		{ offsetof(struct xp_store, rt_read),
-		  "SELECT seq, at, type, body FROM journal WHERE seq > ?1 ORDER BY seq LIMIT ?2" },
+		  "SELECT seq, at, type, body, crc FROM journal WHERE seq > ?1 ORDER BY seq LIMIT "
+		  "?2" },
 		{ offsetof(struct xp_store, rt_snap),
-		  "SELECT seq, body FROM snapshot ORDER BY seq DESC LIMIT 1" },
+		  "SELECT seq, body, at, crc FROM snapshot ORDER BY seq DESC LIMIT 1" },
 	};
 	for (size_t i = 0; i < sizeof(stmts) / sizeof(stmts[0]); i++) {
 		sqlite3_stmt **st = (sqlite3_stmt **)((char *)s + stmts[i].off);
@@ -72,19 +75,32 @@ static void err_clear(struct xp_err *err)
 	}
 }
 
-static void row_rec(sqlite3_stmt *st, struct xp_store_rec *r)
+/* The row as a record, checked against its checksum (XP_ECORRUPT naming the seq if not). */
+static int row_rec(struct xp_store *s, sqlite3_stmt *st, struct xp_store_rec *r, struct xp_err *err)
 {
 	r->seq = (uint64_t)sqlite3_column_int64(st, 0);
 	r->at_ms = sqlite3_column_int64(st, 1);
 	r->type = (const char *)sqlite3_column_text(st, 2);
+	size_t tl = (size_t)sqlite3_column_bytes(st, 2);
 	r->body = (const char *)sqlite3_column_text(st, 3);
 	r->len = (size_t)sqlite3_column_bytes(st, 3);
-	if (!r->type)
+	if (!r->type) {
 		r->type = "";
+		tl = 0;
+	}
 	if (!r->body) {
 		r->body = "";
 		r->len = 0;
 	}
+	uint32_t want = xp_store_rec_crc_n(r->seq, r->at_ms, r->type, tl, r->body, r->len);
+	if (sqlite3_column_type(st, 4) == SQLITE_INTEGER &&
+	    sqlite3_column_int64(st, 4) == (sqlite3_int64)want)
+		return 0;
+	return xp_errf(err, XP_ECORRUPT,
+		       "%s: record %" PRIu64 " (%.40s) fails its checksum (stored %08llx, computed "
+		       "%08" PRIx32 ")",
+		       s->path, r->seq, r->type,
+		       (unsigned long long)sqlite3_column_int64(st, 4) & 0xffffffffULL, want);
 }
 
 /* Under rmu: end the read transaction (it is read-only, so this cannot lose anything). */
@@ -124,6 +140,13 @@ static int load_locked(struct xp_store *s, xp_store_snap_fn snap, xp_store_rec_f
 				       "%s: has a snapshot at seq %" PRIu64
 				       " but the loader takes none",
 				       s->path, after);
+		uint32_t want = xp_store_snap_crc(after, sqlite3_column_int64(s->rt_snap, 2),
+						  body ? body : "", body ? len : 0);
+		if (sqlite3_column_type(s->rt_snap, 3) != SQLITE_INTEGER ||
+		    sqlite3_column_int64(s->rt_snap, 3) != (sqlite3_int64)want)
+			return xp_errf(err, XP_ECORRUPT,
+				       "%s: the snapshot at seq %" PRIu64 " fails its checksum",
+				       s->path, after);
 		err_clear(err);
 		rc = snap(ctx, after, body ? body : "", body ? len : 0);
 		if (rc < 0)
@@ -137,7 +160,8 @@ static int load_locked(struct xp_store *s, xp_store_snap_fn snap, xp_store_rec_f
 	sqlite3_bind_int64(s->rt_read, 2, -1);
 	while ((rc = sqlite3_step(s->rt_read)) == SQLITE_ROW) {
 		struct xp_store_rec r;
-		row_rec(s->rt_read, &r);
+		if ((rc = row_rec(s, s->rt_read, &r, err)) < 0)
+			return rc;
 		if (r.seq != expect)
 			return xp_errf(err, XP_ECORRUPT,
 				       "%s: damaged: journal has a gap: seq %" PRIu64
@@ -202,7 +226,8 @@ static long read_locked(struct xp_store *s, uint64_t since, size_t limit, xp_sto
 	sqlite3_bind_int64(s->rt_read, 2, (sqlite3_int64)limit);
 	while ((rc = sqlite3_step(s->rt_read)) == SQLITE_ROW) {
 		struct xp_store_rec r;
-		row_rec(s->rt_read, &r);
+		if ((rc = row_rec(s, s->rt_read, &r, err)) < 0)
+			return rc;
 		err_clear(err);
 		rc = rec(ctx, &r);
 		if (rc < 0)

@@ -4,10 +4,13 @@
  * Loop: wait on work_cv until something is queued, a waiter is ready, or
  * close asked to stop; take up to max_batch items off the queue (records
  * and snapshots, in the order they were queued); write them in one
- * transaction (BEGIN IMMEDIATE, prepared INSERTs, COMMIT — one fsync of
- * the WAL under synchronous=FULL); then, under mu, publish durable_seq and
- * the statistics, and hand the ready prefix of the waiters to their done
- * callbacks, called with mu released, in registration order.
+ * transaction (BEGIN IMMEDIATE, prepared INSERTs with each row's CRC-32C,
+ * COMMIT — one fsync of the WAL under synchronous=FULL); if the batch held
+ * records, seal its last seq (DIR/xpool.seal, store_seal.c: one pwrite and
+ * one fdatasync); then, under mu, publish durable_seq and the statistics,
+ * and hand the ready prefix of the waiters to their done callbacks, called
+ * with mu released, in registration order. The commit latency measured
+ * includes the seal.
  *
  * A snapshot is an item in the same stream: its INSERT and the pruning it
  * allows (snapshots beyond keep_snapshots, journal records at or below the
@@ -18,7 +21,11 @@
  * code and a text naming the file, the seqs lost and SQLite's reason), the
  * rest of the queue is dropped unwritten, and every waiter — pending or
  * later — gets the failure. Appends then return 0. Nothing acknowledged is
- * lost: a record is acknowledged only through a waiter that got 0.
+ * lost: a record is acknowledged only through a waiter that got 0. A seal
+ * that cannot be written fails the store the same way, although its batch
+ * did commit: its waiters get the failure (their records may be there
+ * after a restart - an outcome a client that saw an error must allow for
+ * anyway, as with any commit whose reply was lost).
  *
  * On stop the loop drains the queue first, so close flushes.
  */
@@ -55,19 +62,22 @@ static int step_done(sqlite3_stmt *st)
 }
 
 /* Write the items of one batch in one transaction. On failure returns the SQLite code and
- * leaves SQLite's message in msg. */
-static int write_batch(struct xp_store *s, struct xp_store_item *items, char *msg, size_t msgsz)
+ * leaves SQLite's message in msg. *last_crc: the checksum of the batch's last record. */
+static int write_batch(struct xp_store *s, struct xp_store_item *items, uint32_t *last_crc,
+		       char *msg, size_t msgsz)
 {
 	int rc = step_done(s->st_begin);
 
 	for (struct xp_store_item *it = items; rc == SQLITE_OK && it; it = it->next) {
 		if (it->kind == XP_STORE_REC) {
 			sqlite3_stmt *st = s->st_ins_rec;
+			*last_crc = xp_store_rec_crc(it->seq, it->at, it->type, it->body, it->len);
 			sqlite3_bind_int64(st, 1, (sqlite3_int64)it->seq);
 			sqlite3_bind_int64(st, 2, it->at);
 			sqlite3_bind_text(st, 3, it->type, -1, SQLITE_STATIC);
 			rc = sqlite3_bind_text64(st, 4, it->body, it->len, SQLITE_STATIC,
 						 SQLITE_UTF8);
+			sqlite3_bind_int64(st, 5, (sqlite3_int64)*last_crc);
 			if (rc == SQLITE_OK)
 				rc = step_done(st);
 		} else {
@@ -75,6 +85,9 @@ static int write_batch(struct xp_store *s, struct xp_store_item *items, char *ms
 			sqlite3_bind_int64(st, 1, (sqlite3_int64)it->seq);
 			sqlite3_bind_int64(st, 2, it->at);
 			rc = sqlite3_bind_blob64(st, 3, it->body, it->len, SQLITE_STATIC);
+			sqlite3_bind_int64(st, 4,
+					   (sqlite3_int64)xp_store_snap_crc(it->seq, it->at,
+									    it->body, it->len));
 			if (rc == SQLITE_OK)
 				rc = step_done(st);
 			if (rc == SQLITE_OK) {
@@ -93,6 +106,16 @@ static int write_batch(struct xp_store *s, struct xp_store_item *items, char *ms
 		if (!sqlite3_get_autocommit(s->db))
 			step_done(s->st_rollback);
 	}
+	return rc;
+}
+
+/* The batch ending at record seq (checksum crc) is committed: seal it, in the slot not holding
+ * the newest mark, so a torn write leaves that one. 0 or -errno. */
+static int seal_batch(struct xp_store *s, uint64_t seq, uint32_t crc)
+{
+	int rc = xp_seal_put(s->seal_fd, s->seal_slot ^ 1, seq, crc, s->sync);
+	if (rc == 0)
+		s->seal_slot ^= 1;
 	return rc;
 }
 
@@ -145,12 +168,15 @@ static void commit_batch(struct xp_store *s, struct xp_store_item *batch)
 	}
 	pthread_mutex_unlock(&s->mu);
 	uint64_t t0 = xp_mono_ns();
-	int rc = write_batch(s, batch, msg, sizeof(msg));
+	uint32_t crc = 0;
+	int rc = write_batch(s, batch, &crc, msg, sizeof(msg)), seal = 0;
+	if (rc == SQLITE_OK && nrec)
+		seal = seal_batch(s, last, crc);
 	double secs = (double)(xp_mono_ns() - t0) / 1e9;
 	free_items(batch);
 	pthread_mutex_lock(&s->mu);
 
-	if (rc == SQLITE_OK) {
+	if (rc == SQLITE_OK && seal == 0) {
 		if (nrec)
 			atomic_store(&s->durable_seq, last);
 		s->written += nitems;
@@ -160,13 +186,18 @@ static void commit_batch(struct xp_store *s, struct xp_store_item *batch)
 		observe(s->stats.commit_hist, xp_store_commit_buckets, secs);
 		observe(s->stats.batch_hist, xp_store_batch_buckets, (double)nrec);
 	} else {
-		s->failed = xp_store_code(rc);
+		s->failed = seal < 0 ? seal : xp_store_code(rc);
 		if (s->failed >= 0)
 			s->failed = XP_EIO;
-		if (nrec)
+		char r[48];
+		if (seal < 0)
 			snprintf(s->fail_text, sizeof(s->fail_text),
-				 "%s: commit of seq %llu..%llu failed: %s", s->path,
-				 (unsigned long long)first, (unsigned long long)last, msg);
+				 "%s: cannot seal %s: %s (committed in %s, but not acknowledged)",
+				 s->seal_path, xp_store_range(r, first, last), strerror(-seal),
+				 s->path);
+		else if (nrec)
+			snprintf(s->fail_text, sizeof(s->fail_text), "%s: commit of %s failed: %s",
+				 s->path, xp_store_range(r, first, last), msg);
 		else
 			snprintf(s->fail_text, sizeof(s->fail_text),
 				 "%s: commit of a snapshot failed: %s", s->path, msg);

@@ -28,7 +28,14 @@ int xp_cmd_agent(int argc, char **argv)
 		{ "devices", XP_FLAG_STR, "FILE",
 		  "report the devices of this descriptor instead of the real ones (emulation, tests)" },
 		{ "work", XP_FLAG_STR, "DIR", "task folders and output" },
-		{ "cgroup-root", XP_FLAG_STR, "DIR", "cgroup v2 mount for CPU and memory limits" },
+		{ "cgroup-root", XP_FLAG_STR, "DIR",
+		  "where cgroups are: a v2 mount, or the folder of the v1 hierarchies (memory/, cpu/, "
+		  "cpuset/); default /sys/fs/cgroup" },
+		{ "limits", XP_FLAG_STR, "MODE",
+		  "CPU and memory limits: required (a task whose limits cannot be set is not run, "
+		  "reason limits), auto (required where cgroups are writable, else off), off" },
+		{ "no-limits", XP_FLAG_BOOL, NULL,
+		  "run tasks without CPU and memory limits, on purpose (--limits off)" },
 		{ "grace", XP_FLAG_STR, "DURATION", "SIGTERM to SIGKILL when a task is cancelled" },
 		{ "heartbeat", XP_FLAG_STR, "DURATION", "override the controller's heartbeat period" },
 		{ "dedicated", XP_FLAG_BOOL, NULL,
@@ -49,6 +56,7 @@ int xp_cmd_agent(int argc, char **argv)
 	memset(&cfg, 0, sizeof(cfg));
 	xp_flag_get(flags, "work")->sval = (char *)"/var/lib/xpool/agent";
 	xp_flag_get(flags, "output")->sval = (char *)"table";
+	xp_flag_get(flags, "limits")->sval = (char *)"required";
 	if (xp_flags_parse(flags, argc, argv, &help, &err) < 0)
 		goto usage;
 	if (help) {
@@ -80,6 +88,16 @@ int xp_cmd_agent(int argc, char **argv)
 			goto usage;
 		}
 		o.heartbeat_ms = (int)ms;
+	}
+	static const char *const modes[] = { "required", "auto", "off", NULL };
+	if (xp_flag_choice(flags, "limits", modes, &o.limits, &err) < 0)
+		goto usage;
+	if (xp_flag_get(flags, "no-limits")->bval) {
+		if (xp_flag_get(flags, "limits")->given && o.limits != XP_LIMITS_OFF) {
+			xp_errf(&err, XP_EINVAL, "--no-limits: give --no-limits or --limits, not both");
+			goto usage;
+		}
+		o.limits = XP_LIMITS_OFF;
 	}
 	static const char *const outputs[] = { "table", "json", NULL };
 	int json;

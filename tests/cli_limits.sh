@@ -4,7 +4,8 @@
 #  - a task that allocates 400 MiB under --memory 64Mi is killed by the
 #    kernel and the job fails with reason oom, exit code 137 (SIGKILL), in
 #    `xpool job` and `xpool jobs`; one that stays under its limit succeeds;
-#  - `--cpu 1` gets one CPU of its own: `nproc` in the task prints 1;
+#  - `--cpu 1` gets one CPU of its own: `nproc` in the task prints 1
+#    (where cpusets are available);
 #  - the tasks' cgroups are gone once their exits are reported.
 # Skips (exit 77, ctest's SKIP_RETURN_CODE) when `xpool dev` is absent or
 # this machine's cgroups are not writable (dev then runs its agent with
@@ -84,7 +85,9 @@ if wait_state "$J2" succeeded; then
 	run logs "$J2"
 	grep -q '^xp-memhog: holding 16 MiB$' "$T/out" || fail "job $J2 output: $(cat "$T/out")"
 fi
-if wait_state "$J3" succeeded; then
+if ! grep -q 'limits: cgroup v[12] at .*, cpuset [0-9]' "$LOG"; then
+	echo "note: no cpusets here ($(grep 'limits:' "$LOG")): nproc not checked"
+elif wait_state "$J3" succeeded; then
 	run logs "$J3"
 	[ "$(cat "$T/out")" = 1 ] || fail "nproc under --cpu 1 printed '$(cat "$T/out")', want 1"
 fi

@@ -326,6 +326,10 @@ static void test_v2_files(void **state)
 	assert_false(cg.cpuset);
 	assert_int_equal(xp_cg_setup(&cg, "5-0-1", 1000, 64, &a, &err), 0);
 	assert_string_equal(get("xpool/5-0-1.t3/cpuset.cpus"), ""); /* no cpusets: not written */
+	char desc[512];
+	xp_cg_describe(&cg, desc, sizeof(desc));
+	assert_non_null(strstr(desc, "cgroup v2 at "));
+	assert_non_null(strstr(desc, "(memory+swap, cpu quota, no cpuset)"));
 	xp_cg_close(&cg);
 }
 

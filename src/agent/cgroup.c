@@ -371,10 +371,15 @@ void xp_cg_describe(const struct xp_cg *cg, char *buf, size_t len)
 	char cpus[256] = "";
 	if (cg->cpuset)
 		xp_cpus_format(&cg->all, cpus, sizeof(cpus));
-	snprintf(buf, len, "cgroup v%d at %s (memory%s, cpu quota, %s%s%s)",
-		 cg->layout == XP_CG_V1 ? 1 : 2, cg->root,
-		 cg->layout == XP_CG_V1 ? (cg->memsw ? "+swap" : "") : (cg->swap_max ? "+swap" : ""),
-		 cg->cpuset ? "cpuset " : "no cpuset: ", cg->cpuset ? cpus : "", cg->cpuset ? "" : cg->note);
+	const char *swap = cg->layout == XP_CG_V1 ? (cg->memsw ? "+swap" : "")
+						  : (cg->swap_max ? "+swap" : "");
+	if (cg->cpuset)
+		snprintf(buf, len, "cgroup v%d at %s (memory%s, cpu quota, cpuset %s)",
+			 cg->layout == XP_CG_V1 ? 1 : 2, cg->root, swap, cpus);
+	else /* the quota alone bounds CPU: no CPUs of their own */
+		snprintf(buf, len, "cgroup v%d at %s (memory%s, cpu quota, no cpuset%s%s)",
+			 cg->layout == XP_CG_V1 ? 1 : 2, cg->root, swap, cg->note[0] ? ": " : "",
+			 cg->note);
 }
 
 /* ---- one task ---- */

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -442,10 +443,16 @@ static void stop_all_tasks(struct xp_agent *a)
 		usleep(20000);
 		pthread_mutex_lock(&a->mu);
 	}
-	/* they are gone for good: so are their cgroups */
+	/* they are gone for good: so are their cgroups, once their shims
+	 * have exited (an ASAN build takes a while to exit: 3 s at most) */
 	for (size_t i = 0; i < a->tasks.n; i++)
 		if (a->tasks.v[i].state == XP_TASK_EXITED)
 			xp_task_release(a, &a->tasks.v[i]);
+	for (int64_t end = xp_agent_now() + 3000; a->cg && xp_cg_sweep(a->cg) && xp_agent_now() < end;) {
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		usleep(20000);
+	}
 	pthread_mutex_unlock(&a->mu);
 }
 

@@ -348,8 +348,10 @@ int xp_cg_open(struct xp_cg *cg, const char *root, const char *tag, struct xp_er
 
 void xp_cg_close(struct xp_cg *cg)
 {
-	if (cg)
+	if (cg) {
 		xp_vec_free(&cg->live);
+		xp_vec_free(&cg->busy);
+	}
 }
 
 int xp_cg_probe(const char *root, char *why, size_t len)
@@ -511,21 +513,23 @@ static int setup_cpuset(struct xp_cg *cg, const char *name, struct xp_cg_task *t
 	return 0;
 }
 
-static void rmdirs(const struct xp_cg *cg, const char *name)
+/* 1 when a folder of name is still busy (a process not gone yet) */
+static int rmdirs(const struct xp_cg *cg, const char *name)
 {
 	char dir[600];
+	int busy = 0;
 	if (cg->layout == XP_CG_V2) {
 		task_dir(cg, "", name, dir, sizeof(dir));
-		rmdir(dir);
-		return;
+		return rmdir(dir) != 0 && errno == EBUSY;
 	}
 	static const char *const hier[] = { "memory", "cpuset" };
 	for (int i = 0; i < 2; i++) {
 		task_dir(cg, hier[i], name, dir, sizeof(dir));
-		rmdir(dir);
+		busy |= rmdir(dir) != 0 && errno == EBUSY;
 	}
 	task_dir(cg, cg->cpu_dir, name, dir, sizeof(dir));
-	rmdir(dir);
+	busy |= rmdir(dir) != 0 && errno == EBUSY;
+	return busy;
 }
 
 int xp_cg_setup(struct xp_cg *cg, const char *key, uint64_t cpu_milli, uint64_t mem_mib,
@@ -614,7 +618,12 @@ int xp_cg_oom(const struct xp_cg *cg, const char *name)
 
 void xp_cg_remove(struct xp_cg *cg, const char *name)
 {
-	rmdirs(cg, name);
+	if (rmdirs(cg, name)) { /* the shim wrote its exit but is not gone yet */
+		struct xp_cg_live later;
+		memset(&later, 0, sizeof(later));
+		snprintf(later.name, sizeof(later.name), "%s", name);
+		xp_vec_push(&cg->busy, later);
+	}
 	struct xp_cg_live *l = live_find(cg, name);
 	if (!l)
 		return;
@@ -626,6 +635,16 @@ void xp_cg_remove(struct xp_cg *cg, const char *name)
 		struct xp_err ignored = { 0 };
 		reshare(cg, &ignored); /* the sharers may use them again */
 	}
+}
+
+size_t xp_cg_sweep(struct xp_cg *cg)
+{
+	size_t keep = 0;
+	for (size_t i = 0; i < cg->busy.n; i++)
+		if (rmdirs(cg, cg->busy.v[i].name))
+			cg->busy.v[keep++] = cg->busy.v[i];
+	cg->busy.n = keep;
+	return keep;
 }
 
 void xp_cg_adopt(struct xp_cg *cg, const char *name, int exclusive, const struct xp_cpus *cpus)

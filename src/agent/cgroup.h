@@ -83,6 +83,7 @@ struct xp_cg {
 	char mems[64];	     /* v1: the memory nodes a new cpuset gets */
 	char note[512];	     /* why cpusets are off, when they are */
 	XP_VEC(struct xp_cg_live) live;
+	XP_VEC(struct xp_cg_live) busy; /* removed, but a process was not gone yet */
 };
 
 /* What one task got: the files the shim's pid goes into, its CPUs. */
@@ -120,8 +121,12 @@ int xp_cg_attach(const struct xp_cg_task *t, pid_t pid, struct xp_err *err);
  * it (oom_kill counter), 1 it hit its limit (a kernel without the counter:
  * failcnt or under_oom), 0 neither. */
 int xp_cg_oom(const struct xp_cg *cg, const char *name);
-/* Remove the task's cgroup (every hierarchy) and give its CPUs back. */
+/* Remove the task's cgroup (every hierarchy) and give its CPUs back. A
+ * folder still busy (the shim writes its exit file just before it exits)
+ * is tried again by xp_cg_sweep(). */
 void xp_cg_remove(struct xp_cg *cg, const char *name);
+/* Retry the busy removals; how many are still busy. */
+size_t xp_cg_sweep(struct xp_cg *cg);
 /* A task of an earlier agent, still holding name: take its CPUs again. */
 void xp_cg_adopt(struct xp_cg *cg, const char *name, int exclusive, const struct xp_cpus *cpus);
 

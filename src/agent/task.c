@@ -615,6 +615,8 @@ void xp_task_poll(struct xp_agent *a, int64_t now)
 	int st;
 	while (waitpid(-1, &st, WNOHANG) > 0) /* reap the shims that ended */
 		;
+	if (a->cg)
+		xp_cg_sweep(a->cg);
 	for (size_t i = 0; i < a->tasks.n; i++) {
 		struct xp_task *t = &a->tasks.v[i];
 		if (t->state != XP_TASK_RUNNING && t->state != XP_TASK_KILLING)

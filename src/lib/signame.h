@@ -1,5 +1,5 @@
-/* signame: the name of a Linux signal number ("SIGKILL" for 9), for exit
- * reports and what the CLI prints. Pure. */
+/* signame (signame.c): the name of a Linux signal number ("SIGKILL" for
+ * 9), for exit reports and what the CLI prints. Pure. */
 #ifndef XP_SIGNAME_H
 #define XP_SIGNAME_H
 

@@ -126,8 +126,8 @@ static void wait_nodes_ready(struct env *e, int n)
 	fail_msg("agents did not register");
 }
 
-static void setup_limits(struct env *e, int n, const char *const *names,
-			 const char *const *vendors, const int *counts, const char *const *cgroots)
+static void setup_limits(struct env *e, int n, const char *const *names, const char *const *vendors,
+			 const int *counts, const char *const *cgroots)
 {
 	struct xp_ctl_opts o = { 0 };
 	struct xp_err err = { 0 };
@@ -416,11 +416,13 @@ static void test_reports_checked(void **state)
 	snprintf(path, sizeof(path), "/v1/jobs/%lld", id);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		snprintf(body, sizeof(body),
-			 "{\"tasks\":[{\"job\":%lld,\"attempt\":1,\"replica\":0,\"exit_code\":137,%s}]}",
+			 "{\"tasks\":[{\"job\":%lld,\"attempt\":1,\"replica\":0,\"exit_code\":137,%"
+			 "s}]}",
 			 id, bad[i][0]);
 		json_t *r = api(e, "POST", "/v1/nodes/d-0/tasks", body, &st);
 		assert_int_equal(st, 400);
-		const char *f = json_string_value(json_object_get(json_object_get(r, "error"), "field"));
+		const char *f =
+			json_string_value(json_object_get(json_object_get(r, "error"), "field"));
 		if (!f || strcmp(f, bad[i][1]))
 			fail_msg("%s: field %s, want %s", bad[i][0], f ? f : "(none)", bad[i][1]);
 		json_decref(r);
@@ -489,8 +491,9 @@ static const char *label(struct env *e, const char *node, const char *key)
  * --no-limits agent runs it and the job says limits were off there */
 static void test_limits_refused(void **state)
 {
-	static const char *const names[] = { "e-0", "e-1", "e-2" },
-				 *const vendors[] = { "NVIDIA", "NVIDIA", "NVIDIA" };
+	static const char *const names[] = { "e-0", "e-1", "e-2" }, *const vendors[] = { "NVIDIA",
+											 "NVIDIA",
+											 "NVIDIA" };
 	static const int counts[] = { 0, 0, 0 };
 	char fake[64], marker[320], body[768];
 	struct env *e = &E;
@@ -544,11 +547,10 @@ static void test_time_limit(void **state)
 	struct env *e = &E;
 	setup(e, 1, names, vendors, counts);
 	long long id = submit(e, "{\"time_limit\":\"1s\",\"resources\":{\"cpu\":\"100m\","
-				  "\"memory\":64},\"command\":[\"sleep\",\"60\"]}");
+				 "\"memory\":64},\"command\":[\"sleep\",\"60\"]}");
 	json_t *j = wait_state(e, id, "failed", 20);
 	assert_string_equal(str(j, "end_reason"), "time_limit");
-	assert_string_equal(str(j, "reason"),
-			    "time_limit: time limit 1s exceeded");
+	assert_string_equal(str(j, "reason"), "time_limit: time limit 1s exceeded");
 	json_decref(j);
 	char path[64];
 	snprintf(path, sizeof(path), "/v1/jobs/%lld", id);

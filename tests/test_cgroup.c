@@ -95,8 +95,12 @@ static void test_cpus_lists(void **state)
 {
 	(void)state;
 	static const char *const good[][2] = {
-		{ "0-3,8,10-11\n", "0-3,8,10-11" }, { "", "" }, { "5", "5" },
-		{ "0,1,2,3", "0-3" },		     { "7-7", "7" }, { "1023", "1023" },
+		{ "0-3,8,10-11\n", "0-3,8,10-11" },
+		{ "", "" },
+		{ "5", "5" },
+		{ "0,1,2,3", "0-3" },
+		{ "7-7", "7" },
+		{ "1023", "1023" },
 		{ "0-1023", "0-1023" },
 	};
 	struct xp_cpus s;
@@ -343,9 +347,11 @@ static void test_v1_oom(void **state)
 	assert_int_equal(xp_cg_open(&cg, root, "t4", &err), 0);
 	assert_int_equal(xp_cg_setup(&cg, "1-0-1", 100, 64, &a, &err), 0);
 	assert_int_equal(xp_cg_oom(&cg, a.name), 0);
-	put("memory/xpool/1-0-1.t4/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n");
+	put("memory/xpool/1-0-1.t4/memory.oom_control",
+	    "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n");
 	assert_int_equal(xp_cg_oom(&cg, a.name), 2);
-	put("memory/xpool/1-0-1.t4/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n");
+	put("memory/xpool/1-0-1.t4/memory.oom_control",
+	    "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n");
 	put("memory/xpool/1-0-1.t4/memory.failcnt", "12\n");
 	assert_int_equal(xp_cg_oom(&cg, a.name), 0); /* the counter says no kill */
 	/* a kernel before 4.13: no counter; under_oom or failcnt say it hit the limit */
@@ -447,8 +453,9 @@ static void test_random_tasks(void **state)
 				live[k] = 0;
 			} else {
 				char key[32];
-				milli[k] = xp_rng_below(&rng, 2) ? 1000 * (1 + xp_rng_below(&rng, 4))
-								  : 100 + xp_rng_below(&rng, 1800);
+				milli[k] = xp_rng_below(&rng, 2)
+						   ? 1000 * (1 + xp_rng_below(&rng, 4))
+						   : 100 + xp_rng_below(&rng, 1800);
 				snprintf(key, sizeof(key), "%d-0-%d", k, step);
 				assert_int_equal(xp_cg_setup(&cg, key, milli[k], 64, &t, &err), 0);
 				snprintf(names[k], sizeof(names[k]), "%s", t.name);
@@ -457,7 +464,8 @@ static void test_random_tasks(void **state)
 					nfree += owner[c] < 0;
 				for (int j = 0; j < TASKS; j++)
 					sharers += live[j] && milli[j] % 1000 != 0;
-				if (milli[k] % 1000 == 0 && milli[k] / 1000 + (sharers ? 1 : 0) <= nfree)
+				if (milli[k] % 1000 == 0 &&
+				    milli[k] / 1000 + (sharers ? 1 : 0) <= nfree)
 					want = (unsigned)(milli[k] / 1000);
 				assert_int_equal(t.exclusive, want > 0);
 				for (int c = 0; c < N && want; c++)

@@ -283,8 +283,9 @@ static void *heartbeat_main(void *arg)
 
 static json_t *exit_json(const struct xp_task *t, int plain)
 {
-	json_t *o = json_pack("{s:I,s:i,s:i,s:i}", "job", (json_int_t)t->job, "attempt",
-			      (int)t->attempt, "replica", (int)t->replica, "exit_code", t->exit_code);
+	json_t *o =
+		json_pack("{s:I,s:i,s:i,s:i}", "job", (json_int_t)t->job, "attempt",
+			  (int)t->attempt, "replica", (int)t->replica, "exit_code", t->exit_code);
 	if (plain) /* what a controller before exit reasons takes */
 		return o;
 	if (t->signal > 0)
@@ -313,10 +314,12 @@ static int report_exits(struct xp_agent *a, struct xp_client *cl, const char *pa
 		rc = xp_client_json(cl, "POST", path, body, &reply, err);
 		json_decref(body);
 		json_decref(reply);
-		if (rc != XP_EINVAL || n != 1 || (!t[0].signal && !t[0].reason[0] && !t[0].detail[0]))
+		if (rc != XP_EINVAL || n != 1 ||
+		    (!t[0].signal && !t[0].reason[0] && !t[0].detail[0]))
 			break;
-		fprintf(stderr, "xpool agent: node=%s job=%llu: exit refused (%s); again without "
-				"its signal and reason\n",
+		fprintf(stderr,
+			"xpool agent: node=%s job=%llu: exit refused (%s); again without "
+			"its signal and reason\n",
 			a->node, (unsigned long long)t[0].job, err->text);
 	}
 	int stale = rc == XP_ESTATE || rc == XP_EINVAL;
@@ -448,7 +451,8 @@ static void stop_all_tasks(struct xp_agent *a)
 	for (size_t i = 0; i < a->tasks.n; i++)
 		if (a->tasks.v[i].state == XP_TASK_EXITED)
 			xp_task_release(a, &a->tasks.v[i]);
-	for (int64_t end = xp_agent_now() + 3000; a->cg && xp_cg_sweep(a->cg) && xp_agent_now() < end;) {
+	for (int64_t end = xp_agent_now() + 3000;
+	     a->cg && xp_cg_sweep(a->cg) && xp_agent_now() < end;) {
 		while (waitpid(-1, NULL, WNOHANG) > 0)
 			;
 		usleep(20000);
@@ -465,11 +469,12 @@ static void limits_start(struct xp_agent *a, struct xp_node *n)
 {
 	char real[4096];
 	const char *work = realpath(a->o.work, real) ? real : a->o.work;
-	snprintf(a->tag, sizeof(a->tag), "%08x", (unsigned)(xp_hash_bytes(work, strlen(work)) >> 32));
+	snprintf(a->tag, sizeof(a->tag), "%08x",
+		 (unsigned)(xp_hash_bytes(work, strlen(work)) >> 32));
 	xp_task_limits_open(a, 0);
 	const char *what = a->cg ? (a->cg->layout == XP_CG_V1 ? "cgroup-v1" : "cgroup-v2")
-		      : a->o.limits == XP_LIMITS_OFF ? "off"
-						     : "unavailable";
+			   : a->o.limits == XP_LIMITS_OFF ? "off"
+							  : "unavailable";
 	xp_attrs_set(&n->labels, &n->nlabels, "limits", what);
 }
 

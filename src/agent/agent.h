@@ -70,9 +70,9 @@ struct xp_task {
 	pid_t shim;
 	uint64_t shim_start; /* /proc/<pid>/stat start time, against pid reuse */
 	int state;
-	int exit_code;	 /* 128 + signal for a signal, -1 lost or never started */
-	int signal;	 /* the signal that ended it, 0 none */
-	char reason[16]; /* "oom", "limits", "start" or "" (docs/api.md) */
+	int exit_code;	  /* 128 + signal for a signal, -1 lost or never started */
+	int signal;	  /* the signal that ended it, 0 none */
+	char reason[16];  /* "oom", "limits", "start" or "" (docs/api.md) */
 	char detail[256]; /* what could not be done, for limits and start */
 	char cg[96];	  /* its cgroup's name, "" without limits */
 	int64_t kill_at; /* ms: SIGKILL after this, 0 = not asked */
@@ -91,8 +91,8 @@ struct xp_agent {
 	pthread_mutex_t up_mu; /* one output upload at a time (heartbeat, monitor) */
 	XP_VEC(struct xp_task) tasks;
 	volatile int stop;
-	struct xp_cg *cg;     /* the limits; NULL when off or not available */
-	char tag[16];	      /* names this agent's cgroups (its work folder, hashed) */
+	struct xp_cg *cg;		  /* the limits; NULL when off or not available */
+	char tag[16];			  /* names this agent's cgroups (its work folder, hashed) */
 	char limits_why[XP_ERR_TEXT_MAX]; /* limits required but not available: why */
 };
 

@@ -204,10 +204,11 @@ int xp_cg_detect(struct xp_cg *cg, const char *root, struct xp_err *err)
 	if (read_text(path, buf, sizeof(buf)) >= 0) {
 		cg->layout = XP_CG_V2;
 		if (!has_word(buf, "memory") || !has_word(buf, "cpu"))
-			return xp_errf(err, XP_EUNSUPP,
-				       "cgroup v2 at %s offers no %s controller (cgroup.controllers: "
-				       "\"%s\")",
-				       root, has_word(buf, "memory") ? "cpu" : "memory", buf);
+			return xp_errf(
+				err, XP_EUNSUPP,
+				"cgroup v2 at %s offers no %s controller (cgroup.controllers: "
+				"\"%s\")",
+				root, has_word(buf, "memory") ? "cpu" : "memory", buf);
 		cg->cpuset = (uint8_t)has_word(buf, "cpuset");
 		return 0;
 	}
@@ -373,8 +374,8 @@ void xp_cg_describe(const struct xp_cg *cg, char *buf, size_t len)
 	char cpus[256] = "";
 	if (cg->cpuset)
 		xp_cpus_format(&cg->all, cpus, sizeof(cpus));
-	const char *swap = cg->layout == XP_CG_V1 ? (cg->memsw ? "+swap" : "")
-						  : (cg->swap_max ? "+swap" : "");
+	const char *swap =
+		cg->layout == XP_CG_V1 ? (cg->memsw ? "+swap" : "") : (cg->swap_max ? "+swap" : "");
 	if (cg->cpuset)
 		snprintf(buf, len, "cgroup v%d at %s (memory%s, cpu quota, cpuset %s)",
 			 cg->layout == XP_CG_V1 ? 1 : 2, cg->root, swap, cpus);
@@ -466,7 +467,8 @@ static int setup_v1(struct xp_cg *cg, const char *name, uint64_t quota, const ch
 	task_dir(cg, "memory", name, dir, sizeof(dir));
 	if ((rc = make_dir(dir, err)) < 0 ||
 	    (rc = put(dir, "memory.limit_in_bytes", mem, "memory limit", err)) < 0 ||
-	    (cg->memsw && (rc = put(dir, "memory.memsw.limit_in_bytes", mem, "swap limit", err)) < 0))
+	    (cg->memsw &&
+	     (rc = put(dir, "memory.memsw.limit_in_bytes", mem, "swap limit", err)) < 0))
 		return rc;
 	snprintf(t->procs[t->nprocs++], sizeof(t->procs[0]), "%s/cgroup.procs", dir);
 	task_dir(cg, cg->cpu_dir, name, dir, sizeof(dir));
@@ -486,7 +488,8 @@ static int setup_v2(struct xp_cg *cg, const char *name, uint64_t quota, const ch
 	int rc;
 	task_dir(cg, "", name, dir, sizeof(dir));
 	snprintf(val, sizeof(val), "%llu %d", (unsigned long long)quota, PERIOD_US);
-	if ((rc = make_dir(dir, err)) < 0 || (rc = put(dir, "cpu.max", val, "CPU limit", err)) < 0 ||
+	if ((rc = make_dir(dir, err)) < 0 ||
+	    (rc = put(dir, "cpu.max", val, "CPU limit", err)) < 0 ||
 	    (rc = put(dir, "memory.max", mem, "memory limit", err)) < 0 ||
 	    (cg->swap_max && (rc = put(dir, "memory.swap.max", "0", "swap limit", err)) < 0))
 		return rc;
@@ -578,7 +581,8 @@ int xp_cg_attach(const struct xp_cg_task *t, pid_t pid, struct xp_err *err)
 	for (int i = 0; i < t->nprocs; i++) {
 		int rc = write_text(t->procs[i], val);
 		if (rc < 0)
-			return xp_errf(err, rc, "the task could not be moved into its cgroup: %s at %s",
+			return xp_errf(err, rc,
+				       "the task could not be moved into its cgroup: %s at %s",
 				       ename(-rc), t->procs[i]);
 	}
 	return 0;

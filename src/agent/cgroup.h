@@ -73,11 +73,11 @@ struct xp_cg_live { /* a task's cgroup the agent still holds */
 struct xp_cg {
 	char root[256];
 	char tag[16];
-	int layout;	   /* enum xp_cg_layout */
-	char cpu_dir[16];  /* v1: "cpu" or "cpu,cpuacct" */
-	uint8_t memsw;	   /* v1: swap is accounted (memory.memsw.*) */
-	uint8_t swap_max;  /* v2: memory.swap.max exists */
-	uint8_t cpuset;	   /* cpusets are in use */
+	int layout;	     /* enum xp_cg_layout */
+	char cpu_dir[16];    /* v1: "cpu" or "cpu,cpuacct" */
+	uint8_t memsw;	     /* v1: swap is accounted (memory.memsw.*) */
+	uint8_t swap_max;    /* v2: memory.swap.max exists */
+	uint8_t cpuset;	     /* cpusets are in use */
 	struct xp_cpus all;  /* the CPUs tasks may run on (the xpool cpuset's) */
 	struct xp_cpus excl; /* handed out exclusively */
 	char mems[64];	     /* v1: the memory nodes a new cpuset gets */

@@ -167,7 +167,8 @@ void xp_task_limits_open(struct xp_agent *a, int quiet)
 	if (a->o.limits == XP_LIMITS_AUTO) {
 		a->o.limits = XP_LIMITS_OFF;
 		fprintf(stderr,
-			"xpool agent: node=%s: limits off: %s (--limits auto): tasks run without CPU "
+			"xpool agent: node=%s: limits off: %s (--limits auto): tasks run without "
+			"CPU "
 			"and memory limits\n",
 			a->node, err.text);
 		return;
@@ -192,8 +193,9 @@ static int limits_setup(struct xp_agent *a, struct xp_task *t, const char *key, 
 		xp_task_limits_open(a, 1);
 	if (!a->cg)
 		return xp_errf(err, XP_EUNSUPP, "%s", a->limits_why);
-	int rc = xp_cg_setup(a->cg, key, (uint64_t)json_integer_value(json_object_get(as, "cpu_milli")),
-			     (uint64_t)json_integer_value(json_object_get(as, "memory_mib")), cgt, err);
+	int rc = xp_cg_setup(
+		a->cg, key, (uint64_t)json_integer_value(json_object_get(as, "cpu_milli")),
+		(uint64_t)json_integer_value(json_object_get(as, "memory_mib")), cgt, err);
 	if (rc < 0)
 		return rc;
 	char path[700], cpus[512];
@@ -461,8 +463,8 @@ static int not_started(struct xp_agent *a, struct xp_task *t, int code, const ch
 }
 
 /* fork the shim, put it in its cgroups, let it go */
-static int spawn(struct launch *l, struct xp_task *t, const struct xp_cg_task *cgt,
-		 int *in_limits, struct xp_err *err)
+static int spawn(struct launch *l, struct xp_task *t, const struct xp_cg_task *cgt, int *in_limits,
+		 struct xp_err *err)
 {
 	char go = 1;
 	if (pipe2(l->go, O_CLOEXEC) != 0)
@@ -587,7 +589,8 @@ static int read_exit(struct xp_task *t)
 	t->signal = sig > 0 && sig < 128 ? sig : 0;
 	if (reason[0] && strcmp(reason, "-")) {
 		snprintf(t->reason, sizeof(t->reason), "%s", reason);
-		snprintf(t->detail, sizeof(t->detail), "%.*s", (int)strcspn(buf + at, "\n"), buf + at);
+		snprintf(t->detail, sizeof(t->detail), "%.*s", (int)strcspn(buf + at, "\n"),
+			 buf + at);
 	}
 	return 1;
 }

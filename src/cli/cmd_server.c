@@ -116,9 +116,9 @@ static pid_t start_local_agent(struct xp_ctl *ctl, const char *data, const sigse
 	 * names it (--node HOST) does */
 	char why[300];
 	int layout = xp_cg_probe("/sys/fs/cgroup", why, sizeof(why));
-	char *argv[] = { exe,	  "agent",  "--server",	    addr,	   "--token-file",
-			 tokfile, "--work", work,	    "--stop-tasks", "--dedicated",
-			 layout ? NULL : "--no-limits", NULL };
+	char *nolimits = layout ? NULL : "--no-limits";
+	char *argv[] = { exe,	   "agent", "--server",	    addr,	   "--token-file", tokfile,
+			 "--work", work,    "--stop-tasks", "--dedicated", nolimits,	   NULL };
 	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -145,9 +145,11 @@ static pid_t start_local_agent(struct xp_ctl *ctl, const char *data, const sigse
 	printf("local agent: pid %d, work %s, log %s/agent.log (--no-agent to leave it out)\n",
 	       (int)pid, work, data);
 	if (layout)
-		printf("local agent: CPU and memory limits: cgroup v%d at /sys/fs/cgroup\n", layout);
+		printf("local agent: CPU and memory limits: cgroup v%d at /sys/fs/cgroup\n",
+		       layout);
 	else
-		printf("local agent: CPU and memory limits off (its tasks run unbounded): %s\n", why);
+		printf("local agent: CPU and memory limits off (its tasks run unbounded): %s\n",
+		       why);
 	return pid;
 }
 

@@ -491,9 +491,10 @@ void xp_api_node_tasks(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		const struct xp_job *j = xp_state_job(st, (uint64_t)v[0]);
 		if (j->state != XP_JOB_RUNNING && (j->end != XP_END_TIME_LIMIT || j->has_exit))
 			continue; /* an earlier report of this batch ended the job */
-		if (xp_ctl_journal(ctl, "job.task",
-				   xp_rec_job_task_x((uint64_t)v[0], (uint32_t)v[1], (uint32_t)v[2], &x),
-				   &err) < 0) {
+		if (xp_ctl_journal(
+			    ctl, "job.task",
+			    xp_rec_job_task_x((uint64_t)v[0], (uint32_t)v[1], (uint32_t)v[2], &x),
+			    &err) < 0) {
 			json_decref(o);
 			cmd->journaled = i > 0;
 			FAIL_ERR(cmd, &err, NULL);
@@ -501,7 +502,8 @@ void xp_api_node_tasks(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		cmd->journaled = 1;
 	}
 	json_decref(o);
-	xp_reply_json(cmd, 200, xp_json_take(json_pack("{s:i}", "accepted", (int)json_array_size(tasks))));
+	xp_reply_json(cmd, 200,
+		      xp_json_take(json_pack("{s:i}", "accepted", (int)json_array_size(tasks))));
 }
 
 /* ---- logs ---- */

@@ -42,8 +42,10 @@ json_t *xp_api_job_json(struct xp_ctl *ctl, const struct xp_job *j)
 	json_object_set_new(o, "started_at", time_or_null(j->started_at));
 	json_object_set_new(o, "finished_at", time_or_null(j->finished_at));
 	json_object_set_new(o, "exit_code", j->has_exit ? json_integer(j->exit_code) : json_null());
-	json_object_set_new(o, "signal", j->exit_signal ? json_integer(j->exit_signal) : json_null());
-	json_object_set_new(o, "end_reason", j->end ? json_string(xp_end_name(j->end)) : json_null());
+	json_object_set_new(o, "signal",
+			    j->exit_signal ? json_integer(j->exit_signal) : json_null());
+	json_object_set_new(o, "end_reason",
+			    j->end ? json_string(xp_end_name(j->end)) : json_null());
 	if (xp_job_deadline(j)) { /* EDF in its queue; flagged when it cannot be met */
 		char ts[XP_TIME_LEN];
 		xp_time_format(xp_job_deadline(j), ts);

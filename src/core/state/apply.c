@@ -621,7 +621,7 @@ static void mib_text(uint64_t mib, char out[32])
 
 /* The reason text of a failing replica: the end reason's name first. */
 static void exit_why(const struct xp_job *j, uint32_t replica, int64_t code,
-		    const struct xp_exit *x, char *why, size_t len)
+		     const struct xp_exit *x, char *why, size_t len)
 {
 	char mem[32];
 	const char *sig = xp_signal_name(x->signal);
@@ -629,7 +629,8 @@ static void exit_why(const struct xp_job *j, uint32_t replica, int64_t code,
 	switch (x->end) {
 	case XP_END_OOM:
 		mib_text(j->allocs[replica].mem_mib, mem);
-		snprintf(why, len, "oom: replica %u went over its memory limit of %s", replica, mem);
+		snprintf(why, len, "oom: replica %u went over its memory limit of %s", replica,
+			 mem);
 		break;
 	case XP_END_LIMITS:
 		snprintf(why, len, "limits: replica %u was not started: %s", replica, detail);
@@ -642,8 +643,8 @@ static void exit_why(const struct xp_job *j, uint32_t replica, int64_t code,
 		snprintf(why, len, "time_limit: replica %u ran past its time limit", replica);
 		break;
 	default:
-		snprintf(why, len, "replica %u exited with code %lld%s%s%s", replica, (long long)code,
-			 sig ? " (" : "", sig ? sig : "", sig ? ")" : "");
+		snprintf(why, len, "replica %u exited with code %lld%s%s%s", replica,
+			 (long long)code, sig ? " (" : "", sig ? sig : "", sig ? ")" : "");
 	}
 }
 

@@ -52,14 +52,7 @@ enum xp_node_source { XP_SRC_EMULATED, XP_SRC_AGENT, XP_SRC_N };
  * killer, limits that could not be set (not started), its time limit, a
  * command that could not be started. The job's reason text starts with
  * the name ("oom: replica 0 went over its memory limit of 64 MiB"). */
-enum xp_end {
-	XP_END_NONE,
-	XP_END_OOM,
-	XP_END_LIMITS,
-	XP_END_TIME_LIMIT,
-	XP_END_START,
-	XP_END_N
-};
+enum xp_end { XP_END_NONE, XP_END_OOM, XP_END_LIMITS, XP_END_TIME_LIMIT, XP_END_START, XP_END_N };
 
 /* How a replica or a job ended, as records carry it. */
 struct xp_exit {
@@ -75,7 +68,7 @@ struct xp_job {
 	uint32_t tenant, queue;
 	uint8_t state;
 	uint8_t has_exit;
-	uint8_t end;	    /* enum xp_end, once finished */
+	uint8_t end;	     /* enum xp_end, once finished */
 	uint8_t exit_signal; /* the signal that ended the failing replica, 0 none */
 	int32_t exit_code;
 	char *key; /* idempotency key or NULL */
@@ -362,7 +355,7 @@ int xp_node_state_parse(const char *s);
 const char *xp_node_source_name(int s);
 int xp_node_source_parse(const char *s);
 int xp_job_terminal(int s);
-const char *xp_end_name(int e); /* "" for none */
+const char *xp_end_name(int e);	 /* "" for none */
 int xp_end_parse(const char *s); /* "oom" -> XP_END_OOM; -1 unknown (or "") */
 /* Legal transitions (docs/design/controller.md). */
 int xp_job_transition_ok(int from, int to);

@@ -11,8 +11,9 @@
 # count keeps both shapes). Each agent gets a --devices file describing its
 # node (one per node, generated from the cluster file: 64 cores, 512 GiB,
 # 8 A100 or 32 cores, 256 GiB, 4 V100, with per-node device uuids), its own
-# --work folder, --cgroup-root pointing at a folder that does not exist (no
-# cgroup limits: nothing outside the temp dir is touched), --stop-tasks and
+# --work folder, --no-limits with --cgroup-root pointing at a folder that
+# does not exist (no cgroup limits, on purpose: nothing outside the temp dir
+# is touched; without --no-limits every task would be refused), --stop-tasks and
 # the default heartbeat. Once every node is `ready`, BENCH_REAL_JOBS (10000)
 # jobs of the peer's mix (command `sleep 0`, no duration) are submitted by
 # xp_bench_submit from BENCH_REAL_CLIENTS (64) HTTP clients; it waits until
@@ -159,7 +160,7 @@ start_agents() {
 	while read -r n; do
 		"$XP" agent --server "$ADDR" --token "$XPOOL_TOKEN" --node-name "$n" \
 			--devices "$TMP/dev/$n.yaml" --work "$TMP/work/$n" \
-			--cgroup-root "$TMP/no-cgroup" --stop-tasks \
+			--cgroup-root "$TMP/no-cgroup" --no-limits --stop-tasks \
 			>"$TMP/log/$n.out" 2>"$TMP/log/$n.err" &
 		AGENT_PIDS="$AGENT_PIDS $!"
 	done <"$TMP/nodes.txt"

@@ -3,7 +3,7 @@
 # emulated nodes. Its node registers from real discovery (hwloc), a job
 # pinned to it really runs (output, exit code, XPOOL_* variables), and
 # stopping `xpool dev` stops the agent and the tasks it still runs: nothing
-# is left behind. Skips (exit 77, ctest's SKIP_RETURN_CODE) when `xpool dev` is absent.
+# is left behind (processes, cgroups). Skips (exit 77, ctest's SKIP_RETURN_CODE) when `xpool dev` is absent.
 # usage: cli_dev.sh XPOOL SHARED_DIR SOURCE_DIR
 set -u
 XP=$1 SRC=$3
@@ -107,6 +107,12 @@ if [ -n "$SLEEPER" ] && kill -0 "$SLEEPER" 2>/dev/null; then
 	kill -9 "$SLEEPER"
 fi
 pgrep -f "$T/data/agent" >/dev/null && fail "a process of the agent outlived xpool dev: $(pgrep -fa "$T/data/agent")"
+# nor their cgroups (where limits held: the agent's log names them)
+for name in $(sed -n 's/.*: started pid [0-9]* in cgroup \([^ ]*\)$/\1/p' "$T/data/agent.log"); do
+	for d in /sys/fs/cgroup/memory/xpool /sys/fs/cgroup/cpu/xpool /sys/fs/cgroup/cpuset/xpool /sys/fs/cgroup/xpool; do
+		[ -d "$d/$name" ] && fail "cgroup $d/$name outlived xpool dev"
+	done
+done
 
 [ "$fails" = 0 ] || { echo "--- xpool dev said:"; cat "$T/dev.err"; exit 1; }
 echo "cli_dev: all passed (agent node $NODE)"

@@ -7,8 +7,17 @@
  *    once and completes on the other agent; the agent, restarted, does not
  *    take the job back;
  *  - an agent restarted while its task runs adopts it: the task runs once;
- *  - malformed or inconsistent reports are refused and change nothing;
- *    an unhealthy device leaves scheduling and comes back.
+ *  - malformed or inconsistent reports are refused and change nothing
+ *    (an unknown exit reason, a signal out of range: 400 naming the
+ *    field); an unhealthy device leaves scheduling and comes back; an exit
+ *    with reason oom and its signal end the job with that reason;
+ *  - an agent whose limits cannot be set does not run the task: the job
+ *    fails with reason limits and says why; one with --no-limits runs it
+ *    and the job says limits were off there;
+ *  - a time limit on an agent's node: the job fails at once with reason
+ *    time_limit, then takes the exit code and signal the agent saw
+ *    (SIGTERM, 143).
+ * Agents run with --no-limits unless a test gives a cgroup root.
  */
 #include "testutil.h"
 
@@ -31,6 +40,7 @@ struct env {
 	struct xp_ctl *ctl;
 	pid_t agents[4];
 	char names[4][32];
+	const char *cgroot[4]; /* --cgroup-root (limits required), NULL: --no-limits */
 	int n;
 	int passed; /* set at the end of a test; otherwise teardown shows the logs */
 };
@@ -38,6 +48,13 @@ struct env {
 /* one environment at a time; cmocka's teardown cleans it up even when an
  * assertion fails half-way, so no agent outlives the test */
 static struct env E;
+
+/* a string member, "(absent)" when it is not one: a failed check says so */
+static const char *str(json_t *o, const char *key)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+	return v ? v : "(absent)";
+}
 
 static json_t *api(struct env *e, const char *method, const char *path, const char *body,
 		   long *status)
@@ -76,7 +93,8 @@ static pid_t start_agent(struct env *e, int i)
 		execl(XP_BINARY, XP_BINARY, "agent", "--server", e->ctl->addr, "--token",
 		      e->ctl->admin_token, "--node-name", e->names[i], "--devices", devs, "--work",
 		      work, "--heartbeat", "200ms", "--grace", "1s", "--cgroup-root",
-		      "/nonexistent", (char *)NULL);
+		      e->cgroot[i] ? e->cgroot[i] : "/nonexistent",
+		      e->cgroot[i] ? "--limits=required" : "--no-limits", (char *)NULL);
 		_exit(127);
 	}
 	e->agents[i] = p;
@@ -108,12 +126,14 @@ static void wait_nodes_ready(struct env *e, int n)
 	fail_msg("agents did not register");
 }
 
-static void setup(struct env *e, int n, const char *const *names, const char *const *vendors,
-		  const int *counts)
+static void setup_limits(struct env *e, int n, const char *const *names, const char *const *vendors,
+			 const int *counts, const char *const *cgroots)
 {
 	struct xp_ctl_opts o = { 0 };
 	struct xp_err err = { 0 };
 	memset(e, 0, sizeof(*e));
+	for (int i = 0; cgroots && i < n; i++)
+		e->cgroot[i] = cgroots[i];
 	snprintf(e->dir, sizeof(e->dir), "/tmp/xpagentsXXXXXX");
 	assert_non_null(mkdtemp(e->dir));
 	char data[128];
@@ -136,6 +156,12 @@ static void setup(struct env *e, int n, const char *const *names, const char *co
 	wait_nodes_ready(e, n);
 }
 
+static void setup(struct env *e, int n, const char *const *names, const char *const *vendors,
+		  const int *counts)
+{
+	setup_limits(e, n, names, vendors, counts, NULL);
+}
+
 static int teardown(void **state)
 {
 	struct env *e = &E;
@@ -154,7 +180,7 @@ static int teardown(void **state)
 		}
 	}
 	/* tasks of killed agents may still run: they die with their group */
-	char cmd[512];
+	char cmd[1024];
 	/* "[/]tmp/...": the pattern must not match this very shell's command
 	 * line, or pkill ends it before rm runs */
 	snprintf(cmd, sizeof(cmd), "pkill -f '[%c]%s/work-' >/dev/null 2>&1; %s %s", e->dir[0],
@@ -371,6 +397,184 @@ static void test_reports_checked(void **state)
 	long long id = submit(e, "{\"resources\":{\"cpu\":\"100m\",\"memory\":64,\"devices\":{\"count\":2}},"
 				  "\"command\":\"true\"}");
 	json_decref(wait_state(e, id, "succeeded", 20));
+
+	/* exit reasons and signals: a bad one is refused naming the field,
+	 * and changes nothing */
+	id = submit(e, "{\"resources\":{\"cpu\":\"100m\",\"memory\":64},\"command\":\"sleep 30\"}");
+	json_decref(wait_state(e, id, "running", 20));
+	static const char *const bad[][2] = {
+		{ "\"reason\":\"cosmic-ray\"", "tasks[0].reason" },
+		{ "\"reason\":7", "tasks[0].reason" },
+		{ "\"reason\":\"\"", "tasks[0].reason" },
+		{ "\"signal\":0", "tasks[0].signal" },
+		{ "\"signal\":65", "tasks[0].signal" },
+		{ "\"signal\":\"KILL\"", "tasks[0].signal" },
+		{ "\"detail\":false", "tasks[0].detail" },
+		{ "\"color\":\"red\"", "tasks[0].color" },
+	};
+	char body[512], path[64];
+	snprintf(path, sizeof(path), "/v1/jobs/%lld", id);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(body, sizeof(body),
+			 "{\"tasks\":[{\"job\":%lld,\"attempt\":1,\"replica\":0,\"exit_code\":137,%"
+			 "s}]}",
+			 id, bad[i][0]);
+		json_t *r = api(e, "POST", "/v1/nodes/d-0/tasks", body, &st);
+		assert_int_equal(st, 400);
+		const char *f =
+			json_string_value(json_object_get(json_object_get(r, "error"), "field"));
+		if (!f || strcmp(f, bad[i][1]))
+			fail_msg("%s: field %s, want %s", bad[i][0], f ? f : "(none)", bad[i][1]);
+		json_decref(r);
+	}
+	char big[400];
+	memset(big, 'x', 300);
+	big[300] = '\0';
+	snprintf(body, sizeof(body),
+		 "{\"tasks\":[{\"job\":%lld,\"attempt\":1,\"replica\":0,\"exit_code\":1,"
+		 "\"reason\":\"limits\",\"detail\":\"%s\"}]}",
+		 id, big);
+	json_decref(api(e, "POST", "/v1/nodes/d-0/tasks", body, &st));
+	assert_int_equal(st, 400);
+	json_t *j = api(e, "GET", path, NULL, NULL);
+	assert_string_equal(str(j, "state"), "running");
+	json_decref(j);
+	assert_int_equal(count_events(e, "job.task", id) + count_events(e, "job.finished", id), 0);
+	/* a good one: the kernel's OOM killer ended it */
+	snprintf(body, sizeof(body),
+		 "{\"tasks\":[{\"job\":%lld,\"attempt\":1,\"replica\":0,\"exit_code\":137,"
+		 "\"signal\":9,\"reason\":\"oom\"}]}",
+		 id);
+	json_decref(api(e, "POST", "/v1/nodes/d-0/tasks", body, &st));
+	assert_int_equal(st, 200);
+	j = wait_state(e, id, "failed", 5);
+	assert_string_equal(str(j, "end_reason"), "oom");
+	assert_string_equal(str(j, "reason"),
+			    "oom: replica 0 went over its memory limit of 64 MiB");
+	assert_int_equal(json_integer_value(json_object_get(j, "exit_code")), 137);
+	assert_int_equal(json_integer_value(json_object_get(j, "signal")), 9);
+	json_decref(j);
+	/* twice: stale */
+	json_decref(api(e, "POST", "/v1/nodes/d-0/tasks", body, &st));
+	assert_int_equal(st, 409);
+	e->passed = 1;
+}
+
+/* A fake v1 cgroup root where no task cgroup can be made: memory/xpool is
+ * a file (the agent starts: mkdir says EEXIST; each task: ENOTDIR). */
+static void broken_v1(const char *dir)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd),
+		 "mkdir -p %s/memory %s/cpu && echo max > %s/memory/memory.limit_in_bytes && "
+		 "echo -1 > %s/cpu/cpu.cfs_quota_us && echo file > %s/memory/xpool",
+		 dir, dir, dir, dir, dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+static const char *label(struct env *e, const char *node, const char *key)
+{
+	static char buf[64];
+	char path[96];
+	snprintf(path, sizeof(path), "/v1/nodes/%s", node);
+	json_t *n = api(e, "GET", path, NULL, NULL);
+	const char *v = json_string_value(
+		json_object_get(json_object_get(json_object_get(n, "node"), "labels"), key));
+	if (!v) /* the node object itself, or its descriptor */
+		v = json_string_value(json_object_get(json_object_get(n, "labels"), key));
+	snprintf(buf, sizeof(buf), "%s", v ? v : "");
+	json_decref(n);
+	return buf;
+}
+
+/* limits that cannot be set: not run, reported with the reason; the
+ * --no-limits agent runs it and the job says limits were off there */
+static void test_limits_refused(void **state)
+{
+	static const char *const names[] = { "e-0", "e-1", "e-2" }, *const vendors[] = { "NVIDIA",
+											 "NVIDIA",
+											 "NVIDIA" };
+	static const int counts[] = { 0, 0, 0 };
+	char fake[64], marker[320], body[768];
+	struct env *e = &E;
+	snprintf(fake, sizeof(fake), "/tmp/xpfakecgXXXXXX");
+	assert_non_null(mkdtemp(fake));
+	broken_v1(fake);
+	const char *const roots[] = { fake, "/nonexistent", NULL };
+	setup_limits(e, 3, names, vendors, counts, roots);
+	assert_string_equal(label(e, "e-0", "limits"), "cgroup-v1");
+	assert_string_equal(label(e, "e-1", "limits"), "unavailable");
+	assert_string_equal(label(e, "e-2", "limits"), "off");
+	static const char *const want[] = {
+		"limits: replica 0 was not started: cgroup could not be made: ENOTDIR at ",
+		"limits: replica 0 was not started: no cgroup at /nonexistent",
+	};
+	for (int i = 0; i < 3; i++) {
+		snprintf(marker, sizeof(marker), "%s/ran-%d", e->dir, i);
+		snprintf(body, sizeof(body),
+			 "{\"node\":\"%s\",\"resources\":{\"cpu\":\"100m\",\"memory\":64},"
+			 "\"command\":\"touch %s\"}",
+			 names[i], marker);
+		long long id = submit(e, body);
+		json_t *j = wait_state(e, id, i < 2 ? "failed" : "succeeded", 20);
+		json_t *a = json_array_get(json_object_get(j, "allocations"), 0);
+		if (i == 2) {
+			assert_string_equal(str(a, "limits"), "off");
+			assert_int_equal(access(marker, F_OK), 0);
+			json_decref(j);
+			continue;
+		}
+		const char *why = str(j, "reason");
+		if (strncmp(why, want[i], strlen(want[i])))
+			fail_msg("reason '%s', want '%s...'", why, want[i]);
+		assert_string_equal(str(j, "end_reason"), "limits");
+		assert_true(json_is_null(json_object_get(j, "exit_code"))); /* it never ran */
+		assert_int_equal(access(marker, F_OK), -1);
+		json_decref(j);
+	}
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", fake);
+	assert_int_equal(system(cmd), 0);
+	e->passed = 1;
+}
+
+/* a time limit on an agent's node: failed at once, reason time_limit; the
+ * agent's SIGTERM report then gives the job its exit code and signal */
+static void test_time_limit(void **state)
+{
+	static const char *const names[] = { "f-0" }, *const vendors[] = { "NVIDIA" };
+	static const int counts[] = { 0 };
+	struct env *e = &E;
+	setup(e, 1, names, vendors, counts);
+	long long id = submit(e, "{\"time_limit\":\"1s\",\"resources\":{\"cpu\":\"100m\","
+				 "\"memory\":64},\"command\":[\"sleep\",\"60\"]}");
+	json_t *j = wait_state(e, id, "failed", 20);
+	assert_string_equal(str(j, "end_reason"), "time_limit");
+	assert_string_equal(str(j, "reason"), "time_limit: time limit 1s exceeded");
+	json_decref(j);
+	char path[64];
+	snprintf(path, sizeof(path), "/v1/jobs/%lld", id);
+	for (int t = 0; t < 200; t++) {
+		j = api(e, "GET", path, NULL, NULL);
+		if (!json_is_null(json_object_get(j, "exit_code")))
+			break;
+		json_decref(j);
+		j = NULL;
+		usleep(50000);
+	}
+	assert_non_null(j);
+	assert_int_equal(json_integer_value(json_object_get(j, "exit_code")), 143);
+	assert_int_equal(json_integer_value(json_object_get(j, "signal")), 15);
+	assert_string_equal(str(j, "state"), "failed");
+	assert_string_equal(str(j, "end_reason"), "time_limit");
+	json_decref(j);
+	/* once: the same report again is stale */
+	long st;
+	char body[256];
+	snprintf(body, sizeof(body),
+		 "{\"tasks\":[{\"job\":%lld,\"attempt\":1,\"replica\":0,\"exit_code\":0}]}", id);
+	json_decref(api(e, "POST", "/v1/nodes/f-0/tasks", body, &st));
+	assert_int_equal(st, 409);
 	e->passed = 1;
 }
 
@@ -383,6 +587,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_lost_agent_requeue, teardown),
 		cmocka_unit_test_teardown(test_restart_no_duplicate, teardown),
 		cmocka_unit_test_teardown(test_reports_checked, teardown),
+		cmocka_unit_test_teardown(test_limits_refused, teardown),
+		cmocka_unit_test_teardown(test_time_limit, teardown),
 	};
 	int rc = xp_run_tests(tests, NULL, NULL);
 	curl_global_cleanup();

@@ -327,6 +327,94 @@ static void test_forget(void **state)
 	world_free(&w);
 }
 
+/* exit reasons: a replica's signal and end reason (oom, limits) end the
+ * job with them; a time limit ends it without an exit code, which the
+ * agent's report of that attempt then gives (once); older records without
+ * the fields mean none; snapshot and replay keep them */
+static void test_exit_reasons(void **state)
+{
+	struct world w;
+	(void)state;
+	setup(&w);
+	uint64_t a = world_submit(&w, "team-a", "resources: {cpu: 1, memory: 64Mi}\n", NULL);
+	uint64_t b = world_submit(&w, "team-a", "resources: {cpu: 1, memory: 2Gi}\n", NULL);
+	uint64_t c = world_submit(&w, "team-a", "time_limit: 2s\nresources: {cpu: 1}\n", NULL);
+	uint64_t d = world_submit(&w, "team-a", "resources: {cpu: 1}\n", NULL);
+	uint64_t e = world_submit(&w, "team-a", "resources: {cpu: 1}\n", NULL);
+	world_cycle(&w);
+	struct xp_exit oom = { 1, 137, 9, XP_END_OOM, NULL };
+	assert_int_equal(world_apply(&w, "job.task", xp_rec_job_task_x(a, 1, 0, &oom)), 0);
+	const struct xp_job *ja = xp_state_job(w.st, a);
+	assert_int_equal(ja->state, XP_JOB_FAILED);
+	assert_int_equal(ja->end, XP_END_OOM);
+	assert_int_equal(ja->exit_signal, 9);
+	assert_int_equal(ja->exit_code, 137);
+	assert_string_equal(ja->reason, "oom: replica 0 went over its memory limit of 64 MiB");
+	struct xp_exit lim = { 1, -1, 0, XP_END_LIMITS,
+			       "memory limit could not be set: EACCES at /sys/fs/cgroup/x" };
+	assert_int_equal(world_apply(&w, "job.task", xp_rec_job_task_x(b, 1, 0, &lim)), 0);
+	const struct xp_job *jb = xp_state_job(w.st, b);
+	assert_int_equal(jb->state, XP_JOB_FAILED);
+	assert_false(jb->has_exit); /* it never ran */
+	assert_string_equal(jb->reason, "limits: replica 0 was not started: memory limit could "
+					"not be set: EACCES at /sys/fs/cgroup/x");
+	/* a signal without a reason: the code and the signal's name */
+	struct xp_exit seg = { 1, 139, 11, XP_END_NONE, NULL };
+	assert_int_equal(world_apply(&w, "job.task", xp_rec_job_task_x(e, 1, 0, &seg)), 0);
+	assert_string_equal(xp_state_job(w.st, e)->reason,
+			    "replica 0 exited with code 139 (SIGSEGV)");
+	/* the time limit: failed, no exit code yet */
+	struct xp_exit tl = { 0, 0, 0, XP_END_TIME_LIMIT, NULL };
+	assert_int_equal(world_apply(&w, "job.finish",
+				     xp_rec_job_finish_x(c, XP_JOB_FAILED, &tl,
+							 "time_limit: time limit 2s exceeded")),
+			 0);
+	const struct xp_job *jc = xp_state_job(w.st, c);
+	assert_int_equal(jc->end, XP_END_TIME_LIMIT);
+	assert_false(jc->has_exit);
+	/* refused: another attempt, a job that did not end by its time limit */
+	struct xp_exit term = { 1, 143, 15, XP_END_NONE, NULL };
+	char *before = xp_state_snapshot(w.st);
+	assert_int_equal(world_apply(&w, "job.task", xp_rec_job_task_x(c, 2, 0, &term)), XP_ESTATE);
+	assert_int_equal(world_apply(&w, "job.task", xp_rec_job_task_x(a, 1, 0, &term)), XP_ESTATE);
+	assert_int_equal(world_apply(&w, "job.task",
+				     xstrdup("{\"id\":4,\"attempt\":1,\"replica\":0,"
+					     "\"exit_code\":1,\"end\":\"bogus\"}")),
+			 XP_ECORRUPT);
+	assert_int_equal(world_apply(&w, "job.task",
+				     xstrdup("{\"id\":4,\"attempt\":1,\"replica\":0,"
+					     "\"exit_code\":1,\"signal\":0}")),
+			 XP_ECORRUPT);
+	char *after = xp_state_snapshot(w.st);
+	assert_string_equal(before, after);
+	free(before);
+	free(after);
+	/* the agent's report of the attempt: the exit code and signal, once */
+	assert_int_equal(world_apply(&w, "job.task", xp_rec_job_task_x(c, 1, 0, &term)), 0);
+	assert_true(jc->has_exit);
+	assert_int_equal(jc->exit_code, 143);
+	assert_int_equal(jc->exit_signal, 15);
+	assert_int_equal(jc->state, XP_JOB_FAILED);
+	assert_string_equal(jc->reason, "time_limit: time limit 2s exceeded");
+	assert_int_equal(world_apply(&w, "job.task", xp_rec_job_task_x(c, 1, 0, &term)), XP_ESTATE);
+	/* an older journal's records (no signal, no end): none */
+	assert_int_equal(world_apply(&w, "job.task", xp_rec_job_task(d, 1, 0, 3)), 0);
+	const struct xp_job *jd = xp_state_job(w.st, d);
+	assert_int_equal(jd->end, XP_END_NONE);
+	assert_int_equal(jd->exit_signal, 0);
+	assert_string_equal(jd->reason, "replica 0 exited with code 3");
+	char *live = xp_state_snapshot(w.st);
+	assert_non_null(strstr(live, "\"signal\":9,\"end\":\"oom\""));
+	char *full = world_replay(&w, w.log.n, NULL, 0);
+	assert_string_equal(live, full);
+	char *tail = world_replay(&w, w.log.n, live, w.log.n);
+	assert_string_equal(live, tail);
+	free(live);
+	free(full);
+	free(tail);
+	world_free(&w);
+}
+
 static void test_spec_edges(void **state)
 {
 	static const struct {
@@ -397,7 +485,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lifecycle),  cmocka_unit_test(test_random_replay),
 		cmocka_unit_test(test_spec_edges), cmocka_unit_test(test_node_pinning),
-		cmocka_unit_test(test_forget),
+		cmocka_unit_test(test_forget),	   cmocka_unit_test(test_exit_reasons),
 	};
 	return xp_run_tests(tests, NULL, NULL);
 }

@@ -21,13 +21,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../client/client.h"
 #include "../descriptor/descriptor.h"
 #include "../hal/hal.h"
+#include "../lib/hash.h"
 #include "../lib/xalloc.h"
+#include "cgroup.h"
 
 #define OUTPUT_CHUNK (256 * 1024) /* per task and stream per upload */
 #define STOP(a)	     ((a)->stop || g_stop)
@@ -278,21 +281,47 @@ static void *heartbeat_main(void *arg)
 
 /* ---- monitor thread ---- */
 
+static json_t *exit_json(const struct xp_task *t, int plain)
+{
+	json_t *o =
+		json_pack("{s:I,s:i,s:i,s:i}", "job", (json_int_t)t->job, "attempt",
+			  (int)t->attempt, "replica", (int)t->replica, "exit_code", t->exit_code);
+	if (plain) /* what a controller before exit reasons takes */
+		return o;
+	if (t->signal > 0)
+		json_object_set_new(o, "signal", json_integer(t->signal));
+	if (t->reason[0])
+		json_object_set_new(o, "reason", json_string(t->reason));
+	if (t->detail[0])
+		json_object_set_new(o, "detail", json_string(t->detail));
+	return o;
+}
+
 /* POST the exits of t[n] as one report; taken (or refused as stale, for a
- * single one: the job moved on), they are forgotten. < 0: not taken. */
+ * single one: the job moved on), they are forgotten. < 0: not taken. A
+ * single report refused as malformed goes once more without the signal
+ * and reason: an older controller takes {job, attempt, replica,
+ * exit_code} only, and the exit is what matters. */
 static int report_exits(struct xp_agent *a, struct xp_client *cl, const char *path,
 			const struct xp_task *t, size_t n, struct xp_err *err)
 {
-	json_t *list = json_array(), *reply = NULL;
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(list,
-				      json_pack("{s:I,s:i,s:i,s:i}", "job", (json_int_t)t[i].job,
-						"attempt", (int)t[i].attempt, "replica",
-						(int)t[i].replica, "exit_code", t[i].exit_code));
-	json_t *body = json_pack("{s:o}", "tasks", list);
-	int rc = xp_client_json(cl, "POST", path, body, &reply, err);
-	json_decref(body);
-	json_decref(reply);
+	int rc = 0;
+	for (int plain = 0; plain < 2; plain++) {
+		json_t *list = json_array(), *reply = NULL;
+		for (size_t i = 0; i < n; i++)
+			json_array_append_new(list, exit_json(&t[i], plain));
+		json_t *body = json_pack("{s:o}", "tasks", list);
+		rc = xp_client_json(cl, "POST", path, body, &reply, err);
+		json_decref(body);
+		json_decref(reply);
+		if (rc != XP_EINVAL || n != 1 ||
+		    (!t[0].signal && !t[0].reason[0] && !t[0].detail[0]))
+			break;
+		fprintf(stderr,
+			"xpool agent: node=%s job=%llu: exit refused (%s); again without "
+			"its signal and reason\n",
+			a->node, (unsigned long long)t[0].job, err->text);
+	}
 	int stale = rc == XP_ESTATE || rc == XP_EINVAL;
 	if (rc < 0 && !(stale && n == 1))
 		return rc;
@@ -368,21 +397,11 @@ static void reconcile(struct xp_agent *a, json_t *assignments)
 		if (xp_task_find(a, job, r, at))
 			continue; /* running, or ran: never twice */
 		struct xp_err err = { 0 };
-		if (xp_task_launch(a, as, &err) < 0) {
-			/* cannot start it: report it as failed so the job does not hang */
-			struct xp_task t;
-			memset(&t, 0, sizeof(t));
-			t.job = job;
-			t.replica = r;
-			t.attempt = at;
-			t.state = XP_TASK_EXITED;
-			t.exit_code = 127;
-			snprintf(t.dir, sizeof(t.dir), "%s/tasks/%llu-%u-%u", a->o.work,
-				 (unsigned long long)job, r, at);
-			xp_vec_push(&a->tasks, t);
+		/* a task it cannot start is reported failed, with the reason, so
+		 * the job does not hang */
+		if (xp_task_launch(a, as, &err) < 0)
 			fprintf(stderr, "xpool agent: node=%s job=%llu: cannot start: %s\n",
 				a->node, (unsigned long long)job, err.text);
-		}
 	}
 	for (size_t k = 0; k < a->tasks.n; k++) {
 		struct xp_task *t = &a->tasks.v[k];
@@ -427,7 +446,36 @@ static void stop_all_tasks(struct xp_agent *a)
 		usleep(20000);
 		pthread_mutex_lock(&a->mu);
 	}
+	/* they are gone for good: so are their cgroups, once their shims
+	 * have exited (an ASAN build takes a while to exit: 3 s at most) */
+	for (size_t i = 0; i < a->tasks.n; i++)
+		if (a->tasks.v[i].state == XP_TASK_EXITED)
+			xp_task_release(a, &a->tasks.v[i]);
+	for (int64_t end = xp_agent_now() + 3000;
+	     a->cg && xp_cg_sweep(a->cg) && xp_agent_now() < end;) {
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		usleep(20000);
+	}
 	pthread_mutex_unlock(&a->mu);
+}
+
+/* The limits at start: this agent's cgroup tag (its work folder, hashed,
+ * so two agents on one machine never share a cgroup), the cgroups opened
+ * per --limits, and the node's label "limits" saying what holds there:
+ * cgroup-v1, cgroup-v2, off (tasks run unbounded) or unavailable (tasks
+ * are refused). */
+static void limits_start(struct xp_agent *a, struct xp_node *n)
+{
+	char real[4096];
+	const char *work = realpath(a->o.work, real) ? real : a->o.work;
+	snprintf(a->tag, sizeof(a->tag), "%08x",
+		 (unsigned)(xp_hash_bytes(work, strlen(work)) >> 32));
+	xp_task_limits_open(a, 0);
+	const char *what = a->cg ? (a->cg->layout == XP_CG_V1 ? "cgroup-v1" : "cgroup-v2")
+			   : a->o.limits == XP_LIMITS_OFF ? "off"
+							  : "unavailable";
+	xp_attrs_set(&n->labels, &n->nlabels, "limits", what);
 }
 
 void xp_agent_signal(int sig)
@@ -464,6 +512,7 @@ int xp_agent_run(const struct xp_agent_opts *o, struct xp_err *err)
 	snprintf(a->node, sizeof(a->node), "%s", c->nodes[0].name);
 	a->ndevs = c->nodes[0].ndevs;
 	c->nodes[0].dedicated = (uint8_t)(a->o.dedicated != 0);
+	limits_start(a, &c->nodes[0]);
 	a->descriptor = xp_descriptor_to_json(c);
 	xp_task_adopt(a);
 	cl = agent_client(a, err);
@@ -524,6 +573,8 @@ out:
 	xp_client_destroy(cl);
 	xp_cluster_destroy(c);
 	xp_hal_close(a->hal);
+	xp_cg_close(a->cg);
+	free(a->cg);
 	free(a->descriptor);
 	xp_vec_free(&a->tasks);
 	pthread_mutex_destroy(&a->mu);

@@ -4,13 +4,19 @@
  * heartbeats, watches its assignments (a long poll, no busy polling), runs
  * each assigned replica as a real process and reports how it ended.
  *
- *   agent.c   registration, the heartbeat and watch loops, reconciliation
- *   task.c    one task: the shim, its process group, cgroup limits, output
- *             files, signals, exit status, adoption after a restart
+ *   agent.c   registration, the heartbeat and watch loops, reconciliation,
+ *             the exit reports (code, signal, reason)
+ *   task.c    one task: the shim, its process group, output files,
+ *             signals, exit status and reason, adoption after a restart
+ *   cgroup.c  CPU and memory limits on cgroup v1 and v2, the CPUs handed
+ *             out exclusively, OOM kills (cgroup.h)
  *
  * A task is run by a shim: the agent forks it, the shim starts a new
- * session, moves itself into the task's cgroup, forks the task, waits for
- * it and writes its exit status into the task's folder. The shim outlives
+ * session and waits until the agent has moved it into the task's cgroups,
+ * then forks the task, waits for it and writes its exit status into the
+ * task's folder. A task whose limits cannot be set is not started: it is
+ * reported failed with reason "limits" (unless the agent runs with
+ * --no-limits, on purpose). The shim outlives
  * an agent restart, so a restarted agent finds its tasks (folder + shim pid
  * + the shim's start time, against pid reuse) and does not run them again.
  * Cancellation is SIGTERM to the task's process group, a grace period, then
@@ -37,11 +43,18 @@ struct xp_agent_opts {
 	const char *devices_file; /* fake devices (emulation) instead of the vendor plugins */
 	const char *work;	  /* work folder (task folders, output) */
 	const char *cgroup_root;  /* default /sys/fs/cgroup */
+	int limits;		  /* enum xp_limits_mode */
 	int grace_ms;		  /* SIGTERM -> SIGKILL, default 10000 */
 	int heartbeat_ms;	  /* 0: what the controller says */
 	int stop_tasks;		  /* on exit, end running tasks too (xpool dev); default: they
 				     keep running and a restarted agent adopts them */
 	int dedicated;		  /* the node takes only jobs that name it (xpool dev's host) */
+};
+
+enum xp_limits_mode {
+	XP_LIMITS_REQUIRED, /* a task whose limits cannot be set is not run (default) */
+	XP_LIMITS_AUTO,	    /* required where cgroups are writable, else off (xpool dev) */
+	XP_LIMITS_OFF	    /* --no-limits: tasks run unbounded, on purpose */
 };
 
 enum xp_task_state {
@@ -57,7 +70,11 @@ struct xp_task {
 	pid_t shim;
 	uint64_t shim_start; /* /proc/<pid>/stat start time, against pid reuse */
 	int state;
-	int exit_code;	 /* 128 + signal for a signal, -1 lost */
+	int exit_code;	  /* 128 + signal for a signal, -1 lost or never started */
+	int signal;	  /* the signal that ended it, 0 none */
+	char reason[16];  /* "oom", "limits", "start" or "" (docs/api.md) */
+	char detail[256]; /* what could not be done, for limits and start */
+	char cg[96];	  /* its cgroup's name, "" without limits */
 	int64_t kill_at; /* ms: SIGKILL after this, 0 = not asked */
 	off_t sent_out, sent_err;
 	char dir[512];
@@ -74,7 +91,9 @@ struct xp_agent {
 	pthread_mutex_t up_mu; /* one output upload at a time (heartbeat, monitor) */
 	XP_VEC(struct xp_task) tasks;
 	volatile int stop;
-	int cgroup_warned;
+	struct xp_cg *cg;		  /* the limits; NULL when off or not available */
+	char tag[16];			  /* names this agent's cgroups (its work folder, hashed) */
+	char limits_why[XP_ERR_TEXT_MAX]; /* limits required but not available: why */
 };
 
 /* agent.c */
@@ -85,7 +104,9 @@ void xp_agent_signal(int sig);
 int xp_agent_discover(const struct xp_agent_opts *o, int json, struct xp_err *err);
 
 /* task.c (callers hold a->mu) */
-struct xp_assign; /* one assigned replica, decoded from the controller's JSON */
+/* Start the assigned replica. A failure is recorded as an ended task with
+ * its reason ("limits", "start"), to be reported like any exit, and
+ * returned for the log. */
 int xp_task_launch(struct xp_agent *a, const void *assignment_json, struct xp_err *err);
 void xp_task_kill(struct xp_agent *a, struct xp_task *t, int64_t now);
 /* Reap children, notice exits, escalate kills. */
@@ -97,6 +118,11 @@ struct xp_task *xp_task_find(struct xp_agent *a, uint64_t job, uint32_t replica,
 /* New output of a task stream (0 stdout, 1 stderr) since what was sent. */
 int xp_task_output(struct xp_task *t, int stream, struct xp_sb *out, size_t max);
 void xp_task_forget(struct xp_agent *a, struct xp_task *t);
+/* Remove an ended task's cgroup; its exclusive CPUs go back. */
+void xp_task_release(struct xp_agent *a, struct xp_task *t);
+/* Open the limits per a->o.limits (at start, and again before a launch
+ * while they are required but not available); says in the log what holds. */
+void xp_task_limits_open(struct xp_agent *a, int quiet);
 int64_t xp_agent_now(void);
 
 #endif

@@ -1,15 +1,20 @@
 /*
  * task: one replica run as a real process (see agent.h).
  *
- * Everything the child processes need - argv, envp, paths, the cgroup's
- * procs file - is prepared before fork(), because the agent is
- * multi-threaded: between fork() and exec() (and in the shim, which never
- * execs) only async-signal-safe calls are made: setsid, open, write, dup2,
- * fork, waitpid, rename, sigaction, sigprocmask, execve, _exit.
+ * Everything the child processes need - argv, envp, paths - is prepared
+ * before fork(), because the agent is multi-threaded: between fork() and
+ * exec() (and in the shim, which never execs) only async-signal-safe calls
+ * are made: setsid, open, read, write, dup2, fork, waitpid, rename,
+ * sigaction, sigprocmask, execve, _exit. The agent itself writes the shim's
+ * pid into the task's cgroups (cgroup.c) while the shim waits on a pipe:
+ * a failure there is an ordinary error in the agent, and the shim is
+ * killed before it runs anything.
  *
  * The task folder WORK/tasks/<job>-<replica>-<attempt>/ holds: shim.pid
- * (written by the shim first thing), stdout.log, stderr.log, and exit (the
- * status: the code, or 128 + the signal), written atomically by the shim.
+ * (written by the shim first thing), cgroup (the task's cgroup, shared or
+ * exclusive, its CPUs), stdout.log, stderr.log, and exit: "CODE SIGNAL"
+ * (the code, or 128 + the signal, and the signal or 0), written atomically
+ * by the shim; "CODE 0 REASON DETAIL" when the agent could not start it.
  */
 #define _GNU_SOURCE
 #include "agent.h"
@@ -29,6 +34,7 @@
 
 #include "../hal/hal.h"
 #include "../lib/xalloc.h"
+#include "cgroup.h"
 
 extern char **environ;
 
@@ -131,61 +137,81 @@ static void env_set(struct strv *env, const char *k, const char *v)
 	sv_add(env, kv);
 }
 
-static int write_file(const char *path, const char *text)
-{
-	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ssize_t n = write(fd, text, strlen(text));
-	int e = n == (ssize_t)strlen(text) ? 0 : -errno;
-	close(fd);
-	return e;
-}
+/* ---- limits ---- */
 
-/* The task's cgroup with cpu.max and memory.max; its cgroup.procs path, or
- * "" when limits cannot be applied (logged once, the task still runs). */
-static void cgroup_setup(struct xp_agent *a, const char *key, uint64_t cpu_milli,
-			 uint64_t mem_mib, char *procs, size_t plen)
+void xp_task_limits_open(struct xp_agent *a, int quiet)
 {
-	char dir[512], path[600], val[64];
 	const char *root = a->o.cgroup_root ? a->o.cgroup_root : "/sys/fs/cgroup";
-	int rc = 0;
-
-	procs[0] = '\0';
-	snprintf(dir, sizeof(dir), "%s/xpool", root);
-	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-		rc = -errno;
-	if (rc == 0) { /* let the xpool cgroup's children use both controllers */
-		snprintf(path, sizeof(path), "%s/cgroup.subtree_control", root);
-		write_file(path, "+cpu +memory");
-		snprintf(path, sizeof(path), "%s/cgroup.subtree_control", dir);
-		rc = write_file(path, "+cpu +memory");
-	}
-	snprintf(dir, sizeof(dir), "%s/xpool/%s", root, key);
-	if (rc == 0 && mkdir(dir, 0755) != 0 && errno != EEXIST)
-		rc = -errno;
-	if (rc == 0) {
-		snprintf(path, sizeof(path), "%s/cpu.max", dir);
-		snprintf(val, sizeof(val), "%llu 100000",
-			 (unsigned long long)(cpu_milli ? cpu_milli * 100 : 1000));
-		rc = write_file(path, val);
-	}
-	if (rc == 0) {
-		snprintf(path, sizeof(path), "%s/memory.max", dir);
-		snprintf(val, sizeof(val), "%llu", (unsigned long long)mem_mib << 20);
-		rc = write_file(path, val);
-	}
-	if (rc < 0) {
-		if (!a->cgroup_warned)
+	struct xp_err err = { 0 };
+	char desc[600];
+	if (a->cg)
+		return;
+	if (a->o.limits == XP_LIMITS_OFF) {
+		if (!quiet)
 			fprintf(stderr,
-				"xpool agent: node=%s: CPU and memory limits are not applied (cgroup v2 "
-				"at %s: %s); tasks still run\n",
-				a->node, root, strerror(-rc));
-		a->cgroup_warned = 1;
-		rmdir(dir);
+				"xpool agent: node=%s: limits off (--no-limits): tasks run without "
+				"CPU and memory limits\n",
+				a->node);
 		return;
 	}
-	snprintf(procs, plen, "%s/cgroup.procs", dir);
+	struct xp_cg *cg = XNEW(struct xp_cg);
+	if (xp_cg_open(cg, root, a->tag, &err) == 0) {
+		a->cg = cg;
+		a->limits_why[0] = '\0';
+		xp_cg_describe(cg, desc, sizeof(desc));
+		fprintf(stderr, "xpool agent: node=%s: limits: %s\n", a->node, desc);
+		return;
+	}
+	xp_cg_close(cg);
+	free(cg);
+	if (a->o.limits == XP_LIMITS_AUTO) {
+		a->o.limits = XP_LIMITS_OFF;
+		fprintf(stderr,
+			"xpool agent: node=%s: limits off: %s (--limits auto): tasks run without "
+			"CPU "
+			"and memory limits\n",
+			a->node, err.text);
+		return;
+	}
+	snprintf(a->limits_why, sizeof(a->limits_why), "%s", err.text);
+	if (!quiet)
+		fprintf(stderr,
+			"xpool agent: node=%s: limits cannot be set: %s; tasks are refused (reason "
+			"limits) until they can, or run the agent with --no-limits\n",
+			a->node, err.text);
+}
+
+/* The task's cgroup, recorded in its folder (file "cgroup": NAME, shared
+ * or exclusive, its CPUs) for an agent that adopts it. */
+static int limits_setup(struct xp_agent *a, struct xp_task *t, const char *key, json_t *as,
+			struct xp_cg_task *cgt, struct xp_err *err)
+{
+	memset(cgt, 0, sizeof(*cgt));
+	if (a->o.limits == XP_LIMITS_OFF)
+		return 0;
+	if (!a->cg)
+		xp_task_limits_open(a, 1);
+	if (!a->cg)
+		return xp_errf(err, XP_EUNSUPP, "%s", a->limits_why);
+	int rc = xp_cg_setup(
+		a->cg, key, (uint64_t)json_integer_value(json_object_get(as, "cpu_milli")),
+		(uint64_t)json_integer_value(json_object_get(as, "memory_mib")), cgt, err);
+	if (rc < 0)
+		return rc;
+	char path[700], cpus[512];
+	snprintf(t->cg, sizeof(t->cg), "%s", cgt->name);
+	xp_cpus_format(&cgt->cpus, cpus, sizeof(cpus));
+	snprintf(path, sizeof(path), "%s/cgroup", t->dir);
+	FILE *f = fopen(path, "w");
+	if (f) {
+		fprintf(f, "%s %s %s\n", cgt->name, cgt->exclusive ? "exclusive" : "shared",
+			cpus[0] ? cpus : "-");
+		fclose(f);
+	}
+	if (cgt->note[0])
+		fprintf(stderr, "xpool agent: node=%s job=%llu replica=%u: %s\n", a->node,
+			(unsigned long long)t->job, t->replica, cgt->note);
+	return 0;
 }
 
 /* async-signal-safe decimal */
@@ -205,18 +231,21 @@ static size_t utoa(unsigned long v, char *buf)
 struct launch {
 	char *exe;
 	char **argv, **envp;
-	char out[600], err[600], pidf[600], exitf[600], exitt[600], procs[600];
+	char out[600], err[600], pidf[600], exitf[600], exitt[600];
 	const char *workdir;
+	int go[2]; /* the agent writes a byte once the shim is in its cgroups */
 };
 
 /* The shim: runs in the child of fork(); async-signal-safe calls only. */
 static void shim(const struct launch *l)
 {
-	char buf[32];
+	char buf[48], c;
 	struct sigaction sa;
 	sigset_t all;
 	int st;
+	ssize_t got;
 
+	close(l->go[1]);
 	setsid();
 	int fd = open(l->pidf, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (fd >= 0) {
@@ -226,12 +255,11 @@ static void shim(const struct launch *l)
 		}
 		close(fd);
 	}
-	if (l->procs[0] && (fd = open(l->procs, O_WRONLY)) >= 0) {
-		size_t n = utoa((unsigned long)getpid(), buf);
-		if (write(fd, buf, n) < 0) {
-		}
-		close(fd);
-	}
+	while ((got = read(l->go[0], &c, 1)) < 0 && errno == EINTR)
+		;
+	if (got != 1)
+		_exit(0); /* the agent could not put it in its cgroups: never run it */
+	close(l->go[0]);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_IGN; /* SIGTERM is for the task; the shim waits */
 	sigaction(SIGTERM, &sa, NULL);
@@ -267,15 +295,18 @@ static void shim(const struct launch *l)
 		}
 		_exit(127);
 	}
-	int code = 127;
+	int code = 127, sig = 0;
 	if (t > 0) {
 		while (waitpid(t, &st, 0) < 0 && errno == EINTR)
 			;
-		code = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 255;
+		sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+		code = WIFEXITED(st) ? WEXITSTATUS(st) : sig ? 128 + sig : 255;
 	}
 	fd = open(l->exitt, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd >= 0) {
+	if (fd >= 0) { /* "CODE SIGNAL" */
 		size_t n = utoa((unsigned long)code, buf);
+		buf[n++] = ' ';
+		n += utoa((unsigned long)sig, buf + n);
 		buf[n++] = '\n';
 		if (write(fd, buf, n) < 0) {
 		}
@@ -292,19 +323,190 @@ static const char *jstr(json_t *o, const char *k)
 	return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
+/* argv: the command as a list, or /bin/sh -c "command" sh args... */
+static void build_argv(json_t *as, struct strv *argv)
+{
+	json_t *cmd = json_object_get(as, "command"), *args = json_object_get(as, "args"), *v;
+	size_t i;
+	if (json_array_size(cmd) == 0) {
+		sv_add(argv, xstrdup("true"));
+	} else if (json_is_true(json_object_get(as, "shell"))) {
+		sv_add(argv, xstrdup("/bin/sh"));
+		sv_add(argv, xstrdup("-c"));
+		sv_add(argv, xstrdup(json_string_value(json_array_get(cmd, 0))));
+		sv_add(argv, xstrdup("sh"));
+	} else {
+		json_array_foreach(cmd, i, v) sv_add(argv, xstrdup(json_string_value(v)));
+	}
+	json_array_foreach(args, i, v) sv_add(argv, xstrdup(json_string_value(v)));
+}
+
+/* the devices' variables (CUDA_VISIBLE_DEVICES and the other vendors'):
+ * always, so a replica without devices sees none (an unset variable would
+ * show them all); XPOOL_DEVICES and the share */
+static int device_env(struct xp_agent *a, json_t *as, struct strv *env, struct xp_err *err)
+{
+	json_t *v;
+	size_t i;
+	unsigned idx[64], nd = 0;
+	char buf[64];
+	struct xp_sb list, lines;
+	xp_sb_init(&list);
+	xp_sb_init(&lines);
+	json_array_foreach(json_object_get(as, "devices"), i, v)
+	{
+		if (nd < 64)
+			idx[nd++] = (unsigned)json_integer_value(v);
+		xp_sb_printf(&list, "%s%lld", i ? "," : "", (long long)json_integer_value(v));
+	}
+	if (a->hal && xp_hal_env(a->hal, idx, nd, &lines, err) < 0) {
+		xp_sb_free(&lines);
+		xp_sb_free(&list);
+		return err->code;
+	}
+	for (char *p = lines.s; p && *p;) {
+		char *nl = strchr(p, '\n'), *eq = strchr(p, '=');
+		if (nl)
+			*nl = '\0';
+		if (eq && (!nl || eq < nl)) {
+			*eq = '\0';
+			env_set(env, p, eq + 1);
+		}
+		p = nl ? nl + 1 : p + strlen(p);
+	}
+	xp_sb_free(&lines);
+	env_set(env, "XPOOL_DEVICES", list.s ? list.s : "");
+	xp_sb_free(&list);
+	long long milli = json_integer_value(json_object_get(as, "dev_milli"));
+	long long dmem = json_integer_value(json_object_get(as, "dev_mem_mib"));
+	if (nd) {
+		snprintf(buf, sizeof(buf), "%lld", milli);
+		env_set(env, "XPOOL_DEVICE_MILLI", buf);
+		snprintf(buf, sizeof(buf), "%.3f", (double)milli / 1000.0);
+		env_set(env, "XPOOL_DEVICE_FRACTION", buf);
+		if (dmem) {
+			snprintf(buf, sizeof(buf), "%lld", dmem);
+			env_set(env, "XPOOL_DEVICE_MEMORY_MIB", buf);
+		}
+	}
+	return 0;
+}
+
+/* environment: a few of the agent's, the allocation's, then the job's own */
+static int build_env(struct xp_agent *a, json_t *as, const struct xp_task *t, struct strv *env,
+		     struct xp_err *err)
+{
+	char buf[64];
+	const char *k;
+	json_t *v;
+	for (const char *const *keep = (const char *const[]){ "PATH", "HOME", "LANG", "TZ", NULL };
+	     *keep; keep++)
+		if (getenv(*keep))
+			env_set(env, *keep, getenv(*keep));
+	if (device_env(a, as, env, err) < 0)
+		return err->code;
+#define SETNUM(name, fmt, val)                                                                     \
+	do {                                                                                       \
+		snprintf(buf, sizeof(buf), fmt, val);                                              \
+		env_set(env, name, buf);                                                           \
+	} while (0)
+	SETNUM("XPOOL_JOB_ID", "%llu", (unsigned long long)t->job);
+	SETNUM("XPOOL_REPLICA", "%u", t->replica);
+	SETNUM("XPOOL_REPLICAS", "%lld", (long long)json_integer_value(json_object_get(as, "replicas")));
+	SETNUM("XPOOL_ATTEMPT", "%u", t->attempt);
+	SETNUM("XPOOL_CPU_MILLI", "%lld", (long long)json_integer_value(json_object_get(as, "cpu_milli")));
+	SETNUM("XPOOL_MEMORY_MIB", "%lld",
+	       (long long)json_integer_value(json_object_get(as, "memory_mib")));
+#undef SETNUM
+	env_set(env, "XPOOL_NODE", a->node);
+	if (jstr(as, "tenant"))
+		env_set(env, "XPOOL_TENANT", jstr(as, "tenant"));
+	if (jstr(as, "name"))
+		env_set(env, "XPOOL_JOB_NAME", jstr(as, "name"));
+	json_object_foreach(json_object_get(as, "env"), k, v) env_set(env, k, json_string_value(v));
+	return 0;
+}
+
+/* The exit file as the shim writes it ("CODE SIGNAL"), with the agent's
+ * reason and detail after them when it wrote it itself. */
+static void write_exit(const struct xp_task *t)
+{
+	char path[600], tmp[620];
+	snprintf(path, sizeof(path), "%s/exit", t->dir);
+	snprintf(tmp, sizeof(tmp), "%s/exit.tmp", t->dir);
+	FILE *f = fopen(tmp, "w");
+	if (!f)
+		return;
+	fprintf(f, "%d %d %s %s\n", t->exit_code, t->signal, t->reason[0] ? t->reason : "-",
+		t->detail);
+	if (fclose(f) == 0)
+		rename(tmp, path);
+}
+
+/* Not started: an ended task with its reason, reported like any exit (and
+ * found again by an agent that restarts before it is reported). */
+static int not_started(struct xp_agent *a, struct xp_task *t, int code, const char *reason,
+		       struct xp_err *err)
+{
+	t->state = XP_TASK_EXITED;
+	t->exit_code = code;
+	t->signal = 0;
+	snprintf(t->reason, sizeof(t->reason), "%s", reason);
+	snprintf(t->detail, sizeof(t->detail), "%.*s", (int)sizeof(t->detail) - 1, err->text);
+	t->cg[0] = '\0'; /* none is left: its record goes too */
+	char path[600];
+	snprintf(path, sizeof(path), "%s/cgroup", t->dir);
+	unlink(path);
+	write_exit(t);
+	xp_vec_push(&a->tasks, *t);
+	return err->code ? err->code : XP_EINTERNAL;
+}
+
+/* fork the shim, put it in its cgroups, let it go */
+static int spawn(struct launch *l, struct xp_task *t, const struct xp_cg_task *cgt, int *in_limits,
+		 struct xp_err *err)
+{
+	char go = 1;
+	if (pipe2(l->go, O_CLOEXEC) != 0)
+		return xp_errf(err, -errno, "pipe: %s", strerror(errno));
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(l->go[0]);
+		close(l->go[1]);
+		return xp_errf(err, -e, "fork: %s", strerror(e));
+	}
+	if (pid == 0)
+		shim(l); /* never returns */
+	close(l->go[0]);
+	/* the child may not have run yet: its start time is known already */
+	t->shim = pid;
+	t->shim_start = proc_start(pid);
+	int rc = cgt->nprocs ? xp_cg_attach(cgt, pid, err) : 0;
+	*in_limits = rc < 0;
+	if (rc == 0 && write(l->go[1], &go, 1) != 1)
+		rc = xp_errf(err, -errno, "the shim did not start: %s", strerror(errno));
+	close(l->go[1]);
+	if (rc < 0) { /* it never runs the task */
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	return rc;
+}
+
 int xp_task_launch(struct xp_agent *a, const void *assignment, struct xp_err *err)
 {
-	json_t *as = (json_t *)assignment, *v;
+	json_t *as = (json_t *)assignment;
 	struct strv argv = { 0 }, env = { 0 };
 	struct launch l;
 	struct xp_task t;
+	struct xp_cg_task cgt;
 	char key[128], buf[4096];
-	const char *k;
-	size_t i;
 	int rc = 0;
 
 	memset(&l, 0, sizeof(l));
 	memset(&t, 0, sizeof(t));
+	memset(&cgt, 0, sizeof(cgt));
 	t.job = (uint64_t)json_integer_value(json_object_get(as, "job"));
 	t.replica = (uint32_t)json_integer_value(json_object_get(as, "replica"));
 	t.attempt = (uint32_t)json_integer_value(json_object_get(as, "attempt"));
@@ -312,98 +514,21 @@ int xp_task_launch(struct xp_agent *a, const void *assignment, struct xp_err *er
 	snprintf(t.dir, sizeof(t.dir), "%s/tasks/%s", a->o.work, key);
 	snprintf(buf, sizeof(buf), "%s/tasks", a->o.work);
 	mkdir(buf, 0755);
-	if (mkdir(t.dir, 0755) != 0 && errno != EEXIST)
-		return xp_errf(err, -errno, "%s: %s", t.dir, strerror(errno));
-
-	/* argv: the command as a list, or /bin/sh -c "command" sh args... */
-	json_t *cmd = json_object_get(as, "command"), *args = json_object_get(as, "args");
-	int shell = json_is_true(json_object_get(as, "shell"));
-	if (json_array_size(cmd) == 0) {
-		sv_add(&argv, xstrdup("true"));
-	} else if (shell) {
-		sv_add(&argv, xstrdup("/bin/sh"));
-		sv_add(&argv, xstrdup("-c"));
-		sv_add(&argv, xstrdup(json_string_value(json_array_get(cmd, 0))));
-		sv_add(&argv, xstrdup("sh"));
-	} else {
-		json_array_foreach(cmd, i, v) sv_add(&argv, xstrdup(json_string_value(v)));
+	if (mkdir(t.dir, 0755) != 0 && errno != EEXIST) {
+		xp_errf(err, -errno, "%s: %s", t.dir, strerror(errno));
+		return not_started(a, &t, 127, "start", err);
 	}
-	json_array_foreach(args, i, v) sv_add(&argv, xstrdup(json_string_value(v)));
+	build_argv(as, &argv);
 	l.exe = resolve(argv.v[0]);
 	if (!l.exe) {
-		rc = xp_errf(err, XP_ENOENT, "job %llu: command '%s' not found in PATH",
-			     (unsigned long long)t.job, argv.v[0]);
+		xp_errf(err, XP_ENOENT, "command '%s' not found in PATH", argv.v[0]);
+		rc = not_started(a, &t, 127, "start", err);
 		goto out;
 	}
-
-	/* environment: a few of the agent's, the allocation's, then the job's own */
-	for (const char *const *keep = (const char *const[]){ "PATH", "HOME", "LANG", "TZ", NULL };
-	     *keep; keep++)
-		if (getenv(*keep))
-			env_set(&env, *keep, getenv(*keep));
-	json_t *devs = json_object_get(as, "devices");
-	unsigned idx[64], nd = 0;
-	struct xp_sb list;
-	xp_sb_init(&list);
-	json_array_foreach(devs, i, v)
-	{
-		if (nd < 64)
-			idx[nd++] = (unsigned)json_integer_value(v);
-		xp_sb_printf(&list, "%s%lld", i ? "," : "", (long long)json_integer_value(v));
+	if (build_env(a, as, &t, &env, err) < 0) {
+		rc = not_started(a, &t, 127, "start", err);
+		goto out;
 	}
-	/* CUDA_VISIBLE_DEVICES and the other vendors': always, so a replica
-	 * without devices sees none (an unset variable would show them all) */
-	if (a->hal) {
-		struct xp_sb lines;
-		xp_sb_init(&lines);
-		if (xp_hal_env(a->hal, idx, nd, &lines, err) < 0) {
-			xp_sb_free(&lines);
-			xp_sb_free(&list);
-			rc = err->code;
-			goto out;
-		}
-		for (char *p = lines.s; p && *p;) {
-			char *nl = strchr(p, '\n'), *eq = strchr(p, '=');
-			if (nl)
-				*nl = '\0';
-			if (eq && (!nl || eq < nl)) {
-				*eq = '\0';
-				env_set(&env, p, eq + 1);
-			}
-			p = nl ? nl + 1 : p + strlen(p);
-		}
-		xp_sb_free(&lines);
-	}
-	long long milli = json_integer_value(json_object_get(as, "dev_milli"));
-	long long dmem = json_integer_value(json_object_get(as, "dev_mem_mib"));
-#define SETNUM(name, fmt, val)                                                                     \
-	do {                                                                                       \
-		snprintf(buf, sizeof(buf), fmt, val);                                              \
-		env_set(&env, name, buf);                                                          \
-	} while (0)
-	SETNUM("XPOOL_JOB_ID", "%llu", (unsigned long long)t.job);
-	SETNUM("XPOOL_REPLICA", "%u", t.replica);
-	SETNUM("XPOOL_REPLICAS", "%lld", (long long)json_integer_value(json_object_get(as, "replicas")));
-	SETNUM("XPOOL_ATTEMPT", "%u", t.attempt);
-	env_set(&env, "XPOOL_NODE", a->node);
-	if (jstr(as, "tenant"))
-		env_set(&env, "XPOOL_TENANT", jstr(as, "tenant"));
-	if (jstr(as, "name"))
-		env_set(&env, "XPOOL_JOB_NAME", jstr(as, "name"));
-	SETNUM("XPOOL_CPU_MILLI", "%lld", (long long)json_integer_value(json_object_get(as, "cpu_milli")));
-	SETNUM("XPOOL_MEMORY_MIB", "%lld",
-	       (long long)json_integer_value(json_object_get(as, "memory_mib")));
-	env_set(&env, "XPOOL_DEVICES", list.s);
-	xp_sb_free(&list);
-	if (nd) {
-		SETNUM("XPOOL_DEVICE_MILLI", "%lld", milli);
-		SETNUM("XPOOL_DEVICE_FRACTION", "%.3f", (double)milli / 1000.0);
-		if (dmem)
-			SETNUM("XPOOL_DEVICE_MEMORY_MIB", "%lld", dmem);
-	}
-#undef SETNUM
-	json_object_foreach(json_object_get(as, "env"), k, v) env_set(&env, k, json_string_value(v));
-
 	snprintf(l.out, sizeof(l.out), "%s/stdout.log", t.dir);
 	snprintf(l.err, sizeof(l.err), "%s/stderr.log", t.dir);
 	snprintf(l.pidf, sizeof(l.pidf), "%s/shim.pid", t.dir);
@@ -412,23 +537,22 @@ int xp_task_launch(struct xp_agent *a, const void *assignment, struct xp_err *er
 	l.workdir = jstr(as, "workdir") ? jstr(as, "workdir") : t.dir;
 	l.argv = argv.v;
 	l.envp = env.v;
-	cgroup_setup(a, key, (uint64_t)json_integer_value(json_object_get(as, "cpu_milli")),
-		     (uint64_t)json_integer_value(json_object_get(as, "memory_mib")), l.procs,
-		     sizeof(l.procs));
-	pid_t pid = fork();
-	if (pid < 0) {
-		rc = xp_errf(err, -errno, "fork: %s", strerror(errno));
+	if (limits_setup(a, &t, key, as, &cgt, err) < 0) {
+		rc = not_started(a, &t, -1, "limits", err);
 		goto out;
 	}
-	if (pid == 0)
-		shim(&l); /* never returns */
-	t.shim = pid;
-	/* the child may not have run yet: its start time is known already */
-	t.shim_start = proc_start(pid);
+	int in_limits = 0;
+	if ((rc = spawn(&l, &t, &cgt, &in_limits, err)) < 0) {
+		if (t.cg[0])
+			xp_cg_remove(a->cg, t.cg);
+		rc = not_started(a, &t, in_limits ? -1 : 127, in_limits ? "limits" : "start", err);
+		goto out;
+	}
 	t.state = XP_TASK_RUNNING;
 	xp_vec_push(&a->tasks, t);
-	fprintf(stderr, "xpool agent: node=%s job=%llu replica=%u attempt=%u: started pid %d\n",
-		a->node, (unsigned long long)t.job, t.replica, t.attempt, (int)pid);
+	fprintf(stderr, "xpool agent: node=%s job=%llu replica=%u attempt=%u: started pid %d%s%s\n",
+		a->node, (unsigned long long)t.job, t.replica, t.attempt, (int)t.shim,
+		t.cg[0] ? " in cgroup " : " without limits", t.cg);
 out:
 	free(l.exe);
 	sv_free(&argv);
@@ -447,18 +571,46 @@ void xp_task_kill(struct xp_agent *a, struct xp_task *t, int64_t now)
 		a->node, (unsigned long long)t->job, t->replica, a->o.grace_ms);
 }
 
-static int read_exit(const struct xp_task *t, int *code)
+/* The exit file into t: "CODE SIGNAL [REASON DETAIL]" (an older shim
+ * wrote "CODE" alone). 1 when there is one. */
+static int read_exit(struct xp_task *t)
 {
-	char path[600], buf[32];
+	char path[600], buf[512], reason[16] = "";
+	int code, sig = 0, at = 0;
 	snprintf(path, sizeof(path), "%s/exit", t->dir);
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return 0;
 	int ok = fgets(buf, sizeof(buf), f) != NULL;
 	fclose(f);
-	if (ok)
-		*code = atoi(buf);
-	return ok;
+	if (!ok || sscanf(buf, "%d %d %15s %n", &code, &sig, reason, &at) < 1)
+		return 0;
+	t->exit_code = code;
+	t->signal = sig > 0 && sig < 128 ? sig : 0;
+	if (reason[0] && strcmp(reason, "-")) {
+		snprintf(t->reason, sizeof(t->reason), "%s", reason);
+		snprintf(t->detail, sizeof(t->detail), "%.*s", (int)strcspn(buf + at, "\n"),
+			 buf + at);
+	}
+	return 1;
+}
+
+/* An ended task's reason when the agent did not set one: the kernel's OOM
+ * killer (read before its cgroup is removed). */
+static void ended(struct xp_agent *a, struct xp_task *t)
+{
+	t->state = XP_TASK_EXITED;
+	if (!t->reason[0] && t->exit_code != 0 && t->cg[0] && a->cg) {
+		int oom = xp_cg_oom(a->cg, t->cg);
+		if (oom == 2 || (oom == 1 && t->signal == SIGKILL))
+			snprintf(t->reason, sizeof(t->reason), "oom");
+	}
+	char sig[32] = "";
+	if (t->signal)
+		snprintf(sig, sizeof(sig), " (signal %d)", t->signal);
+	fprintf(stderr, "xpool agent: node=%s job=%llu replica=%u: exited %d%s%s%s\n", a->node,
+		(unsigned long long)t->job, t->replica, t->exit_code, sig,
+		t->reason[0] ? ", reason " : "", t->reason);
 }
 
 void xp_task_poll(struct xp_agent *a, int64_t now)
@@ -466,24 +618,43 @@ void xp_task_poll(struct xp_agent *a, int64_t now)
 	int st;
 	while (waitpid(-1, &st, WNOHANG) > 0) /* reap the shims that ended */
 		;
+	if (a->cg)
+		xp_cg_sweep(a->cg);
 	for (size_t i = 0; i < a->tasks.n; i++) {
 		struct xp_task *t = &a->tasks.v[i];
 		if (t->state != XP_TASK_RUNNING && t->state != XP_TASK_KILLING)
 			continue;
-		int code;
-		if (read_exit(t, &code)) {
-			t->exit_code = code;
-			t->state = XP_TASK_EXITED;
+		if (read_exit(t)) {
+			ended(a, t);
 		} else if (!alive(t)) {
-			t->exit_code = t->state == XP_TASK_KILLING ? 128 + SIGKILL : -1;
-			t->state = XP_TASK_EXITED;
+			int killed = t->state == XP_TASK_KILLING;
+			t->exit_code = killed ? 128 + SIGKILL : -1;
+			t->signal = killed ? SIGKILL : 0;
+			ended(a, t);
 		} else if (t->state == XP_TASK_KILLING && now >= t->kill_at) {
 			kill(-t->shim, SIGKILL);
 		}
-		if (t->state == XP_TASK_EXITED)
-			fprintf(stderr, "xpool agent: node=%s job=%llu replica=%u: exited %d\n", a->node,
-				(unsigned long long)t->job, t->replica, t->exit_code);
 	}
+}
+
+/* The cgroup an earlier agent gave the task (its folder's "cgroup" file):
+ * its CPUs are held again. */
+static void adopt_cgroup(struct xp_agent *a, struct xp_task *t)
+{
+	char path[700], name[96], kind[16], list[512];
+	struct xp_cpus cpus;
+	snprintf(path, sizeof(path), "%s/cgroup", t->dir);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	int n = fscanf(f, "%95s %15s %511s", name, kind, list);
+	fclose(f);
+	if (n < 2)
+		return;
+	snprintf(t->cg, sizeof(t->cg), "%s", name);
+	int excl = !strcmp(kind, "exclusive") && n == 3 && xp_cpus_parse(list, &cpus) == 0;
+	if (a->cg)
+		xp_cg_adopt(a->cg, name, excl, excl ? &cpus : NULL);
 }
 
 void xp_task_adopt(struct xp_agent *a)
@@ -517,18 +688,19 @@ void xp_task_adopt(struct xp_agent *a)
 				pid = 0;
 			fclose(f);
 		}
-		int code;
-		if (read_exit(&t, &code)) {
-			t.state = XP_TASK_EXITED;
-			t.exit_code = code;
+		adopt_cgroup(a, &t);
+		if (read_exit(&t)) {
+			ended(a, &t);
 		} else if (pid > 0 && proc_start(pid)) {
 			t.shim = pid;
 			t.shim_start = proc_start(pid);
 			t.state = XP_TASK_RUNNING;
 		} else if (pid > 0) {
-			t.state = XP_TASK_EXITED; /* the shim died without a status */
-			t.exit_code = -1;
+			t.exit_code = -1; /* the shim died without a status */
+			ended(a, &t);
 		} else {
+			if (t.cg[0] && a->cg)
+				xp_cg_remove(a->cg, t.cg);
 			continue; /* never started: the assignment will start it */
 		}
 		xp_vec_push(&a->tasks, t);
@@ -563,13 +735,17 @@ int xp_task_output(struct xp_task *t, int stream, struct xp_sb *out, size_t max)
 void xp_task_forget(struct xp_agent *a, struct xp_task *t)
 {
 	char path[700];
-	const char *root = a->o.cgroup_root ? a->o.cgroup_root : "/sys/fs/cgroup";
 	snprintf(path, sizeof(path), "%s/reported", t->dir);
 	int fd = open(path, O_WRONLY | O_CREAT, 0644);
 	if (fd >= 0)
 		close(fd);
-	snprintf(path, sizeof(path), "%s/xpool/%llu-%u-%u", root, (unsigned long long)t->job,
-		 t->replica, t->attempt);
-	rmdir(path);
+	xp_task_release(a, t);
 	t->state = XP_TASK_DONE;
+}
+
+void xp_task_release(struct xp_agent *a, struct xp_task *t)
+{
+	if (t->cg[0] && a->cg)
+		xp_cg_remove(a->cg, t->cg);
+	t->cg[0] = '\0';
 }

@@ -18,7 +18,8 @@
 int xp_cmd_agent(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
-		{ "server", XP_FLAG_STR, "ADDR", "controller address (else $XPOOL_ADDR, the config file)" },
+		{ "server", XP_FLAG_STR, "ADDR",
+		  "controller address (else $XPOOL_ADDR, the config file)" },
 		{ "token", XP_FLAG_STR, "TOKEN",
 		  "an admin API token (else --token-file, $XPOOL_TOKEN, the config file); "
 		  "visible in ps: prefer --token-file" },
@@ -26,16 +27,27 @@ int xp_cmd_agent(int argc, char **argv)
 		  "read the token from the first line of FILE (kept off the command line)" },
 		{ "node-name", XP_FLAG_STR, "NAME", "the node's name (default: the host name)" },
 		{ "devices", XP_FLAG_STR, "FILE",
-		  "report the devices of this descriptor instead of the real ones (emulation, tests)" },
+		  "report the devices of this descriptor instead of the real ones (emulation, "
+		  "tests)" },
 		{ "work", XP_FLAG_STR, "DIR", "task folders and output" },
-		{ "cgroup-root", XP_FLAG_STR, "DIR", "cgroup v2 mount for CPU and memory limits" },
+		{ "cgroup-root", XP_FLAG_STR, "DIR",
+		  "where cgroups are: a v2 mount, or the folder of the v1 hierarchies (memory/, "
+		  "cpu/, "
+		  "cpuset/); default /sys/fs/cgroup" },
+		{ "limits", XP_FLAG_STR, "MODE",
+		  "CPU and memory limits: required (a task whose limits cannot be set is not run, "
+		  "reason limits), auto (required where cgroups are writable, else off), off" },
+		{ "no-limits", XP_FLAG_BOOL, NULL,
+		  "run tasks without CPU and memory limits, on purpose (--limits off)" },
 		{ "grace", XP_FLAG_STR, "DURATION", "SIGTERM to SIGKILL when a task is cancelled" },
-		{ "heartbeat", XP_FLAG_STR, "DURATION", "override the controller's heartbeat period" },
+		{ "heartbeat", XP_FLAG_STR, "DURATION",
+		  "override the controller's heartbeat period" },
 		{ "dedicated", XP_FLAG_BOOL, NULL,
 		  "the node takes only jobs that name it (--node NAME), as xpool dev's host does" },
 		{ "stop-tasks", XP_FLAG_BOOL, NULL,
 		  "on exit, end running tasks too (default: they run on; a restart adopts them)" },
-		{ "discover", XP_FLAG_BOOL, NULL, "print the discovered node and its devices, then exit" },
+		{ "discover", XP_FLAG_BOOL, NULL,
+		  "print the discovered node and its devices, then exit" },
 		{ "output", XP_FLAG_STR, "FORMAT", "with --discover: table or json", 'o' },
 		{ NULL, 0, NULL, NULL },
 	};
@@ -49,6 +61,7 @@ int xp_cmd_agent(int argc, char **argv)
 	memset(&cfg, 0, sizeof(cfg));
 	xp_flag_get(flags, "work")->sval = (char *)"/var/lib/xpool/agent";
 	xp_flag_get(flags, "output")->sval = (char *)"table";
+	xp_flag_get(flags, "limits")->sval = (char *)"required";
 	if (xp_flags_parse(flags, argc, argv, &help, &err) < 0)
 		goto usage;
 	if (help) {
@@ -80,6 +93,17 @@ int xp_cmd_agent(int argc, char **argv)
 			goto usage;
 		}
 		o.heartbeat_ms = (int)ms;
+	}
+	static const char *const modes[] = { "required", "auto", "off", NULL };
+	if (xp_flag_choice(flags, "limits", modes, &o.limits, &err) < 0)
+		goto usage;
+	if (xp_flag_get(flags, "no-limits")->bval) {
+		if (xp_flag_get(flags, "limits")->given && o.limits != XP_LIMITS_OFF) {
+			xp_errf(&err, XP_EINVAL,
+				"--no-limits: give --no-limits or --limits, not both");
+			goto usage;
+		}
+		o.limits = XP_LIMITS_OFF;
 	}
 	static const char *const outputs[] = { "table", "json", NULL };
 	int json;

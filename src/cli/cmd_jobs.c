@@ -19,6 +19,7 @@
 
 #include "../client/client.h"
 #include "../lib/parse.h"
+#include "../lib/signame.h"
 #include "../lib/timefmt.h"
 #include "../lib/xalloc.h"
 #include "cli.h"
@@ -361,6 +362,24 @@ static void time_field(const char *key, const json_t *job, const char *member)
 	}
 }
 
+/* the nodes whose agent ran a replica without CPU and memory limits
+ * (--no-limits, or xpool dev where cgroups are not writable) */
+static void limits_line(const json_t *allocs)
+{
+	struct xp_sb b = { 0 };
+	json_t *a;
+	size_t i;
+	json_array_foreach(allocs, i, a)
+	{
+		const char *lim = xp_cli_jstr(a, "limits"), *node = xp_cli_jstr(a, "node");
+		if (lim && node && !strcmp(lim, "off") && !(b.s && strstr(b.s, node)))
+			xp_sb_printf(&b, "%s%s", b.len ? ", " : "not enforced on ", node);
+	}
+	if (b.len)
+		field("Limits:", b.s);
+	xp_sb_free(&b);
+}
+
 static void describe_job(const json_t *job)
 {
 	json_t *spec = json_object_get(job, "spec"), *allocs = json_object_get(job, "allocations");
@@ -395,8 +414,13 @@ static void describe_job(const json_t *job)
 		xp_sb_reset(&b);
 	}
 	s = xp_cli_jtext(json_object_get(job, "exit_code"));
-	field("Exit code:", s);
+	const char *sig = xp_signal_name((int)json_integer_value(json_object_get(job, "signal")));
+	if (s && sig) /* "137 (SIGKILL)" */
+		xp_sb_printf(&b, "%s (%s)", s, sig);
+	field("Exit code:", b.len ? b.s : s);
+	xp_sb_reset(&b);
 	free(s);
+	limits_line(allocs);
 	command_text(&b, spec);
 	field("Command:", b.s);
 	xp_sb_reset(&b);

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../agent/cgroup.h"
 #include "../core/sched/policy.h"
 #include "../descriptor/tree.h"
 #include "../lib/fileio.h"
@@ -93,7 +94,12 @@ static int size_flag(struct xp_flag *flags, const char *name, long min, long max
 
 /* xpool dev: one real agent for this machine, `xpool agent` run from this
  * very binary, so the first job of a newcomer really runs here. It ends
- * its tasks when it stops (--stop-tasks): dev leaves nothing behind. */
+ * its tasks when it stops (--stop-tasks): dev leaves nothing behind.
+ * Limits: where this machine's cgroups take them (root, a writable
+ * /sys/fs/cgroup, v1 or v2) the agent enforces them like any agent; where
+ * they do not (no root, a read-only cgroupfs in a container) dev says so
+ * in one line and starts it with --no-limits, so a newcomer's first job
+ * still runs; the node's label limits=off says it too. */
 static pid_t start_local_agent(struct xp_ctl *ctl, const char *data, const sigset_t *blocked)
 {
 	char exe[4096], addr[128], work[4200], tokfile[4200];
@@ -110,9 +116,11 @@ static pid_t start_local_agent(struct xp_ctl *ctl, const char *data, const sigse
 	snprintf(tokfile, sizeof(tokfile), "%s/admin.token", data);
 	/* --dedicated: emulated jobs never land on the real host; a job that
 	 * names it (--node HOST) does */
-	char *argv[] = { exe,	  "agent",  "--server",	    addr,	   "--token-file",
-			 tokfile, "--work", work,	    "--stop-tasks", "--dedicated",
-			 NULL };
+	char why[300];
+	int layout = xp_cg_probe("/sys/fs/cgroup", why, sizeof(why));
+	char *nolimits = layout ? NULL : "--no-limits";
+	char *argv[] = { exe,	   "agent", "--server",	    addr,	   "--token-file", tokfile,
+			 "--work", work,    "--stop-tasks", "--dedicated", nolimits,	   NULL };
 	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -138,6 +146,12 @@ static pid_t start_local_agent(struct xp_ctl *ctl, const char *data, const sigse
 	}
 	printf("local agent: pid %d, work %s, log %s/agent.log (--no-agent to leave it out)\n",
 	       (int)pid, work, data);
+	if (layout)
+		printf("local agent: CPU and memory limits: cgroup v%d at /sys/fs/cgroup\n",
+		       layout);
+	else
+		printf("local agent: CPU and memory limits off (its tasks run unbounded): %s\n",
+		       why);
 	return pid;
 }
 

@@ -42,6 +42,10 @@ json_t *xp_api_job_json(struct xp_ctl *ctl, const struct xp_job *j)
 	json_object_set_new(o, "started_at", time_or_null(j->started_at));
 	json_object_set_new(o, "finished_at", time_or_null(j->finished_at));
 	json_object_set_new(o, "exit_code", j->has_exit ? json_integer(j->exit_code) : json_null());
+	json_object_set_new(o, "signal",
+			    j->exit_signal ? json_integer(j->exit_signal) : json_null());
+	json_object_set_new(o, "end_reason",
+			    j->end ? json_string(xp_end_name(j->end)) : json_null());
 	if (xp_job_deadline(j)) { /* EDF in its queue; flagged when it cannot be met */
 		char ts[XP_TIME_LEN];
 		xp_time_format(xp_job_deadline(j), ts);
@@ -70,10 +74,14 @@ json_t *xp_api_job_json(struct xp_ctl *ctl, const struct xp_job *j)
 					  (json_int_t)(a->dev_milli >= XP_MILLI ? d->mem_mib
 										: a->dev_mem_mib)));
 		}
-		json_array_append_new(allocs, json_pack("{s:i,s:s,s:I,s:I,s:o}", "replica", (int)r,
-							"node", n->name, "cpu_milli",
-							(json_int_t)a->cpu_milli, "memory_mib",
-							(json_int_t)a->mem_mib, "devices", devs));
+		json_t *ao = json_pack("{s:i,s:s,s:I,s:I,s:o}", "replica", (int)r, "node", n->name,
+				       "cpu_milli", (json_int_t)a->cpu_milli, "memory_mib",
+				       (json_int_t)a->mem_mib, "devices", devs);
+		/* what its agent enforces there: cgroup-v1, cgroup-v2, off, unavailable */
+		const char *lim = xp_attrs_get(n->labels, n->nlabels, "limits");
+		if (lim)
+			json_object_set_new(ao, "limits", json_string(lim));
+		json_array_append_new(allocs, ao);
 	}
 	json_object_set_new(o, "allocations", allocs);
 	uint64_t wait[XP_JOB_MAX_DEPS];
@@ -593,6 +601,8 @@ void xp_api_job_logs(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		xp_sb_printf(&sb, "%s [xpool emulator] %s", ts, xp_job_state_name(j->state));
 		if (j->has_exit)
 			xp_sb_printf(&sb, " with exit code %d", j->exit_code);
+		if (j->end && j->reason)
+			xp_sb_printf(&sb, " (%s)", j->reason);
 		xp_sb_puts(&sb, "\n");
 	}
 	xp_reply_text(cmd, 200, "text/plain; charset=utf-8", xp_sb_steal(&sb));

@@ -32,6 +32,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -345,7 +346,32 @@ static void finish_due(struct xp_ctl *ctl, int64_t now)
 }
 
 /* Time limits and gang timeouts, looked for once a second: the jobs the
- * clock stops fail with the reason. */
+ * clock stops fail with the reason. A time limit is end reason
+ * time_limit, like Slurm's TIMEOUT: on emulated nodes the job ends as a
+ * task stopped by SIGTERM would (143); on an agent's node the job ends now
+ * without an exit code, its agent, seeing the replica leave its
+ * assignments, sends SIGTERM (SIGKILL after its grace), and its report
+ * then gives the job the real exit code and signal (api_agents.c). */
+static char *overdue_record(struct xp_ctl *ctl, const struct xp_overdue *d)
+{
+	char why[480];
+	struct xp_exit x = { 0 };
+	if (!d->time_limit)
+		return xp_rec_job_finish(d->id, XP_JOB_FAILED, 0, d->why);
+	const struct xp_job *j = xp_state_job(ctl->st, d->id);
+	int emulated = 1;
+	for (uint32_t r = 0; j && j->allocs && r < j->spec.replicas; r++)
+		emulated &= ctl->st->nodes.v[j->allocs[r].node].source == XP_SRC_EMULATED;
+	x.end = XP_END_TIME_LIMIT;
+	if (emulated) {
+		x.has_code = 1;
+		x.code = 128 + SIGTERM;
+		x.signal = SIGTERM;
+	}
+	snprintf(why, sizeof(why), "time_limit: %s", d->why);
+	return xp_rec_job_finish_x(d->id, XP_JOB_FAILED, &x, why);
+}
+
 static void overdue(struct xp_ctl *ctl, int64_t now)
 {
 	enum { BATCH = 256 };
@@ -356,9 +382,7 @@ static void overdue(struct xp_ctl *ctl, int64_t now)
 	size_t n = xp_state_overdue(ctl->st, now, due, BATCH);
 	for (size_t i = 0; i < n; i++) {
 		struct xp_err err = { 0 };
-		if (xp_ctl_journal(ctl, "job.finish",
-				   xp_rec_job_finish(due[i].id, XP_JOB_FAILED, 0, due[i].why),
-				   &err) < 0)
+		if (xp_ctl_journal(ctl, "job.finish", overdue_record(ctl, &due[i]), &err) < 0)
 			fprintf(stderr, "xpool server: job %llu: %s\n",
 				(unsigned long long)due[i].id, err.text);
 	}

@@ -14,6 +14,7 @@
 
 #include "../../descriptor/descriptor.h"
 #include "../../descriptor/tree.h"
+#include "../../lib/signame.h"
 #include "../../lib/xalloc.h"
 
 struct rec {
@@ -546,14 +547,37 @@ void xp_state_finish(struct xp_state *st, struct xp_job *j, int to, int64_t at)
 	xp_deps_ended(st, j);
 }
 
+/* The optional exit fields of a job.finish or job.task record: signal,
+ * end, detail (absent in older journals: none). */
+static int get_exit(struct rec *r, struct xp_exit *x)
+{
+	int64_t sig = 0;
+	int rc;
+	json_t *v = json_object_get(r->o, "signal");
+	if (v && (rc = get_int(r, "signal", 1, 127, &sig)) < 0)
+		return rc;
+	x->signal = (int)sig;
+	if ((v = json_object_get(r->o, "end")) &&
+	    (!json_is_string(v) || (x->end = xp_end_parse(json_string_value(v))) < 0))
+		return bad(r, "expected oom, limits, time_limit or start", "end");
+	if ((v = json_object_get(r->o, "detail")) && !json_is_string(v))
+		return bad(r, "not a string", "detail");
+	x->detail = v ? json_string_value(v) : NULL;
+	return 0;
+}
+
 static int job_end(struct xp_state *st, struct rec *r, int64_t at, int cancel,
 		   struct xp_event_info *ev)
 {
 	int64_t id, code = 0;
+	struct xp_exit x = { 0 };
 	const char *reason = "", *sname = "cancelled";
 	int rc = get_int(r, "id", 1, INT64_MAX, &id);
-	if (rc == 0 && !cancel && (rc = get_str(r, "state", &sname)) == 0)
+	if (rc == 0 && !cancel && (rc = get_str(r, "state", &sname)) == 0 &&
+	    (x.has_code = json_object_get(r->o, "exit_code") != NULL))
 		rc = get_int(r, "exit_code", -255, 255, &code);
+	if (rc == 0 && !cancel)
+		rc = get_exit(r, &x);
 	if (rc < 0)
 		return rc;
 	json_t *rs = json_object_get(r->o, "reason");
@@ -572,10 +596,14 @@ static int job_end(struct xp_state *st, struct rec *r, int64_t at, int cancel,
 	if (ran && (rc = xp_state_sched(st, r->err)) < 0)
 		return rc;
 	xp_state_finish(st, j, to, at);
-	if (!cancel && ran) { /* a pending job fails without an exit code (gang timeout) */
+	/* a pending job fails without an exit code (gang timeout); so does a
+	 * running one past its time limit until its agent says how it ended */
+	if (!cancel && ran && x.has_code) {
 		j->has_exit = 1;
 		j->exit_code = (int32_t)code;
+		j->exit_signal = (uint8_t)x.signal;
 	}
+	j->end = (uint8_t)x.end;
 	free(j->reason);
 	j->reason = *reason ? xstrdup(reason) : NULL;
 	ev->type = cancel ? "job.cancelled" : "job.finished";
@@ -585,19 +613,76 @@ static int job_end(struct xp_state *st, struct rec *r, int64_t at, int cancel,
 	return 0;
 }
 
+static void mib_text(uint64_t mib, char out[32])
+{
+	if (mib && mib % 1024 == 0)
+		snprintf(out, 32, "%llu GiB", (unsigned long long)(mib / 1024));
+	else
+		snprintf(out, 32, "%llu MiB", (unsigned long long)mib);
+}
+
+/* The reason text of a failing replica: the end reason's name first. */
+static void exit_why(const struct xp_job *j, uint32_t replica, int64_t code,
+		     const struct xp_exit *x, char *why, size_t len)
+{
+	char mem[32];
+	const char *sig = xp_signal_name(x->signal);
+	const char *detail = x->detail && *x->detail ? x->detail : "its limits could not be set";
+	switch (x->end) {
+	case XP_END_OOM:
+		mib_text(j->allocs[replica].mem_mib, mem);
+		snprintf(why, len, "oom: replica %u went over its memory limit of %s", replica,
+			 mem);
+		break;
+	case XP_END_LIMITS:
+		snprintf(why, len, "limits: replica %u was not started: %s", replica, detail);
+		break;
+	case XP_END_START:
+		snprintf(why, len, "start: replica %u could not be started: %s", replica,
+			 x->detail && *x->detail ? x->detail : "exit code 127");
+		break;
+	case XP_END_TIME_LIMIT:
+		snprintf(why, len, "time_limit: replica %u ran past its time limit", replica);
+		break;
+	default:
+		snprintf(why, len, "replica %u exited with code %lld%s%s%s", replica,
+			 (long long)code, sig ? " (" : "", sig ? sig : "", sig ? ")" : "");
+	}
+}
+
+/* The agent's report of a replica its time limit ended (job.finish failed,
+ * end time_limit, no exit code yet): the job takes its exit code and
+ * signal, once. */
+static int time_limit_exit(struct xp_job *j, int64_t code, const struct xp_exit *x,
+			   uint32_t replica, struct xp_event_info *ev)
+{
+	j->has_exit = 1;
+	j->exit_code = (int32_t)code;
+	j->exit_signal = (uint8_t)x->signal;
+	ev->type = "job.task";
+	ev->job = j->id;
+	ev->tenant = j->tenant;
+	ev->node = (int32_t)j->allocs[replica].node;
+	return 0;
+}
+
 /* a replica of the running attempt exited: the job ends when one fails or all are done */
 static int job_task(struct xp_state *st, struct rec *r, int64_t at, struct xp_event_info *ev)
 {
 	int64_t id, attempt, replica, code;
+	struct xp_exit x = { 0 };
 	int rc;
 	if ((rc = get_int(r, "id", 1, INT64_MAX, &id)) < 0 ||
 	    (rc = get_int(r, "attempt", 1, INT32_MAX, &attempt)) < 0 ||
 	    (rc = get_int(r, "replica", 0, XP_JOB_MAX_REPLICAS - 1, &replica)) < 0 ||
-	    (rc = get_int(r, "exit_code", -255, 255, &code)) < 0)
+	    (rc = get_int(r, "exit_code", -255, 255, &code)) < 0 || (rc = get_exit(r, &x)) < 0)
 		return rc;
 	struct xp_job *j = xp_state_job(st, (uint64_t)id);
 	if (!j)
 		return refuse(r, XP_ENOENT, "no job %lld", (long long)id);
+	if (j->state == XP_JOB_FAILED && j->end == XP_END_TIME_LIMIT && !j->has_exit &&
+	    (uint32_t)attempt == j->attempts && j->allocs && (uint32_t)replica < j->spec.replicas)
+		return time_limit_exit(j, code, &x, (uint32_t)replica, ev);
 	if (j->state != XP_JOB_RUNNING || (uint32_t)attempt != j->attempts)
 		return refuse(r, XP_ESTATE, "job %lld attempt %lld is not running", (long long)id,
 			      (long long)attempt);
@@ -617,14 +702,16 @@ static int job_task(struct xp_state *st, struct rec *r, int64_t at, struct xp_ev
 	uint32_t done = 0;
 	for (uint32_t k = 0; k < j->spec.replicas; k++)
 		done += j->exited[k];
-	if (code != 0 || done == j->spec.replicas) {
-		char why[96] = "";
-		if (code != 0)
-			snprintf(why, sizeof(why), "replica %lld exited with code %lld",
-				 (long long)replica, (long long)code);
-		xp_state_finish(st, j, code ? XP_JOB_FAILED : XP_JOB_SUCCEEDED, at);
-		j->has_exit = 1;
+	int failed = code != 0 || x.end != XP_END_NONE;
+	if (failed || done == j->spec.replicas) {
+		char why[512] = "";
+		if (failed)
+			exit_why(j, (uint32_t)replica, code, &x, why, sizeof(why));
+		xp_state_finish(st, j, failed ? XP_JOB_FAILED : XP_JOB_SUCCEEDED, at);
+		j->has_exit = x.end != XP_END_LIMITS; /* limits: it never started */
 		j->exit_code = (int32_t)code;
+		j->exit_signal = (uint8_t)x.signal;
+		j->end = (uint8_t)x.end;
 		free(j->reason);
 		j->reason = *why ? xstrdup(why) : NULL;
 		ev->type = "job.finished";

@@ -90,6 +90,10 @@ char *xp_state_snapshot(const struct xp_state *st)
 		free(sj);
 		if (j->has_exit)
 			json_object_set_new(jo, "exit_code", json_integer(j->exit_code));
+		if (j->exit_signal)
+			json_object_set_new(jo, "signal", json_integer(j->exit_signal));
+		if (j->end)
+			json_object_set_new(jo, "end", json_string(xp_end_name(j->end)));
 		if (j->allocs)
 			json_object_set_new(jo, "allocations",
 					    xp_allocs_json(st, j->allocs, j->spec.replicas));
@@ -202,6 +206,12 @@ static int load_job(struct xp_state *st, json_t *jo, size_t i, struct xp_err *er
 		j->has_exit = 1;
 		j->exit_code = (int32_t)json_integer_value(exit);
 	}
+	/* absent in older snapshots: none */
+	json_t *sig = json_object_get(jo, "signal"), *end = json_object_get(jo, "end");
+	if (json_is_integer(sig) && json_integer_value(sig) > 0 && json_integer_value(sig) < 128)
+		j->exit_signal = (uint8_t)json_integer_value(sig);
+	if (json_is_string(end) && xp_end_parse(json_string_value(end)) > 0)
+		j->end = (uint8_t)xp_end_parse(json_string_value(end));
 	xp_state_add_job(st, j);
 	return 0;
 }

@@ -19,6 +19,18 @@ static const char *const job_states[XP_JOB_STATE_N] = { "pending", "running", "s
 static const char *const node_states[XP_NODE_STATE_N] = { "ready", "cordoned", "draining",
 							  "drained", "down" };
 static const char *const sources[XP_SRC_N] = { "emulated", "agent" };
+static const char *const ends[XP_END_N] = { "", "oom", "limits", "time_limit", "start" };
+
+const char *xp_end_name(int e)
+{
+	return e > 0 && e < XP_END_N ? ends[e] : "";
+}
+
+int xp_end_parse(const char *s)
+{
+	int e = s && *s ? xp_enum_parse(ends, XP_END_N, s) : -1;
+	return e > 0 ? e : -1;
+}
 
 const char *xp_job_state_name(int s)
 {
@@ -306,6 +318,27 @@ char *xp_rec_job_update(uint64_t id, const struct xp_jobpatch *p)
 	return dump(json_pack("{s:I,s:o}", "id", (json_int_t)id, "change", xp_jobpatch_json(p)));
 }
 
+/* the optional fields of an exit: signal, end, detail */
+static json_t *exit_fields(json_t *o, const struct xp_exit *x)
+{
+	if (x->signal > 0)
+		json_object_set_new(o, "signal", json_integer(x->signal));
+	if (x->end > 0 && x->end < XP_END_N)
+		json_object_set_new(o, "end", json_string(ends[x->end]));
+	if (x->detail && *x->detail)
+		json_object_set_new(o, "detail", json_string(x->detail));
+	return o;
+}
+
+char *xp_rec_job_finish_x(uint64_t id, int state, const struct xp_exit *x, const char *reason)
+{
+	json_t *o = json_pack("{s:I,s:s,s:s}", "id", (json_int_t)id, "state",
+			      xp_job_state_name(state), "reason", reason ? reason : "");
+	if (x->has_code) /* absent: no exit code (an agent's kill report brings it) */
+		json_object_set_new(o, "exit_code", json_integer(x->code));
+	return dump(exit_fields(o, x));
+}
+
 char *xp_rec_job_cancel(uint64_t id, const char *reason)
 {
 	return dump(json_pack("{s:I,s:s}", "id", (json_int_t)id, "reason", reason ? reason : ""));
@@ -316,6 +349,14 @@ char *xp_rec_job_task(uint64_t id, uint32_t attempt, uint32_t replica, int exit_
 	return dump(json_pack("{s:I,s:I,s:I,s:i}", "id", (json_int_t)id, "attempt",
 			      (json_int_t)attempt, "replica", (json_int_t)replica, "exit_code",
 			      exit_code));
+}
+
+char *xp_rec_job_task_x(uint64_t id, uint32_t attempt, uint32_t replica, const struct xp_exit *x)
+{
+	return dump(exit_fields(json_pack("{s:I,s:I,s:I,s:i}", "id", (json_int_t)id, "attempt",
+					  (json_int_t)attempt, "replica", (json_int_t)replica,
+					  "exit_code", x->code),
+				x));
 }
 
 char *xp_rec_job_requeue(uint64_t id, const char *reason)

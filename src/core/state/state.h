@@ -66,11 +66,28 @@ enum xp_node_state {
 
 enum xp_node_source { XP_SRC_EMULATED, XP_SRC_AGENT, XP_SRC_N };
 
+/* Why a job ended beyond its exit code (docs/api.md): the kernel's OOM
+ * killer, limits that could not be set (not started), its time limit, a
+ * command that could not be started. The job's reason text starts with
+ * the name ("oom: replica 0 went over its memory limit of 64 MiB"). */
+enum xp_end { XP_END_NONE, XP_END_OOM, XP_END_LIMITS, XP_END_TIME_LIMIT, XP_END_START, XP_END_N };
+
+/* How a replica or a job ended, as records carry it. */
+struct xp_exit {
+	int has_code;	    /* 0: no exit code (yet): a time limit the agent still enforces */
+	int code;	    /* -255..255 */
+	int signal;	    /* the terminating signal, 0 none */
+	int end;	    /* enum xp_end */
+	const char *detail; /* what failed (limits, start), NULL none */
+};
+
 struct xp_job {
 	uint64_t id;
 	uint32_t tenant, queue;
 	uint8_t state;
 	uint8_t has_exit;
+	uint8_t end;	     /* enum xp_end, once finished */
+	uint8_t exit_signal; /* the signal that ended the failing replica, 0 none */
 	int32_t exit_code;
 	char *key; /* idempotency key or NULL */
 	uint64_t key_hash; /* with a key: FNV-1a of the spec as submitted (canonical JSON) */
@@ -253,9 +270,14 @@ char *xp_rec_job_submit(uint64_t id, const char *tenant, const char *key,
 char *xp_rec_job_start(const struct xp_state *st, uint64_t id, const struct xp_alloc *a,
 		       uint32_t n);
 char *xp_rec_job_finish(uint64_t id, int state, int exit_code, const char *reason);
+/* The same with a signal, an end reason, or no exit code (x->has_code 0). */
+char *xp_rec_job_finish_x(uint64_t id, int state, const struct xp_exit *x, const char *reason);
 char *xp_rec_job_cancel(uint64_t id, const char *reason);
-/* A replica of attempt `attempt` exited (agent report). */
+/* A replica of attempt `attempt` exited (agent report). Also taken once
+ * for a job its time limit failed (end time_limit, no exit code yet): it
+ * gives the job the exit code and signal the agent saw. */
 char *xp_rec_job_task(uint64_t id, uint32_t attempt, uint32_t replica, int exit_code);
+char *xp_rec_job_task_x(uint64_t id, uint32_t attempt, uint32_t replica, const struct xp_exit *x);
 /* Running -> pending: its node was lost; the allocations are released. */
 char *xp_rec_job_requeue(uint64_t id, const char *reason);
 /* Running -> pending: preempted (the same record shape, type job.preempt). */
@@ -327,6 +349,7 @@ void xp_explain_summary(const struct xp_explain *ex, int fits, uint32_t replicas
  * job.finish (failed) for each. */
 struct xp_overdue {
 	uint64_t id;
+	int time_limit; /* 1: running past its time limit; 0: a gang timeout */
 	char why[400];
 };
 size_t xp_state_overdue(struct xp_state *st, int64_t now, struct xp_overdue *out, size_t max);
@@ -400,6 +423,8 @@ int xp_node_state_parse(const char *s);
 const char *xp_node_source_name(int s);
 int xp_node_source_parse(const char *s);
 int xp_job_terminal(int s);
+const char *xp_end_name(int e);	 /* "" for none */
+int xp_end_parse(const char *s); /* "oom" -> XP_END_OOM; -1 unknown (or "") */
 /* Legal transitions (docs/design/controller.md). */
 int xp_job_transition_ok(int from, int to);
 int xp_node_transition_ok(int from, int to);

@@ -252,6 +252,23 @@ static void record_break(struct xp_store_info *info, const char *path, uint64_t 
 	problem(info, path, why);
 }
 
+/* Does the snapshot row (seq, at, body, crc) pass its checksum? If not, why says so. */
+static int snap_crc_ok(sqlite3_stmt *st, long long seq, char why[200])
+{
+	const void *b = sqlite3_column_blob(st, 2);
+	size_t n = (size_t)sqlite3_column_bytes(st, 2);
+	uint32_t want = xp_store_snap_crc((uint64_t)seq, sqlite3_column_int64(st, 1), b ? b : "",
+					  b ? n : 0);
+	long long have = sqlite3_column_int64(st, 3);
+	if (sqlite3_column_type(st, 3) == SQLITE_INTEGER && have == (long long)want)
+		return 1;
+	snprintf(why, 200,
+		 "the snapshot at seq %lld fails its checksum (stored %08llx, computed %08" PRIx32
+		 ")",
+		 seq, (unsigned long long)have & 0xffffffffULL, want);
+	return 0;
+}
+
 /* Snapshots, newest first: counts, range, checksums; the good ones become bases. */
 static int check_snapshots(sqlite3 *db, const char *path, struct xp_store_info *info,
 			   struct xp_err *err)
@@ -274,28 +291,13 @@ static int check_snapshots(sqlite3 *db, const char *path, struct xp_store_info *
 		if (!info->snap_count++)
 			info->snap_max = (uint64_t)seq;
 		info->snap_min = (uint64_t)seq;
-		if (info->format >= 2) {
-			const void *b = sqlite3_column_blob(st, 2);
-			size_t n = (size_t)sqlite3_column_bytes(st, 2);
-			uint32_t want = xp_store_snap_crc(
-				(uint64_t)seq, sqlite3_column_int64(st, 1), b ? b : "", b ? n : 0);
-			if (sqlite3_column_type(st, 3) != SQLITE_INTEGER ||
-			    sqlite3_column_int64(st, 3) != (sqlite3_int64)want) {
-				char why[200];
-				snprintf(why, sizeof(why),
-					 "the snapshot at seq %lld fails its checksum (stored "
-					 "%08llx, "
-					 "computed %08" PRIx32 ")",
-					 seq,
-					 (unsigned long long)sqlite3_column_int64(st, 3) &
-						 0xffffffffULL,
-					 want);
-				if (info->bad_snaps < 4)
-					info->bad_snap[info->bad_snaps] = (uint64_t)seq;
-				info->bad_snaps++;
-				problem(info, path, why);
-				continue;
-			}
+		char why[200];
+		if (info->format >= 2 && !snap_crc_ok(st, seq, why)) {
+			if (info->bad_snaps < 4)
+				info->bad_snap[info->bad_snaps] = (uint64_t)seq;
+			info->bad_snaps++;
+			problem(info, path, why);
+			continue;
 		}
 		if (info->nbase < XP_STORE_BASES - 1)
 			info->base[info->nbase++].seq = (uint64_t)seq;

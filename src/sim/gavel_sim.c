@@ -109,14 +109,13 @@ int xp_gavel_cfg_cluster(struct xp_gavel_cfg *c, const struct xp_cluster *cl, do
 	return 0;
 }
 
-int xp_gavel_colo_load(const char *path, struct xp_gavel_colo *c, struct xp_err *err)
+/* The table of an open CSV (closed here), behind both entry points. */
+static int colo_from_csv(struct xp_csv *csv, struct xp_gavel_colo *c, struct xp_err *err)
 {
 	static const char *const need[] = { "worker_type",    "job_a",	"scale_factor_a", "job_b",
 					    "scale_factor_b", "tput_a", "tput_b" };
-	struct xp_csv *csv;
-	int rc = xp_csv_open(path, &csv, err);
-	if (rc < 0)
-		return rc;
+	const char *path = xp_csv_name(csv);
+	int rc;
 	memset(c, 0, sizeof(*c));
 	if ((rc = xp_csv_require(csv, need, 7, err)) < 0)
 		goto out;
@@ -155,6 +154,21 @@ int xp_gavel_colo_load(const char *path, struct xp_gavel_colo *c, struct xp_err 
 out:
 	xp_csv_close(csv);
 	return rc;
+}
+
+int xp_gavel_colo_load(const char *path, struct xp_gavel_colo *c, struct xp_err *err)
+{
+	struct xp_csv *csv;
+	int rc = xp_csv_open(path, &csv, err);
+	return rc < 0 ? rc : colo_from_csv(csv, c, err);
+}
+
+int xp_gavel_colo_parse(const char *name, const char *buf, size_t len, struct xp_gavel_colo *c,
+			struct xp_err *err)
+{
+	struct xp_csv *csv;
+	int rc = xp_csv_open_mem(name, buf, len, &csv, err);
+	return rc < 0 ? rc : colo_from_csv(csv, c, err);
 }
 
 /* ---- the workload, generated as far as the run needs it ---- */

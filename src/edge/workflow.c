@@ -88,8 +88,12 @@ static int check_shape(struct xp_walk *w, const struct xp_tree *t, const char **
 	if ((rc = xp_walk_want(w, t, XP_TREE_MAP, "a map {name, jobs}")) < 0 ||
 	    (rc = xp_walk_keys(w, t, wf_keys)) < 0)
 		return rc;
-	if ((rc = xp_walk_get_str(w, t, "name", 253, wf)) == 0)
-		return xp_walk_fail(w, t->line, XP_EINVAL, "name: missing (the workflow's name)");
+	if ((rc = xp_walk_get_str(w, t, "name", 253, wf)) == 0) {
+		size_t m = xp_walk_push_key(w, "name"); /* the field's path, not "" */
+		rc = xp_walk_fail(w, t->line, XP_EINVAL, "missing (the workflow's name)");
+		xp_walk_pop(w, m);
+		return rc;
+	}
 	if (rc < 0)
 		return rc;
 	if (!xp_name_ok(*wf)) {

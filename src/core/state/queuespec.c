@@ -160,8 +160,12 @@ static int parse(struct xp_walk *w, const struct xp_tree *t, int need_name, stru
 		return rc;
 	if ((rc = get_name(w, t, "name", q->name)) < 0)
 		return rc;
-	if (rc == 0 && need_name)
-		return xp_walk_fail(w, t->line, XP_EINVAL, "name: missing");
+	if (rc == 0 && need_name) {
+		size_t m = xp_walk_push_key(w, "name"); /* the field's path, not "" */
+		rc = xp_walk_fail(w, t->line, XP_EINVAL, "missing");
+		xp_walk_pop(w, m);
+		return rc;
+	}
 	if ((rc = get_name(w, t, "parent", q->parent)) < 0)
 		return rc;
 	q->set |= rc ? XP_QS_PARENT : 0;

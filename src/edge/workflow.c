@@ -242,7 +242,8 @@ static int parse_specs(const char *src, struct xp_tree *jobs, const struct xp_st
 		}
 		if (rc == 0 && s->workflow && strcmp(s->workflow, wf)) {
 			snprintf(f, sizeof(f), "workflow");
-			rc = xp_errf(err, XP_EINVAL, "workflow: not the workflow's name %s", wf);
+			rc = xp_errf(err, XP_EINVAL, "%s: workflow: not the workflow's name %s", src,
+				     wf);
 		}
 		if (rc < 0) {
 			snprintf(field, 640, "jobs[%zu].%s", i, f);

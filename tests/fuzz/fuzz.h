@@ -47,8 +47,7 @@ void fz_check_refused(int rc, const struct xp_err *err, const char *name);
 
 /*
  * Field paths of a walker's error ("NAME[:LINE]: PATH: reason"). When field
- * is set, it is a well-formed path and the text names it right after the
- * name and line; when it is "", the text must not start with a path into
+ * is set, the text names it right after the name and line; when it is "", the text must not start with a path into
  * one of top (the schema's top-level keys): that would be a field's error
  * without its path, which the API would answer with "field": "".
  */

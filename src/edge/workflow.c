@@ -271,7 +271,7 @@ int xp_workflow_parse(const char *src, const char *buf, size_t len, int json,
 	w.name = src;
 	w.err = err;
 	field[0] = '\0';
-	int rc = xp_tree_parse(src, buf ? buf : "", len, json, &t, err);
+	int rc = xp_tree_parse_field(src, buf ? buf : "", len, json, &t, w.field, err);
 	if (rc == 0)
 		rc = check_shape(&w, t, &wf, &jobs, names);
 	if (rc == 0) {

@@ -258,16 +258,17 @@ int xp_queuespec_parse_text(const char *name, const char *buf, size_t len, int j
 {
 	struct xp_tree *t = NULL;
 	struct xp_walk w;
-	int rc = xp_tree_parse(name, buf, len, json, &t, err);
+	int rc = xp_tree_parse_field(name, buf, len, json, &t, field, err);
 
 	xp_queuespec_init(out);
 	memset(&w, 0, sizeof(w));
 	w.name = name;
 	w.err = err;
-	if (rc == 0)
+	if (rc == 0) {
 		rc = parse(&w, t, need_name, out);
-	if (field)
-		memcpy(field, w.field, sizeof(w.field));
+		if (field)
+			memcpy(field, w.field, sizeof(w.field));
+	}
 	xp_tree_destroy(t);
 	return rc < 0 ? rc : 0;
 }

@@ -580,9 +580,7 @@ int xp_jobspec_parse_text(const char *name, const char *buf, size_t len, int jso
 			  struct xp_jobspec *out, char field[320], struct xp_err *err)
 {
 	struct xp_tree *t = NULL;
-	int rc = xp_tree_parse(name, buf, len, json, &t, err);
-	if (field)
-		field[0] = '\0';
+	int rc = xp_tree_parse_field(name, buf, len, json, &t, field, err);
 	if (rc < 0)
 		return rc;
 	rc = xp_jobspec_parse(t, name, out, field, err);
@@ -598,14 +596,12 @@ int xp_jobpatch_parse_text(const char *name, const char *buf, size_t len, int js
 	struct xp_tree *t = NULL;
 	struct xp_walk w;
 	struct xp_jobspec s;
-	int rc = xp_tree_parse(name, buf, len, json, &t, err);
+	int rc = xp_tree_parse_field(name, buf, len, json, &t, field, err);
 
 	memset(out, 0, sizeof(*out));
 	memset(&w, 0, sizeof(w));
 	w.name = name;
 	w.err = err;
-	if (field)
-		field[0] = '\0';
 	if (rc < 0)
 		return rc;
 	if (!t)

@@ -27,7 +27,7 @@ echo "fuzz: building the harnesses with $CC into $BUILD/ (log: $BUILD/log/build.
 	{ tail -30 "$BUILD/log/build.log"; exit 1; }
 
 names=${FUZZ_ONLY:-$(ls "$CORPUS")}
-stat() { sed -n "s/^stat::$1: *//p" "$2" | tail -1; }
+final_stat() { sed -n "s/^stat::$1: *//p" "$2" | tail -1; }
 table="$BUILD/log/table.txt"
 printf '%-12s %7s %12s %9s %5s %7s\n' harness seconds execs execs/s new crashes >"$table"
 failed=0
@@ -49,8 +49,8 @@ for n in $names; do
 		crashes=1 # died without leaving an input: the log says why
 	fi
 	[ "$crashes" -eq 0 ] || { failed=1; grep -m3 -E 'ERROR|fuzz: property|SUMMARY' "$BUILD/log/$n.log" >&2 || true; }
-	printf '%-12s %7s %12s %9s %5s %7s\n' "$n" "$took" "$(stat number_of_executed_units "$BUILD/log/$n.log")" \
-		"$(stat average_exec_per_sec "$BUILD/log/$n.log")" "$(ls "$BUILD/new/$n" | wc -l)" \
+	printf '%-12s %7s %12s %9s %5s %7s\n' "$n" "$took" "$(final_stat number_of_executed_units "$BUILD/log/$n.log")" \
+		"$(final_stat average_exec_per_sec "$BUILD/log/$n.log")" "$(ls "$BUILD/new/$n" | wc -l)" \
 		"$crashes" >>"$table"
 done
 echo "== fuzz: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"

@@ -17,8 +17,8 @@
 #      multi-GPU, JCT plots, the energy curve, hold-out seeds (bench/gavel.sh);
 #   6. the dashboard: submit to drawn on an open page (bench/ui.sh);
 #   7. fuzzing: execs and execs/s of each parser harness under libFuzzer,
-#      BENCH_FUZZ_SECONDS (20) each: `make fuzz`, about 4 minutes with its
-#      build (docs/design/fuzzing.md).
+#      BENCH_FUZZ_SECONDS (20) each: `make fuzz`, about 4 minutes, 6 when
+#      build-fuzz/ is built from scratch (docs/design/fuzzing.md).
 set -eu
 BUILD=${1:-build}
 XP="$BUILD/xpool"

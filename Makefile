@@ -5,6 +5,8 @@
 #   make run-sim      the OpenB / FGD reproduction beside the published results
 #   make test         the whole test suite; SANITIZE=1 for address+undefined
 #   make bench        benchmark figures (medians of several runs)
+#   make fuzz         every parser harness under libFuzzer, FUZZ_SECONDS each
+#                     (default 60; clang, build-fuzz/; docs/design/fuzzing.md)
 
 SANITIZE ?= 0
 ifeq ($(SANITIZE),1)
@@ -15,8 +17,9 @@ BUILD ?= build
 endif
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 OPENB ?= ../shared/traces/openb
+FUZZ_SECONDS ?= 60
 
-.PHONY: all deps build run run-sim test bench clean
+.PHONY: all deps build run run-sim test bench fuzz clean
 
 all: build
 
@@ -47,5 +50,10 @@ test: build
 bench: build
 	./bench/run.sh $(BUILD)
 
+# its own build folder (clang, libFuzzer): the harnesses only
+fuzz:
+	@./scripts/deps.sh fuzz
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) ./scripts/fuzz.sh
+
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz

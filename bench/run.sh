@@ -15,7 +15,10 @@
 #      API, CPU per heartbeat, p99 latency, long polls (bench/agents.sh);
 #   5. Gavel's workload: every policy at every rate, seeds 0-2, single- and
 #      multi-GPU, JCT plots, the energy curve, hold-out seeds (bench/gavel.sh);
-#   6. the dashboard: submit to drawn on an open page (bench/ui.sh).
+#   6. the dashboard: submit to drawn on an open page (bench/ui.sh);
+#   7. fuzzing: execs and execs/s of each parser harness under libFuzzer,
+#      BENCH_FUZZ_SECONDS (20) each: `make fuzz`, about 4 minutes, 6 when
+#      build-fuzz/ is built from scratch (docs/design/fuzzing.md).
 set -eu
 BUILD=${1:-build}
 XP="$BUILD/xpool"
@@ -79,3 +82,7 @@ echo "== 5. Gavel's workload: JCT against rate, energy (docs/results/policy.md)"
 
 echo "== 6. the dashboard: a submitted job drawn on an open page, median of 5 (bench/ui.sh)"
 ./bench/ui.sh "$BUILD"
+
+echo "== 7. fuzzing: every parser harness under libFuzzer, ${BENCH_FUZZ_SECONDS:-20} s each (make fuzz)"
+make fuzz FUZZ_SECONDS="${BENCH_FUZZ_SECONDS:-20}" ||
+	echo "(a harness crashed or failed: see build-fuzz/log and build-fuzz/crashes)"

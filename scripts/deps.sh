@@ -6,6 +6,8 @@
 # tests/cli_ui.sh drives the dashboard headless through the DevTools
 # protocol, with Node.js and the npm packages pinned in
 # tests/ui/package-lock.json; procps: pkill in test_agents).
+# `deps.sh fuzz` (make fuzz) adds clang and its runtime libraries, which
+# hold libFuzzer and which --no-install-recommends leaves out.
 # Idempotent: when every package is present it prints one line and changes
 # nothing. Needs root (or sudo) only when something is missing.
 set -eu
@@ -15,6 +17,9 @@ libcmocka-dev libyaml-dev libjansson-dev
 libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev
 libhwloc-dev
 jq curl procps prometheus chromium"
+if [ "${1:-}" = fuzz ]; then
+	PKGS="$PKGS clang-14 libclang-rt-14-dev"
+fi
 # Node.js: whichever node and npm are on the PATH (some machines carry a
 # Node.js whose npm conflicts with Debian's npm package); Debian's only
 # when there is none.

@@ -131,7 +131,7 @@ static void test_refusals(void **state)
 	} bad[] = {
 		{ "", "", "empty document" },
 		{ "[1]", "", "a map" },
-		{ "{jobs: [{name: a}]}", "", "name: missing" },
+		{ "{jobs: [{name: a}]}", "name", "name: missing" },
 		{ "{name: 'a b', jobs: [{name: a}]}", "name", "expected 1..63" },
 		{ "{name: w, jobs: []}", "jobs", "needs a job" },
 		{ "{name: w, jobs: [{name: a}, {name: a}]}", "jobs[1].name", "used twice" },

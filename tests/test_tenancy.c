@@ -627,7 +627,7 @@ static void test_bad_queue_docs(void **state)
 		{ "{name: a, priority: 5000}", "priority", "" },
 		{ "{name: 'bad name'}", "name", "" },
 		{ "{name: a, parent: a}", "parent", "own parent" },
-		{ "{priority: 1}", "", "name" },
+		{ "{priority: 1}", "name", "name: missing" },
 		{ "{name: a, color: red}", "color", "" },
 		{ "[1, 2]", "", "a map" },
 		{ "{name: a, quota: {memory: {max: 1e400}}}", "quota.memory.max", "" },

@@ -112,7 +112,7 @@ static int conv(struct jstate *s, json_t *j, int depth, struct xp_tree **out)
 }
 
 int xp_tree_from_json(const char *name, const char *buf, size_t len, struct xp_tree **out,
-		      struct xp_err *err)
+		      char field[320], struct xp_err *err)
 {
 	struct jstate s = { .w = { .name = name, .err = err } };
 	json_error_t je;
@@ -129,6 +129,8 @@ int xp_tree_from_json(const char *name, const char *buf, size_t len, struct xp_t
 	json_decref(j);
 	if (rc == 0)
 		*out = t;
+	else if (field)
+		memcpy(field, s.w.field, sizeof(s.w.field));
 	return rc;
 }
 

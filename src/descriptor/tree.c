@@ -149,6 +149,14 @@ const char *xp_tree_kind_name(const struct xp_tree *t)
 int xp_tree_parse(const char *name, const char *buf, size_t len, int json, struct xp_tree **out,
 		  struct xp_err *err)
 {
+	return xp_tree_parse_field(name, buf, len, json, out, NULL, err);
+}
+
+int xp_tree_parse_field(const char *name, const char *buf, size_t len, int json,
+			struct xp_tree **out, char field[320], struct xp_err *err)
+{
+	if (field)
+		field[0] = '\0';
 	if (len > XP_TREE_MAX_BYTES)
 		return xp_errf(err, XP_ETOOBIG,
 			       "%s: %zu bytes is more than the %zu a document may have", name, len,
@@ -166,8 +174,8 @@ int xp_tree_parse(const char *name, const char *buf, size_t len, int json, struc
 			json = i < len && (buf[i] == '{' || buf[i] == '[');
 		}
 	}
-	return json ? xp_tree_from_json(name, buf, len, out, err)
-		    : xp_tree_from_yaml(name, buf, len, out, err);
+	return json ? xp_tree_from_json(name, buf, len, out, field, err)
+		    : xp_tree_from_yaml(name, buf, len, out, field, err);
 }
 
 int xp_tree_read_file(const char *path, char **buf, size_t *len, struct xp_err *err)

@@ -71,12 +71,14 @@ const char *xp_tree_kind_name(const struct xp_tree *t);
 /*
  * Readers: parse buf[0..len) into *out (NULL for an empty YAML stream).
  * On error return a negative code with err->text "NAME:LINE: PATH: reason"
- * (or "NAME:LINE:COL: ..." for syntax errors), *out untouched.
+ * (or "NAME:LINE:COL: ..." for syntax errors), *out untouched, and field
+ * (when not NULL) the PATH of a value's error (a duplicate key, an anchor,
+ * a value nested too deep), "" for a syntax error.
  */
 int xp_tree_from_yaml(const char *name, const char *buf, size_t len, struct xp_tree **out,
-		      struct xp_err *err);
+		      char field[320], struct xp_err *err);
 int xp_tree_from_json(const char *name, const char *buf, size_t len, struct xp_tree **out,
-		      struct xp_err *err);
+		      char field[320], struct xp_err *err);
 
 /*
  * Format detection and reading. xp_tree_parse() picks the reader: JSON when
@@ -86,6 +88,10 @@ int xp_tree_from_json(const char *name, const char *buf, size_t len, struct xp_t
  */
 int xp_tree_parse(const char *name, const char *buf, size_t len, int json, struct xp_tree **out,
 		  struct xp_err *err);
+/* The same, with the faulty value's path in field as the readers give it
+ * ("" on success and for the document as a whole). */
+int xp_tree_parse_field(const char *name, const char *buf, size_t len, int json,
+			struct xp_tree **out, char field[320], struct xp_err *err);
 int xp_tree_read_file(const char *path, char **buf, size_t *len, struct xp_err *err);
 
 /*

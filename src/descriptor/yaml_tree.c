@@ -214,7 +214,7 @@ static int on_event(struct ystate *s, const yaml_event_t *ev)
 }
 
 int xp_tree_from_yaml(const char *name, const char *buf, size_t len, struct xp_tree **out,
-		      struct xp_err *err)
+		      char field[320], struct xp_err *err)
 {
 	struct ystate *s = XNEW(struct ystate);
 	yaml_parser_t p;
@@ -240,6 +240,8 @@ int xp_tree_from_yaml(const char *name, const char *buf, size_t len, struct xp_t
 	for (int i = 0; i < s->depth; i++)
 		free(s->stack[i].key);
 	if (rc < 0) {
+		if (field)
+			memcpy(field, s->w.field, sizeof(s->w.field));
 		xp_tree_destroy(s->root);
 	} else {
 		*out = s->root;

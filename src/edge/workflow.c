@@ -88,8 +88,12 @@ static int check_shape(struct xp_walk *w, const struct xp_tree *t, const char **
 	if ((rc = xp_walk_want(w, t, XP_TREE_MAP, "a map {name, jobs}")) < 0 ||
 	    (rc = xp_walk_keys(w, t, wf_keys)) < 0)
 		return rc;
-	if ((rc = xp_walk_get_str(w, t, "name", 253, wf)) == 0)
-		return xp_walk_fail(w, t->line, XP_EINVAL, "name: missing (the workflow's name)");
+	if ((rc = xp_walk_get_str(w, t, "name", 253, wf)) == 0) {
+		size_t m = xp_walk_push_key(w, "name"); /* the field's path, not "" */
+		rc = xp_walk_fail(w, t->line, XP_EINVAL, "missing (the workflow's name)");
+		xp_walk_pop(w, m);
+		return rc;
+	}
 	if (rc < 0)
 		return rc;
 	if (!xp_name_ok(*wf)) {
@@ -238,7 +242,8 @@ static int parse_specs(const char *src, struct xp_tree *jobs, const struct xp_st
 		}
 		if (rc == 0 && s->workflow && strcmp(s->workflow, wf)) {
 			snprintf(f, sizeof(f), "workflow");
-			rc = xp_errf(err, XP_EINVAL, "workflow: not the workflow's name %s", wf);
+			rc = xp_errf(err, XP_EINVAL, "%s: workflow: not the workflow's name %s", src,
+				     wf);
 		}
 		if (rc < 0) {
 			snprintf(field, 640, "jobs[%zu].%s", i, f);
@@ -266,7 +271,7 @@ int xp_workflow_parse(const char *src, const char *buf, size_t len, int json,
 	w.name = src;
 	w.err = err;
 	field[0] = '\0';
-	int rc = xp_tree_parse(src, buf ? buf : "", len, json, &t, err);
+	int rc = xp_tree_parse_field(src, buf ? buf : "", len, json, &t, w.field, err);
 	if (rc == 0)
 		rc = check_shape(&w, t, &wf, &jobs, names);
 	if (rc == 0) {

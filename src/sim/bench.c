@@ -45,7 +45,7 @@ int xp_bench_run(const struct xp_cluster *c, const struct xp_openb_trace *t,
 	struct xp_sched_opts so = { .policy = o->policy, .no_index = o->no_index };
 	struct xp_rng rng;
 	struct xp_sched *s;
-	uint64_t t0 = xp_mono_ns(), target, arrived = 0;
+	uint64_t t0 = xp_mono_ns(), target;
 	int rc = 0;
 
 	memset(res, 0, sizeof(*res));
@@ -81,7 +81,6 @@ int xp_bench_run(const struct xp_cluster *c, const struct xp_openb_trace *t,
 			break;
 		}
 		rc = 0;
-		arrived += (uint64_t)p->num_gpu * p->gpu_milli;
 	}
 	res->secs = (double)(xp_mono_ns() - t0) / 1e9;
 	res->decisions = n;

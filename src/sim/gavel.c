@@ -50,13 +50,12 @@ int xp_gavel_template_index(const char *name)
 	return -1;
 }
 
-int xp_gavel_load(const char *path, struct xp_gavel_matrix *m, struct xp_err *err)
+/* The matrix of an open CSV (closed here), behind both entry points. */
+static int matrix_from_csv(struct xp_csv *c, struct xp_gavel_matrix *m, struct xp_err *err)
 {
 	static const char *const need[] = { "job_type", "scale_factor", "v100", "p100", "k80" };
-	struct xp_csv *c;
-	int rc = xp_csv_open(path, &c, err);
-	if (rc < 0)
-		return rc;
+	const char *path = xp_csv_name(c);
+	int rc;
 	memset(m, 0, sizeof(*m));
 	if ((rc = xp_csv_require(c, need, 5, err)) < 0)
 		goto out;
@@ -91,6 +90,21 @@ int xp_gavel_load(const char *path, struct xp_gavel_matrix *m, struct xp_err *er
 out:
 	xp_csv_close(c);
 	return rc;
+}
+
+int xp_gavel_load(const char *path, struct xp_gavel_matrix *m, struct xp_err *err)
+{
+	struct xp_csv *c;
+	int rc = xp_csv_open(path, &c, err);
+	return rc < 0 ? rc : matrix_from_csv(c, m, err);
+}
+
+int xp_gavel_parse(const char *name, const char *buf, size_t len, struct xp_gavel_matrix *m,
+		   struct xp_err *err)
+{
+	struct xp_csv *c;
+	int rc = xp_csv_open_mem(name, buf, len, &c, err);
+	return rc < 0 ? rc : matrix_from_csv(c, m, err);
 }
 
 void xp_gavel_trace(const struct xp_gavel_matrix *m, size_t n, double rate, int multi_gpu,

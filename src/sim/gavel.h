@@ -38,6 +38,9 @@ int xp_gavel_sf_index(long sf);
 int xp_gavel_distributed(int t);
 /* gavel_isolated_throughputs.csv into m */
 int xp_gavel_load(const char *csv, struct xp_gavel_matrix *m, struct xp_err *err);
+/* The same from a buffer (copied; name labels errors): one reader serves both. */
+int xp_gavel_parse(const char *name, const char *buf, size_t len, struct xp_gavel_matrix *m,
+		   struct xp_err *err);
 /* n jobs of Gavel's continuous trace: rate jobs/h, multi-GPU or not, seed */
 void xp_gavel_trace(const struct xp_gavel_matrix *m, size_t n, double rate, int multi_gpu,
 		    unsigned seed, struct xp_gavel_job *out);

@@ -11,6 +11,7 @@
  */
 #include "gavel_sim_int.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,14 +110,19 @@ int xp_gavel_cfg_cluster(struct xp_gavel_cfg *c, const struct xp_cluster *cl, do
 	return 0;
 }
 
-int xp_gavel_colo_load(const char *path, struct xp_gavel_colo *c, struct xp_err *err)
+/* a throughput that a float holds: a larger one would become infinite */
+static int tput_ok(const char *s, double *v)
+{
+	return xp_parse_double(s, v) == 0 && *v >= 0 && *v <= FLT_MAX;
+}
+
+/* The table of an open CSV (closed here), behind both entry points. */
+static int colo_from_csv(struct xp_csv *csv, struct xp_gavel_colo *c, struct xp_err *err)
 {
 	static const char *const need[] = { "worker_type",    "job_a",	"scale_factor_a", "job_b",
 					    "scale_factor_b", "tput_a", "tput_b" };
-	struct xp_csv *csv;
-	int rc = xp_csv_open(path, &csv, err);
-	if (rc < 0)
-		return rc;
+	const char *path = xp_csv_name(csv);
+	int rc;
 	memset(c, 0, sizeof(*c));
 	if ((rc = xp_csv_require(csv, need, 7, err)) < 0)
 		goto out;
@@ -142,9 +148,9 @@ int xp_gavel_colo_load(const char *path, struct xp_gavel_colo *c, struct xp_err 
 			: a < 0		     ? "job_a: unknown template"
 			: b < 0		     ? "job_b: unknown template"
 			: fa < 0 || fa != fb ? "scale_factor_a/b: expected equal 1, 2, 4 or 8"
-			: xp_parse_double(f[5], &ta) < 0 || !(ta >= 0) ? "tput_a: expected >= 0"
-			: xp_parse_double(f[6], &tb) < 0 || !(tb >= 0) ? "tput_b: expected >= 0"
-								       : NULL;
+			: !tput_ok(f[5], &ta) ? "tput_a: expected a throughput 0..3.4e38"
+			: !tput_ok(f[6], &tb) ? "tput_b: expected a throughput 0..3.4e38"
+					      : NULL;
 		if (bad) {
 			rc = xp_errf(err, XP_EINVAL, "%s:%zu: %s", path, xp_csv_line(csv), bad);
 			goto out;
@@ -155,6 +161,21 @@ int xp_gavel_colo_load(const char *path, struct xp_gavel_colo *c, struct xp_err 
 out:
 	xp_csv_close(csv);
 	return rc;
+}
+
+int xp_gavel_colo_load(const char *path, struct xp_gavel_colo *c, struct xp_err *err)
+{
+	struct xp_csv *csv;
+	int rc = xp_csv_open(path, &csv, err);
+	return rc < 0 ? rc : colo_from_csv(csv, c, err);
+}
+
+int xp_gavel_colo_parse(const char *name, const char *buf, size_t len, struct xp_gavel_colo *c,
+			struct xp_err *err)
+{
+	struct xp_csv *csv;
+	int rc = xp_csv_open_mem(name, buf, len, &csv, err);
+	return rc < 0 ? rc : colo_from_csv(csv, c, err);
 }
 
 /* ---- the workload, generated as far as the run needs it ---- */

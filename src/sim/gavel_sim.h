@@ -48,6 +48,9 @@ struct xp_gavel_colo {
 	float tput[XP_GAVEL_TYPES][4][XP_GAVEL_TEMPLATES][XP_GAVEL_TEMPLATES][2];
 };
 int xp_gavel_colo_load(const char *csv, struct xp_gavel_colo *c, struct xp_err *err);
+/* The same from a buffer (copied; name labels errors). */
+int xp_gavel_colo_parse(const char *name, const char *buf, size_t len, struct xp_gavel_colo *c,
+			struct xp_err *err);
 
 /* Energy model per GPU type: idle watts, and watts while running a job
  * (TDP x active fraction); docs/design/energy.md. */

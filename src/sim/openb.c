@@ -37,16 +37,16 @@ static int valid_name(const char *s)
 	return 1;
 }
 
-struct xp_cluster *xp_openb_load_nodes(const char *path, struct xp_err *err)
+/* The nodes of an open CSV (closed here), the one reader behind the file
+ * and the buffer entry points. */
+static struct xp_cluster *nodes_from_csv(struct xp_csv *csv, struct xp_err *err)
 {
 	static const char *const cols[] = { "sn", "cpu_milli", "memory_mib", "gpu", "model" };
-	struct xp_csv *csv = NULL;
+	const char *path = xp_csv_name(csv);
 	struct xp_cluster *c = NULL;
 	struct xp_strtab *names = NULL;
 	int rc;
 
-	if ((rc = xp_csv_open(path, &csv, err)) < 0)
-		return NULL;
 	if ((rc = xp_csv_require(csv, cols, 5, err)) < 0)
 		goto fail;
 	int csn = xp_csv_col(csv, "sn"), ccpu = xp_csv_col(csv, "cpu_milli"),
@@ -111,6 +111,19 @@ fail:
 	return NULL;
 }
 
+struct xp_cluster *xp_openb_load_nodes(const char *path, struct xp_err *err)
+{
+	struct xp_csv *csv;
+	return xp_csv_open(path, &csv, err) < 0 ? NULL : nodes_from_csv(csv, err);
+}
+
+struct xp_cluster *xp_openb_parse_nodes(const char *name, const char *buf, size_t len,
+					struct xp_err *err)
+{
+	struct xp_csv *csv;
+	return xp_csv_open_mem(name, buf, len, &csv, err) < 0 ? NULL : nodes_from_csv(csv, err);
+}
+
 static int cmp_pod_name(const void *a, const void *b)
 {
 	const struct xp_openb_pod *x = a, *y = b;
@@ -156,18 +169,17 @@ static int parse_spec(struct xp_cluster *c, const char *spec, struct xp_selector
 	return 0;
 }
 
-struct xp_openb_trace *xp_openb_load_pods(const char *path, struct xp_cluster *c,
-					  struct xp_err *err)
+/* The pods of an open CSV (closed here), behind both entry points. */
+static struct xp_openb_trace *pods_from_csv(struct xp_csv *csv, struct xp_cluster *c,
+					    struct xp_err *err)
 {
 	static const char *const cols[] = { "name", "cpu_milli", "memory_mib", "num_gpu",
 					    "gpu_milli" };
-	struct xp_csv *csv = NULL;
+	const char *path = xp_csv_name(csv);
 	struct xp_openb_trace *t = XNEW(struct xp_openb_trace);
 	size_t cap = 0;
 	int rc;
 
-	if ((rc = xp_csv_open(path, &csv, err)) < 0)
-		goto fail;
 	if ((rc = xp_csv_require(csv, cols, 5, err)) < 0)
 		goto fail;
 	int cname = xp_csv_col(csv, "name"), ccpu = xp_csv_col(csv, "cpu_milli"),
@@ -265,6 +277,20 @@ fail:
 	xp_csv_close(csv);
 	xp_openb_trace_free(t);
 	return NULL;
+}
+
+struct xp_openb_trace *xp_openb_load_pods(const char *path, struct xp_cluster *c,
+					  struct xp_err *err)
+{
+	struct xp_csv *csv;
+	return xp_csv_open(path, &csv, err) < 0 ? NULL : pods_from_csv(csv, c, err);
+}
+
+struct xp_openb_trace *xp_openb_parse_pods(const char *name, const char *buf, size_t len,
+					   struct xp_cluster *c, struct xp_err *err)
+{
+	struct xp_csv *csv;
+	return xp_csv_open_mem(name, buf, len, &csv, err) < 0 ? NULL : pods_from_csv(csv, c, err);
 }
 
 /* ---- target workload M ---- */

@@ -42,6 +42,12 @@ struct xp_cluster *xp_openb_load_nodes(const char *path, struct xp_err *err);
 /* Pods CSV -> a trace whose requests use c's model names. */
 struct xp_openb_trace *xp_openb_load_pods(const char *path, struct xp_cluster *c,
 					  struct xp_err *err);
+/* The same from a buffer (copied; name stands for the path in error text
+ * and the workload's name): one reader serves both. */
+struct xp_cluster *xp_openb_parse_nodes(const char *name, const char *buf, size_t len,
+					struct xp_err *err);
+struct xp_openb_trace *xp_openb_parse_pods(const char *name, const char *buf, size_t len,
+					   struct xp_cluster *c, struct xp_err *err);
 void xp_openb_trace_free(struct xp_openb_trace *t);
 
 /* The target workload M of PROTOCOL.md 2.1 (95% popularity cut, CPU-only

@@ -160,8 +160,12 @@ static int parse(struct xp_walk *w, const struct xp_tree *t, int need_name, stru
 		return rc;
 	if ((rc = get_name(w, t, "name", q->name)) < 0)
 		return rc;
-	if (rc == 0 && need_name)
-		return xp_walk_fail(w, t->line, XP_EINVAL, "name: missing");
+	if (rc == 0 && need_name) {
+		size_t m = xp_walk_push_key(w, "name"); /* the field's path, not "" */
+		rc = xp_walk_fail(w, t->line, XP_EINVAL, "missing");
+		xp_walk_pop(w, m);
+		return rc;
+	}
 	if ((rc = get_name(w, t, "parent", q->parent)) < 0)
 		return rc;
 	q->set |= rc ? XP_QS_PARENT : 0;
@@ -254,16 +258,17 @@ int xp_queuespec_parse_text(const char *name, const char *buf, size_t len, int j
 {
 	struct xp_tree *t = NULL;
 	struct xp_walk w;
-	int rc = xp_tree_parse(name, buf, len, json, &t, err);
+	int rc = xp_tree_parse_field(name, buf, len, json, &t, field, err);
 
 	xp_queuespec_init(out);
 	memset(&w, 0, sizeof(w));
 	w.name = name;
 	w.err = err;
-	if (rc == 0)
+	if (rc == 0) {
 		rc = parse(&w, t, need_name, out);
-	if (field)
-		memcpy(field, w.field, sizeof(w.field));
+		if (field)
+			memcpy(field, w.field, sizeof(w.field));
+	}
 	xp_tree_destroy(t);
 	return rc < 0 ? rc : 0;
 }

@@ -570,9 +570,7 @@ int xp_jobspec_parse_text(const char *name, const char *buf, size_t len, int jso
 			  struct xp_jobspec *out, char field[320], struct xp_err *err)
 {
 	struct xp_tree *t = NULL;
-	int rc = xp_tree_parse(name, buf, len, json, &t, err);
-	if (field)
-		field[0] = '\0';
+	int rc = xp_tree_parse_field(name, buf, len, json, &t, field, err);
 	if (rc < 0)
 		return rc;
 	rc = xp_jobspec_parse(t, name, out, field, err);
@@ -582,20 +580,27 @@ int xp_jobspec_parse_text(const char *name, const char *buf, size_t len, int jso
 
 static const char *const patch_keys[] = { "name", "priority", "queue", "time_limit", NULL };
 
+/* the fields a change gives a value (null gives none) */
+static uint32_t patch_set(const struct xp_tree *t)
+{
+	return (xp_tree_field(t, "name") ? XP_JP_NAME : 0) |
+	       (xp_tree_field(t, "priority") ? XP_JP_PRIORITY : 0) |
+	       (xp_tree_field(t, "queue") ? XP_JP_QUEUE : 0) |
+	       (xp_tree_field(t, "time_limit") ? XP_JP_TIME_LIMIT : 0);
+}
+
 int xp_jobpatch_parse_text(const char *name, const char *buf, size_t len, int json,
 			   struct xp_jobpatch *out, char field[320], struct xp_err *err)
 {
 	struct xp_tree *t = NULL;
 	struct xp_walk w;
 	struct xp_jobspec s;
-	int rc = xp_tree_parse(name, buf, len, json, &t, err);
+	int rc = xp_tree_parse_field(name, buf, len, json, &t, field, err);
 
 	memset(out, 0, sizeof(*out));
 	memset(&w, 0, sizeof(w));
 	w.name = name;
 	w.err = err;
-	if (field)
-		field[0] = '\0';
 	if (rc < 0)
 		return rc;
 	if (!t)
@@ -603,9 +608,10 @@ int xp_jobpatch_parse_text(const char *name, const char *buf, size_t len, int js
 				  "empty document, expected a change: name, priority, queue or "
 				  "time_limit");
 	else if ((rc = xp_walk_want(&w, t, XP_TREE_MAP, "a map (a change to a job)")) == 0 &&
-		 (rc = xp_walk_keys(&w, t, patch_keys)) == 0 && t->n == 0)
+		 (rc = xp_walk_keys(&w, t, patch_keys)) == 0 && !patch_set(t))
 		rc = xp_walk_fail(&w, t->line, XP_EINVAL,
-				  "nothing to change: give name, priority, queue or time_limit");
+				  "nothing to change: give name, priority, queue or time_limit "
+				  "(null is no value)");
 	if (rc < 0) {
 		if (field)
 			memcpy(field, w.field, sizeof(w.field));
@@ -615,10 +621,7 @@ int xp_jobpatch_parse_text(const char *name, const char *buf, size_t len, int js
 	/* each field as a spec reads it: the rest of the spec is defaults */
 	rc = xp_jobspec_parse(t, name, &s, field, err);
 	if (rc == 0) {
-		out->set = (xp_tree_field(t, "name") ? XP_JP_NAME : 0) |
-			   (xp_tree_field(t, "priority") ? XP_JP_PRIORITY : 0) |
-			   (xp_tree_field(t, "queue") ? XP_JP_QUEUE : 0) |
-			   (xp_tree_field(t, "time_limit") ? XP_JP_TIME_LIMIT : 0);
+		out->set = patch_set(t);
 		snprintf(out->name, sizeof(out->name), "%s", s.name ? s.name : "");
 		snprintf(out->queue, sizeof(out->queue), "%s", s.queue ? s.queue : "");
 		out->priority = s.priority;

@@ -352,13 +352,10 @@ static void queue_define(struct xp_ctl *ctl, struct xp_cmd *cmd, int update)
 {
 	struct xp_err err = { 0 };
 	struct xp_queuespec in, def;
-	char field[320];
 	long q = -1;
 	if (update && (q = xp_state_queue(ctl->st, cmd->name)) < 0)
 		FAIL(cmd, XP_ENOENT, NULL, "no queue %s", cmd->name);
-	if (xp_queuespec_parse_text("request", cmd->body ? cmd->body : "", cmd->len, cmd->body_json,
-				    !update, &in, field, &err) < 0)
-		FAIL_ERR(cmd, &err, field[0] ? field : NULL);
+	in = *(const struct xp_queuespec *)cmd->payload; /* parsed at the edge */
 	if (update) {
 		if (in.name[0] && strcmp(in.name, cmd->name))
 			FAIL(cmd, XP_EINVAL, "name", "name: a queue cannot be renamed");

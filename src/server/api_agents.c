@@ -67,34 +67,8 @@ void xp_watch_bump(struct xp_ctl *ctl, uint32_t node)
 	live_ensure(ctl, node);
 	pthread_mutex_lock(&ctl->watch_mu);
 	ctl->assign_ver.v[node]++;
-	pthread_cond_broadcast(&ctl->watch_cv[node % XP_WATCH_SHARDS]);
 	pthread_mutex_unlock(&ctl->watch_mu);
-}
-
-uint64_t xp_watch_wait(struct xp_ctl *ctl, uint32_t node, uint64_t since, int wait_ms)
-{
-	struct timespec ts;
-	uint64_t v;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += wait_ms / 1000;
-	ts.tv_nsec += (long)(wait_ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
-	pthread_mutex_lock(&ctl->watch_mu);
-	for (;;) {
-		v = node < ctl->assign_ver.n ? ctl->assign_ver.v[node] : 0;
-		if (v > since || ctl->watch_stop)
-			break;
-		if (pthread_cond_timedwait(&ctl->watch_cv[node % XP_WATCH_SHARDS], &ctl->watch_mu,
-					   &ts) != 0) {
-			v = node < ctl->assign_ver.n ? ctl->assign_ver.v[node] : 0;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&ctl->watch_mu);
-	return v;
+	xp_park_wake(ctl, XP_PARK_NODE(node)); /* after the bump: a waiter looks again */
 }
 
 /* ---- registration ---- */

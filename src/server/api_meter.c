@@ -83,11 +83,8 @@ void xp_api_prices_get(struct xp_ctl *ctl, struct xp_cmd *cmd)
 void xp_api_prices_put(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
 	struct xp_err err = { 0 };
-	struct xp_prices p;
-	if (xp_prices_parse("request", cmd->body ? cmd->body : "", cmd->len, cmd->body_json, &p,
-			    &err) < 0)
-		FAIL_ERR(cmd, &err, NULL);
-	json_t *doc = xp_prices_json(&p);
+	const struct xp_prices *p = cmd->payload; /* parsed at the edge */
+	json_t *doc = xp_prices_json(p);
 	char *rec = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	if (xp_ctl_journal(ctl, "prices.set", rec, &err) < 0) {
 		json_decref(doc);
@@ -104,10 +101,10 @@ void xp_api_job_counters(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	struct xp_job *j = xp_api_visible_job(ctl, cmd);
 	if (!j)
 		return;
-	json_t *c = json_loadb(cmd->body ? cmd->body : "", cmd->len, JSON_REJECT_DUPLICATES, &je);
+	json_t *c = cmd->body_obj ? json_incref(cmd->body_obj) : NULL; /* parsed at the edge */
+	(void)je;
 	if (!c)
-		FAIL(cmd, XP_EINVAL, NULL, "body: expected a JSON map of counter: count (%s)",
-		     je.text);
+		FAIL(cmd, XP_EINVAL, NULL, "body: expected a JSON map of counter: count");
 	if (xp_meter_counters_check(c, &err) < 0) {
 		json_decref(c);
 		FAIL_ERR(cmd, &err, NULL);

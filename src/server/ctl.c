@@ -173,8 +173,7 @@ int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err
 	pthread_cond_init(&ctl->mx.cv, NULL);
 	pthread_rwlock_init(&ctl->auth_lock, NULL);
 	pthread_mutex_init(&ctl->watch_mu, NULL);
-	for (int i = 0; i < XP_WATCH_SHARDS; i++)
-		pthread_cond_init(&ctl->watch_cv[i], NULL);
+	pthread_mutex_init(&ctl->acct.mu, NULL);
 	xp_rng_seed(&ctl->rng, (uint64_t)xp_ctl_now());
 	ctl->ev = xp_events_create(ctl->o.event_ring);
 	so.policy = ctl->o.policy;
@@ -223,11 +222,6 @@ void xp_ctl_stop(struct xp_ctl *ctl)
 	ctl->ready = 0;
 	if (ctl->ev)
 		xp_events_stop(ctl->ev);
-	pthread_mutex_lock(&ctl->watch_mu);
-	ctl->watch_stop = 1;
-	for (int i = 0; i < XP_WATCH_SHARDS; i++)
-		pthread_cond_broadcast(&ctl->watch_cv[i]);
-	pthread_mutex_unlock(&ctl->watch_mu);
 	xp_http_stop(ctl);
 	xp_owner_stop(ctl);
 	xp_alert_feed_stop(ctl);
@@ -254,8 +248,8 @@ void xp_ctl_stop(struct xp_ctl *ctl)
 	xp_intmap_free(&ctl->energy);
 	xp_vec_free(&ctl->assign_ver);
 	pthread_mutex_destroy(&ctl->watch_mu);
-	for (int i = 0; i < XP_WATCH_SHARDS; i++)
-		pthread_cond_destroy(&ctl->watch_cv[i]);
+	pthread_mutex_destroy(&ctl->acct.mu);
+	free(ctl->acct.ips);
 	free(ctl->auth);
 	for (size_t i = 0; i < sizeof(ctl->own) / sizeof(ctl->own[0]); i++)
 		free(ctl->own[i]);

@@ -6,8 +6,15 @@
  *   owner.c      the owner thread: command queue, journaling, the cycle,
  *                emulated task completion, snapshots
  *   snapshot_bg.c snapshots serialised in a child process, off the owner
- *   http.c       libmicrohttpd glue: bodies, routing, auth header, the
- *                edge's parsers (src/edge) run on the worker, replies
+ *   http.c       the HTTP front on libmicrohttpd (an event loop on a
+ *                thread pool): admission before the body, connection
+ *                accounting, suspend/resume around the owner, replies
+ *   http_routes.c the route table (method, path, admin, body limit) and
+ *                the edge's parsers (src/edge) run on the pool thread
+ *   http_wait.c  long polls (events, a node's assignments), server-sent
+ *                events, job logs streamed from files, /metrics, the UI
+ *   park.c       suspended requests parked per key with a deadline heap
+ *   http_int.h   what the http*.c files share
  *   reply.c      JSON replies and the one error-reply family
  *   api_jobs.c   /v1/jobs handlers (submit, hold, release, update,
  *                explain, logs) and the job object
@@ -18,7 +25,7 @@
  *                logs; node liveness (suspect, lost, back)
  *   api_meter.c  usage, cost and prices
  *   api_advise.c the cost forecast and the savings advice
- *   events.c     the event ring, long polls and server-sent events
+ *   events.c     the event ring (long polls and streams: http_wait.c)
  *   metrics.c    /metrics in the Prometheus text format: the controller's
  *                own series; metrics_pool.c the pool's (devices, nodes,
  *                queues, tenants)
@@ -28,11 +35,14 @@
  *                webhook sender
  *   ui/          the dashboard page, embedded in the binary
  *
- * Threads: HTTP workers (one per connection) parse and validate, then hand
- * a struct xp_cmd to the owner thread and wait; only the owner touches
- * ctl->st. The store has its own thread; a command is answered from the
- * store's durability callback whenever records are in flight (its own or
- * others': a reply never shows state that is not durable yet).
+ * Threads: an HTTP pool (http.c; http_routes.c the route table and the
+ * edge's parsers, http_wait.c long polls, event streams, logs, metrics,
+ * park.c parked requests) admits, parses and validates, then hands a
+ * struct xp_cmd to the owner thread and suspends the connection; only the
+ * owner touches ctl->st. The store has its own thread; a command is
+ * answered from the store's durability callback whenever records are in
+ * flight (its own or others': a reply never shows state that is not
+ * durable yet), which resumes its connection.
  */
 #ifndef XP_CTL_H
 #define XP_CTL_H
@@ -50,7 +60,6 @@
 #include "../lib/vec.h"
 #include "../store/store.h"
 
-#define XP_WATCH_SHARDS 256 /* condition variables agents' long polls wait on */
 
 #define XP_CTL_DEFAULT_PORT 7700
 
@@ -135,7 +144,12 @@ struct xp_cmd {
 	const char *reply_type;
 	struct xp_logparts *logs; /* a logs reply: the worker streams these files */
 	int journaled; /* records appended: reply once durable */
-	/* completion */
+	char allow[64]; /* a 405: the methods the path takes */
+	struct json_t *body_obj; /* EDGE_JSON: the body parsed at the edge */
+	/* completion: on_done(cmd) when set (http.c resumes its connection),
+	 * else the waiter of xp_owner_call is signalled */
+	void (*on_done)(struct xp_cmd *cmd);
+	void *done_arg;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int done;
@@ -234,6 +248,44 @@ void xp_metrics_pool(struct xp_ctl *ctl, struct xp_sb *sb, int tenants);
 
 /* ---- the controller ---- */
 
+/* http.c: connections that have not passed admission, per address */
+struct xp_http_acct {
+	pthread_mutex_t mu;
+	struct ipcount *ips;
+	size_t nips, cap;
+	size_t unauth;	  /* in all */
+	uint64_t refused; /* connections the accept policy refused */
+};
+
+/* park.c: a request parked until a wake of its key, its deadline or the
+ * stop; the connection is suspended meanwhile and resumed exactly once
+ * (the handler runs again). Keys: a node's assignments, the event ring. */
+#define XP_PARK_NODE(n) ((uint32_t)(n))
+#define XP_PARK_EVENTS 0xffffffffu
+enum { XP_PARK_WOKEN = 1, XP_PARK_EXPIRED, XP_PARK_STOPPED };
+struct MHD_Connection;
+struct xp_park {
+	struct MHD_Connection *c;
+	int64_t deadline; /* ms; 0: none */
+	uint32_t key;
+	uint8_t parked, woken;
+	struct xp_park *next, *prev;
+	size_t heap_i;
+};
+struct xp_parking;
+int xp_park_start(struct xp_ctl *ctl, struct xp_err *err);
+/* Read before looking at the state; park only if no wake came since. */
+uint64_t xp_park_gen(struct xp_ctl *ctl, uint32_t key);
+/* Suspend c (from its handler or content reader) and park it: 1; 0 when
+ * a wake of key came since gen (look again), or the controller stops. */
+int xp_park_if(struct xp_ctl *ctl, struct xp_park *p, struct MHD_Connection *c, uint32_t key,
+	       uint64_t gen, int64_t deadline);
+void xp_park_wake(struct xp_ctl *ctl, uint32_t key);
+size_t xp_park_count(struct xp_ctl *ctl);
+/* Resume every parked request; later parks are refused. */
+void xp_park_stop(struct xp_ctl *ctl);
+void xp_park_destroy(struct xp_ctl *ctl);
+
 struct xp_ctl {
 	struct xp_ctl_opts o;
 	char *own[5]; /* copies of o's strings */
@@ -247,7 +299,9 @@ struct xp_ctl {
 	 * a second at most, so that a reply on its way - a 500 included - is not cut off */
 	pthread_mutex_t http_mu;
 	pthread_cond_t http_cv;
-	int http_busy;
+	int http_busy;		      /* requests between admission and their end */
+	struct xp_http_acct acct;     /* connections before admission (http.c) */
+	struct xp_parking *parking;   /* parked long polls (park.c) */
 	uint16_t port;
 	char addr[64];
 	pthread_t owner;
@@ -276,11 +330,8 @@ struct xp_ctl {
 	/* agents: per node liveness (owner) and assignment versions (shared) */
 	XP_VEC(struct xp_live) live;
 	pthread_mutex_t watch_mu;
-	/* watchers of node n wait on watch_cv[n % XP_WATCH_SHARDS]: a change
-	 * wakes the few sharing that slot, not every agent's long poll */
-	pthread_cond_t watch_cv[XP_WATCH_SHARDS];
-	XP_VEC(uint64_t) assign_ver; /* bumped when a node's assignments change */
-	int watch_stop;
+	/* a node's long poll parks on XP_PARK_NODE(n) (park.c) */
+	XP_VEC(uint64_t) assign_ver; /* bumped when a node's assignments change (watch_mu) */
 	struct xp_alert_feed *alerts; /* alert_feed.c */
 	int64_t workload_next;	      /* when to estimate the target workload M again */
 	struct xp_history history;    /* history.c */
@@ -320,10 +371,8 @@ void xp_api_node_tasks(struct xp_ctl *, struct xp_cmd *);
 void xp_api_node_logs(struct xp_ctl *, struct xp_cmd *);
 /* Owner tick: mark silent agent nodes suspect, lose the silent ones. */
 void xp_live_check(struct xp_ctl *ctl, int64_t now);
-/* Owner: node n's assignments changed. */
+/* Owner: node n's assignments changed (its long polls are woken). */
 void xp_watch_bump(struct xp_ctl *ctl, uint32_t node);
-/* Worker: wait until node n's version passes since, or wait_ms. Returns the version. */
-uint64_t xp_watch_wait(struct xp_ctl *ctl, uint32_t node, uint64_t since, int wait_ms);
 /* A replica's uploaded output: DATA/logs/<job>-<replica>.<out|err>. */
 void xp_log_path(const struct xp_ctl *ctl, uint64_t job, uint32_t replica, int err_stream,
 		 char *buf, size_t len);
@@ -347,8 +396,11 @@ int64_t xp_ctl_now(void);
 /* owner.c */
 int xp_owner_start(struct xp_ctl *ctl, struct xp_err *err);
 void xp_owner_stop(struct xp_ctl *ctl);
-/* Hand cmd to the owner and wait for the reply (worker threads). */
+/* Hand cmd to the owner and wait for the reply (tests, tools). */
 void xp_owner_call(struct xp_ctl *ctl, struct xp_cmd *cmd);
+/* Hand cmd to the owner; cmd->on_done(cmd) runs once it is answered (on
+ * the owner or the store thread), maybe before this returns. */
+void xp_owner_submit(struct xp_ctl *ctl, struct xp_cmd *cmd);
 /* Owner thread: apply a record, journal it, publish its event. 0 or < 0
  * (refused: nothing changed, the error in err). body is taken. */
 int xp_ctl_journal(struct xp_ctl *ctl, const char *type, char *body, struct xp_err *err);

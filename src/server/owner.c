@@ -57,6 +57,10 @@ int64_t xp_ctl_now(void)
 
 static void cmd_done(struct xp_cmd *cmd)
 {
+	if (cmd->on_done) { /* http.c: resume the connection; cmd is its now */
+		cmd->on_done(cmd);
+		return;
+	}
 	pthread_mutex_lock(&cmd->mu);
 	cmd->done = 1;
 	pthread_cond_signal(&cmd->cv);
@@ -82,6 +86,7 @@ static void events_durable(void *arg, int rc)
 	struct xp_ctl *ctl = arg;
 	if (rc == 0) {
 		xp_events_durable(ctl->ev, xp_store_durable_seq(ctl->store));
+		xp_park_wake(ctl, XP_PARK_EVENTS);
 		return;
 	}
 	ctl->ready = 0;
@@ -105,19 +110,15 @@ static void fail_stop(struct xp_ctl *ctl)
 		ctl->o.on_fatal(ctl->o.fatal_arg);
 }
 
-void xp_owner_call(struct xp_ctl *ctl, struct xp_cmd *cmd)
+/* queue cmd for the owner; 0, or -1 when it stops (cmd answered 503) */
+static int enqueue(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
-	pthread_mutex_init(&cmd->mu, NULL);
-	pthread_cond_init(&cmd->cv, NULL);
-	cmd->done = 0;
 	cmd->next = NULL;
 	pthread_mutex_lock(&ctl->qmu);
 	if (ctl->stopping) {
 		pthread_mutex_unlock(&ctl->qmu);
 		xp_reply_error(cmd, XP_EUNAVAIL, NULL, "the controller is stopping");
-		pthread_mutex_destroy(&cmd->mu);
-		pthread_cond_destroy(&cmd->cv);
-		return;
+		return -1;
 	}
 	if (ctl->qtail)
 		ctl->qtail->next = cmd;
@@ -126,6 +127,26 @@ void xp_owner_call(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	ctl->qtail = cmd;
 	pthread_cond_signal(&ctl->qcv);
 	pthread_mutex_unlock(&ctl->qmu);
+	return 0;
+}
+
+void xp_owner_submit(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	if (enqueue(ctl, cmd) < 0)
+		cmd->on_done(cmd);
+}
+
+void xp_owner_call(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	pthread_mutex_init(&cmd->mu, NULL);
+	pthread_cond_init(&cmd->cv, NULL);
+	cmd->done = 0;
+	cmd->on_done = NULL;
+	if (enqueue(ctl, cmd) < 0) {
+		pthread_mutex_destroy(&cmd->mu);
+		pthread_cond_destroy(&cmd->cv);
+		return;
+	}
 	pthread_mutex_lock(&cmd->mu);
 	while (!cmd->done)
 		pthread_cond_wait(&cmd->cv, &cmd->mu);

@@ -74,6 +74,10 @@ json_t *xp_cmd_body_object(struct xp_cmd *cmd, const char *const *allowed)
 	json_error_t je;
 	json_t *o;
 
+	if (cmd->body_obj) { /* parsed at the edge (http_routes.c) */
+		o = json_incref(cmd->body_obj);
+		goto fields;
+	}
 	if (!cmd->len) {
 		xp_reply_error(cmd, XP_EINVAL, NULL, "a JSON body is required");
 		return NULL;
@@ -87,6 +91,7 @@ json_t *xp_cmd_body_object(struct xp_cmd *cmd, const char *const *allowed)
 		xp_reply_error(cmd, XP_EINVAL, NULL, "body:%d:%d: %s", je.line, je.column, je.text);
 		return NULL;
 	}
+fields:
 	if (!json_is_object(o)) {
 		json_decref(o);
 		xp_reply_error(cmd, XP_EINVAL, NULL, "expected a JSON object");

@@ -259,7 +259,7 @@ run tenant create team-b; expect 0 "tenant create"
 run tenants; grep -q '^team-b ' "$T/out" || fail "tenants: $(cat "$T/out")"
 run token create --tenant team-b --name ci; expect 0 "token create"
 TB=$(tail -n 1 "$T/out")
-run tokens; grep -q ' team-b  *ci  *false' "$T/out" || fail "tokens: $(cat "$T/out")"
+run tokens; grep -q ' team-b  *ci  *tenant  *-' "$T/out" || fail "tokens: $(cat "$T/out")"
 TBID=$(sed -n 's/^\([0-9]*\)  *team-b  *ci .*/\1/p' "$T/out")
 run_as "$TB" job "$J1"; expect 1 "team-b reads admin's job (404)"
 grep -q '^xpool job: ..*' "$T/err" || fail "team-b 404 message: $(cat "$T/err")"

@@ -42,6 +42,14 @@ while [ -z "$NODE" ]; do
 done
 grep -q "^local agent: pid [0-9]" "$T/dev.out" || fail "dev did not say it started an agent: $(cat "$T/dev.out")"
 [ "$(stat -c %a "$T/data/admin.token")" = 600 ] || fail "admin.token is mode $(stat -c %a "$T/data/admin.token"), want 600"
+# the host agent joined with a bootstrap token: its own node's credential,
+# kept 0600, is the only token it holds (scope node, for $NODE alone)
+for f in bootstrap.token agent/node.credential; do
+	[ "$(stat -c %a "$T/data/$f" 2>/dev/null)" = 600 ] || fail "$f: mode $(stat -c %a "$T/data/$f" 2>&1), want 600"
+done
+grep -q '^xpn_' "$T/data/agent/node.credential" || fail "the agent's credential is not a node credential"
+run tokens -o json
+grep -q "\"node\": \"$NODE\"" "$T/out" || fail "no node-scoped token for $NODE: $(cat "$T/out")"
 run node "$NODE"
 grep -q '^Source: *agent$' "$T/out" || fail "node $NODE source: $(cat "$T/out")"
 grep -q '^Heartbeat: *[0-9.]*s ago$' "$T/out" || fail "node $NODE heartbeat: $(cat "$T/out")"

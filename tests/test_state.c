@@ -26,7 +26,29 @@ static void setup(struct world *w)
 	assert_int_equal(world_apply(w, "tenant.create", xp_rec_tenant_create("team-a")), 0);
 	xp_sha256_hex("secret", 6, sha);
 	assert_int_equal(
-		world_apply(w, "token.create", xp_rec_token_create(1, "admin", "root", 1, sha)), 0);
+		world_apply(w, "token.create",
+			    xp_rec_token_create(1, "admin", "root", XP_SCOPE_ADMIN, NULL, sha)),
+		0);
+	/* a bootstrap token and a node credential: their scopes survive replay
+	 * and snapshots (the byte-identical checks below) */
+	xp_sha256_hex("boot", 4, sha);
+	assert_int_equal(world_apply(w, "token.create",
+				     xp_rec_token_create(2, "admin", "agents", XP_SCOPE_BOOTSTRAP,
+							 NULL, sha)),
+			 0);
+	xp_sha256_hex("node", 4, sha);
+	assert_int_equal(
+		world_apply(w, "token.create",
+			    xp_rec_token_create(3, "admin", "agent", XP_SCOPE_NODE, "gpu-0", sha)),
+		0);
+	/* a record that is two scopes at once is refused */
+	char both[256];
+	xp_sha256_hex("both", 4, sha);
+	snprintf(both, sizeof(both),
+		 "{\"id\":4,\"tenant\":\"admin\",\"name\":\"x\",\"admin\":true,"
+		 "\"node\":\"gpu-0\",\"sha256\":\"%s\"}",
+		 sha);
+	assert_int_equal(world_apply(w, "token.create", strdup(both)), XP_ECORRUPT);
 	assert_int_equal(world_apply(w, "queue.create", xp_rec_queue_create("default", 0, 1)), 0);
 	assert_int_equal(world_apply(w, "queue.create", xp_rec_queue_create("urgent", 10, 1)), 0);
 	for (int i = 0; i < 4; i++) {

@@ -28,6 +28,7 @@
 #include "../client/client.h"
 #include "../descriptor/descriptor.h"
 #include "../hal/hal.h"
+#include "../lib/fileio.h"
 #include "../lib/hash.h"
 #include "../lib/xalloc.h"
 #include "cgroup.h"
@@ -223,6 +224,64 @@ static struct xp_client *agent_client(struct xp_agent *a, struct xp_err *err)
 	} else
 		fprintf(stderr, "xpool agent: node=%s: %s\n", a->node, err->text);
 	return cl;
+}
+
+/* A bootstrap token is traded once for this node's credential, kept in
+ * o.credential (0600) and used from then on; a kept one is used as it is
+ * (a revoked one is refused by the controller: the agent stops, it does
+ * not join again behind the admin's back). */
+static int read_credential(struct xp_agent *a, const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	int ok = fgets(a->cred, sizeof(a->cred), f) != NULL;
+	fclose(f);
+	a->cred[strcspn(a->cred, "\r\n")] = '\0';
+	return ok && !strncmp(a->cred, "xpn_", 4) ? 0 : -1;
+}
+
+static int join(struct xp_agent *a, struct xp_err *err)
+{
+	char path[600];
+	struct xp_afile af = { 0 };
+	if (a->o.credential)
+		snprintf(path, sizeof(path), "%s", a->o.credential);
+	else
+		snprintf(path, sizeof(path), "%s/node.credential", a->o.work);
+	if (read_credential(a, path) == 0)
+		goto use;
+	struct xp_client *cl = agent_client(a, err);
+	if (!cl)
+		return err->code;
+	int rc = 0;
+	for (int backoff = 500; !STOP(a); backoff = backoff < 8000 ? backoff * 2 : 8000) {
+		json_t *body = json_pack("{s:s}", "node", a->node), *reply = NULL;
+		rc = xp_client_json(cl, "POST", "/v1/agents/join", body, &reply, err);
+		json_decref(body);
+		if (rc >= 0)
+			snprintf(a->cred, sizeof(a->cred), "%s",
+				 json_string_value(json_object_get(reply, "token")) ?: "");
+		json_decref(reply);
+		if (rc >= 0 || (rc != XP_EUNAVAIL && rc != XP_EIO))
+			break;
+		fprintf(stderr, "xpool agent: node=%s: join: %s; retrying\n", a->node, err->text);
+		nap(a, backoff);
+	}
+	xp_client_destroy(cl);
+	if (rc < 0)
+		return rc;
+	if (strncmp(a->cred, "xpn_", 4))
+		return xp_errf(err, XP_EIO, "join: the controller sent no node credential");
+	if (xp_afile_open_mode(&af, path, 0600, err) < 0)
+		return err->code;
+	fprintf(af.f, "%s\n", a->cred);
+	if (xp_afile_commit(&af, err) < 0)
+		return err->code;
+	fprintf(stderr, "xpool agent: node=%s: joined; its credential is in %s\n", a->node, path);
+use:
+	a->o.token = a->cred;
+	return 0;
 }
 
 static void *heartbeat_main(void *arg)
@@ -515,6 +574,8 @@ int xp_agent_run(const struct xp_agent_opts *o, struct xp_err *err)
 	limits_start(a, &c->nodes[0]);
 	a->descriptor = xp_descriptor_to_json(c);
 	xp_task_adopt(a);
+	if (a->o.token && !strncmp(a->o.token, "xpb_", 4) && (rc = join(a, err)) < 0)
+		goto out;
 	cl = agent_client(a, err);
 	if (!cl) {
 		rc = err->code;

@@ -38,7 +38,10 @@ struct xp_client;
 
 struct xp_agent_opts {
 	const char *server; /* controller address */
-	const char *token;
+	const char *token;	  /* a node credential (xpn_), a bootstrap token (xpb_)
+				     to trade for one, or an admin's */
+	const char *credential;	  /* where the node credential is kept (default
+				     WORK/node.credential, mode 0600) */
 	const char *node_name;	  /* default: the host name */
 	const char *devices_file; /* fake devices (emulation) instead of the vendor plugins */
 	const char *work;	  /* work folder (task folders, output) */
@@ -84,6 +87,7 @@ struct xp_agent {
 	struct xp_agent_opts o;
 	struct xp_hal *hal;
 	char node[256];
+	char cred[80];	  /* the node credential a bootstrap token was traded for */
 	char *descriptor; /* the node's one-node descriptor (JSON) */
 	unsigned ndevs;
 	int heartbeat_ms;

@@ -106,8 +106,8 @@ int xp_cmd_tokens(int argc, char **argv)
 		0,
 		0,
 	};
-	static const char *const hdr[] = { "ID", "TENANT", "NAME", "ADMIN", NULL };
-	static const char *const members[] = { "id", "tenant", "name", "admin", NULL };
+	static const char *const hdr[] = { "ID", "TENANT", "NAME", "SCOPE", "NODE", NULL };
+	static const char *const members[] = { "id", "tenant", "name", "scope", "node", NULL };
 	return list_verb(argc, argv, &verb, "/v1/tokens", "tokens", hdr, members);
 }
 
@@ -201,12 +201,19 @@ static int token_create(int argc, char **argv)
 		{ "tenant", XP_FLAG_STR, "TENANT", "the tenant the token acts for (required)" },
 		{ "name", XP_FLAG_STR, "NAME", "a name for the token, e.g. ci (required)" },
 		{ "admin", XP_FLAG_BOOL, NULL, "an admin token" },
+		{ "bootstrap", XP_FLAG_BOOL, NULL,
+		  "a bootstrap token: agents trade it for their own node's credential "
+		  "(xpool agent --token-file) and it calls nothing else" },
+		{ "node", XP_FLAG_STR, "NODE",
+		  "a credential for node NODE's agent alone (register, heartbeat, report, "
+		  "assignments of that node)" },
 		XP_CLIENT_FLAGS,
 		{ NULL, 0, NULL, NULL },
 	};
 	static const struct xp_cli_verb verb = {
 		"token create",
-		"xpool token create --tenant TENANT --name NAME [--admin]",
+		"xpool token create --tenant TENANT --name NAME [--admin | --bootstrap | --node "
+		"NODE]",
 		"Create an API token (admin). Its secret is printed only this once, on the\n"
 		"last line.",
 		NULL,
@@ -230,9 +237,18 @@ static int token_create(int argc, char **argv)
 		if (xp_cli_check_name(&x, what, xp_flag_get(flags, *r)->sval) < 0)
 			goto out;
 	}
-	body = json_pack("{s:s, s:s, s:b}", "tenant", xp_flag_get(flags, "tenant")->sval, "name",
-			 xp_flag_get(flags, "name")->sval, "admin",
-			 xp_flag_get(flags, "admin")->given);
+	int admin = xp_flag_get(flags, "admin")->given,
+	    boot = xp_flag_get(flags, "bootstrap")->given;
+	const char *node = xp_flag_get(flags, "node")->sval;
+	if (admin + boot + (node != NULL) > 1) {
+		xp_cli_errorf(&x, 2, "--admin, --bootstrap and --node: give one of them");
+		goto out;
+	}
+	const char *scope = admin ? "admin" : boot ? "bootstrap" : node ? "node" : "tenant";
+	body = json_pack("{s:s, s:s, s:s}", "tenant", xp_flag_get(flags, "tenant")->sval, "name",
+			 xp_flag_get(flags, "name")->sval, "scope", scope);
+	if (node)
+		json_object_set_new(body, "node", json_string(node));
 	status = 1;
 	if (xp_cli_connect(&x) < 0) {
 		status = x.status;
@@ -250,10 +266,11 @@ static int token_create(int argc, char **argv)
 		goto out;
 	} else {
 		char *id = xp_cli_jtext(json_object_get(reply, "id"));
-		printf("token %s created for tenant %s (%s%s); its secret, shown only now:\n%s\n",
+		printf("token %s created for tenant %s (%s, scope %s%s%s); its secret, shown only "
+		       "now:\n%s\n",
 		       id ? id : "?", xp_flag_get(flags, "tenant")->sval,
-		       xp_flag_get(flags, "name")->sval,
-		       xp_flag_get(flags, "admin")->given ? ", admin" : "", secret);
+		       xp_flag_get(flags, "name")->sval, scope, node ? " " : "", node ? node : "",
+		       secret);
 		free(id);
 	}
 	status = 0;

@@ -21,10 +21,14 @@ int xp_cmd_agent(int argc, char **argv)
 		{ "server", XP_FLAG_STR, "ADDR",
 		  "controller address (else $XPOOL_ADDR, the config file)" },
 		{ "token", XP_FLAG_STR, "TOKEN",
-		  "an admin API token (else --token-file, $XPOOL_TOKEN, the config file); "
-		  "visible in ps: prefer --token-file" },
+		  "the node's credential (xpn_...), a bootstrap token (xpb_...) or an admin "
+		  "token (else --token-file, $XPOOL_TOKEN, the config file); visible in ps: "
+		  "prefer --token-file" },
 		{ "token-file", XP_FLAG_STR, "FILE",
 		  "read the token from the first line of FILE (kept off the command line)" },
+		{ "credential-file", XP_FLAG_STR, "FILE",
+		  "where the node's credential is kept (default WORK/node.credential, mode "
+		  "0600): a bootstrap token (xpb_...) is traded for it once" },
 		{ "node-name", XP_FLAG_STR, "NAME", "the node's name (default: the host name)" },
 		{ "devices", XP_FLAG_STR, "FILE",
 		  "report the devices of this descriptor instead of the real ones (emulation, "
@@ -65,11 +69,12 @@ int xp_cmd_agent(int argc, char **argv)
 	if (xp_flags_parse(flags, argc, argv, &help, &err) < 0)
 		goto usage;
 	if (help) {
-		xp_flags_usage(stdout, "xpool agent --server ADDR --token T [flags]",
-			       "The node agent: discovers this machine's devices (NVML, ROCm SMI, DCMI,\n"
-			       "CNDev, sysfs FPGAs, hwloc), registers the node, heartbeats, and runs\n"
-			       "the tasks the controller assigns as real processes.",
-			       flags);
+		xp_flags_usage(
+			stdout, "xpool agent --server ADDR --token T [flags]",
+			"The node agent: discovers this machine's devices (NVML, ROCm SMI, DCMI,\n"
+			"CNDev, sysfs FPGAs, hwloc), registers the node, heartbeats, and runs\n"
+			"the tasks the controller assigns as real processes.",
+			flags);
 		status = 0;
 		goto out;
 	}
@@ -119,7 +124,8 @@ int xp_cmd_agent(int argc, char **argv)
 		size_t len = 0;
 		const char *tf = xp_flag_get(flags, "token-file")->sval;
 		if (tok) {
-			xp_errf(&err, XP_EINVAL, "--token-file: give --token or --token-file, not both");
+			xp_errf(&err, XP_EINVAL,
+				"--token-file: give --token or --token-file, not both");
 			goto usage;
 		}
 		if (xp_read_file(tf, 4096, &filetok, &len, &err) < 0) {
@@ -143,6 +149,7 @@ int xp_cmd_agent(int argc, char **argv)
 	}
 	o.server = cfg.addr;
 	o.token = cfg.token;
+	o.credential = xp_flag_get(flags, "credential-file")->sval;
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = xp_agent_signal;

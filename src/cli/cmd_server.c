@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "../agent/cgroup.h"
+#include "../client/client.h"
 #include "../core/sched/policy.h"
 #include "../descriptor/tree.h"
 #include "../lib/fileio.h"
@@ -100,6 +101,48 @@ static int size_flag(struct xp_flag *flags, const char *name, long min, long max
  * they do not (no root, a read-only cgroupfs in a container) dev says so
  * in one line and starts it with --no-limits, so a newcomer's first job
  * still runs; the node's label limits=off says it too. */
+/* The host agent joins as agents elsewhere do: with a bootstrap token
+ * (DATA/bootstrap.token, 0600, made once through the API with the admin
+ * token) that it trades for its node's credential. 0, or -1 when it could
+ * not be made (the agent then gets the admin token, as before scopes). */
+static int bootstrap_token(struct xp_ctl *ctl, const char *data, char *path, size_t len)
+{
+	char adm[4200], *tok = NULL;
+	size_t n = 0;
+	struct xp_err err = { 0 };
+	struct xp_afile af = { 0 };
+	json_t *reply = NULL;
+	snprintf(path, len, "%s/bootstrap.token", data);
+	if (access(path, R_OK) == 0)
+		return 0;
+	snprintf(adm, sizeof(adm), "%s/admin.token", data);
+	if (xp_read_file(adm, 4096, &tok, &n, &err) < 0)
+		return -1;
+	tok[strcspn(tok, "\r\n")] = '\0';
+	struct xp_client *cl = xp_client_create(ctl->addr, tok, &err);
+	free(tok);
+	json_t *body = json_pack("{s:s,s:s,s:s}", "tenant", "admin", "name", "agents", "scope",
+				 "bootstrap");
+	int rc = cl ? xp_client_json(cl, "POST", "/v1/tokens", body, &reply, &err) : -1;
+	const char *secret = json_string_value(json_object_get(reply, "token"));
+	if (rc >= 0 && secret && xp_afile_open_mode(&af, path, 0600, &err) == 0) {
+		fprintf(af.f, "%s\n", secret);
+		rc = xp_afile_commit(&af, &err);
+	} else {
+		rc = -1;
+	}
+	if (rc < 0)
+		fprintf(stderr,
+			"xpool dev: no bootstrap token for the local agent (%s); it gets "
+			"the admin token\n",
+			err.text[0] ? err.text : "no secret in the reply");
+	json_decref(body);
+	json_decref(reply);
+	if (cl)
+		xp_client_destroy(cl);
+	return rc < 0 ? -1 : 0;
+}
+
 static pid_t start_local_agent(struct xp_ctl *ctl, const char *data, const sigset_t *blocked)
 {
 	char exe[4096], addr[128], work[4200], tokfile[4200];
@@ -113,7 +156,8 @@ static pid_t start_local_agent(struct xp_ctl *ctl, const char *data, const sigse
 	snprintf(addr, sizeof(addr), "http://%s", ctl->addr);
 	snprintf(work, sizeof(work), "%s/agent", data);
 	/* the token from its file (mode 0600), never on a command line ps shows */
-	snprintf(tokfile, sizeof(tokfile), "%s/admin.token", data);
+	if (bootstrap_token(ctl, data, tokfile, sizeof(tokfile)) < 0)
+		snprintf(tokfile, sizeof(tokfile), "%s/admin.token", data);
 	/* --dedicated: emulated jobs never land on the real host; a job that
 	 * names it (--node HOST) does */
 	char why[300];
@@ -289,7 +333,8 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 	o.metrics_public = xp_flag_get(flags, "metrics-public")->bval;
 	if (o.alert_webhook && strncmp(o.alert_webhook, "http://", 7) &&
 	    strncmp(o.alert_webhook, "https://", 8)) {
-		xp_errf(&err, XP_EINVAL, "--alert-webhook: expected an http:// or https:// URL, got '%s'",
+		xp_errf(&err, XP_EINVAL,
+			"--alert-webhook: expected an http:// or https:// URL, got '%s'",
 			o.alert_webhook);
 		goto usage;
 	}

@@ -15,7 +15,7 @@
 #include "../lib/sha256.h"
 #include "../lib/xalloc.h"
 
-int xp_token_new(char token[80], char sha[65])
+int xp_token_new(const char *prefix, char token[80], char sha[65])
 {
 	unsigned char raw[32];
 	size_t got = 0;
@@ -25,7 +25,7 @@ int xp_token_new(char token[80], char sha[65])
 			return XP_EIO;
 		got += (size_t)n;
 	}
-	memcpy(token, "xpt_", 4);
+	snprintf(token, 5, "%.3s_", prefix);
 	for (size_t i = 0; i < sizeof(raw); i++)
 		snprintf(token + 4 + 2 * i, 3, "%02x", raw[i]);
 	xp_sha256_hex(token, strlen(token), sha);
@@ -77,9 +77,9 @@ static json_t *islands_json(const struct xp_node *node)
 		for (uint16_t k = d; k < node->ndevs; k++)
 			if (node->devs[k].island == id)
 				json_array_append_new(devs, json_integer(k));
-		json_array_append_new(arr, json_pack("{s:i,s:s?,s:o}", "id", id, "interconnect",
-						     dev_interconnect(&node->devs[d]), "devices",
-						     devs));
+		json_array_append_new(arr,
+				      json_pack("{s:i,s:s?,s:o}", "id", id, "interconnect",
+						dev_interconnect(&node->devs[d]), "devices", devs));
 	}
 	return arr;
 }
@@ -232,7 +232,8 @@ void xp_api_node_delete(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	if (xp_ctl_journal(ctl, "node.remove", xp_rec_node_remove(cmd->name), &err) < 0)
 		FAIL_ERR(cmd, &err, NULL);
 	cmd->journaled = 1;
-	xp_reply_json(cmd, 200, xp_json_take(json_pack("{s:s,s:b}", "name", cmd->name, "removed", 1)));
+	xp_reply_json(cmd, 200,
+		      xp_json_take(json_pack("{s:s,s:b}", "name", cmd->name, "removed", 1)));
 }
 
 void xp_api_devices(struct xp_ctl *ctl, struct xp_cmd *cmd)
@@ -369,7 +370,8 @@ static void queue_define(struct xp_ctl *ctl, struct xp_cmd *cmd, int update)
 		FAIL_ERR(cmd, &err, NULL);
 	cmd->journaled = 1;
 	q = xp_state_queue(ctl->st, def.name);
-	xp_reply_json(cmd, update ? 200 : 201, xp_json_take(queue_json(ctl->st, &ctl->st->queues.v[q])));
+	xp_reply_json(cmd, update ? 200 : 201,
+		      xp_json_take(queue_json(ctl->st, &ctl->st->queues.v[q])));
 }
 
 void xp_api_queues_create(struct xp_ctl *ctl, struct xp_cmd *cmd)
@@ -403,7 +405,8 @@ void xp_api_queue_delete(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	if (xp_ctl_journal(ctl, "queue.delete", xp_rec_queue_delete(cmd->name), &err) < 0)
 		FAIL_ERR(cmd, &err, NULL);
 	cmd->journaled = 1;
-	xp_reply_json(cmd, 200, xp_json_take(json_pack("{s:s,s:b}", "name", cmd->name, "deleted", 1)));
+	xp_reply_json(cmd, 200,
+		      xp_json_take(json_pack("{s:s,s:b}", "name", cmd->name, "deleted", 1)));
 }
 
 void xp_api_tenants_list(struct xp_ctl *ctl, struct xp_cmd *cmd)
@@ -429,17 +432,24 @@ void xp_api_tenants_create(struct xp_ctl *ctl, struct xp_cmd *cmd)
 			xp_reply_err(cmd, &err, NULL);
 		else {
 			cmd->journaled = 1;
-			xp_reply_json(cmd, 201,
-				      xp_json_take(json_pack("{s:s,s:i}", "name", name, "jobs", 0)));
+			xp_reply_json(
+				cmd, 201,
+				xp_json_take(json_pack("{s:s,s:i}", "name", name, "jobs", 0)));
 		}
 	}
 	json_decref(o);
 }
 
+static const char *const scope_names[] = { "tenant", "admin", "node", "bootstrap" };
+
 static json_t *token_json(struct xp_ctl *ctl, const struct xp_token *t)
 {
-	return json_pack("{s:I,s:s,s:s,s:b}", "id", (json_int_t)t->id, "tenant",
-			 ctl->st->tenants.v[t->tenant].name, "name", t->name, "admin", t->admin);
+	json_t *o = json_pack("{s:I,s:s,s:s,s:b,s:s}", "id", (json_int_t)t->id, "tenant",
+			      ctl->st->tenants.v[t->tenant].name, "name", t->name, "admin",
+			      t->admin, "scope", scope_names[t->scope]);
+	if (t->node)
+		json_object_set_new(o, "node", json_string(t->node));
+	return o;
 }
 
 void xp_api_tokens_list(struct xp_ctl *ctl, struct xp_cmd *cmd)
@@ -451,45 +461,108 @@ void xp_api_tokens_list(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	xp_reply_json(cmd, 200, xp_json_take(json_pack("{s:o}", "tokens", arr)));
 }
 
-void xp_api_tokens_create(struct xp_ctl *ctl, struct xp_cmd *cmd)
+void xp_token_mint(struct xp_ctl *ctl, struct xp_cmd *cmd, const char *tenant, const char *name,
+		   int scope, const char *node)
 {
-	static const char *const allowed[] = { "tenant", "name", "admin", NULL };
+	static const char *const prefix[] = { "xpt", "xpt", "xpn", "xpb" };
 	struct xp_err err = { 0 };
-	const char *tenant, *name;
 	char token[80], sha[65];
-	json_t *o = xp_cmd_body_object(cmd, allowed), *adm;
-	if (!o)
-		return;
-	adm = json_object_get(o, "admin");
-	if (body_name(cmd, o, "tenant", &tenant) < 0 || body_name(cmd, o, "name", &name) < 0) {
-		json_decref(o);
-		return;
-	}
-	if (adm && !json_is_boolean(adm)) {
-		json_decref(o);
-		FAIL(cmd, XP_EINVAL, "admin", "admin: expected true or false");
-	}
-	if (xp_state_tenant(ctl->st, tenant) < 0) {
-		xp_reply_error(cmd, XP_ENOENT, "tenant", "tenant: no tenant %s", tenant);
-		json_decref(o);
-		return;
-	}
-	if (xp_token_new(token, sha) < 0) {
-		json_decref(o);
+	if (xp_token_new(prefix[scope], token, sha) < 0)
 		FAIL(cmd, XP_EIO, NULL, "no randomness for a token");
-	}
 	uint64_t id = ctl->st->next_token_id;
 	if (xp_ctl_journal(ctl, "token.create",
-			   xp_rec_token_create(id, tenant, name, json_is_true(adm), sha),
-			   &err) < 0) {
-		json_decref(o);
+			   xp_rec_token_create(id, tenant, name, scope, node, sha), &err) < 0)
 		FAIL_ERR(cmd, &err, NULL);
-	}
-	json_decref(o);
 	cmd->journaled = 1;
 	json_t *r = token_json(ctl, &ctl->st->tokens.v[ctl->st->tokens.n - 1]);
 	json_object_set_new(r, "token", json_string(token));
 	xp_reply_json(cmd, 201, xp_json_take(r));
+}
+
+/* a node name that fits a path's {name}: 1..63 of A-Z a-z 0-9 . _ - */
+static int node_name_ok(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	return n >= 1 && n <= 63 &&
+	       strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
+}
+
+/* "scope" of a new token: tenant (default), admin, node (with "node") or
+ * bootstrap; "admin": true is the older spelling of scope admin */
+static int token_scope_of(struct xp_cmd *cmd, json_t *o, int *scope, const char **node)
+{
+	json_t *adm = json_object_get(o, "admin"), *sc = json_object_get(o, "scope");
+	json_t *jn = json_object_get(o, "node");
+	*scope = XP_SCOPE_TENANT;
+	*node = NULL;
+	if (adm && !json_is_boolean(adm))
+		return xp_reply_error(cmd, XP_EINVAL, "admin", "admin: expected true or false"), -1;
+	if (sc) {
+		const char *s = json_string_value(sc);
+		int i = 0;
+		while (i < 4 && !(s && !strcmp(s, scope_names[i])))
+			i++;
+		if (i == 4)
+			return xp_reply_error(cmd, XP_EINVAL, "scope",
+					      "scope: expected tenant, admin, node or bootstrap"),
+			       -1;
+		*scope = i;
+	}
+	if (json_is_true(adm)) {
+		if (sc && *scope != XP_SCOPE_ADMIN)
+			return xp_reply_error(cmd, XP_EINVAL, "admin",
+					      "admin: true is scope admin, not %s",
+					      scope_names[*scope]),
+			       -1;
+		*scope = XP_SCOPE_ADMIN;
+	}
+	if ((*scope == XP_SCOPE_NODE) != (jn != NULL))
+		return xp_reply_error(cmd, XP_EINVAL, "node",
+				      jn ? "node: only a node-scoped token names a node"
+					 : "node: a node-scoped token names its node"),
+		       -1;
+	if (jn && !node_name_ok(json_string_value(jn)))
+		return xp_reply_error(cmd, XP_EINVAL, "node",
+				      "node: expected a node name (1..63 of A-Z a-z 0-9 . _ -)"),
+		       -1;
+	*node = json_string_value(jn);
+	return 0;
+}
+
+/* POST /v1/agents/join {"node": NAME} with a bootstrap token: a credential
+ * for that node alone (scope node), in the bootstrap token's tenant. */
+void xp_api_agents_join(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	static const char *const allowed[] = { "node", NULL };
+	json_t *o = xp_cmd_body_object(cmd, allowed);
+	if (!o)
+		return;
+	const char *node = json_string_value(json_object_get(o, "node"));
+	if (!node_name_ok(node))
+		xp_reply_error(cmd, XP_EINVAL, "node",
+			       "node: expected a node name (1..63 of A-Z a-z 0-9 . _ -)");
+	else
+		xp_token_mint(ctl, cmd, ctl->st->tenants.v[cmd->tenant].name, "agent",
+			      XP_SCOPE_NODE, node);
+	json_decref(o);
+}
+
+void xp_api_tokens_create(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	static const char *const allowed[] = { "tenant", "name", "admin", "scope", "node", NULL };
+	const char *tenant, *name, *node;
+	int scope;
+	json_t *o = xp_cmd_body_object(cmd, allowed);
+	if (!o)
+		return;
+	if (body_name(cmd, o, "tenant", &tenant) == 0 && body_name(cmd, o, "name", &name) == 0 &&
+	    token_scope_of(cmd, o, &scope, &node) == 0) {
+		if (xp_state_tenant(ctl->st, tenant) < 0)
+			xp_reply_error(cmd, XP_ENOENT, "tenant", "tenant: no tenant %s", tenant);
+		else
+			xp_token_mint(ctl, cmd, tenant, name, scope, node);
+	}
+	json_decref(o);
 }
 
 void xp_api_token_delete(struct xp_ctl *ctl, struct xp_cmd *cmd)
@@ -511,8 +584,7 @@ void xp_api_token_delete(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	if (xp_ctl_journal(ctl, "token.revoke", xp_rec_token_revoke(cmd->id), &err) < 0)
 		FAIL_ERR(cmd, &err, NULL);
 	cmd->journaled = 1;
-	xp_reply_json(cmd, 200,
-		      xp_json_take(json_pack("{s:I,s:b}", "id", (json_int_t)cmd->id, "revoked", 1)));
+	xp_reply_json(
+		cmd, 200,
+		xp_json_take(json_pack("{s:I,s:b}", "id", (json_int_t)cmd->id, "revoked", 1)));
 }
-
-

@@ -98,6 +98,9 @@ void xp_api_agents_register(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		FAIL(cmd, XP_EINVAL, "nodes", "an agent registers exactly one node, not %zu",
 		     c->nnodes);
 	const struct xp_node *node = &c->nodes[0];
+	if (cmd->scope == XP_SCOPE_NODE && strcmp(node->name, cmd->cred_node))
+		FAIL(cmd, XP_EPERM, "name", "this credential is node %s's, not %s's", cmd->cred_node,
+		     node->name);
 	long n = xp_state_node(st, node->name);
 	if (n < 0) {
 		struct xp_cluster *one = xp_cluster_create();

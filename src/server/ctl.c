@@ -88,13 +88,13 @@ static int bootstrap(struct xp_ctl *ctl, struct xp_err *err)
 	int rc;
 	if (ctl->st->tenants.n)
 		return 0;
-	if (xp_token_new(token, sha) < 0)
+	if (xp_token_new("xpt", token, sha) < 0)
 		return xp_errf(err, XP_EIO, "no randomness for the admin token");
 	if ((rc = xp_ctl_journal(ctl, "tenant.create", xp_rec_tenant_create("admin"), err)) < 0 ||
 	    (rc = xp_ctl_journal(ctl, "queue.create", xp_rec_queue_create("default", 0, 1), err)) <
 		    0 ||
 	    (rc = xp_ctl_journal(ctl, "token.create",
-				 xp_rec_token_create(1, "admin", "admin", 1, sha), err)) < 0)
+				 xp_rec_token_create(1, "admin", "admin", XP_SCOPE_ADMIN, NULL, sha), err)) < 0)
 		return rc;
 	if ((rc = xp_store_sync(ctl->store)) < 0)
 		return xp_errf(err, rc, "the journal could not be written");

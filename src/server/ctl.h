@@ -117,9 +117,19 @@ typedef void (*xp_cmd_fn)(struct xp_ctl *ctl, struct xp_cmd *cmd);
 
 #define XP_QUERY_MAX 16
 
+/* Who a route is for (the route table, http_routes.c; docs/api.md "Auth").
+ * An admin token may call every route. */
+enum xp_route_scope {
+	XP_ROUTE_TENANT, /* a tenant's token */
+	XP_ROUTE_ADMIN,	 /* an admin's */
+	XP_ROUTE_NODE,	 /* the {name} node's credential (POST /v1/agents: the node
+			    its descriptor names) */
+	XP_ROUTE_JOIN,	 /* a bootstrap token */
+};
+
 struct xp_cmd {
 	xp_cmd_fn fn;
-	int admin_only;
+	int need; /* enum xp_route_scope */
 	/* the request */
 	const char *method;
 	uint64_t id;   /* {id} in the path */
@@ -135,9 +145,11 @@ struct xp_cmd {
 	int body_json; /* 1 JSON, 0 YAML */
 	void *payload; /* parsed at the edge; freed by payload_free */
 	void (*payload_free)(void *);
-	/* filled by the owner before fn: who asks */
+	/* filled at admission and again by the owner before fn: who asks */
 	long tenant;
 	int admin;
+	int scope;	     /* enum xp_scope of the token */
+	char cred_node[254]; /* XP_SCOPE_NODE: the token's node */
 	/* the reply */
 	int status;
 	char *reply; /* malloc'd */
@@ -365,6 +377,10 @@ void xp_snap_poll(struct xp_ctl *ctl, int block);
 
 /* api_agents.c */
 void xp_api_agents_register(struct xp_ctl *, struct xp_cmd *);
+void xp_api_agents_join(struct xp_ctl *, struct xp_cmd *);
+/* api_admin.c: journal a new token and reply 201 with its secret. */
+void xp_token_mint(struct xp_ctl *ctl, struct xp_cmd *cmd, const char *tenant, const char *name,
+		   int scope, const char *node);
 void xp_api_node_heartbeat(struct xp_ctl *, struct xp_cmd *);
 void xp_api_node_assignments(struct xp_ctl *, struct xp_cmd *);
 void xp_api_node_tasks(struct xp_ctl *, struct xp_cmd *);
@@ -380,13 +396,17 @@ void xp_log_path(const struct xp_ctl *ctl, uint64_t job, uint32_t replica, int e
 struct xp_auth_ent {
 	char sha256[65];
 	long tenant;
-	int admin;
+	int scope; /* enum xp_scope */
+	char node[254];
 };
 
 /* owner.c: refresh ctl->auth from the state (owner thread or start-up). */
 void xp_auth_refresh(struct xp_ctl *ctl);
-/* Any thread: 0 and who, or XP_EAUTH. */
-int xp_auth_check(struct xp_ctl *ctl, const char *sha256, long *tenant, int *admin);
+/* Any thread: is cmd's token known, and may it call a route for cmd->need
+ * (with cmd->name the path's node)? 0 with cmd's tenant, admin, scope and
+ * cred_node filled; else XP_EAUTH (no or unknown token) or XP_EPERM, the
+ * reason in err. */
+int xp_auth_admit(struct xp_ctl *ctl, struct xp_cmd *cmd, struct xp_err *err);
 
 /* ctl.c */
 int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err *err);
@@ -507,7 +527,8 @@ void xp_api_tenants_create(struct xp_ctl *, struct xp_cmd *);
 void xp_api_tokens_list(struct xp_ctl *, struct xp_cmd *);
 void xp_api_tokens_create(struct xp_ctl *, struct xp_cmd *);
 void xp_api_token_delete(struct xp_ctl *, struct xp_cmd *);
-/* A new random token "xpt_<64 hex>"; its SHA-256 hex into sha. */
-int xp_token_new(char token[80], char sha[65]);
+/* A new secret "PREFIX_<64 hex>" and its SHA-256: prefix "xpt" for tenants'
+ * and admins' tokens, "xpn" node credentials, "xpb" bootstrap tokens. */
+int xp_token_new(const char *prefix, char token[80], char sha[65]);
 
 #endif

@@ -281,16 +281,9 @@ static int admit_token(struct conn *k, const char *url)
 	}
 	if (!strcmp(url, "/metrics") && !cmd->has_token && ctl->o.metrics_public)
 		return 0; /* --metrics-public: no tenants' series */
-	if (!cmd->has_token) {
-		xp_http_error(k, XP_EAUTH, NULL, "missing 'Authorization: Bearer <token>'");
-		return -1;
-	}
-	if (xp_auth_check(ctl, cmd->token_sha, &cmd->tenant, &cmd->admin) < 0) {
-		xp_http_error(k, XP_EAUTH, NULL, "unknown or revoked token");
-		return -1;
-	}
-	if (cmd->admin_only && !cmd->admin) {
-		xp_http_error(k, XP_EPERM, NULL, "this needs an admin token");
+	struct xp_err err = { 0 };
+	if (xp_auth_admit(ctl, cmd, &err) < 0) {
+		xp_http_error(k, err.code, NULL, "%s", err.text);
 		return -1;
 	}
 	return 0;

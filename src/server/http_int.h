@@ -26,7 +26,7 @@ enum {
 struct route {
 	const char *method, *pattern;
 	xp_cmd_fn fn;
-	int admin, edge;
+	int scope, edge; /* enum xp_route_scope; how the body is read */
 	size_t body_max; /* 0: the server's --body-limit; else this many bytes */
 };
 

@@ -25,50 +25,57 @@
 
 enum { EDGE_QUEUE = EDGE_JSON + 1, EDGE_PRICES };
 
+/* who may call a route (an admin may call every one) */
+#define T XP_ROUTE_TENANT
+#define A XP_ROUTE_ADMIN
+#define N XP_ROUTE_NODE
+#define J XP_ROUTE_JOIN
+
 #define LOGS_MAX ((size_t)8 << 20) /* one upload of an agent's output */
 #define SMALL	 4096		   /* routes that take no document */
 
 static const struct route routes[] = {
-	{ "GET", "/v1/jobs", xp_api_jobs_list, 0, 0, SMALL },
-	{ "POST", "/v1/jobs", xp_api_jobs_submit, 0, EDGE_SPEC, 0 },
-	{ "GET", "/v1/jobs/{id}", xp_api_job_get, 0, 0, SMALL },
-	{ "PATCH", "/v1/jobs/{id}", xp_api_job_update, 0, EDGE_PATCH, SMALL },
-	{ "DELETE", "/v1/jobs/{id}", xp_api_job_cancel, 0, 0, SMALL },
-	{ "POST", "/v1/jobs/{id}/hold", xp_api_job_hold, 0, 0, SMALL },
-	{ "POST", "/v1/jobs/{id}/release", xp_api_job_release, 0, 0, SMALL },
-	{ "POST", "/v1/jobs/{id}/cancel", xp_api_job_cancel, 0, 0, SMALL },
-	{ "GET", "/v1/jobs/{id}/explain", xp_api_job_explain, 0, 0, SMALL },
-	{ "GET", "/v1/jobs/{id}/logs", xp_api_job_logs, 0, 0, SMALL },
-	{ "POST", "/v1/jobs/{id}/counters", xp_api_job_counters, 0, EDGE_JSON, 0 },
-	{ "GET", "/v1/usage", xp_api_usage, 0, 0, SMALL },
-	{ "GET", "/v1/alerts", xp_api_alerts, 1, 0, SMALL },
-	{ "GET", "/v1/forecast", xp_api_forecast, 0, 0, SMALL },
-	{ "GET", "/v1/history", xp_api_history, 0, 0, SMALL },
-	{ "GET", "/v1/advice", xp_api_advice, 1, 0, SMALL },
-	{ "GET", "/v1/prices", xp_api_prices_get, 0, 0, SMALL },
-	{ "PUT", "/v1/prices", xp_api_prices_put, 1, EDGE_PRICES, 0 },
-	{ "POST", "/v1/workflows", xp_api_workflows_submit, 0, EDGE_WORKFLOW, 0 },
-	{ "GET", "/v1/nodes", xp_api_nodes_list, 0, 0, SMALL },
-	{ "POST", "/v1/nodes", xp_api_nodes_add, 1, EDGE_NODES, 0 },
-	{ "GET", "/v1/nodes/{name}", xp_api_node_get, 0, 0, SMALL },
-	{ "PATCH", "/v1/nodes/{name}", xp_api_node_patch, 1, EDGE_JSON, SMALL },
-	{ "DELETE", "/v1/nodes/{name}", xp_api_node_delete, 1, 0, SMALL },
-	{ "GET", "/v1/devices", xp_api_devices, 0, 0, SMALL },
-	{ "GET", "/v1/queues", xp_api_queues_list, 0, 0, SMALL },
-	{ "POST", "/v1/queues", xp_api_queues_create, 1, EDGE_QUEUE, 0 },
-	{ "GET", "/v1/queues/{name}", xp_api_queue_get, 0, 0, SMALL },
-	{ "PATCH", "/v1/queues/{name}", xp_api_queue_patch, 1, EDGE_QUEUE, 0 },
-	{ "DELETE", "/v1/queues/{name}", xp_api_queue_delete, 1, 0, SMALL },
-	{ "GET", "/v1/tenants", xp_api_tenants_list, 1, 0, SMALL },
-	{ "POST", "/v1/tenants", xp_api_tenants_create, 1, EDGE_JSON, SMALL },
-	{ "GET", "/v1/tokens", xp_api_tokens_list, 1, 0, SMALL },
-	{ "POST", "/v1/tokens", xp_api_tokens_create, 1, EDGE_JSON, SMALL },
-	{ "DELETE", "/v1/tokens/{id}", xp_api_token_delete, 1, 0, SMALL },
-	{ "POST", "/v1/agents", xp_api_agents_register, 1, EDGE_NODES, 0 },
-	{ "POST", "/v1/nodes/{name}/heartbeat", xp_api_node_heartbeat, 1, EDGE_JSON, 0 },
-	{ "GET", "/v1/nodes/{name}/assignments", xp_api_node_assignments, 1, EDGE_WATCH, SMALL },
-	{ "POST", "/v1/nodes/{name}/tasks", xp_api_node_tasks, 1, EDGE_JSON, 0 },
-	{ "POST", "/v1/nodes/{name}/logs", xp_api_node_logs, 1, EDGE_RAW, LOGS_MAX },
+	{ "GET", "/v1/jobs", xp_api_jobs_list, T, 0, SMALL },
+	{ "POST", "/v1/jobs", xp_api_jobs_submit, T, EDGE_SPEC, 0 },
+	{ "GET", "/v1/jobs/{id}", xp_api_job_get, T, 0, SMALL },
+	{ "PATCH", "/v1/jobs/{id}", xp_api_job_update, T, EDGE_PATCH, SMALL },
+	{ "DELETE", "/v1/jobs/{id}", xp_api_job_cancel, T, 0, SMALL },
+	{ "POST", "/v1/jobs/{id}/hold", xp_api_job_hold, T, 0, SMALL },
+	{ "POST", "/v1/jobs/{id}/release", xp_api_job_release, T, 0, SMALL },
+	{ "POST", "/v1/jobs/{id}/cancel", xp_api_job_cancel, T, 0, SMALL },
+	{ "GET", "/v1/jobs/{id}/explain", xp_api_job_explain, T, 0, SMALL },
+	{ "GET", "/v1/jobs/{id}/logs", xp_api_job_logs, T, 0, SMALL },
+	{ "POST", "/v1/jobs/{id}/counters", xp_api_job_counters, T, EDGE_JSON, 0 },
+	{ "GET", "/v1/usage", xp_api_usage, T, 0, SMALL },
+	{ "GET", "/v1/alerts", xp_api_alerts, A, 0, SMALL },
+	{ "GET", "/v1/forecast", xp_api_forecast, T, 0, SMALL },
+	{ "GET", "/v1/history", xp_api_history, T, 0, SMALL },
+	{ "GET", "/v1/advice", xp_api_advice, A, 0, SMALL },
+	{ "GET", "/v1/prices", xp_api_prices_get, T, 0, SMALL },
+	{ "PUT", "/v1/prices", xp_api_prices_put, A, EDGE_PRICES, 0 },
+	{ "POST", "/v1/workflows", xp_api_workflows_submit, T, EDGE_WORKFLOW, 0 },
+	{ "GET", "/v1/nodes", xp_api_nodes_list, T, 0, SMALL },
+	{ "POST", "/v1/nodes", xp_api_nodes_add, A, EDGE_NODES, 0 },
+	{ "GET", "/v1/nodes/{name}", xp_api_node_get, T, 0, SMALL },
+	{ "PATCH", "/v1/nodes/{name}", xp_api_node_patch, A, EDGE_JSON, SMALL },
+	{ "DELETE", "/v1/nodes/{name}", xp_api_node_delete, A, 0, SMALL },
+	{ "GET", "/v1/devices", xp_api_devices, T, 0, SMALL },
+	{ "GET", "/v1/queues", xp_api_queues_list, T, 0, SMALL },
+	{ "POST", "/v1/queues", xp_api_queues_create, A, EDGE_QUEUE, 0 },
+	{ "GET", "/v1/queues/{name}", xp_api_queue_get, T, 0, SMALL },
+	{ "PATCH", "/v1/queues/{name}", xp_api_queue_patch, A, EDGE_QUEUE, 0 },
+	{ "DELETE", "/v1/queues/{name}", xp_api_queue_delete, A, 0, SMALL },
+	{ "GET", "/v1/tenants", xp_api_tenants_list, A, 0, SMALL },
+	{ "POST", "/v1/tenants", xp_api_tenants_create, A, EDGE_JSON, SMALL },
+	{ "GET", "/v1/tokens", xp_api_tokens_list, A, 0, SMALL },
+	{ "POST", "/v1/tokens", xp_api_tokens_create, A, EDGE_JSON, SMALL },
+	{ "DELETE", "/v1/tokens/{id}", xp_api_token_delete, A, 0, SMALL },
+	{ "POST", "/v1/agents/join", xp_api_agents_join, J, EDGE_JSON, SMALL },
+	{ "POST", "/v1/agents", xp_api_agents_register, N, EDGE_NODES, 0 },
+	{ "POST", "/v1/nodes/{name}/heartbeat", xp_api_node_heartbeat, N, EDGE_JSON, 0 },
+	{ "GET", "/v1/nodes/{name}/assignments", xp_api_node_assignments, N, EDGE_WATCH, SMALL },
+	{ "POST", "/v1/nodes/{name}/tasks", xp_api_node_tasks, N, EDGE_JSON, 0 },
+	{ "POST", "/v1/nodes/{name}/logs", xp_api_node_logs, N, EDGE_RAW, LOGS_MAX },
 	{ NULL, NULL, NULL, 0, 0, 0 },
 };
 
@@ -129,7 +136,7 @@ int xp_http_route(struct conn *k, const char *url, const char *method, char *all
 		if (!strcmp(r->method, method)) {
 			k->rt = r;
 			k->cmd.fn = r->fn;
-			k->cmd.admin_only = r->admin;
+			k->cmd.need = r->scope;
 			k->body_max = r->body_max ? r->body_max : k->ctl->o.body_limit;
 			return 0;
 		}

@@ -203,11 +203,13 @@ void xp_auth_refresh(struct xp_ctl *ctl)
 	struct xp_auth_ent *a = XNEWV(struct xp_auth_ent, st->tokens.n ? st->tokens.n : 1), *old;
 	size_t n = 0;
 	for (size_t i = 0; i < st->tokens.n; i++) {
-		if (st->tokens.v[i].revoked)
+		const struct xp_token *t = &st->tokens.v[i];
+		if (t->revoked)
 			continue;
-		memcpy(a[n].sha256, st->tokens.v[i].sha256, 65);
-		a[n].tenant = st->tokens.v[i].tenant;
-		a[n++].admin = st->tokens.v[i].admin;
+		memcpy(a[n].sha256, t->sha256, 65);
+		a[n].tenant = t->tenant;
+		a[n].scope = t->scope;
+		snprintf(a[n++].node, sizeof(a->node), "%s", t->node ? t->node : "");
 	}
 	pthread_rwlock_wrlock(&ctl->auth_lock);
 	old = ctl->auth;
@@ -217,19 +219,55 @@ void xp_auth_refresh(struct xp_ctl *ctl)
 	free(old);
 }
 
-int xp_auth_check(struct xp_ctl *ctl, const char *sha256, long *tenant, int *admin)
+/* May a token of scope `who` (node: its node) call a route for `need` on
+ * path node `name` ("" none)? 0 or XP_EPERM with the reason. */
+static int scope_allows(int who, const char *node, int need, const char *name, struct xp_err *err)
 {
-	int rc = XP_EAUTH;
+	static const char boot[] = "a bootstrap token only joins an agent (POST /v1/agents/join)";
+	if (who == XP_SCOPE_ADMIN)
+		return 0;
+	if (who == XP_SCOPE_BOOTSTRAP)
+		return need == XP_ROUTE_JOIN ? 0 : xp_errf(err, XP_EPERM, "%s", boot);
+	switch (need) {
+	case XP_ROUTE_TENANT:
+		return who == XP_SCOPE_TENANT
+			       ? 0
+			       : xp_errf(err, XP_EPERM,
+					 "a node credential is for its agent's endpoints only");
+	case XP_ROUTE_ADMIN:
+		return xp_errf(err, XP_EPERM, "this needs an admin token");
+	case XP_ROUTE_NODE:
+		if (who != XP_SCOPE_NODE)
+			return xp_errf(err, XP_EPERM,
+				       "this is an agent's: it needs the node's credential (or an "
+				       "admin token)");
+		if (name[0] && strcmp(name, node))
+			return xp_errf(err, XP_EPERM, "this credential is node %s's, not %s's",
+				       node, name);
+		return 0;
+	default: /* XP_ROUTE_JOIN */
+		return xp_errf(err, XP_EPERM, "this needs a bootstrap token (or an admin token)");
+	}
+}
+
+int xp_auth_admit(struct xp_ctl *ctl, struct xp_cmd *cmd, struct xp_err *err)
+{
+	int found = 0;
+	if (!cmd->has_token)
+		return xp_errf(err, XP_EAUTH, "missing 'Authorization: Bearer <token>'");
 	pthread_rwlock_rdlock(&ctl->auth_lock);
-	for (size_t i = 0; i < ctl->nauth; i++)
-		if (!strcmp(ctl->auth[i].sha256, sha256)) {
-			*tenant = ctl->auth[i].tenant;
-			*admin = ctl->auth[i].admin;
-			rc = 0;
-			break;
+	for (size_t i = 0; i < ctl->nauth && !found; i++)
+		if (!strcmp(ctl->auth[i].sha256, cmd->token_sha)) {
+			cmd->tenant = ctl->auth[i].tenant;
+			cmd->scope = ctl->auth[i].scope;
+			cmd->admin = cmd->scope == XP_SCOPE_ADMIN;
+			memcpy(cmd->cred_node, ctl->auth[i].node, sizeof(cmd->cred_node));
+			found = 1;
 		}
 	pthread_rwlock_unlock(&ctl->auth_lock);
-	return rc;
+	if (!found)
+		return xp_errf(err, XP_EAUTH, "unknown or revoked token");
+	return scope_allows(cmd->scope, cmd->cred_node, cmd->need, cmd->name, err);
 }
 
 int xp_ctl_journal(struct xp_ctl *ctl, const char *type, char *body, struct xp_err *err)
@@ -286,7 +324,8 @@ int xp_ctl_journal(struct xp_ctl *ctl, const char *type, char *body, struct xp_e
 		 * covered only part of it (a restart, a late first beat) */
 		struct xp_energy *e = xp_intmap_del(&ctl->energy, job->id);
 		const struct xp_meter_run *last =
-			ctl->st->meter.runs.n ? &ctl->st->meter.runs.v[ctl->st->meter.runs.n - 1] : NULL;
+			ctl->st->meter.runs.n ? &ctl->st->meter.runs.v[ctl->st->meter.runs.n - 1]
+					      : NULL;
 		if (e && e->attempt == job->attempts && e->joules >= 1 && e->ms > 0 && last &&
 		    last->job == job->id) {
 			double run_ms = (double)(last->end - last->start), j = e->joules;
@@ -324,6 +363,7 @@ static int cycle_emit(void *ctx, const char *type, char *body)
 static void run(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
 	int write = strcmp(cmd->method, "GET") != 0;
+	struct xp_err aerr = { 0 };
 	if (ctl->fatal) { /* reads too: memory holds records that did not commit */
 		xp_reply_error(cmd, XP_EUNAVAIL, NULL,
 			       "the journal failed; the controller is stopping");
@@ -333,12 +373,9 @@ static void run(struct xp_ctl *ctl, struct xp_cmd *cmd)
 				    XP_MAX_INFLIGHT) {
 		xp_reply_error(cmd, XP_EUNAVAIL, NULL, "the journal is %d records behind; retry",
 			       XP_MAX_INFLIGHT);
-	} else if (!cmd->has_token ||
-		   xp_auth_check(ctl, cmd->token_sha, &cmd->tenant, &cmd->admin) < 0) {
+	} else if (xp_auth_admit(ctl, cmd, &aerr) < 0) {
 		/* checked at the edge too; this catches a token revoked meanwhile */
-		xp_reply_error(cmd, XP_EAUTH, NULL, "unknown or revoked token");
-	} else if (cmd->admin_only && !cmd->admin) {
-		xp_reply_error(cmd, XP_EPERM, NULL, "this needs an admin token");
+		xp_reply_error(cmd, aerr.code, NULL, "%s", aerr.text);
 	} else {
 		cmd->fn(ctl, cmd);
 	}

@@ -221,18 +221,45 @@ static int tenant_create(struct xp_state *st, struct rec *r, struct xp_event_inf
 	return 0;
 }
 
+#define NODE_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
+
+/* The scope of a token.create record: absent "node" and "bootstrap" is a
+ * tenant's or admin's token, as every record before scopes was. */
+static int token_scope(struct rec *r, int admin, int *scope, const char **node)
+{
+	json_t *jn = json_object_get(r->o, "node"), *jb = json_object_get(r->o, "bootstrap");
+	*scope = admin ? XP_SCOPE_ADMIN : XP_SCOPE_TENANT;
+	*node = NULL;
+	if (jb && !json_is_boolean(jb))
+		return bad(r, "not a boolean", "bootstrap");
+	if (jn) {
+		*node = json_string_value(jn);
+		size_t n = *node ? strlen(*node) : 0;
+		if (n < 1 || n > 253 || strspn(*node, NODE_CHARS) != n)
+			return bad(r, "not a node name", "node");
+		*scope = XP_SCOPE_NODE;
+	}
+	if (json_is_true(jb))
+		*scope = jn ? -1 : XP_SCOPE_BOOTSTRAP;
+	if (*scope < 0 || ((jn || json_is_true(jb)) && admin))
+		return bad(r, "an admin, node or bootstrap token: one of them", "admin");
+	return 0;
+}
+
 static int token_create(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
 {
-	const char *tenant, *name, *sha;
+	const char *tenant, *name, *sha, *node;
 	int64_t id;
 	json_t *admin = json_object_get(r->o, "admin");
-	int rc;
+	int rc, scope;
 	if ((rc = get_int(r, "id", 1, INT64_MAX, &id)) < 0 ||
 	    (rc = get_str(r, "tenant", &tenant)) < 0 || (rc = get_str(r, "name", &name)) < 0 ||
 	    (rc = get_str(r, "sha256", &sha)) < 0)
 		return rc;
 	if (!json_is_boolean(admin))
 		return bad(r, "missing or not a boolean", "admin");
+	if ((rc = token_scope(r, json_is_true(admin), &scope, &node)) < 0)
+		return rc;
 	if (strlen(sha) != 64 || strspn(sha, "0123456789abcdef") != 64)
 		return bad(r, "not a SHA-256 in hex", "sha256");
 	long t = xp_state_tenant(st, tenant);
@@ -246,7 +273,9 @@ static int token_create(struct xp_state *st, struct rec *r, struct xp_event_info
 	struct xp_token k = { .id = (uint64_t)id,
 			      .tenant = (uint32_t)t,
 			      .admin = json_is_true(admin),
-			      .name = xstrdup(name) };
+			      .scope = (uint8_t)scope,
+			      .name = xstrdup(name),
+			      .node = node ? xstrdup(node) : NULL };
 	memcpy(k.sha256, sha, 65);
 	xp_vec_push(&st->tokens, k);
 	if ((uint64_t)id >= st->next_token_id)
@@ -899,14 +928,14 @@ int xp_state_apply(struct xp_state *st, uint64_t seq, int64_t at, const char *ty
 		rc = job_counter(st, &r, at, ev);
 	else if (!strcmp(type, "job.energy")) {
 		rc = xp_meter_energy(st, r.o, err);
-		const struct xp_job *j = rc ? NULL
-					    : xp_state_job(st, (uint64_t)json_integer_value(
-								       json_object_get(r.o, "id")));
+		const struct xp_job *j =
+			rc ? NULL
+			   : xp_state_job(st,
+					  (uint64_t)json_integer_value(json_object_get(r.o, "id")));
 		ev->type = "job.energy";
 		ev->job = j ? j->id : 0;
 		ev->tenant = j ? (int64_t)j->tenant : -2;
-	}
-	else if (!strcmp(type, "prices.set")) {
+	} else if (!strcmp(type, "prices.set")) {
 		rc = xp_meter_prices(st, r.o, err);
 		ev->type = "prices.set";
 		ev->tenant = -2;

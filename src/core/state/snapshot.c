@@ -42,10 +42,15 @@ char *xp_state_snapshot(const struct xp_state *st)
 	a = json_array();
 	for (size_t i = 0; i < st->tokens.n; i++) {
 		const struct xp_token *k = &st->tokens.v[i];
-		json_array_append_new(
-			a, json_pack("{s:I,s:s,s:s,s:b,s:b,s:s}", "id", (json_int_t)k->id, "tenant",
-				     st->tenants.v[k->tenant].name, "name", k->name, "admin",
-				     k->admin, "revoked", k->revoked, "sha256", k->sha256));
+		json_t *t =
+			json_pack("{s:I,s:s,s:s,s:b,s:b,s:s}", "id", (json_int_t)k->id, "tenant",
+				  st->tenants.v[k->tenant].name, "name", k->name, "admin", k->admin,
+				  "revoked", k->revoked, "sha256", k->sha256);
+		if (k->scope == XP_SCOPE_NODE)
+			json_object_set_new(t, "node", json_string(k->node));
+		else if (k->scope == XP_SCOPE_BOOTSTRAP)
+			json_object_set_new(t, "bootstrap", json_true());
+		json_array_append_new(a, t);
 	}
 	json_object_set_new(o, "tokens", a);
 	a = json_array();
@@ -249,20 +254,27 @@ int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, st
 	json_array_foreach(json_object_get(o, "tokens"), i, v)
 	{
 		json_int_t id;
-		const char *tenant, *name, *sha;
-		int admin, revoked;
+		const char *tenant, *name, *sha, *node = NULL;
+		int admin, revoked, boot = 0;
 		long t = -1;
-		if (rc == 0 && (json_unpack(v, "{s:I,s:s,s:s,s:b,s:b,s:s}", "id", &id, "tenant",
-					    &tenant, "name", &name, "admin", &admin, "revoked",
-					    &revoked, "sha256", &sha) < 0 ||
-				strlen(sha) != 64 || (t = xp_state_tenant(st, tenant)) < 0))
+		if (rc == 0 &&
+		    (json_unpack(v, "{s:I,s:s,s:s,s:b,s:b,s:s,s?s,s?b}", "id", &id, "tenant",
+				 &tenant, "name", &name, "admin", &admin, "revoked", &revoked,
+				 "sha256", &sha, "node", &node, "bootstrap", &boot) < 0 ||
+		     strlen(sha) != 64 || (t = xp_state_tenant(st, tenant)) < 0 ||
+		     (admin && (node || boot))))
 			rc = xp_errf(err, XP_ECORRUPT, "snapshot: token %zu is malformed", i);
 		if (rc == 0) {
 			struct xp_token k = { .id = (uint64_t)id,
 					      .tenant = (uint32_t)t,
 					      .admin = (uint8_t)admin,
 					      .revoked = (uint8_t)revoked,
-					      .name = xstrdup(name) };
+					      .scope = admin  ? XP_SCOPE_ADMIN
+						       : node ? XP_SCOPE_NODE
+						       : boot ? XP_SCOPE_BOOTSTRAP
+							      : XP_SCOPE_TENANT,
+					      .name = xstrdup(name),
+					      .node = node ? xstrdup(node) : NULL };
 			memcpy(k.sha256, sha, 65);
 			xp_vec_push(&st->tokens, k);
 		}

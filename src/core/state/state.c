@@ -148,8 +148,10 @@ void xp_state_destroy(struct xp_state *st)
 	for (size_t i = 0; i < st->tenants.n; i++)
 		free(st->tenants.v[i].name);
 	xp_vec_free(&st->tenants);
-	for (size_t i = 0; i < st->tokens.n; i++)
+	for (size_t i = 0; i < st->tokens.n; i++) {
 		free(st->tokens.v[i].name);
+		free(st->tokens.v[i].node);
+	}
 	xp_vec_free(&st->tokens);
 	for (size_t i = 0; i < st->queues.n; i++) {
 		free(st->queues.v[i].name);
@@ -230,11 +232,17 @@ char *xp_rec_tenant_create(const char *name)
 	return dump(json_pack("{s:s}", "name", name));
 }
 
-char *xp_rec_token_create(uint64_t id, const char *tenant, const char *name, int admin,
-			  const char *sha256)
+char *xp_rec_token_create(uint64_t id, const char *tenant, const char *name, int scope,
+			  const char *node, const char *sha256)
 {
-	return dump(json_pack("{s:I,s:s,s:s,s:b,s:s}", "id", (json_int_t)id, "tenant", tenant,
-			      "name", name, "admin", admin, "sha256", sha256));
+	json_t *o = json_pack("{s:I,s:s,s:s,s:b,s:s}", "id", (json_int_t)id, "tenant", tenant,
+			      "name", name, "admin", scope == XP_SCOPE_ADMIN, "sha256", sha256);
+	/* tenant and admin tokens are written as before scopes existed */
+	if (scope == XP_SCOPE_NODE)
+		json_object_set_new(o, "node", json_string(node));
+	else if (scope == XP_SCOPE_BOOTSTRAP)
+		json_object_set_new(o, "bootstrap", json_true());
+	return dump(o);
 }
 
 char *xp_rec_token_revoke(uint64_t id)

@@ -119,11 +119,21 @@ struct xp_tenant {
 	uint64_t usage[XP_RES_N]; /* of its running jobs (derived) */
 };
 
+/* A token's scope: what it may call (docs/api.md, "Auth"). */
+enum xp_scope {
+	XP_SCOPE_TENANT,    /* its tenant's jobs, queues, usage */
+	XP_SCOPE_ADMIN,	    /* everything */
+	XP_SCOPE_NODE,	    /* one node's agent endpoints (node) */
+	XP_SCOPE_BOOTSTRAP, /* POST /v1/agents/join only: trades for a node's */
+};
+
 struct xp_token {
 	uint64_t id;
 	uint32_t tenant;
 	uint8_t admin, revoked;
+	uint8_t scope; /* enum xp_scope; admin == (scope == XP_SCOPE_ADMIN) */
 	char *name;
+	char *node; /* XP_SCOPE_NODE: the node's name; else NULL */
 	char sha256[65];
 };
 
@@ -253,7 +263,9 @@ int xp_queue_is_leaf(const struct xp_state *st, uint32_t q);
 
 /* Records (bodies are malloc'd JSON). */
 char *xp_rec_tenant_create(const char *name);
-char *xp_rec_token_create(uint64_t id, const char *tenant, const char *name, int admin,
+/* scope: enum xp_scope; node: the node of a XP_SCOPE_NODE token, else NULL */
+char *xp_rec_token_create(uint64_t id, const char *tenant, const char *name, int scope,
+			  const char *node,
 			  const char *sha256);
 char *xp_rec_token_revoke(uint64_t id);
 /* A top-level queue with no quota (the rest default). */

@@ -3,15 +3,21 @@
 #   make              build into build/ (binaries: build/xpool, build/xpoold)
 #   make run          the main job: xpool dev, a controller with emulated nodes
 #   make run-sim      the OpenB / FGD reproduction beside the published results
-#   make test         the whole test suite; SANITIZE=1 for address+undefined
+#   make test         the whole test suite; SANITIZE=1 for address+undefined,
+#                     TSAN=1 the threaded tests under ThreadSanitizer
 #   make bench        benchmark figures (medians of several runs)
 #   make fuzz         every parser harness under libFuzzer, FUZZ_SECONDS each
 #                     (default 60; clang, build-fuzz/; docs/design/fuzzing.md)
 
 SANITIZE ?= 0
+TSAN ?= 0
 ifeq ($(SANITIZE),1)
 BUILD ?= build-asan
 CMAKE_FLAGS += -DXP_SANITIZE=ON
+else ifeq ($(TSAN),1)
+BUILD ?= build-tsan
+CMAKE_FLAGS += -DXP_TSAN=ON
+CTEST_FLAGS += -L threaded
 else
 BUILD ?= build
 endif
@@ -45,7 +51,7 @@ run-sim: build
 	./scripts/run-sim.sh $(BUILD)
 
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
 
 bench: build
 	./bench/run.sh $(BUILD)
@@ -56,4 +62,4 @@ fuzz:
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) ./scripts/fuzz.sh
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-tsan build-fuzz

@@ -90,7 +90,7 @@ static void *client_main(void *arg)
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, NULL);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
-	for (int n = 0; !*c->stop; n++) {
+	for (int n = 0; !__atomic_load_n(c->stop, __ATOMIC_ACQUIRE); n++) {
 		char name[64];
 		long status = 0;
 		snprintf(name, sizeof(name), "c%d-%d", c->id, n);
@@ -198,7 +198,7 @@ static void one_round(uint64_t seed)
 	usleep((useconds_t)(200000 + xp_rng_below(&rng, 600000)));
 	kill(s.pid, SIGKILL);
 	waitpid(s.pid, NULL, 0);
-	stop = 1;
+	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
 	size_t acked = 0;
 	for (int i = 0; i < CLIENTS; i++) {
 		pthread_join(tid[i], NULL);

@@ -430,8 +430,8 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 	pid_t agent = -1;
 	if (dev && !xp_flag_get(flags, "no-agent")->bval)
 		agent = start_local_agent(ctl, o.data, &set);
-	printf("serving until interrupted (%zu nodes, %zu jobs)\n", ctl->st->c->nnodes,
-	       ctl->st->jobs.n);
+	printf("serving until interrupted (%zu nodes, %zu jobs)\n", ctl->start_nodes,
+	       ctl->start_jobs);
 	printf("address: http://%s\n", ctl->addr);
 	if (ctl->admin_token[0])
 		printf("admin token: %s\n", ctl->admin_token);

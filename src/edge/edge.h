@@ -26,6 +26,7 @@
 
 #include "../core/state/spec.h"
 #include "../lib/err.h"
+#include "../lib/strbuf.h"
 
 /* A workflow: its jobs' specs in an order where each comes after the jobs
  * of the workflow it depends on. Such a dependency holds XP_WF_LOCAL plus
@@ -38,6 +39,12 @@ struct xp_workflow {
 	size_t n;
 	struct xp_jobspec *specs; /* n, in order; each spec's workflow is name */
 	size_t *index;		  /* per position: its index in the document's jobs */
+	/* the owner's progress while it submits the jobs a slice per turn
+	 * (src/server/api_workflows.c); freed with the workflow */
+	size_t done;	  /* positions submitted */
+	uint64_t *ids;	  /* per position: its job id, once submitted */
+	long *tenants;	  /* per position: its tenant */
+	struct xp_sb out; /* the reply's "jobs" so far */
 };
 
 /* Parse and order a workflow document (json: 1 JSON, 0 YAML, < 0 guess).

@@ -300,5 +300,8 @@ void xp_workflow_free(struct xp_workflow *w)
 		xp_jobspec_free(&w->specs[i]);
 	free(w->specs);
 	free(w->index);
+	free(w->ids);
+	free(w->tenants);
+	xp_sb_free(&w->out);
 	memset(w, 0, sizeof(*w));
 }

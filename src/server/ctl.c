@@ -93,8 +93,9 @@ static int bootstrap(struct xp_ctl *ctl, struct xp_err *err)
 	if ((rc = xp_ctl_journal(ctl, "tenant.create", xp_rec_tenant_create("admin"), err)) < 0 ||
 	    (rc = xp_ctl_journal(ctl, "queue.create", xp_rec_queue_create("default", 0, 1), err)) <
 		    0 ||
-	    (rc = xp_ctl_journal(ctl, "token.create",
-				 xp_rec_token_create(1, "admin", "admin", XP_SCOPE_ADMIN, NULL, sha), err)) < 0)
+	    (rc = xp_ctl_journal(
+		     ctl, "token.create",
+		     xp_rec_token_create(1, "admin", "admin", XP_SCOPE_ADMIN, NULL, sha), err)) < 0)
 		return rc;
 	if ((rc = xp_store_sync(ctl->store)) < 0)
 		return xp_errf(err, rc, "the journal could not be written");
@@ -204,6 +205,8 @@ int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err
 		xp_watch_bump(ctl, (uint32_t)n);
 		ctl->live.v[n].last_seen = xp_ctl_now();
 	}
+	ctl->start_nodes = ctl->st->c->nnodes;
+	ctl->start_jobs = ctl->st->jobs.n;
 	if ((rc = xp_alert_feed_start(ctl, err)) < 0 || (rc = xp_owner_start(ctl, err)) < 0 ||
 	    (rc = xp_http_start(ctl, err)) < 0)
 		goto fail;
@@ -227,6 +230,7 @@ void xp_ctl_stop(struct xp_ctl *ctl)
 	xp_alert_feed_stop(ctl);
 	xp_history_free(ctl);
 	xp_store_close(ctl->store);
+	xp_park_destroy(ctl); /* no thread wakes a key any more */
 	xp_state_destroy(ctl->st);
 	xp_events_destroy(ctl->ev);
 	xp_due_free(&ctl->emu);

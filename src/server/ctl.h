@@ -149,6 +149,10 @@ struct xp_cmd {
 	long tenant;
 	int admin;
 	int scope;	     /* enum xp_scope of the token */
+	/* a long command done over several owner turns: fn sets again to be
+	 * queued once more (at the end, behind what came meanwhile); turns
+	 * counts the turns it had (the admission checks run on the first) */
+	int again, turns;
 	char cred_node[254]; /* XP_SCOPE_NODE: the token's node */
 	/* the reply */
 	int status;
@@ -322,6 +326,7 @@ struct xp_ctl {
 	pthread_cond_t qcv;
 	struct xp_cmd *qhead, *qtail;
 	int stopping;
+	size_t start_nodes, start_jobs; /* at start, before the owner ran (for the banner) */
 	atomic_int ready;      /* serving; 0 while starting, stopping, or once the journal failed */
 	int fatal;	       /* the store failed: refuse everything (owner thread) */
 	struct xp_dueheap emu; /* emulated tasks by when they end */

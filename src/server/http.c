@@ -581,5 +581,6 @@ void xp_http_stop(struct xp_ctl *ctl)
 	pthread_mutex_unlock(&ctl->http_mu);
 	MHD_stop_daemon(ctl->http);
 	ctl->http = NULL;
-	xp_park_destroy(ctl);
+	/* the parking itself goes in xp_ctl_stop, after the owner and the
+	 * store thread, which still wake keys (a refused park is answered) */
 }

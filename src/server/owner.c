@@ -360,6 +360,24 @@ static int cycle_emit(void *ctx, const char *type, char *body)
 
 /* ---- the loop ---- */
 
+/* cmd to the end of the queue for its next turn: 0, or -1 when stopping */
+static int requeue(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	int rc = -1;
+	pthread_mutex_lock(&ctl->qmu);
+	if (!ctl->stopping) {
+		cmd->next = NULL;
+		if (ctl->qtail)
+			ctl->qtail->next = cmd;
+		else
+			ctl->qhead = cmd;
+		ctl->qtail = cmd;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&ctl->qmu);
+	return rc;
+}
+
 static void run(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
 	int write = strcmp(cmd->method, "GET") != 0;
@@ -369,15 +387,25 @@ static void run(struct xp_ctl *ctl, struct xp_cmd *cmd)
 			       "the journal failed; the controller is stopping");
 		cmd_done(cmd);
 		return;
-	} else if (write && xp_store_last_seq(ctl->store) - xp_store_durable_seq(ctl->store) >
-				    XP_MAX_INFLIGHT) {
+	} else if (!cmd->turns && write &&
+		   xp_store_last_seq(ctl->store) - xp_store_durable_seq(ctl->store) >
+			   XP_MAX_INFLIGHT) {
 		xp_reply_error(cmd, XP_EUNAVAIL, NULL, "the journal is %d records behind; retry",
 			       XP_MAX_INFLIGHT);
-	} else if (xp_auth_admit(ctl, cmd, &aerr) < 0) {
+	} else if (!cmd->turns && xp_auth_admit(ctl, cmd, &aerr) < 0) {
 		/* checked at the edge too; this catches a token revoked meanwhile */
 		xp_reply_error(cmd, aerr.code, NULL, "%s", aerr.text);
 	} else {
 		cmd->fn(ctl, cmd);
+	}
+	if (cmd->again) {
+		cmd->again = 0;
+		cmd->turns++;
+		if (requeue(ctl, cmd) == 0)
+			return;
+		xp_reply_error(cmd, XP_EUNAVAIL, NULL,
+			       "the controller is stopping; part of the request was done (see the "
+			       "events)");
 	}
 	/* durable before shown: the reply waits for every record appended so far */
 	if (cmd->journaled || xp_store_last_seq(ctl->store) != xp_store_durable_seq(ctl->store))

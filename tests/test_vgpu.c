@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/state/spec.h"
+#include "lib/err.h"
 #include "testutil.h"
 
 #define MIB (1024ULL * 1024ULL)
@@ -302,6 +304,55 @@ static void test_vgpu_no_driver(void **state)
 	assert_int_equal(lines, 2);
 }
 
+/* bad limits are refused at submit, naming the field */
+static void test_vgpu_bad_limits_refused(void **state)
+{
+	static const struct {
+		const char *devices, *field;
+	} bad[] = {
+		{ "{fraction: 0}", "resources.devices.fraction" },
+		{ "{fraction: -0.5}", "resources.devices.fraction" },
+		{ "{fraction: 1.5}", "resources.devices.fraction" },
+		{ "{fraction: half}", "resources.devices.fraction" },
+		{ "{compute_milli: 0}", "resources.devices.compute_milli" },
+		{ "{compute_milli: 1001}", "resources.devices.compute_milli" },
+		{ "{fraction: 0.3, memory: 0}", "resources.devices.memory" },
+		{ "{fraction: 0.3, memory: -4Gi}", "resources.devices.memory" },
+		{ "{fraction: 0.3, memory: lots}", "resources.devices.memory" },
+		{ "{fraction: 0.3, memory: 99999Ti}", "resources.devices.memory" },
+		{ "{fraction: 0.3, count: 2}", "resources.devices" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char text[256], field[320] = "";
+		struct xp_jobspec s;
+		struct xp_err err = { 0 };
+		snprintf(text, sizeof(text), "command: [true]\nresources: {devices: %s}\n",
+			 bad[i].devices);
+		memset(&s, 0, sizeof(s));
+		int rc = xp_jobspec_parse_text("spec", text, strlen(text), 0, &s, field, &err);
+		xp_jobspec_free(&s);
+		if (rc >= 0 || strcmp(field, bad[i].field))
+			fail_msg("devices %s: rc %d field '%s' (%s), want %s", bad[i].devices, rc,
+				 field, err.text, bad[i].field);
+	}
+	const char *opt = "command: [true]\nvgpu: maybe\n";
+	char field[320] = "";
+	struct xp_jobspec s;
+	struct xp_err err = { 0 };
+	memset(&s, 0, sizeof(s));
+	assert_true(xp_jobspec_parse_text("spec", opt, strlen(opt), 0, &s, field, &err) < 0);
+	xp_jobspec_free(&s);
+	assert_string_equal(field, "vgpu");
+	opt = "command: [true]\nvgpu: off\n";
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(xp_jobspec_parse_text("spec", opt, strlen(opt), 0, &s, field, &err), 0);
+	assert_int_equal(s.vgpu_off, 1);
+	char *json = xp_jobspec_to_json(&s);
+	assert_non_null(strstr(json, "\"vgpu\":\"off\""));
+	free(json);
+	xp_jobspec_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -314,6 +365,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_vgpu_killed_reclaimed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vgpu_fork_child, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vgpu_no_driver, setup, teardown),
+		cmocka_unit_test(test_vgpu_bad_limits_refused),
 	};
 	return xp_run_tests(tests, NULL, NULL);
 }

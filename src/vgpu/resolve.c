@@ -140,7 +140,11 @@ static void *next_after(const void *caller, const char *name)
 	return sym;
 }
 
-void xv_bind_dlsym(void)
+/* Not instrumented: a sanitizer's runtime calls dlsym while it starts,
+ * before its shadow memory exists (see dlsym below). */
+#define XV_EARLY __attribute__((no_sanitize("address", "undefined")))
+
+XV_EARLY void xv_bind_dlsym(void)
 {
 	static const char *const vers[] = { "GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17", "GLIBC_2.0",
 					    NULL };
@@ -148,18 +152,15 @@ void xv_bind_dlsym(void)
 		xv.real.dlsym = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", *v);
 }
 
-XV_EXPORT void *dlsym(void *handle, const char *name)
+/* after the constructor: hooks, and RTLD_NEXT for the caller's object */
+static void *late_dlsym(void *handle, const char *name, const void *caller)
 {
-	if (!xv.real.dlsym)
-		xv_bind_dlsym();
-	if (!xv.real.dlsym)
-		return NULL;
 	if (xv.acct && name[0] == 'c' && name[1] == 'u') {
 		void *h = xv_hook_for(name);
 		if (h)
 			return h;
 	}
-	if (xv.acct && xv.mem_limited && !strcmp(name, "nvmlDeviceGetMemoryInfo")) {
+	if (xv.acct && xv.driver && xv.mem_limited && !strcmp(name, "nvmlDeviceGetMemoryInfo")) {
 		void *real = xv.real.dlsym(handle, name);
 		if (!real)
 			return NULL;
@@ -167,11 +168,25 @@ XV_EXPORT void *dlsym(void *handle, const char *name)
 		return xv_mem_hook(name);
 	}
 	if (handle == RTLD_NEXT) {
-		const void *caller = __builtin_return_address(0);
 		Dl_info me, them;
 		if (dladdr((void *)dlsym, &me) && dladdr(caller, &them) &&
 		    me.dli_fbase != them.dli_fbase)
 			return next_after(caller, name);
 	}
 	return xv.real.dlsym(handle, name);
+}
+
+/* Before the constructor has run (the caller is a preloaded sanitizer
+ * runtime starting up, or another constructor) nothing is hooked: the real
+ * dlsym answers, and from this library RTLD_NEXT finds what it would have
+ * for the caller, as only this library sits between them. */
+XV_EXPORT XV_EARLY void *dlsym(void *handle, const char *name)
+{
+	if (!xv.real.dlsym)
+		xv_bind_dlsym();
+	if (!xv.real.dlsym)
+		return NULL;
+	if (!__atomic_load_n(&xv.ready, __ATOMIC_ACQUIRE))
+		return xv.real.dlsym(handle, name);
+	return late_dlsym(handle, name, __builtin_return_address(0));
 }

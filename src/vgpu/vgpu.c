@@ -180,22 +180,18 @@ static void after_fork_child(void)
 		xv_log("no free slot in the job's account: this process's allocations fail");
 }
 
-__attribute__((constructor)) static void xv_init(void)
+static void init_limits(void)
 {
 	struct xv_limits lim;
-	xv.now = wall_now;
-	xv.sleep_until = wall_sleep_until;
-	xv.pid = getpid();
 	if (!read_limits(&lim))
 		return; /* nothing to enforce: every lookup gets the real function */
-	if (xv_bind_driver() < 0) {
+	/* the driver first: its clock may be the simulated one */
+	xv.driver = xv_bind_driver() == 0;
+	if (!xv.driver)
 		xv_log("no CUDA driver (libcuda.so.1: %s): nothing to limit", dlerror());
-		return;
-	}
-	xv.driver = 1;
 	struct xv_account *a = xv_account_open(getenv("XPOOL_VGPU_ACCOUNT"), &lim);
 	if (!a) {
-		/* no account, no sharing of the cap: refuse rather than run unbounded */
+		/* no account, no sharing of the cap: a private one, never unbounded */
 		a = xv_account_open(NULL, &lim);
 		if (!a)
 			abort();
@@ -207,12 +203,23 @@ __attribute__((constructor)) static void xv_init(void)
 		if (a->dev[i].milli < 1000)
 			xv.compute_limited = 1;
 	}
-	if (xv.compute_limited && !(xv.real.cuEventCreate && xv.real.cuEventRecord &&
-				    xv.real.cuEventQuery && xv.real.cuEventElapsedTime))
+	if (xv.driver && xv.compute_limited &&
+	    !(xv.real.cuEventCreate && xv.real.cuEventRecord && xv.real.cuEventQuery &&
+	      xv.real.cuEventElapsedTime))
 		xv_log("the driver has no events to measure kernels with: compute share not held");
+	/* registered even without a driver: the agent checks that it was loaded */
 	if (xv_register() < 0)
 		xv_log("no free slot in the job's account: this process's allocations fail");
 	pthread_atfork(NULL, NULL, after_fork_child);
+}
+
+__attribute__((constructor)) static void xv_init(void)
+{
+	xv.now = wall_now;
+	xv.sleep_until = wall_sleep_until;
+	xv.pid = getpid();
+	init_limits();
+	__atomic_store_n(&xv.ready, 1, __ATOMIC_RELEASE);
 }
 
 __attribute__((destructor)) static void xv_fini(void)

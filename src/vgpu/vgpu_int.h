@@ -95,6 +95,7 @@ struct xv {
 	int64_t (*now)(void);		/* ns, the device's clock */
 	void (*sleep_until)(int64_t);	/* ns on that clock */
 	_Atomic int capturing;		/* streams in capture (launch.c) */
+	int ready;			/* the constructor has run (resolve.c's dlsym) */
 };
 
 extern struct xv xv;

@@ -194,7 +194,8 @@ static void test_vgpu_unlimited_real_totals(void **state)
 
 /* two jobs at m1 and m2 milli, greedy, mode; their shares of 10 s of
  * simulated device time within 3 points */
-static void shares(const char *m1, const char *m2, const char *mode, const char *mode2, int ptsz)
+static void shares_jitter(const char *m1, const char *m2, const char *mode, const char *mode2,
+			  int ptsz, const char *jitter)
 {
 	struct app a[2];
 	const char *milli[2] = { m1, m2 };
@@ -208,6 +209,7 @@ static void shares(const char *m1, const char *m2, const char *mode, const char 
 				      "FAKE_CUDA_PARTIES=2",
 				      "FAKE_CUDA_HORIZON_MS=10000",
 				      ptsz ? "VGPU_APP_PTSZ=1" : "VGPU_APP_NONE=1",
+				      kv("FAKE_CUDA_JITTER", jitter),
 				      NULL };
 		start(&a[i], env, 1, argv);
 	}
@@ -217,12 +219,17 @@ static void shares(const char *m1, const char *m2, const char *mode, const char 
 		got[i] = (double)busy / 1e10;
 		assert_int_equal(finish(&a[i]), 0);
 	}
-	printf("vgpu: %s/%s milli, %s/%s launches: %.1f%% and %.1f%% of 10 s simulated device "
-	       "time (errors %+.1f and %+.1f points)\n",
-	       m1, m2, mode, mode2, 100 * got[0], 100 * got[1], 100 * got[0] - atoi(m1) / 10.0,
+	printf("vgpu: %s/%s milli, %s/%s launches, kernel times +-%s%%: %.1f%% and %.1f%% of 10 s "
+	       "simulated device time (errors %+.1f and %+.1f points)\n",
+	       m1, m2, mode, mode2, jitter, 100 * got[0], 100 * got[1], 100 * got[0] - atoi(m1) / 10.0,
 	       100 * got[1] - atoi(m2) / 10.0);
 	assert_true(fabs(100 * got[0] - atoi(m1) / 10.0) <= 3.0);
 	assert_true(fabs(100 * got[1] - atoi(m2) / 10.0) <= 3.0);
+}
+
+static void shares(const char *m1, const char *m2, const char *mode, const char *mode2, int ptsz)
+{
+	shares_jitter(m1, m2, mode, mode2, ptsz, "0");
 }
 
 static void test_vgpu_share_eager(void **state)
@@ -239,6 +246,12 @@ static void test_vgpu_share_graph(void **state)
 static void test_vgpu_share_ex_coop_ptsz(void **state)
 {
 	shares("100", "900", "ex", "coop", 1);
+}
+
+/* kernels whose times vary +-20 % around their shape's mean */
+static void test_vgpu_share_jitter(void **state)
+{
+	shares_jitter("300", "700", "eager", "graph", 0, "20");
 }
 
 /* a killed process's memory is back for the next allocation */
@@ -362,6 +375,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_vgpu_share_eager, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vgpu_share_graph, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vgpu_share_ex_coop_ptsz, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_vgpu_share_jitter, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vgpu_killed_reclaimed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vgpu_fork_child, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vgpu_no_driver, setup, teardown),

@@ -13,12 +13,12 @@
  *
  * Estimates come from kernel completion events: a launch is bracketed by
  * an event pair (a probe) when its kernel shape (function, grid size,
- * block size; or the graph) has fewer than 4 measurements, and every 16th
- * launch otherwise, with at most 8 probes in flight. A shape's estimate is
- * the smallest of its last 4 measurements: between its events a kernel may
- * also wait for another context's work, which makes it measure long, never
- * short. When a probe completes, the bucket is charged the difference
- * between the new estimate and what the launch was charged. A shape not
+ * block size; or the graph) has fewer than 8 measurements, and every 16th
+ * launch of the shape otherwise, with at most 8 probes in flight. A shape's estimate is
+ * the mean of its last 8 measurements, less those above 1.5 x their median
+ * (a kernel that waited behind another context's work between its events).
+ * When a probe completes, the bucket is charged the difference between
+ * what it measured (cut the same way) and what the launch was charged. A shape not
  * measured yet is charged the process's running mean; the process's first
  * launch waits for its probe, once, so that the mean exists. The error and
  * reaction time are in docs/design/vgpu.md.
@@ -36,11 +36,12 @@
 #define NPROBE 8
 #define NCAP   16
 
-#define NSAMPLE 4
+#define NSAMPLE 8
 struct est {
 	_Atomic uint64_t key;
-	_Atomic int64_t ns; /* the smallest of the samples */
+	_Atomic int64_t ns; /* the estimate (learn()) */
 	_Atomic uint32_t n;
+	_Atomic uint32_t seen; /* launches of the shape: every 16th is probed */
 	int64_t sample[NSAMPLE]; /* pmu */
 };
 
@@ -97,20 +98,33 @@ static struct est *est_find(uint64_t key)
 	return NULL;
 }
 
-/* a shape's estimate: the smallest of its last NSAMPLE measurements (pmu
- * held). A kernel that waited behind another context's work between its
- * events measures long; it never measures short. */
+/* A shape's estimate from its last NSAMPLE measurements (pmu held): the
+ * mean of those at most 1.5 x their median. Between its events a kernel
+ * may also wait for another context's work, which makes it measure long,
+ * never short; the cut drops such samples, the mean keeps the estimate
+ * unbiased when the kernel's own time varies. Returns the measurement,
+ * cut the same way: what the launch is finally charged. */
 static int64_t learn(struct est *e, int64_t m)
 {
 	uint32_t n = atomic_load_explicit(&e->n, memory_order_relaxed);
+	int64_t v[NSAMPLE], sum = 0;
+	uint32_t k = n + 1 < NSAMPLE ? n + 1 : NSAMPLE, kept = 0;
 	e->sample[n % NSAMPLE] = m;
-	int64_t best = m;
-	for (uint32_t i = 0; i < NSAMPLE && i <= n; i++)
-		if (e->sample[i] < best)
-			best = e->sample[i];
-	atomic_store_explicit(&e->ns, best, memory_order_relaxed);
+	for (uint32_t i = 0; i < k; i++) { /* insertion sort: k <= 8 */
+		uint32_t j = i;
+		for (; j > 0 && v[j - 1] > e->sample[i]; j--)
+			v[j] = v[j - 1];
+		v[j] = e->sample[i];
+	}
+	int64_t cut = 2 * v[k / 2];
+	for (uint32_t i = 0; i < k; i++)
+		if (v[i] <= cut) {
+			sum += v[i];
+			kept++;
+		}
+	atomic_store_explicit(&e->ns, sum / (kept ? kept : 1), memory_order_relaxed);
 	atomic_store_explicit(&e->n, n + 1, memory_order_relaxed);
-	return best;
+	return m < cut ? m : cut;
 }
 
 /* settle completed probes, oldest first (pmu held) */
@@ -197,7 +211,9 @@ static void gate_enter(struct gate *g, uint64_t key, CUstream s, int ptsz)
 	uint32_t known = e ? atomic_load_explicit(&e->n, memory_order_relaxed) : 0;
 	int64_t c = known ? atomic_load_explicit(&e->ns, memory_order_relaxed)
 			  : atomic_load_explicit(&mean_ns, memory_order_relaxed);
-	uint64_t n = atomic_fetch_add_explicit(&nlaunch, 1, memory_order_relaxed);
+	/* per shape, so that shapes launched in a fixed order are all sampled */
+	uint64_t n = e ? atomic_fetch_add_explicit(&e->seen, 1, memory_order_relaxed)
+		       : atomic_fetch_add_explicit(&nlaunch, 1, memory_order_relaxed);
 	int64_t before = atomic_fetch_sub_explicit(&d->budget_ns, c, memory_order_relaxed);
 	atomic_fetch_add_explicit(&d->gpu_ns, c, memory_order_relaxed);
 	g->charged = c;

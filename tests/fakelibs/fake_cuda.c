@@ -26,6 +26,9 @@
  *   FAKE_CUDA_PARTIES=n      the clock starts when n processes have joined
  *   FAKE_CUDA_QUEUE=n        kernels in flight per process (default 64)
  *   FAKE_CUDA_HORIZON_MS=n   busy time counts only before this (default: all)
+ *   FAKE_CUDA_JITTER=p       each kernel runs p % shorter or longer than asked,
+ *                            uniformly at random (one seeded generator: the
+ *                            same runs give the same times)
  * Exported for tests: xpoolSimClockNs, xpoolSimSleepUntilNs and
  * fakeCudaStats (simulated now, this process's busy ns, device used bytes).
  */
@@ -63,7 +66,8 @@ struct gpu {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int64_t now, free_at, horizon;
-	int expected, joined, started, sms, queue;
+	int expected, joined, started, sms, queue, jitter;
+	uint64_t rng;
 	uint64_t total, used, next_addr;
 	struct party p[MAXP];
 };
@@ -122,6 +126,8 @@ static void init_gpu(struct gpu *g)
 	if (g->queue < 1 || g->queue > QMAX)
 		g->queue = 64;
 	g->horizon = fk_int("FAKE_CUDA_HORIZON_MS", 0) * 1000000LL;
+	g->jitter = (int)fk_int("FAKE_CUDA_JITTER", 0);
+	g->rng = 0x9e3779b97f4a7c15ULL;
 	g->next_addr = 1ULL << 32;
 	__atomic_store_n(&g->magic, MAGIC, __ATOMIC_RELEASE);
 }
@@ -481,6 +487,18 @@ FAKE_EXPORT CUresult cuStreamDestroy_v2(CUstream s)
 	return CUDA_SUCCESS;
 }
 
+/* a kernel's time with the jitter applied (mu held) */
+static int64_t jittered(int64_t ns)
+{
+	if (!G->jitter)
+		return ns;
+	G->rng ^= G->rng << 13;
+	G->rng ^= G->rng >> 7;
+	G->rng ^= G->rng << 17;
+	double u = (double)(G->rng >> 11) / (double)(1ULL << 53) * 2 - 1; /* [-1, 1) */
+	return (int64_t)((double)ns * (1 + u * G->jitter / 100.0));
+}
+
 /* run n kernels back to back as one entry of this process's queue */
 static void run(const uint64_t *blocks, const int64_t *block_ns, unsigned n)
 {
@@ -500,7 +518,7 @@ static void run(const uint64_t *blocks, const int64_t *block_ns, unsigned n)
 	for (unsigned k = 0; k < n; k++) {
 		uint64_t waves = (blocks[k] + (uint64_t)G->sms - 1) / (uint64_t)G->sms;
 		int64_t start = G->free_at > G->now ? G->free_at : G->now;
-		end = start + (int64_t)waves * block_ns[k];
+		end = start + jittered((int64_t)waves * block_ns[k]);
 		int64_t b = start, e = end;
 		if (G->horizon && e > G->horizon)
 			e = G->horizon;

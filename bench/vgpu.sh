@@ -1,8 +1,8 @@
 #!/bin/sh
 # bench/vgpu.sh: the vGPU interposer's figures against the fake driver
 # (tests/fakelibs/fake_cuda.c), no GPU needed (docs/results/vgpu.md):
-#   1. per-launch cost on the host, wall ns, median of RUNS runs of N
-#      launches: the fake driver alone, with libxpool-vgpu.so preloaded and
+#   1. per-launch cost on the host, CPU ns (wall time on a shared machine
+#      is mostly preemption), median of RUNS rounds of N launches: the fake driver alone, with libxpool-vgpu.so preloaded and
 #      no limit, and under a 300-milli share; the interposer's overhead is
 #      the difference (target < 1 us);
 #   2. the compute-share error of two greedy jobs sharing one simulated GPU
@@ -29,25 +29,26 @@ export LD_LIBRARY_PATH=$BUILD/fakecuda ASAN_OPTIONS=verify_asan_link_order=0
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-launches() { # launches LABEL ENV...: the median ns per launch
-	label=$1
-	shift
-	i=1
-	: >"$T/ns"
-	while [ "$i" -le "$RUNS" ]; do
-		rm -f "$T/acct"
-		env "$@" "$APP" bench "$N" | sed -n 's/^ns_per_launch //p' >>"$T/ns"
-		i=$((i + 1))
-	done
-	m=$(median <"$T/ns")
-	echo "$label $m"
+one() { # one ENV...: CPU ns per launch of one run
+	rm -f "$T/acct"
+	env "$@" "$APP" bench "$N" | sed -n 's/^ns_per_launch //p'
 }
 
-echo "-- per-launch cost, wall ns, median of $RUNS runs of $N launches"
-base=$(launches base VGPU_APP_NONE=1 | cut -d' ' -f2)
-free=$(launches free LD_PRELOAD="$LIB" | cut -d' ' -f2)
-lim=$(launches limited LD_PRELOAD="$LIB" XPOOL_VGPU_ACCOUNT="$T/acct" \
-	XPOOL_VGPU_COMPUTE_MILLI=300 XPOOL_VGPU_MEMORY_MIB=8192 | cut -d' ' -f2)
+echo "-- per-launch cost, CPU ns, median of $RUNS rounds of $N launches (the three in turn)"
+: >"$T/base"
+: >"$T/free"
+: >"$T/lim"
+i=1
+while [ "$i" -le "$RUNS" ]; do
+	one VGPU_APP_NONE=1 >>"$T/base"
+	one LD_PRELOAD="$LIB" >>"$T/free"
+	one LD_PRELOAD="$LIB" XPOOL_VGPU_ACCOUNT="$T/acct" XPOOL_VGPU_COMPUTE_MILLI=300 \
+		XPOOL_VGPU_MEMORY_MIB=8192 >>"$T/lim"
+	i=$((i + 1))
+done
+base=$(median <"$T/base")
+free=$(median <"$T/free")
+lim=$(median <"$T/lim")
 awk -v b="$base" -v f="$free" -v l="$lim" 'BEGIN {
 	printf "fake driver alone:                 %7.1f ns/launch\n", b
 	printf "interposer, no limit:              %7.1f ns/launch (overhead %+.1f ns)\n", f, f - b

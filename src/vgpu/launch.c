@@ -143,7 +143,6 @@ static void poll(void)
 		if (p->e)
 			m = learn(p->e, m);
 		atomic_fetch_sub(&d->budget_ns, m - p->charged);
-		atomic_fetch_add_explicit(&d->gpu_ns, m - p->charged, memory_order_relaxed);
 		int64_t mean = atomic_load_explicit(&mean_ns, memory_order_relaxed);
 		atomic_store_explicit(&mean_ns, atomic_load(&mean_n) ? mean + (m - mean) / 8 : m,
 				      memory_order_relaxed);
@@ -215,7 +214,6 @@ static void gate_enter(struct gate *g, uint64_t key, CUstream s, int ptsz)
 	uint64_t n = e ? atomic_fetch_add_explicit(&e->seen, 1, memory_order_relaxed)
 		       : atomic_fetch_add_explicit(&nlaunch, 1, memory_order_relaxed);
 	int64_t before = atomic_fetch_sub_explicit(&d->budget_ns, c, memory_order_relaxed);
-	atomic_fetch_add_explicit(&d->gpu_ns, c, memory_order_relaxed);
 	g->charged = c;
 	if (before - c < 0)
 		throttle(d);
@@ -244,7 +242,6 @@ static void gate_leave(struct gate *g, CUstream s, int ptsz, CUresult rc)
 	struct xv_dev *d = &xv.acct->dev[0];
 	if (rc != CUDA_SUCCESS && g->charged) { /* it did not run */
 		atomic_fetch_add(&d->budget_ns, g->charged);
-		atomic_fetch_sub_explicit(&d->gpu_ns, g->charged, memory_order_relaxed);
 	}
 	if (!g->p)
 		return;

@@ -50,7 +50,6 @@ struct xv_dev {
 	uint64_t peak_bytes;	   /* (mu) */
 	uint32_t milli;		   /* compute share; 1000: not limited */
 	uint32_t ooms;		   /* allocations refused at the cap (mu) */
-	_Atomic int64_t gpu_ns;	   /* device time charged, corrections included */
 };
 
 /* One process of the job. */

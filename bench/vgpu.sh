@@ -19,13 +19,13 @@ APP=$BUILD/xp-vgpu-app
 LIB=$BUILD/libxpool-vgpu.so
 RUNS=${RUNS:-5}
 N=${VGPU_LAUNCHES:-2000000}
-[ -x "$APP" ] && [ -f "$LIB" ] || {
+if [ ! -x "$APP" ] || [ ! -f "$LIB" ]; then
 	echo "vgpu: $APP or $LIB is missing (make build)"
 	exit 1
-}
+fi
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-export LD_LIBRARY_PATH=$BUILD/fakecuda ASAN_OPTIONS=verify_asan_link_order=0
+export LD_LIBRARY_PATH="$BUILD/fakecuda" ASAN_OPTIONS=verify_asan_link_order=0
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
@@ -58,14 +58,17 @@ awk -v b="$base" -v f="$free" -v l="$lim" 'BEGIN {
 share() { # share M1 M2 MODE: two greedy jobs, 10 s simulated
 	rm -f "$T/gpu" "$T/a1" "$T/a2"
 	for k in 1 2; do
-		eval m=\$$k
+		m=$1
+		[ "$k" = 1 ] || m=$2
 		env LD_PRELOAD="$LIB" XPOOL_VGPU_ACCOUNT="$T/a$k" XPOOL_VGPU_COMPUTE_MILLI="$m" \
 			FAKE_CUDA_STATE="$T/gpu" FAKE_CUDA_PARTIES=2 FAKE_CUDA_HORIZON_MS=10000 \
 			FAKE_CUDA_JITTER="${4:-0}" \
 			"$APP" run 10 264 500 "$3" >"$T/out$k" &
-		eval p$k=$!
+		pids="${pids:-} $!"
 	done
-	wait "$p1" "$p2"
+	# shellcheck disable=SC2086
+	wait $pids
+	pids=
 	b1=$(sed -n 's/^busy_ns \([0-9]*\).*/\1/p' "$T/out1")
 	b2=$(sed -n 's/^busy_ns \([0-9]*\).*/\1/p' "$T/out2")
 	awk -v m1="$1" -v m2="$2" -v b1="$b1" -v b2="$b2" -v mode="$3" -v j="${4:-0}" 'BEGIN {

@@ -194,8 +194,9 @@ static void test_vgpu_unlimited_real_totals(void **state)
 
 /* two jobs at m1 and m2 milli, greedy, mode; their shares of 10 s of
  * simulated device time within 3 points */
-static void shares_jitter(const char *m1, const char *m2, const char *mode, const char *mode2,
-			  int ptsz, const char *jitter)
+/* the two jobs' shares of 10 s of simulated device time, in got[] */
+static void run_pair(const char *m1, const char *m2, const char *mode, const char *mode2, int ptsz,
+		     const char *jitter, int preload, double got[2])
 {
 	struct app a[2];
 	const char *milli[2] = { m1, m2 };
@@ -211,14 +212,20 @@ static void shares_jitter(const char *m1, const char *m2, const char *mode, cons
 				      ptsz ? "VGPU_APP_PTSZ=1" : "VGPU_APP_NONE=1",
 				      kv("FAKE_CUDA_JITTER", jitter),
 				      NULL };
-		start(&a[i], env, 1, argv);
+		start(&a[i], env, preload, argv);
 	}
-	double got[2];
 	for (int i = 0; i < 2; i++) {
 		long long busy = read_value(&a[i], "busy_ns ");
 		got[i] = (double)busy / 1e10;
 		assert_int_equal(finish(&a[i]), 0);
 	}
+}
+
+static void shares_jitter(const char *m1, const char *m2, const char *mode, const char *mode2,
+			  int ptsz, const char *jitter)
+{
+	double got[2];
+	run_pair(m1, m2, mode, mode2, ptsz, jitter, 1, got);
 	printf("vgpu: %s/%s milli, %s/%s launches, kernel times +-%s%%: %.1f%% and %.1f%% of 10 s "
 	       "simulated device time (errors %+.1f and %+.1f points)\n",
 	       m1, m2, mode, mode2, jitter, 100 * got[0], 100 * got[1], 100 * got[0] - atoi(m1) / 10.0,
@@ -246,6 +253,17 @@ static void test_vgpu_share_graph(void **state)
 static void test_vgpu_share_ex_coop_ptsz(void **state)
 {
 	shares("100", "900", "ex", "coop", 1);
+}
+
+/* the control: without the library the same two greedy jobs split the
+ * GPU about evenly, so the shares above are the interposer's doing */
+static void test_vgpu_share_control_unlimited(void **state)
+{
+	double got[2];
+	run_pair("300", "700", "eager", "eager", 0, "0", 0, got);
+	printf("vgpu: without the library, the 300 and 700 milli jobs got %.1f%% and %.1f%%\n",
+	       100 * got[0], 100 * got[1]);
+	assert_true(got[0] > 0.4 && got[1] > 0.4);
 }
 
 /* kernels whose times vary +-20 % around their shape's mean */
@@ -376,6 +394,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_vgpu_share_graph, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vgpu_share_ex_coop_ptsz, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vgpu_share_jitter, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_vgpu_share_control_unlimited, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vgpu_killed_reclaimed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vgpu_fork_child, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vgpu_no_driver, setup, teardown),

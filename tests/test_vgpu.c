@@ -29,6 +29,7 @@ struct app {
 };
 
 static char dir[256];
+static const char *app = XP_VGPU_APP; /* or the one linked against libcuda */
 
 /* start the app with env ("K=V", NULL-terminated); preload: the interposer */
 static void start(struct app *a, const char *const *env, int preload, const char *const *argv)
@@ -51,7 +52,7 @@ static void start(struct app *a, const char *const *env, int preload, const char
 			setenv("LD_PRELOAD", XP_VGPU_LIB, 1);
 		for (; env && *env; env++)
 			putenv((char *)*env);
-		execv(XP_VGPU_APP, (char *const *)argv);
+		execv(app, (char *const *)argv);
 		_exit(127);
 	}
 	close(in[0]);
@@ -255,6 +256,22 @@ static void test_vgpu_share_ex_coop_ptsz(void **state)
 	shares("100", "900", "ex", "coop", 1);
 }
 
+/* a program linked against libcuda.so.1 (-lcuda, as Triton's launcher
+ * is) calls the driver's symbols directly: held the same way */
+static void test_vgpu_direct_linked(void **state)
+{
+	double got[2];
+	app = XP_VGPU_APP_DIRECT;
+	test_vgpu_cap_three_processes(state);
+	xp_test_rmdir(dir);
+	setup(state);
+	run_pair("300", "700", "eager", "graph", 0, "0", 1, got);
+	app = XP_VGPU_APP;
+	printf("vgpu: linked with -lcuda, 300/700 milli: %.1f%% and %.1f%%\n", 100 * got[0],
+	       100 * got[1]);
+	assert_true(fabs(100 * got[0] - 30) <= 3.0 && fabs(100 * got[1] - 70) <= 3.0);
+}
+
 /* the control: without the library the same two greedy jobs split the
  * GPU about evenly, so the shares above are the interposer's doing */
 static void test_vgpu_share_control_unlimited(void **state)
@@ -395,6 +412,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_vgpu_share_ex_coop_ptsz, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vgpu_share_jitter, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vgpu_share_control_unlimited, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_vgpu_direct_linked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vgpu_killed_reclaimed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vgpu_fork_child, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vgpu_no_driver, setup, teardown),

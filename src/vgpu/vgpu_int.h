@@ -10,6 +10,8 @@
  *              compute bucket's refill
  *   resolve.c  dlsym and cuGetProcAddress(_v2): which name answers with a
  *              hook, the version -> _vN map, RTLD_NEXT done right
+ *   export.c   the same hooks exported under the driver's names, for
+ *              programs linked against libcuda.so.1 (-lcuda)
  *   memory.c   the allocation hooks, cuMemGetInfo / cuDeviceTotalMem /
  *              nvmlDeviceGetMemoryInfo reporting the cap
  *   launch.c   the launch hooks, the device-time bucket, the probes

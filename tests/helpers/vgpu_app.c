@@ -4,7 +4,9 @@
  * dlopen("libcuda.so.1"), dlsym("cuGetProcAddress_v2"), then every entry
  * point by plain name and CUDA version (VGPU_APP_RESOLVE=dlsym: each by
  * its driver name through dlsym instead; VGPU_APP_PTSZ=1: the
- * per-thread-default-stream variants). Run against tests/fakelibs/
+ * per-thread-default-stream variants). Built twice: xp-vgpu-app-direct is
+ * linked against libcuda.so.1 and calls every entry point by its symbol,
+ * as a program built with -lcuda does. Run against tests/fakelibs/
  * fake_cuda.c, with or without libxpool-vgpu.so preloaded.
  *
  *   vgpu_app alloc CHUNK_MIB   after a line on stdin, allocate until refused,
@@ -68,9 +70,39 @@ static struct {
 
 static void *h;
 
+#ifdef VGPU_DIRECT
+/* Built as xp-vgpu-app-direct, linked against libcuda.so.1 (-lcuda): every
+ * entry point is its symbol, as a program linked with -lcuda calls it. */
+#define X(ret, name, args) ret name args;
+XP_CUDA_FUNCS(X)
+#undef X
+CUresult cuStreamCreate(CUstream *s, unsigned flags);
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long fl);
+CUresult cuModuleLoadData(CUmodule *m, const void *image);
+CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name);
+CUresult cuCtxSynchronize(void);
+#define D(fn) { #fn, (void *)fn }
+static const struct {
+	const char *name;
+	void *fn;
+} linked[] = {
+	D(cuInit), D(cuMemAlloc_v2), D(cuMemAllocManaged), D(cuMemAllocAsync),
+	D(cuMemAllocFromPoolAsync), D(cuMemAllocPitch_v2), D(cuMemCreate), D(cuMemFree_v2),
+	D(cuMemGetInfo_v2), D(cuDeviceTotalMem_v2), D(cuLaunchKernel), D(cuLaunchKernelEx),
+	D(cuLaunchCooperativeKernel), D(cuGraphLaunch), D(cuStreamBeginCapture_v2),
+	D(cuStreamEndCapture), D(cuStreamCreate), D(cuGraphInstantiateWithFlags),
+	D(cuModuleLoadData), D(cuModuleGetFunction), D(cuCtxSynchronize),
+};
+#endif
+
 static void *get(const char *plain, const char *real)
 {
 	void *p = NULL;
+#ifdef VGPU_DIRECT
+	for (size_t i = 0; i < sizeof(linked) / sizeof(linked[0]); i++)
+		if (!strcmp(linked[i].name, real))
+			return linked[i].fn;
+#endif
 	const char *how = getenv("VGPU_APP_RESOLVE");
 	unsigned long long fl = getenv("VGPU_APP_PTSZ") ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
 							: 0;

@@ -179,6 +179,18 @@ static void test_vgpu_meminfo_shows_cap(void **state)
 	assert_int_equal(v[4], 1000 * (long long)MIB);
 }
 
+/* a context is charged its constant once per process */
+static void test_vgpu_context_charged(void **state)
+{
+	long long v[5];
+	const char *env[] = { kv("XPOOL_VGPU_ACCOUNT", path("acct")),
+			      kv("XPOOL_VGPU_MEMORY_MIB", "4096"), "XPOOL_VGPU_CONTEXT_MIB=300",
+			      kv("VGPU_APP_NVML", XP_FAKE_NVML), "FAKE_NVML_COUNT=1", NULL };
+	info(env, 1, 1000, v);
+	assert_int_equal(v[0], (4096 - 300 - 1000) * (long long)MIB);
+	assert_int_equal(v[4], 1300 * (long long)MIB);
+}
+
 /* no limit: the real totals, with and without the library */
 static void test_vgpu_unlimited_real_totals(void **state)
 {
@@ -406,6 +418,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_vgpu_cap_three_processes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vgpu_meminfo_shows_cap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_vgpu_context_charged, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vgpu_unlimited_real_totals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vgpu_share_eager, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vgpu_share_graph, setup, teardown),

@@ -89,6 +89,8 @@ typedef int CUdriverProcAddressQueryResult;
 	X(CUresult, cuDeviceGetAttribute, (int *value, int attrib, CUdevice dev))                  \
 	X(CUresult, cuDeviceTotalMem_v2, (size_t * bytes, CUdevice dev))                           \
 	X(CUresult, cuCtxGetDevice, (CUdevice * dev))                                              \
+	X(CUresult, cuDevicePrimaryCtxRetain, (CUcontext * ctx, CUdevice dev))                     \
+	X(CUresult, cuCtxCreate_v2, (CUcontext * ctx, unsigned int flags, CUdevice dev))           \
 	X(CUresult, cuMemGetInfo_v2, (size_t * free, size_t *total))                               \
 	X(CUresult, cuMemAlloc_v2, (CUdeviceptr * dptr, size_t bytes))                             \
 	X(CUresult, cuMemAllocPitch_v2,                                                            \

@@ -96,6 +96,8 @@ EXPORT(CUresult, cuMemCreate,
 EXPORT(CUresult, cuMemRelease, (CUmemGenericAllocationHandle h), (h), E)
 EXPORT(CUresult, cuMemGetInfo_v2, (size_t * fr, size_t *tot), (fr, tot), E)
 EXPORT(CUresult, cuDeviceTotalMem_v2, (size_t * n, CUdevice d), (n, d), E)
+EXPORT(CUresult, cuDevicePrimaryCtxRetain, (CUcontext * c, CUdevice d), (c, d), E)
+EXPORT(CUresult, cuCtxCreate_v2, (CUcontext * c, unsigned int fl, CUdevice d), (c, fl, d), E)
 EXPORT(CUresult, cuLaunchKernel, LAUNCH_PARAMS, LAUNCH_ARGS, E)
 EXPORT(CUresult, cuLaunchKernel_ptsz, LAUNCH_PARAMS, LAUNCH_ARGS, E)
 EXPORT(CUresult, cuLaunchCooperativeKernel, COOP_PARAMS, COOP_ARGS, E)

@@ -13,6 +13,9 @@
  * it is called, not when the stream reaches it: for a moment the job may
  * hold one freed block more than the account says (docs/design/vgpu.md).
  *
+ * A context is charged XPOOL_VGPU_CONTEXT_MIB once per process and device
+ * (cuDevicePrimaryCtxRetain, cuCtxCreate_v2), until the process ends.
+ *
  * Reporting: cuMemGetInfo_v2 answers total = the cap, free = the cap less
  * what the job holds (never more than the device has free);
  * cuDeviceTotalMem_v2 the cap; nvmlDeviceGetMemoryInfo the same, when the
@@ -253,6 +256,52 @@ static CUresult h_cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 	if (rc == CUDA_SUCCESS && bytes && dev >= 0 && (unsigned)dev < xv.acct->ndev &&
 	    limited(dev) && *bytes > xv.acct->dev[dev].limit_bytes)
 		*bytes = (size_t)xv.acct->dev[dev].limit_bytes;
+	return rc;
+}
+
+/* A context holds device memory no allocation call shows: a constant per
+ * process and device, charged at its first context there and held until
+ * the process ends (its slot goes). 1 when charged now. */
+static int charge_context(CUdevice dev, CUresult *rc)
+{
+	*rc = CUDA_SUCCESS;
+	if (!xv.ctx_bytes || dev < 0 || (unsigned)dev >= xv.acct->ndev || !limited(dev) ||
+	    __atomic_exchange_n(&xv.ctx_charged[dev], 1, __ATOMIC_ACQ_REL))
+		return 0;
+	if (xv_reserve(dev, xv.ctx_bytes) == 0)
+		return 1;
+	__atomic_store_n(&xv.ctx_charged[dev], 0, __ATOMIC_RELEASE);
+	*rc = CUDA_ERROR_OUT_OF_MEMORY;
+	return 0;
+}
+
+static void uncharge_context(CUdevice dev)
+{
+	xv_unreserve(dev, xv.ctx_bytes);
+	__atomic_store_n(&xv.ctx_charged[dev], 0, __ATOMIC_RELEASE);
+}
+
+static CUresult h_cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
+{
+	CUresult rc;
+	int now = charge_context(dev, &rc);
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = xv.real.cuDevicePrimaryCtxRetain(ctx, dev);
+	if (rc != CUDA_SUCCESS && now)
+		uncharge_context(dev);
+	return rc;
+}
+
+static CUresult h_cuCtxCreate_v2(CUcontext *ctx, unsigned int flags, CUdevice dev)
+{
+	CUresult rc;
+	int now = charge_context(dev, &rc);
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = xv.real.cuCtxCreate_v2(ctx, flags, dev);
+	if (rc != CUDA_SUCCESS && now)
+		uncharge_context(dev);
 	return rc;
 }
 

@@ -35,6 +35,7 @@ static const struct {
 	{ "cuMemFree", 3020, "cuMemFree_v2" },
 	{ "cuMemGetInfo", 3020, "cuMemGetInfo_v2" },
 	{ "cuDeviceTotalMem", 3020, "cuDeviceTotalMem_v2" },
+	{ "cuCtxCreate", 3020, "cuCtxCreate_v2" },
 	{ "cuStreamBeginCapture", 10010, "cuStreamBeginCapture_v2" },
 	{ "cuGetProcAddress", 12000, "cuGetProcAddress_v2" },
 };

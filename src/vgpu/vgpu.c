@@ -8,6 +8,8 @@
  *   XPOOL_VGPU_MEMORY_MIB=8192[,8192...]   cap per visible device (one value: all)
  *   XPOOL_VGPU_COMPUTE_MILLI=300[,...]     compute share per device, 1..1000
  *   XPOOL_VGPU_ACCOUNT=PATH                the job's account file (else private)
+ *   XPOOL_VGPU_CONTEXT_MIB=n               charged against the cap for each process's
+ *                                          context on a device (default 0)
  * Neither limit set: the library answers every lookup with the real
  * function, so it costs nothing.
  *
@@ -174,6 +176,7 @@ static void after_fork_child(void)
 {
 	xv.pid = getpid();
 	xv.slot = -1;
+	memset(xv.ctx_charged, 0, sizeof(xv.ctx_charged)); /* the parent's, not ours */
 	xv_mem_forget();
 	xv_launch_forget();
 	if (xv.acct && xv_register() < 0)
@@ -197,6 +200,9 @@ static void init_limits(void)
 			abort();
 	}
 	xv.acct = a;
+	const char *ctx = getenv("XPOOL_VGPU_CONTEXT_MIB");
+	if (ctx && *ctx)
+		xv.ctx_bytes = strtoull(ctx, NULL, 10) * XV_MIB;
 	for (unsigned i = 0; i < a->ndev; i++) {
 		if (a->dev[i].limit_bytes)
 			xv.mem_limited = 1;

@@ -97,6 +97,8 @@ struct xv {
 	void (*sleep_until)(int64_t);	/* ns on that clock */
 	_Atomic int capturing;		/* streams in capture (launch.c) */
 	int ready;			/* the constructor has run (resolve.c's dlsym) */
+	uint64_t ctx_bytes;		/* charged per context (XPOOL_VGPU_CONTEXT_MIB) */
+	uint8_t ctx_charged[XV_MAXDEV]; /* this process's context charged on the device */
 };
 
 extern struct xv xv;
@@ -148,6 +150,8 @@ int xv_cur_dev(void);
 	X(cuMemRelease)                                                                            \
 	X(cuMemGetInfo_v2)                                                                         \
 	X(cuDeviceTotalMem_v2)                                                                     \
+	X(cuDevicePrimaryCtxRetain)                                                                \
+	X(cuCtxCreate_v2)                                                                          \
 	X(nvmlDeviceGetMemoryInfo)
 void *xv_mem_hook(const char *name);
 

@@ -353,6 +353,19 @@ FAKE_EXPORT CUresult cuCtxGetDevice(CUdevice *d)
 	return CUDA_SUCCESS;
 }
 
+static int context;
+FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
+{
+	READY();
+	*c = (CUcontext)&context;
+	return d == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+FAKE_EXPORT CUresult cuCtxCreate_v2(CUcontext *c, unsigned int flags, CUdevice d)
+{
+	return cuDevicePrimaryCtxRetain(c, d);
+}
+
 FAKE_EXPORT CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total)
 {
 	READY();
@@ -713,6 +726,7 @@ static const struct {
 } table[] = {
 	ENTRY(cuInit), ENTRY(cuDriverGetVersion), ENTRY(cuDeviceGet), ENTRY(cuDeviceGetCount),
 	ENTRY(cuDeviceGetAttribute), ENTRY(cuDeviceTotalMem_v2), ENTRY(cuCtxGetDevice),
+	ENTRY(cuDevicePrimaryCtxRetain), ENTRY(cuCtxCreate_v2),
 	ENTRY(cuMemGetInfo_v2), ENTRY(cuMemAlloc_v2), ENTRY(cuMemAllocManaged),
 	ENTRY(cuMemAllocAsync), ENTRY(cuMemAllocAsync_ptsz), ENTRY(cuMemAllocFromPoolAsync),
 	ENTRY(cuMemAllocFromPoolAsync_ptsz), ENTRY(cuMemAllocPitch_v2), ENTRY(cuMemCreate),
@@ -743,7 +757,7 @@ FAKE_EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int versio
 
 static void *lookup(const char *sym, int version, cuuint64_t flags)
 {
-	static const char *const v2[] = { "cuMemAlloc",	  "cuMemAllocPitch",	  "cuMemFree",
+	static const char *const v2[] = { "cuMemAlloc",	  "cuMemAllocPitch",	  "cuMemFree", "cuCtxCreate",
 					  "cuMemGetInfo", "cuDeviceTotalMem",	  "cuStreamDestroy",
 					  "cuEventDestroy", "cuStreamBeginCapture", NULL };
 	char name[96];

@@ -12,7 +12,8 @@
  *   vgpu_app alloc CHUNK_MIB   after a line on stdin, allocate until refused,
  *                              every allocation call in turn; print "got BYTES",
  *                              hold until stdin closes
- *   vgpu_app info [MIB]        allocate MIB, print what the driver reports
+ *   vgpu_app info [MIB]        retain the primary context, allocate MIB, print
+ *                              what the driver reports
  *   vgpu_app run S GRID US MODE  launch until the simulated clock passes S s;
  *                              kernels of GRID and 2*GRID blocks of US us;
  *                              MODE eager|graph|ex|coop; print busy and now
@@ -51,6 +52,7 @@ static struct {
 	cuMemCreate_fn create;
 	cuMemFree_v2_fn free;
 	cuMemGetInfo_v2_fn info;
+	cuDevicePrimaryCtxRetain_fn retain;
 	cuDeviceTotalMem_v2_fn total;
 	cuLaunchKernel_fn launch;
 	cuLaunchKernelEx_fn launch_ex;
@@ -88,7 +90,7 @@ static const struct {
 } linked[] = {
 	D(cuInit), D(cuMemAlloc_v2), D(cuMemAllocManaged), D(cuMemAllocAsync),
 	D(cuMemAllocFromPoolAsync), D(cuMemAllocPitch_v2), D(cuMemCreate), D(cuMemFree_v2),
-	D(cuMemGetInfo_v2), D(cuDeviceTotalMem_v2), D(cuLaunchKernel), D(cuLaunchKernelEx),
+	D(cuMemGetInfo_v2), D(cuDeviceTotalMem_v2), D(cuDevicePrimaryCtxRetain), D(cuLaunchKernel), D(cuLaunchKernelEx),
 	D(cuLaunchCooperativeKernel), D(cuGraphLaunch), D(cuStreamBeginCapture_v2),
 	D(cuStreamEndCapture), D(cuStreamCreate), D(cuGraphInstantiateWithFlags),
 	D(cuModuleLoadData), D(cuModuleGetFunction), D(cuCtxSynchronize),
@@ -137,6 +139,7 @@ static void bind(void)
 	cu.create = get("cuMemCreate", "cuMemCreate");
 	cu.free = get("cuMemFree", "cuMemFree_v2");
 	cu.info = get("cuMemGetInfo", "cuMemGetInfo_v2");
+	cu.retain = get("cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRetain");
 	cu.total = get("cuDeviceTotalMem", "cuDeviceTotalMem_v2");
 	cu.launch = get("cuLaunchKernel", "cuLaunchKernel");
 	cu.launch_ex = get("cuLaunchKernelEx", "cuLaunchKernelEx");
@@ -197,6 +200,9 @@ static int cmd_info(uint64_t mib)
 {
 	CUdeviceptr p;
 	size_t fr = 0, tot = 0, dt = 0;
+	CUcontext ctx;
+	if (cu.retain(&ctx, 0) != CUDA_SUCCESS)
+		printf("context refused\n");
 	if (mib && cu.alloc(&p, mib << 20) != CUDA_SUCCESS)
 		printf("alloc refused\n");
 	cu.info(&fr, &tot);

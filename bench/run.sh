@@ -18,7 +18,10 @@
 #   6. the dashboard: submit to drawn on an open page (bench/ui.sh);
 #   7. fuzzing: execs and execs/s of each parser harness under libFuzzer,
 #      BENCH_FUZZ_SECONDS (20) each: `make fuzz`, about 4 minutes, 6 when
-#      build-fuzz/ is built from scratch (docs/design/fuzzing.md).
+#      build-fuzz/ is built from scratch (docs/design/fuzzing.md);
+#   8. the vGPU interposer against the fake CUDA driver: per-launch
+#      overhead with no limit and under a limit, and the compute-share
+#      error at 300/700 and 100/900 milli (bench/vgpu.sh, docs/results/vgpu.md).
 set -eu
 BUILD=${1:-build}
 XP="$BUILD/xpool"
@@ -86,3 +89,6 @@ echo "== 6. the dashboard: a submitted job drawn on an open page, median of 5 (b
 echo "== 7. fuzzing: every parser harness under libFuzzer, ${BENCH_FUZZ_SECONDS:-20} s each (make fuzz)"
 make fuzz FUZZ_SECONDS="${BENCH_FUZZ_SECONDS:-20}" ||
 	echo "(a harness crashed or failed: see build-fuzz/log and build-fuzz/crashes)"
+
+echo "== 8. vGPU interposer: per-launch overhead and compute-share error, fake driver (bench/vgpu.sh)"
+RUNS=5 ./bench/vgpu.sh "$BUILD"

@@ -17,6 +17,10 @@
  *  - a time limit on an agent's node: the job fails at once with reason
  *    time_limit, then takes the exit code and signal the agent saw
  *    (SIGTERM, 143).
+ *  - a GPU share on NVIDIA devices runs with libxpool-vgpu.so preloaded and
+ *    its memory cap and compute share set; `vgpu: off` runs it without; a
+ *    replica that never loads the library (here: the agent's
+ *    XPOOL_VGPU_LIB is another library) is ended with reason limits.
  * Agents run with --no-limits unless a test gives a cgroup root.
  */
 #include "testutil.h"
@@ -578,6 +582,56 @@ static void test_time_limit(void **state)
 	e->passed = 1;
 }
 
+/* the interposer's variables, as a replica sees them */
+#define VGPU_JOB(extra, cmd)                                                                       \
+	"{\"resources\":{\"cpu\":\"100m\",\"memory\":64,\"devices\":{\"fraction\":0.3,"      \
+	"\"memory\":\"4Gi\",\"vendor\":\"NVIDIA\"}}," extra                                      \
+	"\"env\":{\"ASAN_OPTIONS\":\"verify_asan_link_order=0:detect_leaks=0\"},"                 \
+	"\"command\":\"" cmd "\"}"
+#define VGPU_ECHO "echo P=${LD_PRELOAD##*/} M=$XPOOL_VGPU_MEMORY_MIB C=$XPOOL_VGPU_COMPUTE_MILLI"
+
+static void test_vgpu_limits(void **state)
+{
+	static const char *const names[] = { "g-0", "g-1" }, *const vendors[] = { "NVIDIA",
+										 "NVIDIA" };
+	static const int counts[] = { 1, 1 };
+	struct env *e = &E;
+	setup(e, 1, names, vendors, counts);
+	long long id = submit(e, VGPU_JOB("", VGPU_ECHO));
+	json_decref(wait_state(e, id, "succeeded", 20));
+	char *out = logs(e, id);
+	if (!strstr(out, "P=libxpool-vgpu.so M=4096 C=300"))
+		fail_msg("a 0.3 share with 4 GiB: '%s'", out);
+	free(out);
+	char acct[512]; /* it registered (no CUDA driver here: it limits nothing) */
+	snprintf(acct, sizeof(acct), "%s/work-g-0/tasks/%lld-0-1/vgpu.acct", e->dir, id);
+	assert_int_equal(access(acct, F_OK), 0);
+	id = submit(e, VGPU_JOB("\"vgpu\":\"off\",", VGPU_ECHO));
+	json_decref(wait_state(e, id, "succeeded", 20));
+	out = logs(e, id);
+	if (!strstr(out, "P= M= C="))
+		fail_msg("vgpu: off: '%s'", out);
+	free(out);
+	/* an agent whose replicas load a library that never registers */
+	snprintf(e->names[1], sizeof(e->names[1]), "%s", names[1]);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s.yaml", e->dir, names[1]);
+	write_devices(path, names[1], vendors[1], counts[1]);
+	setenv("XPOOL_VGPU_LIB", XP_FAKE_NVML, 1);
+	start_agent(e, 1);
+	unsetenv("XPOOL_VGPU_LIB");
+	e->n = 2;
+	wait_nodes_ready(e, 2);
+	stop_agent(e, 0, SIGTERM); /* only g-1 can take it */
+	id = submit(e, VGPU_JOB("", "sleep 60"));
+	json_t *j = wait_state(e, id, "failed", 30);
+	assert_string_equal(str(j, "end_reason"), "limits");
+	if (!strstr(str(j, "reason"), "vgpu: no process of the replica loaded libxpool-vgpu.so"))
+		fail_msg("reason: '%s'", str(j, "reason"));
+	json_decref(j);
+	e->passed = 1;
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -589,6 +643,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_reports_checked, teardown),
 		cmocka_unit_test_teardown(test_limits_refused, teardown),
 		cmocka_unit_test_teardown(test_time_limit, teardown),
+		cmocka_unit_test_teardown(test_vgpu_limits, teardown),
 	};
 	int rc = xp_run_tests(tests, NULL, NULL);
 	curl_global_cleanup();

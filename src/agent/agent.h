@@ -10,6 +10,9 @@
  *             signals, exit status and reason, adoption after a restart
  *   cgroup.c  CPU and memory limits on cgroup v1 and v2, the CPUs handed
  *             out exclusively, OOM kills (cgroup.h)
+ *   vgpu_limits.c  a GPU share enforced: libxpool-vgpu.so preloaded with
+ *             the replica's memory cap and compute share, and a replica
+ *             that never loaded it ended (reason "limits")
  *
  * A task is run by a shim: the agent forks it, the shim starts a new
  * session and waits until the agent has moved it into the task's cgroups,
@@ -79,6 +82,7 @@ struct xp_task {
 	char detail[256]; /* what could not be done, for limits and start */
 	char cg[96];	  /* its cgroup's name, "" without limits */
 	int64_t kill_at; /* ms: SIGKILL after this, 0 = not asked */
+	int64_t vgpu_check_at; /* ms: its vGPU account must exist by then, 0 = no check */
 	off_t sent_out, sent_err;
 	char dir[512];
 };
@@ -128,5 +132,23 @@ void xp_task_release(struct xp_agent *a, struct xp_task *t);
  * while they are required but not available); says in the log what holds. */
 void xp_task_limits_open(struct xp_agent *a, int quiet);
 int64_t xp_agent_now(void);
+
+/* vgpu_limits.c */
+struct xp_vgpu_env {
+	char preload[512]; /* libxpool-vgpu.so */
+	char account[600]; /* the task folder's vgpu.acct */
+	char mem_mib[24];  /* "" when memory is not capped */
+	char milli[8];	   /* "" when compute is not limited */
+};
+/* The interposer's settings for an assignment whose devices are CUDA
+ * devices (cuda): 1 when its share is enforced (v filled), 0 when there is
+ * nothing to enforce or the job said vgpu: off, < 0 when it cannot be
+ * enforced (the library is missing). */
+int xp_vgpu_plan(const void *assignment_json, const char *taskdir, int cuda,
+		 struct xp_vgpu_env *v, struct xp_err *err);
+/* ms after start by which a limited replica must have registered */
+int64_t xp_vgpu_check_after(void);
+/* Past t->vgpu_check_at without an account: end it, reason "limits". */
+void xp_vgpu_check(struct xp_agent *a, struct xp_task *t, int64_t now);
 
 #endif

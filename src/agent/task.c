@@ -344,7 +344,8 @@ static void build_argv(json_t *as, struct strv *argv)
 /* the devices' variables (CUDA_VISIBLE_DEVICES and the other vendors'):
  * always, so a replica without devices sees none (an unset variable would
  * show them all); XPOOL_DEVICES and the share */
-static int device_env(struct xp_agent *a, json_t *as, struct strv *env, struct xp_err *err)
+static int device_env(struct xp_agent *a, json_t *as, struct strv *env, int *cuda,
+		      struct xp_err *err)
 {
 	json_t *v;
 	size_t i;
@@ -371,6 +372,8 @@ static int device_env(struct xp_agent *a, json_t *as, struct strv *env, struct x
 		if (eq && (!nl || eq < nl)) {
 			*eq = '\0';
 			env_set(env, p, eq + 1);
+			if (!strcmp(p, "CUDA_VISIBLE_DEVICES") && eq[1])
+				*cuda = 1;
 		}
 		p = nl ? nl + 1 : p + strlen(p);
 	}
@@ -392,18 +395,53 @@ static int device_env(struct xp_agent *a, json_t *as, struct strv *env, struct x
 	return 0;
 }
 
-/* environment: a few of the agent's, the allocation's, then the job's own */
-static int build_env(struct xp_agent *a, json_t *as, const struct xp_task *t, struct strv *env,
-		     struct xp_err *err)
+static const char *env_get(const struct strv *env, const char *k)
+{
+	size_t kl = strlen(k);
+	for (size_t i = 0; i < env->n; i++)
+		if (!strncmp(env->v[i], k, kl) && env->v[i][kl] == '=')
+			return env->v[i] + kl + 1;
+	return NULL;
+}
+
+/* the interposer's variables, after the job's own (its LD_PRELOAD is kept,
+ * after ours); -1 with *limits set when the share cannot be enforced */
+static int vgpu_env(json_t *as, struct xp_task *t, struct strv *env, int cuda, int *limits,
+		    struct xp_err *err)
+{
+	struct xp_vgpu_env v;
+	int rc = xp_vgpu_plan(as, t->dir, cuda, &v, err);
+	if (rc <= 0) {
+		*limits = rc < 0;
+		return rc;
+	}
+	const char *pre = env_get(env, "LD_PRELOAD");
+	char both[2048];
+	snprintf(both, sizeof(both), "%s%s%s", v.preload, pre && *pre ? " " : "", pre ? pre : "");
+	env_set(env, "LD_PRELOAD", both);
+	env_set(env, "XPOOL_VGPU_ACCOUNT", v.account);
+	if (v.mem_mib[0])
+		env_set(env, "XPOOL_VGPU_MEMORY_MIB", v.mem_mib);
+	if (v.milli[0])
+		env_set(env, "XPOOL_VGPU_COMPUTE_MILLI", v.milli);
+	t->vgpu_check_at = xp_agent_now() + xp_vgpu_check_after();
+	return 0;
+}
+
+/* environment: a few of the agent's, the allocation's, then the job's own,
+ * then the interposer's; *limits set when that last one fails */
+static int build_env(struct xp_agent *a, json_t *as, struct xp_task *t, struct strv *env,
+		     int *limits, struct xp_err *err)
 {
 	char buf[64];
 	const char *k;
 	json_t *v;
+	int cuda = 0;
 	for (const char *const *keep = (const char *const[]){ "PATH", "HOME", "LANG", "TZ", NULL };
 	     *keep; keep++)
 		if (getenv(*keep))
 			env_set(env, *keep, getenv(*keep));
-	if (device_env(a, as, env, err) < 0)
+	if (device_env(a, as, env, &cuda, err) < 0)
 		return err->code;
 #define SETNUM(name, fmt, val)                                                                     \
 	do {                                                                                       \
@@ -424,7 +462,7 @@ static int build_env(struct xp_agent *a, json_t *as, const struct xp_task *t, st
 	if (jstr(as, "name"))
 		env_set(env, "XPOOL_JOB_NAME", jstr(as, "name"));
 	json_object_foreach(json_object_get(as, "env"), k, v) env_set(env, k, json_string_value(v));
-	return 0;
+	return vgpu_env(as, t, env, cuda, limits, err);
 }
 
 /* The exit file as the shim writes it ("CODE SIGNAL"), with the agent's
@@ -525,8 +563,9 @@ int xp_task_launch(struct xp_agent *a, const void *assignment, struct xp_err *er
 		rc = not_started(a, &t, 127, "start", err);
 		goto out;
 	}
-	if (build_env(a, as, &t, &env, err) < 0) {
-		rc = not_started(a, &t, 127, "start", err);
+	int vgpu_failed = 0;
+	if (build_env(a, as, &t, &env, &vgpu_failed, err) < 0) {
+		rc = not_started(a, &t, vgpu_failed ? -1 : 127, vgpu_failed ? "limits" : "start", err);
 		goto out;
 	}
 	snprintf(l.out, sizeof(l.out), "%s/stdout.log", t.dir);
@@ -633,6 +672,8 @@ void xp_task_poll(struct xp_agent *a, int64_t now)
 			ended(a, t);
 		} else if (t->state == XP_TASK_KILLING && now >= t->kill_at) {
 			kill(-t->shim, SIGKILL);
+		} else {
+			xp_vgpu_check(a, t, now);
 		}
 	}
 }

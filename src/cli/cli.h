@@ -10,8 +10,9 @@
  * plumbing every client verb shares, flags.c/.h the flag parser,
  * table.c/.h aligned tables and units, util.c small helpers; the verbs
  * cmd_queue.c (queues), cmd_advise.c (forecast, advise), cmd_alerts.c,
- * cmd_top.c, cmd_bench.c (sim bench), cmd_simgavel.c (sim gavel) and
- * cmd_simtenants.c (sim tenants) are named where their functions are.
+ * cmd_top.c, cmd_bench.c (sim bench), cmd_simgavel.c (sim gavel),
+ * cmd_simtenants.c (sim tenants) and cmd_simshare.c (sim share) are named
+ * where their functions are.
  */
 #ifndef XP_CLI_H
 #define XP_CLI_H

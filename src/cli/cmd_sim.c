@@ -25,6 +25,7 @@
 int xp_cmd_sim_bench(int argc, char **argv);
 int xp_cmd_sim_tenants(int argc, char **argv);
 int xp_cmd_sim_gavel(int argc, char **argv);
+int xp_cmd_sim_share(int argc, char **argv);
 
 static const char *const paper_workloads[] = {
 	"default",    "cpu050",	    "cpu100",	   "cpu200",	 "cpu250",     "gpushare40",
@@ -578,6 +579,8 @@ int xp_cmd_sim(int argc, char **argv)
 		  "placement throughput on synthetic OpenB-like clusters" },
 		{ "tenants", xp_cmd_sim_tenants,
 		  "a multi-tenant trace through queues, quotas, preemption, backfill" },
+		{ "share", xp_cmd_sim_share,
+		  "GenAI pods packed whole, as enforced GPU fractions, overcommitted" },
 		{ NULL, NULL, NULL },
 	};
 	if (argc < 1 || !strcmp(argv[0], "-h") || !strcmp(argv[0], "--help")) {

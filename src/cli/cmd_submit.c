@@ -85,6 +85,7 @@ static const char *const spec_flags[] = {
 	"gang-timeout",
 	"after",
 	"hold-for-nodes",
+	"no-vgpu",
 	NULL,
 };
 
@@ -532,6 +533,8 @@ static json_t *build_spec(struct xp_cli *x, struct xp_flag *flags, int argc, cha
 		json_object_set_new(spec, "exit_code", json_integer(num));
 	if (xp_flag_get(flags, "hold-for-nodes")->given)
 		json_object_set_new(spec, "hold_for_nodes", json_true());
+	if (xp_flag_get(flags, "no-vgpu")->given)
+		json_object_set_new(spec, "vgpu", json_string("off"));
 	return spec;
 bad:
 	json_decref(res);
@@ -694,6 +697,8 @@ int xp_cmd_submit(int argc, char **argv)
 		  "submit at most once per key (a repeat returns the first job)" },
 		{ "hold-for-nodes", XP_FLAG_BOOL, NULL,
 		  "accept it though no registered node could run it (for nodes yet to join)" },
+		{ "no-vgpu", XP_FLAG_BOOL, NULL,
+		  "vgpu: off - a GPU share announced to the task, not enforced (trusted jobs)" },
 		{ "dry-run", XP_FLAG_BOOL, NULL, "print the request body instead of sending it" },
 		{ "quiet", XP_FLAG_BOOL, NULL, "print only the job id", 'q' },
 		XP_CLIENT_FLAGS,

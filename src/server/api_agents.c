@@ -327,6 +327,8 @@ void xp_api_node_assignments(struct xp_ctl *ctl, struct xp_cmd *cmd)
 			json_object_set_new(e, "name", json_string(j->spec.name));
 		if (j->spec.workdir)
 			json_object_set_new(e, "workdir", json_string(j->spec.workdir));
+		if (j->spec.vgpu_off)
+			json_object_set_new(e, "vgpu", json_string("off"));
 		json_array_append_new(arr, e);
 	}
 	cmd->id = ctl->assign_ver.v[n]; /* the version this list reflects */

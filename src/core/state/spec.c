@@ -24,7 +24,7 @@ static const char *const top_keys[] = { "name",	     "tenant",	   "queue",	   "p
 					"replicas",  "resources",  "labels",	   "duration",
 					"exit_code", "node",	   "on_node_lost", "time_limit",
 					"gang",	     "depends_on", "workflow",	   "deadline",
-					"qos",	     "hold_for_nodes", NULL };
+					"qos",	     "hold_for_nodes", "vgpu", NULL };
 static const char *const gang_keys[] = { "colocate", "timeout", NULL };
 static const char *const dep_keys[] = { "job", "type", NULL };
 static const char *const dep_names[XP_DEP_N] = { "after-ok", "after-any", "after-not-ok" };
@@ -261,6 +261,14 @@ static int parse_devices(struct xp_walk *w, const struct xp_tree *d, struct xp_j
 	if ((rc = xp_walk_get_qty(w, d, "memory", XP_QTY_MEM_MIB, (double)XP_JOB_MAX_MEM_MIB, &q)) <
 	    0)
 		return rc;
+	if (rc && q == 0) { /* 0 would read as no cap at all */
+		size_t m = xp_walk_push_key(w, "memory");
+		rc = xp_walk_fail(w, xp_tree_get(d, "memory")->line, XP_ERANGE,
+				  "expected a device memory above 0, got '%s'",
+				  XP_SHOW(xp_tree_get(d, "memory")->text));
+		xp_walk_pop(w, m);
+		return rc;
+	}
 	if (rc)
 		s->dev_mem_mib = q;
 	if ((rc = xp_walk_get_enum(w, d, "class", xp_class_parse,
@@ -324,6 +332,23 @@ static int parse_devices(struct xp_walk *w, const struct xp_tree *d, struct xp_j
 		s->dev_mem_mib = 0;
 	}
 	return 0;
+}
+
+/* vgpu: on (the default: a GPU share is enforced by the interposer) or off */
+static int get_vgpu(struct xp_walk *w, const struct xp_tree *t, struct xp_jobspec *s)
+{
+	const struct xp_tree *v = xp_tree_field(t, "vgpu");
+	if (!v)
+		return 0;
+	size_t m = xp_walk_push_key(w, "vgpu");
+	int rc = xp_walk_want(w, v, XP_TREE_SCALAR, "on or off");
+	if (rc == 0 && strcmp(v->text, "on") && strcmp(v->text, "off"))
+		rc = xp_walk_fail(w, v->line, XP_EINVAL, "expected on or off, got '%s'",
+				  XP_SHOW(v->text));
+	xp_walk_pop(w, m);
+	if (rc == 0)
+		s->vgpu_off = !strcmp(v->text, "off");
+	return rc;
 }
 
 /* a duration field in ms (0 absent, 1 set, < 0 error) */
@@ -529,6 +554,8 @@ static int parse(struct xp_walk *w, const struct xp_tree *t, struct xp_jobspec *
 			return rc;
 		s->hold_for_nodes = !strcmp(hold->text, "true");
 	}
+	if ((rc = get_vgpu(w, t, s)) < 0)
+		return rc;
 	return 0;
 }
 
@@ -779,6 +806,8 @@ char *xp_jobspec_to_json(const struct xp_jobspec *s)
 		json_object_set_new(o, "on_node_lost", json_string("fail"));
 	if (s->hold_for_nodes)
 		json_object_set_new(o, "hold_for_nodes", json_true());
+	if (s->vgpu_off)
+		json_object_set_new(o, "vgpu", json_string("off"));
 	char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(o);
 	return text;

@@ -1,0 +1,96 @@
+/*
+ * vgpu_limits: the GPU share of a replica, enforced by the interposer
+ * (src/vgpu, docs/design/vgpu.md).
+ *
+ * A replica on NVIDIA GPUs (its devices set CUDA_VISIBLE_DEVICES) whose
+ * allocation is a fraction of a device, or caps device memory, runs with
+ * libxpool-vgpu.so preloaded and its limits in the environment; the
+ * account file lives in its task folder. The job's `vgpu: off` leaves the
+ * share announced only. The library is found beside the agent's binary
+ * (or at XPOOL_VGPU_LIB); without it the replica is not started (reason
+ * "limits"), as with cgroups that cannot be set.
+ *
+ * Every process that loads the library registers in the account from its
+ * ELF constructor, which creates the file. A replica whose account does not
+ * exist XP_VGPU_REGISTER_MS after start never loaded it (a static binary,
+ * a set-uid program, LD_PRELOAD removed): it is ended with reason "limits"
+ * rather than left running without its GPU limits.
+ */
+#define _GNU_SOURCE
+#include <jansson.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+#define XP_VGPU_REGISTER_MS 5000
+
+/* the library: $XPOOL_VGPU_LIB, else beside this binary */
+static int find_lib(char *out, size_t n)
+{
+	const char *env = getenv("XPOOL_VGPU_LIB");
+	char exe[512];
+	if (env && *env) {
+		snprintf(out, n, "%s", env);
+	} else {
+		ssize_t l = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		if (l <= 0)
+			return -1;
+		exe[l] = '\0';
+		snprintf(out, n, "%s/libxpool-vgpu.so", dirname(exe));
+	}
+	return access(out, R_OK) == 0 ? 0 : -1;
+}
+
+int xp_vgpu_plan(const void *assignment, const char *taskdir, int cuda, struct xp_vgpu_env *v,
+		 struct xp_err *err)
+{
+	json_t *as = (json_t *)assignment;
+	long long milli = json_integer_value(json_object_get(as, "dev_milli"));
+	long long mem = json_integer_value(json_object_get(as, "dev_mem_mib"));
+	const char *opt = json_string_value(json_object_get(as, "vgpu"));
+	memset(v, 0, sizeof(*v));
+	if (!cuda || (opt && !strcmp(opt, "off")) || !json_array_size(json_object_get(as, "devices")))
+		return 0;
+	if ((milli <= 0 || milli >= 1000) && mem <= 0)
+		return 0; /* whole devices, no memory cap: nothing to enforce */
+	if (find_lib(v->preload, sizeof(v->preload)) < 0)
+		return xp_errf(err, XP_ENOENT,
+			       "vgpu: %s not found: the GPU share cannot be enforced (vgpu: off in "
+			       "the job runs it unenforced)",
+			       v->preload[0] ? v->preload : "libxpool-vgpu.so");
+	snprintf(v->account, sizeof(v->account), "%s/vgpu.acct", taskdir);
+	if (mem > 0)
+		snprintf(v->mem_mib, sizeof(v->mem_mib), "%lld", mem);
+	if (milli > 0 && milli < 1000)
+		snprintf(v->milli, sizeof(v->milli), "%lld", milli);
+	return 1;
+}
+
+void xp_vgpu_check(struct xp_agent *a, struct xp_task *t, int64_t now)
+{
+	char path[600];
+	if (!t->vgpu_check_at || now < t->vgpu_check_at || t->state != XP_TASK_RUNNING)
+		return;
+	t->vgpu_check_at = 0;
+	snprintf(path, sizeof(path), "%s/vgpu.acct", t->dir);
+	if (access(path, F_OK) == 0)
+		return;
+	snprintf(t->reason, sizeof(t->reason), "limits");
+	snprintf(t->detail, sizeof(t->detail),
+		 "vgpu: no process of the replica loaded libxpool-vgpu.so within %d s (a static "
+		 "binary, a set-uid program, or LD_PRELOAD removed): ended rather than run "
+		 "without its GPU limits",
+		 XP_VGPU_REGISTER_MS / 1000);
+	fprintf(stderr, "xpool agent: node=%s job=%llu replica=%u: %s\n", a->node,
+		(unsigned long long)t->job, t->replica, t->detail);
+	xp_task_kill(a, t, now);
+}
+
+int64_t xp_vgpu_check_after(void)
+{
+	return XP_VGPU_REGISTER_MS;
+}

@@ -10,7 +10,7 @@
  *     chunked) is refused and the connection closed, so a request hidden
  *     in the body never runs;
  *   - one address holding connections open before admission cannot take
- *     more than XP_UNAUTH_PER_IP slots: an agent's request still goes
+ *     more than --max-strangers (64) slots: an agent's request still goes
  *     through, and the slots come back when the holder lets go;
  *   - hundreds of connections holding half-sent large bodies do not grow
  *     the server's memory by the bodies' size;
@@ -47,7 +47,7 @@
 #include "../src/lib/strbuf.h"
 #include "../src/server/ctl.h"
 
-#define UNAUTH_PER_IP 64    /* XP_UNAUTH_PER_IP in http.c */
+#define UNAUTH_PER_IP 64    /* --max-strangers default (ctl.c) */
 #define WAIT_MS	      60000 /* a deadline for conditions, not a pace */
 /* the issue's bound is 500 MB of the server's memory; a sanitizer's shadow
  * memory and quarantine come on top (ThreadSanitizer's alone is ~5x) */

@@ -40,6 +40,7 @@ static int load_config(const char *path, struct xp_flag *flags, struct xp_err *e
 					    "snapshot-every",
 					    "event-ring",
 					    "max-connections",
+					    "max-strangers",
 					    "heartbeat",
 					    "suspect-after",
 					    "lost-after",
@@ -248,6 +249,9 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		{ "snapshot-every", XP_FLAG_STR, "N", "journal records between snapshots" },
 		{ "event-ring", XP_FLAG_STR, "N", "events kept in memory for resuming watchers" },
 		{ "max-connections", XP_FLAG_STR, "N", "concurrent HTTP connections" },
+		{ "max-strangers", XP_FLAG_STR, "N",
+		  "connections one address may hold before their request is admitted (a token "
+		  "checked), default 64: more are closed at accept" },
 		{ "heartbeat", XP_FLAG_STR, "DURATION", "agents' heartbeat period (default 5s)" },
 		{ "suspect-after", XP_FLAG_STR, "N",
 		  "missed heartbeats before a node is suspect (3)" },
@@ -409,7 +413,8 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 	    size_flag(flags, "max-per-cycle", 1, 1000000, &o.max_per_cycle, &err) < 0 ||
 	    size_flag(flags, "snapshot-every", 1, 100000000, &snap, &err) < 0 ||
 	    size_flag(flags, "event-ring", 16, 100000000, &o.event_ring, &err) < 0 ||
-	    size_flag(flags, "max-connections", 1, 100000, &o.max_connections, &err) < 0)
+	    size_flag(flags, "max-connections", 1, 100000, &o.max_connections, &err) < 0 ||
+	    size_flag(flags, "max-strangers", 1, 100000, &o.max_strangers, &err) < 0)
 		goto usage;
 	o.snapshot_every = snap;
 

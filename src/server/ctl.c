@@ -155,6 +155,8 @@ int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err
 		ctl->o.snapshot_every = 20000;
 	if (!ctl->o.max_connections) /* agents hold one each (a long poll) */
 		ctl->o.max_connections = 16384;
+	if (!ctl->o.max_strangers)
+		ctl->o.max_strangers = 64;
 	if (ctl->o.heartbeat_ms <= 0)
 		ctl->o.heartbeat_ms = 5000;
 	if (ctl->o.suspect_beats <= 0)

@@ -76,6 +76,7 @@ struct xp_ctl_opts {
 	size_t event_ring;	  /* events kept in memory, default 100000 */
 	int sync;		  /* 1: fsync commits (default); 0: tests and benches only */
 	size_t max_connections;	  /* default 16384 */
+	size_t max_strangers;	  /* per address, before admission; default 64 */
 	int heartbeat_ms;	  /* agents' heartbeat period, default 5000 */
 	int suspect_beats;	  /* missed beats before a node is suspect, default 3 */
 	int lost_ms;		  /* silence before a node is lost, default 40000 */
@@ -270,6 +271,9 @@ struct xp_http_acct {
 	struct ipcount *ips;
 	size_t nips, cap;
 	size_t unauth;	  /* in all */
+	size_t total;	  /* every open connection: --max-connections is held here,
+			     not by libmicrohttpd's limit, which it splits evenly
+			     over its pool threads */
 	uint64_t refused; /* connections the accept policy refused */
 };
 

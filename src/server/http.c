@@ -25,7 +25,7 @@
  *      the number of threads.
  *
  * Connections that have not yet passed admission are counted per source
- * address and in all (XP_UNAUTH_PER_IP, a quarter of --max-connections
+ * address and in all (--max-strangers, 64; a quarter of --max-connections
  * kept for those that did), and time out after XP_HEADER_TIMEOUT_S; a
  * connection that passed admission once (an agent's) keeps the longer
  * idle timeout. An attacker holding connections open from one address
@@ -50,8 +50,7 @@
 #include "../lib/sha256.h"
 #include "../lib/xalloc.h"
 
-#define XP_UNAUTH_PER_IP    64	/* connections before admission, per address */
-#define XP_HEADER_TIMEOUT_S 10	/* for them: headers and body */
+#define XP_HEADER_TIMEOUT_S 30	/* for them: headers and body */
 #define XP_IDLE_TIMEOUT_S   120 /* a connection that passed admission, idle */
 #define XP_HTTP_MIN_THREADS 4
 
@@ -100,8 +99,9 @@ static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen
 	uint32_t ip = ((const struct sockaddr_in *)addr)->sin_addr.s_addr;
 	pthread_mutex_lock(&ctl->acct.mu);
 	struct ipcount *s = ip_slot(ctl, ip, 0);
-	int ok = (!s || s->n < XP_UNAUTH_PER_IP) &&
-		 ctl->acct.unauth < ctl->o.max_connections - ctl->o.max_connections / 4;
+	int ok = (!s || s->n < ctl->o.max_strangers) &&
+		 ctl->acct.unauth < ctl->o.max_connections - ctl->o.max_connections / 4 &&
+		 ctl->acct.total < ctl->o.max_connections;
 	if (!ok)
 		ctl->acct.refused++;
 	pthread_mutex_unlock(&ctl->acct.mu);
@@ -123,6 +123,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 		pthread_mutex_lock(&ctl->acct.mu);
 		ip_slot(ctl, r->ip, 1)->n++;
 		ctl->acct.unauth++;
+		ctl->acct.total++;
 		pthread_mutex_unlock(&ctl->acct.mu);
 		return;
 	}
@@ -131,6 +132,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 	pthread_mutex_lock(&ctl->acct.mu);
 	if (!r->admitted)
 		unauth_drop(ctl, r->ip);
+	ctl->acct.total--;
 	pthread_mutex_unlock(&ctl->acct.mu);
 	free(r);
 	*socket_context = NULL;
@@ -546,7 +548,11 @@ int xp_http_start(struct xp_ctl *ctl, struct xp_err *err)
 			MHD_USE_ERROR_LOG,
 		ntohs(sa.sin_port), on_accept, ctl, on_request, ctl, MHD_OPTION_EXTERNAL_LOGGER,
 		mhd_log, ctl, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned)ctl->o.max_connections,
+		/* libmicrohttpd gives each pool thread limit / threads: a thread
+		 * that the kernel hands more accepts than its share would refuse
+		 * them while others idle. Each may take them all; on_accept holds
+		 * --max-connections over the whole pool. */
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned)ctl->o.max_connections * threads,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)XP_HEADER_TIMEOUT_S,
 		MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
 		ctl, MHD_OPTION_NOTIFY_CONNECTION, on_connection, ctl,
@@ -581,6 +587,9 @@ void xp_http_stop(struct xp_ctl *ctl)
 	pthread_mutex_unlock(&ctl->http_mu);
 	MHD_stop_daemon(ctl->http);
 	ctl->http = NULL;
+	if (ctl->acct.refused)
+		fprintf(stderr, "xpool server: http: %llu connections refused at accept (limits)\n",
+			(unsigned long long)ctl->acct.refused);
 	/* the parking itself goes in xp_ctl_stop, after the owner and the
 	 * store thread, which still wake keys (a refused park is answered) */
 }

@@ -342,3 +342,42 @@ long xp_index_best(struct xp_sched *s, const struct xp_request *r, struct xp_rng
 		slot = sample_ties(x, e->tree, (int64_t)r->mem_mib, score, rng);
 	return (long)s->slot_node[slot];
 }
+
+static void set_leaf(const struct xp_index *x, int16_t *t, uint32_t slot, int16_t val)
+{
+	uint32_t v = x->cap + slot;
+	t[v] = val;
+	for (v >>= 1; v; v >>= 1)
+		t[v] = t[2 * v] > t[2 * v + 1] ? t[2 * v] : t[2 * v + 1];
+}
+
+/* The k best nodes for r in the order xp_index_best() would take them
+ * under the rank tie-break (each query masks the winner; the tree is
+ * restored before returning). */
+int xp_index_top(struct xp_sched *s, const struct xp_request *r, uint32_t *nodes, int k,
+		 const struct xp_shape **shape)
+{
+	struct xp_index *x = s->idx;
+	struct entry *e = lookup(s, x, r);
+	uint32_t slots[8];
+	int16_t saved[8];
+	int32_t score;
+	int got = 0;
+
+	refresh(s, x, e);
+	*shape = &e->shape;
+	if (k > 8)
+		k = 8;
+	while (got < k) {
+		long slot = query(x, e->tree, (int64_t)r->mem_mib, &score);
+		if (slot < 0)
+			break;
+		slots[got] = (uint32_t)slot;
+		saved[got] = e->tree[x->cap + slot];
+		nodes[got++] = s->slot_node[slot];
+		set_leaf(x, e->tree, (uint32_t)slot, -1);
+	}
+	for (int i = got - 1; i >= 0; i--)
+		set_leaf(x, e->tree, slots[i], saved[i]);
+	return got;
+}

@@ -138,5 +138,13 @@ void xp_index_reset(struct xp_sched *s); /* ranks or workload changed */
 /* Best node for r (mem checked); -1 if none. */
 long xp_index_best(struct xp_sched *s, const struct xp_request *r, struct xp_rng *rng,
 		   const struct xp_shape **shape);
+/* Up to k (<= 8) best nodes for r, best first, ties by rank; the count. */
+int xp_index_top(struct xp_sched *s, const struct xp_request *r, uint32_t *nodes, int k,
+		 const struct xp_shape **shape);
+
+/* mcts.c: the batch optimiser of the mcts policy (policy.h optimise) */
+int xp_mcts_optimise(struct xp_sched *s, const struct xp_request *r, size_t n,
+		     struct xp_batch_opts *o, struct xp_rng *rng, struct xp_alloc *out,
+		     uint8_t *placed);
 
 #endif

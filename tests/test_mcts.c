@@ -12,6 +12,10 @@
  *   fit when committed in arrival order; its reward (placed device milli
  *   minus the growth of the policy's measure over all nodes) is never below
  *   the greedy plan's; and the same inputs give the same plan.
+ *
+ * And on the OpenB default trace (skipped without ../shared): a window
+ * changes nothing for a greedy policy, and mcts at budget 0 and window 64
+ * is xpool's run, bucket for bucket.
  */
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +23,7 @@
 #include <string.h>
 
 #include "sched_harness.h"
+#include "sim/openb.h"
 
 #define MAXB 90
 
@@ -202,6 +207,58 @@ static void test_budget_plans(void **st)
 	assert_true(n_failed > 0);
 }
 
+static void openb_run(const struct xp_cluster *c, const struct xp_openb_trace *t,
+		      const struct xp_wshape *m, size_t nm, const char *policy, size_t window,
+		      uint32_t budget, struct xp_openb_result *res)
+{
+	struct xp_openb_run_opts o = { .policy = policy, .seed = 42, .tune = 1.3, .window = window };
+	struct xp_err err = { 0 };
+	o.batch.budget = budget;
+	if (xp_openb_run(c, t, m, nm, &o, res, &err) != 0)
+		fail_msg("%s: %s", policy, err.text);
+}
+
+static void same_run(const struct xp_openb_result *a, const struct xp_openb_result *b)
+{
+	assert_int_equal(a->failed, b->failed);
+	assert_int_equal(a->pods, b->pods);
+	for (int x = 0; x < XP_OPENB_BUCKETS; x++) {
+		assert_int_equal(a->have[x], b->have[x]);
+		assert_true(a->alloc[x] == b->alloc[x]);
+		assert_true(fabs(a->frag_amt[x] - b->frag_amt[x]) < 0.011);
+	}
+}
+
+static void test_openb_window(void **st)
+{
+	(void)st;
+	const char *np = xp_test_shared("traces/openb/openb_node_list_gpu_node.csv");
+	const char *pp = xp_test_shared("traces/openb/openb_pod_list_default.csv");
+	struct xp_err err = { 0 };
+	if (!np || !pp)
+		xp_skip();
+	struct xp_cluster *c = xp_openb_load_nodes(np, &err);
+	assert_non_null(c);
+	struct xp_openb_trace *t = xp_openb_load_pods(pp, c, &err);
+	assert_non_null(t);
+	struct xp_wshape *m;
+	size_t nm;
+	assert_int_equal(xp_openb_workload(t, &m, &nm, &err), 0);
+	struct xp_openb_result *r = calloc(4, sizeof(*r));
+	openb_run(c, t, m, nm, "xpool", 1, 0, &r[0]);
+	openb_run(c, t, m, nm, "mcts", 64, 0, &r[1]);
+	openb_run(c, t, m, nm, "xpool", 64, 16, &r[2]);
+	same_run(&r[0], &r[1]);
+	same_run(&r[0], &r[2]);
+	openb_run(c, t, m, nm, "mcts", 64, 4, &r[3]);
+	assert_true(r[3].rollouts > 0);
+	assert_int_equal(r[3].pods, r[0].pods);
+	free(r);
+	free(m);
+	xp_openb_trace_free(t);
+	xp_cluster_destroy(c);
+}
+
 /* The policy is registered under the names the issue asks for. */
 static void test_names(void **st)
 {
@@ -219,6 +276,7 @@ int main(void)
 		cmocka_unit_test(test_zero_budget_is_xpool),
 		cmocka_unit_test(test_budget_plans),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_openb_window),
 	};
 	return xp_run_tests(tests, NULL, NULL);
 }

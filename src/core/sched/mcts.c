@@ -134,11 +134,12 @@ static int on_candidate(struct search *S, uint16_t job, uint32_t cand, struct xp
 
 static double reward(struct search *S)
 {
-	double g_after = 0;
-	if (S->s->pol->measure)
-		for (size_t i = 0; i < S->ntouched; i++)
-			g_after += S->s->pol->measure(S->s, S->touched[i]);
-	return (double)S->placed_milli - (g_after - S->g_before);
+	double g_after = 0, w = S->o->weight ? S->o->weight : 1;
+	if (!S->s->pol->measure || w < 0)
+		return (double)S->placed_milli;
+	for (size_t i = 0; i < S->ntouched; i++)
+		g_after += S->s->pol->measure(S->s, S->touched[i]);
+	return (double)S->placed_milli - w * (g_after - S->g_before);
 }
 
 static void undo(struct search *S)

@@ -119,11 +119,15 @@ int xp_sched_pick(struct xp_sched *s, const struct xp_request *r, struct xp_rng 
 #define XP_BATCH_MAX	     64 /* requests one search covers */
 #define XP_BATCH_K_DEFAULT   64
 #define XP_BATCH_CANDS_DEFAULT 2
+/* the default budget of the CLI and the simulator (docs/results/mcts.md) */
+#define XP_BATCH_BUDGET_DEFAULT	    16
+#define XP_BATCH_BUDGET_DEFAULT_STR "16"
 struct xp_batch_opts {
 	uint32_t budget; /* rollouts per search; 0 = greedy */
 	uint32_t k;	 /* requests searched together, 1..XP_BATCH_MAX; 0 = default */
 	uint32_t cands;	 /* candidate nodes per request from the index, 1..8; 0 = default */
 	double explore;	 /* UCT exploration constant; 0 = 0.5 */
+	double weight;	 /* of the measure's growth in the reward; 0 = 1, < 0 = none */
 	/* out: work done, for decisions/s figures */
 	uint64_t rollouts, placements;
 };

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "../core/sched/policy.h"
+#include "bound.h"
 #include "../lib/clock.h"
 #include "../lib/rng.h"
 #include "../lib/xalloc.h"
@@ -127,6 +128,40 @@ static int replay(struct xp_sched *s, const struct xp_openb_trace *t, const uint
 	return rc < 0 ? rc : 0;
 }
 
+/* The bound at 100 % arrived: over the pods arrived by the last event of
+ * bucket 100 (101 when 100 has none, as the bucket fallback reads it);
+ * used milli is at most that at each of the bucket's events, so 100 minus
+ * the bound's share, rounded as the buckets are, is at most unalloc_100. */
+static int bound_100(const struct xp_cluster *c, const struct xp_openb_trace *t,
+		     const uint32_t *order, size_t n, uint64_t total_milli, double *out,
+		     struct xp_err *err)
+{
+	double per_pct = (double)total_milli / 100.0, milli;
+	uint64_t arrived = 0;
+	size_t last = 0, have100 = 0;
+	struct xp_request *req = XNEWV(struct xp_request, n ? n : 1);
+	int rc;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct xp_openb_pod *p = &t->pods[order[i]];
+		arrived += (uint64_t)p->num_gpu * p->gpu_milli;
+		double x = nearbyint((double)arrived / per_pct);
+		req[i] = p->req;
+		if (x == 100)
+			have100 = 1;
+		if (x <= 100 || (!have100 && x <= 101))
+			last = i + 1;
+	}
+	rc = xp_bound_milli(c, req, last, &milli, NULL, err);
+	free(req);
+	if (rc < 0)
+		return rc;
+	*out = 100 - round2(milli / per_pct);
+	if (*out < 0)
+		*out = 0;
+	return 0;
+}
+
 int xp_openb_run(const struct xp_cluster *c, const struct xp_openb_trace *t,
 		 const struct xp_wshape *m, size_t nm, const struct xp_openb_run_opts *o,
 		 struct xp_openb_result *res, struct xp_err *err)
@@ -207,6 +242,10 @@ int xp_openb_run(const struct xp_cluster *c, const struct xp_openb_trace *t,
 		rank[byname[i]] = perm[i];
 	if ((rc = xp_sched_set_ranks(s, rank, err)) < 0)
 		goto out;
+
+	if (o->bound && (rc = bound_100(c, t, order, n, total_milli, &res->bound_100, err)) < 0)
+		goto out;
+	cpu0 = xp_thread_cpu_ns();
 
 	/* 4. replay arrivals */
 	if ((rc = replay(s, t, order, n, o, &rng, b, res, err)) < 0)

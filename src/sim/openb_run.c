@@ -162,6 +162,50 @@ static int bound_100(const struct xp_cluster *c, const struct xp_openb_trace *t,
 	return 0;
 }
 
+/* 1. shuffle the name-sorted pods; 2. inflate (or deflate) to tune x
+ * capacity, clones at the end. The order of pod indices; *np its length. */
+static uint32_t *arrivals(const struct xp_openb_trace *t, double tune, uint64_t total_milli,
+			  struct xp_rng *rng, size_t *np)
+{
+	size_t n = t->n, cap = t->n ? t->n : 1;
+	uint32_t *order = XNEWV(uint32_t, cap);
+
+	for (size_t i = 0; i < n; i++)
+		order[i] = (uint32_t)i;
+	xp_rng_shuffle(rng, order, n, sizeof(*order));
+	if (tune > 0) {
+		double target = tune * (double)total_milli;
+		uint64_t total = 0;
+		for (size_t i = 0; i < n; i++)
+			total += (uint64_t)t->pods[i].num_gpu * t->pods[i].gpu_milli;
+		if ((double)total < target) {
+			for (;;) {
+				uint32_t idx = (uint32_t)xp_rng_below(rng, t->n);
+				const struct xp_openb_pod *p = &t->pods[idx];
+				/* the reference's stop rule compares the per-GPU milli */
+				if ((double)(total + p->gpu_milli) > target)
+					break;
+				if (n == cap) {
+					cap *= 2;
+					order = xreallocarray(order, cap, sizeof(*order));
+				}
+				order[n++] = idx;
+				total += (uint64_t)p->num_gpu * p->gpu_milli;
+			}
+		} else {
+			while ((double)total > target && n > 0) {
+				size_t j = (size_t)xp_rng_below(rng, n);
+				const struct xp_openb_pod *p = &t->pods[order[j]];
+				total -= (uint64_t)p->num_gpu * p->gpu_milli;
+				memmove(order + j, order + j + 1, (n - j - 1) * sizeof(*order));
+				n--;
+			}
+		}
+	}
+	*np = n;
+	return order;
+}
+
 int xp_openb_run(const struct xp_cluster *c, const struct xp_openb_trace *t,
 		 const struct xp_wshape *m, size_t nm, const struct xp_openb_run_opts *o,
 		 struct xp_openb_result *res, struct xp_err *err)
@@ -173,7 +217,7 @@ int xp_openb_run(const struct xp_cluster *c, const struct xp_openb_trace *t,
 	struct xp_rng rng;
 	struct xp_sched *s;
 	uint32_t *order = NULL, *perm = NULL, *byname = NULL, *rank = NULL;
-	size_t n = t->n, cap = t->n;
+	size_t n = 0;
 	uint64_t total_milli, cpu0 = xp_thread_cpu_ns();
 	int rc = 0;
 
@@ -193,42 +237,8 @@ int xp_openb_run(const struct xp_cluster *c, const struct xp_openb_trace *t,
 	}
 	xp_rng_seed(&rng, o->seed);
 
-	/* 1. shuffle the name-sorted pods */
-	order = XNEWV(uint32_t, cap);
-	for (size_t i = 0; i < n; i++)
-		order[i] = (uint32_t)i;
-	xp_rng_shuffle(&rng, order, n, sizeof(*order));
-
-	/* 2. inflate (or deflate) to tune x capacity; clones go at the end */
-	if (o->tune > 0) {
-		double target = o->tune * (double)total_milli;
-		uint64_t total = 0;
-		for (size_t i = 0; i < n; i++)
-			total += (uint64_t)t->pods[i].num_gpu * t->pods[i].gpu_milli;
-		if ((double)total < target) {
-			for (;;) {
-				uint32_t idx = (uint32_t)xp_rng_below(&rng, t->n);
-				const struct xp_openb_pod *p = &t->pods[idx];
-				/* the reference's stop rule compares the per-GPU milli */
-				if ((double)(total + p->gpu_milli) > target)
-					break;
-				if (n == cap) {
-					cap *= 2;
-					order = xreallocarray(order, cap, sizeof(*order));
-				}
-				order[n++] = idx;
-				total += (uint64_t)p->num_gpu * p->gpu_milli;
-			}
-		} else {
-			while ((double)total > target && n > 0) {
-				size_t j = (size_t)xp_rng_below(&rng, n);
-				const struct xp_openb_pod *p = &t->pods[order[j]];
-				total -= (uint64_t)p->num_gpu * p->gpu_milli;
-				memmove(order + j, order + j + 1, (n - j - 1) * sizeof(*order));
-				n--;
-			}
-		}
-	}
+	/* 1-2. shuffle, then inflate or deflate */
+	order = arrivals(t, o->tune, total_milli, &rng, &n);
 
 	/* 3. node ranks: the i-th node by name gets rank perm[i] */
 	perm = XNEWV(uint32_t, c->nnodes);

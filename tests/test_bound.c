@@ -113,8 +113,9 @@ static double brute(struct tiny *t, size_t i)
 			int ok = 1;
 			for (int d = 0; d < nd->ndevs; d++)
 				if (set >> d & 1)
-					ok &= q->dev_milli >= XP_MILLI ? t->freem[n][d] == XP_MILLI
-									: t->freem[n][d] >= q->dev_milli;
+					ok &= q->dev_milli >= XP_MILLI
+						      ? t->freem[n][d] == XP_MILLI
+						      : t->freem[n][d] >= q->dev_milli;
 			if (!ok)
 				continue;
 			t->cpu[n] -= q->cpu_milli;

@@ -69,8 +69,8 @@ static double total_measure(const struct xp_sched *s, size_t nnodes)
 }
 
 /* Commit a plan in arrival order (each must fit); its reward. */
-static double commit_plan(struct xp_sched *s, size_t nnodes, const struct xp_request *r,
-			  size_t n, const struct xp_alloc *out, const uint8_t *placed)
+static double commit_plan(struct xp_sched *s, size_t nnodes, const struct xp_request *r, size_t n,
+			  const struct xp_alloc *out, const uint8_t *placed)
 {
 	double before = total_measure(s, nnodes), milli = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -211,7 +211,9 @@ static void openb_run(const struct xp_cluster *c, const struct xp_openb_trace *t
 		      const struct xp_wshape *m, size_t nm, const char *policy, size_t window,
 		      uint32_t budget, struct xp_openb_result *res)
 {
-	struct xp_openb_run_opts o = { .policy = policy, .seed = 42, .tune = 1.3, .window = window };
+	struct xp_openb_run_opts o = {
+		.policy = policy, .seed = 42, .tune = 1.3, .window = window
+	};
 	struct xp_err err = { 0 };
 	o.batch.budget = budget;
 	if (xp_openb_run(c, t, m, nm, &o, res, &err) != 0)

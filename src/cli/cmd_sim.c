@@ -120,8 +120,8 @@ static int batch_flags(struct xp_flag *flags, struct xp_grid *g, struct xp_err *
 	g->batch.cands = (uint32_t)c;
 	if (xp_flag_get(flags, "weight")->given) {
 		double wt;
-		if ((rc = xp_parse_double_flag("weight", xp_flag_get(flags, "weight")->sval, 0, 1000,
-					       &wt, err)) < 0)
+		if ((rc = xp_parse_double_flag("weight", xp_flag_get(flags, "weight")->sval, 0,
+					       1000, &wt, err)) < 0)
 			return rc;
 		g->batch.weight = wt > 0 ? wt : -1;
 	}
@@ -155,7 +155,8 @@ static int cmd_openb(int argc, char **argv)
 		{ "budget", XP_FLAG_STR, "R",
 		  "rollouts per search of the mcts optimiser (0: greedy xpool)" },
 		{ "k", XP_FLAG_STR, "K", "pods one search covers, 1..64 (default 64)" },
-		{ "cands", XP_FLAG_STR, "C", "candidate nodes per pod from the index, 1..8 (default 2)" },
+		{ "cands", XP_FLAG_STR, "C",
+		  "candidate nodes per pod from the index, 1..8 (default 2)" },
 		{ "weight", XP_FLAG_STR, "W",
 		  "weight of the policy's measure in the search's reward (default 1; 0: placed "
 		  "GPU milli only)" },

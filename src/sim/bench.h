@@ -25,8 +25,8 @@ struct xp_bench_opts {
 	size_t max_decisions; /* 0 = no cap */
 	uint64_t seed;
 	int no_index;
-	size_t window;	  /* pods planned together (xp_sched_plan_batch); <= 1: one by one */
-	uint32_t budget;  /* the optimiser's rollouts per search */
+	size_t window;	 /* pods planned together (xp_sched_plan_batch); <= 1: one by one */
+	uint32_t budget; /* the optimiser's rollouts per search */
 };
 
 struct xp_bench_result {

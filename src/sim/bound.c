@@ -172,8 +172,7 @@ static void put(struct lpb *l, size_t row, size_t col, double v)
 
 /* The rows over y: shapes, per type CPU / memory / milli / whole, devices. */
 static void fill_y(struct lpb *l, const struct xp_cluster *c, const struct shape *s, size_t ns,
-		   const struct ntype *t, size_t nt, const uint16_t *sizes, size_t nsz,
-		   size_t *col)
+		   const struct ntype *t, size_t nt, const uint16_t *sizes, size_t nsz, size_t *col)
 {
 	size_t r_type = ns, r_dev = ns + 4 * nt, r_frac = r_dev + 1;
 	for (size_t i = 0; i < ns; i++) {
@@ -227,8 +226,8 @@ static size_t fraction_sizes(const struct shape *s, size_t ns, uint16_t *sizes)
 	return k;
 }
 
-int xp_bound_milli(const struct xp_cluster *c, const struct xp_request *r, size_t n,
-		   double *milli, struct xp_bound_info *info, struct xp_err *err)
+int xp_bound_milli(const struct xp_cluster *c, const struct xp_request *r, size_t n, double *milli,
+		   struct xp_bound_info *info, struct xp_err *err)
 {
 	struct shape *s;
 	struct ntype *t;

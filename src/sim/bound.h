@@ -30,7 +30,7 @@ struct xp_bound_info {
 };
 
 /* On 0, *milli >= the most device milli r[0..n) can hold on c at once. */
-int xp_bound_milli(const struct xp_cluster *c, const struct xp_request *r, size_t n,
-		   double *milli, struct xp_bound_info *info, struct xp_err *err);
+int xp_bound_milli(const struct xp_cluster *c, const struct xp_request *r, size_t n, double *milli,
+		   struct xp_bound_info *info, struct xp_err *err);
 
 #endif

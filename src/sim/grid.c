@@ -168,7 +168,8 @@ static int write_runs(const char *dir, const struct xp_grid *g, const struct xp_
 	snprintf(path, sizeof(path), "%s/runs.csv", dir);
 	if ((rc = xp_afile_open(&af, path, err)) < 0)
 		return rc;
-	fputs("workload,sc_policy,tune,seed,pods,failed,cpu_ms,unalloc_100,unalloc_130,window,budget,"
+	fputs("workload,sc_policy,tune,seed,pods,failed,cpu_ms,unalloc_100,unalloc_130,window,"
+	      "budget,"
 	      "rollouts,bound_100\n",
 	      af.f);
 	for (size_t i = 0; i < n; i++) {

@@ -77,7 +77,7 @@ struct xp_openb_result {
 	uint8_t have[XP_OPENB_BUCKETS];
 	size_t pods, failed;
 	uint64_t total_gpus;
-	uint64_t cpu_ns; /* thread CPU time of the replay (not of the bound) */
+	uint64_t cpu_ns;   /* thread CPU time of the replay (not of the bound) */
 	uint64_t rollouts; /* of the batch optimiser */
 	/* lower bound on unallocated GPU % at 100 % arrived (bound.h); < 0
 	 * when not computed */

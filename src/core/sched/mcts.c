@@ -39,10 +39,10 @@
 #include "../../lib/xalloc.h"
 
 struct tnode {
-	uint32_t child0;  /* first child in the node array */
-	uint16_t nchild;  /* 0 with expanded = 1: nothing more fits */
+	uint32_t child0; /* first child in the node array */
+	uint16_t nchild; /* 0 with expanded = 1: nothing more fits */
 	uint8_t expanded;
-	uint8_t cand;	  /* action that leads here: request job on candidate cand */
+	uint8_t cand; /* action that leads here: request job on candidate cand */
 	uint16_t job;
 	uint32_t visits;
 	double sum; /* of raw rewards */

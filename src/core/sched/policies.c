@@ -245,9 +245,9 @@ extern const struct xp_policy_ops xp_policy_xpool;
 extern const struct xp_policy_ops xp_policy_mcts;
 
 const struct xp_policy_ops *const xp_policies[] = {
-	&policy_random, &policy_dotprod, &policy_clustering, &policy_packing,	  &policy_bestfit,
-	&xp_policy_fgd, &policy_binpack, &policy_spread,     &xp_policy_weighted, &xp_policy_xpool,
-	&xp_policy_mcts, NULL,
+	&policy_random,	     &policy_dotprod,  &policy_clustering, &policy_packing,
+	&policy_bestfit,     &xp_policy_fgd,   &policy_binpack,	   &policy_spread,
+	&xp_policy_weighted, &xp_policy_xpool, &xp_policy_mcts,	   NULL,
 };
 
 const struct xp_policy_ops *xp_policy_find(const char *name)

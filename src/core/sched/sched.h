@@ -116,8 +116,8 @@ int xp_sched_pick(struct xp_sched *s, const struct xp_request *r, struct xp_rng 
  * way). The budget counts rollouts, never time, so a plan depends only on
  * the state, the requests, the options and rng.
  */
-#define XP_BATCH_MAX	     64 /* requests one search covers */
-#define XP_BATCH_K_DEFAULT   64
+#define XP_BATCH_MAX	       64 /* requests one search covers */
+#define XP_BATCH_K_DEFAULT     64
 #define XP_BATCH_CANDS_DEFAULT 2
 /* the default budget of the CLI and the simulator (docs/results/mcts.md) */
 #define XP_BATCH_BUDGET_DEFAULT	    16

@@ -13,6 +13,12 @@
  *   minus the growth of the policy's measure over all nodes) is never below
  *   the greedy plan's; and the same inputs give the same plan.
  *
+ * The mcts core keeps memos of scores and F_n(M) by node state (index.c,
+ * state.c); through the harness's random operation streams (places,
+ * direct commits, releases, node and device toggles) its single decisions
+ * and observers equal the reference model's xpool, with the index, a plain
+ * scan and a 4 KiB index.
+ *
  * And on the OpenB default trace (skipped without ../shared): a window
  * changes nothing for a greedy policy, and mcts at budget 0 and window 64
  * is xpool's run, bucket for bucket.
@@ -261,6 +267,12 @@ static void test_openb_window(void **st)
 	xp_cluster_destroy(c);
 }
 
+static void test_memo_against_reference(void **st)
+{
+	(void)st;
+	run_policy_cases("mcts", XP_TIE_RANK, 1, 40, 124);
+}
+
 /* The policy is registered under the names the issue asks for. */
 static void test_names(void **st)
 {
@@ -278,6 +290,7 @@ int main(void)
 		cmocka_unit_test(test_zero_budget_is_xpool),
 		cmocka_unit_test(test_budget_plans),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_memo_against_reference),
 		cmocka_unit_test(test_openb_window),
 	};
 	return xp_run_tests(tests, NULL, NULL);

@@ -928,6 +928,8 @@ void ref_set_workload(struct ref_sched *r, const struct xp_wshape *m, size_t n)
 struct ref_sched *ref_create(const struct xp_cluster *c, const char *policy)
 {
 	int p = -1;
+	if (policy && strcmp(policy, "mcts") == 0)
+		policy = "xpool"; /* one request at a time, mcts decides as xpool */
 	for (int i = 0; i < REF_NPOLICIES; i++)
 		if (strcmp(policy ? policy : "fgd", ref_names[i]) == 0)
 			p = i;

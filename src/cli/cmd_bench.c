@@ -43,6 +43,9 @@ int xp_cmd_sim_bench(int argc, char **argv)
 		{ "node-list", XP_FLAG_STR, "FILE", "OpenB node list the clusters are built from" },
 		{ "pods", XP_FLAG_STR, "FILE", "OpenB pod list the pods are sampled from" },
 		{ "csv", XP_FLAG_BOOL, NULL, "print CSV instead of a table" },
+		{ "window", XP_FLAG_STR, "N",
+		  "plan pods N at a time (xp_sched_plan_batch; 1: one by one)" },
+		{ "budget", XP_FLAG_STR, "R", "rollouts per search of a batch optimiser (mcts)" },
 		{ NULL, 0, NULL, NULL },
 	};
 	struct xp_err err = { 0 };
@@ -51,7 +54,7 @@ int xp_cmd_sim_bench(int argc, char **argv)
 	struct xp_wshape *m = NULL;
 	size_t nm = 0, nsizes = 0, npols = 0;
 	char **sizes = NULL, **pols = NULL;
-	long runs, maxd, scand;
+	long runs, maxd, scand, window, budget;
 	double fill;
 	int help, status = 1, csv;
 
@@ -61,6 +64,8 @@ int xp_cmd_sim_bench(int argc, char **argv)
 	xp_flag_get(flags, "fill")->sval = (char *)"100";
 	xp_flag_get(flags, "max-decisions")->sval = (char *)"200000";
 	xp_flag_get(flags, "scan-decisions")->sval = (char *)"2000";
+	xp_flag_get(flags, "window")->sval = (char *)"1";
+	xp_flag_get(flags, "budget")->sval = (char *)XP_BATCH_BUDGET_DEFAULT_STR;
 	xp_flag_get(flags, "node-list")->sval =
 		(char *)openb_file("openb_node_list_gpu_node.csv", nodes_path, sizeof(nodes_path));
 	xp_flag_get(flags, "pods")->sval =
@@ -85,6 +90,10 @@ int xp_cmd_sim_bench(int argc, char **argv)
 			      100000000, &maxd, &err) < 0 ||
 	    xp_parse_int_flag("scan-decisions", xp_flag_get(flags, "scan-decisions")->sval, 0,
 			      10000000, &scand, &err) < 0 ||
+	    xp_parse_int_flag("window", xp_flag_get(flags, "window")->sval, 1, 1000000, &window,
+			      &err) < 0 ||
+	    xp_parse_int_flag("budget", xp_flag_get(flags, "budget")->sval, 0, 1000000, &budget,
+			      &err) < 0 ||
 	    xp_parse_double_flag("fill", xp_flag_get(flags, "fill")->sval, 0, 1000, &fill, &err) <
 		    0) {
 		status = xp_cli_fail("sim bench", &err, 2);
@@ -128,7 +137,9 @@ int xp_cmd_sim_bench(int argc, char **argv)
 							   .nodes = n,
 							   .fill = fill,
 							   .max_decisions = (size_t)maxd,
-							   .seed = (uint64_t)k + 1 };
+							   .seed = (uint64_t)k + 1,
+							   .window = (size_t)window,
+							   .budget = (uint32_t)budget };
 				if (xp_bench_run(c, t, m, nm, &o, &r, &err) < 0) {
 					free(rate);
 					xp_cluster_destroy(c);

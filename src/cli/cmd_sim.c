@@ -102,6 +102,33 @@ static void on_progress(void *ctx, size_t done, size_t total)
 	p->last_pct = pct;
 }
 
+/* --window, --budget, --k, --cands -> g */
+static int batch_flags(struct xp_flag *flags, struct xp_grid *g, struct xp_err *err)
+{
+	long w, b, k, c;
+	int rc;
+	if ((rc = xp_parse_int_flag("window", xp_flag_get(flags, "window")->sval, 1, 1000000, &w,
+				    err)) < 0 ||
+	    (rc = xp_parse_int_flag("budget", xp_flag_get(flags, "budget")->sval, 0, 1000000, &b,
+				    err)) < 0 ||
+	    (rc = xp_parse_int_flag("k", xp_flag_get(flags, "k")->sval, 1, XP_BATCH_MAX, &k, err)) <
+		    0 ||
+	    (rc = xp_parse_int_flag("cands", xp_flag_get(flags, "cands")->sval, 1, 8, &c, err)) < 0)
+		return rc;
+	g->window = (size_t)w;
+	g->batch.budget = (uint32_t)b;
+	g->batch.k = (uint32_t)k;
+	g->batch.cands = (uint32_t)c;
+	if (xp_flag_get(flags, "weight")->given) {
+		double wt;
+		if ((rc = xp_parse_double_flag("weight", xp_flag_get(flags, "weight")->sval, 0,
+					       1000, &wt, err)) < 0)
+			return rc;
+		g->batch.weight = wt > 0 ? wt : -1;
+	}
+	return 0;
+}
+
 static int cmd_openb(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
@@ -123,6 +150,20 @@ static int cmd_openb(int argc, char **argv)
 		{ "jobs", XP_FLAG_STR, "N", "worker threads (default: online CPUs)" },
 		{ "no-index", XP_FLAG_BOOL, NULL,
 		  "score every node on every decision (slow; for checks)" },
+		{ "window", XP_FLAG_STR, "N",
+		  "pods arrive in batches of N, planned together (1: one at a time); "
+		  "greedy policies place a batch in arrival order" },
+		{ "budget", XP_FLAG_STR, "R",
+		  "rollouts per search of the mcts optimiser (0: greedy xpool)" },
+		{ "k", XP_FLAG_STR, "K", "pods one search covers, 1..64 (default 64)" },
+		{ "cands", XP_FLAG_STR, "C",
+		  "candidate nodes per pod from the index, 1..8 (default 2)" },
+		{ "weight", XP_FLAG_STR, "W",
+		  "weight of the policy's measure in the search's reward (default 1; 0: placed "
+		  "GPU milli only)" },
+		{ "bound", XP_FLAG_BOOL, NULL,
+		  "also compute the lower bound on unallocated GPU % at 100 % arrived "
+		  "(docs/design/bound.md)" },
 		{ NULL, 0, NULL, NULL },
 	};
 	struct xp_err err = { 0 };
@@ -143,6 +184,10 @@ static int cmd_openb(int argc, char **argv)
 	xp_flag_get(flags, "tune")->sval = (char *)"1.3";
 	xp_flag_get(flags, "tiebreak")->sval = (char *)"rank";
 	xp_flag_get(flags, "out")->sval = (char *)"out/openb";
+	xp_flag_get(flags, "window")->sval = (char *)"1";
+	xp_flag_get(flags, "budget")->sval = (char *)XP_BATCH_BUDGET_DEFAULT_STR;
+	xp_flag_get(flags, "k")->sval = (char *)"64";
+	xp_flag_get(flags, "cands")->sval = (char *)"2";
 	if (xp_flags_parse(flags, argc, argv, &help, &err) < 0) {
 		status = xp_cli_fail("sim openb", &err, 2);
 		goto out;
@@ -202,6 +247,11 @@ static int cmd_openb(int argc, char **argv)
 		}
 		g.threads = jobs > 0 ? (int)jobs : 1;
 		g.no_index = xp_flag_get(flags, "no-index")->bval;
+		g.bound = xp_flag_get(flags, "bound")->bval;
+		if (batch_flags(flags, &g, &err) < 0) {
+			status = xp_cli_fail("sim openb", &err, 2);
+			goto out;
+		}
 	}
 	c = xp_openb_load_nodes(xp_flag_get(flags, "nodes")->sval, &err);
 	if (!c) {

@@ -38,6 +38,38 @@ struct xp_cluster *xp_bench_cluster(const struct xp_cluster *openb, size_t n, ui
 	return c;
 }
 
+/* The pods seq[0..n) planned window by window, each plan committed. */
+static int run_windows(struct xp_sched *s, const struct xp_openb_trace *t, const uint32_t *seq,
+		       size_t n, const struct xp_bench_opts *o, struct xp_rng *rng,
+		       struct xp_bench_result *res, struct xp_err *err)
+{
+	struct xp_request *req = XNEWV(struct xp_request, o->window);
+	struct xp_alloc *out = XNEWV(struct xp_alloc, o->window);
+	uint8_t *placed = XNEWV(uint8_t, o->window);
+	struct xp_batch_opts bo = { .budget = o->budget };
+	int rc = 0;
+
+	for (size_t i0 = 0; i0 < n; i0 += o->window) {
+		size_t m = n - i0 < o->window ? n - i0 : o->window;
+		for (size_t j = 0; j < m; j++)
+			req[j] = t->pods[seq[i0 + j]].req;
+		if ((rc = xp_sched_plan_batch(s, req, m, &bo, rng, out, placed)) < 0) {
+			xp_errf(err, rc, "window at pod %zu: %s", i0, xp_strerror(rc));
+			break;
+		}
+		for (size_t j = 0; j < m; j++)
+			if (placed[j]) {
+				xp_sched_commit(s, &out[j]);
+				res->placed++;
+			}
+		res->decisions += m;
+	}
+	free(req);
+	free(out);
+	free(placed);
+	return rc < 0 ? rc : 0;
+}
+
 int xp_bench_run(const struct xp_cluster *c, const struct xp_openb_trace *t,
 		 const struct xp_wshape *m, size_t nm, const struct xp_bench_opts *o,
 		 struct xp_bench_result *res, struct xp_err *err)
@@ -70,6 +102,10 @@ int xp_bench_run(const struct xp_cluster *c, const struct xp_openb_trace *t,
 	}
 	res->setup_secs = (double)(xp_mono_ns() - t0) / 1e9;
 	t0 = xp_mono_ns();
+	if (o->window > 1) {
+		rc = run_windows(s, t, seq, n, o, &rng, res, err);
+		n = 0;
+	}
 	for (size_t i = 0; i < n; i++) {
 		const struct xp_openb_pod *p = &t->pods[seq[i]];
 		struct xp_alloc a;
@@ -83,7 +119,7 @@ int xp_bench_run(const struct xp_cluster *c, const struct xp_openb_trace *t,
 		rc = 0;
 	}
 	res->secs = (double)(xp_mono_ns() - t0) / 1e9;
-	res->decisions = n;
+	res->decisions = o->window > 1 ? res->decisions : n;
 	res->unalloc_pct =
 		100.0 - 100.0 * (double)xp_sched_used_milli(s) /
 				(double)(xp_sched_total_milli(s) ? xp_sched_total_milli(s) : 1);

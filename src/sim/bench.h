@@ -7,6 +7,8 @@
  * a seeded shuffled order) and places sampled pods, arrivals only, until
  * the arrived GPU request reaches fill% of the capacity or max_decisions
  * were made; every decision, placed or failed, counts. Single-threaded.
+ * With a window, pods are planned window by window and the plan committed:
+ * the search's time is amortised over the window's decisions.
  */
 #ifndef XP_BENCH_H
 #define XP_BENCH_H
@@ -23,6 +25,8 @@ struct xp_bench_opts {
 	size_t max_decisions; /* 0 = no cap */
 	uint64_t seed;
 	int no_index;
+	size_t window;	 /* pods planned together (xp_sched_plan_batch); <= 1: one by one */
+	uint32_t budget; /* the optimiser's rollouts per search */
 };
 
 struct xp_bench_result {

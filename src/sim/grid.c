@@ -37,6 +37,9 @@ static void *worker(void *arg)
 			.tune = g->tune,
 			.tiebreak = g->tiebreak,
 			.no_index = g->no_index,
+			.window = g->window,
+			.batch = g->batch,
+			.bound = g->bound,
 		};
 		struct xp_err err = { 0 };
 		cell->rc = xp_openb_run(g->c, g->traces[cell->trace], g->m[cell->trace],
@@ -165,15 +168,20 @@ static int write_runs(const char *dir, const struct xp_grid *g, const struct xp_
 	snprintf(path, sizeof(path), "%s/runs.csv", dir);
 	if ((rc = xp_afile_open(&af, path, err)) < 0)
 		return rc;
-	fputs("workload,sc_policy,tune,seed,pods,failed,cpu_ms,unalloc_100,unalloc_130\n", af.f);
+	fputs("workload,sc_policy,tune,seed,pods,failed,cpu_ms,unalloc_100,unalloc_130,window,"
+	      "budget,"
+	      "rollouts,bound_100\n",
+	      af.f);
 	for (size_t i = 0; i < n; i++) {
 		const struct xp_grid_cell *c = &cells[i];
 		const struct xp_openb_result *r = &c->res;
-		fprintf(af.f, "%s,%s,%g,%llu,%zu,%zu,%.1f,%.2f,%.2f\n",
+		fprintf(af.f, "%s,%s,%g,%llu,%zu,%zu,%.1f,%.2f,%.2f,%zu,%u,%llu,%.2f\n",
 			g->traces[c->trace]->workload, g->policies[c->policy]->label, g->tune,
 			(unsigned long long)g->seeds[c->seed], r->pods, r->failed,
 			(double)r->cpu_ns / 1e6, r->have[100] ? 100 - r->alloc[100] : -1,
-			r->have[130] ? 100 - r->alloc[130] : -1);
+			r->have[130] ? 100 - r->alloc[130] : -1, g->window > 1 ? g->window : 1,
+			g->policies[c->policy]->optimise ? g->batch.budget : 0,
+			(unsigned long long)r->rollouts, r->bound_100);
 	}
 	return xp_afile_commit(&af, err);
 }

@@ -27,6 +27,9 @@ struct xp_grid {
 	double tune;
 	int tiebreak;
 	int no_index;
+	size_t window;		    /* pods per batch (xp_openb_run_opts) */
+	struct xp_batch_opts batch; /* the optimiser's budget, k, cands */
+	int bound;		    /* 1: compute the lower bound per run */
 	int threads;
 	/* called from worker threads, serialised by the grid */
 	void (*progress)(void *ctx, size_t done, size_t total);

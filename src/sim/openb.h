@@ -61,6 +61,13 @@ struct xp_openb_run_opts {
 	double tune;  /* 1.3 in the paper; <= 0: no inflation */
 	int tiebreak; /* enum xp_tiebreak */
 	int no_index;
+	/* batching (issue 24): pods arrive in windows of `window` (<= 1: one
+	 * at a time) and each window is planned with xp_sched_plan_batch();
+	 * a policy without an optimiser places a window's pods in arrival
+	 * order, which is what it does without a window */
+	size_t window;
+	struct xp_batch_opts batch; /* budget, k, cands */
+	int bound;		    /* 1: also compute the lower bound (bound.h) */
 };
 
 struct xp_openb_result {
@@ -70,7 +77,11 @@ struct xp_openb_result {
 	uint8_t have[XP_OPENB_BUCKETS];
 	size_t pods, failed;
 	uint64_t total_gpus;
-	uint64_t cpu_ns; /* thread CPU time of the replay */
+	uint64_t cpu_ns;   /* thread CPU time of the replay (not of the bound) */
+	uint64_t rollouts; /* of the batch optimiser */
+	/* lower bound on unallocated GPU % at 100 % arrived (bound.h); < 0
+	 * when not computed */
+	double bound_100;
 };
 
 int xp_openb_run(const struct xp_cluster *c, const struct xp_openb_trace *t,

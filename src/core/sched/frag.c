@@ -150,6 +150,7 @@ int xp_sched_set_workload(struct xp_sched *s, const struct xp_wshape *m, size_t 
 	workload_summary(s);
 	s->frag_total = 0;
 	for (uint32_t i = 0; i < s->nnodes; i++) {
+		memset(s->ns[i].fkey, 0, sizeof(s->ns[i].fkey)); /* memos of the old M */
 		s->ns[i].frag = n ? xp_frag_eval(s, i, -1, NULL, NULL) : 0;
 		s->frag_total += s->ns[i].frag;
 	}

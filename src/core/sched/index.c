@@ -25,6 +25,15 @@
  *
  * Trees are int16 (scores are 0..score_max <= 30000). The number of trees
  * is bounded by opts.index_bytes; the least recently used is evicted.
+ *
+ * Memo (policies with a batch optimiser only). A search commits and
+ * releases the same allocations over and over, so a node keeps returning
+ * to a state its leaf was already scored in. Each leaf then remembers its
+ * last XP_MEMO (node-state key, leaf value) pairs and reuses a value whose
+ * key matches: the key (xp_nstate.key) hashes everything a leaf reads, so
+ * a stale value would need a 64-bit hash collision. The
+ * memo is cleared with the tree's slots' meaning: on a new shape in the
+ * entry and on xp_index_reset() (ranks or M changed).
  */
 #include "sched_int.h"
 
@@ -38,6 +47,9 @@
 struct entry {
 	struct xp_shape shape;
 	int16_t *tree;
+	uint64_t *mkey; /* memo: [XP_MEMO * slot + i], most recent first; 0 = empty */
+	int16_t *mval;
+	uint8_t memo_ok;
 	uint64_t cursor;
 	uint64_t last_use;
 	uint32_t hash;
@@ -56,6 +68,7 @@ struct xp_index {
 	uint32_t *stamp;
 	uint32_t gen;
 	uint64_t clock;
+	int memo; /* leaves keep a memo (the policy has a batch optimiser) */
 };
 
 static uint32_t shape_hash(const struct xp_request *r)
@@ -125,7 +138,10 @@ struct xp_index *xp_index_create(const struct xp_sched *s)
 	x->logmask = logsz - 1;
 	x->memtree = XNEWV(int64_t, 2 * (size_t)x->cap);
 	x->stamp = XNEWV(uint32_t, x->cap);
-	x->maxent = budget / (2 * (size_t)x->cap * sizeof(int16_t));
+	x->memo = s->pol->optimise != NULL;
+	x->maxent = budget / (2 * (size_t)x->cap * sizeof(int16_t) +
+			      (x->memo ? XP_MEMO * (size_t)x->cap * (sizeof(uint64_t) + sizeof(int16_t))
+				       : 0));
 	if (x->maxent > MAX_ENTRIES)
 		x->maxent = MAX_ENTRIES;
 	if (x->maxent < 4)
@@ -142,6 +158,8 @@ void xp_index_destroy(struct xp_index *x)
 	for (size_t i = 0; i < x->nent; i++) {
 		xp_shape_free(&x->ent[i].shape);
 		free(x->ent[i].tree);
+		free(x->ent[i].mkey);
+		free(x->ent[i].mval);
 	}
 	free(x->ent);
 	free(x->log);
@@ -164,7 +182,7 @@ void xp_index_reset(struct xp_sched *s)
 {
 	struct xp_index *x = s->idx;
 	for (size_t i = 0; i < x->nent; i++)
-		x->ent[i].built = 0;
+		x->ent[i].built = x->ent[i].memo_ok = 0;
 	mem_build(s, x);
 }
 
@@ -181,11 +199,34 @@ static int16_t leaf(struct xp_sched *s, const struct xp_shape *m, uint32_t n)
 	return (int16_t)sc;
 }
 
+/* The leaf of slot, through the entry's memo when the index keeps one. */
+static int16_t leaf_at(struct xp_sched *s, struct xp_index *x, struct entry *e, uint32_t slot)
+{
+	uint32_t n = s->slot_node[slot];
+	if (!x->memo)
+		return leaf(s, &e->shape, n);
+	uint64_t key = s->ns[n].key, *k = &e->mkey[XP_MEMO * (size_t)slot];
+	int16_t *v = &e->mval[XP_MEMO * (size_t)slot], val;
+	int i;
+	for (i = 0; i < XP_MEMO - 1 && k[i] != key; i++)
+		;
+	val = k[i] == key ? v[i] : leaf(s, &e->shape, n);
+	memmove(k + 1, k, (size_t)i * sizeof(*k)); /* most recent first */
+	memmove(v + 1, v, (size_t)i * sizeof(*v));
+	k[0] = key;
+	v[0] = val;
+	return val;
+}
+
 static void build(struct xp_sched *s, struct xp_index *x, struct entry *e)
 {
 	int16_t *t = e->tree;
+	if (x->memo && !e->memo_ok) {
+		memset(e->mkey, 0, XP_MEMO * (size_t)x->cap * sizeof(*e->mkey));
+		e->memo_ok = 1;
+	}
 	for (uint32_t i = 0; i < x->cap; i++)
-		t[x->cap + i] = i < s->nnodes ? leaf(s, &e->shape, s->slot_node[i]) : -1;
+		t[x->cap + i] = i < s->nnodes ? leaf_at(s, x, e, i) : -1;
 	for (uint32_t v = x->cap - 1; v >= 1; v--)
 		t[v] = t[2 * v] > t[2 * v + 1] ? t[2 * v] : t[2 * v + 1];
 	e->built = 1;
@@ -210,7 +251,7 @@ static void refresh(struct xp_sched *s, struct xp_index *x, struct entry *e)
 			continue;
 		x->stamp[slot] = x->gen;
 		uint32_t v = x->cap + slot;
-		int16_t nv = leaf(s, &e->shape, s->slot_node[slot]);
+		int16_t nv = leaf_at(s, x, e, slot);
 		if (t[v] == nv)
 			continue;
 		t[v] = nv;
@@ -246,6 +287,10 @@ static struct entry *lookup(struct xp_sched *s, struct xp_index *x, const struct
 		if (x->nent < x->maxent) {
 			e = &x->ent[x->nent++];
 			e->tree = XNEWV(int16_t, 2 * (size_t)x->cap);
+			if (x->memo) {
+				e->mkey = XNEWV(uint64_t, XP_MEMO * (size_t)x->cap);
+				e->mval = XNEWV(int16_t, XP_MEMO * (size_t)x->cap);
+			}
 		} else { /* evict the least recently used */
 			e = &x->ent[0];
 			for (size_t i = 1; i < x->nent; i++)
@@ -255,7 +300,7 @@ static struct entry *lookup(struct xp_sched *s, struct xp_index *x, const struct
 		}
 		xp_shape_init(s, &e->shape, &key);
 		e->hash = h;
-		e->built = 0;
+		e->built = e->memo_ok = 0;
 	}
 	e->last_use = ++x->clock;
 	return e;
@@ -341,4 +386,43 @@ long xp_index_best(struct xp_sched *s, const struct xp_request *r, struct xp_rng
 	if (s->opts.tiebreak == XP_TIE_RANDOM && rng)
 		slot = sample_ties(x, e->tree, (int64_t)r->mem_mib, score, rng);
 	return (long)s->slot_node[slot];
+}
+
+static void set_leaf(const struct xp_index *x, int16_t *t, uint32_t slot, int16_t val)
+{
+	uint32_t v = x->cap + slot;
+	t[v] = val;
+	for (v >>= 1; v; v >>= 1)
+		t[v] = t[2 * v] > t[2 * v + 1] ? t[2 * v] : t[2 * v + 1];
+}
+
+/* The k best nodes for r in the order xp_index_best() would take them
+ * under the rank tie-break (each query masks the winner; the tree is
+ * restored before returning). */
+int xp_index_top(struct xp_sched *s, const struct xp_request *r, uint32_t *nodes, int k,
+		 const struct xp_shape **shape)
+{
+	struct xp_index *x = s->idx;
+	struct entry *e = lookup(s, x, r);
+	uint32_t slots[8];
+	int16_t saved[8];
+	int32_t score;
+	int got = 0;
+
+	refresh(s, x, e);
+	*shape = &e->shape;
+	if (k > 8)
+		k = 8;
+	while (got < k) {
+		long slot = query(x, e->tree, (int64_t)r->mem_mib, &score);
+		if (slot < 0)
+			break;
+		slots[got] = (uint32_t)slot;
+		saved[got] = e->tree[x->cap + slot];
+		nodes[got++] = s->slot_node[slot];
+		set_leaf(x, e->tree, (uint32_t)slot, -1);
+	}
+	for (int i = got - 1; i >= 0; i--)
+		set_leaf(x, e->tree, slots[i], saved[i]);
+	return got;
 }

@@ -242,10 +242,12 @@ static const struct xp_policy_ops policy_spread = {
 extern const struct xp_policy_ops xp_policy_fgd;
 extern const struct xp_policy_ops xp_policy_weighted;
 extern const struct xp_policy_ops xp_policy_xpool;
+extern const struct xp_policy_ops xp_policy_mcts;
 
 const struct xp_policy_ops *const xp_policies[] = {
-	&policy_random, &policy_dotprod, &policy_clustering, &policy_packing,	  &policy_bestfit,
-	&xp_policy_fgd, &policy_binpack, &policy_spread,     &xp_policy_weighted, &xp_policy_xpool, NULL,
+	&policy_random,	     &policy_dotprod,  &policy_clustering, &policy_packing,
+	&policy_bestfit,     &xp_policy_fgd,   &policy_binpack,	   &policy_spread,
+	&xp_policy_weighted, &xp_policy_xpool, &xp_policy_mcts,	   NULL,
 };
 
 const struct xp_policy_ops *xp_policy_find(const char *name)

@@ -20,6 +20,9 @@
  * devices others cannot do without are worth keeping free. Its scores are
  * trunc(40 sigmoid(delta / 3000)): coarser than FGD's, so more decisions
  * go to the rank tie-break, which consolidates.
+ *
+ * mcts (issue 24) is xpool's score and measure plus the batch optimiser of
+ * mcts.c: one request at a time it decides exactly as xpool does.
  */
 #include "sched_int.h"
 
@@ -185,6 +188,16 @@ static void xpool_pick(const struct xp_sched *s, uint32_t n, const struct xp_sha
 	pick_with(s, &xpool_measure, n, m, rng, a);
 }
 
+static double fgd_measure_node(const struct xp_sched *s, uint32_t n)
+{
+	return measure_now(s, &fgd_measure, n);
+}
+
+static double xpool_measure_node(const struct xp_sched *s, uint32_t n)
+{
+	return measure_now(s, &xpool_measure, n);
+}
+
 const struct xp_policy_ops xp_policy_fgd = {
 	.name = "fgd",
 	.label = "06-FGD",
@@ -193,6 +206,7 @@ const struct xp_policy_ops xp_policy_fgd = {
 	.score_max = 100,
 	.score = fgd_score,
 	.pick = fgd_pick,
+	.measure = fgd_measure_node,
 };
 
 const struct xp_policy_ops xp_policy_xpool = {
@@ -204,4 +218,18 @@ const struct xp_policy_ops xp_policy_xpool = {
 	.score_max = 40,
 	.score = xpool_score,
 	.pick = xpool_pick,
+	.measure = xpool_measure_node,
+};
+
+const struct xp_policy_ops xp_policy_mcts = {
+	.name = "mcts",
+	.label = "08-mcts",
+	.about = "xpool's score plus a UCT search over orders and placements of each "
+		 "batch (--window, --budget rollouts; budget 0 = xpool)",
+	.flags = XP_POLICY_NEEDS_WORKLOAD,
+	.score_max = 40,
+	.score = xpool_score,
+	.pick = xpool_pick,
+	.measure = xpool_measure_node,
+	.optimise = xp_mcts_optimise,
 };

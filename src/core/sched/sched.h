@@ -104,6 +104,37 @@ int xp_sched_set_workload(struct xp_sched *s, const struct xp_wshape *m, size_t 
 /* Decide where r goes. 0: *out filled. XP_ENOSPC: no node fits. */
 int xp_sched_pick(struct xp_sched *s, const struct xp_request *r, struct xp_rng *rng,
 		  struct xp_alloc *out);
+/*
+ * Batches (ARCHITECTURE.md: the optional batch-optimise hook). Plan where
+ * r[0..n) go, together, without changing state: placed[i] = 1 and out[i]
+ * set for each request the plan places (a plan's allocations fit together,
+ * so they may be committed in any order). Requests are planned in chunks
+ * of o->k; each chunk sees the ones before it placed. With budget 0, or a
+ * policy without an optimiser, the plan is the greedy one: xp_sched_pick()
+ * and commit, request by request in order, exactly as unbatched. Returns
+ * the number placed, or a negative error (the state is restored either
+ * way). The budget counts rollouts, never time, so a plan depends only on
+ * the state, the requests, the options and rng.
+ */
+#define XP_BATCH_MAX	       64 /* requests one search covers */
+#define XP_BATCH_K_DEFAULT     64
+#define XP_BATCH_CANDS_DEFAULT 2
+/* the default budget of the CLI and the simulator (docs/results/mcts.md) */
+#define XP_BATCH_BUDGET_DEFAULT	    16
+#define XP_BATCH_BUDGET_DEFAULT_STR "16"
+struct xp_batch_opts {
+	uint32_t budget; /* rollouts per search; 0 = greedy */
+	uint32_t k;	 /* requests searched together, 1..XP_BATCH_MAX; 0 = default */
+	uint32_t cands;	 /* candidate nodes per request from the index, 1..8; 0 = default */
+	double explore;	 /* UCT exploration constant; 0 = 0.5 */
+	double weight;	 /* of the measure's growth in the reward; 0 = 1, < 0 = none */
+	/* out: work done, for decisions/s figures */
+	uint64_t rollouts, placements;
+};
+int xp_sched_plan_batch(struct xp_sched *s, const struct xp_request *r, size_t n,
+			struct xp_batch_opts *o, struct xp_rng *rng, struct xp_alloc *out,
+			uint8_t *placed);
+
 /* Does a (e.g. read back from a journal) still fit the free capacity?
  * 0 or XP_ENOSPC / XP_EINVAL with the reason in err. */
 int xp_sched_alloc_fits(const struct xp_sched *s, const struct xp_alloc *a, struct xp_err *err);
@@ -132,6 +163,8 @@ uint64_t xp_sched_total_milli(const struct xp_sched *s); /* all healthy accelera
 uint64_t xp_sched_used_milli(const struct xp_sched *s);	 /* allocated */
 double xp_sched_frag(const struct xp_sched *s);		 /* F(M), milli; 0 without M */
 double xp_sched_node_frag(const struct xp_sched *s, uint32_t node);
+/* The policy's measure of the node (policy.h measure(); 0 without one). */
+double xp_sched_measure(const struct xp_sched *s, uint32_t node);
 int64_t xp_sched_node_cpu_free(const struct xp_sched *s, uint32_t node);
 int64_t xp_sched_node_mem_free(const struct xp_sched *s, uint32_t node);
 uint16_t xp_sched_dev_free_milli(const struct xp_sched *s, uint32_t node, uint16_t dev);

@@ -17,6 +17,7 @@
 
 #define XP_NTAGS    17 /* affinity tags: 0 = fractional, k = k whole devices (16 = 16+) */
 #define XP_TAG_NONE 0xff
+#define XP_MEMO	    4 /* node states a memo remembers (batch optimisers only) */
 
 struct xp_dstate {
 	uint16_t free_milli;
@@ -39,6 +40,14 @@ struct xp_nstate {
 	uint32_t tagmask;    /* bit t set when tagcnt[t] > 0 */
 	uint16_t tagcnt[XP_NTAGS];
 	double frag; /* F_n(M) */
+	/* a 64-bit hash of everything a score or F_n(M) reads of the node
+	 * (free CPU, up/dedicated, affinity tags, failures, each device's free
+	 * milli, free memory and health), kept by node_changed(); never 0.
+	 * Memos key on it: with a batch optimiser, F_n(M) of the node's last
+	 * XP_MEMO states (0 = empty; cleared when M changes) */
+	uint64_t key;
+	uint64_t fkey[XP_MEMO];
+	double fval[XP_MEMO];
 };
 
 /* A request's shape: all of it but host memory, with per-type device masks. */
@@ -138,5 +147,13 @@ void xp_index_reset(struct xp_sched *s); /* ranks or workload changed */
 /* Best node for r (mem checked); -1 if none. */
 long xp_index_best(struct xp_sched *s, const struct xp_request *r, struct xp_rng *rng,
 		   const struct xp_shape **shape);
+/* Up to k (<= 8) best nodes for r, best first, ties by rank; the count. */
+int xp_index_top(struct xp_sched *s, const struct xp_request *r, uint32_t *nodes, int k,
+		 const struct xp_shape **shape);
+
+/* mcts.c: the batch optimiser of the mcts policy (policy.h optimise) */
+int xp_mcts_optimise(struct xp_sched *s, const struct xp_request *r, size_t n,
+		     struct xp_batch_opts *o, struct xp_rng *rng, struct xp_alloc *out,
+		     uint8_t *placed);
 
 #endif

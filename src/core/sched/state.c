@@ -54,12 +54,59 @@ static void node_account(struct xp_sched *s, uint32_t n, int sign)
 	}
 }
 
-/* After a change to node n: sums, F_n(M), totals, index. */
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+	h *= 0xbf58476d1ce4e5b9ULL;
+	return h ^ (h >> 31);
+}
+
+static uint64_t node_key(const struct xp_sched *s, uint32_t n)
+{
+	const struct xp_nstate *ns = &s->ns[n];
+	uint64_t h = mix(0x51ed27, (uint64_t)ns->cpu_free);
+	h = mix(h, (uint64_t)ns->up | (uint64_t)ns->dedicated << 8 | (uint64_t)ns->tagmask << 16);
+	h = mix(h, s->w_fail ? s->w_fail[n] : 0);
+	for (uint16_t t = 0; t < XP_NTAGS; t++)
+		if (ns->tagmask >> t & 1)
+			h = mix(h, ns->tagcnt[t] | (uint64_t)t << 32);
+	for (uint16_t d = 0; d < ns->ndev; d++) {
+		const struct xp_dstate *ds = &s->dev[ns->dev0 + d];
+		h = mix(h, ds->free_milli | (uint64_t)ds->ok << 16);
+		h = mix(h, ds->free_mem);
+	}
+	return h | 1;
+}
+
+/* F_n(M) of node n as it is; with a batch optimiser through a memo of the
+ * node's last XP_MEMO states, most recent first (searches revisit states:
+ * index.c). */
+static double node_frag(struct xp_sched *s, uint32_t n)
+{
+	struct xp_nstate *ns = &s->ns[n];
+	uint64_t key = ns->key;
+	double v;
+	int i;
+
+	if (!s->pol->optimise)
+		return xp_frag_eval(s, n, -1, NULL, NULL);
+	for (i = 0; i < XP_MEMO - 1 && ns->fkey[i] != key; i++)
+		;
+	v = ns->fkey[i] == key ? ns->fval[i] : xp_frag_eval(s, n, -1, NULL, NULL);
+	memmove(&ns->fkey[1], &ns->fkey[0], (size_t)i * sizeof(ns->fkey[0]));
+	memmove(&ns->fval[1], &ns->fval[0], (size_t)i * sizeof(ns->fval[0]));
+	ns->fkey[0] = key;
+	ns->fval[0] = v;
+	return v;
+}
+
+/* After a change to node n: sums, state key, F_n(M), totals, index. */
 static void node_changed(struct xp_sched *s, uint32_t n)
 {
 	node_sums(s, n);
+	s->ns[n].key = node_key(s, n);
 	if (s->nm)
-		s->ns[n].frag = xp_frag_eval(s, n, -1, NULL, NULL);
+		s->ns[n].frag = node_frag(s, n);
 	node_account(s, n, +1);
 	if (s->idx)
 		xp_index_node_changed(s, n);
@@ -191,6 +238,8 @@ struct xp_sched *xp_sched_create(const struct xp_cluster *c, const struct xp_sch
 		s->max_milli = XP_MILLI;
 	build_types(s);
 	xp_weighted_prepare(s);
+	for (uint32_t n = 0; n < s->nnodes; n++)
+		s->ns[n].key = node_key(s, n);
 	if (!opts.no_index && !(pol->flags & XP_POLICY_RANDOM_NODE))
 		s->idx = xp_index_create(s);
 	return s;
@@ -592,6 +641,11 @@ double xp_sched_frag(const struct xp_sched *s)
 double xp_sched_node_frag(const struct xp_sched *s, uint32_t node)
 {
 	return s->ns[node].frag;
+}
+
+double xp_sched_measure(const struct xp_sched *s, uint32_t node)
+{
+	return s->pol->measure ? s->pol->measure(s, node) : 0;
 }
 
 int64_t xp_sched_node_cpu_free(const struct xp_sched *s, uint32_t node)

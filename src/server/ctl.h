@@ -330,6 +330,8 @@ struct xp_ctl {
 	pthread_cond_t qcv;
 	struct xp_cmd *qhead, *qtail;
 	int stopping;
+	atomic_uint_least64_t node_epoch; /* bumped by every node.* record: a
+					     cached watch reply older is not used */
 	size_t start_nodes, start_jobs; /* at start, before the owner ran (for the banner) */
 	atomic_int ready;      /* serving; 0 while starting, stopping, or once the journal failed */
 	int fatal;	       /* the store failed: refuse everything (owner thread) */

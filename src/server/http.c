@@ -56,10 +56,6 @@
 
 /* ---- connection accounting: who has not passed admission yet ---- */
 
-struct connrec {
-	uint32_t ip; /* IPv4, network order */
-	int admitted;
-};
 
 struct ipcount {
 	uint32_t ip, n;
@@ -134,6 +130,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 		unauth_drop(ctl, r->ip);
 	ctl->acct.total--;
 	pthread_mutex_unlock(&ctl->acct.mu);
+	free(r->reply);
 	free(r);
 	*socket_context = NULL;
 }

@@ -30,6 +30,19 @@ struct route {
 	size_t body_max; /* 0: the server's --body-limit; else this many bytes */
 };
 
+/* A connection's own record (its socket context): for the accounting
+ * (http.c) and the last assignments reply its agent's long poll got
+ * (http_wait.c), so a poll with no news waits without the owner. */
+struct connrec {
+	uint32_t ip; /* IPv4, network order */
+	int admitted;
+	char node[64];	  /* the node the cached reply is for ("" none) */
+	long index;	  /* its index in the state */
+	uint64_t version; /* the assignment version the reply reflects */
+	uint64_t epoch;	  /* ctl->node_epoch when the owner made it */
+	char *reply;	  /* the reply's JSON */
+};
+
 /* A request's state, the connection's *con_cls. */
 enum k_state { K_BODY, K_OWNER, K_WATCH, K_DONE };
 struct conn {
@@ -45,6 +58,8 @@ struct conn {
 	int events;	/* GET /v1/events */
 	int64_t deadline;
 	uint64_t since;
+	uint64_t epoch; /* a watch: ctl->node_epoch before the owner looked */
+	int cached;	/* a watch answered from the connection's cache */
 	struct xp_park park;
 };
 

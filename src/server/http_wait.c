@@ -4,7 +4,11 @@
  *
  *   GET /v1/nodes/NAME/assignments?since=V&wait=S  an agent's long poll:
  *       the owner answers; when nothing is newer than V the request parks
- *       on its node (park.c) until xp_watch_bump, or S seconds;
+ *       on its node (park.c) until xp_watch_bump, or S seconds. The reply
+ *       is kept on the connection: the agent's next poll, while its node's
+ *       version and every node are unchanged, parks without the owner and
+ *       gets that reply again at its deadline (the same version is the
+ *       same list: every job record of a job running there bumps it);
  *   GET /v1/events?since=N&wait=S   parks on the event ring until an event
  *       is durable; with Accept: text/event-stream a stream whose reader
  *       parks between events (a keep-alive comment every 15 s);
@@ -43,6 +47,44 @@ static uint64_t assign_version(struct xp_ctl *ctl, long node)
 	return v;
 }
 
+static struct connrec *conn_rec(struct conn *k)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(k->c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	return ci ? ci->socket_context : NULL;
+}
+
+/* The connection's last reply, when it is still what the owner would say
+ * to a poll since k->since: 1 with it in k->cmd. */
+static int from_cache(struct conn *k)
+{
+	struct xp_ctl *ctl = k->ctl;
+	struct connrec *r = conn_rec(k);
+	if (!r || !r->reply || strcmp(r->node, k->cmd.name) || r->version > k->since ||
+	    r->epoch != atomic_load(&ctl->node_epoch) ||
+	    assign_version(ctl, r->index) != r->version)
+		return 0;
+	k->cmd.node = r->index;
+	k->cmd.id = r->version;
+	xp_reply_json(&k->cmd, 200, xstrdup(r->reply));
+	k->cached = 1;
+	return 1;
+}
+
+/* keep the owner's reply on the connection for the next poll */
+static void to_cache(struct conn *k)
+{
+	struct connrec *r = conn_rec(k);
+	if (!r || k->cached || k->cmd.status != 200 || !k->cmd.reply)
+		return;
+	free(r->reply);
+	r->reply = xstrdup(k->cmd.reply);
+	snprintf(r->node, sizeof(r->node), "%s", k->cmd.name);
+	r->index = k->cmd.node;
+	r->version = k->cmd.id;
+	r->epoch = k->epoch;
+}
+
 enum MHD_Result xp_http_watch(struct conn *k)
 {
 	struct xp_ctl *ctl = k->ctl;
@@ -59,9 +101,14 @@ enum MHD_Result xp_http_watch(struct conn *k)
 		k->since = (uint64_t)since;
 		k->deadline = xp_ctl_now() + wait * 1000;
 		k->state = K_WATCH;
-		return xp_http_to_owner(k);
+		if (!from_cache(k)) {
+			k->epoch = atomic_load(&ctl->node_epoch);
+			return xp_http_to_owner(k);
+		}
 	}
-	/* the owner answered (cmd->id: the node's version, cmd->node: its index) */
+	/* the owner (or the cache) answered (cmd->id: the node's version,
+	 * cmd->node: its index) */
+	to_cache(k);
 	int64_t now = xp_ctl_now();
 	if (cmd->status != 200 || cmd->id > k->since || now >= k->deadline || !ctl->ready)
 		return xp_http_send(k);
@@ -72,6 +119,8 @@ enum MHD_Result xp_http_watch(struct conn *k)
 		return MHD_YES; /* woken or expired: the owner is asked again */
 	free(cmd->reply);
 	cmd->reply = NULL;
+	k->cached = 0;
+	k->epoch = atomic_load(&ctl->node_epoch);
 	return xp_http_to_owner(k);
 }
 

@@ -295,6 +295,8 @@ int xp_ctl_journal(struct xp_ctl *ctl, const char *type, char *body, struct xp_e
 		     r++)
 			xp_watch_bump(ctl, job->allocs[r].node);
 	}
+	if (!strncmp(type, "node.", 5)) /* a node added, changed or removed */
+		atomic_fetch_add(&ctl->node_epoch, 1);
 	int was_running = job && job->state == XP_JOB_RUNNING;
 	rc = xp_state_apply(ctl->st, 0, now, type, body, strlen(body), &ev, err);
 	if (rc < 0) {

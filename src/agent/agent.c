@@ -34,7 +34,7 @@
 #include "cgroup.h"
 
 #define OUTPUT_CHUNK (256 * 1024) /* per task and stream per upload */
-#define STOP(a)	     ((a)->stop || g_stop)
+#define STOP(a)	     (atomic_load(&(a)->stop) || g_stop)
 
 static volatile sig_atomic_t g_stop;
 
@@ -593,8 +593,16 @@ int xp_agent_run(const struct xp_agent_opts *o, struct xp_err *err)
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	pthread_sigmask(SIG_BLOCK, &chld, NULL);
-	pthread_create(&hb, NULL, heartbeat_main, a);
-	pthread_create(&mon, NULL, monitor_main, a);
+	if ((rc = pthread_create(&hb, NULL, heartbeat_main, a)) != 0) {
+		rc = xp_errf(err, XP_EIO, "cannot start the heartbeat thread: %s", strerror(rc));
+		goto out;
+	}
+	if ((rc = pthread_create(&mon, NULL, monitor_main, a)) != 0) {
+		atomic_store(&a->stop, 1);
+		pthread_join(hb, NULL);
+		rc = xp_errf(err, XP_EIO, "cannot start the monitor thread: %s", strerror(rc));
+		goto out;
+	}
 	started = 1;
 	uint64_t version = 0;
 	char path[400];
@@ -624,7 +632,7 @@ int xp_agent_run(const struct xp_agent_opts *o, struct xp_err *err)
 	}
 	rc = 0;
 out:
-	a->stop = 1;
+	atomic_store(&a->stop, 1);
 	if (started) {
 		pthread_join(hb, NULL);
 		pthread_join(mon, NULL);

@@ -29,6 +29,7 @@
 #define XP_AGENT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -98,7 +99,7 @@ struct xp_agent {
 	pthread_mutex_t mu;    /* tasks, stop */
 	pthread_mutex_t up_mu; /* one output upload at a time (heartbeat, monitor) */
 	XP_VEC(struct xp_task) tasks;
-	volatile int stop;
+	atomic_int stop; /* the agent is stopping: every thread ends its loop */
 	struct xp_cg *cg;		  /* the limits; NULL when off or not available */
 	char tag[16];			  /* names this agent's cgroups (its work folder, hashed) */
 	char limits_why[XP_ERR_TEXT_MAX]; /* limits required but not available: why */

@@ -296,9 +296,12 @@ int xp_cmd_sim_gavel(int argc, char **argv)
 	struct pool pool = { &m, runs, nruns, 0, PTHREAD_MUTEX_INITIALIZER };
 	size_t nt = (size_t)threads < nruns ? (size_t)threads : nruns;
 	pthread_t *th = xcalloc(nt, sizeof(*th));
-	for (size_t i = 0; i < nt; i++)
-		pthread_create(&th[i], NULL, worker, &pool);
-	for (size_t i = 0; i < nt; i++)
+	size_t started = 0;
+	while (started < nt && pthread_create(&th[started], NULL, worker, &pool) == 0)
+		started++;
+	if (started == 0) /* no thread at all: this one does the work */
+		worker(&pool);
+	for (size_t i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
 	free(th);
 	for (size_t i = 0; i < nruns; i++)

@@ -92,3 +92,6 @@ make fuzz FUZZ_SECONDS="${BENCH_FUZZ_SECONDS:-20}" ||
 
 echo "== 8. vGPU interposer: per-launch overhead and compute-share error, fake driver (bench/vgpu.sh)"
 RUNS=5 ./bench/vgpu.sh "$BUILD"
+
+echo "== 9. the controller under hostile requests: an owner read's p99 during each (bench/hostile.sh, docs/results/edge.md)"
+./bench/hostile.sh "$BUILD"

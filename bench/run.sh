@@ -21,7 +21,9 @@
 #      build-fuzz/ is built from scratch (docs/design/fuzzing.md);
 #   8. the vGPU interposer against the fake CUDA driver: per-launch
 #      overhead with no limit and under a limit, and the compute-share
-#      error at 300/700 and 100/900 milli (bench/vgpu.sh, docs/results/vgpu.md).
+#      error at 300/700 and 100/900 milli (bench/vgpu.sh, docs/results/vgpu.md);
+#   9. hostile requests: the owner read's p99 during each (bench/hostile.sh,
+#      docs/results/edge.md).
 set -eu
 BUILD=${1:-build}
 XP="$BUILD/xpool"

@@ -34,9 +34,9 @@
 #include "cgroup.h"
 
 #define OUTPUT_CHUNK (256 * 1024) /* per task and stream per upload */
-#define STOP(a)	     (atomic_load(&(a)->stop) || g_stop)
+#define STOP(a)	     (atomic_load(&(a)->stop) || atomic_load(&g_stop))
 
-static volatile sig_atomic_t g_stop;
+static atomic_int g_stop; /* lock-free: safe to store from the signal handler */
 
 static void nap(struct xp_agent *a, int ms)
 {
@@ -540,7 +540,7 @@ static void limits_start(struct xp_agent *a, struct xp_node *n)
 void xp_agent_signal(int sig)
 {
 	(void)sig;
-	g_stop = 1;
+	atomic_store(&g_stop, 1);
 }
 
 int xp_agent_run(const struct xp_agent_opts *o, struct xp_err *err)

@@ -64,7 +64,15 @@ static void lc_open(void)
 		lc.state = -1;
 		return;
 	}
-#define SYM(field, name)                                                                           	do {                                                                                       		*(void **)&lc.field = dlsym(h, name);                                              		if (!lc.field) {                                                                   			snprintf(lc.why, sizeof(lc.why), "libcurl.so.4 has no %s", name);          			lc.state = -1;                                                     			return;                                                                    		}                                                                                  	} while (0)
+#define SYM(field, name)                                                                           \
+	do {                                                                                       \
+		*(void **)&lc.field = dlsym(h, name);                                              \
+		if (!lc.field) {                                                                   \
+			snprintf(lc.why, sizeof(lc.why), "libcurl.so.4 has no %s", name);          \
+			lc.state = -1;                                                             \
+			return;                                                                    \
+		}                                                                                  \
+	} while (0)
 	SYM(global_init, "curl_global_init");
 	SYM(easy_init, "curl_easy_init");
 	SYM(easy_cleanup, "curl_easy_cleanup");
@@ -91,8 +99,8 @@ struct xp_client {
 	char *base;	     /* "http://host:port[/prefix]", no trailing '/' */
 	char *auth;	     /* "Authorization: Bearer ..." or NULL */
 	long timeout_ms;
-	const volatile int *abort; /* see xp_client_set_abort() */
-	int repeat_safe;	   /* see xp_client_set_repeat_safe() */
+	const atomic_int *abort; /* see xp_client_set_abort() */
+	int repeat_safe;	 /* see xp_client_set_repeat_safe() */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -282,7 +290,7 @@ int xp_client_set_repeat_safe(struct xp_client *c, int on)
 	return was;
 }
 
-void xp_client_set_abort(struct xp_client *c, const volatile int *flag)
+void xp_client_set_abort(struct xp_client *c, const atomic_int *flag)
 {
 	c->abort = flag;
 }
@@ -290,9 +298,9 @@ void xp_client_set_abort(struct xp_client *c, const volatile int *flag)
 /* libcurl calls this about once a second while a transfer idles */
 static int check_abort(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
-	const volatile int *flag = ud;
+	const atomic_int *flag = ud;
 	(void)dt, (void)dn, (void)ut, (void)un;
-	return *flag != 0;
+	return atomic_load(flag) != 0;
 }
 
 const char *xp_client_base(const struct xp_client *c)
@@ -334,7 +342,7 @@ struct transfer {
  * XP_EUNAVAIL "cannot reach ..." unless the write callback stopped it
  * (then the caller knows why and returns its own code). */
 static int perform_curl(struct xp_client *c, const struct transfer *t, long *status, int *aborted,
-		   struct xp_err *err)
+			struct xp_err *err)
 {
 	struct curl_slist *hdrs = NULL;
 	struct xp_sb url = { 0 }, ct = { 0 };

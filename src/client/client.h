@@ -26,6 +26,7 @@
 #define XP_CLIENT_H
 
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include <jansson.h>
@@ -59,7 +60,7 @@ void xp_client_set_timeout(struct xp_client *c, long ms);
 /* A flag the caller sets (from a signal handler, another thread) to end the
  * request in flight within about a second: it then fails with XP_EUNAVAIL
  * "interrupted". NULL (the default) turns the check off. */
-void xp_client_set_abort(struct xp_client *c, const volatile int *flag);
+void xp_client_set_abort(struct xp_client *c, const atomic_int *flag);
 /* Mark the requests sent from now on as safe to send twice (the server
  * applies a repeat once: heartbeats, task reports keyed by attempt). On a
  * kept-alive connection that breaks before the first reply byte, GET and

@@ -93,14 +93,14 @@ void xp_http1_destroy(struct xp_http1 *h)
 
 struct clockc {
 	uint64_t deadline; /* mono ns, 0: none */
-	const volatile int *abort;
+	const atomic_int *abort;
 };
 
 /* 1 ready, 0 aborted or past the deadline (errno ETIMEDOUT / ECANCELED), -1 error */
 static int wait_fd(int fd, short ev, const struct clockc *cc)
 {
 	for (;;) {
-		if (cc->abort && *cc->abort) {
+		if (cc->abort && atomic_load(cc->abort)) {
 			errno = ECANCELED;
 			return 0;
 		}
@@ -132,8 +132,8 @@ static int fail(struct xp_http1 *h, struct xp_err *err, const char *what, int e)
 	if (e == ETIMEDOUT)
 		return xp_errf(err, XP_EUNAVAIL, "the controller at %s did not answer in time (%s)",
 			       h->url, what);
-	return xp_errf(err, XP_EUNAVAIL, "cannot reach the controller at %s: %s: %s", h->url,
-		       what, strerror(e));
+	return xp_errf(err, XP_EUNAVAIL, "cannot reach the controller at %s: %s: %s", h->url, what,
+		       strerror(e));
 }
 
 static int open_conn(struct xp_http1 *h, long connect_ms, const struct clockc *cc,
@@ -161,7 +161,8 @@ static int open_conn(struct xp_http1 *h, long connect_ms, const struct clockc *c
 		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 || errno == EINPROGRESS) {
 			int w = wait_fd(fd, POLLOUT, &cc2);
 			socklen_t sl = sizeof(e);
-			if (w == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &sl) == 0 && e == 0) {
+			if (w == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &sl) == 0 &&
+			    e == 0) {
 				int one = 1;
 				setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 				h->fd = fd;
@@ -249,8 +250,8 @@ static int read_line(struct xp_http1 *h, struct xp_sb *line, size_t max, const s
 		xp_sb_putn(line, h->buf + h->off, take);
 		h->off += take;
 		if (nl) {
-			while (line->len && (line->s[line->len - 1] == '\n' ||
-					     line->s[line->len - 1] == '\r'))
+			while (line->len &&
+			       (line->s[line->len - 1] == '\n' || line->s[line->len - 1] == '\r'))
 				line->s[--line->len] = '\0';
 			return 1;
 		}
@@ -312,8 +313,8 @@ static int parse_head(struct xp_http1 *h, struct reply *rp, const struct clockc 
 			e = r == 0 ? ECONNRESET : errno;
 			xp_sb_free(&line);
 			if (r == -2)
-				return xp_errf(err, XP_EIO, "the reply from %s has an overlong header",
-					       h->url);
+				return xp_errf(err, XP_EIO,
+					       "the reply from %s has an overlong header", h->url);
 			return fail(h, err, "reading the reply headers", e);
 		}
 		total += line.len;
@@ -411,7 +412,8 @@ static int read_body(struct xp_http1 *h, const struct xp_http1_req *rq, const st
 			while (r == 1 && line.len);
 			xp_sb_free(&line);
 			if (r != 1)
-				return fail(h, err, "reading the last chunk", r == 0 ? ECONNRESET : errno);
+				return fail(h, err, "reading the last chunk",
+					    r == 0 ? ECONNRESET : errno);
 			return 0;
 		}
 		int b = body_bytes(h, rq, n, cc, err);
@@ -445,8 +447,8 @@ static int may_repeat(const struct xp_http1_req *rq)
 	return 0;
 }
 
-int xp_http1_perform(struct xp_http1 *h, const struct xp_http1_req *rq, long *status,
-		     int *aborted, struct xp_err *err)
+int xp_http1_perform(struct xp_http1 *h, const struct xp_http1_req *rq, long *status, int *aborted,
+		     struct xp_err *err)
 {
 	struct clockc cc = { 0, rq->abort };
 	struct xp_sb req = { 0 };

@@ -5,6 +5,7 @@
 #ifndef XP_HTTP1_H
 #define XP_HTTP1_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "../lib/err.h"
@@ -21,7 +22,7 @@ struct xp_http1_req {
 	/* the body as it arrives; returning less than size*n stops the transfer */
 	size_t (*write)(char *p, size_t size, size_t n, void *ud);
 	void *ud;
-	const volatile int *abort; /* set: stop within about a second; NULL: never */
+	const atomic_int *abort; /* set: stop within about a second; NULL: never */
 	int repeat_safe; /* may be sent twice (see xp_client_set_repeat_safe()) */
 };
 

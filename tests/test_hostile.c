@@ -139,45 +139,6 @@ static int count_of(const char *hay, const char *needle)
 	return n;
 }
 
-static long rss_kib(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
-	long v = -1;
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld", &v) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return v;
-}
-
-static long threads_now(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
-	long v = -1;
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "Threads: %ld", &v) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return v;
-}
-
-static long peak_rss_kib(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
-	long v = -1;
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmHWM: %ld", &v) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return v;
-}
-
 /* the authenticated read that goes through the owner, every 100 ms */
 /* every read's latency, in order, for the p99 during each attack */
 #define MAX_LAT (1 << 16)
@@ -447,6 +408,26 @@ static void test_slots_per_address(void **state)
 /* 512 connections from 16 addresses announce 1 MB bodies with no token and
  * send 64 KiB of each: all refused from their headers, and the server's
  * memory (this process's) does not grow by the bodies' 512 MB. */
+/* a number of this process's /proc/self/status ("VmRSS", "VmHWM",
+ * "Threads"), -1 if absent */
+static long status_field(const char *key)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	size_t kl = strlen(key);
+	long v = -1;
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, kl) && line[kl] == ':' &&
+		    sscanf(line + kl + 1, "%ld", &v) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return v;
+}
+#define rss_kib()      status_field("VmRSS")
+#define peak_rss_kib() status_field("VmHWM")
+#define threads_now()  status_field("Threads")
+
 static void test_half_sent_bodies(void **state)
 {
 	(void)state;

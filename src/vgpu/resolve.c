@@ -63,10 +63,10 @@ static void real_name(const char *sym, int version, cuuint64_t flags, char *out,
 		}
 }
 
-static CUresult hook_cuGetProcAddress(const char *sym, void **pfn, int version, cuuint64_t flags)
+/* what the driver resolved for sym, replaced by our hook when we have one */
+static CUresult swap_hook(CUresult rc, const char *sym, void **pfn, int version, cuuint64_t flags)
 {
 	char name[96];
-	CUresult rc = xv.real.cuGetProcAddress(sym, pfn, version, flags);
 	if (rc != CUDA_SUCCESS || !pfn || !*pfn)
 		return rc;
 	real_name(sym, version, flags, name, sizeof(name));
@@ -76,18 +76,17 @@ static CUresult hook_cuGetProcAddress(const char *sym, void **pfn, int version, 
 	return rc;
 }
 
-static CUresult hook_cuGetProcAddress_v2(const char *sym, void **pfn, int version,
-					 cuuint64_t flags, CUdriverProcAddressQueryResult *status)
+static CUresult hook_cuGetProcAddress(const char *sym, void **pfn, int version, cuuint64_t flags)
 {
-	char name[96];
-	CUresult rc = xv.real.cuGetProcAddress_v2(sym, pfn, version, flags, status);
-	if (rc != CUDA_SUCCESS || !pfn || !*pfn)
-		return rc;
-	real_name(sym, version, flags, name, sizeof(name));
-	void *h = xv_hook_for(name);
-	if (h)
-		*pfn = h;
-	return rc;
+	return swap_hook(xv.real.cuGetProcAddress(sym, pfn, version, flags), sym, pfn, version,
+			 flags);
+}
+
+static CUresult hook_cuGetProcAddress_v2(const char *sym, void **pfn, int version, cuuint64_t flags,
+					 CUdriverProcAddressQueryResult *status)
+{
+	return swap_hook(xv.real.cuGetProcAddress_v2(sym, pfn, version, flags, status), sym, pfn,
+			 version, flags);
 }
 
 static CUresult hook_cuInit(unsigned int flags)

@@ -28,18 +28,7 @@ done
 start_dev --cluster "$SRC/examples/clusters/small.yaml"
 
 # the local agent's node: source "agent", ready
-NODE=
-i=0
-while [ -z "$NODE" ]; do
-	run nodes
-	NODE=$(awk '$3 == "agent" && $2 == "ready" { print $1 }' "$T/out")
-	i=$((i + 1))
-	if [ "$i" -gt 150 ]; then
-		echo "FAIL: no agent node became ready in 15 s: $(cat "$T/out"); $(cat "$T/dev.err")"
-		exit 1
-	fi
-	[ -n "$NODE" ] || sleep 0.1
-done
+agent_node
 grep -q "^local agent: pid [0-9]" "$T/dev.out" || fail "dev did not say it started an agent: $(cat "$T/dev.out")"
 [ "$(stat -c %a "$T/data/admin.token")" = 600 ] || fail "admin.token is mode $(stat -c %a "$T/data/admin.token"), want 600"
 # the host agent joined with a bootstrap token: its own node's credential,
@@ -54,17 +43,6 @@ run node "$NODE"
 grep -q '^Source: *agent$' "$T/out" || fail "node $NODE source: $(cat "$T/out")"
 grep -q '^Heartbeat: *[0-9.]*s ago$' "$T/out" || fail "node $NODE heartbeat: $(cat "$T/out")"
 
-wait_state() { # wait_state JOB STATE: up to 20 s
-	i=0
-	until "$XP" job "$1" -o json 2>/dev/null | grep -q "\"state\": \"$2\""; do
-		i=$((i + 1))
-		if [ "$i" -gt 200 ]; then
-			fail "job $1 did not become $2: $("$XP" job "$1" 2>&1)"
-			return 1
-		fi
-		sleep 0.1
-	done
-}
 
 # a real run: output, stderr, the exit code, the allocation's variables
 run submit --node "$NODE" --cpu 100m --memory 64Mi -- \
@@ -98,11 +76,7 @@ fi
 run submit --node "$NODE" --cpu 100m --memory 64Mi -- sh -c "echo \$\$ > $T/sleeper.pid; exec sleep 300"
 J2=$(sed -n 's/^job \([0-9]*\) submitted.*/\1/p' "$T/out")
 wait_state "$J2" running
-i=0
-while [ ! -s "$T/sleeper.pid" ] && [ "$i" -lt 100 ]; do
-	i=$((i + 1))
-	sleep 0.1
-done
+until_ok 60 test -s "$T/sleeper.pid"
 SLEEPER=$(cat "$T/sleeper.pid" 2>/dev/null)
 [ -n "$SLEEPER" ] && kill -0 "$SLEEPER" 2>/dev/null || fail "the task did not start: $(cat "$T/dev.err")"
 kill "$PID"

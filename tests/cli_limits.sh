@@ -29,16 +29,8 @@ fi
 grep -q '^local agent: CPU and memory limits: cgroup v[12] at ' "$T/dev.out" ||
 	{ echo "FAIL: dev did not say which limits hold: $(cat "$T/dev.out")"; exit 1; }
 
-# the local agent's node: source "agent", ready (30 s at most)
-NODE=
-i=0
-while [ -z "$NODE" ]; do
-	run nodes
-	NODE=$(awk '$3 == "agent" && $2 == "ready" { print $1 }' "$T/out")
-	i=$((i + 1))
-	[ "$i" -le 300 ] || { echo "FAIL: no agent node became ready in 30 s: $(cat "$T/out")"; exit 1; }
-	[ -n "$NODE" ] || sleep 0.1
-done
+# the local agent's node: source "agent", ready
+agent_node
 LOG=$T/data/agent.log
 if ! grep -q 'limits: cgroup v[12] at .*(memory+swap' "$LOG" && awk 'NR > 1' /proc/swaps | grep -q .; then
 	echo "SKIP: swap is on and the memory cgroup does not account it: $(grep 'limits:' "$LOG")"
@@ -47,17 +39,6 @@ fi
 run node "$NODE"
 grep -q '^Labels:.*limits=cgroup-v[12]' "$T/out" || fail "node label limits: $(cat "$T/out")"
 
-wait_state() { # wait_state JOB STATE: up to 60 s
-	i=0
-	until "$XP" job "$1" -o json 2>/dev/null | grep -q "\"state\": \"$2\""; do
-		i=$((i + 1))
-		if [ "$i" -gt 600 ]; then
-			fail "job $1 did not become $2: $("$XP" job "$1" 2>&1)"
-			return 1
-		fi
-		sleep 0.1
-	done
-}
 submitted() { sed -n 's/^job \([0-9]*\) submitted.*/\1/p' "$T/out"; }
 
 # over its memory limit: the kernel kills it, the job says oom
@@ -92,16 +73,12 @@ elif wait_state "$J3" succeeded; then
 	[ "$(cat "$T/out")" = 1 ] || fail "nproc under --cpu 1 printed '$(cat "$T/out")', want 1"
 fi
 
-# their cgroups go when their exits are reported (30 s at most)
+# their cgroups go when their exits are reported (60 s at most)
 for j in "$J1" "$J2" "$J3"; do
 	name=$(sed -n "s/.*job=$j replica=0 attempt=1: started pid [0-9]* in cgroup \([^ ]*\)$/\1/p" "$LOG")
 	[ -n "$name" ] || { fail "job $j: the agent did not say which cgroup: $(cat "$LOG")"; continue; }
-	i=0
-	while ls -d /sys/fs/cgroup/memory/xpool/"$name" /sys/fs/cgroup/xpool/"$name" >/dev/null 2>&1; do
-		i=$((i + 1))
-		[ "$i" -le 300 ] || { fail "cgroup $name of job $j is still there"; break; }
-		sleep 0.1
-	done
+	gone() { ! ls -d /sys/fs/cgroup/memory/xpool/"$1" /sys/fs/cgroup/xpool/"$1" >/dev/null 2>&1; }
+	until_ok 60 gone "$name" || fail "cgroup $name of job $j is still there"
 done
 
 [ "$fails" = 0 ] || { echo "--- the agent said:"; cat "$LOG"; exit 1; }

@@ -18,28 +18,9 @@ fi
 . "$SRC/tests/devlib.sh"
 start_dev --cluster "$SRC/examples/clusters/small.yaml"
 
-NODE=
-i=0
-while [ -z "$NODE" ]; do
-	run nodes
-	NODE=$(awk '$3 == "agent" && $2 == "ready" { print $1 }' "$T/out")
-	i=$((i + 1))
-	[ "$i" -le 300 ] || { echo "FAIL: no agent node became ready in 30 s: $(cat "$T/out")"; exit 1; }
-	[ -n "$NODE" ] || sleep 0.1
-done
+# the local agent's node: source "agent", ready
+agent_node
 
-# until `xpool job ID` prints a line matching PATTERN: 60 s at most
-wait_line() {
-	i=0
-	until "$XP" job "$1" 2>/dev/null | grep -q "$2"; do
-		i=$((i + 1))
-		if [ "$i" -gt 600 ]; then
-			fail "job $1: no line '$2' in 60 s: $("$XP" job "$1" 2>&1)"
-			return 1
-		fi
-		sleep 0.1
-	done
-}
 submitted() { sed -n 's/^job \([0-9]*\) submitted.*/\1/p' "$T/out"; }
 
 # the local agent's node: the controller ends it, the agent's SIGTERM

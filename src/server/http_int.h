@@ -59,7 +59,7 @@ struct conn {
 	int64_t deadline;
 	uint64_t since;
 	uint64_t epoch; /* a watch: ctl->node_epoch before the owner looked */
-	int cached;	/* a watch answered from the connection's cache */
+	int cached;	/* a watch: its reply is the one the connection keeps */
 	struct xp_park park;
 };
 

@@ -76,13 +76,14 @@ static void to_cache(struct conn *k)
 {
 	struct connrec *r = conn_rec(k);
 	if (!r || k->cached || k->cmd.status != 200 || !k->cmd.reply)
-		return;
+		return; /* the connection holds this reply already (or there is none) */
 	free(r->reply);
 	r->reply = xstrdup(k->cmd.reply);
 	snprintf(r->node, sizeof(r->node), "%s", k->cmd.name);
 	r->index = k->cmd.node;
 	r->version = k->cmd.id;
 	r->epoch = k->epoch;
+	k->cached = 1; /* a wake of this request does not copy it again */
 }
 
 enum MHD_Result xp_http_watch(struct conn *k)

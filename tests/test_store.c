@@ -42,19 +42,6 @@
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-	(void)st;
-	(void)flag;
-	(void)f;
-	return remove(p);
-}
-
-static void rm_tree(const char *p)
-{
-	nftw(p, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 /* A fresh temporary directory; the store goes in its "data" subfolder (created by open). */
 struct tdir {
 	char root[64];
@@ -72,7 +59,7 @@ static void tdir_make(struct tdir *t)
 
 static void tdir_free(struct tdir *t)
 {
-	rm_tree(t->root);
+	xp_test_rmdir(t->root);
 }
 
 static struct xp_store *open_ok(const char *dir, const struct xp_store_opts *o)
@@ -164,16 +151,6 @@ static char *file_bytes(const char *path, size_t *len)
 	fclose(f);
 	*len = (size_t)n;
 	return b;
-}
-
-static void sql(const char *path, const char *text)
-{
-	sqlite3 *db;
-	char *msg = NULL;
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	if (sqlite3_exec(db, text, NULL, NULL, &msg) != SQLITE_OK)
-		fail_msg("%s: %s", text, msg);
-	assert_int_equal(sqlite3_close(db), SQLITE_OK);
 }
 
 static long long sql_int(const char *path, const char *query)
@@ -608,8 +585,8 @@ static void test_failure(void **state)
 
 	struct xp_store *s = open_ok(t.data, NULL);
 	xp_store_close(s);
-	sql(t.db, "CREATE TRIGGER boom BEFORE INSERT ON journal WHEN NEW.body = 'boom' "
-		  "BEGIN SELECT RAISE(ABORT, 'boom trigger'); END;");
+	xp_test_sql(t.db, "CREATE TRIGGER boom BEFORE INSERT ON journal WHEN NEW.body = 'boom' "
+			  "BEGIN SELECT RAISE(ABORT, 'boom trigger'); END;");
 	s = open_ok(t.data, NULL);
 	l.s = s;
 	l.main = pthread_self();
@@ -645,7 +622,7 @@ static void test_failure(void **state)
 	assert_int_equal(xp_store_read(s, 0, 100, count_rec, &cnt, &err), (long)durable);
 	xp_store_close(s);
 
-	sql(t.db, "DROP TRIGGER boom");
+	xp_test_sql(t.db, "DROP TRIGGER boom");
 	s = open_ok(t.data, NULL);
 	assert_int_equal(xp_store_last_seq(s), durable);
 	load_ok(s, &g);
@@ -779,7 +756,7 @@ static void test_refuse_newer_format(void **state)
 	(void)state;
 	struct tdir t;
 	make_store(&t, 3);
-	sql(t.db, "UPDATE meta SET value = '3' WHERE key = 'format'");
+	xp_test_sql(t.db, "UPDATE meta SET value = '3' WHERE key = 'format'");
 	refuse(&t, XP_EVERSION, "written by a newer xpool: format 3, this build reads up to 2");
 	tdir_free(&t);
 }
@@ -811,7 +788,7 @@ static void test_refuse_foreign_sqlite(void **state)
 	struct tdir t;
 	tdir_make(&t);
 	assert_int_equal(mkdir(t.data, 0700), 0);
-	sql(t.db, "CREATE TABLE foo(x); INSERT INTO foo VALUES (1);");
+	xp_test_sql(t.db, "CREATE TABLE foo(x); INSERT INTO foo VALUES (1);");
 	refuse(&t, XP_ECORRUPT, "not an xpool store (no meta table)");
 	tdir_free(&t);
 }
@@ -844,22 +821,23 @@ static void test_refuse_gap(void **state)
 	(void)state;
 	struct tdir t;
 	make_store(&t, 10);
-	sql(t.db, "DELETE FROM journal WHERE seq = 5");
+	xp_test_sql(t.db, "DELETE FROM journal WHERE seq = 5");
 	refuse(&t, XP_ECORRUPT, "journal has a gap: seq 6 follows 4");
 	tdir_free(&t);
 
 	make_store(&t, 10);
-	sql(t.db, "DELETE FROM journal WHERE seq = 1");
+	xp_test_sql(t.db, "DELETE FROM journal WHERE seq = 1");
 	refuse(&t, XP_ECORRUPT, "journal has a gap: it starts at seq 2");
 	tdir_free(&t);
 
 	/* A snapshot at 4 (with its right checksum) but the journal resumes at 7. */
 	char q[160];
-	snprintf(q, sizeof(q),
-		 "INSERT INTO snapshot VALUES (4, 0, x'00', %u); DELETE FROM journal WHERE seq <= 6",
-		 (unsigned)xp_store_snap_crc(4, 0, "", 1));
+	snprintf(
+		q, sizeof(q),
+		"INSERT INTO snapshot VALUES (4, 0, x'00', %u); DELETE FROM journal WHERE seq <= 6",
+		(unsigned)xp_store_snap_crc(4, 0, "", 1));
 	make_store(&t, 10);
-	sql(t.db, q);
+	xp_test_sql(t.db, q);
 	refuse(&t, XP_ECORRUPT, "the newest snapshot is at seq 4 but the journal resumes at seq 7");
 	tdir_free(&t);
 }
@@ -904,12 +882,12 @@ static void test_refuse_not_increasing(void **state)
 		 "INSERT INTO journal VALUES (2, 0, 't', '{}', %u);"
 		 "DROP TABLE j0;",
 		 (unsigned)xp_store_rec_crc(2, 0, "t", "{}", 2));
-	sql(t.db, q);
+	xp_test_sql(t.db, q);
 	refuse(&t, XP_ECORRUPT, "journal seq 2 follows 3 (not increasing)");
 	tdir_free(&t);
 
 	make_store(&t, 3);
-	sql(t.db, "DROP TABLE snapshot");
+	xp_test_sql(t.db, "DROP TABLE snapshot");
 	refuse(&t, XP_ECORRUPT, "table snapshot is missing");
 	tdir_free(&t);
 }

@@ -36,14 +36,6 @@
 
 #define ROUNDS 5
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-	(void)st;
-	(void)flag;
-	(void)f;
-	return remove(p);
-}
-
 /* The body of record seq: variable length, a function of seq alone. */
 static size_t body_of(uint64_t seq, char *buf, size_t cap)
 {
@@ -270,7 +262,7 @@ static void test_crash(void **state)
 		free(a.v);
 	}
 	assert_true(total_acked > 0);
-	nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	xp_test_rmdir(root);
 }
 
 int main(void)

@@ -310,12 +310,6 @@ static void run_child(const char *dir, const char *cluster, int second)
 		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-	(void)st, (void)flag, (void)f;
-	return remove(p);
-}
-
 static int setup(void **state)
 {
 	(void)state;
@@ -367,7 +361,7 @@ static int teardown(void **state)
 	free(g_state);
 	for (int i = 0; i < 64; i++)
 		free(g_prefix[i]);
-	nftw(g_root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	xp_test_rmdir(g_root);
 	return 0;
 }
 

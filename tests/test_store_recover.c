@@ -59,15 +59,9 @@ static void tdir_make(struct tdir *t)
 	snprintf(t->seal, sizeof(t->seal), "%s/" XP_STORE_SEAL, t->data);
 }
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-	(void)st, (void)flag, (void)f;
-	return remove(p);
-}
-
 static void tdir_free(struct tdir *t)
 {
-	nftw(t->root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	xp_test_rmdir(t->root);
 }
 
 static const struct xp_store_opts nosync = { .sync = 0 };
@@ -145,16 +139,6 @@ static struct seen load_ok(struct xp_store *s)
 	return v;
 }
 
-static void sql(const char *path, const char *text)
-{
-	sqlite3 *db;
-	char *msg = NULL;
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	if (sqlite3_exec(db, text, NULL, NULL, &msg) != SQLITE_OK)
-		fail_msg("%s: %s", text, msg);
-	assert_int_equal(sqlite3_close(db), SQLITE_OK);
-}
-
 static char *bytes(const char *path, size_t *n)
 {
 	char *b;
@@ -220,7 +204,7 @@ static void test_record_checksum(void **state)
 	(void)state;
 	struct tdir t;
 	make(&t, 20, (const uint64_t[]){ 10, 0 });
-	sql(t.db, "UPDATE journal SET body = replace(body, 'acme', 'acmf') WHERE seq = 15");
+	xp_test_sql(t.db, "UPDATE journal SET body = replace(body, 'acme', 'acmf') WHERE seq = 15");
 	char db[160];
 	snprintf(db, sizeof(db), "%s:", t.db);
 	refused(&t, (const char *[]){ db, "record 15 (t) fails its checksum",
@@ -243,12 +227,13 @@ static void test_record_checksum(void **state)
 
 	/* The crc column itself, and a record moved to another seq with its checksum. */
 	make(&t, 12, NULL);
-	sql(t.db, "UPDATE journal SET crc = crc + 1 WHERE seq = 12");
+	xp_test_sql(t.db, "UPDATE journal SET crc = crc + 1 WHERE seq = 12");
 	refused(&t, (const char *[]){ "record 12 (t) fails its checksum", NULL });
 	tdir_free(&t);
 	make(&t, 12, NULL);
-	sql(t.db, "UPDATE journal SET body = (SELECT body FROM journal WHERE seq = 3), crc = "
-		  "(SELECT crc FROM journal WHERE seq = 3) WHERE seq = 7");
+	xp_test_sql(t.db,
+		    "UPDATE journal SET body = (SELECT body FROM journal WHERE seq = 3), crc = "
+		    "(SELECT crc FROM journal WHERE seq = 3) WHERE seq = 7");
 	refused(&t, (const char *[]){ "record 7 (t) fails its checksum", NULL });
 	tdir_free(&t);
 }
@@ -258,7 +243,7 @@ static void test_snapshot_checksum(void **state)
 	(void)state;
 	struct tdir t;
 	make(&t, 25, (const uint64_t[]){ 10, 20, 0 });
-	sql(t.db, "UPDATE snapshot SET body = CAST('S21' AS BLOB) WHERE seq = 20");
+	xp_test_sql(t.db, "UPDATE snapshot SET body = CAST('S21' AS BLOB) WHERE seq = 20");
 	refused(&t, (const char *[]){ "the snapshot at seq 20 fails its checksum",
 				      "--recover starts without 1 damaged snapshot", NULL });
 	struct xp_store *s = recovered(
@@ -273,7 +258,7 @@ static void test_snapshot_checksum(void **state)
 
 	/* The only snapshot, the journal before it pruned: nothing to start from. */
 	make(&t, 12, (const uint64_t[]){ 10, 0 });
-	sql(t.db, "UPDATE snapshot SET crc = crc + 1");
+	xp_test_sql(t.db, "UPDATE snapshot SET crc = crc + 1");
 	refused(&t, (const char *[]){ "--recover cannot help", NULL });
 	struct xp_err err = { 0 };
 	struct xp_store *none = NULL;
@@ -297,7 +282,7 @@ static void test_history_checksum(void **state)
 	long n = 0;
 	make(&t, 30, (const uint64_t[]){ 10, 20, 0 });
 	/* the journal holds 11..30 (pruned at the older snapshot); 14 lies below the newest */
-	sql(t.db, "UPDATE journal SET at = at + 1 WHERE seq = 14");
+	xp_test_sql(t.db, "UPDATE journal SET at = at + 1 WHERE seq = 14");
 	refused(&t, (const char *[]){ "record 14 (t) fails its checksum",
 				      "--recover starts without the history up to seq 14", NULL });
 	struct xp_store *s = recovered(&t, (const char *[]){ "dropping seq 11..14", NULL });
@@ -382,7 +367,7 @@ static void test_seal_ahead(void **state)
 	struct tdir t;
 	make(&t, 30, (const uint64_t[]){ 10, 0 });
 	/* what a WAL that lost its last frames leaves: the journal ends early */
-	sql(t.db, "DELETE FROM journal WHERE seq > 25");
+	xp_test_sql(t.db, "DELETE FROM journal WHERE seq > 25");
 	refused(&t, (const char *[]){ "seq 26..30 are missing", "the journal ends at seq 25",
 				      "xpool.seal says seq 30 was committed",
 				      "--recover starts without seq 26..30", NULL });
@@ -400,7 +385,7 @@ static void test_seal_ahead(void **state)
 	make(&t, 8, NULL);
 	snprintf(q, sizeof(q), "UPDATE journal SET body = '{}', crc = %u WHERE seq = 8",
 		 (unsigned)xp_store_rec_crc(8, 8, "t", "{}", 2));
-	sql(t.db, q);
+	xp_test_sql(t.db, q);
 	refused(&t, (const char *[]){ "record 8 (t) is not the one committed", NULL });
 	tdir_free(&t);
 }
@@ -469,19 +454,20 @@ static void test_migrate_format1(void **state)
 	tdir_make(&t);
 	assert_int_equal(mkdir(t.data, 0700), 0);
 	/* format 1 as the previous build wrote it */
-	sql(t.db,
-	    "PRAGMA journal_mode=WAL;"
-	    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);"
-	    "CREATE TABLE journal(seq INTEGER PRIMARY KEY, at INTEGER NOT NULL, type TEXT NOT "
-	    "NULL, body TEXT NOT NULL);"
-	    "CREATE TABLE snapshot(seq INTEGER PRIMARY KEY, at INTEGER, body BLOB NOT NULL);"
-	    "INSERT INTO meta VALUES ('format', '1'), ('created_by', 'xpool store format 1');"
-	    "INSERT INTO snapshot VALUES (5, NULL, CAST('S5' AS BLOB));");
+	xp_test_sql(
+		t.db,
+		"PRAGMA journal_mode=WAL;"
+		"CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);"
+		"CREATE TABLE journal(seq INTEGER PRIMARY KEY, at INTEGER NOT NULL, type TEXT NOT "
+		"NULL, body TEXT NOT NULL);"
+		"CREATE TABLE snapshot(seq INTEGER PRIMARY KEY, at INTEGER, body BLOB NOT NULL);"
+		"INSERT INTO meta VALUES ('format', '1'), ('created_by', 'xpool store format 1');"
+		"INSERT INTO snapshot VALUES (5, NULL, CAST('S5' AS BLOB));");
 	for (int i = 6; i <= 12; i++) {
 		char b[128], q[256];
 		body_of((uint64_t)i, b, sizeof(b));
 		snprintf(q, sizeof(q), "INSERT INTO journal VALUES (%d, %d, 't', '%s')", i, i, b);
-		sql(t.db, q);
+		xp_test_sql(t.db, q);
 	}
 	assert_int_equal(access(t.seal, F_OK), -1);
 	struct xp_store *s = open_ok(&t, &nosync);
@@ -515,13 +501,14 @@ static void test_migrate_format1(void **state)
 	/* a damaged format 1 store is refused, not migrated */
 	tdir_make(&t);
 	assert_int_equal(mkdir(t.data, 0700), 0);
-	sql(t.db,
-	    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);"
-	    "CREATE TABLE journal(seq INTEGER PRIMARY KEY, at INTEGER NOT NULL, type TEXT NOT "
-	    "NULL, body TEXT NOT NULL);"
-	    "CREATE TABLE snapshot(seq INTEGER PRIMARY KEY, at INTEGER, body BLOB NOT NULL);"
-	    "INSERT INTO meta VALUES ('format', '1');"
-	    "INSERT INTO journal VALUES (1, 0, 't', '{}'), (3, 0, 't', '{}');");
+	xp_test_sql(
+		t.db,
+		"CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);"
+		"CREATE TABLE journal(seq INTEGER PRIMARY KEY, at INTEGER NOT NULL, type TEXT NOT "
+		"NULL, body TEXT NOT NULL);"
+		"CREATE TABLE snapshot(seq INTEGER PRIMARY KEY, at INTEGER, body BLOB NOT NULL);"
+		"INSERT INTO meta VALUES ('format', '1');"
+		"INSERT INTO journal VALUES (1, 0, 't', '{}'), (3, 0, 't', '{}');");
 	s = NULL;
 	assert_int_equal(xp_store_open(t.data, &nosync, &s, &err), XP_ECORRUPT);
 	assert_non_null(strstr(err.text, "seq 3 follows 1"));

@@ -42,5 +42,8 @@ struct json_t *xp_test_json(const char *addr, const char *token, const char *met
 			    const char *path, const char *body, long *status);
 /* rm -rf dir, asserting it worked. */
 void xp_test_rmdir(const char *dir);
+/* Run SQL text on the SQLite database at path (a test that damages a
+ * store on purpose), failing the test on an error. */
+void xp_test_sql(const char *path, const char *text);
 
 #endif

@@ -86,21 +86,49 @@ static int is_accel(const struct xp_device *d)
 	return d->cls != XP_CLASS_CPU;
 }
 
+/* Whole devices: not one share (a share sized by memory is one device's,
+ * whole there only when it asks all of that device's memory). */
 static int is_whole(const struct xp_request *q)
 {
-	return q->dev_milli == XP_MILLI;
+	return q->dev_milli == XP_MILLI && !q->by_mem;
 }
 
-/* "A device fits one slot of request r when it is healthy and ..." */
+/* Device memory admitted: physical x the overcommit factor. */
+static int64_t admitted(const struct xp_device *dv)
+{
+	int64_t f = dv->mem_overcommit ? dv->mem_overcommit : 100;
+	return (int64_t)dv->mem_mib * f / 100;
+}
+
+/* The compute milli one slot of q takes on device d: a share sized by
+ * memory is its memory's part of the device's, rounded up, at least 1. */
+static int32_t milli_on(const struct xp_node *node, uint32_t d, const struct xp_request *q)
+{
+	uint64_t m = node->devs[d].mem_mib;
+	if (!q->by_mem)
+		return q->dev_milli;
+	if (q->dev_mem_mib >= m)
+		return XP_MILLI;
+	int32_t k = 1;
+	while ((uint64_t)k * m < q->dev_mem_mib * XP_MILLI) /* the least k with k/1000 >= mem/m */
+		k++;
+	return k;
+}
+
+/* "A device fits one slot of request r when it is healthy and ...": a
+ * whole slot an idle device, a share a shared or time-sliced one, never a
+ * MIG device, never more memory than the device physically has */
 static int fits(const struct xp_node *node, const struct nstate *s, uint32_t d,
 		const struct xp_request *q)
 {
-	if (!s->ok[d])
+	const struct xp_device *dv = &node->devs[d];
+	if (!s->ok[d] || dv->mode == XP_MODE_MIG || q->dev_mem_mib > dv->mem_mib)
 		return 0;
-	if (is_whole(q))
-		return s->milli[d] == XP_MILLI && s->mem[d] == (int64_t)node->devs[d].mem_mib &&
-		       q->dev_mem_mib <= node->devs[d].mem_mib;
-	return s->milli[d] >= (int32_t)q->dev_milli && s->mem[d] >= (int64_t)q->dev_mem_mib;
+	int32_t milli = milli_on(node, d, q);
+	if (milli == XP_MILLI)
+		return s->milli[d] == XP_MILLI && s->mem[d] == admitted(dv);
+	return dv->mode != XP_MODE_WHOLE && s->milli[d] >= milli &&
+	       s->mem[d] >= (int64_t)q->dev_mem_mib;
 }
 
 static int matches(const struct xp_node *node, uint32_t d, const struct xp_request *q)
@@ -295,13 +323,14 @@ double ref_frag_total(const struct ref_sched *r)
 }
 
 /* Apply one slot of q on device d of a state. */
-static void take(const struct xp_request *q, struct nstate *s, uint32_t d)
+static void take(const struct xp_node *node, const struct xp_request *q, struct nstate *s,
+		 uint32_t d)
 {
-	if (is_whole(q)) {
+	if (milli_on(node, d, q) == XP_MILLI) {
 		s->milli[d] = 0;
 		s->mem[d] = 0;
 	} else {
-		s->milli[d] -= q->dev_milli;
+		s->milli[d] -= milli_on(node, d, q);
 		s->mem[d] -= (int64_t)q->dev_mem_mib;
 	}
 }
@@ -327,8 +356,7 @@ static int32_t fgd_of(const struct ref_sched *r, double before, double after)
 }
 
 /* The measure the policy descends: F_n(M) for fgd, G_n for xpool. */
-static double measure(const struct ref_sched *r, const struct xp_node *node,
-		      const struct nstate *s)
+static double measure(const struct ref_sched *r, const struct xp_node *node, const struct nstate *s)
 {
 	if (r->policy == REF_XPOOL)
 		return xpool_state(r, node, (uint32_t)(node - r->c->nodes), s);
@@ -349,7 +377,7 @@ static int32_t fgd_score(const struct ref_sched *r, const struct xp_node *node,
 			if (!usable(node, s, d, q))
 				continue;
 			struct nstate u = t;
-			take(q, &u, d);
+			take(node, q, &u, d);
 			int32_t sc = fgd_of(r, before, measure(r, node, &u));
 			if (sc > best) {
 				best = sc;
@@ -363,7 +391,7 @@ static int32_t fgd_score(const struct ref_sched *r, const struct xp_node *node,
 		uint8_t devs[XP_MAX_NODE_DEVS];
 		uint32_t k = pick_whole(node, s, q, devs);
 		for (uint32_t i = 0; i < k; i++)
-			take(q, &t, devs[i]);
+			take(node, q, &t, devs[i]);
 	}
 	return fgd_of(r, before, measure(r, node, &t));
 }
@@ -508,7 +536,7 @@ static int32_t weighted_score(const struct ref_sched *r, const struct xp_node *n
 	int busy = s->cpu < (int64_t)node->cpu_milli;
 	int64_t bad = 0, maxppw = 0, maxnet = 0;
 	for (uint32_t d = 0; d < s->ndev; d++) {
-		busy |= s->milli[d] < XP_MILLI || s->mem[d] < (int64_t)node->devs[d].mem_mib;
+		busy |= s->milli[d] < XP_MILLI || s->mem[d] < admitted(&node->devs[d]);
 		bad += !s->ok[d];
 	}
 	for (size_t n = 0; n < r->nnodes; n++) {
@@ -674,6 +702,7 @@ void ref_pick_on(const struct ref_sched *r, uint32_t n, const struct xp_request 
 	if (d >= 0) {
 		a->ndev = 1;
 		a->devs[0] = (uint8_t)d;
+		a->dev_milli = (uint16_t)milli_on(node, (uint32_t)d, q);
 	}
 }
 
@@ -767,7 +796,7 @@ void ref_release(struct ref_sched *r, const struct xp_alloc *a)
 		size_t d = r->dev0[n] + a->devs[i];
 		if (a->dev_milli == XP_MILLI) {
 			r->dev_milli[d] = XP_MILLI;
-			r->dev_mem[d] = (int64_t)node->devs[a->devs[i]].mem_mib;
+			r->dev_mem[d] = admitted(&node->devs[a->devs[i]]);
 		} else {
 			r->dev_milli[d] += a->dev_milli;
 			r->dev_mem[d] += (int64_t)a->dev_mem_mib;
@@ -963,7 +992,7 @@ struct ref_sched *ref_create(const struct xp_cluster *c, const char *policy)
 		uint64_t acc = 0;
 		for (uint16_t d = 0; d < node->ndevs; d++) {
 			r->dev_milli[r->dev0[n] + d] = XP_MILLI;
-			r->dev_mem[r->dev0[n] + d] = (int64_t)node->devs[d].mem_mib;
+			r->dev_mem[r->dev0[n] + d] = admitted(&node->devs[d]);
 			r->dev_ok[r->dev0[n] + d] = node->devs[d].health != XP_HEALTH_UNHEALTHY;
 			if (is_accel(&node->devs[d]))
 				acc += XP_MILLI;

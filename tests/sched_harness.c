@@ -9,9 +9,9 @@
 
 #include "sched_harness.h"
 
-const char *const det_policies[NDET_POLICIES] = { "dotprod", "clustering", "packing", "bestfit",
-						  "fgd",     "binpack",	   "spread",  "weighted",
-						  "xpool" };
+const char *const det_policies[NDET_POLICIES] = { "dotprod", "clustering", "packing",
+						  "bestfit", "fgd",	   "binpack",
+						  "spread",  "weighted",   "xpool" };
 
 /* operation counters, printed with XP_REF_VERBOSE=1 */
 size_t total_ops, n_placed, n_nofit, n_released, n_explain, n_checks;
@@ -51,6 +51,8 @@ struct devspec {
 	uint64_t mem;
 	int16_t numa, island;
 	uint32_t tdp, gflops, nic; /* power model, fp16 peak, an off-node link (Gbit/s) */
+	uint8_t mode;		   /* enum xp_dev_mode */
+	uint16_t overcommit;	   /* memory, hundredths; 0 = none */
 };
 
 struct ntype {
@@ -78,6 +80,8 @@ static void random_devspec(struct world *w, struct xp_rng *g, struct devspec *d)
 	d->tdp = chance(g, 70) ? 75 + (uint32_t)below(g, 650) : 0;
 	d->gflops = chance(g, 80) ? 10000 + (uint32_t)below(g, 2000000) : 0;
 	d->nic = chance(g, 30) ? 100 * (1 + (uint32_t)below(g, 4)) : 0;
+	d->mode = chance(g, 15) ? (uint8_t)below(g, XP_MODE_N) : XP_MODE_SHARED;
+	d->overcommit = chance(g, 20) ? (uint16_t)(100 + 25 * below(g, 9)) : 0;
 }
 
 static void world_syms(struct world *w)
@@ -151,6 +155,8 @@ static void world_random(struct world *w, struct xp_rng *g, size_t nnodes)
 			dv->island = ds->island;
 			dv->tdp_w = ds->tdp;
 			dv->peak_gflops[XP_PREC_FP16] = ds->gflops;
+			dv->mode = ds->mode;
+			dv->mem_overcommit = ds->overcommit;
 			if (ds->nic)
 				xp_link_add(dv, XP_LINK_RDMA, -1, ds->nic);
 			dv->health = chance(g, 4) ? XP_HEALTH_UNHEALTHY : XP_HEALTH_OK;
@@ -216,6 +222,11 @@ void gen_request(const struct world *w, struct xp_rng *g, struct xp_request *q)
 					  : j == 2 ? PICK(g, millis)
 						   : 1 + below(g, 999));
 		q->dev_mem_mib = chance(g, 60) ? 0 : below(g, 24576);
+		if (!w->openb && chance(g, 20)) { /* a share sized by memory */
+			q->by_mem = 1;
+			q->dev_milli = XP_SHARE_BY_MEM_ESTIMATE;
+			q->dev_mem_mib = 1 + below(g, chance(g, 10) ? 200000 : 40000);
+		}
 	} else {
 		q->dev_count = (uint16_t)PICK(g, counts);
 		q->dev_milli = XP_MILLI;

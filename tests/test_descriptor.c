@@ -354,6 +354,16 @@ static const struct bad bads[] = {
 	  "t.yaml:5: nodes[0].devices[0].peak.fp16", "throughput" },
 	{ "t.yaml", DEV "        health: sick\n", XP_EINVAL, "t.yaml:5: nodes[0].devices[0].health",
 	  "'sick'" },
+	{ "t.yaml", DEV "        mode: sliced\n", XP_EINVAL, "t.yaml:5: nodes[0].devices[0].mode",
+	  "shared, whole, timeslice or mig" },
+	{ "t.yaml", DEV "        overcommit: {memory: 0.5}\n", XP_ERANGE,
+	  "t.yaml:5: nodes[0].devices[0].overcommit.memory", "from 1 to 10" },
+	{ "t.yaml", DEV "        overcommit: {memory: 11}\n", XP_ERANGE,
+	  "t.yaml:5: nodes[0].devices[0].overcommit.memory", "'11'" },
+	{ "t.yaml", DEV "        overcommit: {compute: 2}\n", XP_EINVAL,
+	  "t.yaml:5: nodes[0].devices[0].overcommit.compute", NULL },
+	{ "t.yaml", DEV "        overcommit: 1.5\n", XP_EINVAL,
+	  "t.yaml:5: nodes[0].devices[0].overcommit", "{memory: 1.5}" },
 	{ "t.yaml", DEV "        partitions:\n          - {name: p, compute_milli: 1001}\n",
 	  XP_ERANGE, "t.yaml:6: nodes[0].devices[0].partitions[0].compute_milli", NULL },
 	{ "t.yaml", DEV "        partitions:\n          - {name: p}\n", XP_EINVAL,
@@ -530,6 +540,8 @@ static void assert_devices_equal(const struct xp_cluster *ca, const struct xp_de
 {
 	assert_int_equal(a->cls, b->cls);
 	assert_int_equal(a->health, b->health);
+	assert_int_equal(a->mode, b->mode);
+	assert_int_equal(a->mem_overcommit, b->mem_overcommit);
 	assert_string_equal(sym(ca, a->vendor), sym(cb, b->vendor));
 	assert_string_equal(sym(ca, a->model), sym(cb, b->model));
 	assert_string_equal(sym(ca, a->arch), sym(cb, b->arch));
@@ -592,6 +604,32 @@ static void round_trip(struct xp_cluster *c)
 	xp_cluster_destroy(c);
 }
 
+/* mode and memory overcommit: a device's own factor wins over its node's */
+static void test_mode_overcommit(void **state)
+{
+	(void)state;
+	struct xp_cluster *c =
+		load("oc.yaml", "nodes:\n"
+				"  - name: a\n"
+				"    overcommit: {memory: 1.5}\n"
+				"    devices:\n"
+				"      - {type: gpu, memory: 80Gi, mode: timeslice}\n"
+				"      - {type: gpu, memory: 80Gi, overcommit: {memory: 1.25}}\n"
+				"  - name: b\n"
+				"    devices: [{type: gpu, memory: 80Gi, mode: Whole}]\n");
+	const struct xp_device *d = c->nodes[0].devs;
+	assert_int_equal(d[0].mode, XP_MODE_TIMESLICE);
+	assert_int_equal(d[0].mem_overcommit, 150);
+	assert_int_equal(xp_dev_admit_mib(&d[0]), 122880);
+	assert_int_equal(d[1].mem_overcommit, 125);
+	assert_int_equal(d[1].mode, XP_MODE_SHARED);
+	d = c->nodes[1].devs;
+	assert_int_equal(d[0].mode, XP_MODE_WHOLE);
+	assert_int_equal(d[0].mem_overcommit, 0);
+	assert_int_equal(xp_dev_admit_mib(&d[0]), 81920);
+	xp_cluster_destroy(c);
+}
+
 static void test_round_trip(void **state)
 {
 	(void)state;
@@ -639,22 +677,29 @@ static void test_round_trip(void **state)
 		"         offload_engines: crypto}\n"
 		"  - name: bare\n"));
 	/* groups the writer must (or must not) fold back into count / interconnect */
-	round_trip(load("groups.yaml",
-			"nodes:\n"
-			"  - name: w\n"
-			"    count: 3\n"
-			"    devices:\n"
-			"      - {type: gpu, count: 2, island: 7, interconnect: HCCS}\n"
-			"      - {type: gpu, count: 2, island: 7, interconnect: HCCS}\n"
-			"      - {type: gpu, count: 3, interconnect: [PCIe, NVLink, xGMI]}\n"
-			"      - {type: gpu, count: 2, interconnect: NVLink,\n"
-			"         attributes: {interconnect: x, other: y}}\n"
-			"      - {type: gpu, count: 2, rdma_capability: 100G}\n"
-			"      - {type: npu, count: 2, island: 3}\n"
-			"      - {type: npu}\n"
-			"  - {name: w-3, cpu: 1}\n"
-			"  - {name: v-0}\n"
-			"  - {name: v-2}\n"));
+	round_trip(
+		load("groups.yaml",
+		     "nodes:\n"
+		     "  - name: w\n"
+		     "    count: 3\n"
+		     "    devices:\n"
+		     "      - {type: gpu, count: 2, island: 7, interconnect: HCCS}\n"
+		     "      - {type: gpu, count: 2, island: 7, interconnect: HCCS}\n"
+		     "      - {type: gpu, count: 3, interconnect: [PCIe, NVLink, xGMI]}\n"
+		     "      - {type: gpu, count: 2, interconnect: NVLink,\n"
+		     "         attributes: {interconnect: x, other: y}}\n"
+		     "      - {type: gpu, count: 2, rdma_capability: 100G}\n"
+		     "      - {type: npu, count: 2, island: 3}\n"
+		     "      - {type: npu}\n"
+		     "  - {name: w-3, cpu: 1}\n"
+		     "  - name: oc\n"
+		     "    overcommit: {memory: 1.5}\n"
+		     "    devices:\n"
+		     "      - {type: gpu, count: 2, memory: 80Gi, mode: timeslice}\n"
+		     "      - {type: gpu, memory: 80Gi, overcommit: {memory: 1.25}, mode: whole}\n"
+		     "      - {type: gpu, mode: MIG}\n"
+		     "  - {name: v-0}\n"
+		     "  - {name: v-2}\n"));
 }
 
 /* ---- fuzz ---- */
@@ -753,11 +798,11 @@ static void test_fuzz(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_brief_yaml),     cmocka_unit_test(test_brief_json),
-		cmocka_unit_test(test_small_example),  cmocka_unit_test(test_count_replication),
-		cmocka_unit_test(test_units),	       cmocka_unit_test(test_bad_inputs),
-		cmocka_unit_test(test_hostile_inputs), cmocka_unit_test(test_round_trip),
-		cmocka_unit_test(test_fuzz),
+		cmocka_unit_test(test_brief_yaml),	cmocka_unit_test(test_brief_json),
+		cmocka_unit_test(test_small_example),	cmocka_unit_test(test_count_replication),
+		cmocka_unit_test(test_units),		cmocka_unit_test(test_bad_inputs),
+		cmocka_unit_test(test_hostile_inputs),	cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_mode_overcommit), cmocka_unit_test(test_fuzz),
 	};
 	return xp_run_tests(tests, NULL, NULL);
 }

@@ -300,6 +300,64 @@ static void test_node_pinning(void **state)
 	world_free(&w);
 }
 
+/* device memory alone is a share sized by memory on the device it lands
+ * on; whole devices take no share, time-sliced ones do; overcommitted
+ * memory is admitted up to its factor but no one share above the device;
+ * the journal replays to the same state */
+static void test_share_modes(void **state)
+{
+	struct world w;
+	(void)state;
+	setup(&w);
+	const char *doc = "{\"version\":1,\"nodes\":[{\"name\":\"m\",\"cpu\":64,"
+			  "\"memory\":262144,\"devices\":["
+			  "{\"type\":\"gpu\",\"memory\":81920,\"mode\":\"whole\"},"
+			  "{\"type\":\"gpu\",\"memory\":40960,\"mode\":\"timeslice\"},"
+			  "{\"type\":\"gpu\",\"memory\":81920,\"overcommit\":{\"memory\":1.5}}]}]}";
+	assert_int_equal(world_apply(&w, "node.add", xp_rec_node_add(XP_SRC_EMULATED, doc)), 0);
+	const char *ten = "node: m\nresources: {cpu: 1, devices: {memory: 10Gi}}\n";
+	uint64_t a = world_submit(&w, "team-a", ten, NULL); /* best fit: the 40 GiB GPU */
+	uint64_t b = world_submit(&w, "team-a",
+				  "node: m\nresources: {cpu: 1, devices: {memory: 30Gi}}\n", NULL);
+	uint64_t c = world_submit(&w, "team-a",
+				  "node: m\nresources: {cpu: 1, devices: {memory: 60Gi}}\n", NULL);
+	uint64_t d = world_submit(&w, "team-a",
+				  "node: m\nresources: {cpu: 1, devices: {memory: 50Gi}}\n", NULL);
+	uint64_t e = world_submit(&w, "team-a",
+				  "node: m\nresources: {cpu: 1, devices: {count: 1}}\n", NULL);
+	world_cycle(&w);
+	const struct xp_job *ja = xp_state_job(w.st, a), *jb = xp_state_job(w.st, b),
+			    *jc = xp_state_job(w.st, c), *jd = xp_state_job(w.st, d);
+	assert_int_equal(ja->state, XP_JOB_RUNNING);
+	assert_int_equal(ja->allocs[0].devs[0], 1);
+	assert_int_equal(ja->allocs[0].dev_milli, 250); /* 10 of 40 GiB */
+	assert_int_equal(jb->state, XP_JOB_RUNNING);
+	assert_int_equal(jb->allocs[0].devs[0], 1);
+	assert_int_equal(jb->allocs[0].dev_milli, 750);
+	/* 60 GiB: not on the whole-mode GPU, not in the 40 GiB one */
+	assert_int_equal(jc->state, XP_JOB_RUNNING);
+	assert_int_equal(jc->allocs[0].devs[0], 2);
+	assert_int_equal(jc->allocs[0].dev_milli, 750);
+	/* 50 GiB more on the 80 GiB GPU: 110 of its 120 admitted GiB, but its
+	 * compute (750 + 625 milli) is more than it has */
+	assert_int_equal(jd->state, XP_JOB_PENDING);
+	/* the whole device: the whole-mode GPU */
+	assert_int_equal(xp_state_job(w.st, e)->state, XP_JOB_RUNNING);
+	assert_int_equal(xp_state_job(w.st, e)->allocs[0].devs[0], 0);
+	/* 20 GiB on the overcommitted GPU: 80 of 120 GiB, 250 milli */
+	uint64_t f = world_submit(&w, "team-a",
+				  "node: m\nresources: {cpu: 1, devices: {memory: 20Gi}}\n", NULL);
+	/* a share bigger than any device's memory can never run */
+	world_cycle(&w);
+	assert_int_equal(xp_state_job(w.st, f)->state, XP_JOB_RUNNING);
+	assert_int_equal(xp_state_job(w.st, f)->allocs[0].dev_milli, 250);
+	char *live = xp_state_snapshot(w.st), *full = world_replay(&w, w.log.n, NULL, 0);
+	assert_string_equal(live, full);
+	free(live);
+	free(full);
+	world_free(&w);
+}
+
 /* retention: only finished jobs are forgotten, all or none per record; the
  * id is never given again; the idempotency key goes with the job */
 static void test_forget(void **state)
@@ -505,9 +563,10 @@ static void test_spec_edges(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_lifecycle),  cmocka_unit_test(test_random_replay),
-		cmocka_unit_test(test_spec_edges), cmocka_unit_test(test_node_pinning),
-		cmocka_unit_test(test_forget),	   cmocka_unit_test(test_exit_reasons),
+		cmocka_unit_test(test_lifecycle),    cmocka_unit_test(test_random_replay),
+		cmocka_unit_test(test_spec_edges),   cmocka_unit_test(test_node_pinning),
+		cmocka_unit_test(test_share_modes),  cmocka_unit_test(test_forget),
+		cmocka_unit_test(test_exit_reasons),
 	};
 	return xp_run_tests(tests, NULL, NULL);
 }

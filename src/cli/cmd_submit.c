@@ -11,7 +11,8 @@
  *
  * Device flags: --gpus N is --devices N --device-class gpu. Any device
  * flag without a count asks for one device. A fraction (--compute-milli
- * under 1000, or --fraction) needs a count of 1, as the API says.
+ * under 1000, or --fraction) needs a count of 1, as the API says; device
+ * memory alone on one device is a share sized by memory.
  *
  * --env and --label may repeat. The flag parser joins repeats with ',',
  * which would split "--env CUDA_VISIBLE_DEVICES=0,1", so --env values are
@@ -45,7 +46,6 @@
 #define MAX_DURATION_MS (366LL * 86400 * 1000)
 #define IDEMPOTENCY_MAX 128
 
-#define XP_SHARE_MEMORY_ONLY_MILLI 100
 static const char *const device_classes[] = { "gpu", "npu", "fpga", "asic",
 					      "dpu", "cim", "cpu",  NULL };
 static const char *const topologies[] = { "any", "same_island", "same_numa", NULL };
@@ -294,10 +294,8 @@ static json_t *build_devices(struct builder *b)
 		}
 		milli = lround(f * 1000);
 	}
-	/* device memory alone is a share, as in HAMi (a tenth of the device's
-	 * compute: its default of ten tasks per device), not a whole device */
-	if (milli < 0 && count < 0 && val(b, "device-memory"))
-		milli = XP_SHARE_MEMORY_ONLY_MILLI;
+	/* device memory alone on one device is a share sized by memory: the
+	 * controller gives it memory / the device's x 1000 milli where it lands */
 	any = milli >= 0 || cls || val(b, "device-memory") || val(b, "model") || val(b, "vendor") ||
 	      val(b, "topology");
 	if (count < 0)
@@ -635,6 +633,8 @@ static void print_request(json_t *spec)
 		printf(", %lld %s", n, cls ? cls : "accelerator");
 		if (m && m < 1000)
 			printf(" x %.3g of one", (double)m / 1000);
+		else if (!m && n == 1 && json_is_integer(json_object_get(d, "memory")))
+			printf(" x a share sized by its memory");
 		json_t *dm = json_object_get(d, "memory");
 		if (json_is_integer(dm))
 			printf(", %.1f GiB each", (double)json_integer_value(dm) / 1024);

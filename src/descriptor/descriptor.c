@@ -34,6 +34,7 @@
 
 #define CLASSES "gpu, npu, fpga, asic, dpu, cim or cpu"
 #define HEALTHS "ok, degraded, unhealthy or unknown"
+#define MODES	"shared, whole, timeslice or mig"
 #define LINKS	"NVLink, HCCS, xGMI, PCIe, RDMA, InfiniBand, Ethernet, CXL or other"
 
 #define TRY(e)                                                                                     \
@@ -64,12 +65,12 @@ static const char *const top_keys[] = {
 	"labels", NULL};
 static const char *const node_keys[] = {
 	"name", "count", "cpu", "memory", "arch", "zone", "region", "numa_domains", "labels",
-	"devices", "resources", "dedicated", NULL};
+	"devices", "resources", "dedicated", "overcommit", NULL};
 static const char *const dev_keys[] = {
 	"type", "class", "vendor", "model", "count", "memory", "compute_capability",
 	"memory_bandwidth", "interconnect", "island", "numa", "tdp", "idle_power", "peak",
 	"partitions", "health", "uuid", "pci_bus_id", "arch", "offload_engines",
-	"rdma_capability", "attributes", "links", NULL};
+	"rdma_capability", "attributes", "links", "mode", "overcommit", NULL};
 /* clang-format on */
 static const char *const part_keys[] = { "name", "compute_milli", "memory", "max", NULL };
 static const char *const link_keys[] = { "kind", "peer", "bandwidth", NULL };
@@ -295,11 +296,40 @@ static int get_interconnect(struct ctx *x, const struct xp_tree *e, struct xp_sb
 	return rc;
 }
 
+/* overcommit: {memory: F}, F in [1, 10]: device memory admitted as F x
+ * physical, kept in hundredths; absent leaves *pct as it is. */
+static int get_overcommit(struct ctx *x, const struct xp_tree *map, uint16_t *pct)
+{
+	static const char *const keys[] = { "memory", NULL };
+	const struct xp_tree *v = xp_tree_field(map, "overcommit");
+	if (!v)
+		return 0;
+	size_t m = xp_walk_push_key(&x->w, "overcommit");
+	int rc = xp_walk_want(&x->w, v, XP_TREE_MAP, "a map such as {memory: 1.5}");
+	if (rc == 0)
+		rc = xp_walk_keys(&x->w, v, keys);
+	const struct xp_tree *f = rc == 0 ? xp_tree_field(v, "memory") : NULL;
+	if (f) {
+		double d = 0;
+		xp_walk_push_key(&x->w, "memory");
+		rc = xp_walk_want(&x->w, f, XP_TREE_SCALAR, "a number");
+		if (rc == 0 && (xp_parse_double(f->text, &d) < 0 || !(d >= 1) ||
+				d > XP_OVERCOMMIT_MAX / 100.0))
+			rc = xp_walk_fail(&x->w, f->line, XP_ERANGE,
+					  "expected a factor from 1 to %d, got '%s'",
+					  XP_OVERCOMMIT_MAX / 100, XP_SHOW(f->text));
+		else if (rc == 0)
+			*pct = (uint16_t)(d * 100 + 0.5);
+	}
+	xp_walk_pop(&x->w, m);
+	return rc;
+}
+
 /* Every field of one device entry but count and interconnect. */
 static int device_fields(struct ctx *x, const struct xp_tree *e, struct xp_device *d, int self)
 {
 	const char *tkey;
-	int cls = -1, health = d->health;
+	int cls = -1, health = d->health, mode = d->mode;
 	int64_t numa = d->numa, island = d->island;
 	uint64_t mbps = 0;
 	struct xp_sb sb;
@@ -325,6 +355,9 @@ static int device_fields(struct ctx *x, const struct xp_tree *e, struct xp_devic
 	d->island = (int16_t)island;
 	TRY(xp_walk_get_enum(&x->w, e, "health", xp_health_parse, HEALTHS, &health));
 	d->health = (uint8_t)health;
+	TRY(xp_walk_get_enum(&x->w, e, "mode", xp_mode_parse, MODES, &mode));
+	d->mode = (uint8_t)mode;
+	TRY(get_overcommit(x, e, &d->mem_overcommit));
 	TRY(get_dup(x, e, "uuid", &d->uuid));
 	TRY(get_dup(x, e, "pci_bus_id", &d->pci_bus_id));
 	TRY(get_partitions(x, e, d));
@@ -435,6 +468,7 @@ static int node_fields(struct ctx *x, const struct xp_tree *map, struct xp_node 
 {
 	const char *dkey;
 	int64_t numa = n->numa_domains;
+	uint16_t oc = 0;
 	struct devref refs[XP_MAX_NODE_DEVS];
 
 	n->zone = x->zone;
@@ -461,6 +495,7 @@ static int node_fields(struct ctx *x, const struct xp_tree *map, struct xp_node 
 		n->dedicated = !strcmp(ded->text, "true");
 	}
 	TRY(get_attrs(x, map, "labels", 0, &n->labels, &n->nlabels));
+	TRY(get_overcommit(x, map, &oc));
 	TRY(xp_walk_alias(&x->w, map, "devices", "resources", &dkey));
 	const struct xp_tree *v = dkey ? xp_tree_field(map, dkey) : NULL;
 	if (!v)
@@ -474,6 +509,9 @@ static int node_fields(struct ctx *x, const struct xp_tree *map, struct xp_node 
 	}
 	if (rc == 0)
 		rc = check_peers(x, n, refs);
+	for (uint16_t d = 0; rc == 0 && d < n->ndevs; d++)
+		if (!n->devs[d].mem_overcommit) /* the node's factor, unless the device has one */
+			n->devs[d].mem_overcommit = oc;
 	xp_walk_pop(&x->w, m);
 	return rc;
 }

@@ -196,7 +196,8 @@ static int attrs_eq(const struct xp_attr *a, uint16_t na, const struct xp_attr *
 /* Equal in every field but links (which name device indices). */
 static int dev_eq(const struct xp_device *a, const struct xp_device *b)
 {
-	if (a->cls != b->cls || a->health != b->health || a->vendor != b->vendor ||
+	if (a->cls != b->cls || a->health != b->health || a->mode != b->mode ||
+	    a->mem_overcommit != b->mem_overcommit || a->vendor != b->vendor ||
 	    a->model != b->model || a->arch != b->arch || a->cc != b->cc ||
 	    a->mem_mib != b->mem_mib || a->mem_bw_mb_s != b->mem_bw_mb_s ||
 	    memcmp(a->peak_gflops, b->peak_gflops, sizeof(a->peak_gflops)) != 0 ||
@@ -218,8 +219,8 @@ static int node_eq(const struct xp_node *a, const struct xp_node *b)
 {
 	if (a->cpu_milli != b->cpu_milli || a->mem_mib != b->mem_mib || a->arch != b->arch ||
 	    a->zone != b->zone || a->region != b->region || a->numa_domains != b->numa_domains ||
-	    a->dedicated != b->dedicated ||
-	    a->ndevs != b->ndevs || !attrs_eq(a->labels, a->nlabels, b->labels, b->nlabels))
+	    a->dedicated != b->dedicated || a->ndevs != b->ndevs ||
+	    !attrs_eq(a->labels, a->nlabels, b->labels, b->nlabels))
 		return 0;
 	for (uint16_t i = 0; i < a->ndevs; i++) {
 		const struct xp_device *x = &a->devs[i], *y = &b->devs[i];
@@ -349,6 +350,13 @@ static json_t *device_json(const struct xp_cluster *c, const struct xp_device *d
 		put_int(o, "island", d->island);
 	if (d->health != XP_HEALTH_OK)
 		put_str(o, "health", xp_health_name(d->health));
+	if (d->mode != XP_MODE_SHARED)
+		put_str(o, "mode", xp_mode_name(d->mode));
+	if (d->mem_overcommit && d->mem_overcommit != XP_OVERCOMMIT_NONE) {
+		json_t *oc = json_object();
+		json_object_set_new(oc, "memory", json_real(d->mem_overcommit / 100.0));
+		json_object_set_new(o, "overcommit", oc);
+	}
 	put_str(o, "uuid", d->uuid);
 	put_str(o, "pci_bus_id", d->pci_bus_id);
 	if (d->nparts) {

@@ -232,6 +232,13 @@ int xp_bound_milli(const struct xp_cluster *c, const struct xp_request *r, size_
 	struct shape *s;
 	struct ntype *t;
 	uint16_t sizes[MAX_SIZES];
+
+	for (size_t i = 0; i < n; i++) /* its milli depends on the device it lands on */
+		if (r[i].by_mem)
+			return xp_errf(err, XP_EUNSUPP,
+				       "request %zu is a share sized by memory, which the bound "
+				       "does not model",
+				       i);
 	size_t ns = group_shapes(r, n, &s), nt = node_types(c, &t), ncfg = 0;
 	size_t nsz = fraction_sizes(s, ns, sizes), ny = 0, col = 0;
 	struct xp_bound_info bi = { .shapes = ns, .types = nt };

@@ -15,6 +15,7 @@
 static const char *const class_names[XP_CLASS_N] = { "cpu",  "gpu", "npu", "fpga",
 						     "asic", "dpu", "cim" };
 static const char *const health_names[] = { "ok", "degraded", "unhealthy", "unknown" };
+static const char *const mode_names[XP_MODE_N] = { "shared", "whole", "timeslice", "mig" };
 static const char *const link_names[XP_LINK_N] = { "nvlink", "hccs",	 "xgmi", "pcie",
 						   "rdma",   "ethernet", "cxl",	 "other" };
 static const char *const prec_names[XP_PREC_N] = { "fp64", "fp32", "tf32", "fp16",
@@ -46,6 +47,30 @@ const char *xp_health_name(int h)
 int xp_health_parse(const char *s)
 {
 	return lookup(health_names, XP_HEALTH_UNKNOWN + 1, s);
+}
+
+const char *xp_mode_name(int mode)
+{
+	return mode >= 0 && mode < XP_MODE_N ? mode_names[mode] : "shared";
+}
+
+int xp_mode_parse(const char *s)
+{
+	return lookup(mode_names, XP_MODE_N, s);
+}
+
+uint16_t xp_share_by_mem(uint64_t dev_mem_mib, uint64_t mem_mib)
+{
+	if (!mem_mib || dev_mem_mib >= mem_mib)
+		return XP_MILLI;
+	uint64_t m = (dev_mem_mib * XP_MILLI + mem_mib - 1) / mem_mib;
+	return (uint16_t)(m ? m : 1);
+}
+
+uint64_t xp_dev_admit_mib(const struct xp_device *d)
+{
+	unsigned f = d->mem_overcommit ? d->mem_overcommit : XP_OVERCOMMIT_NONE;
+	return d->mem_mib * f / XP_OVERCOMMIT_NONE;
 }
 
 const char *xp_link_name(int kind)

@@ -52,6 +52,26 @@ enum xp_dev_class {
 
 enum xp_health { XP_HEALTH_OK, XP_HEALTH_DEGRADED, XP_HEALTH_UNHEALTHY, XP_HEALTH_UNKNOWN };
 
+/*
+ * How a device is shared (docs/descriptor.md, docs/design/vgpu.md):
+ *   shared     fractions, each held to its memory and compute share by the
+ *              vGPU interposer (the default)
+ *   whole      one job at a time, the whole device
+ *   timeslice  fractions, time-sliced by the driver with nothing isolated:
+ *              no memory cap and no compute share is enforced (NVIDIA's
+ *              time-slicing); for devices the interposer cannot serve
+ *   mig        partitioned (MIG); takes partition requests only
+ */
+enum xp_dev_mode { XP_MODE_SHARED, XP_MODE_WHOLE, XP_MODE_TIMESLICE, XP_MODE_MIG, XP_MODE_N };
+
+/* The compute milli scorers and quota pre-checks assume for a share sized
+ * by memory before it lands (its real milli is known per device). */
+#define XP_SHARE_BY_MEM_ESTIMATE 100
+/* Memory overcommit: admitted device memory is factor x physical, the
+ * factor in hundredths (100 = none, the most XP_OVERCOMMIT_MAX). */
+#define XP_OVERCOMMIT_NONE 100
+#define XP_OVERCOMMIT_MAX  1000
+
 /* Precisions for peak throughput figures. */
 enum xp_prec {
 	XP_PREC_FP64,
@@ -97,8 +117,10 @@ struct xp_attr {
 };
 
 struct xp_device {
-	uint8_t cls;	/* enum xp_dev_class */
-	uint8_t health; /* enum xp_health */
+	uint8_t cls;		 /* enum xp_dev_class */
+	uint8_t health;		 /* enum xp_health */
+	uint8_t mode;		 /* enum xp_dev_mode */
+	uint16_t mem_overcommit; /* hundredths; 0 = not set here (100 = none) */
 	xp_sym vendor, model, arch;
 	uint32_t cc;	      /* compute capability x100 ("8.0" -> 800); 0 = unset */
 	uint64_t mem_mib;     /* device memory */
@@ -160,7 +182,10 @@ struct xp_request {
 	uint16_t dev_count;   /* 0 = no devices */
 	uint16_t dev_milli;   /* per device, 1..XP_MILLI; XP_MILLI = the whole device */
 	uint8_t topo;	      /* enum xp_topo, for dev_count > 1 */
-	uint8_t pad_[3];
+	uint8_t by_mem;	      /* a share sized by memory: dev_mem_mib / the device's
+			       * memory x XP_MILLI on the device it lands on
+			       * (dev_milli is then only the scorers' estimate) */
+	uint8_t pad_[2];
 	int32_t node; /* only this node (cluster index); -1 = any */
 	uint32_t pad2_;
 	struct xp_selector sel;
@@ -181,6 +206,13 @@ const char *xp_class_name(int cls);
 int xp_class_parse(const char *s);
 const char *xp_health_name(int h);
 int xp_health_parse(const char *s);
+const char *xp_mode_name(int mode);
+int xp_mode_parse(const char *s);
+/* Compute milli of a share sized by memory on a device with mem_mib:
+ * dev_mem / mem_mib x XP_MILLI, rounded up, in 1..XP_MILLI. */
+uint16_t xp_share_by_mem(uint64_t dev_mem_mib, uint64_t mem_mib);
+/* Device memory the scheduler admits on d: physical x its overcommit. */
+uint64_t xp_dev_admit_mib(const struct xp_device *d);
 const char *xp_link_name(int kind);
 int xp_link_parse(const char *s);
 const char *xp_prec_name(int p);

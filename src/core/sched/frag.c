@@ -56,11 +56,7 @@ double xp_frag_eval(const struct xp_sched *s, uint32_t n, int64_t cpu_free,
 		while (mask) {
 			int d = __builtin_ctzll(mask);
 			mask &= mask - 1;
-			int fits = r->dev_milli >= XP_MILLI
-					   ? fm[d] == XP_MILLI && fmem[d] == dv[d].mem &&
-						     r->dev_mem_mib <= dv[d].mem
-					   : fm[d] >= r->dev_milli && fmem[d] >= r->dev_mem_mib;
-			if (fits)
+			if (xp_dev_fits_as(&dv[d], fm[d], fmem[d], r))
 				cnt++;
 			else
 				small += fm[d];

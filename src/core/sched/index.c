@@ -82,6 +82,7 @@ static uint32_t shape_hash(const struct xp_request *r)
 	MIX(r->cpu_milli);
 	MIX(r->dev_count);
 	MIX(r->dev_milli);
+	MIX(r->by_mem);
 	MIX(r->dev_mem_mib);
 	MIX(r->node);
 	if (r->dev_count) {
@@ -139,9 +140,10 @@ struct xp_index *xp_index_create(const struct xp_sched *s)
 	x->memtree = XNEWV(int64_t, 2 * (size_t)x->cap);
 	x->stamp = XNEWV(uint32_t, x->cap);
 	x->memo = s->pol->optimise != NULL;
-	x->maxent = budget / (2 * (size_t)x->cap * sizeof(int16_t) +
-			      (x->memo ? XP_MEMO * (size_t)x->cap * (sizeof(uint64_t) + sizeof(int16_t))
-				       : 0));
+	x->maxent =
+		budget /
+		(2 * (size_t)x->cap * sizeof(int16_t) +
+		 (x->memo ? XP_MEMO * (size_t)x->cap * (sizeof(uint64_t) + sizeof(int16_t)) : 0));
 	if (x->maxent > MAX_ENTRIES)
 		x->maxent = MAX_ENTRIES;
 	if (x->maxent < 4)

@@ -129,6 +129,7 @@ static int on_candidate(struct search *S, uint16_t job, uint32_t cand, struct xp
 		s->pol->pick(s, nodes[cand], m, S->rng, a);
 	else
 		xp_pick_default(s, nodes[cand], m, S->rng, a);
+	xp_alloc_settle(s, a, &S->r[job]);
 	return a->ndev == S->r[job].dev_count ? 0 : -1;
 }
 

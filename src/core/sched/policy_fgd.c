@@ -43,8 +43,8 @@ static int32_t quantise(const struct measure *me, double delta)
 }
 
 /* G_n - F_n(M) for a node of type t with free CPU cpu and free milli L. */
-static double extension(const struct xp_sched *s, const struct measure *me, uint32_t t,
-			int64_t cpu, double L)
+static double extension(const struct xp_sched *s, const struct measure *me, uint32_t t, int64_t cpu,
+			double L)
 {
 	double rho = s->m_cpu_per_milli, v = 0;
 	if (rho > 0 && L - (double)cpu / rho > 0)
@@ -111,10 +111,11 @@ static int32_t fgd_fraction(const struct xp_sched *s, const struct measure *me, 
 			seen_m[nseen] = fm[d];
 			seen_mem[nseen++] = fmem[d];
 		}
-		fm[d] = (uint16_t)(fm[d] - r->dev_milli);
+		uint16_t milli = xp_dev_milli(&dv[d], r);
+		fm[d] = (uint16_t)(fm[d] - milli);
 		fmem[d] -= r->dev_mem_mib;
 		int32_t sc = quantise(me, before - measure_of(s, me, n, cpu, fm, fmem));
-		fm[d] = (uint16_t)(fm[d] + r->dev_milli);
+		fm[d] = (uint16_t)(fm[d] + milli);
 		fmem[d] += r->dev_mem_mib;
 		if (sc > best) {
 			best = sc;

@@ -85,6 +85,7 @@ int xp_sched_pick(struct xp_sched *s, const struct xp_request *r, struct xp_rng 
 			s->pol->pick(s, (uint32_t)n, m, rng, out);
 		else
 			xp_pick_default(s, (uint32_t)n, m, rng, out);
+		xp_alloc_settle(s, out, r);
 	}
 	if (!s->idx)
 		xp_shape_free(&local);

@@ -23,8 +23,10 @@ struct xp_dstate {
 	uint16_t free_milli;
 	uint8_t ok;    /* healthy: may take work, counts as capacity */
 	uint8_t accel; /* class is not cpu */
+	uint8_t mode;  /* enum xp_dev_mode */
 	uint64_t free_mem;
-	uint64_t mem; /* total device memory */
+	uint64_t mem;  /* device memory admitted: physical x overcommit */
+	uint64_t phys; /* physical device memory: the most one request may ask */
 };
 
 struct xp_nstate {
@@ -104,15 +106,32 @@ static inline uint64_t xp_shape_mask(const struct xp_sched *s, uint32_t n, const
 	return m->tmask[s->ns[n].type];
 }
 
+/* Compute milli one slot of r takes on device d (a share sized by memory
+ * takes its part of this device's physical memory). */
+static inline uint16_t xp_dev_milli(const struct xp_dstate *d, const struct xp_request *r)
+{
+	return r->by_mem ? xp_share_by_mem(r->dev_mem_mib, d->phys) : r->dev_milli;
+}
+
+/* Can device d, with fm milli and fmem MiB free, take one slot of r
+ * (health aside)? A whole device must be idle; a fraction needs a device
+ * shared or time-sliced; a MIG device takes no whole or fractional slot;
+ * no slot asks more memory than the device physically has. */
+static inline int xp_dev_fits_as(const struct xp_dstate *d, uint16_t fm, uint64_t fmem,
+				 const struct xp_request *r)
+{
+	uint16_t milli = xp_dev_milli(d, r);
+	if (d->mode == XP_MODE_MIG || r->dev_mem_mib > d->phys)
+		return 0;
+	if (milli >= XP_MILLI)
+		return fm == XP_MILLI && fmem == d->mem;
+	return d->mode != XP_MODE_WHOLE && fm >= milli && fmem >= r->dev_mem_mib;
+}
+
 /* Can a device with this state take one slot of r? */
 static inline int xp_dev_fits(const struct xp_dstate *d, const struct xp_request *r)
 {
-	if (!d->ok)
-		return 0;
-	if (r->dev_milli >= XP_MILLI)
-		return d->free_milli == XP_MILLI && d->free_mem == d->mem &&
-		       r->dev_mem_mib <= d->mem;
-	return d->free_milli >= r->dev_milli && d->free_mem >= r->dev_mem_mib;
+	return d->ok && xp_dev_fits_as(d, d->free_milli, d->free_mem, r);
 }
 
 /* state.c */
@@ -120,6 +139,8 @@ void xp_shape_init(const struct xp_sched *s, struct xp_shape *m, const struct xp
 void xp_shape_free(struct xp_shape *m);
 int xp_shape_eq(const struct xp_request *a, const struct xp_request *b);
 uint8_t xp_request_tag(uint16_t count, uint16_t milli);
+/* A share sized by memory (r->by_mem): its milli on the device chosen. */
+void xp_alloc_settle(const struct xp_sched *s, struct xp_alloc *a, const struct xp_request *r);
 /* Feasibility ignoring host memory: XP_WHY_FITS or the first failing reason. */
 int xp_node_why(const struct xp_sched *s, uint32_t n, const struct xp_shape *m);
 /* Lowest-index fitting devices honouring topology; returns count placed (k or less). */

@@ -126,8 +126,9 @@ static void build_types(struct xp_sched *s)
 		xp_sb_reset(&b);
 		for (uint16_t d = 0; d < node->ndevs; d++) {
 			const struct xp_device *dv = &node->devs[d];
-			xp_sb_printf(&b, "%u:%u:%u:%llu:%u;", dv->cls, dv->vendor, dv->model,
-				     (unsigned long long)dv->mem_mib, dv->cc);
+			xp_sb_printf(&b, "%u:%u:%u:%llu:%u:%u:%u;", dv->cls, dv->vendor, dv->model,
+				     (unsigned long long)dv->mem_mib, dv->cc, dv->mode,
+				     dv->mem_overcommit);
 		}
 		xp_sym id = xp_strtab_intern(sig, b.s);
 		uint32_t t = id - 1;
@@ -142,7 +143,8 @@ static void build_types(struct xp_sched *s)
 				const struct xp_device *a = &node->devs[0], *z = &node->devs[d];
 				if (a->cls != z->cls || a->vendor != z->vendor ||
 				    a->model != z->model || a->mem_mib != z->mem_mib ||
-				    a->cc != z->cc)
+				    a->cc != z->cc || a->mode != z->mode ||
+				    a->mem_overcommit != z->mem_overcommit)
 					s->type_homog[s->ntypes] = 0;
 			}
 			s->type_node[s->ntypes++] = n;
@@ -221,7 +223,9 @@ struct xp_sched *xp_sched_create(const struct xp_cluster *c, const struct xp_sch
 			ds->free_milli = XP_MILLI;
 			ds->ok = node->devs[d].health != XP_HEALTH_UNHEALTHY;
 			ds->accel = node->devs[d].cls != XP_CLASS_CPU;
-			ds->mem = ds->free_mem = node->devs[d].mem_mib;
+			ds->mode = node->devs[d].mode;
+			ds->phys = node->devs[d].mem_mib;
+			ds->mem = ds->free_mem = xp_dev_admit_mib(&node->devs[d]);
 			if (ds->accel)
 				milli += XP_MILLI;
 		}
@@ -304,7 +308,8 @@ int xp_sched_set_ranks(struct xp_sched *s, const uint32_t *rank, struct xp_err *
 int xp_shape_eq(const struct xp_request *a, const struct xp_request *b)
 {
 	if (a->cpu_milli != b->cpu_milli || a->dev_count != b->dev_count || a->node != b->node ||
-	    a->dev_milli != b->dev_milli || a->dev_mem_mib != b->dev_mem_mib || a->topo != b->topo)
+	    a->dev_milli != b->dev_milli || a->dev_mem_mib != b->dev_mem_mib ||
+	    a->topo != b->topo || a->by_mem != b->by_mem)
 		return 0;
 	if (a->dev_count == 0)
 		return 1;
@@ -332,7 +337,7 @@ void xp_shape_init(const struct xp_sched *s, struct xp_shape *m, const struct xp
 		m->req.topo = XP_TOPO_ANY;
 	}
 	m->tag = xp_request_tag(r->dev_count, r->dev_milli);
-	m->sharing = r->dev_count == 1 && r->dev_milli < XP_MILLI;
+	m->sharing = r->dev_count == 1 && (r->dev_milli < XP_MILLI || r->by_mem);
 	m->tmask = XNEWV(uint64_t, s->ntypes ? s->ntypes : 1);
 	for (uint32_t t = 0; t < s->ntypes; t++) {
 		const struct xp_node *node = &s->c->nodes[s->type_node[t]];
@@ -439,6 +444,12 @@ void xp_alloc_fill(struct xp_alloc *a, uint32_t n, const struct xp_request *r)
 	a->mem_mib = r->mem_mib;
 	a->dev_milli = r->dev_milli;
 	a->dev_mem_mib = r->dev_mem_mib;
+}
+
+void xp_alloc_settle(const struct xp_sched *s, struct xp_alloc *a, const struct xp_request *r)
+{
+	if (r->by_mem && a->ndev)
+		a->dev_milli = xp_dev_milli(&s->dev[s->ns[a->node].dev0 + a->devs[0]], r);
 }
 
 int xp_pick_lowest(const struct xp_sched *s, uint32_t n, const struct xp_shape *m,

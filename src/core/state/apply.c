@@ -333,6 +333,16 @@ static int node_add(struct xp_state *st, struct rec *r, struct xp_event_info *ev
 	return 0;
 }
 
+/* The compute milli j's allocation x must take per device: a share sized
+ * by memory takes its part of the device it landed on. */
+static uint16_t alloc_milli(const struct xp_state *st, const struct xp_job *j,
+			    const struct xp_alloc *x)
+{
+	if (!j->req.by_mem || x->devs[0] >= st->c->nodes[x->node].ndevs)
+		return j->req.dev_milli;
+	return xp_share_by_mem(j->req.dev_mem_mib, st->c->nodes[x->node].devs[x->devs[0]].mem_mib);
+}
+
 /* one more failure on node n: the weighted policy's health factor */
 static void note_failure(struct xp_state *st, long n)
 {
@@ -499,7 +509,7 @@ static int job_start(struct xp_state *st, struct rec *r, int64_t at, struct xp_e
 				    xp_node_state_name(st->nodes.v[x->node].state));
 		else if (x->cpu_milli != j->req.cpu_milli || x->mem_mib != j->req.mem_mib ||
 			 x->ndev != j->req.dev_count ||
-			 (x->ndev && x->dev_milli != j->req.dev_milli))
+			 (x->ndev && x->dev_milli != alloc_milli(st, j, x)))
 			rc = refuse(r, XP_EINVAL, "allocation %u does not match the request", done);
 		else if ((rc = xp_sched_alloc_fits(st->sched, x, r->err)) == 0)
 			xp_sched_commit(st->sched, x);

@@ -132,7 +132,8 @@ int xp_queue_define(struct xp_state *st, json_t *o, int update, struct xp_event_
 		}
 	}
 	if (s.nallow && !strcmp(s.name, "default"))
-		return xp_errf(err, XP_EINVAL, "allow: the default queue stays open to every tenant");
+		return xp_errf(err, XP_EINVAL,
+			       "allow: the default queue stays open to every tenant");
 	if (update) {
 		struct xp_queue *cur = &st->queues.v[q];
 		if (parent != cur->parent)
@@ -354,6 +355,9 @@ void xp_request_demand(const struct xp_state *st, const struct xp_job *j, uint64
 	memset(d, 0, sizeof(uint64_t) * XP_RES_N);
 	d[XP_RES_CPU] = j->req.cpu_milli * n;
 	d[XP_RES_MEM] = j->req.mem_mib * n;
+	/* a share sized by memory is known once placed (xp_demand_of): count
+	 * it at its least here, so this pre-check never refuses what fits */
 	if (j->req.dev_count && j->req.sel.cls >= 0)
-		d[XP_RES_DEV + j->req.sel.cls] = (uint64_t)j->req.dev_count * j->req.dev_milli * n;
+		d[XP_RES_DEV + j->req.sel.cls] =
+			(uint64_t)j->req.dev_count * (j->req.by_mem ? 1 : j->req.dev_milli) * n;
 }

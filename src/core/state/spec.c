@@ -19,12 +19,12 @@
 #include "../../lib/timefmt.h"
 #include "../../lib/xalloc.h"
 
-static const char *const top_keys[] = { "name",	     "tenant",	   "queue",	   "priority",
-					"command",   "args",	   "env",	   "workdir",
-					"replicas",  "resources",  "labels",	   "duration",
-					"exit_code", "node",	   "on_node_lost", "time_limit",
-					"gang",	     "depends_on", "workflow",	   "deadline",
-					"qos",	     "hold_for_nodes", "vgpu", NULL };
+static const char *const top_keys[] = { "name",	     "tenant",	       "queue",	       "priority",
+					"command",   "args",	       "env",	       "workdir",
+					"replicas",  "resources",      "labels",       "duration",
+					"exit_code", "node",	       "on_node_lost", "time_limit",
+					"gang",	     "depends_on",     "workflow",     "deadline",
+					"qos",	     "hold_for_nodes", "vgpu",	       NULL };
 static const char *const gang_keys[] = { "colocate", "timeout", NULL };
 static const char *const dep_keys[] = { "job", "type", NULL };
 static const char *const dep_names[XP_DEP_N] = { "after-ok", "after-any", "after-not-ok" };
@@ -258,6 +258,7 @@ static int parse_devices(struct xp_walk *w, const struct xp_tree *d, struct xp_j
 		if (s->dev_milli == 0)
 			s->dev_milli = 1;
 	}
+	int milli_given = which != NULL;
 	if ((rc = xp_walk_get_qty(w, d, "memory", XP_QTY_MEM_MIB, (double)XP_JOB_MAX_MEM_MIB, &q)) <
 	    0)
 		return rc;
@@ -323,6 +324,11 @@ static int parse_devices(struct xp_walk *w, const struct xp_tree *d, struct xp_j
 			return rc;
 		s->topo = (uint8_t)k;
 	}
+	/* memory alone on one device is a share of it sized by memory, as
+	 * HAMi reads gpumem alone (docs/design/vgpu.md) */
+	s->dev_by_mem = !milli_given && s->dev_mem_mib && s->dev_count == 1;
+	if (s->dev_by_mem)
+		s->dev_milli = XP_SHARE_BY_MEM_ESTIMATE;
 	if (s->dev_milli < XP_MILLI && s->dev_count > 1)
 		return xp_walk_fail(w, d->line, XP_EINVAL,
 				    "a fraction of a device (%u milli) needs count 1, not %u",
@@ -547,8 +553,8 @@ static int parse(struct xp_walk *w, const struct xp_tree *t, struct xp_jobspec *
 		size_t m = xp_walk_push_key(w, "hold_for_nodes");
 		rc = xp_walk_want(w, hold, XP_TREE_SCALAR, "true or false");
 		if (rc == 0 && strcmp(hold->text, "true") && strcmp(hold->text, "false"))
-			rc = xp_walk_fail(w, hold->line, XP_EINVAL, "expected true or false, got '%s'",
-					  XP_SHOW(hold->text));
+			rc = xp_walk_fail(w, hold->line, XP_EINVAL,
+					  "expected true or false, got '%s'", XP_SHOW(hold->text));
 		xp_walk_pop(w, m);
 		if (rc < 0)
 			return rc;
@@ -739,7 +745,8 @@ char *xp_jobspec_to_json(const struct xp_jobspec *s)
 	if (s->dev_count) {
 		json_t *d = json_object();
 		json_object_set_new(d, "count", json_integer(s->dev_count));
-		json_object_set_new(d, "compute_milli", json_integer(s->dev_milli));
+		if (!s->dev_by_mem)
+			json_object_set_new(d, "compute_milli", json_integer(s->dev_milli));
 		if (s->dev_mem_mib)
 			json_object_set_new(d, "memory", json_integer((json_int_t)s->dev_mem_mib));
 		if (s->dev_class >= 0)
@@ -823,6 +830,7 @@ void xp_jobspec_request(const struct xp_jobspec *s, struct xp_strtab *syms, stru
 	r->dev_count = s->dev_count;
 	r->dev_milli = s->dev_milli;
 	r->dev_mem_mib = s->dev_mem_mib;
+	r->by_mem = s->dev_by_mem;
 	r->topo = s->topo;
 	r->sel.cls = s->dev_class;
 	r->sel.vendor = s->vendor ? xp_strtab_intern(syms, s->vendor) : 0;

@@ -77,7 +77,9 @@ struct xp_jobspec {
 	uint64_t cpu_milli, mem_mib;
 	uint16_t dev_count, dev_milli;
 	uint64_t dev_mem_mib;
-	int8_t dev_class; /* -1: any accelerator */
+	uint8_t dev_by_mem; /* memory alone on one device: a share sized by memory
+			     * (memory / the device's x 1000 milli where it lands) */
+	int8_t dev_class;   /* -1: any accelerator */
 	uint8_t topo;
 	char *vendor;
 	char **models;

@@ -16,7 +16,7 @@ fi
 
 . "$SRC/tests/devlib.sh"
 # emulated nodes only: the local agent's real runs are cli_dev.sh's
-start_dev --no-agent --cluster "$SRC/examples/clusters/small.yaml"
+start_dev --no-agent --cluster "$SRC/examples/clusters/small.yaml" --overcommit-memory h100-sxm5-80gb=1.5
 ADMIN=$XPOOL_TOKEN
 
 # --- nodes, devices, queues ---
@@ -34,6 +34,13 @@ run devices --class gpu; expect 0 "devices --class gpu"
 [ "$(tail -n +2 "$T/out" | wc -l)" -eq 28 ] || fail "devices --class gpu: want 28 GPUs, got $(tail -n +2 "$T/out" | wc -l)"
 run devices --node gpu-h100-0 -o json; expect 0 "devices --node -o json"
 grep -q '"H100-SXM5-80GB"' "$T/out" || fail "devices --node gpu-h100-0: $(head -c 300 "$T/out")"
+# the server's overcommit for that model: 1.5 x 80 GiB admitted, shown
+grep -q '"memory_admitted_mib": 122880' "$T/out" || fail "devices: no overcommit: $(head -c 600 "$T/out")"
+grep -q '"mode": "shared"' "$T/out" || fail "devices: no mode: $(head -c 600 "$T/out")"
+run devices --node gpu-h100-0
+grep -q ' shared, memory x1.5 ' "$T/out" || fail "devices table: no overcommit: $(head -3 "$T/out")"
+run devices --node gpu-a100-0
+grep -q 'memory x' "$T/out" && fail "devices: A100 overcommitted: $(head -3 "$T/out")"
 run queues; expect 0 "queues"
 grep -q '^default ' "$T/out" || fail "queues: no default queue: $(cat "$T/out")"
 

@@ -17,7 +17,8 @@ fi
 for bad in "--alert-webhook ftp://x|--alert-webhook: expected an http" \
 	"--alert-interval 0|--alert-interval: expected a duration" \
 	"--alert-repeat soon|--alert-repeat: expected a duration" \
-	"--lost-after 1ms|--lost-after: expected a duration"; do
+	"--lost-after 1ms|--lost-after: expected a duration" \
+	"--overcommit-memory gpu=0.5|--overcommit-memory: 'gpu=0.5': expected a factor from 1 to 10"; do
 	flag=${bad%%|*} want=${bad#*|}
 	# shellcheck disable=SC2086
 	"$XP" server --data "$T/bad" --listen 127.0.0.1:0 $flag >"$T/out" 2>"$T/err"

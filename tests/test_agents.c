@@ -629,6 +629,29 @@ static void test_vgpu_limits(void **state)
 	if (!strstr(str(j, "reason"), "vgpu: no process of the replica loaded libxpool-vgpu.so"))
 		fail_msg("reason: '%s'", str(j, "reason"));
 	json_decref(j);
+	/* a GPU the admin time-slices: the share is announced, nothing preloaded */
+	snprintf(e->names[2], sizeof(e->names[2]), "g-2");
+	snprintf(path, sizeof(path), "%s/g-2.yaml", e->dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "nodes:\n  - {name: g-2, cpu: 4, memory: 8Gi, devices: [{type: gpu, vendor: "
+		   "NVIDIA, model: Fake-NVIDIA, memory: 16Gi, uuid: GPU-g-2-0, mode: timeslice}]}\n");
+	fclose(f);
+	start_agent(e, 2);
+	e->n = 3;
+	wait_nodes_ready(e, 2);
+	stop_agent(e, 1, SIGTERM);
+	id = submit(e, VGPU_JOB("", VGPU_ECHO " D=$XPOOL_DEVICE_MODE F=$XPOOL_DEVICE_FRACTION"));
+	json_decref(wait_state(e, id, "succeeded", 20));
+	out = logs(e, id);
+	if (!strstr(out, "P= M= C= D=timeslice F=0.300"))
+		fail_msg("timeslice: '%s'", out);
+	free(out);
+	j = api(e, "GET", "/v1/devices?node=g-2", NULL, NULL);
+	json_t *dv = json_array_get(json_object_get(j, "devices"), 0);
+	assert_string_equal(str(dv, "mode"), "timeslice");
+	assert_true(json_is_false(json_object_get(dv, "isolated")));
+	json_decref(j);
 	e->passed = 1;
 }
 

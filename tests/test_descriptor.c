@@ -627,6 +627,37 @@ static void test_mode_overcommit(void **state)
 	assert_int_equal(d[0].mode, XP_MODE_WHOLE);
 	assert_int_equal(d[0].mem_overcommit, 0);
 	assert_int_equal(xp_dev_admit_mib(&d[0]), 81920);
+	/* a server's rules: model over class over the bare factor, never over a
+	 * device's or node's own */
+	struct xp_oc_rules r;
+	struct xp_err err = { 0 };
+	assert_int_equal(xp_oc_rules_parse("1.1,npu=1.3,a100-sxm4-80GB=2,gpu=1.5", &r, &err), 0);
+	assert_int_equal(r.n, 4);
+	struct xp_cluster *k = load("k.yaml", "nodes:\n"
+					      "  - name: k\n"
+					      "    devices:\n"
+					      "      - {type: gpu, model: A100-SXM4-80GB}\n"
+					      "      - {type: gpu, model: H100}\n"
+					      "      - {type: npu}\n"
+					      "      - {type: fpga}\n"
+					      "      - {type: cpu}\n"
+					      "      - {type: gpu, overcommit: {memory: 1.2}}\n");
+	xp_oc_rules_apply(&r, k, &k->nodes[0]);
+	static const uint16_t want[] = { 200, 150, 130, 110, 0, 120 };
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(k->nodes[0].devs[i].mem_overcommit, want[i]);
+	xp_cluster_destroy(k);
+	static const char *const bad[][2] = { { "0.9", "'0.9': expected a factor from 1 to 10" },
+					      { "gpu=11", "'gpu=11'" },
+					      { "cpu=2", "CPUs have no device memory" },
+					      { "=2", "expected a class or model" },
+					      { "gpu=1.5,,", "expected F, CLASS=F or MODEL=F" },
+					      { "gpu=x", "expected a factor" } };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_true(xp_oc_rules_parse(bad[i][0], &r, &err) < 0);
+		if (!strstr(err.text, bad[i][1]))
+			fail_msg("%s: '%s'", bad[i][0], err.text);
+	}
 	xp_cluster_destroy(c);
 }
 

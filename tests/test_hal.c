@@ -297,6 +297,7 @@ static void test_nvidia_enumerate(void **state)
 		int peer = i ^ 1;
 		check_links(d, XP_LINK_NVLINK, &peer, 1);
 		assert_string_equal(attr(d, "mig_mode"), i == 3 ? "enabled" : "disabled");
+		assert_int_equal(d->mode, i == 3 ? XP_MODE_MIG : XP_MODE_SHARED);
 		if (i < 3) {
 			assert_int_equal(d->nparts, 0);
 			assert_null(attr(d, "mig_instances"));

@@ -82,6 +82,15 @@ static struct xp_cluster *discover(const struct xp_agent_opts *o, struct xp_hal 
 	if (warn.len)
 		fprintf(stderr, "xpool agent: discovery warnings:\n%s", warn.s);
 	xp_sb_free(&warn);
+	for (uint16_t d = 0; c && d < c->nodes[0].ndevs; d++) { /* the admin's choices */
+		struct xp_device *dv = &c->nodes[0].devs[d];
+		if (dv->cls == XP_CLASS_CPU)
+			continue;
+		if (o->device_mode && dv->mode != XP_MODE_MIG)
+			dv->mode = (uint8_t)(o->device_mode - 1);
+		if (o->overcommit && !dv->mem_overcommit)
+			dv->mem_overcommit = o->overcommit;
+	}
 	return c;
 }
 
@@ -102,15 +111,15 @@ int xp_agent_discover(const struct xp_agent_opts *o, int json, struct xp_err *er
 		printf("node %s: %s, %.1f cores, %.1f GiB, %u NUMA domains, %u devices\n", n->name,
 		       n->arch ? xp_strtab_str(c->syms, n->arch) : "?", (double)n->cpu_milli / 1000,
 		       (double)n->mem_mib / 1024, n->numa_domains, n->ndevs);
-		printf("%-5s %-6s %-10s %-24s %10s %-5s %-5s %-8s %s\n", "INDEX", "CLASS", "VENDOR",
-		       "MODEL", "MEMORY", "NUMA", "ISL", "HEALTH", "UUID / PCI");
+		printf("%-5s %-6s %-10s %-24s %10s %-5s %-5s %-8s %-9s %s\n", "INDEX", "CLASS",
+		       "VENDOR", "MODEL", "MEMORY", "NUMA", "ISL", "HEALTH", "MODE", "UUID / PCI");
 		for (uint16_t d = 0; d < n->ndevs; d++) {
 			const struct xp_device *dv = &n->devs[d];
-			printf("%-5u %-6s %-10s %-24s %8lluMi %-5d %-5d %-8s %s %s\n", d,
+			printf("%-5u %-6s %-10s %-24s %8lluMi %-5d %-5d %-8s %-9s %s %s\n", d,
 			       xp_class_name(dv->cls), xp_strtab_str(c->syms, dv->vendor),
 			       xp_strtab_str(c->syms, dv->model), (unsigned long long)dv->mem_mib,
 			       dv->numa, dv->island, xp_health_name(dv->health),
-			       dv->uuid ? dv->uuid : "-", dv->pci_bus_id ? dv->pci_bus_id : "");
+			       xp_mode_name(dv->mode), dv->uuid ? dv->uuid : "-", dv->pci_bus_id ? dv->pci_bus_id : "");
 		}
 	}
 	xp_cluster_destroy(c);

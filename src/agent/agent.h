@@ -56,6 +56,9 @@ struct xp_agent_opts {
 	int stop_tasks;		  /* on exit, end running tasks too (xpool dev); default: they
 				     keep running and a restarted agent adopts them */
 	int dedicated;		  /* the node takes only jobs that name it (xpool dev's host) */
+	int device_mode;	  /* enum xp_dev_mode + 1 for the accelerators not in MIG
+				     mode (--device-mode); 0: as discovered */
+	uint16_t overcommit;	  /* device-memory overcommit, hundredths; 0: none */
 };
 
 enum xp_limits_mode {

@@ -391,6 +391,8 @@ static int device_env(struct xp_agent *a, json_t *as, struct strv *env, int *cud
 			snprintf(buf, sizeof(buf), "%lld", dmem);
 			env_set(env, "XPOOL_DEVICE_MEMORY_MIB", buf);
 		}
+		const char *mode = json_string_value(json_object_get(as, "dev_mode"));
+		env_set(env, "XPOOL_DEVICE_MODE", mode ? mode : "shared");
 	}
 	return 0;
 }

@@ -5,8 +5,9 @@
  * A replica on NVIDIA GPUs (its devices set CUDA_VISIBLE_DEVICES) whose
  * allocation is a fraction of a device, or caps device memory, runs with
  * libxpool-vgpu.so preloaded and its limits in the environment; the
- * account file lives in its task folder. The job's `vgpu: off` leaves the
- * share announced only. The library is found beside the agent's binary
+ * account file lives in its task folder. The job's `vgpu: off`, and a
+ * device in mode timeslice (the admin's choice), leave the share announced
+ * only. The library is found beside the agent's binary
  * (or at XPOOL_VGPU_LIB); without it the replica is not started (reason
  * "limits"), as with cgroups that cannot be set.
  *
@@ -52,9 +53,12 @@ int xp_vgpu_plan(const void *assignment, const char *taskdir, int cuda, struct x
 	long long milli = json_integer_value(json_object_get(as, "dev_milli"));
 	long long mem = json_integer_value(json_object_get(as, "dev_mem_mib"));
 	const char *opt = json_string_value(json_object_get(as, "vgpu"));
+	const char *mode = json_string_value(json_object_get(as, "dev_mode"));
 	memset(v, 0, sizeof(*v));
 	if (!cuda || (opt && !strcmp(opt, "off")) || !json_array_size(json_object_get(as, "devices")))
 		return 0;
+	if (mode && !strcmp(mode, "timeslice"))
+		return 0; /* the admin's documented exception: time-sliced, nothing isolated */
 	if ((milli <= 0 || milli >= 1000) && mem <= 0)
 		return 0; /* whole devices, no memory cap: nothing to enforce */
 	if (find_lib(v->preload, sizeof(v->preload)) < 0)

@@ -10,6 +10,8 @@
 
 #include "../agent/agent.h"
 #include "../client/client.h"
+#include "../core/model/model.h"
+#include "../lib/parse.h"
 #include "../lib/timefmt.h"
 #include "cli.h"
 #include "flags.h"
@@ -48,6 +50,12 @@ int xp_cmd_agent(int argc, char **argv)
 		  "override the controller's heartbeat period" },
 		{ "dedicated", XP_FLAG_BOOL, NULL,
 		  "the node takes only jobs that name it (--node NAME), as xpool dev's host does" },
+		{ "device-mode", XP_FLAG_STR, "MODE",
+		  "how the accelerators are shared: shared (fractions, enforced by the vGPU "
+		  "interposer; default), whole (one job each) or timeslice (fractions with "
+		  "nothing isolated); GPUs in MIG mode stay mig" },
+		{ "overcommit-memory", XP_FLAG_STR, "F",
+		  "admit device memory up to F x each accelerator's (1..10; default 1)" },
 		{ "stop-tasks", XP_FLAG_BOOL, NULL,
 		  "on exit, end running tasks too (default: they run on; a restart adopts them)" },
 		{ "discover", XP_FLAG_BOOL, NULL,
@@ -109,6 +117,22 @@ int xp_cmd_agent(int argc, char **argv)
 			goto usage;
 		}
 		o.limits = XP_LIMITS_OFF;
+	}
+	static const char *const dmodes[] = { "shared", "whole", "timeslice", NULL };
+	if (xp_flag_get(flags, "device-mode")->given) {
+		if (xp_flag_choice(flags, "device-mode", dmodes, &o.device_mode, &err) < 0)
+			goto usage;
+		o.device_mode = xp_mode_parse(dmodes[o.device_mode]) + 1;
+	}
+	if (xp_flag_get(flags, "overcommit-memory")->given) {
+		double f = 0;
+		const char *v = xp_flag_get(flags, "overcommit-memory")->sval;
+		if (xp_parse_double(v, &f) < 0 || !(f >= 1) || f > XP_OVERCOMMIT_MAX / 100.0) {
+			xp_errf(&err, XP_EINVAL, "--overcommit-memory: expected a factor from 1 to %d, got '%s'",
+				XP_OVERCOMMIT_MAX / 100, v);
+			goto usage;
+		}
+		o.overcommit = (uint16_t)(f * 100 + 0.5);
 	}
 	static const char *const outputs[] = { "table", "json", NULL };
 	int json;

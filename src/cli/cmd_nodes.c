@@ -123,11 +123,28 @@ static void labels_text(struct xp_sb *b, const json_t *labels)
 	}
 }
 
+/* "shared", "whole", "mig", "timeslice (not isolated)"; ", memory x1.5"
+ * with overcommit */
+static void print_mode(struct xp_table *t, const json_t *d)
+{
+	const char *mode = json_string_value(json_object_get(d, "mode"));
+	long long mem = 0, adm = 0;
+	struct xp_sb b;
+	xp_sb_init(&b);
+	xp_sb_printf(&b, "%s%s", mode ? mode : "-",
+		     json_is_false(json_object_get(d, "isolated")) ? " (not isolated)" : "");
+	if (xp_cli_jint(d, "memory_admitted_mib", &adm) == 0 &&
+	    xp_cli_jint(d, "memory_mib", &mem) == 0 && mem > 0)
+		xp_sb_printf(&b, ", memory x%.3g", (double)adm / (double)mem);
+	xp_table_add(t, b.s);
+	xp_sb_free(&b);
+}
+
 static void print_devices(const json_t *list, int with_node)
 {
 	static const char *const hdr[] = { "NODE",   "INDEX",  "CLASS", "VENDOR", "MODEL",
-					   "MEMORY", "HEALTH", "UTIL",	"ISLAND", "NUMA",
-					   "FREE",   "FREE-MEM", "JOBS", NULL };
+					   "MEMORY", "HEALTH", "MODE",	"UTIL",	  "ISLAND",
+					   "NUMA",   "FREE",   "FREE-MEM", "JOBS", NULL };
 	struct xp_table *t = xp_table_create(with_node ? hdr : hdr + 1);
 	json_t *d;
 	size_t i;
@@ -151,6 +168,7 @@ static void print_devices(const json_t *list, int with_node)
 				      why);
 		else
 			xp_cli_cell_str(t, d, "health");
+		print_mode(t, d);
 		if (xp_cli_jint(d, "util_pct", &v) == 0 && v >= 0)
 			xp_table_addf(t, "%lld%%", v);
 		else

@@ -52,6 +52,7 @@ static int load_config(const char *path, struct xp_flag *flags, struct xp_err *e
 					    "alert-interval",
 					    "alert-repeat",
 					    "alert-starved",
+					    "overcommit-memory",
 					    NULL };
 	struct xp_tree *t = NULL;
 	char *buf;
@@ -270,6 +271,9 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		  "a group still firing is sent again after this (4h)" },
 		{ "alert-starved", XP_FLAG_STR, "DURATION",
 		  "a queue with work pending and none running this long alerts (10m)" },
+		{ "overcommit-memory", XP_FLAG_STR, "RULES",
+		  "admit device memory up to F x physical on nodes that set no factor: F, or "
+		  "CLASS=F / MODEL=F items (gpu=1.5,A100-SXM4-80GB=1.2)" },
 		{ "metrics-public", XP_FLAG_BOOL, NULL,
 		  "serve /metrics without a token: the series of jobs, nodes and devices, never "
 		  "those naming queues or tenants (an admin token gets those)" },
@@ -335,6 +339,14 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 	o.on_fatal = on_fatal;
 	o.alert_webhook = xp_flag_get(flags, "alert-webhook")->sval;
 	o.metrics_public = xp_flag_get(flags, "metrics-public")->bval;
+	o.overcommit_memory = xp_flag_get(flags, "overcommit-memory")->sval;
+	struct xp_oc_rules oc;
+	if (o.overcommit_memory && xp_oc_rules_parse(o.overcommit_memory, &oc, &err) < 0) {
+		char why[sizeof(err.text)];
+		snprintf(why, sizeof(why), "%s", err.text);
+		xp_errf(&err, XP_EINVAL, "--overcommit-memory: %s", why);
+		goto usage;
+	}
 	if (o.alert_webhook && strncmp(o.alert_webhook, "http://", 7) &&
 	    strncmp(o.alert_webhook, "https://", 8)) {
 		xp_errf(&err, XP_EINVAL,

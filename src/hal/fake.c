@@ -97,6 +97,8 @@ static int fake_enumerate(struct xp_hal_family *f, struct xp_cluster *c, struct 
 			return XP_ENOSPC;
 		d->cls = sd->cls;
 		d->health = sd->health;
+		d->mode = sd->mode;
+		d->mem_overcommit = sd->mem_overcommit;
 		d->vendor = resym(c, f->desc, sd->vendor);
 		d->model = resym(c, f->desc, sd->model);
 		d->arch = resym(c, f->desc, sd->arch);

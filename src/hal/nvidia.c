@@ -253,6 +253,7 @@ static void read_mig(struct xp_hal_family *f, struct gpu *g, struct xp_device *d
 	if (cur != NVML_DEVICE_MIG_ENABLE)
 		return;
 	g->mig = 1;
+	d->mode = XP_MODE_MIG; /* CUDA runs on its instances, not on it whole */
 	if (!f->fn.nvmlDeviceGetMaxMigDeviceCount || !f->fn.nvmlDeviceGetMigDeviceHandleByIndex ||
 	    f->fn.nvmlDeviceGetMaxMigDeviceCount(g->h, &max) != NVML_SUCCESS)
 		return;

@@ -179,12 +179,7 @@ void xp_api_nodes_add(struct xp_ctl *ctl, struct xp_cmd *cmd)
 			     c->nodes[i].name);
 	json_t *arr = json_array();
 	for (size_t i = 0; i < c->nnodes; i++) {
-		struct xp_cluster *one = xp_cluster_create();
-		xp_cluster_copy_node(one, c, &c->nodes[i], NULL);
-		char *d = xp_descriptor_to_json(one);
-		xp_cluster_destroy(one);
-		int rc = xp_ctl_journal(ctl, "node.add", xp_rec_node_add(XP_SRC_EMULATED, d), &err);
-		free(d);
+		int rc = xp_ctl_add_node(ctl, c, &c->nodes[i], XP_SRC_EMULATED, &err);
 		if (rc < 0) {
 			json_decref(arr);
 			cmd->journaled = i > 0;
@@ -281,6 +276,11 @@ void xp_api_devices(struct xp_ctl *ctl, struct xp_cmd *cmd)
 				"free_memory_mib",
 				(json_int_t)xp_sched_dev_free_mem(st->sched, (uint32_t)n, d),
 				"jobs", jobs);
+			json_object_set_new(dj, "mode", json_string(xp_mode_name(dv->mode)));
+			json_object_set_new(dj, "isolated", json_boolean(dv->mode != XP_MODE_TIMESLICE));
+			if (dv->mem_overcommit && dv->mem_overcommit != XP_OVERCOMMIT_NONE)
+				json_object_set_new(dj, "memory_admitted_mib",
+						    json_integer((json_int_t)xp_dev_admit_mib(dv)));
 			const struct xp_nodeinfo *ni = &st->nodes.v[n];
 			const char *ic = dev_interconnect(dv);
 			if (ic)

@@ -103,12 +103,7 @@ void xp_api_agents_register(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		     node->name);
 	long n = xp_state_node(st, node->name);
 	if (n < 0) {
-		struct xp_cluster *one = xp_cluster_create();
-		xp_cluster_copy_node(one, c, node, NULL);
-		char *d = xp_descriptor_to_json(one);
-		xp_cluster_destroy(one);
-		int rc = xp_ctl_journal(ctl, "node.add", xp_rec_node_add(XP_SRC_AGENT, d), &err);
-		free(d);
+		int rc = xp_ctl_add_node(ctl, c, node, XP_SRC_AGENT, &err);
 		if (rc < 0)
 			FAIL_ERR(cmd, &err, NULL);
 		cmd->journaled = 1;
@@ -329,6 +324,10 @@ void xp_api_node_assignments(struct xp_ctl *ctl, struct xp_cmd *cmd)
 			json_object_set_new(e, "workdir", json_string(j->spec.workdir));
 		if (j->spec.vgpu_off)
 			json_object_set_new(e, "vgpu", json_string("off"));
+		if (a->ndev) /* how its devices are shared: timeslice runs without the interposer */
+			json_object_set_new(
+				e, "dev_mode",
+				json_string(xp_mode_name(st->c->nodes[n].devs[a->devs[0]].mode)));
 		json_array_append_new(arr, e);
 	}
 	cmd->id = ctl->assign_ver.v[n]; /* the version this list reflects */

@@ -105,6 +105,19 @@ static int bootstrap(struct xp_ctl *ctl, struct xp_err *err)
 	return 0;
 }
 
+int xp_ctl_add_node(struct xp_ctl *ctl, const struct xp_cluster *c, const struct xp_node *node,
+		    int source, struct xp_err *err)
+{
+	struct xp_cluster *one = xp_cluster_create();
+	struct xp_node *n = xp_cluster_copy_node(one, c, node, NULL);
+	xp_oc_rules_apply(&ctl->oc, one, n);
+	char *d = xp_descriptor_to_json(one);
+	xp_cluster_destroy(one);
+	int rc = xp_ctl_journal(ctl, "node.add", xp_rec_node_add(source, d), err);
+	free(d);
+	return rc;
+}
+
 static int register_cluster(struct xp_ctl *ctl, struct xp_err *err)
 {
 	struct xp_cluster *c;
@@ -117,12 +130,7 @@ static int register_cluster(struct xp_ctl *ctl, struct xp_err *err)
 	for (size_t i = 0; rc == 0 && i < c->nnodes; i++) {
 		if (xp_state_node(ctl->st, c->nodes[i].name) >= 0)
 			continue; /* registered by an earlier start */
-		struct xp_cluster *one = xp_cluster_create();
-		xp_cluster_copy_node(one, c, &c->nodes[i], NULL);
-		char *d = xp_descriptor_to_json(one);
-		xp_cluster_destroy(one);
-		rc = xp_ctl_journal(ctl, "node.add", xp_rec_node_add(XP_SRC_EMULATED, d), err);
-		free(d);
+		rc = xp_ctl_add_node(ctl, c, &c->nodes[i], XP_SRC_EMULATED, err);
 	}
 	xp_cluster_destroy(c);
 	if (rc == 0 && (rc = xp_store_sync(ctl->store)) < 0)
@@ -145,6 +153,8 @@ int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err
 	ctl->o.cluster = ctl->own[2] = o->cluster ? xstrdup(o->cluster) : NULL;
 	ctl->o.policy = ctl->own[3] = o->policy ? xstrdup(o->policy) : NULL;
 	ctl->o.store_vfs = ctl->own[4] = o->store_vfs ? xstrdup(o->store_vfs) : NULL;
+	ctl->o.overcommit_memory = ctl->own[5] =
+		o->overcommit_memory ? xstrdup(o->overcommit_memory) : NULL;
 	if (!ctl->o.body_limit)
 		ctl->o.body_limit = 1 << 20;
 	if (ctl->o.tick_ms <= 0)
@@ -181,6 +191,13 @@ int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err
 	ctl->ev = xp_events_create(ctl->o.event_ring);
 	so.policy = ctl->o.policy;
 	memcpy(so.weights, ctl->o.weights, sizeof(so.weights));
+	if (ctl->o.overcommit_memory &&
+	    (rc = xp_oc_rules_parse(ctl->o.overcommit_memory, &ctl->oc, err)) < 0) {
+		char why[sizeof(err->text)];
+		snprintf(why, sizeof(why), "%s", err->text);
+		xp_errf(err, rc, "--overcommit-memory: %s", why);
+		goto fail;
+	}
 	ctl->st = xp_state_create(&so, err);
 	if (!ctl->st) {
 		rc = err->code;

@@ -92,6 +92,8 @@ struct xp_ctl_opts {
 	int recover;	      /* open a damaged store anyway, dropping what fails its checks
 			       * (xp_store_opts.recover; `--recover`); what went is on stderr */
 	const char *store_vfs; /* SQLite VFS of the store; NULL: the default (tests) */
+	const char *overcommit_memory; /* xp_oc_rules text for nodes that do not set their own
+					* (`--overcommit-memory`); NULL: none */
 	/* The journal failed (fail-stop): called once, on the owner thread, after the controller
 	 * stopped being ready and began refusing every request; the process should stop (`xpool
 	 * server` exits 1). NULL: nothing more (a test stops the controller itself). */
@@ -308,7 +310,8 @@ void xp_park_destroy(struct xp_ctl *ctl);
 
 struct xp_ctl {
 	struct xp_ctl_opts o;
-	char *own[5]; /* copies of o's strings */
+	char *own[6]; /* copies of o's strings */
+	struct xp_oc_rules oc; /* o.overcommit_memory, parsed */
 	struct xp_store *store;
 	struct xp_state *st;
 	struct xp_events *ev;
@@ -435,6 +438,11 @@ void xp_owner_submit(struct xp_ctl *ctl, struct xp_cmd *cmd);
 /* Owner thread: apply a record, journal it, publish its event. 0 or < 0
  * (refused: nothing changed, the error in err). body is taken. */
 int xp_ctl_journal(struct xp_ctl *ctl, const char *type, char *body, struct xp_err *err);
+/* Journal node.add for node of c (source enum xp_node_source), with the
+ * server's memory overcommit on the devices that set none (the record
+ * carries it, so a replay never depends on today's flags). */
+int xp_ctl_add_node(struct xp_ctl *ctl, const struct xp_cluster *c, const struct xp_node *node,
+		    int source, struct xp_err *err);
 /* After replay: emulated tasks of running jobs get their completion time. */
 void xp_emu_schedule(struct xp_ctl *ctl, const struct xp_job *j);
 /* Build the event JSON of an applied record. */

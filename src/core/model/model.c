@@ -73,6 +73,76 @@ uint64_t xp_dev_admit_mib(const struct xp_device *d)
 	return d->mem_mib * f / XP_OVERCOMMIT_NONE;
 }
 
+/* one item: F, CLASS=F or MODEL=F */
+static int oc_item(const char *item, size_t len, struct xp_oc_rule *r, struct xp_err *err)
+{
+	char buf[96], *eq, *end;
+	if (len == 0 || len >= sizeof(buf))
+		return xp_errf(err, XP_EINVAL, "expected F, CLASS=F or MODEL=F, got '%.*s'",
+			       (int)(len < 60 ? len : 60), item);
+	memcpy(buf, item, len);
+	buf[len] = '\0';
+	eq = strchr(buf, '=');
+	const char *num = eq ? eq + 1 : buf;
+	double f = strtod(num, &end);
+	if (!*num || *end || !(f >= 1) || f > XP_OVERCOMMIT_MAX / 100.0)
+		return xp_errf(err, XP_ERANGE, "'%s': expected a factor from 1 to %d", buf,
+			       XP_OVERCOMMIT_MAX / 100);
+	r->pct = (uint16_t)(f * 100 + 0.5);
+	r->cls = -2;
+	r->model[0] = '\0';
+	if (!eq)
+		return 0;
+	*eq = '\0';
+	if (!buf[0] || strlen(buf) >= sizeof(r->model))
+		return xp_errf(err, XP_EINVAL, "'%.60s': expected a class or model before '='",
+			       item);
+	r->cls = (int8_t)xp_class_parse(buf);
+	if (r->cls == XP_CLASS_CPU)
+		return xp_errf(err, XP_EINVAL, "'%s': CPUs have no device memory to overcommit",
+			       buf);
+	snprintf(r->model, sizeof(r->model), "%s", buf);
+	return 0;
+}
+
+int xp_oc_rules_parse(const char *s, struct xp_oc_rules *out, struct xp_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	while (s && *s) {
+		size_t len = strcspn(s, ",");
+		if (out->n == XP_OC_RULES)
+			return xp_errf(err, XP_ERANGE, "more than %d rules", XP_OC_RULES);
+		int rc = oc_item(s, len, &out->r[out->n], err);
+		if (rc < 0)
+			return rc;
+		out->n++;
+		s += len + (s[len] == ',');
+	}
+	return 0;
+}
+
+void xp_oc_rules_apply(const struct xp_oc_rules *r, const struct xp_cluster *c, struct xp_node *n)
+{
+	for (uint16_t d = 0; d < n->ndevs; d++) {
+		struct xp_device *dv = &n->devs[d];
+		const char *model = dv->model ? xp_strtab_str(c->syms, dv->model) : "";
+		int best = 0; /* 3 model, 2 class, 1 any */
+		if (dv->cls == XP_CLASS_CPU || dv->mem_overcommit)
+			continue;
+		for (uint8_t i = 0; i < r->n; i++) {
+			const struct xp_oc_rule *x = &r->r[i];
+			int rank = x->cls == -2		     ? 1
+				   : x->cls == (int8_t)dv->cls ? 2
+				   : x->cls == -1 && !strcasecmp(x->model, model) ? 3
+										  : 0;
+			if (rank > best) {
+				best = rank;
+				dv->mem_overcommit = x->pct;
+			}
+		}
+	}
+}
+
 const char *xp_link_name(int kind)
 {
 	return kind >= 0 && kind < XP_LINK_N ? link_names[kind] : "other";

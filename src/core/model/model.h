@@ -213,6 +213,24 @@ int xp_mode_parse(const char *s);
 uint16_t xp_share_by_mem(uint64_t dev_mem_mib, uint64_t mem_mib);
 /* Device memory the scheduler admits on d: physical x its overcommit. */
 uint64_t xp_dev_admit_mib(const struct xp_device *d);
+
+/* Memory overcommit by class or model, as a server sets it
+ * (`--overcommit-memory 1.5` for every accelerator, or
+ * `gpu=1.5,A100-SXM4-80GB=1.2`): a model's rule wins over a class's, a
+ * class's over the bare factor. */
+#define XP_OC_RULES 16
+struct xp_oc_rules {
+	uint8_t n;
+	struct xp_oc_rule {
+		int8_t cls;	/* enum xp_dev_class; -1 = by model; -2 = every accelerator */
+		char model[64]; /* compared in any case */
+		uint16_t pct;
+	} r[XP_OC_RULES];
+};
+/* Parse rules; the error names the item and the reason. */
+int xp_oc_rules_parse(const char *s, struct xp_oc_rules *out, struct xp_err *err);
+/* Set the overcommit of node n's accelerators that have none of their own. */
+void xp_oc_rules_apply(const struct xp_oc_rules *r, const struct xp_cluster *c, struct xp_node *n);
 const char *xp_link_name(int kind);
 int xp_link_parse(const char *s);
 const char *xp_prec_name(int p);

@@ -116,8 +116,8 @@ const struct xp_mig_table *xp_mig_table_find(const char *model)
 		size_t table;
 	} rules[] = { { "A100", 40, 1, 0 }, { "A100", 80, 0, 1 }, { "H100", 80, 1, 2 },
 		      { "H200", 141, 1, 3 } };
-	if (!model)
-		return NULL;
+	if (!model || (has(model, "NVL") && has(model, "H100")))
+		return NULL; /* H100 NVL: 94 GB, its own profiles */
 	unsigned gb = gb_in(model);
 	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++)
 		if (has(model, rules[i].family) && (gb ? gb == rules[i].gb : rules[i].dflt))

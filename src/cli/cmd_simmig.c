@@ -127,6 +127,12 @@ static void print_table(const struct xp_migsim_stream *s, const struct args *a,
 		       (unsigned long long)rc, x->hours > 0 ? (double)rc / x->hours : 0,
 		       x->largest_mean, x->cpu_s);
 	}
+	printf("rejected after waiting, by profile size (1g/2g/3g/4g/7g):");
+	for (int k = 0; k < XP_MIGSIM_NMODES; k++)
+		printf("%s %s %u/%u/%u/%u/%u", k ? ";" : "", xp_migsim_mode_name(k),
+		       r[k].rejected_by[1], r[k].rejected_by[2], r[k].rejected_by[3],
+		       r[k].rejected_by[4], r[k].rejected_by[7]);
+	printf("\n");
 	int best = 0;
 	for (int k = 1; k <= XP_MIGSIM_STATIC_7G; k++)
 		if (r[k].admitted > r[best].admitted)
@@ -147,10 +153,13 @@ static json_t *result_json(const struct xp_migsim_stream *s, const struct xp_mig
 	for (int k = 0; k < XP_MIGSIM_NMODES; k++)
 		json_array_append_new(
 			modes,
-			json_pack("{s:s,s:i,s:i,s:i,s:i,s:I,s:I,s:f,s:f,s:f,s:f}", "mode",
+			json_pack("{s:s,s:i,s:i,s:i,s:i,s:[iiiii],s:I,s:I,s:f,s:f,s:f,s:f}", "mode",
 				  xp_migsim_mode_name(k), "admitted", (int)r[k].admitted,
 				  "waiting", (int)r[k].waiting, "rejected", (int)r[k].rejected,
-				  "unfit", (int)r[k].unfit, "creations",
+				  "unfit", (int)r[k].unfit, "rejected_by_size_1g_2g_3g_4g_7g",
+				  (int)r[k].rejected_by[1], (int)r[k].rejected_by[2],
+				  (int)r[k].rejected_by[3], (int)r[k].rejected_by[4],
+				  (int)r[k].rejected_by[7], "creations",
 				  (json_int_t)r[k].creations, "destructions",
 				  (json_int_t)r[k].destructions, "slice_hours", r[k].slice_hours,
 				  "idle_slice_hours", r[k].idle_slice_hours, "largest_mean",

@@ -288,7 +288,9 @@ static void scan(struct run *u)
 		const struct xp_migsim_req *q = &u->s->r[req];
 		size_t f = 0;
 		if (q->t + u->o->timeout_s < u->now) {
+			int k = xp_mig_smallest(u->o->models[0], q->milli, q->mem_mib);
 			u->r->rejected++;
+			u->r->rejected_by[k < 0 ? 0 : u->o->models[0]->prof[k].compute]++;
 			continue;
 		}
 		while (f < nf && (failed[f].milli != q->milli || failed[f].mem != q->mem_mib))

@@ -77,6 +77,9 @@ struct xp_migsim_opts {
 
 struct xp_migsim_result {
 	uint32_t requests, admitted, waiting, rejected, unfit;
+	/* rejected after waiting, by the compute slices of the request's
+	 * profile on models[0] (0: none there) */
+	uint32_t rejected_by[XP_MIG_COMPUTE_SLICES + 1];
 	uint64_t creations, destructions; /* instances; a reconfiguration is either */
 	double hours;			  /* first to last arrival */
 	double slice_hours, idle_slice_hours; /* compute slices, idle = held by no job */

@@ -168,14 +168,14 @@ static json_t *result_json(const struct xp_migsim_stream *s, const struct xp_mig
 			 r[0].hours, "modes", modes);
 }
 
-static int write_svg(const struct args *a, const struct xp_migsim_stream *s,
+static int write_svg(const struct args *a, int64_t bucket_s, const struct xp_migsim_stream *s,
 		     const struct xp_migsim_result *r, struct xp_err *err)
 {
 	struct xp_svg_series ser[XP_MIGSIM_NMODES];
 	char path[1024], title[128];
 	double *x = calloc(r[0].nbuckets + 1, sizeof(double));
 	for (size_t b = 0; b < r[0].nbuckets; b++)
-		x[b] = (double)b * (double)a->o.bucket_s / 3600;
+		x[b] = (double)b * (double)bucket_s / 3600;
 	for (int k = 0; k < XP_MIGSIM_NMODES; k++)
 		ser[k] = (struct xp_svg_series){ xp_migsim_mode_name(k), x, r[k].largest,
 						 r[k].nbuckets, 0, k <= XP_MIGSIM_STATIC_7G };
@@ -205,13 +205,17 @@ static int run_stream(const struct args *a, int which, json_t *out, struct xp_er
 	if (rc < 0)
 		return rc;
 	xp_migsim_arrange(&s, a->seed, a->poisson);
+	/* the series in hours, at most about 240 points */
+	struct xp_migsim_opts o = a->o;
+	int64_t span = s.r[s.n - 1].t - s.r[0].t, hours = span / (240 * 3600) + 1;
+	o.bucket_s = hours * 3600;
 	for (int k = 0; k < XP_MIGSIM_NMODES && rc == 0; k++) {
 		uint64_t t0 = xp_thread_cpu_ns();
-		rc = xp_migsim_run(&s, &a->o, k, &r[k], err);
+		rc = xp_migsim_run(&s, &o, k, &r[k], err);
 		r[k].cpu_s = (double)(xp_thread_cpu_ns() - t0) / 1e9;
 	}
 	if (rc == 0 && a->svg)
-		rc = write_svg(a, &s, r, err);
+		rc = write_svg(a, o.bucket_s, &s, r, err);
 	if (rc == 0 && out)
 		json_array_append_new(out, result_json(&s, r));
 	else if (rc == 0)

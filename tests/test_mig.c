@@ -105,11 +105,16 @@ static void test_table_find(void **state)
 	static const struct {
 		const char *in, *want;
 	} cases[] = {
-		{ "NVIDIA A100-SXM4-80GB", "A100-80GB" }, { "A100 80GB PCIe", "A100-80GB" },
-		{ "A100-PCIE-40GB", "A100-40GB" },	  { "a100", "A100-40GB" },
-		{ "H100 80GB HBM3", "H100-80GB" },	  { "NVIDIA H100-SXM5-80GB", "H100-80GB" },
-		{ "H200", "H200-141GB" },		  { "h200-141gb", "H200-141GB" },
-		{ "NVIDIA H200", "H200-141GB" },	  { "H100-80GB", "H100-80GB" },
+		{ "NVIDIA A100-SXM4-80GB", "A100-80GB" },
+		{ "A100 80GB PCIe", "A100-80GB" },
+		{ "A100-PCIE-40GB", "A100-40GB" },
+		{ "a100", "A100-40GB" },
+		{ "H100 80GB HBM3", "H100-80GB" },
+		{ "NVIDIA H100-SXM5-80GB", "H100-80GB" },
+		{ "H200", "H200-141GB" },
+		{ "h200-141gb", "H200-141GB" },
+		{ "NVIDIA H200", "H200-141GB" },
+		{ "H100-80GB", "H100-80GB" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const struct xp_mig_table *t = xp_mig_table_find(cases[i].in);
@@ -148,12 +153,12 @@ static void test_smallest(void **state)
 		uint64_t mib;
 		int want;
 	} cases[] = {
-		{ 0, 0, XP_MIG_1G },	    { 142, 0, XP_MIG_1G },	{ 143, 0, XP_MIG_2G },
-		{ 285, 0, XP_MIG_2G },	    { 286, 0, XP_MIG_3G },	{ 320, 0, XP_MIG_3G },
-		{ 470, 0, XP_MIG_4G },	    { 571, 0, XP_MIG_4G },	{ 572, 0, XP_MIG_7G },
-		{ 1000, 0, XP_MIG_7G },	    { 0, 9728, XP_MIG_1G },	{ 0, 9729, XP_MIG_1G_2X },
-		{ 0, 19968, XP_MIG_1G_2X }, { 0, 19969, XP_MIG_3G },	{ 300, 10000, XP_MIG_3G },
-		{ 500, 30000, XP_MIG_4G },  { 0, 81152, XP_MIG_7G },	{ 0, 81153, -1 },
+		{ 0, 0, XP_MIG_1G },	    { 142, 0, XP_MIG_1G },   { 143, 0, XP_MIG_2G },
+		{ 285, 0, XP_MIG_2G },	    { 286, 0, XP_MIG_3G },   { 320, 0, XP_MIG_3G },
+		{ 470, 0, XP_MIG_4G },	    { 571, 0, XP_MIG_4G },   { 572, 0, XP_MIG_7G },
+		{ 1000, 0, XP_MIG_7G },	    { 0, 9728, XP_MIG_1G },  { 0, 9729, XP_MIG_1G_2X },
+		{ 0, 19968, XP_MIG_1G_2X }, { 0, 19969, XP_MIG_3G }, { 300, 10000, XP_MIG_3G },
+		{ 500, 30000, XP_MIG_4G },  { 0, 81152, XP_MIG_7G }, { 0, 81153, -1 },
 	};
 	const struct xp_mig_table *t = table("A100-80GB");
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -193,8 +198,7 @@ static int ref_free(const struct xp_mig_table *t, const struct ref *r, int kind,
 
 /* the most instances of kind that fit together, by exhaustive search over
  * the subsets of its placements (taken from index `from` on) */
-static unsigned ref_room_from(const struct xp_mig_table *t, struct ref *r, int kind,
-			      unsigned from)
+static unsigned ref_room_from(const struct xp_mig_table *t, struct ref *r, int kind, unsigned from)
 {
 	unsigned best = 0;
 	for (unsigned i = from; i < t->prof[kind].nplace; i++) {
@@ -512,12 +516,18 @@ static void test_sim_traces(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_a100_40gb_table), cmocka_unit_test(test_ids_and_counts),
-		cmocka_unit_test(test_h200),		cmocka_unit_test(test_table_find),
-		cmocka_unit_test(test_profile_find),	cmocka_unit_test(test_smallest),
-		cmocka_unit_test(test_lattice_random),	cmocka_unit_test(test_layouts),
-		cmocka_unit_test(test_policy_choices),	cmocka_unit_test(test_xpool_least_loss),
-		cmocka_unit_test(test_sim_small),	cmocka_unit_test(test_sim_random),
+		cmocka_unit_test(test_a100_40gb_table),
+		cmocka_unit_test(test_ids_and_counts),
+		cmocka_unit_test(test_h200),
+		cmocka_unit_test(test_table_find),
+		cmocka_unit_test(test_profile_find),
+		cmocka_unit_test(test_smallest),
+		cmocka_unit_test(test_lattice_random),
+		cmocka_unit_test(test_layouts),
+		cmocka_unit_test(test_policy_choices),
+		cmocka_unit_test(test_xpool_least_loss),
+		cmocka_unit_test(test_sim_small),
+		cmocka_unit_test(test_sim_random),
 		cmocka_unit_test(test_sim_traces),
 	};
 	return xp_run_tests(tests, NULL, NULL);

@@ -12,6 +12,7 @@
 
 #include "../lib/clock.h"
 #include "../lib/parse.h"
+#include "../lib/xalloc.h"
 #include "../sim/mig.h"
 #include "../sim/svg.h"
 #include "cli.h"
@@ -56,8 +57,8 @@ static int models(const char *spec, struct xp_migsim_opts *o)
 		}
 	}
 	if (rc == 0 && !o->nmodels) {
-		fprintf(stderr, "xpool sim mig: --models: expected a list of GPU models, got '%s'\n",
-			spec);
+		fprintf(stderr,
+			"xpool sim mig: --models: expected a list of GPU models, got '%s'\n", spec);
 		rc = -1;
 	}
 	xp_free_list(v, n);
@@ -94,7 +95,8 @@ static int numbers(struct xp_flag *flags, struct args *a)
 	if ((f = xp_flag_get(flags, "headroom")->sval)) {
 		if (xp_parse_double(f, &d) < 0 || !(d >= 1 && d <= 4)) {
 			fprintf(stderr,
-				"xpool sim mig: --headroom: expected a number in 1..4, got '%s'\n", f);
+				"xpool sim mig: --headroom: expected a number in 1..4, got '%s'\n",
+				f);
 			return -1;
 		}
 		a->headroom = d;
@@ -112,8 +114,8 @@ static void print_table(const struct xp_migsim_stream *s, const struct args *a,
 	       s->name, s->n, r[0].hours, s->skipped, a->o.nodes, a->o.gpus_per_node);
 	for (size_t m = 0; m < a->o.nmodels; m++)
 		printf("%s%s", m ? ", " : "", a->o.models[m]->model);
-	printf("); wait <= %llds, warm %llds, %s arrivals, seed %llu\n",
-	       (long long)a->o.timeout_s, (long long)a->o.warm_s, a->poisson ? "poisson" : "trace",
+	printf("); wait <= %llds, warm %llds, %s arrivals, seed %llu\n", (long long)a->o.timeout_s,
+	       (long long)a->o.warm_s, a->poisson ? "poisson" : "trace",
 	       (unsigned long long)a->seed);
 	printf("%-19s %8s %7s %8s %5s %7s %6s %8s %8s %7s %6s\n", "MODE", "ADMITTED", "WAITING",
 	       "REJECTED", "UNFIT", "ADMIT%", "IDLE%", "RECONF", "RECONF/H", "LARGEST", "CPU_S");
@@ -154,16 +156,15 @@ static json_t *result_json(const struct xp_migsim_stream *s, const struct xp_mig
 		json_array_append_new(
 			modes,
 			json_pack("{s:s,s:i,s:i,s:i,s:i,s:[iiiii],s:I,s:I,s:f,s:f,s:f,s:f}", "mode",
-				  xp_migsim_mode_name(k), "admitted", (int)r[k].admitted,
-				  "waiting", (int)r[k].waiting, "rejected", (int)r[k].rejected,
-				  "unfit", (int)r[k].unfit, "rejected_by_size_1g_2g_3g_4g_7g",
+				  xp_migsim_mode_name(k), "admitted", (int)r[k].admitted, "waiting",
+				  (int)r[k].waiting, "rejected", (int)r[k].rejected, "unfit",
+				  (int)r[k].unfit, "rejected_by_size_1g_2g_3g_4g_7g",
 				  (int)r[k].rejected_by[1], (int)r[k].rejected_by[2],
 				  (int)r[k].rejected_by[3], (int)r[k].rejected_by[4],
-				  (int)r[k].rejected_by[7], "creations",
-				  (json_int_t)r[k].creations, "destructions",
-				  (json_int_t)r[k].destructions, "slice_hours", r[k].slice_hours,
-				  "idle_slice_hours", r[k].idle_slice_hours, "largest_mean",
-				  r[k].largest_mean, "cpu_s", r[k].cpu_s));
+				  (int)r[k].rejected_by[7], "creations", (json_int_t)r[k].creations,
+				  "destructions", (json_int_t)r[k].destructions, "slice_hours",
+				  r[k].slice_hours, "idle_slice_hours", r[k].idle_slice_hours,
+				  "largest_mean", r[k].largest_mean, "cpu_s", r[k].cpu_s));
 	return json_pack("{s:s,s:i,s:f,s:o}", "stream", s->name, "requests", (int)s->n, "hours",
 			 r[0].hours, "modes", modes);
 }
@@ -173,12 +174,14 @@ static int write_svg(const struct args *a, int64_t bucket_s, const struct xp_mig
 {
 	struct xp_svg_series ser[XP_MIGSIM_NMODES];
 	char path[1024], title[128];
-	double *x = calloc(r[0].nbuckets + 1, sizeof(double));
+	double *x = xcalloc(r[0].nbuckets + 1, sizeof(double));
 	for (size_t b = 0; b < r[0].nbuckets; b++)
 		x[b] = (double)b * (double)bucket_s / 3600;
 	for (int k = 0; k < XP_MIGSIM_NMODES; k++)
-		ser[k] = (struct xp_svg_series){ xp_migsim_mode_name(k), x, r[k].largest,
-						 r[k].nbuckets, 0, k <= XP_MIGSIM_STATIC_7G };
+		ser[k] = (struct xp_svg_series){
+			xp_migsim_mode_name(k), x, r[k].largest,
+			r[k].nbuckets,		0, k <= XP_MIGSIM_STATIC_7G
+		};
 	snprintf(path, sizeof(path), "%s-%s.svg", a->svg, s->name);
 	snprintf(title, sizeof(title), "%s: largest MIG profile still obtainable (mean over GPUs)",
 		 s->name);
@@ -257,10 +260,11 @@ static int parse(struct xp_flag *flags, int argc, char **argv, struct args *a, i
 		return xp_cli_fail("sim mig", &err, 2);
 	if (*help)
 		return 0;
-	a->openb = (f = xp_flag_get(flags, "openb-trace")->sval) ? strdup(f)
-								 : xp_cli_shared_path("traces/openb");
+	a->openb = (f = xp_flag_get(flags, "openb-trace")->sval)
+			   ? xstrdup(f)
+			   : xp_cli_shared_path("traces/openb");
 	a->genai = (f = xp_flag_get(flags, "genai-trace")->sval)
-			   ? strdup(f)
+			   ? xstrdup(f)
 			   : xp_cli_shared_path("traces/genai2026");
 	if ((f = xp_flag_get(flags, "pods")->sval))
 		a->pods = f;
@@ -272,7 +276,8 @@ int xp_cmd_sim_mig(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
 		{ "stream", XP_FLAG_STR, "WHICH", "openb, genai or both (default)" },
-		{ "openb-trace", XP_FLAG_STR, "DIR", "OpenB trace (default ../shared/traces/openb)" },
+		{ "openb-trace", XP_FLAG_STR, "DIR",
+		  "OpenB trace (default ../shared/traces/openb)" },
 		{ "pods", XP_FLAG_STR, "NAME|FILE", "OpenB pod list (default: default)" },
 		{ "genai-trace", XP_FLAG_STR, "DIR",
 		  "GenAI trace (default ../shared/traces/genai2026)" },

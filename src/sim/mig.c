@@ -30,8 +30,8 @@
 #define MAXFAILED 64
 
 static const char *const mode_names[XP_MIGSIM_NMODES] = {
-	"static-all-balanced", "static-all-1g", "static-all-7g", "first-fit", "hami-best-fit",
-	"xpool",
+	"static-all-balanced", "static-all-1g", "static-all-7g",
+	"first-fit",	       "hami-best-fit", "xpool",
 };
 
 const char *xp_migsim_mode_name(int mode)
@@ -155,8 +155,9 @@ static int free_instance(const struct run *u, const struct xp_migsim_req *q, siz
 		int want = xp_mig_smallest(g->t, q->milli, q->mem_mib);
 		for (unsigned j = 0; want >= 0 && j < g->n; j++) {
 			const struct xp_mig_profile *p = &g->t->prof[g->inst[j].kind];
-			if (u->job[i][g->inst[j].start] >= 0 || p->compute < g->t->prof[want].compute ||
-			    p->mem_mib < q->mem_mib || (u->policy >= 0 && g->inst[j].kind != want))
+			if (u->job[i][g->inst[j].start] >= 0 ||
+			    p->compute < g->t->prof[want].compute || p->mem_mib < q->mem_mib ||
+			    (u->policy >= 0 && g->inst[j].kind != want))
 				continue;
 			if (!found || p->compute < bc || (p->compute == bc && p->mem_mib < bm) ||
 			    (p->compute == bc && p->mem_mib == bm && i == *gi &&
@@ -191,7 +192,8 @@ static int reclaim(struct run *u, const struct xp_migsim_req *q, struct xp_mig_p
 	uint8_t span = (uint8_t)(((1u << size) - 1) << p->start);
 	for (unsigned j = g->n; j-- > 0;) {
 		const struct xp_mig_inst *in = &g->inst[j];
-		uint8_t m = (uint8_t)(((1u << g->t->prof[in->kind].place[0].size) - 1) << in->start);
+		uint8_t m =
+			(uint8_t)(((1u << g->t->prof[in->kind].place[0].size) - 1) << in->start);
 		if (m & span) {
 			u->idle_insts--;
 			destroy(u, p->gpu, in->start);
@@ -340,11 +342,13 @@ static void finish(struct run *u, struct xp_migsim_result *r)
 {
 	int64_t span = u->now - u->t0;
 	for (size_t b = 0; b < r->nbuckets; b++) {
-		int64_t len = b + 1 < r->nbuckets ? u->o->bucket_s
-						  : span - (int64_t)b * u->o->bucket_s;
-		r->largest[b] = len > 0 ? r->largest[b] / (double)len : u->largest_sum / (double)u->ng;
+		int64_t len =
+			b + 1 < r->nbuckets ? u->o->bucket_s : span - (int64_t)b * u->o->bucket_s;
+		r->largest[b] =
+			len > 0 ? r->largest[b] / (double)len : u->largest_sum / (double)u->ng;
 	}
-	r->largest_mean = span > 0 ? r->largest_mean / (double)span : u->largest_sum / (double)u->ng;
+	r->largest_mean =
+		span > 0 ? r->largest_mean / (double)span : u->largest_sum / (double)u->ng;
 	r->waiting = (uint32_t)u->queue.n;
 	free(u->g);
 	free(u->job);
@@ -358,8 +362,9 @@ static void finish(struct run *u, struct xp_migsim_result *r)
 int xp_migsim_run(const struct xp_migsim_stream *s, const struct xp_migsim_opts *o, int mode,
 		  struct xp_migsim_result *r, struct xp_err *err)
 {
-	static const int policy_of[XP_MIGSIM_NMODES] = { -1, -1, -1, XP_MIG_FIRST_FIT,
-							 XP_MIG_BEST_FIT, XP_MIG_XPOOL };
+	static const int policy_of[XP_MIGSIM_NMODES] = {
+		-1, -1, -1, XP_MIG_FIRST_FIT, XP_MIG_BEST_FIT, XP_MIG_XPOOL
+	};
 	struct run u = { s, o, r, mode, 0 };
 	memset(r, 0, sizeof(*r));
 	if (mode < 0 || mode >= XP_MIGSIM_NMODES)

@@ -80,8 +80,8 @@ struct xp_migsim_result {
 	/* rejected after waiting, by the compute slices of the request's
 	 * profile on models[0] (0: none there) */
 	uint32_t rejected_by[XP_MIG_COMPUTE_SLICES + 1];
-	uint64_t creations, destructions; /* instances; a reconfiguration is either */
-	double hours;			  /* first to last arrival */
+	uint64_t creations, destructions;     /* instances; a reconfiguration is either */
+	double hours;			      /* first to last arrival */
 	double slice_hours, idle_slice_hours; /* compute slices, idle = held by no job */
 	double largest_mean; /* time mean over GPUs of the largest profile a request could get
 				now (compute slices, 0..7) */

@@ -23,6 +23,7 @@
 
 #include "model.h"
 
+/* clang-format off */
 /* the A100 placement pattern, per kind */
 #define P1   7, { { 0, 1 }, { 1, 1 }, { 2, 1 }, { 3, 1 }, { 4, 1 }, { 5, 1 }, { 6, 1 } }
 #define P1X2 4, { { 0, 2 }, { 2, 2 }, { 4, 2 }, { 6, 2 } }
@@ -63,6 +64,7 @@ static const struct xp_mig_table tables[] = {
 	    ROW1X2("1g.35gb", 33024, 26), ROW2("2g.35gb", 33024, 32), ROW3("3g.71gb", 71168, 60),
 	    ROW4("4g.71gb", 71168, 64), ROW7("7g.141gb", 142336, 132) } },
 };
+/* clang-format on */
 #define NTABLES (sizeof(tables) / sizeof(tables[0]))
 
 size_t xp_mig_ntables(void)
@@ -114,7 +116,9 @@ const struct xp_mig_table *xp_mig_table_find(const char *model)
 		const char *family;
 		unsigned gb, dflt;
 		size_t table;
-	} rules[] = { { "A100", 40, 1, 0 }, { "A100", 80, 0, 1 }, { "H100", 80, 1, 2 },
+	} rules[] = { { "A100", 40, 1, 0 },
+		      { "A100", 80, 0, 1 },
+		      { "H100", 80, 1, 2 },
 		      { "H200", 141, 1, 3 } };
 	if (!model || (has(model, "NVL") && has(model, "H100")))
 		return NULL; /* H100 NVL: 94 GB, its own profiles */
@@ -156,9 +160,9 @@ int xp_mig_smallest(const struct xp_mig_table *t, uint32_t compute_milli, uint64
 		if (k == XP_MIG_1G_ME || p->compute < need || p->mem_mib < mem_mib)
 			continue;
 		if (!b || p->compute < b->compute ||
-		    (p->compute == b->compute && (p->mem_mib < b->mem_mib ||
-						  (p->mem_mib == b->mem_mib &&
-						   p->place[0].size < b->place[0].size))))
+		    (p->compute == b->compute &&
+		     (p->mem_mib < b->mem_mib ||
+		      (p->mem_mib == b->mem_mib && p->place[0].size < b->place[0].size))))
 			best = k;
 	}
 	return best;
@@ -277,7 +281,8 @@ int xp_mig_largest(const struct xp_mig_gpu *g)
 		if (!xp_mig_free_placements(g, k, NULL))
 			continue;
 		if (best < 0 || p->compute > g->t->prof[best].compute ||
-		    (p->compute == g->t->prof[best].compute && p->mem_mib > g->t->prof[best].mem_mib))
+		    (p->compute == g->t->prof[best].compute &&
+		     p->mem_mib > g->t->prof[best].mem_mib))
 			best = k;
 	}
 	return best;
@@ -312,7 +317,9 @@ int xp_mig_layout(struct xp_mig_gpu *g, const char *layout, struct xp_err *err)
 		uint8_t n;
 		struct xp_mig_inst inst[XP_MIG_COMPUTE_SLICES];
 	} layouts[] = {
-		{ "all-1g", 7, { { 0, 0 }, { 0, 1 }, { 0, 2 }, { 0, 3 }, { 0, 4 }, { 0, 5 }, { 0, 6 } } },
+		{ "all-1g",
+		  7,
+		  { { 0, 0 }, { 0, 1 }, { 0, 2 }, { 0, 3 }, { 0, 4 }, { 0, 5 }, { 0, 6 } } },
 		{ "all-7g", 1, { { XP_MIG_7G, 0 } } },
 		{ "all-balanced", 4, { { 0, 0 }, { 0, 1 }, { XP_MIG_2G, 2 }, { XP_MIG_3G, 4 } } },
 	};
@@ -321,12 +328,14 @@ int xp_mig_layout(struct xp_mig_gpu *g, const char *layout, struct xp_err *err)
 			continue;
 		xp_mig_gpu_init(g, g->t);
 		for (unsigned j = 0; j < layouts[i].n; j++) {
-			int rc = xp_mig_place(g, layouts[i].inst[j].kind, layouts[i].inst[j].start, err);
+			int rc = xp_mig_place(g, layouts[i].inst[j].kind, layouts[i].inst[j].start,
+					      err);
 			if (rc < 0)
 				return rc;
 		}
 		return 0;
 	}
-	return xp_errf(err, XP_EINVAL, "unknown MIG layout '%s' (valid: all-balanced, all-1g, all-7g)",
+	return xp_errf(err, XP_EINVAL,
+		       "unknown MIG layout '%s' (valid: all-balanced, all-1g, all-7g)",
 		       layout ? layout : "");
 }

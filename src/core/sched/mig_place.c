@@ -76,8 +76,8 @@ int xp_mig_choose(int policy, const struct xp_mig_gpu *gpus, size_t n, uint32_t 
 				loss = phi - xp_mig_potential(&after, w);
 			}
 			if (better(policy, loss, freeslices, out, best_free, have)) {
-				*out = (struct xp_mig_pick){ (uint32_t)i, (uint8_t)kind, pl[j].start,
-							     loss };
+				*out = (struct xp_mig_pick){ (uint32_t)i, (uint8_t)kind,
+							     pl[j].start, loss };
 				best_free = freeslices;
 				have = 1;
 			}

@@ -117,14 +117,15 @@ static void print_table(const struct xp_migsim_stream *s, const struct args *a,
 	printf("); wait <= %llds, warm %llds, %s arrivals, seed %llu\n", (long long)a->o.timeout_s,
 	       (long long)a->o.warm_s, a->poisson ? "poisson" : "trace",
 	       (unsigned long long)a->seed);
-	printf("%-19s %8s %7s %8s %5s %7s %6s %8s %8s %7s %6s\n", "MODE", "ADMITTED", "WAITING",
-	       "REJECTED", "UNFIT", "ADMIT%", "IDLE%", "RECONF", "RECONF/H", "LARGEST", "CPU_S");
+	printf("%-19s %8s %7s %8s %5s %7s %8s %6s %8s %8s %7s %6s\n", "MODE", "ADMITTED", "WAITING",
+	       "REJECTED", "UNFIT", "ADMIT%", "IDLE_SH", "IDLE%", "RECONF", "RECONF/H", "LARGEST",
+	       "CPU_S");
 	for (int k = 0; k < XP_MIGSIM_NMODES; k++) {
 		const struct xp_migsim_result *x = &r[k];
 		uint64_t rc = x->creations + x->destructions;
-		printf("%-19s %8u %7u %8u %5u %6.1f%% %5.1f%% %8llu %8.2f %7.2f %6.2f\n",
+		printf("%-19s %8u %7u %8u %5u %6.1f%% %8.0f %5.1f%% %8llu %8.2f %7.2f %6.2f\n",
 		       xp_migsim_mode_name(k), x->admitted, x->waiting, x->rejected, x->unfit,
-		       100.0 * x->admitted / (x->requests ? x->requests : 1),
+		       100.0 * x->admitted / (x->requests ? x->requests : 1), x->idle_slice_hours,
 		       100.0 * x->idle_slice_hours / (x->slice_hours > 0 ? x->slice_hours : 1),
 		       (unsigned long long)rc, x->hours > 0 ? (double)rc / x->hours : 0,
 		       x->largest_mean, x->cpu_s);

@@ -5,6 +5,7 @@
  *   compare   ours vs published results, with the validation gate
  *   workload  the target workload M and the empty-cluster fragmentation
  *   bench     placement throughput on synthetic clusters (sim_bench.c)
+ *   mig       MIG slices under static layouts and dynamic policies (cmd_simmig.c)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@ int xp_cmd_sim_bench(int argc, char **argv);
 int xp_cmd_sim_tenants(int argc, char **argv);
 int xp_cmd_sim_gavel(int argc, char **argv);
 int xp_cmd_sim_share(int argc, char **argv);
+int xp_cmd_sim_mig(int argc, char **argv);
 
 static const char *const paper_workloads[] = {
 	"default",    "cpu050",	    "cpu100",	   "cpu200",	 "cpu250",     "gpushare40",
@@ -631,6 +633,8 @@ int xp_cmd_sim(int argc, char **argv)
 		  "a multi-tenant trace through queues, quotas, preemption, backfill" },
 		{ "share", xp_cmd_sim_share,
 		  "GenAI pods packed whole, as enforced GPU fractions, overcommitted" },
+		{ "mig", xp_cmd_sim_mig,
+		  "MIG slices: static layouts vs first-fit, HAMi best-fit, xpool" },
 		{ NULL, NULL, NULL },
 	};
 	if (argc < 1 || !strcmp(argv[0], "-h") || !strcmp(argv[0], "--help")) {

@@ -655,12 +655,99 @@ static void test_vgpu_limits(void **state)
 	e->passed = 1;
 }
 
+/* the GPU job's usage from its vGPU account, in the job's allocation */
+static long long gpu_use(struct env *e, long long id, const char *key)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/v1/jobs/%lld", id);
+	json_t *j = api(e, "GET", path, NULL, NULL);
+	json_t *g = json_object_get(json_array_get(json_object_get(j, "allocations"), 0),
+				    "gpu_usage");
+	long long v = g ? json_integer_value(json_object_get(g, key)) : -1;
+	json_decref(j);
+	return v;
+}
+
+static int wait_gpu_use(struct env *e, long long id, const char *key, long long want)
+{
+	for (int t = 0; t < 400; t++) {
+		if (gpu_use(e, id, key) == want)
+			return 1;
+		usleep(50000);
+	}
+	return 0;
+}
+
+/* the fake CUDA driver on a 16 GiB GPU, for a job's environment */
+#define FAKE_GPU_ENV(dir)                                                                          \
+	"\"env\":{\"ASAN_OPTIONS\":\"verify_asan_link_order=0:detect_leaks=0\","           \
+	"\"LD_LIBRARY_PATH\":\"" XP_FAKE_CUDA_DIR "\",\"FAKE_CUDA_MEM_MIB\":\"16384\","          \
+	"\"FAKE_CUDA_STATE\":\"%s/cuda.state\"},"
+
+/* what a replica's vGPU account says reaches the job (memory held), the
+ * metrics and the alerts: two 9 GiB shares admitted on a 16 GiB GPU
+ * overcommitted 1.5 x, the second allocation refused by the full device */
+static void test_vgpu_usage(void **state)
+{
+	struct env *e = &E;
+	char body[2048], path[320];
+	(void)state;
+	setup(e, 0, NULL, NULL, NULL);
+	snprintf(e->names[0], sizeof(e->names[0]), "u-0");
+	snprintf(path, sizeof(path), "%s/u-0.yaml", e->dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "nodes:\n  - {name: u-0, cpu: 4, memory: 8Gi, overcommit: {memory: 1.5},\n"
+		   "     devices: [{type: gpu, vendor: NVIDIA, memory: 16Gi, uuid: GPU-u-0}]}\n");
+	fclose(f);
+	start_agent(e, 0);
+	e->n = 1;
+	wait_nodes_ready(e, 1);
+	snprintf(body, sizeof(body),
+		 "{\"resources\":{\"cpu\":\"100m\",\"memory\":64,\"devices\":{\"fraction\":"
+		 "0.3,\"memory\":\"9Gi\"}}," FAKE_GPU_ENV("%s") "\"command\":\"%s hold 8500; "
+		 "sleep 60\"}",
+		 e->dir, XP_VGPU_APP);
+	long long a = submit(e, body);
+	json_decref(wait_state(e, a, "running", 20));
+	if (!wait_gpu_use(e, a, "memory_mib", 8500))
+		fail_msg("job %lld: memory held never reported (%lld)", a,
+			 gpu_use(e, a, "memory_mib"));
+	long long b = submit(e, body); /* admitted: 18 of 24 GiB; the GPU has 16 */
+	json_decref(wait_state(e, b, "running", 20));
+	if (!wait_gpu_use(e, b, "device_ooms", 1))
+		fail_msg("job %lld: device OOM never reported (%lld)", b,
+			 gpu_use(e, b, "device_ooms"));
+	assert_int_equal(gpu_use(e, b, "memory_mib"), 0);
+	assert_int_equal(gpu_use(e, b, "ooms_at_cap"), 0);
+	char *m = xp_test_http(e->ctl->addr, e->ctl->admin_token, "GET", "/metrics", NULL, NULL);
+	if (!strstr(m, "xpool_vgpu_ooms_total{kind=\"device\"} 1\n"))
+		fail_msg("metrics: %.300s", strstr(m, "xpool_vgpu") ? strstr(m, "xpool_vgpu") : m);
+	free(m);
+	json_t *al = api(e, "GET", "/v1/alerts", NULL, NULL);
+	char *txt = json_dumps(al, 0);
+	if (!strstr(txt, "gpu_out_of_memory") || !strstr(txt, "u-0/gpu0"))
+		fail_msg("alerts: %.400s", txt);
+	free(txt);
+	json_decref(al);
+	/* their processes do not name the work folder teardown's pkill looks for */
+	for (long long id = a; id <= b; id += b - a) {
+		snprintf(path, sizeof(path), "/v1/jobs/%lld/cancel", id);
+		json_decref(api(e, "POST", path, NULL, NULL));
+		json_decref(wait_state(e, id, "cancelled", 20));
+	}
+	for (int t = 0; t < 200 && system("pgrep -f '[x]p-vgpu-app hold 8500' >/dev/null") == 0; t++)
+		usleep(50000);
+	e->passed = 1;
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_visible_devices, teardown),
+		cmocka_unit_test_teardown(test_vgpu_usage, teardown),
 		cmocka_unit_test_teardown(test_lost_agent_requeue, teardown),
 		cmocka_unit_test_teardown(test_restart_no_duplicate, teardown),
 		cmocka_unit_test_teardown(test_reports_checked, teardown),

@@ -152,6 +152,16 @@ int xp_vgpu_plan(const void *assignment_json, const char *taskdir, int cuda,
 		 struct xp_vgpu_env *v, struct xp_err *err);
 /* ms after start by which a limited replica must have registered */
 int64_t xp_vgpu_check_after(void);
+/* What a replica's processes hold and spent on their GPU, read from its
+ * vGPU account (src/vgpu/account.h) for the heartbeat. */
+struct xp_vgpu_usage {
+	uint64_t mem_mib, peak_mib; /* held now, the most held at once */
+	uint32_t ooms;		    /* allocations refused at its cap */
+	uint32_t dev_ooms;	    /* allocations the device refused (it was full) */
+	int64_t spent_ns, clock_ns; /* device time spent (limited devices), device clock */
+};
+/* 0 with u filled; -1 when the task has no (readable) account. */
+int xp_vgpu_usage(const char *taskdir, struct xp_vgpu_usage *u);
 /* Past t->vgpu_check_at without an account: end it, reason "limits". */
 void xp_vgpu_check(struct xp_agent *a, struct xp_task *t, int64_t now);
 

@@ -25,6 +25,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "../vgpu/account.h"
 #include "agent.h"
 
 #define XP_VGPU_REGISTER_MS 5000
@@ -92,6 +97,43 @@ void xp_vgpu_check(struct xp_agent *a, struct xp_task *t, int64_t now)
 	fprintf(stderr, "xpool agent: node=%s job=%llu replica=%u: %s\n", a->node,
 		(unsigned long long)t->job, t->replica, t->detail);
 	xp_task_kill(a, t, now);
+}
+
+int xp_vgpu_usage(const char *taskdir, struct xp_vgpu_usage *u)
+{
+	char path[600];
+	struct stat sb;
+	snprintf(path, sizeof(path), "%s/vgpu.acct", taskdir);
+	memset(u, 0, sizeof(*u));
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	const struct xv_account *a = NULL;
+	if (fstat(fd, &sb) == 0 && sb.st_size >= (off_t)sizeof(*a))
+		a = mmap(NULL, sizeof(*a), PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (!a || a == MAP_FAILED)
+		return -1;
+	int rc = -1;
+	/* a replica started by an older library has another layout: not read */
+	if (__atomic_load_n(&a->magic, __ATOMIC_ACQUIRE) == XV_MAGIC &&
+	    a->version == XV_VERSION && a->ndev <= XV_MAXDEV) {
+		for (uint32_t d = 0; d < a->ndev; d++) {
+			const struct xv_dev *x = &a->dev[d];
+			u->mem_mib += x->used_bytes / XV_MIB;
+			u->peak_mib += x->peak_bytes / XV_MIB;
+			u->ooms += x->ooms;
+			u->dev_ooms += x->dev_ooms;
+			if (x->milli < 1000) {
+				u->spent_ns += x->filled_ns - atomic_load(&x->budget_ns);
+				if (x->clock_ns > u->clock_ns)
+					u->clock_ns = x->clock_ns;
+			}
+		}
+		rc = 0;
+	}
+	munmap((void *)a, sizeof(*a));
+	return rc;
 }
 
 int64_t xp_vgpu_check_after(void)

@@ -362,6 +362,37 @@ static void time_field(const char *key, const json_t *job, const char *member)
 	}
 }
 
+static int any_gpu_use(const json_t *allocs)
+{
+	size_t i;
+	json_t *a;
+	json_array_foreach(allocs, i, a) if (json_object_get(a, "gpu_usage")) return 1;
+	return 0;
+}
+
+/* "1.2Gi, 280m" (held now, share used), "1.2Gi, 280m, 3 OOM"; "-" unreported */
+static void gpu_use_cell(struct xp_table *t, const json_t *a)
+{
+	const json_t *g = json_object_get(a, "gpu_usage");
+	long long mem = 0, milli = -1, ooms = 0, dev = 0;
+	if (!g) {
+		xp_table_add(t, NULL);
+		return;
+	}
+	xp_cli_jint(g, "memory_mib", &mem);
+	xp_cli_jint(g, "compute_milli_used", &milli);
+	xp_cli_jint(g, "ooms_at_cap", &ooms);
+	xp_cli_jint(g, "device_ooms", &dev);
+	struct xp_sb b = { 0 };
+	xp_sb_printf(&b, "%.1fGi", (double)mem / 1024);
+	if (milli >= 0)
+		xp_sb_printf(&b, ", %lldm", milli);
+	if (ooms + dev)
+		xp_sb_printf(&b, ", %lld OOM%s", ooms + dev, dev ? " (device full)" : "");
+	xp_table_add(t, b.s);
+	xp_sb_free(&b);
+}
+
 /* the nodes whose agent ran a replica without CPU and memory limits
  * (--no-limits, or xpool dev where cgroups are not writable) */
 static void limits_line(const json_t *allocs)
@@ -435,8 +466,9 @@ static void describe_job(const json_t *job)
 	xp_sb_free(&b);
 	if (!json_array_size(allocs))
 		return;
-	static const char *const hdr[] = { "REPLICA", "NODE",  "CPU",	  "MEMORY", "DEVICES",
-					   "MODEL",   "SHARE", "DEV-MEM", NULL };
+	static const char *const hdr[] = { "REPLICA", "NODE",	 "CPU",	    "MEMORY",
+					   "DEVICES", "MODEL",	 "SHARE",   "DEV-MEM",
+					   "GPU-USE", NULL };
 	struct xp_table *t = xp_table_create(hdr);
 	json_t *a;
 	size_t i;
@@ -469,10 +501,14 @@ static void describe_job(const json_t *job)
 			xp_cli_cell_mib(t, d0, "memory_mib");
 		else
 			xp_table_add(t, NULL);
+		gpu_use_cell(t, a);
 		xp_sb_free(&idx);
 		xp_sb_free(&models);
 	}
-	printf("Allocations:\n");
+	printf("Allocations:%s\n",
+	       any_gpu_use(allocs) ? " (GPU-USE: device memory held, compute share used, "
+				     "from the vGPU account at the last heartbeat)"
+				   : "");
 	struct xp_sb r = { 0 };
 	xp_table_render(t, &r);
 	/* indent the table under its heading */

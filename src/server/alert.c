@@ -21,7 +21,8 @@
 #define RING 32
 
 static const char *const rule_names[XP_AL_N] = { "device_unhealthy", "node_lost", "queue_starved",
-						 "quota_exhausted", "job_failing" };
+						 "quota_exhausted", "job_failing",
+						 "gpu_out_of_memory" };
 
 const char *xp_alert_rule_name(int rule)
 {

@@ -39,6 +39,7 @@ enum xp_alert_rule {
 	XP_AL_QUEUE_STARVED,
 	XP_AL_QUOTA_EXHAUSTED,
 	XP_AL_JOB_FAILING,
+	XP_AL_GPU_OOM,
 	XP_AL_N
 };
 

@@ -13,6 +13,9 @@
  *   queue_starved     a queue with pending jobs, none running, the oldest
  *                     waiting over --alert-starved (10 min), by queue tree
  *   quota_exhausted   a queue at its max of a resource with jobs pending
+ *   gpu_out_of_memory a device whose memory ran out under shares that fit
+ *                     their caps (memory overcommit), per device, by zone;
+ *                     resolved by a heartbeat with no new refusals
  */
 #include "ctl.h"
 
@@ -69,6 +72,19 @@ static void node_signals(struct xp_ctl *ctl, uint32_t n, int64_t now)
 		xp_alerts_signal(ctl->alerts->eng, now, XP_AL_DEVICE_UNHEALTHY, subj, zone,
 				 why && *why && !ni->removed, why);
 	}
+}
+
+void xp_alert_feed_gpu_oom(struct xp_ctl *ctl, uint32_t n, uint16_t d, int firing)
+{
+	if (!ctl->alerts)
+		return;
+	const struct xp_node *node = &ctl->st->c->nodes[n];
+	char subj[160];
+	snprintf(subj, sizeof(subj), "%s/%s%u", node->name, xp_class_name(node->devs[d].cls), d);
+	xp_alerts_signal(ctl->alerts->eng, xp_ctl_now(), XP_AL_GPU_OOM, subj, zone_of(ctl, n),
+			 firing,
+			 "device memory ran out: an allocation within its job's cap was refused "
+			 "(memory overcommit)");
 }
 
 static void job_signals(struct xp_ctl *ctl, const struct xp_job *j, int64_t now)

@@ -150,9 +150,96 @@ static long agent_node(struct xp_ctl *ctl, struct xp_cmd *cmd)
 
 /* ---- heartbeats ---- */
 
+#define GPU_REPORTS_MAX 4096 /* replicas one heartbeat may report */
+
+/* One entry of a heartbeat's "tasks": a replica's vGPU account. */
+struct gpu_report {
+	json_int_t job, replica, attempt, mem, peak, ooms, dev_ooms, spent, clock;
+};
+
+/* Check every entry of tasks (absent: none); -1 with field set on the first bad one. */
+static int gpu_reports_check(json_t *tasks, struct gpu_report *out, size_t max, char *field,
+			     size_t fn)
+{
+	size_t i;
+	json_t *e;
+	if (!tasks)
+		return 0;
+	if (!json_is_array(tasks) || json_array_size(tasks) > max) {
+		snprintf(field, fn, "tasks");
+		return -1;
+	}
+	json_array_foreach(tasks, i, e)
+	{
+		struct gpu_report *r = &out[i];
+		json_error_t je;
+		snprintf(field, fn, "tasks[%zu]", i);
+		if (json_unpack_ex(e, &je, JSON_STRICT,
+				   "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "job", &r->job,
+				   "replica", &r->replica, "attempt", &r->attempt, "gpu_mem_mib",
+				   &r->mem, "gpu_peak_mib", &r->peak, "ooms", &r->ooms,
+				   "device_ooms", &r->dev_ooms, "spent_ns", &r->spent, "clock_ns",
+				   &r->clock) < 0 ||
+		    r->job <= 0 || r->replica < 0 || r->attempt < 0 || r->mem < 0 || r->peak < 0 ||
+		    r->ooms < 0 || r->dev_ooms < 0 || r->ooms > UINT32_MAX ||
+		    r->dev_ooms > UINT32_MAX || r->mem > (json_int_t)XP_MAX_MEM_MIB ||
+		    r->peak > (json_int_t)XP_MAX_MEM_MIB)
+			return -1;
+	}
+	return (int)i;
+}
+
+/* Apply checked reports of node n: the running attempt's replicas on n only. */
+static void gpu_reports_apply(struct xp_ctl *ctl, long n, const struct gpu_report *r, int nr,
+			      int64_t now)
+{
+	uint8_t full[XP_MAX_NODE_DEVS] = { 0 }; /* the device refused an allocation since */
+	for (int i = 0; i < nr; i++) {
+		struct xp_job *j = xp_state_job(ctl->st, (uint64_t)r[i].job);
+		if (!j || j->state != XP_JOB_RUNNING || !j->allocs ||
+		    r[i].attempt != (json_int_t)j->attempts || r[i].replica >= j->spec.replicas ||
+		    j->allocs[r[i].replica].node != (uint32_t)n)
+			continue; /* stale, or not this node's to report */
+		struct xp_gpu_use *u = xp_intmap_get(&ctl->gpu_use, j->id);
+		if (u && u->attempt != j->attempts) {
+			free(xp_intmap_del(&ctl->gpu_use, j->id));
+			u = NULL;
+		}
+		if (!u) {
+			u = xcalloc(1, sizeof(*u) + j->spec.replicas * sizeof(u->rep[0]));
+			u->attempt = j->attempts;
+			u->nrep = j->spec.replicas;
+			xp_intmap_put(&ctl->gpu_use, j->id, u);
+		}
+		struct xp_gpu_rep *p = &u->rep[r[i].replica];
+		uint32_t ooms = (uint32_t)r[i].ooms, dev = (uint32_t)r[i].dev_ooms;
+		ctl->m.gpu_ooms[0] += ooms > p->ooms ? ooms - p->ooms : 0;
+		ctl->m.gpu_ooms[1] += dev > p->dev_ooms ? dev - p->dev_ooms : 0;
+		for (uint16_t k = 0; dev > p->dev_ooms && k < j->allocs[r[i].replica].ndev;
+		     k++)
+			full[j->allocs[r[i].replica].devs[k]] = 1;
+		p->milli = -1;
+		if (p->at && r[i].clock > p->clock_ns && r[i].spent >= p->spent_ns)
+			p->milli = (int32_t)((r[i].spent - p->spent_ns) * 1000 /
+					     (r[i].clock - p->clock_ns));
+		else if (p->at && r[i].clock == p->clock_ns)
+			p->milli = 0; /* no refill since: it launched nothing that needed one */
+		p->at = now;
+		p->mem_mib = (uint64_t)r[i].mem;
+		p->peak_mib = (uint64_t)r[i].peak;
+		p->ooms = ooms;
+		p->dev_ooms = dev;
+		p->spent_ns = r[i].spent;
+		p->clock_ns = r[i].clock;
+	}
+	/* gpu_out_of_memory: fires on a beat with new refusals, resolves on one without */
+	for (uint16_t d = 0; d < ctl->st->c->nodes[n].ndevs; d++)
+		xp_alert_feed_gpu_oom(ctl, (uint32_t)n, d, full[d]);
+}
+
 void xp_api_node_heartbeat(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
-	static const char *const allowed[] = { "devices", NULL };
+	static const char *const allowed[] = { "devices", "tasks", NULL };
 	static const char *const dev_keys[] = { "health", "why",	  "util_pct", "power_w",
 						"temp_c", "mem_used_mib", NULL };
 	struct xp_state *st = ctl->st;
@@ -217,9 +304,21 @@ void xp_api_node_heartbeat(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		ok[d] = health != XP_HEALTH_UNHEALTHY;
 		why[d] = w ? (char *)json_string_value(w) : NULL;
 	}
+	struct gpu_report *rep = XNEWV(struct gpu_report, GPU_REPORTS_MAX);
+	int nrep = gpu_reports_check(json_object_get(o, "tasks"), rep, GPU_REPORTS_MAX, field,
+				     sizeof(field));
+	if (nrep < 0) {
+		free(rep);
+		json_decref(o);
+		REFUSE(ctl, cmd, XP_EINVAL, field,
+		       "expected a list of {job, replica, attempt, gpu_mem_mib, gpu_peak_mib, ooms, "
+		       "device_ooms, spent_ns, clock_ns} with counts >= 0");
+	}
 	/* all checked: now it may change things */
 	struct xp_live *l = &ctl->live.v[n];
 	int64_t beat_now = xp_ctl_now();
+	gpu_reports_apply(ctl, n, rep, nrep, beat_now);
+	free(rep);
 	if (l->last_seen && node->ndevs)
 		xp_energy_beat(ctl, (uint32_t)n, ds, beat_now - l->last_seen);
 	l->last_seen = beat_now;

@@ -25,6 +25,23 @@ static json_t *time_or_null(int64_t ms)
 	return json_string(ts);
 }
 
+/* What replica r's vGPU account said at its agent's last heartbeat. */
+static void gpu_usage_json(struct xp_ctl *ctl, const struct xp_job *j, uint32_t r, json_t *ao)
+{
+	const struct xp_gpu_use *u = xp_intmap_get(&ctl->gpu_use, j->id);
+	if (!u || u->attempt != j->attempts || r >= u->nrep || !u->rep[r].at)
+		return;
+	const struct xp_gpu_rep *p = &u->rep[r];
+	char ts[XP_TIME_LEN];
+	xp_time_format(p->at, ts);
+	json_t *g = json_pack("{s:I,s:I,s:i,s:i,s:s}", "memory_mib", (json_int_t)p->mem_mib,
+			      "peak_memory_mib", (json_int_t)p->peak_mib, "ooms_at_cap",
+			      (int)p->ooms, "device_ooms", (int)p->dev_ooms, "reported_at", ts);
+	json_object_set_new(g, "compute_milli_used",
+			    p->milli >= 0 ? json_integer(p->milli) : json_null());
+	json_object_set_new(ao, "gpu_usage", g);
+}
+
 json_t *xp_api_job_json(struct xp_ctl *ctl, const struct xp_job *j)
 {
 	const struct xp_state *st = ctl->st;
@@ -81,6 +98,7 @@ json_t *xp_api_job_json(struct xp_ctl *ctl, const struct xp_job *j)
 		const char *lim = xp_attrs_get(n->labels, n->nlabels, "limits");
 		if (lim)
 			json_object_set_new(ao, "limits", json_string(lim));
+		gpu_usage_json(ctl, j, r, ao);
 		json_array_append_new(allocs, ao);
 	}
 	json_object_set_new(o, "allocations", allocs);

@@ -269,6 +269,10 @@ void xp_ctl_stop(struct xp_ctl *ctl)
 		if (ctl->energy.keys && ctl->energy.keys[i])
 			free(ctl->energy.vals[i]);
 	xp_intmap_free(&ctl->energy);
+	for (size_t i = 0; i < ctl->gpu_use.cap; i++)
+		if (ctl->gpu_use.keys && ctl->gpu_use.keys[i])
+			free(ctl->gpu_use.vals[i]);
+	xp_intmap_free(&ctl->gpu_use);
 	xp_vec_free(&ctl->assign_ver);
 	pthread_mutex_destroy(&ctl->watch_mu);
 	pthread_mutex_destroy(&ctl->acct.mu);

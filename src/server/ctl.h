@@ -218,6 +218,8 @@ struct xp_metrics {
 	struct xp_hist cycle;	      /* one cycle call */
 	uint64_t http[6];	      /* replies by class: 1xx..5xx, [0] other */
 	uint64_t preemptions, starts; /* job.preempt and job.start records (owner) */
+	uint64_t gpu_ooms[2];	      /* vGPU allocations refused: at a job's cap, by a
+				       * full device (heartbeats; owner) */
 	pthread_mutex_t mu;	      /* http[] is bumped by workers */
 };
 /* The exposition text (owner); tenants: the queue and tenant series too. */
@@ -363,6 +365,21 @@ struct xp_ctl {
 	struct xp_history history;    /* history.c */
 	struct xp_intmap energy;      /* job id -> struct xp_energy: measured joules of the
 				       * running attempt, from the agents' power reports */
+	struct xp_intmap gpu_use;     /* job id -> struct xp_gpu_use: what the running
+				       * attempt's replicas hold and spend on their GPUs,
+				       * from the agents' heartbeats (not journaled) */
+};
+
+/* One running attempt's GPU use, per replica, as its vGPU accounts say. */
+struct xp_gpu_use {
+	uint32_t attempt, nrep;
+	struct xp_gpu_rep {
+		int64_t at;		    /* ms of the last report; 0 = none */
+		uint64_t mem_mib, peak_mib; /* held now, the most at once */
+		uint32_t ooms, dev_ooms;    /* refused at its cap, refused by a full device */
+		int64_t spent_ns, clock_ns; /* device time spent, device clock: cumulative */
+		int32_t milli;		    /* share used between the last two reports; -1 unknown */
+	} rep[];
 };
 
 struct xp_energy {
@@ -503,6 +520,9 @@ void xp_alert_feed_stop(struct xp_ctl *ctl);
 void xp_alert_feed_record(struct xp_ctl *ctl, const char *type, const struct xp_event_info *ev,
 			  int64_t now);
 void xp_alert_feed_tick(struct xp_ctl *ctl, int64_t now);
+/* A heartbeat's news for device d of node n: firing when an allocation
+ * there was refused by the full device since the last beat. */
+void xp_alert_feed_gpu_oom(struct xp_ctl *ctl, uint32_t n, uint16_t d, int firing);
 void xp_api_alerts(struct xp_ctl *, struct xp_cmd *);
 struct xp_alert_stats;
 void xp_alert_feed_stats(struct xp_ctl *ctl, struct xp_alert_stats *out);

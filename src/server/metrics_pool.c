@@ -279,8 +279,15 @@ void xp_metrics_pool(struct xp_ctl *ctl, struct xp_sb *sb, int tenants)
 	if (tenants) /* they name queues and tenants: admin tokens only */
 		queues(ctl, sb);
 	xp_sb_printf(sb,
+		     "# HELP xpool_vgpu_ooms_total GPU allocations refused: at a job's own cap "
+		     "(cap), or by a device whose memory ran out under memory overcommit "
+		     "(device), as the agents' heartbeats report.\n"
+		     "# TYPE xpool_vgpu_ooms_total counter\n"
+		     "xpool_vgpu_ooms_total{kind=\"cap\"} %llu\nxpool_vgpu_ooms_total{kind=\"device\"} "
+		     "%llu\n"
 		     "# HELP xpool_preemptions_total Jobs preempted (job.preempt records).\n"
 		     "# TYPE xpool_preemptions_total counter\nxpool_preemptions_total %llu\n",
+		     (unsigned long long)ctl->m.gpu_ooms[0], (unsigned long long)ctl->m.gpu_ooms[1],
 		     (unsigned long long)ctl->m.preemptions);
 	xp_sb_puts(sb, "# HELP xpool_placements_total Jobs started by the placement policy.\n"
 		       "# TYPE xpool_placements_total counter\n");

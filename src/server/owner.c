@@ -341,6 +341,7 @@ int xp_ctl_journal(struct xp_ctl *ctl, const char *type, char *body, struct xp_e
 					(unsigned long long)job->id, e2.text);
 		}
 		free(e);
+		free(xp_intmap_del(&ctl->gpu_use, job->id));
 	}
 	if (ev.job && !strcmp(type, "job.start")) {
 		ctl->m.starts++;

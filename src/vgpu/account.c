@@ -46,8 +46,9 @@ static void fill(struct xv_account *a, const struct xv_limits *lim)
 	for (unsigned i = 0; i < lim->ndev; i++) {
 		a->dev[i].limit_bytes = lim->mem_bytes[i];
 		a->dev[i].milli = lim->milli[i];
-		a->dev[i].refill_ns = now;
-		atomic_store(&a->dev[i].budget_ns, XV_WINDOW * lim->milli[i] / 1000);
+		a->dev[i].refill_ns = a->dev[i].clock_ns = now;
+		a->dev[i].filled_ns = XV_WINDOW * lim->milli[i] / 1000;
+		atomic_store(&a->dev[i].budget_ns, a->dev[i].filled_ns);
 	}
 	a->scan_ns = now;
 	__atomic_store_n(&a->magic, XV_MAGIC, __ATOMIC_RELEASE);
@@ -214,6 +215,16 @@ int xv_reserve(int dev, uint64_t bytes)
 	return ok ? 0 : -1;
 }
 
+void xv_alloc_failed(int dev, uint64_t bytes, int rc)
+{
+	xv_unreserve(dev, bytes);
+	if (rc == CUDA_ERROR_OUT_OF_MEMORY && xv.slot >= 0) {
+		lock(xv.acct);
+		xv.acct->dev[dev].dev_ooms++;
+		unlock(xv.acct);
+	}
+}
+
 void xv_unreserve(int dev, uint64_t bytes)
 {
 	struct xv_account *a = xv.acct;
@@ -252,7 +263,8 @@ int64_t xv_refill(int dev)
 		do {
 			nb = b + add > depth ? (b > depth ? b : depth) : b + add;
 		} while (!atomic_compare_exchange_weak(&d->budget_ns, &b, nb));
-		d->refill_ns = now;
+		d->filled_ns += nb - b;
+		d->refill_ns = d->clock_ns = now;
 	}
 	int64_t left = atomic_load(&d->budget_ns);
 	unlock(a);

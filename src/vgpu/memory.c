@@ -131,7 +131,7 @@ static int limited(int dev)
 			return CUDA_ERROR_OUT_OF_MEMORY;                                           \
 		CUresult rc_ = call;                                                               \
 		if (rc_ != CUDA_SUCCESS)                                                           \
-			xv_unreserve(dev_, (bytes));                                               \
+			xv_alloc_failed(dev_, (bytes), rc_);                                       \
 		else                                                                               \
 			track((k_), (bytes), dev_);                                               \
 		return rc_;                                                                        \
@@ -187,7 +187,7 @@ static CUresult h_cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t w, si
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	CUresult rc = xv.real.cuMemAllocPitch_v2(p, pitch, w, h, elem);
 	if (rc != CUDA_SUCCESS) {
-		xv_unreserve(dev, want);
+		xv_alloc_failed(dev, want, rc);
 		return rc;
 	}
 	uint64_t got = (uint64_t)*pitch * h;

@@ -32,45 +32,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "account.h"
 #include "cuda_abi.h"
 
 #define XV_EXPORT   __attribute__((visibility("default")))
-#define XV_MAXDEV   16
-#define XV_SLOTS    256
-#define XV_MAGIC    0x58505647u /* "XPVG" */
-#define XV_VERSION  1
-#define XV_WINDOW   50000000LL	 /* ns: the bucket's depth at a share of 1000 */
-#define XV_REAP_NS  1000000000LL /* a dead process's share is back within this */
-#define XV_MIB	    (1024ULL * 1024ULL)
-
-/* One device of the account. */
-struct xv_dev {
-	_Atomic int64_t budget_ns; /* compute tokens; the hot path takes from it */
-	int64_t refill_ns;	   /* clock of the last refill (mu) */
-	uint64_t limit_bytes;	   /* 0: memory not limited */
-	uint64_t used_bytes;	   /* sum of the slots' used (mu) */
-	uint64_t peak_bytes;	   /* (mu) */
-	uint32_t milli;		   /* compute share; 1000: not limited */
-	uint32_t ooms;		   /* allocations refused at the cap (mu) */
-};
-
-/* One process of the job. */
-struct xv_slot {
-	int32_t pid; /* 0: free */
-	uint64_t start;
-	uint64_t used[XV_MAXDEV];
-};
-
-/* The shared account file (mmap'd by every process of the job). */
-struct xv_account {
-	uint32_t magic, version, size, ndev;
-	pthread_mutex_t mu; /* process-shared, robust */
-	_Atomic uint32_t registered; /* processes that ever registered */
-	uint32_t live;		     /* slots in use (mu) */
-	int64_t scan_ns;	     /* last liveness scan (mu) */
-	struct xv_dev dev[XV_MAXDEV];
-	struct xv_slot slot[XV_SLOTS];
-};
 
 /* The real entry points, bound by name from libcuda.so.1. */
 struct xv_real {
@@ -123,6 +88,9 @@ void xv_unregister(void); /* give back this process's memory and slot */
  * cap (the cap is checked after a forced liveness scan). */
 int xv_reserve(int dev, uint64_t bytes);
 void xv_unreserve(int dev, uint64_t bytes);
+/* The driver refused an allocation reserved in the account: give it back,
+ * and count an out-of-memory of the device itself (dev_ooms). */
+void xv_alloc_failed(int dev, uint64_t bytes, int rc);
 /* The job's used bytes on dev, reclaiming the dead first when due. */
 uint64_t xv_used(int dev);
 /* Refill dev's bucket to now; its balance after. */

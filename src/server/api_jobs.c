@@ -317,8 +317,8 @@ void xp_api_jobs_submit(struct xp_ctl *ctl, struct xp_cmd *cmd)
 			DONE_JSON(cmd, 200, xp_json_take(xp_api_job_json(ctl, j)));
 	}
 	uint64_t id = st->next_job_id;
-	char *body = xp_rec_job_submit(id, st->tenants.v[tenant].name, cmd->idem_key, spec);
-	if (xp_ctl_journal(ctl, "job.submit", body, &err) < 0)
+	if (xp_ctl_journal_submit(ctl, id, st->tenants.v[tenant].name, cmd->idem_key, spec, &err) <
+	    0)
 		FAIL_ERR(cmd, &err, NULL);
 	cmd->journaled = 1;
 	xp_reply_json(cmd, 201, xp_json_take(xp_api_job_json(ctl, xp_state_job(st, id))));

@@ -66,8 +66,8 @@ void xp_api_workflows_submit(struct xp_ctl *ctl, struct xp_cmd *cmd)
 			if (s->deps[k].job >= XP_WF_LOCAL)
 				s->deps[k].job = wf->ids[s->deps[k].job - XP_WF_LOCAL];
 		uint64_t id = st->next_job_id;
-		char *body = xp_rec_job_submit(id, st->tenants.v[wf->tenants[pos]].name, NULL, s);
-		if (xp_ctl_journal(ctl, "job.submit", body, &err) < 0) {
+		if (xp_ctl_journal_submit(ctl, id, st->tenants.v[wf->tenants[pos]].name, NULL, s,
+					  &err) < 0) {
 			/* checked before the first: only a failed journal gets here */
 			xp_reply_error(cmd, err.code, NULL,
 				       "%s (%zu of the workflow's %zu jobs were "

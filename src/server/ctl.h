@@ -435,6 +435,11 @@ void xp_owner_submit(struct xp_ctl *ctl, struct xp_cmd *cmd);
 /* Owner thread: apply a record, journal it, publish its event. 0 or < 0
  * (refused: nothing changed, the error in err). body is taken. */
 int xp_ctl_journal(struct xp_ctl *ctl, const char *type, char *body, struct xp_err *err);
+/* The same for a job.submit of job id: its record is encoded from spec,
+ * and spec itself is applied (xp_state_submit), not the record parsed
+ * again. spec is taken (zeroed), journaled or not. */
+int xp_ctl_journal_submit(struct xp_ctl *ctl, uint64_t id, const char *tenant, const char *key,
+			  struct xp_jobspec *spec, struct xp_err *err);
 /* After replay: emulated tasks of running jobs get their completion time. */
 void xp_emu_schedule(struct xp_ctl *ctl, const struct xp_job *j);
 /* Build the event JSON of an applied record. */

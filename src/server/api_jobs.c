@@ -29,8 +29,6 @@ json_t *xp_api_job_json(struct xp_ctl *ctl, const struct xp_job *j)
 {
 	const struct xp_state *st = ctl->st;
 	char name[40];
-	char *sj = xp_jobspec_to_json(&j->spec);
-	json_error_t e;
 	json_t *o;
 
 	snprintf(name, sizeof(name), "job-%llu", (unsigned long long)j->id);
@@ -56,8 +54,7 @@ json_t *xp_api_job_json(struct xp_ctl *ctl, const struct xp_job *j)
 	json_object_set_new(o, "attempts", json_integer(j->attempts));
 	json_object_set_new(o, "requeues", json_integer(j->requeues));
 	json_object_set_new(o, "preemptions", json_integer(j->preemptions));
-	json_object_set_new(o, "spec", json_loads(sj, 0, &e));
-	free(sj);
+	json_object_set_new(o, "spec", xp_jobspec_json(&j->spec));
 	json_t *allocs = json_array();
 	for (uint32_t r = 0; j->allocs && r < j->spec.replicas; r++) {
 		const struct xp_alloc *a = &j->allocs[r];

@@ -79,7 +79,9 @@ void xp_api_workflows_submit(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		wf->ids[pos] = id;
 		json_t *j = xp_api_job_json(ctl, xp_state_job(st, id));
 		char *txt = json_dumps(j, JSON_COMPACT);
-		xp_sb_printf(&wf->out, "%s%s", pos ? "," : "", txt);
+		if (pos)
+			xp_sb_puts(&wf->out, ",");
+		xp_sb_puts(&wf->out, txt);
 		free(txt);
 		json_decref(j);
 	}
@@ -93,7 +95,9 @@ void xp_api_workflows_submit(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	json_decref(name);
 	struct xp_sb sb;
 	xp_sb_init(&sb);
-	xp_sb_printf(&sb, "{\"workflow\":%s,\"jobs\":[%s]}", qname, wf->out.s ? wf->out.s : "");
+	xp_sb_printf(&sb, "{\"workflow\":%s,\"jobs\":[", qname);
+	xp_sb_puts(&sb, wf->out.s ? wf->out.s : ""); /* megabytes: no printf over them */
+	xp_sb_puts(&sb, "]}");
 	free(qname);
 	xp_reply_json(cmd, 201, xp_sb_steal(&sb));
 }

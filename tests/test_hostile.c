@@ -548,9 +548,9 @@ static void big_log_job(void)
 {
 	long st;
 	char path[160];
-	json_t *t = xp_test_json(ctl->addr, ctl->admin_token, "POST", "/v1/jobs",
-				 "{\"name\":\"chatty\",\"node\":\"hb-0\",\"resources\":{\"cpu\":1}}",
-				 &st);
+	json_t *t = xp_test_json(
+		ctl->addr, ctl->admin_token, "POST", "/v1/jobs",
+		"{\"name\":\"chatty\",\"node\":\"hb-0\",\"resources\":{\"cpu\":1}}", &st);
 	assert_int_equal(st, 201);
 	snprintf(log_job, sizeof(log_job), "%lld",
 		 (long long)json_integer_value(json_object_get(t, "id")));
@@ -664,7 +664,8 @@ static void test_slow_log_readers(void **state)
 		most = now > most ? now : most;
 		poll(NULL, 0, 2); /* the readers' pace: slow, not a wait for a result */
 	}
-	printf("slow log readers: %d took %zu KiB or more each, 4 KiB at a time; RSS %ld -> at most "
+	printf("slow log readers: %d took %zu KiB or more each, 4 KiB at a time; RSS %ld -> at "
+	       "most "
 	       "%ld KiB (+%ld)\n",
 	       N, slowest >> 10, before, most, most - before);
 	for (int i = 0; i < N; i++)

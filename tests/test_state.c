@@ -150,15 +150,20 @@ static void test_lifecycle(void **state)
 static void machine_seen(const struct world *w)
 {
 	static const int jobs[][2] = {
-		{ -1, XP_JOB_PENDING },		       { XP_JOB_PENDING, XP_JOB_RUNNING },
-		{ XP_JOB_PENDING, XP_JOB_CANCELLED },  { XP_JOB_RUNNING, XP_JOB_SUCCEEDED },
-		{ XP_JOB_RUNNING, XP_JOB_FAILED },     { XP_JOB_RUNNING, XP_JOB_CANCELLED },
+		{ -1, XP_JOB_PENDING },
+		{ XP_JOB_PENDING, XP_JOB_RUNNING },
+		{ XP_JOB_PENDING, XP_JOB_CANCELLED },
+		{ XP_JOB_RUNNING, XP_JOB_SUCCEEDED },
+		{ XP_JOB_RUNNING, XP_JOB_FAILED },
+		{ XP_JOB_RUNNING, XP_JOB_CANCELLED },
 		{ XP_JOB_RUNNING, XP_JOB_PENDING },
 	};
 	static const int nodes[][2] = {
-		{ -1, XP_NODE_READY },		      { XP_NODE_READY, XP_NODE_CORDONED },
+		{ -1, XP_NODE_READY },
+		{ XP_NODE_READY, XP_NODE_CORDONED },
 		{ XP_NODE_READY, XP_NODE_DRAINING },
-		{ XP_NODE_CORDONED, XP_NODE_READY },  { XP_NODE_READY, XP_NODE_DOWN },
+		{ XP_NODE_CORDONED, XP_NODE_READY },
+		{ XP_NODE_READY, XP_NODE_DOWN },
 		{ XP_NODE_DOWN, XP_NODE_READY },
 	};
 	for (size_t i = 0; i < sizeof(jobs) / sizeof(jobs[0]); i++) {
@@ -226,8 +231,9 @@ static void test_random_replay(void **state)
 		case 4: {
 			char name[16];
 			snprintf(name, sizeof(name), "gpu-%d", (int)xp_rng_below(&rng, 4));
-			world_apply(&w, "node.state",
-				    xp_rec_node_state(name, (int)xp_rng_below(&rng, XP_NODE_STATE_N)));
+			world_apply(
+				&w, "node.state",
+				xp_rec_node_state(name, (int)xp_rng_below(&rng, XP_NODE_STATE_N)));
 			break;
 		}
 		case 6: { /* an agent reports a replica's exit */
@@ -549,7 +555,8 @@ static void test_typed_submit(void **state)
 	static const char *const specs[] = {
 		"name: train\nreplicas: 2\nresources: {cpu: 4, memory: 8Gi, devices: {count: 2, "
 		"models: [A100], topology: same_island}}\nduration: 30s\ntime_limit: '1:00:00'\n",
-		"command: ['sh', '-c', 'echo hi']\nargs: [a, b]\nenv: {A: '1', B: two}\nworkdir: /tmp\n"
+		"command: ['sh', '-c', 'echo hi']\nargs: [a, b]\nenv: {A: '1', B: two}\nworkdir: "
+		"/tmp\n"
 		"labels: {team: v}\nresources: {cpu: 500m, memory: 1Gi, devices: {fraction: 0.25, "
 		"memory: 8Gi, vendor: NVIDIA, min_memory: 40Gi, min_compute_capability: '8.0'}}\n",
 		"queue: urgent\npriority: 7\nqos: protected\nnode: gpu-1\non_node_lost: fail\n"
@@ -592,9 +599,9 @@ static void test_typed_submit(void **state)
 	struct xp_event_info ev;
 	assert_int_equal(xp_jobspec_parse_text("t", specs[0], strlen(specs[0]), 0, &s, NULL, &err),
 			 0);
-	assert_int_equal(xp_state_submit(w.st, w.now, w.st->next_job_id, "team-a", "k1", &s, &ev,
-					 &err),
-			 XP_EEXIST);
+	assert_int_equal(
+		xp_state_submit(w.st, w.now, w.st->next_job_id, "team-a", "k1", &s, &ev, &err),
+		XP_EEXIST);
 	char *live = xp_state_snapshot(w.st), *full = world_replay(&w, w.log.n, NULL, 0);
 	assert_string_equal(live, full);
 	free(live);
@@ -605,9 +612,9 @@ static void test_typed_submit(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_lifecycle),  cmocka_unit_test(test_random_replay),
-		cmocka_unit_test(test_spec_edges), cmocka_unit_test(test_node_pinning),
-		cmocka_unit_test(test_forget),	   cmocka_unit_test(test_exit_reasons),
+		cmocka_unit_test(test_lifecycle),    cmocka_unit_test(test_random_replay),
+		cmocka_unit_test(test_spec_edges),   cmocka_unit_test(test_node_pinning),
+		cmocka_unit_test(test_forget),	     cmocka_unit_test(test_exit_reasons),
 		cmocka_unit_test(test_typed_submit),
 	};
 	return xp_run_tests(tests, NULL, NULL);

@@ -89,7 +89,8 @@ static void check_changes(struct world *w, const char *type, struct seen *before
 			continue;
 		if (!doc_job_edge(from, j->state))
 			fail_msg("%s: job %llu went %s -> %s, not in the diagram", type,
-				 (unsigned long long)j->id, from < 0 ? "-" : xp_job_state_name(from),
+				 (unsigned long long)j->id,
+				 from < 0 ? "-" : xp_job_state_name(from),
 				 xp_job_state_name(j->state));
 		w->job_seen[from + 1][j->state]++;
 	}

@@ -5,6 +5,7 @@
  */
 #include "state_int.h"
 
+#include <assert.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,10 +176,11 @@ int xp_node_check(const struct xp_state *st, uint32_t n, int from, struct xp_err
 		       xp_node_state_name(to));
 }
 
+/* assert()'s own failure path, the reason as its text: the core prints
+ * nothing itself (cli_core_pure) */
 void xp_state_assert_fail(const char *file, int line, const struct xp_err *err)
 {
-	fprintf(stderr, "%s:%d: state machine check failed: %s\n", file, line, err->text);
-	abort();
+	__assert_fail(err->text, file, (unsigned)line, "a state machine check");
 }
 
 struct xp_state *xp_state_create(const struct xp_state_opts *o, struct xp_err *err)

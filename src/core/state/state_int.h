@@ -22,8 +22,8 @@ int xp_allocs_parse(struct xp_state *st, json_t *arr, struct xp_alloc *a, uint32
 void xp_state_finish(struct xp_state *st, struct xp_job *j, int to, int64_t at);
 
 /* The state machines asserted at each transition (an assert: a failed
- * check is a bug of this layer, it prints the reason and aborts); off
- * with NDEBUG. */
+ * check is a bug of this layer; assert's failure path prints the reason
+ * and aborts); off with NDEBUG. */
 __attribute__((noreturn)) void xp_state_assert_fail(const char *file, int line,
 						    const struct xp_err *err);
 #ifdef NDEBUG

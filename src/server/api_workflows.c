@@ -48,7 +48,14 @@ static int check_all(struct xp_ctl *ctl, struct xp_cmd *cmd, struct xp_workflow 
 				return -1;
 			}
 	}
+	/* the reply is written as the jobs go in, its head first: megabytes
+	 * for 10,000 jobs, never copied again */
+	json_t *name = json_string(wf->name);
+	char *qname = json_dumps(name, JSON_ENCODE_ANY);
+	json_decref(name);
 	xp_sb_init(&wf->out);
+	xp_sb_printf(&wf->out, "{\"workflow\":%s,\"jobs\":[", qname);
+	free(qname);
 	return 0;
 }
 
@@ -80,7 +87,7 @@ void xp_api_workflows_submit(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		json_t *j = xp_api_job_json(ctl, xp_state_job(st, id));
 		char *txt = json_dumps(j, JSON_COMPACT);
 		if (pos)
-			xp_sb_puts(&wf->out, ",");
+			xp_sb_putc(&wf->out, ',');
 		xp_sb_puts(&wf->out, txt);
 		free(txt);
 		json_decref(j);
@@ -90,14 +97,6 @@ void xp_api_workflows_submit(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		cmd->again = 1; /* the rest on a later turn */
 		return;
 	}
-	json_t *name = json_string(wf->name);
-	char *qname = json_dumps(name, JSON_ENCODE_ANY);
-	json_decref(name);
-	struct xp_sb sb;
-	xp_sb_init(&sb);
-	xp_sb_printf(&sb, "{\"workflow\":%s,\"jobs\":[", qname);
-	xp_sb_puts(&sb, wf->out.s ? wf->out.s : ""); /* megabytes: no printf over them */
-	xp_sb_puts(&sb, "]}");
-	free(qname);
-	xp_reply_json(cmd, 201, xp_sb_steal(&sb));
+	xp_sb_puts(&wf->out, "]}");
+	xp_reply_json(cmd, 201, xp_sb_steal(&wf->out));
 }

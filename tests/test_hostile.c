@@ -555,6 +555,7 @@ static void big_log_job(void)
 	snprintf(log_job, sizeof(log_job), "%lld",
 		 (long long)json_integer_value(json_object_get(t, "id")));
 	json_decref(t);
+	t = NULL;
 	snprintf(path, sizeof(path), "/v1/jobs/%s", log_job);
 	int64_t end = now_ms() + WAIT_MS;
 	const char *state = "";

@@ -371,18 +371,20 @@ char *xp_rec_job_submit(uint64_t id, const char *tenant, const char *key,
 	char *sj = xp_jobspec_to_json(spec);
 	json_t *t = json_string(tenant), *k = key ? json_string(key) : json_null();
 	char *ts = json_dumps(t, JSON_ENCODE_ANY), *ks = json_dumps(k, JSON_ENCODE_ANY);
-	struct xp_sb sb;
-	xp_sb_init(&sb);
-	xp_sb_printf(&sb, "{\"id\":%llu,\"tenant\":%s,\"key\":%s,\"spec\":", (unsigned long long)id,
-		     ts ? ts : "null", ks ? ks : "null");
-	xp_sb_puts(&sb, sj);
-	xp_sb_puts(&sb, "}");
+	struct xp_sb sb = { 0 };
+	if (ts && ks && sj) { /* else not UTF-8: no record, as json_pack gave none */
+		xp_sb_init(&sb);
+		xp_sb_printf(&sb, "{\"id\":%llu,\"tenant\":%s,\"key\":%s,\"spec\":",
+			     (unsigned long long)id, ts, ks);
+		xp_sb_puts(&sb, sj);
+		xp_sb_puts(&sb, "}");
+	}
 	json_decref(t);
 	json_decref(k);
 	free(ts);
 	free(ks);
 	free(sj);
-	return xp_sb_steal(&sb);
+	return sb.s ? xp_sb_steal(&sb) : NULL;
 }
 
 json_t *xp_allocs_json(const struct xp_state *st, const struct xp_alloc *a, uint32_t n)

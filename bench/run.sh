@@ -23,7 +23,10 @@
 #      overhead with no limit and under a limit, and the compute-share
 #      error at 300/700 and 100/900 milli (bench/vgpu.sh, docs/results/vgpu.md);
 #   9. hostile requests: the owner read's p99 during each (bench/hostile.sh,
-#      docs/results/edge.md).
+#      docs/results/edge.md);
+#   9b. a workflow of 10,000 jobs (and the 1,000x64 one): POST to 201 on a
+#      real server, median of BENCH_RUNS (bench/workflow.sh; BENCH_WF_BASELINE,
+#      a folder with another build's xpool and xpoold, runs beside it).
 set -eu
 BUILD=${1:-build}
 XP="$BUILD/xpool"
@@ -97,3 +100,6 @@ RUNS=5 ./bench/vgpu.sh "$BUILD"
 
 echo "== 9. the controller under hostile requests: an owner read's p99 during each (bench/hostile.sh, docs/results/edge.md)"
 ./bench/hostile.sh "$BUILD"
+
+echo "== 9b. workflows: 10,000 jobs x up to 4 dependencies, 1,000 x 64, POST to 201 (bench/workflow.sh, docs/results/edge.md)"
+./bench/workflow.sh "$BUILD"

@@ -14,7 +14,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "descriptor/descriptor.h"
+#include "descriptor/tree.h"
 #include "lib/rng.h"
 
 static const char brief_yaml[] = "resources:\n"
@@ -767,6 +770,96 @@ static void mutate(struct xp_rng *r, char *buf, size_t *len, size_t cap)
 	}
 }
 
+/* Does tree t hold what jansson read into v (the spelling json_tree.c
+ * documents: integers in decimal, reals shortest, strings quoted)? */
+static int same_as_jansson(const struct xp_tree *t, json_t *v)
+{
+	char num[64];
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: {
+		if (t->kind != XP_TREE_MAP || t->n != json_object_size(v))
+			return 0;
+		for (size_t i = 0; i < t->n; i++) {
+			json_t *kv = json_object_get(v, t->keys[i]);
+			if (!kv || !same_as_jansson(t->kids[i], kv))
+				return 0;
+		}
+		return 1;
+	}
+	case JSON_ARRAY:
+		if (t->kind != XP_TREE_SEQ || t->n != json_array_size(v))
+			return 0;
+		for (size_t i = 0; i < t->n; i++)
+			if (!same_as_jansson(t->kids[i], json_array_get(v, i)))
+				return 0;
+		return 1;
+	case JSON_STRING:
+		return t->kind == XP_TREE_SCALAR && t->quoted && t->len == json_string_length(v) &&
+		       !memcmp(t->text, json_string_value(v), t->len);
+	case JSON_INTEGER:
+		snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		break;
+	case JSON_REAL:
+		for (int prec = 15; prec <= 17; prec++) {
+			snprintf(num, sizeof(num), "%.*g", prec, json_real_value(v));
+			if (strtod(num, NULL) == json_real_value(v))
+				break;
+		}
+		break;
+	default:
+		snprintf(num, sizeof(num), "%s",
+			 json_is_true(v)    ? "true"
+			 : json_is_false(v) ? "false"
+					    : "null");
+	}
+	return t->kind == XP_TREE_SCALAR && !t->quoted && !strcmp(t->text, num);
+}
+
+/* json_tree.c's reader against jansson, its reference before it, on
+ * mutated JSON: the same documents accepted (as jansson read them:
+ * duplicates refused, no NUL) and the same values read */
+static void test_json_reader(void **state)
+{
+	(void)state;
+	static const char *const seeds[] = {
+		"{\"a\": [1, -2.5e3, 0.1, true, false, null, \"x\\u00e9\\ud83d\\ude00\\n\"], "
+		"\"b\": {\"c\": {}, \"d\": []}, \"\\u00fc\": 9223372036854775807}",
+		"[{\"name\":\"s0\",\"resources\":{\"cpu\":1},\"depends_on\":[{\"job\":\"s1\"}]}, "
+		"1e400, -0, 12.50, \"\\/\\\\\\\"\\b\\f\\r\\t\"]",
+		"[\"caf\xc3\xa9 \xf0\x9f\x98\x80 \xe2\x82\xac\", {\"\xc3\xbc\": \"\xdf\xbf\"}]",
+	};
+	struct xp_rng r;
+	char buf[4096];
+	size_t agree = 0, accepted = 0;
+	xp_rng_seed(&r, 19);
+	for (int it = 0; it < 20000; it++) {
+		const char *seed = seeds[it % 3];
+		size_t len = strlen(seed);
+		memcpy(buf, seed, len);
+		if (it >= 3)
+			mutate(&r, buf, &len, sizeof(buf));
+		if (it >= 3 && it % 4 == 0) /* a byte of UTF-8's range, valid or not */
+			buf[xp_rng_below(&r, len)] = (char)(0x80 + xp_rng_below(&r, 128));
+		json_error_t je;
+		json_t *v = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+		struct xp_tree *t = NULL;
+		struct xp_err err = { 0 };
+		int rc = xp_tree_from_json("t", buf, len, &t, NULL, &err);
+		if ((rc == 0) != (v != NULL))
+			fail_msg("iteration %d: jansson %s (%s), the reader %s (%s): '%.*s'", it,
+				 v ? "accepts" : "refuses", v ? "" : je.text,
+				 rc ? "refuses" : "accepts", err.text, (int)len, buf);
+		if (v && !same_as_jansson(t, v))
+			fail_msg("iteration %d: read differently: '%.*s'", it, (int)len, buf);
+		agree++;
+		accepted += v != NULL;
+		json_decref(v);
+		xp_tree_destroy(t);
+	}
+	print_message("  %zu documents, %zu accepted by both\n", agree, accepted);
+	assert_true(accepted > 100);
+}
+
 static void test_fuzz(void **state)
 {
 	(void)state;
@@ -829,11 +922,12 @@ static void test_fuzz(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_brief_yaml),	cmocka_unit_test(test_brief_json),
-		cmocka_unit_test(test_small_example),	cmocka_unit_test(test_count_replication),
-		cmocka_unit_test(test_units),		cmocka_unit_test(test_bad_inputs),
-		cmocka_unit_test(test_hostile_inputs),	cmocka_unit_test(test_round_trip),
-		cmocka_unit_test(test_mode_overcommit), cmocka_unit_test(test_fuzz),
+		cmocka_unit_test(test_brief_yaml),     cmocka_unit_test(test_brief_json),
+		cmocka_unit_test(test_small_example),  cmocka_unit_test(test_count_replication),
+		cmocka_unit_test(test_units),	       cmocka_unit_test(test_bad_inputs),
+		cmocka_unit_test(test_hostile_inputs), cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_fuzz),	       cmocka_unit_test(test_json_reader),
+		cmocka_unit_test(test_mode_overcommit),
 	};
 	return xp_run_tests(tests, NULL, NULL);
 }

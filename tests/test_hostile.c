@@ -16,8 +16,10 @@
  *     the server's memory by the bodies' size;
  *   - long polls wait as parked connections, not threads: the process's
  *     thread count does not grow with them, and an event wakes them all;
- *   - 3,000 concurrent /metrics scrapes and a workflow of 1,000 jobs with
- *     64 dependencies each are served without stalling anyone.
+ *   - 3,000 concurrent /metrics scrapes, 100 concurrent reads of a job's
+ *     64 MiB log, 40 readers taking it slowly, and a workflow of 1,000
+ *     jobs with 64 dependencies each are served without stalling anyone
+ *     or growing the server by the logs' size.
  *
  * Throughout, a watcher thread reads GET /v1/jobs?limit=1 (through the
  * owner) every 10 ms and an agent thread heartbeats for node hb-0 every
@@ -533,6 +535,146 @@ static void test_metrics_scrapes(void **state)
 	assert_int_equal(ok, N);
 }
 
+/* A job on hb-0 (an agent's node, so its output is the uploaded files)
+ * with LOG_MIB of stdout, uploaded as its agent does, 8 MiB a request. */
+#ifdef XP_SANITIZED
+#define LOG_MIB 16 /* the same path, less to copy under the sanitizers */
+#else
+#define LOG_MIB 64 /* the most the controller keeps per replica */
+#endif
+static char log_job[32];
+
+static void big_log_job(void)
+{
+	long st;
+	char path[160];
+	json_t *t = xp_test_json(
+		ctl->addr, ctl->admin_token, "POST", "/v1/jobs",
+		"{\"name\":\"chatty\",\"node\":\"hb-0\",\"resources\":{\"cpu\":1}}", &st);
+	assert_int_equal(st, 201);
+	snprintf(log_job, sizeof(log_job), "%lld",
+		 (long long)json_integer_value(json_object_get(t, "id")));
+	json_decref(t);
+	t = NULL;
+	snprintf(path, sizeof(path), "/v1/jobs/%s", log_job);
+	int64_t end = now_ms() + WAIT_MS;
+	const char *state = "";
+	while (strcmp(state, "running") && now_ms() < end) { /* the cycle places it */
+		json_decref(t);
+		t = xp_test_json(ctl->addr, ctl->admin_token, "GET", path, NULL, &st);
+		state = json_string_value(json_object_get(t, "state"));
+		state = state ? state : "";
+	}
+	assert_string_equal(state, "running");
+	json_decref(t);
+	enum { CHUNK = 8 << 20 };
+	char *chunk = malloc(CHUNK + 1);
+	for (size_t i = 0; i < CHUNK; i++)
+		chunk[i] = i % 64 == 63 ? '\n' : (char)('a' + i % 26);
+	chunk[CHUNK] = 0;
+	snprintf(path, sizeof(path), "/v1/nodes/hb-0/logs?job=%s&replica=0&stream=stdout", log_job);
+	for (int i = 0; i < LOG_MIB / 8; i++) {
+		char *r = xp_test_http(ctl->addr, ctl->admin_token, "POST", path, chunk, &st);
+		if (st != 200)
+			fail_msg("log upload %d: %ld %s", i, st, r ? r : "");
+		free(r);
+	}
+	free(chunk);
+}
+
+/* n readers of the log from their own addresses, asking the server to
+ * close after the reply (its end is then the connection's) */
+static void log_readers(int *fds, int n, int net)
+{
+	for (int i = 0; i < n; i++) {
+		char src[32];
+		snprintf(src, sizeof(src), "127.0.%d.%d", net, 1 + i % 50);
+		fds[i] = dial(src);
+		say(fds[i],
+		    "GET /v1/jobs/%s/logs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+		    "Connection: close\r\n\r\n",
+		    log_job, ctl->admin_token);
+	}
+}
+
+/* 100 readers of a LOG_MIB log at once, each read to its end: every one
+ * gets the whole of it, streamed by the pool threads from the file */
+static void test_log_reads(void **state)
+{
+	(void)state;
+	enum { N = 100 };
+	static int fds[N];
+	static char buf[1 << 16];
+	static size_t got[N];
+	big_log_job();
+	long before = rss_kib();
+	int64_t t0 = now_ms();
+	log_readers(fds, N, 4);
+	int open_n = N, whole = 0;
+	int64_t end = now_ms() + 4 * WAIT_MS;
+	while (open_n && now_ms() < end) {
+		struct pollfd p[N];
+		for (int i = 0; i < N; i++)
+			p[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+		if (poll(p, N, 1000) <= 0)
+			continue;
+		for (int i = 0; i < N; i++) {
+			if (fds[i] < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			ssize_t r = recv(fds[i], buf, sizeof(buf), 0);
+			if (r > 0) {
+				got[i] += (size_t)r;
+				continue;
+			}
+			close(fds[i]);
+			fds[i] = -p[i].fd - 1; /* closed: never polled again */
+			open_n--;
+			whole += got[i] > (size_t)LOG_MIB << 20; /* the body and the head */
+		}
+	}
+	long after = rss_kib();
+	printf("log reads: %d of %d readers got the whole %d MiB in %lld ms; RSS %ld -> %ld KiB "
+	       "(+%ld)\n",
+	       whole, N, LOG_MIB, (long long)(now_ms() - t0), before, after, after - before);
+	assert_int_equal(whole, N);
+	assert_true(after - before < 256 * 1024); /* whole copies: 100 x 64 MiB */
+}
+
+/* 40 readers that take the log 4 KiB at a time: the server holds a
+ * bounded buffer for each (the file is read as the client takes it), not
+ * a copy of the log */
+static void test_slow_log_readers(void **state)
+{
+	(void)state;
+	enum { N = 40, SIP = 4096, ENOUGH = 1 << 20 };
+	static int fds[N];
+	static size_t got[N];
+	char buf[SIP];
+	long before = rss_kib(), most = before;
+	log_readers(fds, N, 5);
+	size_t slowest = 0;
+	int64_t end = now_ms() + WAIT_MS;
+	while (slowest < ENOUGH && now_ms() < end) {
+		slowest = (size_t)-1;
+		for (int i = 0; i < N; i++) {
+			ssize_t r = recv(fds[i], buf, sizeof(buf), MSG_DONTWAIT);
+			got[i] += r > 0 ? (size_t)r : 0;
+			slowest = got[i] < slowest ? got[i] : slowest;
+		}
+		long now = rss_kib();
+		most = now > most ? now : most;
+		poll(NULL, 0, 2); /* the readers' pace: slow, not a wait for a result */
+	}
+	printf("slow log readers: %d took %zu KiB or more each, 4 KiB at a time; RSS %ld -> at "
+	       "most "
+	       "%ld KiB (+%ld)\n",
+	       N, slowest >> 10, before, most, most - before);
+	for (int i = 0; i < N; i++)
+		close(fds[i]);
+	assert_true(slowest >= ENOUGH);
+	assert_true(most - before < 64 * 1024); /* whole copies: 40 x 64 MiB */
+}
+
 static volatile int wf_done;
 
 /* another tenant's submissions while the workflow goes in: they take ids
@@ -656,6 +798,8 @@ int main(void)
 		ATTACK(test_half_sent_bodies, "512 half-sent 1 MB bodies"),
 		ATTACK(test_long_polls_park, "1,000 long polls"),
 		ATTACK(test_metrics_scrapes, "3,000 /metrics scrapes"),
+		ATTACK(test_log_reads, "100 concurrent log reads"),
+		ATTACK(test_slow_log_readers, "40 slow log readers"),
 		ATTACK(test_big_workflow, "the 1,000x64 workflow"),
 		cmocka_unit_test(test_stayed_responsive),
 	};

@@ -68,6 +68,7 @@ static void test_lifecycle(void **state)
 {
 	struct world w;
 	setup(&w);
+	w.track = 1;
 	uint64_t a =
 		world_submit(&w, "team-a",
 			     "name: train\nreplicas: 2\nresources: {cpu: 4, memory: 8Gi, devices: "
@@ -143,6 +144,44 @@ static void test_lifecycle(void **state)
 	world_free(&w);
 }
 
+/* The random walk reached every edge of the job diagram and the node
+ * table's main ones (each checked against the docs as it happened;
+ * test_lifecycle walks draining -> drained). */
+static void machine_seen(const struct world *w)
+{
+	static const int jobs[][2] = {
+		{ -1, XP_JOB_PENDING },
+		{ XP_JOB_PENDING, XP_JOB_RUNNING },
+		{ XP_JOB_PENDING, XP_JOB_CANCELLED },
+		{ XP_JOB_RUNNING, XP_JOB_SUCCEEDED },
+		{ XP_JOB_RUNNING, XP_JOB_FAILED },
+		{ XP_JOB_RUNNING, XP_JOB_CANCELLED },
+		{ XP_JOB_RUNNING, XP_JOB_PENDING },
+	};
+	static const int nodes[][2] = {
+		{ -1, XP_NODE_READY },
+		{ XP_NODE_READY, XP_NODE_CORDONED },
+		{ XP_NODE_READY, XP_NODE_DRAINING },
+		{ XP_NODE_CORDONED, XP_NODE_READY },
+		{ XP_NODE_READY, XP_NODE_DOWN },
+		{ XP_NODE_DOWN, XP_NODE_READY },
+	};
+	for (size_t i = 0; i < sizeof(jobs) / sizeof(jobs[0]); i++) {
+		uint64_t n = w->job_seen[jobs[i][0] + 1][jobs[i][1]];
+		print_message("  job %s -> %s: %llu\n",
+			      jobs[i][0] < 0 ? "-" : xp_job_state_name(jobs[i][0]),
+			      xp_job_state_name(jobs[i][1]), (unsigned long long)n);
+		assert_true(n > 0);
+	}
+	for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
+		uint64_t n = w->node_seen[nodes[i][0] + 1][nodes[i][1]];
+		print_message("  node %s -> %s: %llu\n",
+			      nodes[i][0] < 0 ? "-" : xp_node_state_name(nodes[i][0]),
+			      xp_node_state_name(nodes[i][1]), (unsigned long long)n);
+		assert_true(n > 0);
+	}
+}
+
 static void test_random_replay(void **state)
 {
 	struct world w;
@@ -158,6 +197,10 @@ static void test_random_replay(void **state)
 		"resources: {cpu: 30, memory: 200Gi}\n",
 	};
 	setup(&w);
+	w.track = 1; /* every state change against the documented diagrams */
+	char *d1 = world_node_doc("cpu-1", 0, NULL, 16);
+	assert_int_equal(world_apply(&w, "node.add", xp_rec_node_add(XP_SRC_EMULATED, d1)), 0);
+	free(d1);
 	xp_rng_seed(&rng, 77);
 	for (int step = 0; step < 3000; step++) {
 		w.now += 10;
@@ -188,8 +231,9 @@ static void test_random_replay(void **state)
 		case 4: {
 			char name[16];
 			snprintf(name, sizeof(name), "gpu-%d", (int)xp_rng_below(&rng, 4));
-			world_apply(&w, "node.state",
-				    xp_rec_node_state(name, (int)xp_rng_below(&rng, 3)));
+			world_apply(
+				&w, "node.state",
+				xp_rec_node_state(name, (int)xp_rng_below(&rng, XP_NODE_STATE_N)));
 			break;
 		}
 		case 6: { /* an agent reports a replica's exit */
@@ -253,6 +297,7 @@ static void test_random_replay(void **state)
 	print_message("  %zu records, %llu placed, %llu jobs, %llu kept\n", w.log.n,
 		      (unsigned long long)w.st->placed, (unsigned long long)w.st->next_job_id - 1,
 		      (unsigned long long)w.st->jobs.n);
+	machine_seen(&w);
 	free(live);
 	free(full);
 	free(tail);
@@ -560,13 +605,75 @@ static void test_spec_edges(void **state)
 	xp_jobspec_free(&t);
 }
 
+/* xp_state_submit (the owner's path: the spec applied as it is) leaves the
+ * state that replaying its job.submit record (parsed) gives, to the byte,
+ * for specs using every field */
+static void test_typed_submit(void **state)
+{
+	static const char *const specs[] = {
+		"name: train\nreplicas: 2\nresources: {cpu: 4, memory: 8Gi, devices: {count: 2, "
+		"models: [A100], topology: same_island}}\nduration: 30s\ntime_limit: '1:00:00'\n",
+		"command: ['sh', '-c', 'echo hi']\nargs: [a, b]\nenv: {A: '1', B: two}\nworkdir: "
+		"/tmp\n"
+		"labels: {team: v}\nresources: {cpu: 500m, memory: 1Gi, devices: {fraction: 0.25, "
+		"memory: 8Gi, vendor: NVIDIA, min_memory: 40Gi, min_compute_capability: '8.0'}}\n",
+		"queue: urgent\npriority: 7\nqos: protected\nnode: gpu-1\non_node_lost: fail\n"
+		"exit_code: 3\nresources: {cpu: 1}\ndeadline: 2h\nhold_for_nodes: true\n",
+		"replicas: 3\ngang: {colocate: zone, timeout: 5m}\nresources: {cpu: 2, devices: "
+		"{count: 1, class: gpu}}\nworkflow: wf\ndepends_on: [{job: 1}, {job: 2, type: "
+		"after-any}]\n",
+	};
+	struct world w;
+	(void)state;
+	setup(&w);
+	for (size_t i = 0; i < 3 * sizeof(specs) / sizeof(specs[0]); i++) {
+		struct xp_jobspec s;
+		struct xp_err err = { 0 };
+		struct xp_event_info ev;
+		const char *y = specs[i % (sizeof(specs) / sizeof(specs[0]))];
+		if (xp_jobspec_parse_text("t", y, strlen(y), 0, &s, NULL, &err) < 0)
+			fail_msg("spec %zu: %s", i, err.text);
+		uint64_t id = w.st->next_job_id;
+		const char *key = i % 2 ? "k" : NULL;
+		char kb[16];
+		if (key) {
+			snprintf(kb, sizeof(kb), "k%zu", i);
+			key = kb;
+		}
+		char *body = xp_rec_job_submit(id, "team-a", key, &s);
+		if (xp_state_submit(w.st, w.now, id, "team-a", key, &s, &ev, &err) < 0)
+			fail_msg("spec %zu: %s", i, err.text);
+		assert_null(s.name); /* taken */
+		assert_int_equal(ev.job, id);
+		struct logrec r = { xstrdup("job.submit"), body, w.now };
+		xp_vec_push(&w.log, r);
+		w.st->seq = w.log.n;
+		if (i == 5)
+			world_cycle(&w);
+	}
+	/* refused as the record would be: the key again */
+	struct xp_jobspec s;
+	struct xp_err err = { 0 };
+	struct xp_event_info ev;
+	assert_int_equal(xp_jobspec_parse_text("t", specs[0], strlen(specs[0]), 0, &s, NULL, &err),
+			 0);
+	assert_int_equal(
+		xp_state_submit(w.st, w.now, w.st->next_job_id, "team-a", "k1", &s, &ev, &err),
+		XP_EEXIST);
+	char *live = xp_state_snapshot(w.st), *full = world_replay(&w, w.log.n, NULL, 0);
+	assert_string_equal(live, full);
+	free(live);
+	free(full);
+	world_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lifecycle),    cmocka_unit_test(test_random_replay),
 		cmocka_unit_test(test_spec_edges),   cmocka_unit_test(test_node_pinning),
 		cmocka_unit_test(test_share_modes),  cmocka_unit_test(test_forget),
-		cmocka_unit_test(test_exit_reasons),
+		cmocka_unit_test(test_exit_reasons), cmocka_unit_test(test_typed_submit),
 	};
 	return xp_run_tests(tests, NULL, NULL);
 }

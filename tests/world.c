@@ -18,11 +18,109 @@ void world_init(struct world *w)
 	w->now = 1000;
 }
 
+/* The diagrams of docs/design/controller.md, as the reader sees them:
+ * may a job (node) go from `from` (-1: none yet) to `to`? */
+static int doc_job_edge(int from, int to)
+{
+	switch (from) {
+	case -1:
+		return to == XP_JOB_PENDING;
+	case XP_JOB_PENDING: /* start; cancel; a gang timeout */
+		return to == XP_JOB_RUNNING || to == XP_JOB_CANCELLED || to == XP_JOB_FAILED;
+	case XP_JOB_RUNNING: /* finish, cancel, requeue or preempt */
+		return to == XP_JOB_SUCCEEDED || to == XP_JOB_FAILED || to == XP_JOB_CANCELLED ||
+		       to == XP_JOB_PENDING;
+	default: /* terminal: no way out */
+		return 0;
+	}
+}
+
+static int doc_node_edge(int from, int to)
+{
+	switch (from) {
+	case -1:
+		return to == XP_NODE_READY;
+	case XP_NODE_READY: /* drained at once when it runs nothing */
+		return to == XP_NODE_CORDONED || to == XP_NODE_DRAINING || to == XP_NODE_DRAINED ||
+		       to == XP_NODE_DOWN;
+	case XP_NODE_CORDONED:
+		return to == XP_NODE_READY || to == XP_NODE_DRAINING || to == XP_NODE_DRAINED ||
+		       to == XP_NODE_DOWN;
+	case XP_NODE_DRAINING:
+	case XP_NODE_DRAINED:
+		return to == XP_NODE_READY || to == XP_NODE_DRAINED || to == XP_NODE_DOWN;
+	case XP_NODE_DOWN:
+		return to == XP_NODE_READY;
+	}
+	return 0;
+}
+
+struct seen {
+	uint64_t id;
+	int state;
+};
+
+/* every job's and node's state before a record (malloc'd; jobs by id) */
+static struct seen *states_of(const struct xp_state *st, size_t *nj, int **nodes, size_t *nn)
+{
+	struct seen *v = XNEWV(struct seen, st->jobs.n + 1);
+	for (size_t i = 0; i < st->jobs.n; i++)
+		v[i] = (struct seen){ st->jobs.v[i]->id, st->jobs.v[i]->state };
+	*nj = st->jobs.n;
+	*nodes = XNEWV(int, st->nodes.n + 1);
+	for (size_t n = 0; n < st->nodes.n; n++)
+		(*nodes)[n] = st->nodes.v[n].state;
+	*nn = st->nodes.n;
+	return v;
+}
+
+/* each change since states_of, against the diagrams */
+static void check_changes(struct world *w, const char *type, struct seen *before, size_t nj,
+			  int *nodes, size_t nn)
+{
+	const struct xp_state *st = w->st;
+	size_t k = 0;
+	for (size_t i = 0; i < st->jobs.n; i++) { /* both by id: a merge */
+		const struct xp_job *j = st->jobs.v[i];
+		while (k < nj && before[k].id < j->id)
+			assert_true(xp_job_terminal(before[k++].state)); /* forgotten */
+		int from = k < nj && before[k].id == j->id ? before[k++].state : -1;
+		if (from == j->state)
+			continue;
+		if (!doc_job_edge(from, j->state))
+			fail_msg("%s: job %llu went %s -> %s, not in the diagram", type,
+				 (unsigned long long)j->id,
+				 from < 0 ? "-" : xp_job_state_name(from),
+				 xp_job_state_name(j->state));
+		w->job_seen[from + 1][j->state]++;
+	}
+	for (size_t n = 0; n < st->nodes.n; n++) {
+		int from = n < nn ? nodes[n] : -1, to = st->nodes.v[n].state;
+		if (from == to)
+			continue;
+		if (!doc_node_edge(from, to))
+			fail_msg("%s: node %s went %s -> %s, not in the table", type,
+				 st->c->nodes[n].name, from < 0 ? "-" : xp_node_state_name(from),
+				 xp_node_state_name(to));
+		w->node_seen[from + 1][to]++;
+	}
+}
+
 int world_apply(struct world *w, const char *type, char *body)
 {
 	struct xp_err err = { 0 };
+	struct seen *before = NULL;
+	int *nodes = NULL;
+	size_t nj = 0, nn = 0;
 	assert_non_null(body);
+	if (w->track)
+		before = states_of(w->st, &nj, &nodes, &nn);
 	int rc = xp_state_apply(w->st, w->log.n + 1, w->now, type, body, strlen(body), NULL, &err);
+	if (w->track) {
+		check_changes(w, type, before, nj, nodes, nn);
+		free(before);
+		free(nodes);
+	}
 	if (rc == 0) {
 		struct logrec r = { xstrdup(type), body, w->now };
 		xp_vec_push(&w->log, r);

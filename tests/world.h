@@ -24,6 +24,13 @@ struct world {
 	/* called with each record the cycle emits, before it is applied */
 	void (*on_emit)(struct world *w, const char *type, const char *body);
 	void *user;
+	/* set: each record's changes of job and node states are checked
+	 * against the diagrams of docs/design/controller.md, written out
+	 * again in world.c, and counted: job_seen[from + 1][to] (from -1:
+	 * submitted), node_seen likewise (-1: added) */
+	int track;
+	uint64_t job_seen[XP_JOB_STATE_N + 1][XP_JOB_STATE_N];
+	uint64_t node_seen[XP_NODE_STATE_N + 1][XP_NODE_STATE_N];
 };
 
 /* An empty state at now = 1000. */

@@ -1,12 +1,15 @@
 /*
- * json_tree: jansson -> struct xp_tree (see tree.h).
+ * json_tree: JSON text -> struct xp_tree (see tree.h), in one pass.
  *
- * jansson parses the whole text (rejecting duplicate keys and NUL escapes)
- * and reports syntax errors with line and column; values carry no source
- * position, so their tree nodes have line 0. Strings become quoted
- * scalars; numbers, true, false and null become plain scalars spelled as
- * in JSON, reals in the shortest form that reads back to the same double
- * (8.6 stays "8.6", not "8.5999999999999996").
+ * The reader takes RFC 8259 JSON as jansson did for it before (a 10,000-
+ * job workflow spent a third of its time in jansson's parse and the copy
+ * of its objects into a tree): valid UTF-8 only, no NUL (raw or \u0000),
+ * no duplicate keys, integers within 64 bits; a syntax error names the
+ * line and column. Values carry no source position, so tree nodes have
+ * line 0. Strings become quoted scalars; numbers, true, false and null
+ * become plain scalars spelled as jansson spelled them: integers in
+ * decimal, reals in the shortest form that reads back to the same double
+ * (8.6 stays "8.6", not "8.5999999999999996"; 1.50 is "1.5").
  *
  * The writer half of the descriptor (xp_descriptor_to_json, declared in
  * descriptor.h) lives here too, so jansson is used in this file only. It
@@ -18,19 +21,17 @@
  * to load again. Quantities carry explicit units ("600000MB/s", "312000G")
  * so no unit default is assumed on the way back.
  */
+#include <errno.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../lib/strbuf.h"
+#include "../lib/xalloc.h"
 #include "descriptor.h"
 #include "tree.h"
-
-struct jstate {
-	struct xp_walk w; /* name, error, path of the value being converted */
-	size_t nnodes;
-};
 
 static void real_text(double v, char *buf, size_t size)
 {
@@ -41,96 +42,362 @@ static void real_text(double v, char *buf, size_t size)
 	}
 }
 
-static int conv(struct jstate *s, json_t *j, int depth, struct xp_tree **out)
-{
-	char num[64];
+/* The reader: one pass from text to tree. The path of the value being
+ * read is kept as frames (a key or an index each) and spelled out only
+ * for an error. */
+struct jp {
+	const char *start, *p, *end;
+	const char *name;
+	struct xp_err *err;
+	char *field; /* the failing value's path, when the caller wants it */
+	size_t nnodes;
+	int depth;
+	struct {
+		const char *key; /* NULL: an index */
+		size_t idx;
+	} path[XP_TREE_MAX_DEPTH + 1];
+	struct xp_sb str; /* the string being decoded */
+};
 
-	if (++s->nnodes > XP_TREE_MAX_NODES)
-		return xp_walk_fail(&s->w, 0, XP_ETOOBIG, "more than %u values in one document",
-				    XP_TREE_MAX_NODES);
-	switch (json_typeof(j)) {
-	case JSON_OBJECT:
-	case JSON_ARRAY: {
-		if (depth >= XP_TREE_MAX_DEPTH)
-			return xp_walk_fail(&s->w, 0, XP_ETOOBIG, "nested deeper than %d levels",
-					    XP_TREE_MAX_DEPTH);
-		int is_map = json_is_object(j);
-		struct xp_tree *t = xp_tree_new(is_map ? XP_TREE_MAP : XP_TREE_SEQ, 0);
-		size_t n = is_map ? json_object_size(j) : json_array_size(j);
-		void *iter = is_map ? json_object_iter(j) : NULL;
-		for (size_t i = 0; i < n; i++) {
-			const char *key = is_map ? json_object_iter_key(iter) : NULL;
-			json_t *v = is_map ? json_object_iter_value(iter) : json_array_get(j, i);
-			size_t m =
-				is_map ? xp_walk_push_key(&s->w, key) : xp_walk_push_idx(&s->w, i);
-			struct xp_tree *kid;
-			int rc = conv(s, v, depth + 1, &kid);
-			if (rc == 0 && is_map &&
-			    (rc = xp_tree_map_add(t, key, strlen(key), 0, kid)) < 0)
-				rc = xp_walk_fail(&s->w, 0, rc, "%s",
-						  rc == XP_EEXIST
-							  ? "duplicate key"
-							  : "more than 256 keys in one object");
-			else if (rc == 0 && !is_map)
-				xp_tree_seq_add(t, kid);
-			xp_walk_pop(&s->w, m);
-			if (rc < 0) {
-				xp_tree_destroy(t);
-				return rc;
-			}
-			iter = is_map ? json_object_iter_next(j, iter) : NULL;
+/* a syntax error at the reader's position: file:line:column */
+static int syntax(struct jp *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int syntax(struct jp *j, const char *fmt, ...)
+{
+	char msg[200];
+	int line = 1, col = 1;
+	va_list ap;
+	for (const char *q = j->start; q < j->p && q < j->end; q++, col++)
+		if (*q == '\n') {
+			line++;
+			col = 0;
 		}
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return xp_errf(j->err, XP_EINVAL, "%s:%d:%d: JSON syntax error: %s", j->name, line, col,
+		       msg);
+}
+
+/* a limit passed or a key repeated, named by the value's path */
+static int structural(struct jp *j, int code, const char *what)
+{
+	struct xp_walk w = { .name = j->name, .err = j->err };
+	for (int d = 0; d < j->depth; d++) {
+		if (j->path[d].key)
+			xp_walk_push_key(&w, j->path[d].key);
+		else
+			xp_walk_push_idx(&w, j->path[d].idx);
+	}
+	int rc = xp_walk_fail(&w, 0, code, "%s", what);
+	if (j->field)
+		memcpy(j->field, w.field, sizeof(w.field));
+	return rc;
+}
+
+static void ws(struct jp *j)
+{
+	while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
+		j->p++;
+}
+
+static int hex4(const char *q, unsigned *out)
+{
+	*out = 0;
+	for (int i = 0; i < 4; i++) {
+		char c = q[i];
+		int v = c >= '0' && c <= '9'   ? c - '0'
+			: c >= 'a' && c <= 'f' ? c - 'a' + 10
+			: c >= 'A' && c <= 'F' ? c - 'A' + 10
+					       : -1;
+		if (v < 0)
+			return -1;
+		*out = *out << 4 | (unsigned)v;
+	}
+	return 0;
+}
+
+static void put_utf8(struct xp_sb *b, unsigned c)
+{
+	char u[4];
+	size_t n;
+	if (c < 0x80) {
+		u[0] = (char)c;
+		n = 1;
+	} else if (c < 0x800) {
+		u[0] = (char)(0xC0 | c >> 6);
+		u[1] = (char)(0x80 | (c & 0x3F));
+		n = 2;
+	} else if (c < 0x10000) {
+		u[0] = (char)(0xE0 | c >> 12);
+		u[1] = (char)(0x80 | (c >> 6 & 0x3F));
+		u[2] = (char)(0x80 | (c & 0x3F));
+		n = 3;
+	} else {
+		u[0] = (char)(0xF0 | c >> 18);
+		u[1] = (char)(0x80 | (c >> 12 & 0x3F));
+		u[2] = (char)(0x80 | (c >> 6 & 0x3F));
+		u[3] = (char)(0x80 | (c & 0x3F));
+		n = 4;
+	}
+	xp_sb_putn(b, u, n);
+}
+
+/* the length of the valid UTF-8 sequence at q (its lead byte >= 0x80), 0 if invalid */
+static size_t utf8_len(const unsigned char *q, const unsigned char *end)
+{
+	unsigned char c = q[0];
+	size_t n = c >= 0xC2 && c <= 0xDF   ? 2
+		   : c >= 0xE0 && c <= 0xEF ? 3
+		   : c >= 0xF0 && c <= 0xF4 ? 4
+					    : 0;
+	if (!n || (size_t)(end - q) < n)
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if ((q[i] & 0xC0) != 0x80)
+			return 0;
+	if ((c == 0xE0 && q[1] < 0xA0) || (c == 0xED && q[1] > 0x9F) ||
+	    (c == 0xF0 && q[1] < 0x90) || (c == 0xF4 && q[1] > 0x8F))
+		return 0; /* overlong, a surrogate, past U+10FFFF */
+	return n;
+}
+
+/* one \u escape at j->p (after the backslash and u) into j->str */
+static int unicode_escape(struct jp *j)
+{
+	unsigned c, lo;
+	if (j->end - j->p < 4 || hex4(j->p, &c) < 0)
+		return syntax(j, "invalid \\u escape");
+	j->p += 4;
+	if (c >= 0xDC00 && c <= 0xDFFF)
+		return syntax(j, "invalid Unicode '\\u%04X'", c);
+	if (c >= 0xD800 && c <= 0xDBFF) { /* a pair */
+		if (j->end - j->p < 6 || j->p[0] != '\\' || j->p[1] != 'u' ||
+		    hex4(j->p + 2, &lo) < 0 || lo < 0xDC00 || lo > 0xDFFF)
+			return syntax(j, "invalid Unicode '\\u%04X'", c);
+		j->p += 6;
+		c = 0x10000 + ((c - 0xD800) << 10) + (lo - 0xDC00);
+	}
+	if (c == 0)
+		return syntax(j, "\\u0000 is not allowed");
+	put_utf8(&j->str, c);
+	return 0;
+}
+
+/* a string at j->p (its opening quote) decoded into j->str */
+static int string(struct jp *j)
+{
+	static const char esc_in[] = "\"\\/bfnrt", esc_out[] = "\"\\/\b\f\n\r\t";
+	xp_sb_reset(&j->str);
+	j->p++;
+	for (;;) {
+		const char *run = j->p;
+		while (j->p < j->end && *j->p != '"' && *j->p != '\\' &&
+		       (unsigned char)*j->p >= 0x20 && (unsigned char)*j->p < 0x80)
+			j->p++;
+		xp_sb_putn(&j->str, run, (size_t)(j->p - run));
+		if (j->p >= j->end)
+			return syntax(j, "premature end of input in a string");
+		unsigned char c = (unsigned char)*j->p;
+		if (c == '"') {
+			j->p++;
+			return 0;
+		}
+		if (c < 0x20)
+			return syntax(j, "control character 0x%x in a string", c);
+		if (c >= 0x80) {
+			size_t n = utf8_len((const unsigned char *)j->p,
+					    (const unsigned char *)j->end);
+			if (!n)
+				return syntax(j, "invalid UTF-8 in a string");
+			xp_sb_putn(&j->str, j->p, n);
+			j->p += n;
+			continue;
+		}
+		const char *e = ++j->p < j->end && *j->p ? strchr(esc_in, *j->p) : NULL;
+		if (j->p < j->end && *j->p == 'u') {
+			j->p++;
+			int rc = unicode_escape(j);
+			if (rc < 0)
+				return rc;
+			continue;
+		}
+		if (!e)
+			return syntax(j, "invalid escape");
+		xp_sb_putc(&j->str, esc_out[e - esc_in]);
+		j->p++;
+	}
+}
+
+/* a number, true, false or null: a plain scalar spelled as jansson would */
+static int word(struct jp *j, struct xp_tree **out)
+{
+	static const char *const lits[] = { "true", "false", "null" };
+	char num[64], tok[64];
+	for (int i = 0; i < 3; i++) {
+		size_t n = strlen(lits[i]);
+		if ((size_t)(j->end - j->p) >= n && !memcmp(j->p, lits[i], n)) {
+			j->p += n;
+			*out = xp_tree_new_scalar(lits[i], n, 0, 0);
+			return 0;
+		}
+	}
+	const char *q = j->p;
+	int real = 0;
+	if (q < j->end && *q == '-')
+		q++;
+	if (q >= j->end || *q < '0' || *q > '9')
+		return syntax(j, "invalid token");
+	if (*q == '0')
+		q++;
+	else
+		while (q < j->end && *q >= '0' && *q <= '9')
+			q++;
+	if (q < j->end && *q == '.') {
+		real = 1;
+		if (++q >= j->end || *q < '0' || *q > '9')
+			return syntax(j, "invalid number");
+		while (q < j->end && *q >= '0' && *q <= '9')
+			q++;
+	}
+	if (q < j->end && (*q == 'e' || *q == 'E')) {
+		real = 1;
+		if (++q < j->end && (*q == '+' || *q == '-'))
+			q++;
+		if (q >= j->end || *q < '0' || *q > '9')
+			return syntax(j, "invalid number");
+		while (q < j->end && *q >= '0' && *q <= '9')
+			q++;
+	}
+	if ((size_t)(q - j->p) >= sizeof(tok))
+		return syntax(j, "number too long");
+	memcpy(tok, j->p, (size_t)(q - j->p));
+	tok[q - j->p] = '\0';
+	errno = 0;
+	if (real) {
+		double v = strtod(tok, NULL);
+		if (errno == ERANGE && (v > 1 || v < -1))
+			return syntax(j, "real number overflow");
+		real_text(v, num, sizeof(num));
+	} else {
+		long long v = strtoll(tok, NULL, 10);
+		if (errno == ERANGE)
+			return syntax(j, "too big %sinteger", tok[0] == '-' ? "negative " : "");
+		snprintf(num, sizeof(num), "%lld", v);
+	}
+	j->p = q;
+	*out = xp_tree_new_scalar(num, strlen(num), 0, 0);
+	return 0;
+}
+
+static int value(struct jp *j, struct xp_tree **out);
+
+/* a map or a sequence at j->p (its opening bracket) */
+static int container(struct jp *j, struct xp_tree **out)
+{
+	int is_map = *j->p == '{', rc = 0;
+	char close = is_map ? '}' : ']';
+	if (j->depth >= XP_TREE_MAX_DEPTH)
+		return structural(j, XP_ETOOBIG, "nested deeper than 64 levels");
+	struct xp_tree *t = xp_tree_new(is_map ? XP_TREE_MAP : XP_TREE_SEQ, 0);
+	j->p++;
+	ws(j);
+	if (j->p < j->end && *j->p == close) {
+		j->p++;
 		*out = t;
 		return 0;
 	}
-	case JSON_STRING: {
-		const char *v = json_string_value(j);
-		size_t len = json_string_length(j);
-		if (memchr(v, '\0', len))
-			return xp_walk_fail(&s->w, 0, XP_EINVAL, "NUL character in a string");
-		*out = xp_tree_new_scalar(v, len, 1, 0);
-		return 0;
+	for (size_t i = 0; rc == 0; i++) {
+		char *key = NULL;
+		size_t keylen = 0;
+		ws(j);
+		if (is_map) {
+			if (j->p >= j->end || *j->p != '"')
+				rc = syntax(j, "string or '}' expected");
+			else if ((rc = string(j)) == 0) {
+				keylen = j->str.len;
+				key = xstrndup(j->str.s, keylen);
+				ws(j);
+				if (j->p >= j->end || *j->p != ':')
+					rc = syntax(j, "':' expected");
+				else
+					j->p++;
+			}
+		}
+		struct xp_tree *kid = NULL;
+		if (rc == 0) {
+			j->path[j->depth].key = key;
+			j->path[j->depth].idx = i;
+			j->depth++;
+			rc = value(j, &kid);
+			j->depth--;
+		}
+		if (rc == 0 && is_map && memchr(key, '\0', keylen))
+			rc = structural(j, XP_EINVAL, "NUL character in a key");
+		if (rc == 0 && is_map && (rc = xp_tree_map_add(t, key, keylen, 0, kid)) < 0) {
+			j->path[j->depth].key = key;
+			j->depth++;
+			rc = rc == XP_EEXIST
+				     ? syntax(j, "duplicate object key")
+				     : structural(j, rc, "more than 256 keys in one object");
+			j->depth--;
+		} else if (rc == 0 && !is_map) {
+			xp_tree_seq_add(t, kid);
+		}
+		free(key);
+		if (rc < 0)
+			break;
+		ws(j);
+		if (j->p < j->end && *j->p == ',') {
+			j->p++;
+			continue;
+		}
+		if (j->p < j->end && *j->p == close) {
+			j->p++;
+			*out = t;
+			return 0;
+		}
+		rc = syntax(j, "',' or '%c' expected", close);
 	}
-	case JSON_INTEGER:
-		snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(j));
-		break;
-	case JSON_REAL:
-		real_text(json_real_value(j), num, sizeof(num));
-		break;
-	case JSON_TRUE:
-		strcpy(num, "true");
-		break;
-	case JSON_FALSE:
-		strcpy(num, "false");
-		break;
-	default:
-		strcpy(num, "null");
-		break;
-	}
-	*out = xp_tree_new_scalar(num, strlen(num), 0, 0);
-	return 0;
+	xp_tree_destroy(t);
+	return rc;
+}
+
+static int value(struct jp *j, struct xp_tree **out)
+{
+	if (++j->nnodes > XP_TREE_MAX_NODES)
+		return structural(j, XP_ETOOBIG, "more than 4194304 values in one document");
+	ws(j);
+	if (j->p >= j->end)
+		return syntax(j, "premature end of input");
+	if (*j->p == '{' || *j->p == '[')
+		return container(j, out);
+	if (*j->p != '"')
+		return word(j, out);
+	int rc = string(j);
+	if (rc == 0)
+		*out = xp_tree_new_scalar(j->str.s, j->str.len, 1, 0);
+	return rc;
 }
 
 int xp_tree_from_json(const char *name, const char *buf, size_t len, struct xp_tree **out,
 		      char field[320], struct xp_err *err)
 {
-	struct jstate s = { .w = { .name = name, .err = err } };
-	json_error_t je;
-	json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
-
-	if (!j) {
-		if (je.line > 0)
-			return xp_errf(err, XP_EINVAL, "%s:%d:%d: JSON syntax error: %s", name,
-				       je.line, je.column, je.text);
-		return xp_errf(err, XP_EINVAL, "%s: JSON syntax error: %s", name, je.text);
-	}
+	struct jp j = {
+		.start = buf, .p = buf, .end = buf + len, .name = name, .err = err, .field = field
+	};
 	struct xp_tree *t = NULL;
-	int rc = conv(&s, j, 0, &t);
-	json_decref(j);
+	xp_sb_init(&j.str);
+	int rc = value(&j, &t);
+	if (rc == 0) {
+		ws(&j);
+		if (j.p < j.end)
+			rc = syntax(&j, "end of input expected");
+	}
+	xp_sb_free(&j.str);
 	if (rc == 0)
 		*out = t;
-	else if (field)
-		memcpy(field, s.w.field, sizeof(s.w.field));
+	else
+		xp_tree_destroy(t);
 	return rc;
 }
 

@@ -44,7 +44,7 @@ struct xp_workflow {
 	size_t done;	  /* positions submitted */
 	uint64_t *ids;	  /* per position: its job id, once submitted */
 	long *tenants;	  /* per position: its tenant */
-	struct xp_sb out; /* the reply's "jobs" so far */
+	struct xp_sb out; /* the reply so far: its head and the jobs submitted */
 };
 
 /* Parse and order a workflow document (json: 1 JSON, 0 YAML, < 0 guess).

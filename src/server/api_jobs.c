@@ -46,8 +46,6 @@ json_t *xp_api_job_json(struct xp_ctl *ctl, const struct xp_job *j)
 {
 	const struct xp_state *st = ctl->st;
 	char name[40];
-	char *sj = xp_jobspec_to_json(&j->spec);
-	json_error_t e;
 	json_t *o;
 
 	snprintf(name, sizeof(name), "job-%llu", (unsigned long long)j->id);
@@ -73,8 +71,7 @@ json_t *xp_api_job_json(struct xp_ctl *ctl, const struct xp_job *j)
 	json_object_set_new(o, "attempts", json_integer(j->attempts));
 	json_object_set_new(o, "requeues", json_integer(j->requeues));
 	json_object_set_new(o, "preemptions", json_integer(j->preemptions));
-	json_object_set_new(o, "spec", json_loads(sj, 0, &e));
-	free(sj);
+	json_object_set_new(o, "spec", xp_jobspec_json(&j->spec));
 	json_t *allocs = json_array();
 	for (uint32_t r = 0; j->allocs && r < j->spec.replicas; r++) {
 		const struct xp_alloc *a = &j->allocs[r];
@@ -335,8 +332,8 @@ void xp_api_jobs_submit(struct xp_ctl *ctl, struct xp_cmd *cmd)
 			DONE_JSON(cmd, 200, xp_json_take(xp_api_job_json(ctl, j)));
 	}
 	uint64_t id = st->next_job_id;
-	char *body = xp_rec_job_submit(id, st->tenants.v[tenant].name, cmd->idem_key, spec);
-	if (xp_ctl_journal(ctl, "job.submit", body, &err) < 0)
+	if (xp_ctl_journal_submit(ctl, id, st->tenants.v[tenant].name, cmd->idem_key, spec, &err) <
+	    0)
 		FAIL_ERR(cmd, &err, NULL);
 	cmd->journaled = 1;
 	xp_reply_json(cmd, 201, xp_json_take(xp_api_job_json(ctl, xp_state_job(st, id))));

@@ -460,6 +460,11 @@ int xp_ctl_journal(struct xp_ctl *ctl, const char *type, char *body, struct xp_e
  * carries it, so a replay never depends on today's flags). */
 int xp_ctl_add_node(struct xp_ctl *ctl, const struct xp_cluster *c, const struct xp_node *node,
 		    int source, struct xp_err *err);
+/* The same for a job.submit of job id: its record is encoded from spec,
+ * and spec itself is applied (xp_state_submit), not the record parsed
+ * again. spec is taken (zeroed), journaled or not. */
+int xp_ctl_journal_submit(struct xp_ctl *ctl, uint64_t id, const char *tenant, const char *key,
+			  struct xp_jobspec *spec, struct xp_err *err);
 /* After replay: emulated tasks of running jobs get their completion time. */
 void xp_emu_schedule(struct xp_ctl *ctl, const struct xp_job *j);
 /* Build the event JSON of an applied record. */

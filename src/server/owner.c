@@ -270,35 +270,76 @@ int xp_auth_admit(struct xp_ctl *ctl, struct xp_cmd *cmd, struct xp_err *err)
 	return scope_allows(cmd->scope, cmd->cred_node, cmd->need, cmd->name, err);
 }
 
-int xp_ctl_journal(struct xp_ctl *ctl, const char *type, char *body, struct xp_err *err)
+/* The run of job that just ended: what the agents measured goes into its
+ * usage record, their mean power stretched over the whole run when the
+ * reports covered only part of it (a restart, a late first beat). */
+static void energy_on_end(struct xp_ctl *ctl, const struct xp_job *job)
+{
+	struct xp_energy *e = xp_intmap_del(&ctl->energy, job->id);
+	const struct xp_meter_run *last =
+		ctl->st->meter.runs.n ? &ctl->st->meter.runs.v[ctl->st->meter.runs.n - 1] : NULL;
+	if (e && e->attempt == job->attempts && e->joules >= 1 && e->ms > 0 && last &&
+	    last->job == job->id) {
+		double run_ms = (double)(last->end - last->start), j = e->joules;
+		if (run_ms > (double)e->ms)
+			j *= run_ms / (double)e->ms;
+		struct xp_err e2 = { 0 };
+		if (xp_ctl_journal(ctl, "job.energy",
+				   xp_rec_job_energy(job->id, e->attempt, (uint64_t)j), &e2) < 0)
+			fprintf(stderr, "xpool server: job %llu energy: %s\n",
+				(unsigned long long)job->id, e2.text);
+	}
+	free(e);
+}
+
+/* the job a job.* record other than job.submit names, NULL none */
+static const struct xp_job *record_job(struct xp_ctl *ctl, const char *type, const char *body)
+{
+	if (strncmp(type, "job.", 4) || !strcmp(type, "job.submit"))
+		return NULL;
+	json_error_t je;
+	json_t *o = json_loads(body, 0, &je);
+	const struct xp_job *job =
+		xp_state_job(ctl->st, (uint64_t)json_integer_value(json_object_get(o, "id")));
+	json_decref(o);
+	return job;
+}
+
+/* a job.submit's decoded form: applied as it is, not parsed from the body */
+struct typed_submit {
+	uint64_t id;
+	const char *tenant, *key;
+	struct xp_jobspec *spec; /* taken */
+};
+
+static int journal(struct xp_ctl *ctl, const char *type, char *body, struct typed_submit *ts,
+		   struct xp_err *err)
 {
 	struct xp_event_info ev;
 	int64_t now = xp_ctl_now();
-	int rc;
+	int rc = 0;
 
 	if (!body)
-		return xp_errf(err, XP_EINTERNAL, "%s: could not encode the record", type);
-	if (ctl->fatal) {
+		rc = xp_errf(err, XP_EINTERNAL, "%s: could not encode the record", type);
+	else if (ctl->fatal)
+		rc = xp_errf(err, XP_EIO, "the journal failed; the controller is stopping");
+	if (rc < 0) {
+		if (ts)
+			xp_jobspec_free(ts->spec);
 		free(body);
-		return xp_errf(err, XP_EIO, "the journal failed; the controller is stopping");
+		return rc;
 	}
 	/* the nodes whose assignments this may change: those of the job's
 	 * running attempt before and after (a watcher asks the owner, which is
 	 * busy here, so bumping before the change is safe) */
-	const struct xp_job *job = NULL;
-	if (!strncmp(type, "job.", 4) && strcmp(type, "job.submit")) {
-		json_error_t je;
-		json_t *o = json_loads(body, 0, &je);
-		job = xp_state_job(ctl->st, (uint64_t)json_integer_value(json_object_get(o, "id")));
-		json_decref(o);
-		for (uint32_t r = 0; job && job->state == XP_JOB_RUNNING && r < job->spec.replicas;
-		     r++)
-			xp_watch_bump(ctl, job->allocs[r].node);
-	}
+	const struct xp_job *job = record_job(ctl, type, body);
+	for (uint32_t r = 0; job && job->state == XP_JOB_RUNNING && r < job->spec.replicas; r++)
+		xp_watch_bump(ctl, job->allocs[r].node);
 	if (!strncmp(type, "node.", 5)) /* a node added, changed or removed */
 		atomic_fetch_add(&ctl->node_epoch, 1);
 	int was_running = job && job->state == XP_JOB_RUNNING;
-	rc = xp_state_apply(ctl->st, 0, now, type, body, strlen(body), &ev, err);
+	rc = ts ? xp_state_submit(ctl->st, now, ts->id, ts->tenant, ts->key, ts->spec, &ev, err)
+		: xp_state_apply(ctl->st, 0, now, type, body, strlen(body), &ev, err);
 	if (rc < 0) {
 		free(body);
 		return rc;
@@ -321,27 +362,8 @@ int xp_ctl_journal(struct xp_ctl *ctl, const char *type, char *body, struct xp_e
 	if (!strcmp(type, "job.preempt"))
 		ctl->m.preemptions++;
 	if (job && was_running && (job->state != XP_JOB_RUNNING || !job->allocs)) {
-		/* the run ended: what the agents measured goes into its usage record,
-		 * their mean power stretched over the whole run when the reports
-		 * covered only part of it (a restart, a late first beat) */
-		struct xp_energy *e = xp_intmap_del(&ctl->energy, job->id);
-		const struct xp_meter_run *last =
-			ctl->st->meter.runs.n ? &ctl->st->meter.runs.v[ctl->st->meter.runs.n - 1]
-					      : NULL;
-		if (e && e->attempt == job->attempts && e->joules >= 1 && e->ms > 0 && last &&
-		    last->job == job->id) {
-			double run_ms = (double)(last->end - last->start), j = e->joules;
-			if (run_ms > (double)e->ms)
-				j *= run_ms / (double)e->ms;
-			struct xp_err e2 = { 0 };
-			if (xp_ctl_journal(ctl, "job.energy",
-					   xp_rec_job_energy(job->id, e->attempt, (uint64_t)j),
-					   &e2) < 0)
-				fprintf(stderr, "xpool server: job %llu energy: %s\n",
-					(unsigned long long)job->id, e2.text);
-		}
-		free(e);
-		free(xp_intmap_del(&ctl->gpu_use, job->id));
+		energy_on_end(ctl, job);
+		free(xp_intmap_del(&ctl->gpu_use, job->id)); /* the run ended */
 	}
 	if (ev.job && !strcmp(type, "job.start")) {
 		ctl->m.starts++;
@@ -350,6 +372,18 @@ int xp_ctl_journal(struct xp_ctl *ctl, const char *type, char *body, struct xp_e
 		xp_emu_schedule(ctl, j);
 	}
 	return 0;
+}
+
+int xp_ctl_journal(struct xp_ctl *ctl, const char *type, char *body, struct xp_err *err)
+{
+	return journal(ctl, type, body, NULL, err);
+}
+
+int xp_ctl_journal_submit(struct xp_ctl *ctl, uint64_t id, const char *tenant, const char *key,
+			  struct xp_jobspec *spec, struct xp_err *err)
+{
+	struct typed_submit ts = { id, tenant, key, spec };
+	return journal(ctl, "job.submit", xp_rec_job_submit(id, tenant, key, spec), &ts, err);
 }
 
 static int cycle_emit(void *ctx, const char *type, char *body)

@@ -326,6 +326,7 @@ static int node_add(struct xp_state *st, struct rec *r, struct xp_event_info *ev
 	long idx = xp_state_add_node(st, d, source, XP_NODE_READY, r->err);
 	if (idx < 0)
 		return (int)idx;
+	XP_NODE_CHECK(st, idx, -1);
 	ev->type = "node.added";
 	ev->tenant = -1;
 	ev->node = (int32_t)idx;
@@ -353,7 +354,7 @@ static void note_failure(struct xp_state *st, long n)
 
 static void set_node_state(struct xp_state *st, long n, int state)
 {
-	int was_ready = st->nodes.v[n].state == XP_NODE_READY;
+	int from = st->nodes.v[n].state, was_ready = from == XP_NODE_READY;
 	if (state == XP_NODE_DOWN && st->nodes.v[n].state != XP_NODE_DOWN)
 		note_failure(st, n); /* lost */
 	st->nodes.v[n].state = (uint8_t)state;
@@ -362,6 +363,7 @@ static void set_node_state(struct xp_state *st, long n, int state)
 		xp_sched_set_node_up(st->sched, (uint32_t)n, state == XP_NODE_READY);
 	if (!was_ready && state == XP_NODE_READY)
 		st->cap_grew = 1;
+	XP_NODE_CHECK(st, n, from);
 }
 
 static int node_state(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
@@ -380,6 +382,9 @@ static int node_state(struct xp_state *st, struct rec *r, struct xp_event_info *
 	if (!xp_node_transition_ok(from, to))
 		return refuse(r, XP_ESTATE, "node %s cannot go from %s to %s", name,
 			      xp_node_state_name(from), xp_node_state_name(to));
+	if (to == XP_NODE_DRAINED && st->nodes.v[n].jobs) /* drained: its last job ended */
+		return refuse(r, XP_ESTATE, "node %s still runs %u jobs: it is not drained", name,
+			      st->nodes.v[n].jobs);
 	if (to == XP_NODE_DRAINING && st->nodes.v[n].jobs == 0)
 		to = XP_NODE_DRAINED; /* nothing to wait for */
 	set_node_state(st, n, to);
@@ -408,46 +413,39 @@ static int node_remove(struct xp_state *st, struct rec *r, struct xp_event_info 
 	if (!st->sched_stale)
 		xp_sched_set_node_up(st->sched, (uint32_t)n, 0);
 	st->node_of_sym.v[xp_strtab_find(st->node_names, name)] = UINT32_MAX;
+	XP_NODE_CHECK(st, n, st->nodes.v[n].state);
 	ev->type = "node.removed";
 	ev->tenant = -1;
 	ev->node = (int32_t)n;
 	return 0;
 }
 
-static int job_submit(struct xp_state *st, struct rec *r, int64_t at, struct xp_event_info *ev)
+/* What a job.submit must meet before its spec is looked at: *t its tenant */
+static int submit_admits(struct xp_state *st, struct rec *r, int64_t id, const char *tenant,
+			 const char *key, long *t)
 {
-	const char *tenant, *key = NULL;
-	int64_t id;
-	int rc;
-	if ((rc = get_int(r, "id", 1, INT64_MAX, &id)) < 0 ||
-	    (rc = get_str(r, "tenant", &tenant)) < 0)
-		return rc;
-	json_t *k = json_object_get(r->o, "key"), *spec = json_object_get(r->o, "spec");
-	if (k && !json_is_null(k)) {
-		if (!json_is_string(k))
-			return bad(r, "not a string", "key");
-		key = json_string_value(k);
-	}
-	if (!json_is_object(spec))
-		return bad(r, "missing or not an object", "spec");
-	long t = xp_state_tenant(st, tenant);
-	if (t < 0)
+	*t = xp_state_tenant(st, tenant);
+	if (*t < 0)
 		return refuse(r, XP_ENOENT, "no tenant %s", tenant);
 	if (xp_state_job(st, (uint64_t)id))
 		return refuse(r, XP_EEXIST, "job %lld already exists", (long long)id);
 	if ((uint64_t)id < st->next_job_id)
 		return refuse(r, XP_EINVAL, "job id %lld is below the next id %llu", (long long)id,
 			      (unsigned long long)st->next_job_id);
-	if (key && xp_state_job_by_key(st, (uint32_t)t, key))
+	if (key && xp_state_job_by_key(st, (uint32_t)*t, key))
 		return refuse(r, XP_EEXIST, "idempotency key already used");
+	return 0;
+}
 
-	struct xp_job *j = XNEW(struct xp_job);
-	char *text = json_dumps(spec, JSON_COMPACT);
-	rc = xp_jobspec_parse_text("spec", text, strlen(text), 1, &j->spec, NULL, r->err);
-	free(text);
+/* The rest of job.submit, j's spec decoded: its queue, request, dependencies
+ * and node checked, then j is a pending job of the state (or freed). */
+static int submit_job(struct xp_state *st, struct rec *r, int64_t at, int64_t id, long t,
+		      const char *key, struct xp_job *j, struct xp_event_info *ev)
+{
 	const char *qname = j->spec.queue ? j->spec.queue : "default";
-	long q = rc < 0 ? -1 : xp_state_queue(st, qname);
-	if (rc == 0 && q < 0)
+	long q = xp_state_queue(st, qname);
+	int rc = 0;
+	if (q < 0)
 		rc = refuse(r, XP_ENOENT, "no queue %s", qname);
 	if (rc == 0 && !xp_queue_is_leaf(st, (uint32_t)q))
 		rc = refuse(r, XP_EINVAL,
@@ -477,11 +475,63 @@ static int job_submit(struct xp_state *st, struct rec *r, int64_t at, struct xp_
 	j->key_hash = key ? xp_jobspec_hash(&j->spec) : 0;
 	j->submitted_at = at;
 	xp_state_add_job(st, j);
+	XP_JOB_CHECK(st, j, -1);
 	ev->type = "job.submitted";
 	ev->job = j->id;
 	ev->tenant = t;
 	ev->state = XP_JOB_PENDING;
 	return 0;
+}
+
+static int job_submit(struct xp_state *st, struct rec *r, int64_t at, struct xp_event_info *ev)
+{
+	const char *tenant, *key = NULL;
+	int64_t id;
+	long t;
+	int rc;
+	if ((rc = get_int(r, "id", 1, INT64_MAX, &id)) < 0 ||
+	    (rc = get_str(r, "tenant", &tenant)) < 0)
+		return rc;
+	json_t *k = json_object_get(r->o, "key"), *spec = json_object_get(r->o, "spec");
+	if (k && !json_is_null(k)) {
+		if (!json_is_string(k))
+			return bad(r, "not a string", "key");
+		key = json_string_value(k);
+	}
+	if (!json_is_object(spec))
+		return bad(r, "missing or not an object", "spec");
+	if ((rc = submit_admits(st, r, id, tenant, key, &t)) < 0)
+		return rc;
+	struct xp_job *j = XNEW(struct xp_job);
+	char *text = json_dumps(spec, JSON_COMPACT);
+	rc = xp_jobspec_parse_text("spec", text, strlen(text), 1, &j->spec, NULL, r->err);
+	free(text);
+	if (rc < 0) {
+		xp_state_job_free(j);
+		return rc;
+	}
+	return submit_job(st, r, at, id, t, key, j, ev);
+}
+
+int xp_state_submit(struct xp_state *st, int64_t at, uint64_t id, const char *tenant,
+		    const char *key, struct xp_jobspec *spec, struct xp_event_info *ev,
+		    struct xp_err *err)
+{
+	struct rec r = { .err = err };
+	long t;
+	memset(ev, 0, sizeof(*ev));
+	ev->node = -1;
+	ev->state = -1;
+	int rc = id > INT64_MAX ? bad(&r, "missing or out of range", "id")
+				: submit_admits(st, &r, (int64_t)id, tenant, key, &t);
+	if (rc < 0) {
+		xp_jobspec_free(spec);
+		return rc;
+	}
+	struct xp_job *j = XNEW(struct xp_job);
+	j->spec = *spec; /* taken */
+	memset(spec, 0, sizeof(*spec));
+	return submit_job(st, &r, at, (int64_t)id, t, key, j, ev);
 }
 
 static int job_start(struct xp_state *st, struct rec *r, int64_t at, struct xp_event_info *ev)
@@ -547,6 +597,7 @@ static int job_start(struct xp_state *st, struct rec *r, int64_t at, struct xp_e
 	for (uint32_t k = 0; k < n; k++)
 		xp_node_run_add(st, a[k].node, j, k);
 	xp_usage_charge(st, j, 1);
+	XP_JOB_CHECK(st, j, XP_JOB_PENDING);
 	ev->type = "job.started";
 	ev->job = j->id;
 	ev->tenant = j->tenant;
@@ -558,6 +609,7 @@ static int job_start(struct xp_state *st, struct rec *r, int64_t at, struct xp_e
 /* running or pending -> terminal; releases what the job holds */
 void xp_state_finish(struct xp_state *st, struct xp_job *j, int to, int64_t at)
 {
+	int from = j->state;
 	if (j->state == XP_JOB_RUNNING) {
 		xp_meter_close_run(st, j, at);
 		xp_usage_charge(st, j, -1);
@@ -584,6 +636,7 @@ void xp_state_finish(struct xp_state *st, struct xp_job *j, int to, int64_t at)
 	j->finished_at = at;
 	xp_state_note_done(st, j);
 	xp_deps_ended(st, j);
+	XP_JOB_CHECK(st, j, from);
 }
 
 /* The optional exit fields of a job.finish or job.task record: signal,
@@ -692,12 +745,13 @@ static void exit_why(const struct xp_job *j, uint32_t replica, int64_t code,
 /* The agent's report of a replica its time limit ended (job.finish failed,
  * end time_limit, no exit code yet): the job takes its exit code and
  * signal, once. */
-static int time_limit_exit(struct xp_job *j, int64_t code, const struct xp_exit *x,
-			   uint32_t replica, struct xp_event_info *ev)
+static int time_limit_exit(const struct xp_state *st, struct xp_job *j, int64_t code,
+			   const struct xp_exit *x, uint32_t replica, struct xp_event_info *ev)
 {
 	j->has_exit = 1;
 	j->exit_code = (int32_t)code;
 	j->exit_signal = (uint8_t)x->signal;
+	XP_JOB_CHECK(st, j, XP_JOB_FAILED);
 	ev->type = "job.task";
 	ev->job = j->id;
 	ev->tenant = j->tenant;
@@ -721,7 +775,7 @@ static int job_task(struct xp_state *st, struct rec *r, int64_t at, struct xp_ev
 		return refuse(r, XP_ENOENT, "no job %lld", (long long)id);
 	if (j->state == XP_JOB_FAILED && j->end == XP_END_TIME_LIMIT && !j->has_exit &&
 	    (uint32_t)attempt == j->attempts && j->allocs && (uint32_t)replica < j->spec.replicas)
-		return time_limit_exit(j, code, &x, (uint32_t)replica, ev);
+		return time_limit_exit(st, j, code, &x, (uint32_t)replica, ev);
 	if (j->state != XP_JOB_RUNNING || (uint32_t)attempt != j->attempts)
 		return refuse(r, XP_ESTATE, "job %lld attempt %lld is not running", (long long)id,
 			      (long long)attempt);
@@ -756,6 +810,7 @@ static int job_task(struct xp_state *st, struct rec *r, int64_t at, struct xp_ev
 		ev->type = "job.finished";
 		ev->state = j->state;
 	}
+	XP_JOB_CHECK(st, j, XP_JOB_RUNNING);
 	return 0;
 }
 
@@ -805,6 +860,7 @@ static int job_requeue(struct xp_state *st, struct rec *r, int64_t at, int preem
 	xp_vec_push(&st->pending, j);
 	xp_vec_push(&st->fresh, j);
 	st->cap_grew = 1;
+	XP_JOB_CHECK(st, j, XP_JOB_RUNNING);
 	ev->type = preempted ? "job.preempted" : "job.requeued";
 	ev->job = j->id;
 	ev->tenant = j->tenant;

@@ -53,6 +53,7 @@ int xp_job_hold_apply(struct xp_state *st, json_t *o, struct xp_event_info *ev, 
 	j->held = (uint8_t)held;
 	if (was && !held)
 		rejoin(st, j);
+	XP_JOB_CHECK(st, j, XP_JOB_PENDING);
 	ev->type = held ? "job.held" : "job.released";
 	ev->job = j->id;
 	ev->tenant = j->tenant;
@@ -95,6 +96,7 @@ int xp_job_update_apply(struct xp_state *st, json_t *o, struct xp_event_info *ev
 	if (p.set & (XP_JP_QUEUE | XP_JP_PRIORITY))
 		xp_cycle_abort(st); /* its groups and order no longer hold */
 	rejoin(st, j);
+	XP_JOB_CHECK(st, j, XP_JOB_PENDING);
 	ev->type = "job.updated";
 	ev->job = j->id;
 	ev->tenant = j->tenant;

@@ -716,6 +716,14 @@ static json_t *strings_json(char *const *v, size_t n)
 
 char *xp_jobspec_to_json(const struct xp_jobspec *s)
 {
+	json_t *o = xp_jobspec_json(s);
+	char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	return text;
+}
+
+json_t *xp_jobspec_json(const struct xp_jobspec *s)
+{
 	json_t *o = json_object(), *res = json_object();
 	char buf[64];
 
@@ -815,9 +823,7 @@ char *xp_jobspec_to_json(const struct xp_jobspec *s)
 		json_object_set_new(o, "hold_for_nodes", json_true());
 	if (s->vgpu_off)
 		json_object_set_new(o, "vgpu", json_string("off"));
-	char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(o);
-	return text;
+	return o;
 }
 
 void xp_jobspec_request(const struct xp_jobspec *s, struct xp_strtab *syms, struct xp_request *r)

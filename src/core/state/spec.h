@@ -121,6 +121,10 @@ int xp_jobspec_check_submit(const struct xp_jobspec *s, const char *name, char f
 void xp_jobspec_free(struct xp_jobspec *s);
 /* Canonical JSON (malloc'd). */
 char *xp_jobspec_to_json(const struct xp_jobspec *s);
+/* The same as a JSON object (a new reference), for a reply to embed
+ * without parsing the text again. */
+struct json_t;
+struct json_t *xp_jobspec_json(const struct xp_jobspec *s);
 /* The per-replica request, with vendor and models interned in syms. */
 void xp_jobspec_request(const struct xp_jobspec *s, struct xp_strtab *syms, struct xp_request *r);
 /*

@@ -5,6 +5,7 @@
  */
 #include "state_int.h"
 
+#include <assert.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "../../lib/hash.h"
 #include "../../lib/parse.h"
+#include "../../lib/strbuf.h"
 #include "../../lib/xalloc.h"
 
 static const char *const job_states[XP_JOB_STATE_N] = { "pending", "running", "succeeded", "failed",
@@ -92,6 +94,93 @@ int xp_node_transition_ok(int from, int to)
 		return 1;
 	}
 	return 0;
+}
+
+/* ---- the state machines, checked at each transition ---- */
+
+/* What holds in job j's state (controller.md, "Job states"): 0 or why not. */
+static const char *job_state_wrong(const struct xp_state *st, const struct xp_job *j)
+{
+	switch (j->state) {
+	case XP_JOB_PENDING:
+		if (j->allocs || j->exited)
+			return "pending with allocations held";
+		if (j->finished_at)
+			return "pending with finished_at set";
+		return NULL;
+	case XP_JOB_RUNNING:
+		if (!j->allocs || !j->exited)
+			return "running without its allocations";
+		if (!j->attempts)
+			return "running without an attempt counted";
+		if (j->finished_at)
+			return "running with finished_at set";
+		for (uint32_t r = 0; r < j->spec.replicas; r++)
+			if (j->allocs[r].node >= st->nodes.n ||
+			    st->nodes.v[j->allocs[r].node].removed)
+				return "running on a node that is not there";
+		return NULL;
+	default: /* terminal */
+		if (!xp_job_terminal(j->state))
+			return "in no known state";
+		if (!j->finished_at)
+			return "terminal without finished_at";
+		if (j->exited)
+			return "terminal with replicas still tracked";
+		return NULL;
+	}
+}
+
+int xp_job_check(const struct xp_state *st, const struct xp_job *j, int from, struct xp_err *err)
+{
+	const char *why = job_state_wrong(st, j);
+	int to = j->state;
+	if (why)
+		return xp_errf(err, XP_EINTERNAL, "job %llu: %s", (unsigned long long)j->id, why);
+	/* within a state: a pending job held or changed, a running one's
+	 * replica exited, a failed one given its exit code after its time limit */
+	if (from == to)
+		return to == XP_JOB_PENDING || to == XP_JOB_RUNNING || to == XP_JOB_FAILED
+			       ? 0
+			       : xp_errf(err, XP_EINTERNAL, "job %llu: changed while %s",
+					 (unsigned long long)j->id, xp_job_state_name(to));
+	if (from < 0 ? to == XP_JOB_PENDING : xp_job_transition_ok(from, to))
+		return 0;
+	return xp_errf(err, XP_EINTERNAL, "job %llu: %s -> %s is not a transition of the diagram",
+		       (unsigned long long)j->id, from < 0 ? "(none)" : xp_job_state_name(from),
+		       xp_job_state_name(to));
+}
+
+int xp_node_check(const struct xp_state *st, uint32_t n, int from, struct xp_err *err)
+{
+	const struct xp_nodeinfo *ni = &st->nodes.v[n];
+	const char *name = st->c->nodes[n].name;
+	int to = ni->state;
+	if (to >= XP_NODE_STATE_N)
+		return xp_errf(err, XP_EINTERNAL, "node %s: in no known state", name);
+	if (ni->jobs != ni->run.n)
+		return xp_errf(err, XP_EINTERNAL, "node %s: %u jobs counted, %zu listed", name,
+			       ni->jobs, ni->run.n);
+	if ((to == XP_NODE_DRAINED || ni->removed) && ni->jobs)
+		return xp_errf(err, XP_EINTERNAL, "node %s: %s with %u running replicas", name,
+			       ni->removed ? "removed" : "drained", ni->jobs);
+	/* as xp_node_transition_ok, and a drain with nothing to wait for,
+	 * which is drained at once; from == to: removed, or its health changed */
+	int drained_at_once =
+		to == XP_NODE_DRAINED && (from == XP_NODE_READY || from == XP_NODE_CORDONED);
+	if (from < 0 ? to == XP_NODE_READY
+		     : from == to || drained_at_once || xp_node_transition_ok(from, to))
+		return 0;
+	return xp_errf(err, XP_EINTERNAL, "node %s: %s -> %s is not a transition of the table",
+		       name, from < 0 ? "(none)" : xp_node_state_name(from),
+		       xp_node_state_name(to));
+}
+
+/* assert()'s own failure path, the reason as its text: the core prints
+ * nothing itself (cli_core_pure) */
+void xp_state_assert_fail(const char *file, int line, const struct xp_err *err)
+{
+	__assert_fail(err->text, file, (unsigned)line, "a state machine check");
 }
 
 struct xp_state *xp_state_create(const struct xp_state_opts *o, struct xp_err *err)
@@ -277,12 +366,25 @@ char *xp_rec_node_remove(const char *name)
 char *xp_rec_job_submit(uint64_t id, const char *tenant, const char *key,
 			const struct xp_jobspec *spec)
 {
+	/* the spec's canonical JSON spliced in as it is: no parse and dump of
+	 * it again (a workflow of 10,000 jobs writes 10,000 of these) */
 	char *sj = xp_jobspec_to_json(spec);
-	json_error_t e;
-	json_t *sp = json_loads(sj, 0, &e);
+	json_t *t = json_string(tenant), *k = key ? json_string(key) : json_null();
+	char *ts = json_dumps(t, JSON_ENCODE_ANY), *ks = json_dumps(k, JSON_ENCODE_ANY);
+	struct xp_sb sb = { 0 };
+	if (ts && ks && sj) { /* else not UTF-8: no record, as json_pack gave none */
+		xp_sb_init(&sb);
+		xp_sb_printf(&sb, "{\"id\":%llu,\"tenant\":%s,\"key\":%s,\"spec\":",
+			     (unsigned long long)id, ts, ks);
+		xp_sb_puts(&sb, sj);
+		xp_sb_puts(&sb, "}");
+	}
+	json_decref(t);
+	json_decref(k);
+	free(ts);
+	free(ks);
 	free(sj);
-	return dump(json_pack("{s:I,s:s,s:s?,s:o}", "id", (json_int_t)id, "tenant", tenant, "key",
-			      key, "spec", sp));
+	return sb.s ? xp_sb_steal(&sb) : NULL;
 }
 
 json_t *xp_allocs_json(const struct xp_state *st, const struct xp_alloc *a, uint32_t n)

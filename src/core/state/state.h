@@ -14,7 +14,7 @@
  *
  * The files of this folder (state_int.h: what they share):
  *   state.c      creation, lookups, names, transitions, record builders,
- *                the invariant check
+ *                the invariant check and the state machines' checks
  *   apply.c      records into the state (xp_state_apply)
  *   jobedit.c    records that change a pending job: job.hold, job.update
  *   snapshot.c   the whole state as JSON and back
@@ -437,9 +437,26 @@ int xp_node_source_parse(const char *s);
 int xp_job_terminal(int s);
 const char *xp_end_name(int e);	 /* "" for none */
 int xp_end_parse(const char *s); /* "oom" -> XP_END_OOM; -1 unknown (or "") */
+/* A job.submit record applied from the spec it was encoded from, as
+ * xp_state_apply(st, 0, at, "job.submit", xp_rec_job_submit(id, tenant,
+ * key, spec), ...) would, without parsing the record again: the owner's
+ * path (replay parses the record; a spec's canonical JSON parses to the
+ * same spec, spec.h). Takes *spec (zeroed), applied or not. */
+int xp_state_submit(struct xp_state *st, int64_t at, uint64_t id, const char *tenant,
+		    const char *key, struct xp_jobspec *spec, struct xp_event_info *ev,
+		    struct xp_err *err);
 /* Legal transitions (docs/design/controller.md). */
 int xp_job_transition_ok(int from, int to);
 int xp_node_transition_ok(int from, int to);
+/* The state machines at one transition (controller.md, "Job states",
+ * "Node states"): job j went from state `from` (-1: just submitted) to
+ * j->state (the same: changed within its state), node n likewise (-1:
+ * just added), and what its state promises holds. 0, or XP_EINTERNAL
+ * naming what is wrong. apply.c calls them at every transition through
+ * XP_JOB_CHECK and XP_NODE_CHECK (state_int.h), in every build without
+ * NDEBUG, tests included. */
+int xp_job_check(const struct xp_state *st, const struct xp_job *j, int from, struct xp_err *err);
+int xp_node_check(const struct xp_state *st, uint32_t n, int from, struct xp_err *err);
 /* Check every invariant of the state; 0 or XP_EINTERNAL naming the first
  * broken one. For tests and debug builds. */
 int xp_state_check(const struct xp_state *st, struct xp_err *err);

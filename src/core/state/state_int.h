@@ -20,6 +20,29 @@ int xp_allocs_parse(struct xp_state *st, json_t *arr, struct xp_alloc *a, uint32
 		    struct xp_err *err);
 
 void xp_state_finish(struct xp_state *st, struct xp_job *j, int to, int64_t at);
+
+/* The state machines asserted at each transition (an assert: a failed
+ * check is a bug of this layer; assert's failure path prints the reason
+ * and aborts); off with NDEBUG. */
+__attribute__((noreturn)) void xp_state_assert_fail(const char *file, int line,
+						    const struct xp_err *err);
+#ifdef NDEBUG
+#define XP_JOB_CHECK(st, j, from)  ((void)0)
+#define XP_NODE_CHECK(st, n, from) ((void)0)
+#else
+#define XP_JOB_CHECK(st, j, from)                                                                  \
+	do {                                                                                       \
+		struct xp_err xp_check_err_ = { 0 };                                               \
+		if (xp_job_check((st), (j), (from), &xp_check_err_) < 0)                           \
+			xp_state_assert_fail(__FILE__, __LINE__, &xp_check_err_);                  \
+	} while (0)
+#define XP_NODE_CHECK(st, n, from)                                                                 \
+	do {                                                                                       \
+		struct xp_err xp_check_err_ = { 0 };                                               \
+		if (xp_node_check((st), (uint32_t)(n), (from), &xp_check_err_) < 0)                \
+			xp_state_assert_fail(__FILE__, __LINE__, &xp_check_err_);                  \
+	} while (0)
+#endif
 /* retention.c: the finish-order FIFO, and the job.forget record */
 void xp_state_note_done(struct xp_state *st, const struct xp_job *j);
 void xp_state_done_rebuild(struct xp_state *st);

@@ -329,17 +329,20 @@ static void random_ops(const char *name, uint64_t seed, unsigned rounds, unsigne
 				struct xp_hal_mig m;
 				assert_int_equal(xp_hal_mig_list(h, dev, &m, &err), 0);
 				unsigned k = (unsigned)(rng_next(&seed) % m.n);
-				assert_int_equal(xp_hal_mig_destroy(h, dev, m.inst[k].gi_id, &err), 0);
+				assert_int_equal(xp_hal_mig_destroy(h, dev, m.inst[k].gi_id, &err),
+						 0);
 				assert_int_equal(xp_mig_remove(&ref, m.inst[k].start, &err), 0);
 				gone++;
 			} else { /* create a random kind at a random start */
 				int kind = (int)(rng_next(&seed) % XP_MIG_NKINDS);
 				unsigned start = (unsigned)(rng_next(&seed) % XP_MIG_MEM_SLICES);
 				int ok = xp_mig_can_place(&ref, kind, start);
-				int rc = xp_hal_mig_create(h, dev, t->prof[kind].id, start, &in, &err);
+				int rc = xp_hal_mig_create(h, dev, t->prof[kind].id, start, &in,
+							   &err);
 				if (ok != (rc == 0))
 					fail_msg("%s: %s at %u: lattice says %s, NVML: %s", name,
-						 t->prof[kind].name, start, ok ? "yes" : "no", err.text);
+						 t->prof[kind].name, start, ok ? "yes" : "no",
+						 err.text);
 				if (rc == 0) {
 					assert_int_equal(in.start, start);
 					assert_int_equal(in.profile_id, t->prof[kind].id);
@@ -351,7 +354,8 @@ static void random_ops(const char *name, uint64_t seed, unsigned rounds, unsigne
 					assert_int_equal(rc, XP_ENOSPC);
 					assert_non_null(strstr(err.text, "Insufficient Resources"));
 					assert_non_null(
-						strstr(err.text, "nvmlDeviceCreateGpuInstanceWithPlacement"));
+						strstr(err.text,
+						       "nvmlDeviceCreateGpuInstanceWithPlacement"));
 				}
 			}
 			check_list(h, dev, &ref);
@@ -417,7 +421,8 @@ static void test_mig_in_use(void **state)
 	assert_int_equal(m.inst[0].nci, 1);
 	assert_string_equal(m.inst[0].uuid, uuid);
 
-	/* NVML itself: a GPU instance with a compute instance is IN_USE; a busy GPU keeps its mode */
+	/* NVML itself: a GPU instance with a compute instance is IN_USE; a busy GPU keeps its mode
+	 */
 	nvmlReturn_t (*byid)(nvmlDevice_t, unsigned, nvmlGpuInstance_t *) =
 		fake_sym("nvmlDeviceGetGpuInstanceById");
 	nvmlReturn_t (*gidestroy)(nvmlGpuInstance_t) = fake_sym("nvmlGpuInstanceDestroy");

@@ -104,7 +104,8 @@ static int read_profile(struct xp_hal_family *f, nvmlDevice_t h, unsigned idx, i
 		return -1;
 	}
 	if (!p->name[0] || strchr(p->name, ',') || strchr(p->name, ';') || strchr(p->name, ':'))
-		snprintf(p->name, sizeof(p->name), "%ug.%llugb%s", p->slices, (p->mib + 1023) / 1024,
+		snprintf(p->name, sizeof(p->name), "%ug.%llugb%s", p->slices,
+			 (p->mib + 1023) / 1024,
 			 idx == NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1 ? "+me" : "");
 	unsigned n = 0;
 	if (with_place && f->fn.nvmlDeviceGetGpuInstancePossiblePlacements_v2 &&
@@ -204,8 +205,7 @@ static void group_device(struct nv_gpu *g, struct xp_device *d, const char *name
 
 /* g's MIG devices: UUIDs into g and attribute mig_instances; grouped into partitions when
  * group is set. */
-static void read_devices(struct xp_hal_family *f, struct nv_gpu *g, struct xp_device *d,
-			 int group)
+static void read_devices(struct xp_hal_family *f, struct nv_gpu *g, struct xp_device *d, int group)
 {
 	unsigned max = 0;
 	if (!f->fn.nvmlDeviceGetMaxMigDeviceCount || !f->fn.nvmlDeviceGetMigDeviceHandleByIndex ||
@@ -282,18 +282,29 @@ void xp_nv_read_mig(struct xp_hal_family *f, struct nv_gpu *g, struct xp_device 
 static struct nv_gpu *mig_gpu(struct xp_hal_family *f, unsigned idx, struct xp_err *err)
 {
 	static const char *const need[] = {
-		"nvmlDeviceGetMigMode", "nvmlDeviceGetGpuInstances", "nvmlGpuInstanceGetInfo",
-		"nvmlDeviceCreateGpuInstanceWithPlacement", "nvmlGpuInstanceCreateComputeInstance",
-		"nvmlGpuInstanceGetComputeInstances", "nvmlComputeInstanceGetInfo_v2",
-		"nvmlComputeInstanceDestroy", "nvmlGpuInstanceDestroy",
-		"nvmlDeviceGetGpuInstanceById", "nvmlGpuInstanceGetComputeInstanceProfileInfo",
+		"nvmlDeviceGetMigMode",
+		"nvmlDeviceGetGpuInstances",
+		"nvmlGpuInstanceGetInfo",
+		"nvmlDeviceCreateGpuInstanceWithPlacement",
+		"nvmlGpuInstanceCreateComputeInstance",
+		"nvmlGpuInstanceGetComputeInstances",
+		"nvmlComputeInstanceGetInfo_v2",
+		"nvmlComputeInstanceDestroy",
+		"nvmlGpuInstanceDestroy",
+		"nvmlDeviceGetGpuInstanceById",
+		"nvmlGpuInstanceGetComputeInstanceProfileInfo",
 	};
 	const void *have[] = {
-		f->fn.nvmlDeviceGetMigMode, f->fn.nvmlDeviceGetGpuInstances,
-		f->fn.nvmlGpuInstanceGetInfo, f->fn.nvmlDeviceCreateGpuInstanceWithPlacement,
-		f->fn.nvmlGpuInstanceCreateComputeInstance, f->fn.nvmlGpuInstanceGetComputeInstances,
-		f->fn.nvmlComputeInstanceGetInfo_v2, f->fn.nvmlComputeInstanceDestroy,
-		f->fn.nvmlGpuInstanceDestroy, f->fn.nvmlDeviceGetGpuInstanceById,
+		f->fn.nvmlDeviceGetMigMode,
+		f->fn.nvmlDeviceGetGpuInstances,
+		f->fn.nvmlGpuInstanceGetInfo,
+		f->fn.nvmlDeviceCreateGpuInstanceWithPlacement,
+		f->fn.nvmlGpuInstanceCreateComputeInstance,
+		f->fn.nvmlGpuInstanceGetComputeInstances,
+		f->fn.nvmlComputeInstanceGetInfo_v2,
+		f->fn.nvmlComputeInstanceDestroy,
+		f->fn.nvmlGpuInstanceDestroy,
+		f->fn.nvmlDeviceGetGpuInstanceById,
 		f->fn.nvmlGpuInstanceGetComputeInstanceProfileInfo,
 	};
 	if (idx >= f->n) {
@@ -306,8 +317,9 @@ static struct nv_gpu *mig_gpu(struct xp_hal_family *f, unsigned idx, struct xp_e
 	}
 	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
 		if (!have[i]) {
-			xp_errf(err, XP_EUNSUPP, "%s (NVML %s) has no %s: the driver is too old for MIG",
-				f->lib, f->version, need[i]);
+			xp_errf(err, XP_EUNSUPP,
+				"%s (NVML %s) has no %s: the driver is too old for MIG", f->lib,
+				f->version, need[i]);
 			return NULL;
 		}
 	return &f->g[idx];
@@ -323,11 +335,13 @@ static int gi_cis(struct xp_hal_family *f, nvmlGpuInstance_t gi, unsigned gi_id,
 		nvmlComputeInstance_t list[XP_HAL_MIG_MAX];
 		unsigned k = 0;
 		if (f->fn.nvmlGpuInstanceGetComputeInstanceProfileInfo(
-			    gi, idx, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, &ci) != NVML_SUCCESS)
+			    gi, idx, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, &ci) !=
+		    NVML_SUCCESS)
 			continue; /* not a profile of this GPU instance */
 		nvmlReturn_t r = f->fn.nvmlGpuInstanceGetComputeInstances(gi, ci.id, list, &k);
 		if (r != NVML_SUCCESS)
-			return nv_fail(f, err, r, "nvmlGpuInstanceGetComputeInstances(GI %u, profile %u)",
+			return nv_fail(f, err, r,
+				       "nvmlGpuInstanceGetComputeInstances(GI %u, profile %u)",
 				       gi_id, ci.id);
 		for (unsigned j = 0; j < k && *n < cap && j < XP_HAL_MIG_MAX; j++)
 			out[(*n)++] = list[j];
@@ -415,12 +429,13 @@ int xp_nv_mig_list(struct xp_hal_family *f, unsigned idx, struct xp_hal_mig *out
 		nvmlGpuInstance_t gis[MAX_GI];
 		unsigned n = 0;
 		if ((r = f->fn.nvmlDeviceGetGpuInstances(g->h, p[k].id, gis, &n)) != NVML_SUCCESS)
-			return nv_fail(f, err, r, "nvmlDeviceGetGpuInstances(GPU %u, %s id %u)", idx,
-				       p[k].name, p[k].id);
+			return nv_fail(f, err, r, "nvmlDeviceGetGpuInstances(GPU %u, %s id %u)",
+				       idx, p[k].name, p[k].id);
 		for (unsigned i = 0; i < n && i < MAX_GI; i++) {
 			if (out->n == XP_HAL_MIG_MAX)
-				return xp_errf(err, XP_ERANGE, "GPU %u holds more than %d GPU instances",
-					       idx, XP_HAL_MIG_MAX);
+				return xp_errf(err, XP_ERANGE,
+					       "GPU %u holds more than %d GPU instances", idx,
+					       XP_HAL_MIG_MAX);
 			int rc = read_gi(f, gis[i], &out->inst[out->n], err);
 			if (rc < 0)
 				return rc;
@@ -444,7 +459,8 @@ static int need_mig_mode(struct xp_hal_family *f, struct nv_gpu *g, unsigned idx
 		return xp_errf(err, XP_ESTATE,
 			       "GPU %u (%s) is not in MIG mode%s: an administrator enables it "
 			       "(nvidia-smi -i %u -mig 1); xpool never changes MIG modes",
-			       idx, g->uuid, pend == NVML_DEVICE_MIG_ENABLE ? " (enabled at the next reset)" : "",
+			       idx, g->uuid,
+			       pend == NVML_DEVICE_MIG_ENABLE ? " (enabled at the next reset)" : "",
 			       idx);
 	return 0;
 }
@@ -455,7 +471,8 @@ static int full_ci_profile(struct xp_hal_family *f, nvmlGpuInstance_t gi, unsign
 	for (unsigned idx = 0; idx < NVML_COMPUTE_INSTANCE_PROFILE_COUNT; idx++) {
 		nvmlComputeInstanceProfileInfo_t ci;
 		if (f->fn.nvmlGpuInstanceGetComputeInstanceProfileInfo(
-			    gi, idx, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, &ci) == NVML_SUCCESS &&
+			    gi, idx, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, &ci) ==
+			    NVML_SUCCESS &&
 		    ci.sliceCount == slices)
 			return (int)ci.id;
 	}
@@ -486,18 +503,21 @@ int xp_nv_mig_create(struct xp_hal_family *f, unsigned idx, unsigned profile_id,
 	/* every placement of a profile has one size; NVML judges the start */
 	nvmlGpuInstancePlacement_t where = { start, pr->nplace ? pr->place[0].size : 0 };
 	nvmlGpuInstance_t gi;
-	nvmlReturn_t r = f->fn.nvmlDeviceCreateGpuInstanceWithPlacement(g->h, profile_id, &where, &gi);
+	nvmlReturn_t r =
+		f->fn.nvmlDeviceCreateGpuInstanceWithPlacement(g->h, profile_id, &where, &gi);
 	if (r != NVML_SUCCESS)
-		return nv_fail(f, err, r,
-			       "nvmlDeviceCreateGpuInstanceWithPlacement(GPU %u, %s id %u, {%u,%u})",
-			       idx, pr->name, profile_id, where.start, where.size);
+		return nv_fail(
+			f, err, r,
+			"nvmlDeviceCreateGpuInstanceWithPlacement(GPU %u, %s id %u, {%u,%u})", idx,
+			pr->name, profile_id, where.start, where.size);
 	nvmlComputeInstance_t ci;
 	int cid = full_ci_profile(f, gi, pr->slices);
 	r = cid < 0 ? NVML_ERROR_NOT_SUPPORTED
 		    : f->fn.nvmlGpuInstanceCreateComputeInstance(gi, (unsigned)cid, &ci);
 	if (r != NVML_SUCCESS) {
-		rc = nv_fail(f, err, r, "nvmlGpuInstanceCreateComputeInstance(GPU %u, %s, %u slices)",
-			     idx, pr->name, pr->slices);
+		rc = nv_fail(f, err, r,
+			     "nvmlGpuInstanceCreateComputeInstance(GPU %u, %s, %u slices)", idx,
+			     pr->name, pr->slices);
 		f->fn.nvmlGpuInstanceDestroy(gi); /* no half-made instance left behind */
 		return rc;
 	}
@@ -519,7 +539,8 @@ int xp_nv_mig_destroy(struct xp_hal_family *f, unsigned idx, unsigned gi_id, str
 	nvmlGpuInstance_t gi;
 	nvmlReturn_t r = f->fn.nvmlDeviceGetGpuInstanceById(g->h, gi_id, &gi);
 	if (r != NVML_SUCCESS)
-		return nv_fail(f, err, r, "nvmlDeviceGetGpuInstanceById(GPU %u, GI %u)", idx, gi_id);
+		return nv_fail(f, err, r, "nvmlDeviceGetGpuInstanceById(GPU %u, GI %u)", idx,
+			       gi_id);
 	nvmlComputeInstance_t cis[XP_HAL_MIG_MAX];
 	unsigned n = 0;
 	if ((rc = gi_cis(f, gi, gi_id, cis, XP_HAL_MIG_MAX, &n, err)) < 0)

@@ -19,10 +19,10 @@
 
 #include "fake_nvml_int.h"
 #include "mig.h"
-#define MAXGI	  8
-#define MAXCI	  8
-#define ST_MAGIC  0x4e4d4947u /* "GIMN", version 1 */
-#define NCIPROF	  5	      /* compute instance profiles 0..4: 1, 2, 3, 4, 7 slices */
+#define MAXGI	 8
+#define MAXCI	 8
+#define ST_MAGIC 0x4e4d4947u /* "GIMN", version 1 */
+#define NCIPROF	 5	     /* compute instance profiles 0..4: 1, 2, 3, 4, 7 slices */
 
 struct fci {
 	uint32_t id, serial; /* id within its GPU instance; serial makes the UUID */
@@ -74,8 +74,8 @@ static const struct xp_mig_table *table(void)
 /* kind of NVML profile index idx (nvml.h's NVML_GPU_INSTANCE_PROFILE_*), -1 none */
 static int kind_of_index(unsigned idx)
 {
-	static const int map[] = { XP_MIG_1G, XP_MIG_2G, XP_MIG_3G, XP_MIG_4G, XP_MIG_7G, -1,
-				   -1,	      XP_MIG_1G_ME, -1, XP_MIG_1G_2X };
+	static const int map[] = { XP_MIG_1G, XP_MIG_2G, XP_MIG_3G,    XP_MIG_4G, XP_MIG_7G,
+				   -1,	      -1,	 XP_MIG_1G_ME, -1,	  XP_MIG_1G_2X };
 	return idx < sizeof(map) / sizeof(map[0]) ? map[idx] : -1;
 }
 
@@ -189,7 +189,7 @@ static struct fci *ci_at_slot(struct fstate *s, unsigned gpu, unsigned slot, str
 
 /* Name, UUID and memory of MIG device d (any may be NULL). */
 nvmlReturn_t fk_mig_dev(const struct nvmlDevice_st *d, char *name, size_t nlen, char *uuid,
-			    size_t ulen, unsigned long long *mib)
+			size_t ulen, unsigned long long *mib)
 {
 	const struct xp_mig_table *t = table();
 	struct fstate *s = st_get();
@@ -198,11 +198,12 @@ nvmlReturn_t fk_mig_dev(const struct nvmlDevice_st *d, char *name, size_t nlen, 
 	if (c) {
 		const struct xp_mig_profile *p = &t->prof[gi->kind];
 		if (name && c->slices == p->compute)
-			snprintf(name, nlen, "%s MIG %s", fk_str("FAKE_NVML_NAME", "NVIDIA A100-SXM4-80GB"),
-				 p->name);
+			snprintf(name, nlen, "%s MIG %s",
+				 fk_str("FAKE_NVML_NAME", "NVIDIA A100-SXM4-80GB"), p->name);
 		else if (name)
 			snprintf(name, nlen, "%s MIG %uc.%s",
-				 fk_str("FAKE_NVML_NAME", "NVIDIA A100-SXM4-80GB"), c->slices, p->name);
+				 fk_str("FAKE_NVML_NAME", "NVIDIA A100-SXM4-80GB"), c->slices,
+				 p->name);
 		if (uuid)
 			uuid_of(d->parent, c, uuid, ulen);
 		if (mib)
@@ -519,8 +520,8 @@ static nvmlReturn_t gi_list(unsigned gpu, int by_id, unsigned key, nvmlGpuInstan
 		st_put(s, 0);
 		return t ? NVML_ERROR_UNKNOWN : NVML_ERROR_NOT_SUPPORTED;
 	}
-	nvmlReturn_t r = s->g[gpu].cur == NVML_DEVICE_MIG_ENABLE ? NVML_SUCCESS
-								 : NVML_ERROR_NOT_SUPPORTED;
+	nvmlReturn_t r =
+		s->g[gpu].cur == NVML_DEVICE_MIG_ENABLE ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
 	*n = 0;
 	for (unsigned i = 0; r == NVML_SUCCESS && i < MAXGI; i++) {
 		const struct fgi *x = &s->g[gpu].gi[i];
@@ -671,7 +672,7 @@ nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t h, unsigned 
 	for (unsigned a = 0; a < MAXCI; a++) /* the lowest id not in use */
 		for (unsigned b = 0; b < MAXCI; b++)
 			cid += x->ci[b].used && x->ci[b].id == cid;
-	nvmlReturn_t r = ci_slices[id] > p->compute	     ? NVML_ERROR_NOT_SUPPORTED
+	nvmlReturn_t r = ci_slices[id] > p->compute	       ? NVML_ERROR_NOT_SUPPORTED
 			 : start < 0 || slot < 0 || j == MAXCI ? NVML_ERROR_INSUFFICIENT_RESOURCES
 							       : NVML_SUCCESS;
 	if (r == NVML_SUCCESS) {
@@ -695,7 +696,8 @@ nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_t h, unsigned id
 		*n = 0;
 	for (unsigned j = 0; r == NVML_SUCCESS && j < MAXCI; j++)
 		if (x->ci[j].used && x->ci[j].prof == id) {
-			cih[h->gpu][h->slot][j] = (struct nvmlComputeInstance_st){ h->gpu, h->slot, j };
+			cih[h->gpu][h->slot][j] =
+				(struct nvmlComputeInstance_st){ h->gpu, h->slot, j };
 			out[(*n)++] = &cih[h->gpu][h->slot][j];
 		}
 	st_put(s, 0);
@@ -737,7 +739,7 @@ nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t h)
 	struct fstate *s = st_get();
 	struct fgi *gi = NULL;
 	struct fci *c = ci_of(s, h, &gi);
-	nvmlReturn_t r = !c ? NVML_ERROR_INVALID_ARGUMENT
+	nvmlReturn_t r = !c		      ? NVML_ERROR_INVALID_ARGUMENT
 			 : ci_busy(h->gpu, c) ? NVML_ERROR_IN_USE
 					      : NVML_SUCCESS;
 	if (r == NVML_SUCCESS)

@@ -565,6 +565,69 @@ static void test_mig_mode_off(void **state)
 	xp_hal_close(h);
 }
 
+/* The fake's own calls the HAL does not make: creating at the first free placement, the V
+ * call's version check, a mode change left pending until a reset. */
+static void test_mig_fake_calls(void **state)
+{
+	(void)state;
+	setenv("FAKE_NVML_COUNT", "1", 1);
+	setenv("FAKE_NVML_MIG_DEFER", "0", 1);
+	struct xp_hal *h = open_nv();
+	nvmlReturn_t (*create)(nvmlDevice_t, unsigned, nvmlGpuInstance_t *) =
+		fake_sym("nvmlDeviceCreateGpuInstance");
+	nvmlReturn_t (*getinfo)(nvmlGpuInstance_t, nvmlGpuInstanceInfo_t *) =
+		fake_sym("nvmlGpuInstanceGetInfo");
+	nvmlReturn_t (*setmode)(nvmlDevice_t, unsigned, nvmlReturn_t *) =
+		fake_sym("nvmlDeviceSetMigMode");
+	nvmlReturn_t (*infov)(nvmlDevice_t, unsigned, nvmlGpuInstanceProfileInfo_v2_t *) =
+		fake_sym("nvmlDeviceGetGpuInstanceProfileInfoV");
+	nvmlGpuInstance_t gi;
+	nvmlGpuInstanceInfo_t info;
+	nvmlReturn_t act;
+	nvmlGpuInstanceProfileInfo_v2_t v2;
+
+	memset(&v2, 0, sizeof(v2));
+	assert_int_equal(infov(fake_gpu0(), NVML_GPU_INSTANCE_PROFILE_3_SLICE, &v2),
+			 NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+	v2.version = nvmlGpuInstanceProfileInfo_v2;
+	assert_int_equal(infov(fake_gpu0(), NVML_GPU_INSTANCE_PROFILE_3_SLICE, &v2), NVML_SUCCESS);
+	assert_int_equal(v2.id, 9);
+	assert_string_equal(v2.name, "MIG 3g.40gb");
+
+	/* MIG off: no instances; turning it on waits for a reset here */
+	assert_int_equal(create(fake_gpu0(), 9, &gi), NVML_ERROR_NOT_SUPPORTED);
+	assert_int_equal(setmode(fake_gpu0(), NVML_DEVICE_MIG_ENABLE, &act), NVML_SUCCESS);
+	assert_int_equal(act, NVML_ERROR_RESET_REQUIRED);
+	struct xp_cluster *c = discover(h);
+	unsigned dev;
+	const struct xp_device *d = gpu(c, 0, &dev);
+	assert_string_equal(attr(d, "mig_mode"), "disabled");
+	assert_string_equal(attr(d, "mig_mode_pending"), "enabled");
+	struct xp_hal_mig m;
+	struct xp_hal_mig_inst in;
+	struct xp_err err = { 0 };
+	assert_int_equal(xp_hal_mig_list(h, dev, &m, &err), 0);
+	assert_true(!m.enabled && m.pending);
+	assert_int_equal(xp_hal_mig_create(h, dev, 9, 0, &in, &err), XP_ESTATE);
+	assert_non_null(strstr(err.text, "enabled at the next reset"));
+	xp_cluster_destroy(c);
+
+	/* after the "reset": two 3g at the first free starts, then no room */
+	unsetenv("FAKE_NVML_MIG_DEFER");
+	assert_int_equal(setmode(fake_gpu0(), NVML_DEVICE_MIG_ENABLE, &act), NVML_SUCCESS);
+	assert_int_equal(act, NVML_SUCCESS);
+	for (unsigned k = 0; k < 2; k++) {
+		assert_int_equal(create(fake_gpu0(), 9, &gi), NVML_SUCCESS);
+		assert_int_equal(getinfo(gi, &info), NVML_SUCCESS);
+		assert_int_equal(info.placement.start, 4 * k);
+		assert_int_equal(info.placement.size, 4);
+		assert_int_equal(info.profileId, 9);
+	}
+	assert_int_equal(create(fake_gpu0(), 9, &gi), NVML_ERROR_INSUFFICIENT_RESOURCES);
+	assert_int_equal(create(fake_gpu0(), 19, &gi), NVML_ERROR_INSUFFICIENT_RESOURCES);
+	xp_hal_close(h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -575,6 +638,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_mig_in_use, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mig_restart, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mig_mode_off, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mig_fake_calls, setup, teardown),
 	};
 	return xp_run_tests(tests, NULL, NULL);
 }

@@ -76,7 +76,7 @@ static const struct xp_hal_sym nvml_syms[] = {
 #define MIGSYM(ret, name, args) OPT(name),
 	XP_NVML_MIG_FUNCS(MIGSYM)
 #undef MIGSYM
-	{ NULL, 0, 0 },
+		{ NULL, 0, 0 },
 };
 
 const char *xp_nv_estr(const struct xp_hal_family *f, nvmlReturn_t r)
@@ -141,8 +141,8 @@ static int nv_probe(const struct xp_hal_opts *o, struct xp_hal_family **out, str
 		return rc;
 	}
 	if ((r = f->fn.nvmlInit_v2()) != NVML_SUCCESS) {
-		rc = xp_errf(err, XP_EIO, "%s: nvmlInit_v2: %s (NVML error %d)", f->lib, xp_nv_estr(f, r),
-			     r);
+		rc = xp_errf(err, XP_EIO, "%s: nvmlInit_v2: %s (NVML error %d)", f->lib,
+			     xp_nv_estr(f, r), r);
 		f->fn.nvmlShutdown = NULL;
 		nv_close(f);
 		return rc;
@@ -166,7 +166,8 @@ static int nv_probe(const struct xp_hal_opts *o, struct xp_hal_family **out, str
 
 	unsigned count = 0;
 	if ((r = f->fn.nvmlDeviceGetCount_v2(&count)) != NVML_SUCCESS) {
-		rc = xp_errf(err, XP_EIO, "%s: nvmlDeviceGetCount_v2: %s", f->lib, xp_nv_estr(f, r));
+		rc = xp_errf(err, XP_EIO, "%s: nvmlDeviceGetCount_v2: %s", f->lib,
+			     xp_nv_estr(f, r));
 		nv_close(f);
 		return rc;
 	}

@@ -87,17 +87,17 @@ typedef struct {
  * (REV1), 2 slices REV1, 1 slice with double memory (REV2). Newer drivers
  * add more (graphics, no/all media engines); a loop over indices stops at
  * NVML_GPU_INSTANCE_PROFILE_COUNT_MAX and skips NOT_SUPPORTED ones. */
-#define NVML_GPU_INSTANCE_PROFILE_1_SLICE	       0
-#define NVML_GPU_INSTANCE_PROFILE_2_SLICE	       1
-#define NVML_GPU_INSTANCE_PROFILE_3_SLICE	       2
-#define NVML_GPU_INSTANCE_PROFILE_4_SLICE	       3
-#define NVML_GPU_INSTANCE_PROFILE_7_SLICE	       4
-#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1	       7
-#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2	       9
-#define NVML_GPU_INSTANCE_PROFILE_COUNT_MAX	       17
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE      0
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE      1
+#define NVML_GPU_INSTANCE_PROFILE_3_SLICE      2
+#define NVML_GPU_INSTANCE_PROFILE_4_SLICE      3
+#define NVML_GPU_INSTANCE_PROFILE_7_SLICE      4
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1 7
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2 9
+#define NVML_GPU_INSTANCE_PROFILE_COUNT_MAX    17
 /* compute instance profile indices: 1, 2, 3, 4, 7 slices (then 8, 6, 1 REV1) */
-#define NVML_COMPUTE_INSTANCE_PROFILE_COUNT	       8
-#define NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED    0
+#define NVML_COMPUTE_INSTANCE_PROFILE_COUNT	    8
+#define NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED 0
 
 typedef struct {
 	unsigned int start, size; /* memory slices [start, start + size) */
@@ -214,33 +214,34 @@ _Static_assert(sizeof(nvmlEventData_t) == 32, "nvmlEventData_t layout");
 /* MIG instances (nvidia_mig.c); all optional. */
 #define XP_NVML_MIG_FUNCS(X)                                                                       \
 	X(nvmlReturn_t, nvmlDeviceGetGpuInstanceProfileInfo,                                       \
-	  (nvmlDevice_t dev, unsigned int index, nvmlGpuInstanceProfileInfo_t * info))             \
+	  (nvmlDevice_t dev, unsigned int index, nvmlGpuInstanceProfileInfo_t *info))              \
 	X(nvmlReturn_t, nvmlDeviceGetGpuInstanceProfileInfoV,                                      \
-	  (nvmlDevice_t dev, unsigned int index, nvmlGpuInstanceProfileInfo_v2_t * info))          \
+	  (nvmlDevice_t dev, unsigned int index, nvmlGpuInstanceProfileInfo_v2_t *info))           \
 	X(nvmlReturn_t, nvmlDeviceGetGpuInstancePossiblePlacements_v2,                             \
-	  (nvmlDevice_t dev, unsigned int profile_id, nvmlGpuInstancePlacement_t * out,            \
+	  (nvmlDevice_t dev, unsigned int profile_id, nvmlGpuInstancePlacement_t *out,             \
 	   unsigned int *count))                                                                   \
 	X(nvmlReturn_t, nvmlDeviceGetGpuInstanceRemainingCapacity,                                 \
 	  (nvmlDevice_t dev, unsigned int profile_id, unsigned int *count))                        \
 	X(nvmlReturn_t, nvmlDeviceCreateGpuInstance,                                               \
-	  (nvmlDevice_t dev, unsigned int profile_id, nvmlGpuInstance_t * gi))                     \
+	  (nvmlDevice_t dev, unsigned int profile_id, nvmlGpuInstance_t *gi))                      \
 	X(nvmlReturn_t, nvmlDeviceCreateGpuInstanceWithPlacement,                                  \
 	  (nvmlDevice_t dev, unsigned int profile_id, const nvmlGpuInstancePlacement_t *where,     \
 	   nvmlGpuInstance_t *gi))                                                                 \
 	X(nvmlReturn_t, nvmlDeviceGetGpuInstances,                                                 \
-	  (nvmlDevice_t dev, unsigned int profile_id, nvmlGpuInstance_t * gis,                     \
+	  (nvmlDevice_t dev, unsigned int profile_id, nvmlGpuInstance_t *gis,                      \
 	   unsigned int *count))                                                                   \
 	X(nvmlReturn_t, nvmlDeviceGetGpuInstanceById,                                              \
-	  (nvmlDevice_t dev, unsigned int id, nvmlGpuInstance_t * gi))                             \
-	X(nvmlReturn_t, nvmlGpuInstanceGetInfo, (nvmlGpuInstance_t gi, nvmlGpuInstanceInfo_t * info)) \
+	  (nvmlDevice_t dev, unsigned int id, nvmlGpuInstance_t *gi))                              \
+	X(nvmlReturn_t, nvmlGpuInstanceGetInfo,                                                    \
+	  (nvmlGpuInstance_t gi, nvmlGpuInstanceInfo_t * info))                                    \
 	X(nvmlReturn_t, nvmlGpuInstanceDestroy, (nvmlGpuInstance_t gi))                            \
 	X(nvmlReturn_t, nvmlGpuInstanceGetComputeInstanceProfileInfo,                              \
 	  (nvmlGpuInstance_t gi, unsigned int index, unsigned int eng,                             \
 	   nvmlComputeInstanceProfileInfo_t *info))                                                \
 	X(nvmlReturn_t, nvmlGpuInstanceCreateComputeInstance,                                      \
-	  (nvmlGpuInstance_t gi, unsigned int profile_id, nvmlComputeInstance_t * ci))             \
+	  (nvmlGpuInstance_t gi, unsigned int profile_id, nvmlComputeInstance_t *ci))              \
 	X(nvmlReturn_t, nvmlGpuInstanceGetComputeInstances,                                        \
-	  (nvmlGpuInstance_t gi, unsigned int profile_id, nvmlComputeInstance_t * cis,             \
+	  (nvmlGpuInstance_t gi, unsigned int profile_id, nvmlComputeInstance_t *cis,              \
 	   unsigned int *count))                                                                   \
 	X(nvmlReturn_t, nvmlComputeInstanceGetInfo_v2,                                             \
 	  (nvmlComputeInstance_t ci, nvmlComputeInstanceInfo_t * info))                            \

@@ -298,25 +298,27 @@ static void test_nvidia_enumerate(void **state)
 		check_links(d, XP_LINK_NVLINK, &peer, 1);
 		assert_string_equal(attr(d, "mig_mode"), i == 3 ? "enabled" : "disabled");
 		assert_int_equal(d->mode, i == 3 ? XP_MODE_MIG : XP_MODE_SHARED);
-		if (i < 3) {
-			assert_int_equal(d->nparts, 0);
+		/* MIG-capable: every GPU lists its profiles, in MIG mode or not */
+		assert_int_equal(d->nparts, 7);
+		assert_string_equal(d->parts[2].name, "3g.40gb");
+		assert_int_equal(d->parts[2].compute_milli, 428);
+		assert_int_equal(d->parts[2].mem_mib, 40192);
+		assert_int_equal(d->parts[2].max_count, 2);
+		if (i < 3)
 			assert_null(attr(d, "mig_instances"));
-		}
 	}
 	const struct xp_device *m = &n->devs[3];
-	assert_int_equal(m->nparts, 1);
-	assert_string_equal(m->parts[0].name, "3g.40gb");
-	assert_int_equal(m->parts[0].compute_milli, 428);
-	assert_int_equal(m->parts[0].mem_mib, 40192);
-	assert_int_equal(m->parts[0].max_count, 2);
 	assert_string_equal(attr(m, "mig_instances"), "MIG-00000000-fake-4000-9000-000003000000,"
 						      "MIG-00000000-fake-4000-9000-000003000002");
+	assert_string_equal(attr(m, "mig_layout"),
+			    "3g.40gb:0+4:MIG-00000000-fake-4000-9000-000003000000,"
+			    "3g.40gb:4+4:MIG-00000000-fake-4000-9000-000003000002");
 	/* enumerate again (re-discovery): same result, no leaks */
 	struct xp_node *n2;
 	struct xp_cluster *c2 = one_node(&n2);
 	assert_int_equal(nvidia()->enumerate(f, c2, n2, &err), 0);
 	assert_int_equal(n2->ndevs, 4);
-	assert_int_equal(n2->devs[3].nparts, 1);
+	assert_int_equal(n2->devs[3].nparts, 7);
 	xp_cluster_destroy(c2);
 	xp_cluster_destroy(c);
 	nvidia()->close(f);
@@ -822,7 +824,8 @@ static void test_discover_descriptor_round_trip(void **state)
 			assert_null(y->uuid);
 	}
 	assert_int_equal(b->devs[1].health, XP_HEALTH_UNHEALTHY);
-	assert_int_equal(b->devs[2].nparts, 1);
+	assert_int_equal(b->devs[2].nparts, 7); /* an A100's seven MIG profiles */
+	assert_non_null(attr(&b->devs[2], "mig_placements"));
 	assert_int_equal(b->devs[3].health, XP_HEALTH_UNHEALTHY);
 	free(json);
 	xp_cluster_destroy(back);

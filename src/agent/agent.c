@@ -94,6 +94,33 @@ static struct xp_cluster *discover(const struct xp_agent_opts *o, struct xp_hal 
 	return c;
 }
 
+/* One line per partition (MIG profile) under its device, with the placements discovery
+ * recorded in attribute mig_placements ("3g.40gb:0+4,4+4;..."), then its MIG instances
+ * (attribute mig_layout) when it has any. */
+static void print_partitions(const struct xp_device *d)
+{
+	const char *pl = xp_attrs_get(d->attrs, d->nattrs, "mig_placements");
+	for (uint16_t i = 0; i < d->nparts; i++) {
+		const struct xp_partition *p = &d->parts[i];
+		const char *s = pl;
+		size_t nl = strlen(p->name), len = 0;
+		while (s && *s && !(strncmp(s, p->name, nl) == 0 && s[nl] == ':')) {
+			s = strchr(s, ';');
+			s = s ? s + 1 : NULL;
+		}
+		if (s && *s) {
+			s += nl + 1;
+			len = strcspn(s, ";");
+		}
+		printf("      %-5s %-12s %5u milli %8lluMi  max %-2u at %.*s\n", "part", p->name,
+		       p->compute_milli, (unsigned long long)p->mem_mib, p->max_count, (int)len,
+		       len ? s : "-");
+	}
+	const char *lay = xp_attrs_get(d->attrs, d->nattrs, "mig_layout");
+	if (lay)
+		printf("      %-5s %s\n", "inst", lay);
+}
+
 int xp_agent_discover(const struct xp_agent_opts *o, int json, struct xp_err *err)
 {
 	struct xp_hal *hal = NULL;
@@ -120,6 +147,7 @@ int xp_agent_discover(const struct xp_agent_opts *o, int json, struct xp_err *er
 			       xp_strtab_str(c->syms, dv->model), (unsigned long long)dv->mem_mib,
 			       dv->numa, dv->island, xp_health_name(dv->health),
 			       xp_mode_name(dv->mode), dv->uuid ? dv->uuid : "-", dv->pci_bus_id ? dv->pci_bus_id : "");
+			print_partitions(dv);
 		}
 	}
 	xp_cluster_destroy(c);

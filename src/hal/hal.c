@@ -251,6 +251,60 @@ int xp_hal_stats(struct xp_hal *h, unsigned dev, struct xp_hal_stats *out, struc
 	return rc;
 }
 
+/* The family and local index of node device dev, with h->mu held. */
+static int mig_route(struct xp_hal *h, unsigned dev, struct fam **fm, unsigned *idx,
+		     struct xp_err *err)
+{
+	if (dev >= h->nmap)
+		return xp_errf(err, XP_ENOENT, "no device %u on this node (%u discovered)", dev,
+			       h->nmap);
+	*fm = &h->fam[h->map[dev].fam];
+	if (!(*fm)->ops->mig_list || !(*fm)->ops->mig_create || !(*fm)->ops->mig_destroy)
+		return xp_errf(err, XP_EUNSUPP, "device %u (%s) has no MIG", dev, (*fm)->ops->name);
+	*idx = h->map[dev].idx;
+	return 0;
+}
+
+/* op: 0 list, 1 create, 2 destroy */
+static int mig_call(struct xp_hal *h, unsigned dev, int op, unsigned a, unsigned b, void *out,
+		    struct xp_err *err)
+{
+	if (!h)
+		return xp_errf(err, XP_EINVAL, "no hal handle");
+	pthread_mutex_lock(&h->mu);
+	unsigned idx = 0;
+	struct fam *fm = NULL;
+	int rc = mig_route(h, dev, &fm, &idx, err);
+	if (rc == 0 && op == 0)
+		rc = fm->ops->mig_list(fm->f, idx, out, err);
+	else if (rc == 0 && op == 1)
+		rc = fm->ops->mig_create(fm->f, idx, a, b, out, err);
+	else if (rc == 0)
+		rc = fm->ops->mig_destroy(fm->f, idx, a, err);
+	if (rc < 0 && fm && err && err->text[0])
+		xp_err_prefix(err, "%s: ", fm->ops->name);
+	pthread_mutex_unlock(&h->mu);
+	return rc;
+}
+
+int xp_hal_mig_list(struct xp_hal *h, unsigned dev, struct xp_hal_mig *out, struct xp_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	return mig_call(h, dev, 0, 0, 0, out, err);
+}
+
+int xp_hal_mig_create(struct xp_hal *h, unsigned dev, unsigned profile_id, unsigned start,
+		      struct xp_hal_mig_inst *out, struct xp_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	return mig_call(h, dev, 1, profile_id, start, out, err);
+}
+
+int xp_hal_mig_destroy(struct xp_hal *h, unsigned dev, unsigned gi_id, struct xp_err *err)
+{
+	return mig_call(h, dev, 2, gi_id, 0, NULL, err);
+}
+
 int xp_hal_env(struct xp_hal *h, const unsigned *devs, unsigned n, struct xp_sb *out,
 	       struct xp_err *err)
 {

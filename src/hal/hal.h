@@ -43,6 +43,26 @@ struct xp_hal_stats {	      /* one device, now */
 	int32_t temp_c;	      /* -1 unknown */
 };
 
+/* MIG: one GPU instance of a GPU and its compute instances. Ids and
+ * placements are NVML's: profile_id as nvmlDeviceGetGpuInstanceProfileInfo
+ * reports it (3g = 9 on A100/H100/H200), {start, size} in memory slices. */
+#define XP_HAL_MIG_MAX 8
+struct xp_hal_mig_inst {
+	uint32_t gi_id;
+	uint32_t profile_id;
+	uint8_t start, size;
+	uint8_t nci;
+	uint32_t ci_ids[XP_HAL_MIG_MAX];
+	char uuid[96]; /* "MIG-..." of its first compute instance; "" when it has none */
+};
+
+struct xp_hal_mig {
+	uint8_t enabled; /* MIG mode now */
+	uint8_t pending; /* after the next GPU reset */
+	unsigned n;
+	struct xp_hal_mig_inst inst[XP_HAL_MIG_MAX]; /* by GPU instance id */
+};
+
 struct xp_hal_family; /* opaque per-family state */
 struct xp_hal_opts;
 
@@ -66,6 +86,18 @@ struct xp_device_ops {
 	 * the lines that hide every device of the family. */
 	int (*env)(struct xp_hal_family *f, const unsigned *idx, unsigned n, struct xp_sb *out);
 	void (*close)(struct xp_hal_family *f); /* NULL-safe */
+	/* MIG (NULL in families without it; idx family-local). None changes the MIG mode.
+	 * mig_list: the mode and every GPU instance. mig_create: a GPU instance of profile_id
+	 * at start plus one compute instance over all of it; out gets it with its MIG UUID.
+	 * mig_destroy: its compute instances, then the GPU instance. Each NVML failure is an
+	 * error naming the call and NVML's reason: XP_ENOSPC (no room there), XP_ESTATE (in use,
+	 * or MIG mode off), XP_ENOENT (no such instance), XP_EUNSUPP, else XP_EIO. */
+	int (*mig_list)(struct xp_hal_family *f, unsigned idx, struct xp_hal_mig *out,
+			struct xp_err *err);
+	int (*mig_create)(struct xp_hal_family *f, unsigned idx, unsigned profile_id,
+			  unsigned start, struct xp_hal_mig_inst *out, struct xp_err *err);
+	int (*mig_destroy)(struct xp_hal_family *f, unsigned idx, unsigned gi_id,
+			   struct xp_err *err);
 };
 
 struct xp_hal_opts {
@@ -103,6 +135,12 @@ struct xp_cluster *xp_hal_discover(struct xp_hal *h, const char *node_name, stru
 int xp_hal_stats(struct xp_hal *h, unsigned dev, struct xp_hal_stats *out, struct xp_err *err);
 int xp_hal_env(struct xp_hal *h, const unsigned *devs, unsigned n, struct xp_sb *out,
 	       struct xp_err *err);
+/* MIG instances of node device dev (the family's mig_* ops, above), routed like stats;
+ * XP_EUNSUPP for a device whose family has no MIG. */
+int xp_hal_mig_list(struct xp_hal *h, unsigned dev, struct xp_hal_mig *out, struct xp_err *err);
+int xp_hal_mig_create(struct xp_hal *h, unsigned dev, unsigned profile_id, unsigned start,
+		      struct xp_hal_mig_inst *out, struct xp_err *err);
+int xp_hal_mig_destroy(struct xp_hal *h, unsigned dev, unsigned gi_id, struct xp_err *err);
 /* "family: reason\n" for every family skipped at open (library absent, no devices, ...); ""
  * when none. Borrowed, valid until xp_hal_close(). */
 const char *xp_hal_notes(const struct xp_hal *h);

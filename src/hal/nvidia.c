@@ -15,12 +15,13 @@
  * joined through either form one island, and every pair in an island that
  * is directly linked or shares the switch fabric gets an NVLink link.
  *
- * MIG: a GPU in MIG mode keeps its place as one device; its existing
- * instances become its partitions (grouped by profile, "3g.40gb"; max =
- * how many of that profile exist; compute share = slices / 7, or / 4 on an
- * A30) and attribute "mig_instances" lists their UUIDs. Its environment
- * names the MIG UUIDs, since CUDA does not run on a MIG-mode GPU by its GPU
- * UUID.
+ * MIG (nvidia_mig.c): a MIG-capable GPU, in MIG mode or not, gets its
+ * GPU instance profiles as partitions and their placements as attributes;
+ * a GPU in MIG mode keeps its place as one device (mode mig), attribute
+ * "mig_instances" lists the UUIDs of its MIG devices and its environment
+ * names them, since CUDA does not run on a MIG-mode GPU by its GPU UUID.
+ * The mig_* ops list, create and destroy GPU instances; nothing here
+ * changes a GPU's MIG mode.
  *
  * Health (stats): uncorrectable volatile ECC errors, row-remapping failure
  * (unhealthy) or pending (degraded), "GPU is lost" from any query, and
@@ -36,16 +37,9 @@
 #include <string.h>
 
 #include "../lib/xalloc.h"
-#include "hal_int.h"
-#include "nvml_abi.h"
+#include "nvidia_int.h"
 
 #define NVML_MIN_MAJOR 10
-
-struct nvml_fns {
-#define X(ret, name, args) ret(*name) args;
-	XP_NVML_FUNCS(X)
-#undef X
-};
 
 #define REQ(fn) XP_HAL_SYM(struct nvml_fns, fn, 1)
 #define OPT(fn) XP_HAL_SYM(struct nvml_fns, fn, 0)
@@ -79,39 +73,19 @@ static const struct xp_hal_sym nvml_syms[] = {
 	OPT(nvmlDeviceRegisterEvents),
 	OPT(nvmlEventSetWait_v2),
 	OPT(nvmlEventSetFree),
-	{ NULL, 0, 0 },
+#define MIGSYM(ret, name, args) OPT(name),
+	XP_NVML_MIG_FUNCS(MIGSYM)
+#undef MIGSYM
+		{ NULL, 0, 0 },
 };
 
-struct gpu {
-	nvmlDevice_t h;
-	nvmlReturn_t hret; /* of nvmlDeviceGetHandleByIndex_v2 */
-	char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
-	char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
-	char bus[32]; /* canonical "0000:3b:00.0", "" unknown */
-	int mig;      /* MIG mode on at the last enumerate */
-	char **mig_uuids;
-	unsigned nmig;
-	unsigned long long xid; /* last critical XID seen, 0 none */
-};
-
-struct xp_hal_family {
-	void *dl;
-	char lib[256];
-	struct nvml_fns fn;
-	char version[NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE];
-	char driver[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
-	unsigned n;
-	struct gpu *g;
-	nvmlEventSet_t events; /* NULL: no XID watch */
-};
-
-static const char *estr(const struct xp_hal_family *f, nvmlReturn_t r)
+const char *xp_nv_estr(const struct xp_hal_family *f, nvmlReturn_t r)
 {
 	const char *s = f->fn.nvmlErrorString ? f->fn.nvmlErrorString(r) : NULL;
 	return s ? s : "unknown NVML error";
 }
 
-static void free_mig(struct gpu *g)
+void xp_nv_free_mig(struct nv_gpu *g)
 {
 	for (unsigned i = 0; i < g->nmig; i++)
 		free(g->mig_uuids[i]);
@@ -130,7 +104,7 @@ static void nv_close(struct xp_hal_family *f)
 	if (f->fn.nvmlShutdown)
 		f->fn.nvmlShutdown();
 	for (unsigned i = 0; i < f->n; i++)
-		free_mig(&f->g[i]);
+		xp_nv_free_mig(&f->g[i]);
 	free(f->g);
 	if (f->dl)
 		dlclose(f->dl);
@@ -167,8 +141,8 @@ static int nv_probe(const struct xp_hal_opts *o, struct xp_hal_family **out, str
 		return rc;
 	}
 	if ((r = f->fn.nvmlInit_v2()) != NVML_SUCCESS) {
-		rc = xp_errf(err, XP_EIO, "%s: nvmlInit_v2: %s (NVML error %d)", f->lib, estr(f, r),
-			     r);
+		rc = xp_errf(err, XP_EIO, "%s: nvmlInit_v2: %s (NVML error %d)", f->lib,
+			     xp_nv_estr(f, r), r);
 		f->fn.nvmlShutdown = NULL;
 		nv_close(f);
 		return rc;
@@ -177,7 +151,7 @@ static int nv_probe(const struct xp_hal_opts *o, struct xp_hal_family **out, str
 	    atoi(f->version) < NVML_MIN_MAJOR) {
 		rc = r != NVML_SUCCESS
 			     ? xp_errf(err, XP_EVERSION, "%s: nvmlSystemGetNVMLVersion: %s", f->lib,
-				       estr(f, r))
+				       xp_nv_estr(f, r))
 			     : xp_errf(err, XP_EVERSION,
 				       "%s: NVML %s is older than %d (driver R410): refusing it",
 				       f->lib, f->version, NVML_MIN_MAJOR);
@@ -192,7 +166,8 @@ static int nv_probe(const struct xp_hal_opts *o, struct xp_hal_family **out, str
 
 	unsigned count = 0;
 	if ((r = f->fn.nvmlDeviceGetCount_v2(&count)) != NVML_SUCCESS) {
-		rc = xp_errf(err, XP_EIO, "%s: nvmlDeviceGetCount_v2: %s", f->lib, estr(f, r));
+		rc = xp_errf(err, XP_EIO, "%s: nvmlDeviceGetCount_v2: %s", f->lib,
+			     xp_nv_estr(f, r));
 		nv_close(f);
 		return rc;
 	}
@@ -203,10 +178,10 @@ static int nv_probe(const struct xp_hal_opts *o, struct xp_hal_family **out, str
 	}
 	if (count > XP_MAX_NODE_DEVS)
 		count = XP_MAX_NODE_DEVS; /* a node holds no more */
-	f->g = XNEWV(struct gpu, count);
+	f->g = XNEWV(struct nv_gpu, count);
 	f->n = count;
 	for (unsigned i = 0; i < count; i++) {
-		struct gpu *g = &f->g[i];
+		struct nv_gpu *g = &f->g[i];
 		g->hret = f->fn.nvmlDeviceGetHandleByIndex_v2(i, &g->h);
 		if (g->hret != NVML_SUCCESS)
 			continue;
@@ -225,81 +200,6 @@ static int nv_probe(const struct xp_hal_opts *o, struct xp_hal_family **out, str
 	watch_xids(f);
 	*out = f;
 	return 0;
-}
-
-/* Compute share of a MIG profile "3g.40gb": slices of 7 (4 on an A30). */
-static uint16_t mig_milli(const char *profile, const char *gpu_name)
-{
-	int slices = atoi(profile), of = strstr(gpu_name, "A30") ? 4 : 7;
-	if (slices <= 0)
-		return XP_MILLI;
-	int m = slices * XP_MILLI / of;
-	return (uint16_t)(m < 1 ? 1 : m > XP_MILLI ? XP_MILLI : m);
-}
-
-/* MIG mode and instances of g into d (attributes, partitions). */
-static void read_mig(struct xp_hal_family *f, struct gpu *g, struct xp_device *d)
-{
-	unsigned cur = 0, pend = 0, max = 0;
-
-	free_mig(g);
-	if (!f->fn.nvmlDeviceGetMigMode ||
-	    f->fn.nvmlDeviceGetMigMode(g->h, &cur, &pend) != NVML_SUCCESS)
-		return; /* no MIG on this GPU or driver */
-	xp_hal_attr(d, "mig_mode", cur == NVML_DEVICE_MIG_ENABLE ? "enabled" : "disabled");
-	if (pend != cur)
-		xp_hal_attr(d, "mig_mode_pending",
-			    pend == NVML_DEVICE_MIG_ENABLE ? "enabled" : "disabled");
-	if (cur != NVML_DEVICE_MIG_ENABLE)
-		return;
-	g->mig = 1;
-	d->mode = XP_MODE_MIG; /* CUDA runs on its instances, not on it whole */
-	if (!f->fn.nvmlDeviceGetMaxMigDeviceCount || !f->fn.nvmlDeviceGetMigDeviceHandleByIndex ||
-	    f->fn.nvmlDeviceGetMaxMigDeviceCount(g->h, &max) != NVML_SUCCESS)
-		return;
-	if (max > 64)
-		max = 64;
-	struct xp_sb list;
-	xp_sb_init(&list);
-	for (unsigned k = 0; k < max; k++) {
-		nvmlDevice_t m;
-		char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE], name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
-		nvmlMemory_t mem;
-		if (f->fn.nvmlDeviceGetMigDeviceHandleByIndex(g->h, k, &m) != NVML_SUCCESS)
-			continue; /* NOT_FOUND: an empty slot */
-		if (f->fn.nvmlDeviceGetUUID(m, uuid, sizeof(uuid)) != NVML_SUCCESS)
-			continue;
-		uuid[sizeof(uuid) - 1] = '\0';
-		if (f->fn.nvmlDeviceGetName(m, name, sizeof(name)) != NVML_SUCCESS)
-			name[0] = '\0';
-		name[sizeof(name) - 1] = '\0';
-		memset(&mem, 0, sizeof(mem));
-		f->fn.nvmlDeviceGetMemoryInfo(m, &mem);
-
-		g->mig_uuids = xreallocarray(g->mig_uuids, g->nmig + 1, sizeof(char *));
-		g->mig_uuids[g->nmig++] = xstrdup(uuid);
-		xp_sb_printf(&list, "%s%s", list.len ? "," : "", uuid);
-
-		/* "NVIDIA A100-SXM4-80GB MIG 3g.40gb" -> "3g.40gb" */
-		const char *p = strstr(name, "MIG ");
-		char prof[65];
-		snprintf(prof, sizeof(prof), "%.64s", p ? p + 4 : name[0] ? name : "mig");
-		uint16_t pi = 0;
-		while (pi < d->nparts && strcmp(d->parts[pi].name, prof) != 0)
-			pi++;
-		if (pi == d->nparts) {
-			d->parts = xreallocarray(d->parts, d->nparts + 1u, sizeof(*d->parts));
-			memset(&d->parts[pi], 0, sizeof(d->parts[pi]));
-			d->parts[pi].name = xstrdup(prof);
-			d->parts[pi].compute_milli = mig_milli(prof, g->name);
-			d->parts[pi].mem_mib = mem.total >> 20;
-			d->nparts++;
-		}
-		d->parts[pi].max_count++;
-	}
-	if (list.len)
-		xp_hal_attr(d, "mig_instances", list.s);
-	xp_sb_free(&list);
 }
 
 static int nv_stats(struct xp_hal_family *f, unsigned idx, struct xp_hal_stats *s,
@@ -411,7 +311,7 @@ static int nv_enumerate(struct xp_hal_family *f, struct xp_cluster *c, struct xp
 	xp_sym vendor = xp_strtab_intern(c->syms, "NVIDIA");
 
 	for (unsigned i = 0; i < f->n; i++) {
-		struct gpu *g = &f->g[i];
+		struct nv_gpu *g = &f->g[i];
 		struct xp_device *d = xp_hal_add_device(n, "nvidia", i, err);
 		struct xp_hal_stats st;
 		char buf[128];
@@ -425,7 +325,7 @@ static int nv_enumerate(struct xp_hal_family *f, struct xp_cluster *c, struct xp
 		if (g->hret != NVML_SUCCESS) {
 			d->health = XP_HEALTH_UNHEALTHY;
 			xp_hal_attrf(d, "health_reason", "nvmlDeviceGetHandleByIndex_v2(%u): %s", i,
-				     estr(f, g->hret));
+				     xp_nv_estr(f, g->hret));
 			continue;
 		}
 		xp_hal_model_name(g->name, "NVIDIA ", buf, sizeof(buf));
@@ -461,7 +361,7 @@ static int nv_enumerate(struct xp_hal_family *f, struct xp_cluster *c, struct xp
 		if (f->fn.nvmlDeviceGetMinorNumber &&
 		    f->fn.nvmlDeviceGetMinorNumber(g->h, &v) == NVML_SUCCESS)
 			xp_hal_attrf(d, "dev_nodes", "/dev/nvidia%u", v);
-		read_mig(f, g, d);
+		xp_nv_read_mig(f, g, d);
 		nv_stats(f, i, &st, NULL);
 		xp_hal_apply_health(d, &st);
 	}
@@ -510,10 +410,10 @@ static int nv_stats(struct xp_hal_family *f, unsigned idx, struct xp_hal_stats *
 	xp_hal_stats_init(s);
 	if (idx >= f->n)
 		return xp_errf(err, XP_ENOENT, "no GPU %u (%u present)", idx, f->n);
-	struct gpu *g = &f->g[idx];
+	struct nv_gpu *g = &f->g[idx];
 	nvmlReturn_t r;
 	if (g->hret != NVML_SUCCESS) {
-		xp_hal_worse(s, XP_HEALTH_UNHEALTHY, "no NVML handle: %s", estr(f, g->hret));
+		xp_hal_worse(s, XP_HEALTH_UNHEALTHY, "no NVML handle: %s", xp_nv_estr(f, g->hret));
 		return 0;
 	}
 	s->health = XP_HEALTH_OK;
@@ -580,7 +480,7 @@ static int nv_env(struct xp_hal_family *f, const unsigned *idx, unsigned n, stru
 	for (unsigned i = 0; i < n; i++) {
 		if (idx[i] >= f->n)
 			return XP_ENOENT;
-		struct gpu *g = &f->g[idx[i]];
+		struct nv_gpu *g = &f->g[idx[i]];
 		if (g->mig && g->nmig) {
 			for (unsigned m = 0; m < g->nmig && k < sizeof(ids) / sizeof(ids[0]); m++)
 				ids[k++] = g->mig_uuids[m];
@@ -607,4 +507,7 @@ const struct xp_device_ops xp_hal_nvidia_ops = {
 	.stats = nv_stats,
 	.env = nv_env,
 	.close = nv_close,
+	.mig_list = xp_nv_mig_list,
+	.mig_create = xp_nv_mig_create,
+	.mig_destroy = xp_nv_mig_destroy,
 };

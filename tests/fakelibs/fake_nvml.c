@@ -14,8 +14,13 @@
  *                              island are linked all-to-all directly ...
  *   FAKE_NVML_NVSWITCH=1       ... or each through six NVSwitches instead
  *   FAKE_NVML_NUMA=0,1         nvmlDeviceGetNumaNodeId per GPU (absent: NOT_SUPPORTED)
- *   FAKE_NVML_MIG=2            GPUs in MIG mode: two 3g.40gb instances each
- *                              (slots 0 and 2 of 7; slot 1 empty)
+ *   FAKE_NVML_MIG=2            GPUs in MIG mode at the start; without FAKE_NVML_STATE
+ *                              each holds two 3g instances (starts 0 and 4, MIG
+ *                              devices 0 and 2 of 7; 1 empty), with it none
+ *   FAKE_NVML_STATE=path       MIG state (modes, instances) in this file, shared by
+ *                              every process that loads the fake (flock), so an
+ *                              agent restart sees what was created; created the
+ *                              first time from FAKE_NVML_MIG
  *   FAKE_NVML_NOHANDLE=1       GPUs whose handle cannot be taken (NO_PERMISSION)
  * Read on every call:
  *   FAKE_NVML_ECC=1:3          uncorrectable volatile ECC errors per GPU
@@ -24,6 +29,20 @@
  *                              (a new value of the variable delivers again)
  *   FAKE_NVML_LOST=3           GPUs on which every query answers GPU_IS_LOST
  *   FAKE_NVML_FAIL=fn,...      functions that answer NVML_ERROR_UNKNOWN
+ *   FAKE_NVML_BUSY=0,2         GPUs with processes: a MIG mode change is IN_USE
+ *   FAKE_NVML_MIG_BUSY=MIG-..  MIG devices (UUIDs) with processes: destroying their
+ *                              compute instance, or changing the mode, is IN_USE
+ *   FAKE_NVML_MIG_DEFER=1      GPUs on which a MIG mode change stays pending (reset)
+ *
+ * MIG follows the real rules on the GPU's model (FAKE_NVML_NAME looked up in
+ * the tables of src/core/model/mig.c; no table: MIG NOT_SUPPORTED): profile
+ * *indices* as nvml.h numbers them, profile ids, placements and counts from
+ * the table, a GPU instance only at one of its profile's starts and on
+ * memory slices no other instance holds (else INSUFFICIENT_RESOURCES),
+ * compute instances inside it, MIG devices numbered by the lowest free slot
+ * of 7, UUIDs that never repeat, IN_USE on destroying a GPU instance that
+ * has compute instances or one whose MIG device has processes. The MIG half
+ * is at the end of this file.
  *
  * GPU i: UUID GPU-00000000-fake-4000-8000-00000000000i, PCI bus
  * 00000000:<0x10*(i+1)>:00.0, used memory (i+1) GiB, utilisation 10i+5 %,
@@ -36,83 +55,44 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fake_common.h"
-#include "nvml_abi.h"
+#include "fake_nvml_int.h"
 
-#define X(ret, name, args) FAKE_EXPORT ret name args;
-XP_NVML_FUNCS(X)
-#undef X
-
-#define MAXG	 64
-#define MIGSLOTS 7
-
-struct nvmlDevice_st {
-	unsigned idx;
-	int mig; /* -1: a GPU; else the MIG slot */
-	unsigned parent;
-};
-
-static struct nvmlDevice_st gpus[MAXG], migs[MAXG][MIGSLOTS];
-static unsigned count;
-static int inited;
+struct nvmlDevice_st fk_gpus[MAXG], fk_migs[MAXG][MIGSLOTS];
+unsigned fk_count;
+int fk_inited;
 static char xid_seen[256];
 static unsigned xid_next;
-
-static int failing(const char *fn)
-{
-	return fk_has("FAKE_NVML_FAIL", fn);
-}
-
-static int valid(nvmlDevice_t d)
-{
-	return inited && d &&
-	       ((d >= &gpus[0] && d < &gpus[count]) || (d >= &migs[0][0] && d < &migs[count][0]));
-}
-
-static int lost(nvmlDevice_t d)
-{
-	return fk_lists("FAKE_NVML_LOST", d->mig < 0 ? d->idx : d->parent);
-}
-
-#define CHECK(d, fn)                                                                               \
-	do {                                                                                       \
-		if (!valid(d))                                                                     \
-			return inited ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_UNINITIALIZED;    \
-		if (lost(d))                                                                       \
-			return NVML_ERROR_GPU_IS_LOST;                                             \
-		if (failing(fn))                                                                   \
-			return NVML_ERROR_UNKNOWN;                                                 \
-	} while (0)
 
 nvmlReturn_t nvmlInit_v2(void)
 {
 	long fail = fk_int("FAKE_NVML_INIT_FAIL", 0);
 	if (fail)
 		return (nvmlReturn_t)fail;
-	count = (unsigned)fk_int("FAKE_NVML_COUNT", 0);
-	if (count > MAXG)
-		count = MAXG;
-	for (unsigned i = 0; i < count; i++) {
-		gpus[i].idx = i;
-		gpus[i].mig = -1;
-		gpus[i].parent = i;
+	fk_count = (unsigned)fk_int("FAKE_NVML_COUNT", 0);
+	if (fk_count > MAXG)
+		fk_count = MAXG;
+	for (unsigned i = 0; i < fk_count; i++) {
+		fk_gpus[i].idx = i;
+		fk_gpus[i].mig = -1;
+		fk_gpus[i].parent = i;
 		for (int k = 0; k < MIGSLOTS; k++) {
-			migs[i][k].idx = i * MIGSLOTS + (unsigned)k;
-			migs[i][k].mig = k;
-			migs[i][k].parent = i;
+			fk_migs[i][k].idx = i * MIGSLOTS + (unsigned)k;
+			fk_migs[i][k].mig = k;
+			fk_migs[i][k].parent = i;
 		}
 	}
 	xid_seen[0] = '\0';
 	xid_next = 0;
-	inited = 1;
+	fk_inited = 1;
+	fk_mig_init();
 	return NVML_SUCCESS;
 }
 
 nvmlReturn_t nvmlShutdown(void)
 {
-	if (!inited)
+	if (!fk_inited)
 		return NVML_ERROR_UNINITIALIZED;
-	inited = 0;
+	fk_inited = 0;
 	return NVML_SUCCESS;
 }
 
@@ -137,6 +117,14 @@ const char *nvmlErrorString(nvmlReturn_t r)
 		return "Timeout";
 	case NVML_ERROR_GPU_IS_LOST:
 		return "GPU is lost";
+	case NVML_ERROR_INSUFFICIENT_SIZE:
+		return "Insufficient Size";
+	case NVML_ERROR_IN_USE:
+		return "In use by another client";
+	case NVML_ERROR_INSUFFICIENT_RESOURCES:
+		return "Insufficient Resources";
+	case NVML_ERROR_RESET_REQUIRED:
+		return "GPU requires reset";
 	default:
 		return "Unknown Error";
 	}
@@ -154,14 +142,14 @@ static nvmlReturn_t copy(char *out, unsigned len, const char *s)
 
 nvmlReturn_t nvmlSystemGetNVMLVersion(char *v, unsigned len)
 {
-	if (!inited)
+	if (!fk_inited)
 		return NVML_ERROR_UNINITIALIZED;
 	return copy(v, len, fk_str("FAKE_NVML_VERSION", "12.535.104.05"));
 }
 
 nvmlReturn_t nvmlSystemGetDriverVersion(char *v, unsigned len)
 {
-	if (!inited)
+	if (!fk_inited)
 		return NVML_ERROR_UNINITIALIZED;
 	return copy(v, len, "535.104.05");
 }
@@ -169,22 +157,22 @@ nvmlReturn_t nvmlSystemGetDriverVersion(char *v, unsigned len)
 #ifndef FAKE_OMIT_REQUIRED
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned *n)
 {
-	if (!inited)
+	if (!fk_inited)
 		return NVML_ERROR_UNINITIALIZED;
-	*n = count;
+	*n = fk_count;
 	return NVML_SUCCESS;
 }
 #endif
 
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t *d)
 {
-	if (!inited)
+	if (!fk_inited)
 		return NVML_ERROR_UNINITIALIZED;
-	if (i >= count || !d)
+	if (i >= fk_count || !d)
 		return NVML_ERROR_INVALID_ARGUMENT;
 	if (fk_lists("FAKE_NVML_NOHANDLE", i))
 		return NVML_ERROR_NO_PERMISSION;
-	*d = &gpus[i];
+	*d = &fk_gpus[i];
 	return NVML_SUCCESS;
 }
 
@@ -195,27 +183,31 @@ nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *name, unsigned len)
 	const char *base = fk_str("FAKE_NVML_NAME", "NVIDIA A100-SXM4-80GB");
 	if (d->mig < 0)
 		return copy(name, len, base);
-	snprintf(buf, sizeof(buf), "%s MIG 3g.40gb", base);
-	return copy(name, len, buf);
+	nvmlReturn_t r = fk_mig_dev(d, buf, sizeof(buf), NULL, 0, NULL);
+	return r != NVML_SUCCESS ? r : copy(name, len, buf);
 }
 
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *uuid, unsigned len)
 {
 	char buf[96];
 	CHECK(d, "nvmlDeviceGetUUID");
-	if (d->mig < 0)
-		snprintf(buf, sizeof(buf), "GPU-00000000-fake-4000-8000-%012u", d->idx);
-	else
-		snprintf(buf, sizeof(buf), "MIG-00000000-fake-4000-9000-%06u%06d", d->parent,
-			 d->mig);
+	if (d->mig >= 0) {
+		nvmlReturn_t r = fk_mig_dev(d, NULL, 0, buf, sizeof(buf), NULL);
+		return r != NVML_SUCCESS ? r : copy(uuid, len, buf);
+	}
+	snprintf(buf, sizeof(buf), "GPU-00000000-fake-4000-8000-%012u", d->idx);
 	return copy(uuid, len, buf);
 }
 
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m)
 {
 	CHECK(d, "nvmlDeviceGetMemoryInfo");
-	unsigned long long mib =
-		d->mig < 0 ? (unsigned long long)fk_int("FAKE_NVML_MEM_MIB", 81920) : 40192ULL;
+	unsigned long long mib = (unsigned long long)fk_int("FAKE_NVML_MEM_MIB", 81920);
+	if (d->mig >= 0) {
+		nvmlReturn_t r = fk_mig_dev(d, NULL, 0, NULL, 0, &mib);
+		if (r != NVML_SUCCESS)
+			return r;
+	}
 	m->total = mib << 20;
 	m->used = d->mig < 0 ? ((unsigned long long)d->idx + 1) << 30 : 0;
 	m->free = m->total > m->used ? m->total - m->used : 0;
@@ -278,7 +270,7 @@ static unsigned peers(unsigned i, unsigned *out)
 	unsigned n = 0;
 	if (isl < 0)
 		return 0;
-	for (unsigned j = 0; j < count; j++)
+	for (unsigned j = 0; j < fk_count; j++)
 		if (j != i && fk_item("FAKE_NVML_ISLANDS", j, -1) == isl)
 			out[n++] = j;
 	return n;
@@ -320,39 +312,11 @@ nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t d, unsigned link, 
 	return NVML_SUCCESS;
 }
 
-nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned *cur, unsigned *pend)
-{
-	CHECK(d, "nvmlDeviceGetMigMode");
-	if (d->mig >= 0)
-		return NVML_ERROR_NOT_SUPPORTED;
-	*cur = *pend = fk_lists("FAKE_NVML_MIG", d->idx) ? NVML_DEVICE_MIG_ENABLE : 0;
-	return NVML_SUCCESS;
-}
-
-nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t d, unsigned *n)
-{
-	CHECK(d, "nvmlDeviceGetMaxMigDeviceCount");
-	*n = MIGSLOTS;
-	return NVML_SUCCESS;
-}
-
-nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t d, unsigned k, nvmlDevice_t *m)
-{
-	CHECK(d, "nvmlDeviceGetMigDeviceHandleByIndex");
-	if (d->mig >= 0 || k >= MIGSLOTS)
-		return NVML_ERROR_INVALID_ARGUMENT;
-	if (!fk_lists("FAKE_NVML_MIG", d->idx))
-		return NVML_ERROR_NOT_SUPPORTED;
-	if (k != 0 && k != 2)
-		return NVML_ERROR_NOT_FOUND;
-	*m = &migs[d->idx][k];
-	return NVML_SUCCESS;
-}
-
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *u)
 {
+	unsigned cur = 0, pend = 0;
 	CHECK(d, "nvmlDeviceGetUtilizationRates");
-	if (fk_lists("FAKE_NVML_MIG", d->idx))
+	if (d->mig < 0 && fk_mig_mode(d->idx, &cur, &pend) == 0 && cur == NVML_DEVICE_MIG_ENABLE)
 		return NVML_ERROR_NOT_SUPPORTED; /* as on a real MIG-mode GPU */
 	u->gpu = 10 * d->idx + 5;
 	u->memory = 3;
@@ -398,7 +362,7 @@ static int evset_token;
 
 nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set)
 {
-	if (!inited)
+	if (!fk_inited)
 		return NVML_ERROR_UNINITIALIZED;
 	*set = (nvmlEventSet_t)&evset_token;
 	return NVML_SUCCESS;
@@ -413,7 +377,7 @@ nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t d, unsigned long long types, 
 nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned timeout_ms)
 {
 	const char *x = getenv("FAKE_NVML_XID");
-	if (!inited)
+	if (!fk_inited)
 		return NVML_ERROR_UNINITIALIZED;
 	if (set != (nvmlEventSet_t)&evset_token || !data)
 		return NVML_ERROR_INVALID_ARGUMENT;
@@ -437,7 +401,7 @@ nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsi
 	unsigned long long xid = *end == ':' ? strtoull(end + 1, NULL, 0) : 0;
 	xid_next++;
 	memset(data, 0, sizeof(*data));
-	data->device = dev < count ? &gpus[dev] : NULL;
+	data->device = dev < fk_count ? &fk_gpus[dev] : NULL;
 	data->eventType = nvmlEventTypeXidCriticalError;
 	data->eventData = xid;
 	data->gpuInstanceId = data->computeInstanceId = 0xFFFFFFFFu;
@@ -448,3 +412,4 @@ nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set)
 {
 	return set == (nvmlEventSet_t)&evset_token ? NVML_SUCCESS : NVML_ERROR_INVALID_ARGUMENT;
 }
+

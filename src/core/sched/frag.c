@@ -23,6 +23,34 @@
 
 #include "../../lib/xalloc.h"
 
+/* Devices of mask that can take one slot of r (the rest add their free
+ * milli to *small); kind 0: any request, 1: a whole device of a mode that
+ * takes one, 2: a fraction, not sized by memory, of a mode that takes one.
+ * Inlined with a constant kind: the hot loop of xpool and FGD scores. */
+static inline __attribute__((always_inline)) int
+count_fits(const struct xp_dstate *dv, const uint16_t *fm, const uint64_t *fmem,
+	   const struct xp_request *r, uint64_t mask, int kind, double *small)
+{
+	int cnt = 0;
+	uint64_t dm = r->dev_mem_mib;
+	uint16_t milli = r->dev_milli;
+	while (mask) {
+		int d = __builtin_ctzll(mask), fits;
+		mask &= mask - 1;
+		if (kind == 0)
+			fits = xp_dev_fits_as(&dv[d], fm[d], fmem[d], r);
+		else if (kind == 1)
+			fits = fm[d] == XP_MILLI && fmem[d] == dv[d].mem && dm <= dv[d].phys;
+		else
+			fits = fm[d] >= milli && fmem[d] >= dm && dm <= dv[d].phys;
+		if (fits)
+			cnt++;
+		else
+			*small += fm[d];
+	}
+	return cnt;
+}
+
 double xp_frag_eval(const struct xp_sched *s, uint32_t n, int64_t cpu_free,
 		    const uint16_t *free_milli, const uint64_t *free_mem)
 {
@@ -31,7 +59,10 @@ double xp_frag_eval(const struct xp_sched *s, uint32_t n, int64_t cpu_free,
 	uint16_t fm[XP_MAX_NODE_DEVS];
 	uint64_t fmem[XP_MAX_NODE_DEVS];
 	uint64_t live = 0; /* healthy accelerators */
+	uint64_t by_mode[2] = { 0, 0 }; /* [whole]: those that may take a fraction, a whole slot
+					 * (only when some device's mode is not shared) */
 	double L = 0, acc = 0;
+	const int modes = s->modes;
 
 	if (cpu_free < 0)
 		cpu_free = ns->cpu_free;
@@ -42,6 +73,12 @@ double xp_frag_eval(const struct xp_sched *s, uint32_t n, int64_t cpu_free,
 			live |= 1ULL << d;
 			L += fm[d];
 		}
+		if (modes) {
+			by_mode[0] |= (uint64_t)(dv[d].mode == XP_MODE_SHARED ||
+						 dv[d].mode == XP_MODE_TIMESLICE)
+				      << d;
+			by_mode[1] |= (uint64_t)(dv[d].mode != XP_MODE_MIG) << d;
+		}
 	}
 	for (size_t i = 0; i < s->nm; i++) {
 		const struct xp_shape *m = &s->m[i];
@@ -50,17 +87,21 @@ double xp_frag_eval(const struct xp_sched *s, uint32_t n, int64_t cpu_free,
 			acc += m->p * L;
 			continue;
 		}
-		uint64_t mask = m->tmask[ns->type] & live, rest = live & ~mask;
+		uint64_t mask = m->tmask[ns->type] & live;
 		int cnt = 0;
 		double small = 0;
-		while (mask) {
-			int d = __builtin_ctzll(mask);
-			mask &= mask - 1;
-			if (xp_dev_fits_as(&dv[d], fm[d], fmem[d], r))
-				cnt++;
-			else
-				small += fm[d];
-		}
+		/* xp_dev_fits_as, with the mode (a device whose mode refuses the
+		 * slot counts as small, as one without room does) and the milli
+		 * taken out of the loop unless the share is sized by memory */
+		if (modes && m->fitk)
+			mask &= by_mode[m->fitk == 1];
+		uint64_t rest = live & ~mask;
+		if (m->fitk == 1)
+			cnt = count_fits(dv, fm, fmem, r, mask, 1, &small);
+		else if (m->fitk == 2)
+			cnt = count_fits(dv, fm, fmem, r, mask, 2, &small);
+		else
+			cnt = count_fits(dv, fm, fmem, r, mask, 0, &small);
 		if (cnt < r->dev_count) {
 			acc += m->p * L;
 			continue;

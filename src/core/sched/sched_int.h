@@ -58,6 +58,8 @@ struct xp_shape {
 	uint64_t *tmask;       /* [ntypes] devices matching req.sel */
 	uint8_t tag;
 	uint8_t sharing; /* one device, a fraction of it */
+	uint8_t fitk;	 /* how a device's fit is checked (frag.c): 0 sized by memory,
+			  * 1 a whole device, 2 a fraction */
 	double p;	 /* probability, for workload shapes */
 };
 
@@ -90,6 +92,7 @@ struct xp_sched {
 	uint64_t total_milli, used_milli;
 	/* normalisers of the OpenB-era policies: largest node CPU and device milli */
 	double max_cpu, max_milli;
+	uint8_t modes; /* some device is not in mode shared */
 	struct xp_index *idx;
 	/* the weighted policy's per-node numbers (policy_weighted.c) */
 	uint32_t *w_ppw, *w_net, *w_fail;

@@ -224,6 +224,7 @@ struct xp_sched *xp_sched_create(const struct xp_cluster *c, const struct xp_sch
 			ds->ok = node->devs[d].health != XP_HEALTH_UNHEALTHY;
 			ds->accel = node->devs[d].cls != XP_CLASS_CPU;
 			ds->mode = node->devs[d].mode;
+			s->modes |= ds->mode != XP_MODE_SHARED;
 			ds->phys = node->devs[d].mem_mib;
 			ds->mem = ds->free_mem = xp_dev_admit_mib(&node->devs[d]);
 			if (ds->accel)
@@ -338,6 +339,7 @@ void xp_shape_init(const struct xp_sched *s, struct xp_shape *m, const struct xp
 	}
 	m->tag = xp_request_tag(r->dev_count, r->dev_milli);
 	m->sharing = r->dev_count == 1 && (r->dev_milli < XP_MILLI || r->by_mem);
+	m->fitk = r->by_mem ? 0 : r->dev_milli >= XP_MILLI ? 1 : 2;
 	m->tmask = XNEWV(uint64_t, s->ntypes ? s->ntypes : 1);
 	for (uint32_t t = 0; t < s->ntypes; t++) {
 		const struct xp_node *node = &s->c->nodes[s->type_node[t]];

@@ -531,6 +531,18 @@ async function jobEnded(id) { /* from the event stream, before the debounced ref
   catch (e) { if (e.status !== 404) throw e; }
 }
 
+/* what each replica's vGPU account said at the last heartbeat: memory held,
+ * compute share used, refusals */
+function gpuUse(j) {
+  const u = (j.allocations || []).filter(a => a.gpu_usage).map(a => {
+    const g = a.gpu_usage, oom = g.ooms_at_cap + g.device_ooms;
+    return "r" + a.replica + ": " + (g.memory_mib / 1024).toFixed(1) + " GiB" +
+      (g.compute_milli_used === null ? "" : ", " + g.compute_milli_used + "m") +
+      (oom ? ", " + oom + " OOM" + (g.device_ooms ? " (device full)" : "") : "");
+  });
+  return u.length ? u.join("; ") : "-";
+}
+
 async function detail(id) {
   const j = await api("/v1/jobs/" + id);
   $("detail-box").hidden = false;
@@ -539,7 +551,8 @@ async function detail(id) {
     ["state", j.state + (j.reason ? " (" + j.reason + ")" : "")], ["tenant / queue", j.tenant + " / " + j.queue],
     ["priority", j.priority], ["submitted", j.submitted_at], ["started", j.started_at || "-"], ["finished", j.finished_at || "-"],
     ["exit code", j.exit_code === null ? "-" : j.exit_code],
-    ["replicas", (j.allocations || []).map(a => a.node + ":" + (a.devices || []).map(d => d.index).join("+")).join(" ") || "-"]
+    ["replicas", (j.allocations || []).map(a => a.node + ":" + (a.devices || []).map(d => d.index).join("+")).join(" ") || "-"],
+    ["GPU use", gpuUse(j)]
   ].map(([k, v]) => el("tr", {}, el("th", {}, k), td(k, v)))));
   const r = await fetch("/v1/jobs/" + id + "/logs", { headers: { "Authorization": "Bearer " + token } });
   $("logs").textContent = r.ok ? await r.text() : "(no logs yet: HTTP " + r.status + ")";

@@ -6,7 +6,7 @@
  *
  * Beyond the verbs declared below: main.c is xpool's verb table,
  * main_daemon.c xpoold's (server, dev, agent), verbs.c the top level both
- * share, cmd_exec.c the exec from xpool into xpoold, cmd_client.c the
+ * share, cmd_exec.c the exec from xpool into xpoold, verb_plumbing.c the
  * plumbing every client verb shares, flags.c/.h the flag parser,
  * table.c/.h aligned tables and units, util.c small helpers; the verbs
  * cmd_queue.c (queues), cmd_advise.c (forecast, advise), cmd_alerts.c,
@@ -81,7 +81,7 @@ struct json_t *xp_cli_time_limit(const char *s);
 	"expected a duration: 2h, 30m, or Slurm's MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM:SS " \
 	"(a bare number is minutes)"
 
-/* cmd_client.c: what the client verbs share. A verb fills a struct
+/* verb_plumbing.c: what the client verbs share. A verb fills a struct
  * xp_cli_verb, calls xp_cli_start() (flags, --help, -o, positional
  * arguments), xp_cli_connect(), then xp_cli_call() / xp_cli_list(), and
  * returns xp_cli_end(). Errors print "xpool VERB: ..." and give exit status

@@ -1,5 +1,5 @@
 /*
- * cmd_client: the plumbing every client verb shares (see cli.h): argument
+ * verb_plumbing: the plumbing every client verb shares (see cli.h): argument
  * splitting, --help and -o, connecting, calling the controller, following
  * list pages, reporting errors, and reading replies into table cells.
  *

@@ -31,6 +31,7 @@ static int bad(struct rec *r, const char *what, const char *field)
 static int get_str(struct rec *r, const char *key, const char **out)
 {
 	json_t *v = json_object_get(r->o, key);
+	*out = NULL; /* set on failure too: gcc -O2 cannot see bad() is < 0 */
 	if (!json_is_string(v))
 		return bad(r, "missing or not a string", key);
 	*out = json_string_value(v);
@@ -40,6 +41,7 @@ static int get_str(struct rec *r, const char *key, const char **out)
 static int get_int(struct rec *r, const char *key, int64_t min, int64_t max, int64_t *out)
 {
 	json_t *v = json_object_get(r->o, key);
+	*out = 0; /* as in get_str */
 	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
 		return bad(r, "missing or out of range", key);
 	*out = json_integer_value(v);
@@ -610,6 +612,7 @@ static int job_start(struct xp_state *st, struct rec *r, int64_t at, struct xp_e
 void xp_state_finish(struct xp_state *st, struct xp_job *j, int to, int64_t at)
 {
 	int from = j->state;
+	(void)from; /* read by XP_JOB_CHECK in checked builds only */
 	if (j->state == XP_JOB_RUNNING) {
 		xp_meter_close_run(st, j, at);
 		xp_usage_charge(st, j, -1);

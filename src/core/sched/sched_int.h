@@ -115,13 +115,14 @@ static inline uint16_t xp_dev_milli(const struct xp_dstate *d, const struct xp_r
 
 /* Can device d, with fm milli and fmem MiB free, take one slot of r
  * (health aside)? A whole device must be idle; a fraction needs a device
- * shared or time-sliced; a MIG device takes no whole or fractional slot;
+ * shared or time-sliced; a MIG device takes no whole or fractional slot,
+ * and a MIG slice (r->mig) no device yet (the scheduler places none);
  * no slot asks more memory than the device physically has. */
 static inline int xp_dev_fits_as(const struct xp_dstate *d, uint16_t fm, uint64_t fmem,
 				 const struct xp_request *r)
 {
 	uint16_t milli = xp_dev_milli(d, r);
-	if (d->mode == XP_MODE_MIG || r->dev_mem_mib > d->phys)
+	if (r->mig || d->mode == XP_MODE_MIG || r->dev_mem_mib > d->phys)
 		return 0;
 	if (milli >= XP_MILLI)
 		return fm == XP_MILLI && fmem == d->mem;

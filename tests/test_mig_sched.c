@@ -147,12 +147,132 @@ static void test_possible(void **state)
 	world_free(&w);
 }
 
+
+/* ---- scheduling: random submits and finishes against the lattice ---- */
+
+static const char *const profiles[] = { "1g.10gb", "1g.20gb", "2g.20gb",
+					"3g.40gb", "4g.40gb", "7g.80gb" };
+#define NPROF (sizeof(profiles) / sizeof(profiles[0]))
+#define NGPU  4 /* 2 nodes x 2 GPUs */
+
+/* The reference: a lattice per GPU from the running jobs' allocations
+ * alone; every slice must place (no overlap, a valid placement) */
+static void reference(struct world *w, struct xp_mig_gpu *g)
+{
+	const struct xp_mig_table *t = xp_mig_table_find("A100-80GB");
+	for (int i = 0; i < NGPU; i++)
+		xp_mig_gpu_init(&g[i], i < 2 ? t : xp_mig_table_find("H100-80GB"));
+	for (size_t i = 0; i < w->st->jobs.n; i++) {
+		const struct xp_job *j = w->st->jobs.v[i];
+		if (j->state != XP_JOB_RUNNING)
+			continue;
+		const struct xp_alloc *a = &j->allocs[0];
+		assert_int_equal(a->ndev, 1);
+		assert_true(a->mig >= 1);
+		struct xp_mig_gpu *gg = &g[a->node * 2 + a->devs[0]];
+		/* a name is not one kind everywhere: 1g.10gb is A100-40GB's 1g x2 */
+		int kind = xp_mig_profile_find(gg->t, j->spec.mig_profile, NULL);
+		assert_int_equal(a->mig - 1, kind);
+		struct xp_err err = { 0 };
+		if (xp_mig_place(gg, kind, a->mig_start, &err) < 0)
+			fail_msg("job %llu: %s", (unsigned long long)j->id, err.text);
+	}
+}
+
+/* No pending job could take a placement the reference has free */
+static void none_placeable_left(struct world *w, const struct xp_mig_gpu *g)
+{
+	for (size_t i = 0; i < w->st->jobs.n; i++) {
+		const struct xp_job *j = w->st->jobs.v[i];
+		if (j->state != XP_JOB_PENDING)
+			continue;
+		for (int d = 0; d < NGPU; d++)
+			if (xp_mig_free_placements(
+				    &g[d], xp_mig_profile_find(g[d].t, j->spec.mig_profile, NULL),
+				    NULL))
+				fail_msg("job %llu (%s) pending, GPU %d has room",
+					 (unsigned long long)j->id, j->spec.mig_profile, d);
+	}
+}
+
+static void test_random(void **state)
+{
+	(void)state;
+	struct world w;
+	struct xp_mig_gpu g[NGPU];
+	uint64_t seed = 12345;
+	world_init(&w);
+	assert_int_equal(world_apply(&w, "tenant.create", xp_rec_tenant_create("default")), 0);
+	assert_int_equal(world_apply(&w, "queue.create", xp_rec_queue_create("default", 0, 1)), 0);
+	add_node(&w, "a", "A100-SXM4-80GB", "mig", NULL);
+	add_node(&w, "h", "H100-SXM5-80GB", "mig", NULL);
+	for (int step = 0; step < 400; step++) {
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		unsigned r = (unsigned)(seed >> 33);
+		if (r % 3) {
+			char yaml[160];
+			snprintf(yaml, sizeof(yaml),
+				 "command: [true]\nresources: {devices: {mig: {profile: %s}}}\n",
+				 profiles[(r / 3) % NPROF]);
+			assert_true(world_submit(&w, "default", yaml, NULL) > 0);
+		} else {
+			size_t run = 0, pick;
+			for (size_t i = 0; i < w.st->jobs.n; i++)
+				run += w.st->jobs.v[i]->state == XP_JOB_RUNNING;
+			pick = run ? (r / 3) % run : 0;
+			for (size_t i = 0; run && i < w.st->jobs.n; i++)
+				if (w.st->jobs.v[i]->state == XP_JOB_RUNNING && pick-- == 0) {
+					assert_int_equal(world_apply(&w, "job.finish",
+								     xp_rec_job_finish(
+									     w.st->jobs.v[i]->id,
+									     XP_JOB_SUCCEEDED, 0, NULL)),
+							 0);
+					break;
+				}
+		}
+		w.now += 1000;
+		world_cycle(&w);
+		reference(&w, g);
+		none_placeable_left(&w, g);
+	}
+	char *live = xp_state_snapshot(w.st);
+	char *full = world_replay(&w, w.log.n, NULL, 0);
+	assert_string_equal(live, full);
+	assert_non_null(strstr(live, "\"mig\""));
+	free(live);
+	free(full);
+	world_free(&w);
+}
+
+/* xpool's placement on an empty A100: a 3g at start 4 keeps the 4g */
+static void test_placement(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w);
+	assert_int_equal(world_apply(&w, "tenant.create", xp_rec_tenant_create("default")), 0);
+	assert_int_equal(world_apply(&w, "queue.create", xp_rec_queue_create("default", 0, 1)), 0);
+	add_node(&w, "a", "A100-SXM4-80GB", "mig", NULL);
+	uint64_t id = world_submit(&w, "default",
+				   "command: [true]\nresources: {devices: {mig: {profile: 3g.40gb}}}\n",
+				   NULL);
+	world_cycle(&w);
+	assert_true(id > 0);
+	const struct xp_job *j = xp_state_job(w.st, id);
+	assert_int_equal(j->state, XP_JOB_RUNNING);
+	assert_int_equal(j->allocs[0].mig, XP_MIG_3G + 1);
+	assert_int_equal(j->allocs[0].mig_start, 4);
+	world_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_spec_round_trip),
 		cmocka_unit_test(test_spec_refusals),
 		cmocka_unit_test(test_possible),
+		cmocka_unit_test(test_placement),
+		cmocka_unit_test(test_random),
 	};
 	return xp_run_tests(tests, NULL, NULL);
 }

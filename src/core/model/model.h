@@ -199,6 +199,8 @@ struct xp_alloc {
 	uint64_t dev_mem_mib; /* per device taken */
 	uint64_t cpu_milli, mem_mib;
 	uint8_t devs[XP_MAX_NODE_DEVS]; /* device indices on the node */
+	uint8_t mig;			/* a MIG slice on devs[0]: 1 + enum xp_mig_kind; 0 none */
+	uint8_t mig_start;		/* its placement's first memory slice */
 };
 
 /* enum names: "gpu", "npu", ...; parse is case-insensitive, -1 if unknown */

@@ -16,6 +16,7 @@
 #include "../../descriptor/tree.h"
 #include "../../lib/signame.h"
 #include "../../lib/xalloc.h"
+#include "../model/mig.h"
 
 struct rec {
 	json_t *o;
@@ -199,6 +200,16 @@ int xp_allocs_parse(struct xp_state *st, json_t *arr, struct xp_alloc *a, uint32
 			    json_integer_value(d) >= XP_MAX_NODE_DEVS)
 				return xp_errf(err, XP_ECORRUPT, "allocation %u: device index", r);
 			a[r].devs[i] = (uint8_t)json_integer_value(d);
+		}
+		json_t *mig = json_object_get(o, "mig");
+		json_int_t id = -1, start = -1;
+		if (mig && (json_unpack(mig, "{s:I,s:I}", "id", &id, "start", &start) < 0 ||
+			    xp_mig_kind_of_id((unsigned)id) < 0 || id < 0 || start < 0 ||
+			    start >= XP_MIG_MEM_SLICES || a[r].ndev != 1))
+			return xp_errf(err, XP_ECORRUPT, "allocation %u: mig", r);
+		if (mig) {
+			a[r].mig = (uint8_t)(xp_mig_kind_of_id((unsigned)id) + 1);
+			a[r].mig_start = (uint8_t)start;
 		}
 	}
 	return 0;
@@ -560,7 +571,7 @@ static int job_start(struct xp_state *st, struct rec *r, int64_t at, struct xp_e
 			rc = refuse(r, XP_ESTATE, "node %s is %s", st->c->nodes[x->node].name,
 				    xp_node_state_name(st->nodes.v[x->node].state));
 		else if (x->cpu_milli != j->req.cpu_milli || x->mem_mib != j->req.mem_mib ||
-			 x->ndev != j->req.dev_count ||
+			 x->ndev != j->req.dev_count || !x->mig != !j->req.mig ||
 			 (x->ndev && x->dev_milli != alloc_milli(st, j, x)))
 			rc = refuse(r, XP_EINVAL, "allocation %u does not match the request", done);
 		else if ((rc = xp_sched_alloc_fits(st->sched, x, r->err)) == 0)

@@ -15,6 +15,7 @@
 #include "../../lib/parse.h"
 #include "../../lib/strbuf.h"
 #include "../../lib/xalloc.h"
+#include "../model/mig.h"
 
 static const char *const job_states[XP_JOB_STATE_N] = { "pending", "running", "succeeded", "failed",
 							"cancelled" };
@@ -394,20 +395,31 @@ char *xp_rec_job_submit(uint64_t id, const char *tenant, const char *key,
 	return sb.s ? xp_sb_steal(&sb) : NULL;
 }
 
+/* {id, start} of a MIG slice: the kind by its NVML profile id (the name
+ * depends on the device's table; the assignment gives it to the agent) */
+static json_t *alloc_mig_json(const struct xp_alloc *a)
+{
+	static const uint16_t ids[XP_MIG_NKINDS] = { 19, 20, 15, 14, 9, 5, 0 };
+	return json_pack("{s:i,s:i}", "id", (int)ids[(a->mig - 1) % XP_MIG_NKINDS], "start",
+			 (int)a->mig_start);
+}
+
 json_t *xp_allocs_json(const struct xp_state *st, const struct xp_alloc *a, uint32_t n)
 {
 	json_t *arr = json_array();
 	for (uint32_t r = 0; r < n; r++) {
-		json_t *devs = json_array();
+		json_t *devs = json_array(), *o;
 		for (uint16_t i = 0; i < a[r].ndev; i++)
 			json_array_append_new(devs, json_integer(a[r].devs[i]));
 		json_array_append_new(
 			arr,
-			json_pack("{s:i,s:s,s:i,s:I,s:I,s:i,s:I,s:o}", "replica", (int)r, "node",
+			o = json_pack("{s:i,s:s,s:i,s:I,s:I,s:i,s:I,s:o}", "replica", (int)r, "node",
 				  st->c->nodes[a[r].node].name, "node_index", (int)a[r].node,
 				  "cpu_milli", (json_int_t)a[r].cpu_milli, "memory_mib",
 				  (json_int_t)a[r].mem_mib, "dev_milli", (int)a[r].dev_milli,
 				  "dev_mem_mib", (json_int_t)a[r].dev_mem_mib, "devices", devs));
+		if (a[r].mig)
+			json_object_set_new(o, "mig", alloc_mig_json(&a[r]));
 	}
 	return arr;
 }

@@ -11,6 +11,7 @@
 #include "core/model/mig.h"
 #include "core/state/spec.h"
 #include "core/state/state.h"
+#include "lib/strbuf.h"
 #include "lib/xalloc.h"
 #include "testutil.h"
 #include "world.h"
@@ -72,10 +73,6 @@ static void expect_refused(const char *yaml, const char *field_want, const char 
 static void test_spec_refusals(void **state)
 {
 	(void)state;
-	expect_refused("resources: {devices: {mig: {profile: 3g.99gb}}}\n",
-		       "resources.devices.mig.profile", "valid: 1g.5gb");
-	expect_refused("resources: {devices: {mig: {profile: 3g.99gb}}}\n",
-		       "resources.devices.mig.profile", "3g.40gb");
 	expect_refused("resources: {devices: {fraction: 0.5, mig: {profile: 3g.40gb}}}\n",
 		       "resources.devices.mig", "compute_milli and fraction");
 	expect_refused("resources: {devices: {compute_milli: 500, mig: {profile: 3g.40gb}}}\n",
@@ -125,7 +122,14 @@ static void test_possible(void **state)
 	char field[320] = "";
 	const char *mig3 = "resources: {devices: {mig: {profile: 3g.40gb}}}\n";
 	world_init(&w);
+	/* an unknown name, before any node and after */
+	const char *bad = "resources: {devices: {mig: {profile: 3g.99gb}}}\n";
+	assert_int_equal(possible(&w, bad, field, &err), XP_EINVAL);
+	assert_string_equal(field, "resources.devices.mig.profile");
+	assert_non_null(strstr(err.text, "unknown MIG profile '3g.99gb' (valid: 1g.5gb, "));
+	assert_non_null(strstr(err.text, "3g.40gb"));
 	add_node(&w, "plain", "A100-SXM4-80GB", NULL, NULL);
+	assert_int_equal(possible(&w, bad, field, &err), XP_EINVAL);
 	assert_int_equal(possible(&w, mig3, field, &err), XP_ENOCONFIG);
 	assert_string_equal(field, "resources.devices.mig");
 	assert_non_null(strstr(err.text, "MIG partitions"));
@@ -143,7 +147,7 @@ static void test_possible(void **state)
 		 "\"memory\":12288,\"max\":7}]");
 	assert_int_equal(possible(&w, "resources: {devices: {mig: {profile: 1g.12gb}}}\n", field,
 				  &err),
-			 0);
+			 0); /* no table has 1g.12gb, but a node offers it */
 	world_free(&w);
 }
 
@@ -256,12 +260,69 @@ static void test_placement(void **state)
 	uint64_t id = world_submit(&w, "default",
 				   "command: [true]\nresources: {devices: {mig: {profile: 3g.40gb}}}\n",
 				   NULL);
-	world_cycle(&w);
 	assert_true(id > 0);
+	struct xp_explain ex;
+	int fits;
+	xp_state_explain(w.st, xp_state_job(w.st, id), &ex, &fits);
+	assert_true(fits);
+	assert_string_equal(ex.mig, "MIG 3g.40gb: node a GPU 0, placement {4,4}");
+	world_cycle(&w);
 	const struct xp_job *j = xp_state_job(w.st, id);
 	assert_int_equal(j->state, XP_JOB_RUNNING);
 	assert_int_equal(j->allocs[0].mig, XP_MIG_3G + 1);
 	assert_int_equal(j->allocs[0].mig_start, 4);
+	/* fill both GPUs: a 7g on GPU 1, then a 3g at 0 beside the first */
+	const char *y3 = "command: [true]\nresources: {devices: {mig: {profile: 3g.40gb}}}\n";
+	const char *y7 = "command: [true]\nresources: {devices: {mig: {profile: 7g.80gb}}}\n";
+	assert_true(world_submit(&w, "default", y7, NULL) > 0);
+	world_cycle(&w);
+	assert_true(world_submit(&w, "default", y3, NULL) > 0);
+	world_cycle(&w);
+	uint64_t last = world_submit(&w, "default", y3, NULL);
+	world_cycle(&w);
+	xp_state_explain(w.st, xp_state_job(w.st, last), &ex, &fits);
+	assert_false(fits);
+	assert_string_equal(ex.mig,
+			    "MIG 3g.40gb: none of the 2 GPUs offering it has a free placement");
+	struct xp_sb sb = { 0 };
+	xp_explain_summary(&ex, fits, 1, &sb);
+	assert_non_null(strstr(sb.s, "none of the 2 GPUs"));
+	xp_sb_free(&sb);
+	world_free(&w);
+}
+
+/* A real node's GPUs: profiles and placements from discovery's attributes
+ * (a model without a built-in table) */
+static void test_discovered(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w);
+	assert_int_equal(world_apply(&w, "tenant.create", xp_rec_tenant_create("default")), 0);
+	assert_int_equal(world_apply(&w, "queue.create", xp_rec_queue_create("default", 0, 1)), 0);
+	add_node(&w, "r", "NVIDIA X200", "mig",
+		 ",\"partitions\":[{\"name\":\"2g.24gb\",\"compute_milli\":285,"
+		 "\"memory\":24576,\"max\":3}],\"attributes\":{\"mig_profiles\":"
+		 "\"2g.24gb:14:32\",\"mig_placements\":\"2g.24gb:0+2,2+2,4+2\"}");
+	uint64_t ids[7];
+	for (int i = 0; i < 7; i++)
+		ids[i] = world_submit(
+			&w, "default",
+			"command: [true]\nresources: {devices: {mig: {profile: 2g.24gb}}}\n", NULL);
+	world_cycle(&w);
+	unsigned seen[2] = { 0 };
+	for (int i = 0; i < 6; i++) {
+		const struct xp_job *j = xp_state_job(w.st, ids[i]);
+		assert_int_equal(j->state, XP_JOB_RUNNING);
+		assert_int_equal(j->allocs[0].mig, XP_MIG_2G + 1);
+		assert_int_equal(j->allocs[0].mig_start % 2, 0);
+		assert_true(j->allocs[0].mig_start <= 4);
+		assert_int_equal(j->allocs[0].dev_mem_mib, 24576);
+		seen[j->allocs[0].devs[0]] |= 1u << j->allocs[0].mig_start;
+	}
+	assert_int_equal(seen[0], 0x15);
+	assert_int_equal(seen[1], 0x15);
+	assert_int_equal(xp_state_job(w.st, ids[6])->state, XP_JOB_PENDING);
 	world_free(&w);
 }
 
@@ -273,6 +334,7 @@ int main(void)
 		cmocka_unit_test(test_possible),
 		cmocka_unit_test(test_placement),
 		cmocka_unit_test(test_random),
+		cmocka_unit_test(test_discovered),
 	};
 	return xp_run_tests(tests, NULL, NULL);
 }

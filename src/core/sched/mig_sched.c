@@ -247,3 +247,34 @@ const char *xp_sched_mig_profile(const struct xp_sched *s, const struct xp_alloc
 	ds = &s->dev[s->ns[a->node].dev0 + a->devs[0]];
 	return ds->mig ? s->migs[ds->mig - 1].t.prof[a->mig - 1].name : NULL;
 }
+
+void xp_mig_explain(const struct xp_sched *s, const struct xp_request *r, const struct xp_alloc *a,
+		    struct xp_explain *out)
+{
+	const char *name = r->mig ? xp_strtab_str(s->c->syms, r->mig) : NULL;
+	uint32_t offer = 0, room = 0;
+	if (!name)
+		return;
+	if (a && a->mig) {
+		snprintf(out->mig, sizeof(out->mig), "MIG %s: node %s GPU %u, placement {%u,%u}",
+			 name, s->c->nodes[a->node].name, a->devs[0], a->mig_start,
+			 s->migs[s->dev[s->ns[a->node].dev0 + a->devs[0]].mig - 1]
+				 .t.prof[a->mig - 1]
+				 .place[0]
+				 .size);
+		return;
+	}
+	for (uint32_t i = 0; i < s->ndevs; i++) {
+		offer += dev_kind(s, &s->dev[i], r) >= 0;
+		room += xp_mig_dev_fits(s, &s->dev[i], r);
+	}
+	if (!offer)
+		snprintf(out->mig, sizeof(out->mig), "MIG %s: no GPU in MIG mode offers it", name);
+	else if (!room)
+		snprintf(out->mig, sizeof(out->mig),
+			 "MIG %s: none of the %u GPUs offering it has a free placement", name, offer);
+	else
+		snprintf(out->mig, sizeof(out->mig),
+			 "MIG %s: %u of the %u GPUs offering it have a free placement", name, room,
+			 offer);
+}

@@ -123,4 +123,5 @@ void xp_sched_explain(const struct xp_sched *s, const struct xp_request *r, stru
 		out->nodes[why]++;
 	}
 	xp_shape_free(&m);
+	xp_mig_explain(s, r, NULL, out);
 }

@@ -411,10 +411,29 @@ static int refuse(const struct xp_state *st, const struct xp_jobspec *s,
 	return rc;
 }
 
+/* A MIG profile name no built-in table has and no live node offers */
+static int mig_unknown(const struct xp_state *st, const struct xp_jobspec *s, char field[320],
+		       struct xp_err *err)
+{
+	char names[512];
+	if (!s->mig_profile || xp_mig_profile_any(s->mig_profile, NULL))
+		return 0;
+	for (size_t n = 0; n < st->c->nnodes; n++)
+		for (uint16_t d = 0; node_live(st, n) && d < st->c->nodes[n].ndevs; d++)
+			if (xp_dev_mig_offers(st->c, &st->c->nodes[n].devs[d], s->mig_profile))
+				return 0;
+	xp_mig_all_names(names, sizeof(names));
+	snprintf(field, 320, "resources.devices.mig.profile");
+	return xp_errf(err, XP_EINVAL, "%s: unknown MIG profile '%s' (valid: %s)", field,
+		       s->mig_profile, names);
+}
+
 int xp_state_possible(struct xp_state *st, struct xp_jobspec *s, char field[320],
 		      struct xp_err *err)
 {
 	size_t live = 0;
+	if (mig_unknown(st, s, field, err) < 0)
+		return XP_EINVAL;
 	for (size_t n = 0; n < st->c->nnodes && !live; n++)
 		live += (size_t)node_live(st, n);
 	if (!live) /* a controller before its first agent: nothing to judge by */

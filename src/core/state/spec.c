@@ -239,7 +239,8 @@ static int mig_name_ok(const char *s)
 /* devices.mig: {profile: NAME}, one replica's slice of one GPU. The
  * profile sets the compute and the memory, so count (1), compute_milli,
  * fraction and memory are refused beside it. The name's syntax is checked
- * here; whether a table knows it, at submit (xp_jobspec_check_submit). */
+ * here; whether a table or a node knows it, at the controller
+ * (xp_state_possible). */
 static int parse_mig(struct xp_walk *w, const struct xp_tree *d, struct xp_jobspec *s,
 		     int milli_given)
 {
@@ -634,14 +635,6 @@ int xp_jobspec_check_submit(const struct xp_jobspec *s, const char *name, char f
 	} else if (s->mem_mib == 0) {
 		f = "resources.memory";
 		why = "must be at least 1Mi; leave it out for 1Gi";
-	} else if (s->mig_profile && !xp_mig_profile_any(s->mig_profile, NULL)) {
-		char names[512];
-		xp_mig_all_names(names, sizeof(names));
-		if (field)
-			snprintf(field, 320, "resources.devices.mig.profile");
-		return xp_errf(err, XP_EINVAL,
-			       "%s: resources.devices.mig.profile: unknown MIG profile '%s' (valid: %s)",
-			       name, XP_SHOW(s->mig_profile), names);
 	}
 	if (!f)
 		return 0;

@@ -144,6 +144,19 @@ int xp_mig_profile_find(const struct xp_mig_table *t, const char *name, struct x
 		       name ? name : "", t->model, valid);
 }
 
+unsigned xp_mig_kind_id(int kind)
+{
+	return tables[0].prof[kind % XP_MIG_NKINDS].id;
+}
+
+int xp_mig_kind_of_id(unsigned id)
+{
+	for (int k = 0; k < XP_MIG_NKINDS; k++)
+		if (tables[0].prof[k].id == id)
+			return k;
+	return -1;
+}
+
 const struct xp_mig_profile *xp_mig_profile_any(const char *name, int *kind)
 {
 	for (size_t i = 0; name && i < xp_mig_ntables(); i++)

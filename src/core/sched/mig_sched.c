@@ -27,17 +27,7 @@
 #include "../../lib/xalloc.h"
 #include "mig_place.h"
 
-/* The NVML id of each kind (enum xp_mig_kind) */
-static const uint16_t kind_ids[XP_MIG_NKINDS] = { 19, 20, 15, 14, 9, 5, 0 };
 static const uint8_t kind_compute[XP_MIG_NKINDS] = { 1, 1, 1, 2, 3, 4, 7 };
-
-int xp_mig_kind_of_id(unsigned id)
-{
-	for (int k = 0; k < XP_MIG_NKINDS; k++)
-		if (kind_ids[k] == id)
-			return k;
-	return -1;
-}
 
 /* "a+b,c+d" into p's placements */
 static void parse_places(struct xp_mig_profile *p, const char *s, size_t len)

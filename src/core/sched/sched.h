@@ -141,10 +141,8 @@ int xp_sched_plan_batch(struct xp_sched *s, const struct xp_request *r, size_t n
  * 0 or XP_ENOSPC / XP_EINVAL with the reason in err. */
 int xp_sched_alloc_fits(const struct xp_sched *s, const struct xp_alloc *a, struct xp_err *err);
 /* MIG slices (mig_sched.c): the profile name of a's slice on its device
- * (NULL: a holds none); the kind (enum xp_mig_kind) of an NVML GPU
- * instance profile id, -1 if none */
+ * (NULL: a holds none) */
 const char *xp_sched_mig_profile(const struct xp_sched *s, const struct xp_alloc *a);
-int xp_mig_kind_of_id(unsigned id);
 /* Apply a decision (it must still fit). */
 void xp_sched_commit(struct xp_sched *s, const struct xp_alloc *a);
 /* Return the resources of a committed allocation. */

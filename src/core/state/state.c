@@ -399,8 +399,7 @@ char *xp_rec_job_submit(uint64_t id, const char *tenant, const char *key,
  * depends on the device's table; the assignment gives it to the agent) */
 static json_t *alloc_mig_json(const struct xp_alloc *a)
 {
-	static const uint16_t ids[XP_MIG_NKINDS] = { 19, 20, 15, 14, 9, 5, 0 };
-	return json_pack("{s:i,s:i}", "id", (int)ids[(a->mig - 1) % XP_MIG_NKINDS], "start",
+	return json_pack("{s:i,s:i}", "id", (int)xp_mig_kind_id(a->mig - 1), "start",
 			 (int)a->mig_start);
 }
 

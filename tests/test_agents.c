@@ -831,6 +831,31 @@ static void test_mig_live(void **state)
 	for (int t = 0; t < 100 && mig_instances(&m) != 0; t++)
 		usleep(20000);
 	assert_int_equal(m.n, 0); /* destroyed when the replica ended */
+
+	/* an agent restart mid-job: the new agent adopts the task and its
+	 * instance, runs nothing twice and destroys it at the end */
+	id = submit(e, "{\"resources\":{\"cpu\":\"100m\",\"memory\":64,\"devices\":"
+		       "{\"mig\":{\"profile\":\"3g.40gb\"}}},\"command\":\"echo "
+		       "RUN=$CUDA_VISIBLE_DEVICES.; sleep 3\"}");
+	json_decref(wait_state(e, id, "running", 20));
+	for (int t = 0; t < 100 && mig_instances(&m) == 0; t++)
+		usleep(20000);
+	assert_int_equal(m.n, 1);
+	uint32_t gi = m.inst[0].gi_id;
+	stop_agent(e, 0, SIGKILL);
+	usleep(300000);
+	start_nvml_agent(e, 0);
+	assert_int_equal(mig_instances(&m), 1);
+	assert_int_equal(m.inst[0].gi_id, gi); /* the same instance, still there */
+	json_decref(wait_state(e, id, "succeeded", 20));
+	for (int t = 0; t < 100 && mig_instances(&m) != 0; t++)
+		usleep(20000);
+	assert_int_equal(m.n, 0);
+	out = logs(e, id);
+	if (!strstr(out, "RUN=MIG-") || strstr(strstr(out, "RUN=MIG-") + 1, "RUN="))
+		fail_msg("ran twice: '%s'", out);
+	free(out);
+	assert_int_equal(count_events(e, "job.requeued", id), 0);
 	for (int i = 0; mig_env[i]; i++)
 		unsetenv(mig_env[i]);
 	e->passed = 1;

@@ -496,6 +496,7 @@ static void write_exit(const struct xp_task *t)
 static int not_started(struct xp_agent *a, struct xp_task *t, int code, const char *reason,
 		       struct xp_err *err)
 {
+	xp_mig_task_end(a, t); /* an instance made for it and not used */
 	t->state = XP_TASK_EXITED;
 	t->exit_code = code;
 	t->signal = 0;

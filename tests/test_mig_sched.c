@@ -27,9 +27,10 @@ static void test_spec_round_trip(void **state)
 	struct xp_jobspec s, s2;
 	struct xp_err err = { 0 };
 	char field[320];
-	assert_int_equal(parse("command: [true]\nresources:\n  devices: {mig: {profile: 3G.40GB}}\n",
-			       &s, field, &err),
-			 0);
+	assert_int_equal(
+		parse("command: [true]\nresources:\n  devices: {mig: {profile: 3G.40GB}}\n", &s,
+		      field, &err),
+		0);
 	assert_string_equal(s.mig_profile, "3g.40gb");
 	assert_int_equal(s.dev_count, 1);
 	assert_int_equal(s.dev_milli, 3 * 1000 / 7); /* quotas: 3 slices of 7 */
@@ -85,8 +86,7 @@ static void test_spec_refusals(void **state)
 		       "profile is required");
 	expect_refused("resources: {devices: {mig: {profile: '3g 40gb'}}}\n",
 		       "resources.devices.mig", "expected a MIG profile name");
-	expect_refused("resources: {devices: {mig: {size: 3}}}\n", "resources.devices.mig",
-		       "size");
+	expect_refused("resources: {devices: {mig: {size: 3}}}\n", "resources.devices.mig", "size");
 }
 
 /* a node with n GPUs of model in mode (NULL: the default), or with the
@@ -101,8 +101,7 @@ static void add_node(struct world *w, const char *name, const char *model, const
 		 "\"memory\":81920,\"count\":2%s%s%s%s}]}]}",
 		 name, model, mode ? ",\"mode\":\"" : "", mode ? mode : "", mode ? "\"" : "",
 		 parts ? parts : "");
-	assert_int_equal(world_apply(w, "node.add", xp_rec_node_add(XP_SRC_EMULATED, buf)),
-			 0);
+	assert_int_equal(world_apply(w, "node.add", xp_rec_node_add(XP_SRC_EMULATED, buf)), 0);
 }
 
 static int possible(struct world *w, const char *yaml, char field[320], struct xp_err *err)
@@ -136,21 +135,20 @@ static void test_possible(void **state)
 	/* an emulated A100-80GB in mode mig offers its built-in table */
 	add_node(&w, "mig", "A100-SXM4-80GB", "mig", NULL);
 	assert_int_equal(possible(&w, mig3, field, &err), 0);
-	assert_int_equal(possible(&w, "resources: {devices: {mig: {profile: 3g.20gb}}}\n", field,
-				  &err),
-			 XP_ENOCONFIG);
+	assert_int_equal(
+		possible(&w, "resources: {devices: {mig: {profile: 3g.20gb}}}\n", field, &err),
+		XP_ENOCONFIG);
 	assert_string_equal(field, "resources.devices.mig.profile");
 	assert_non_null(strstr(err.text, "offered: 1g.10gb, 1g.10gb+me"));
 	/* partitions reported by a node win over the table */
 	add_node(&w, "parts", "H100", "mig",
 		 ",\"partitions\":[{\"name\":\"1g.12gb\",\"compute_milli\":142,"
 		 "\"memory\":12288,\"max\":7}]");
-	assert_int_equal(possible(&w, "resources: {devices: {mig: {profile: 1g.12gb}}}\n", field,
-				  &err),
-			 0); /* no table has 1g.12gb, but a node offers it */
+	assert_int_equal(
+		possible(&w, "resources: {devices: {mig: {profile: 1g.12gb}}}\n", field, &err),
+		0); /* no table has 1g.12gb, but a node offers it */
 	world_free(&w);
 }
-
 
 /* ---- scheduling: random submits and finishes against the lattice ---- */
 
@@ -226,11 +224,12 @@ static void test_random(void **state)
 			pick = run ? (r / 3) % run : 0;
 			for (size_t i = 0; run && i < w.st->jobs.n; i++)
 				if (w.st->jobs.v[i]->state == XP_JOB_RUNNING && pick-- == 0) {
-					assert_int_equal(world_apply(&w, "job.finish",
-								     xp_rec_job_finish(
-									     w.st->jobs.v[i]->id,
-									     XP_JOB_SUCCEEDED, 0, NULL)),
-							 0);
+					assert_int_equal(
+						world_apply(&w, "job.finish",
+							    xp_rec_job_finish(w.st->jobs.v[i]->id,
+									      XP_JOB_SUCCEEDED, 0,
+									      NULL)),
+						0);
 					break;
 				}
 		}
@@ -257,9 +256,9 @@ static void test_placement(void **state)
 	assert_int_equal(world_apply(&w, "tenant.create", xp_rec_tenant_create("default")), 0);
 	assert_int_equal(world_apply(&w, "queue.create", xp_rec_queue_create("default", 0, 1)), 0);
 	add_node(&w, "a", "A100-SXM4-80GB", "mig", NULL);
-	uint64_t id = world_submit(&w, "default",
-				   "command: [true]\nresources: {devices: {mig: {profile: 3g.40gb}}}\n",
-				   NULL);
+	uint64_t id = world_submit(
+		&w, "default", "command: [true]\nresources: {devices: {mig: {profile: 3g.40gb}}}\n",
+		NULL);
 	assert_true(id > 0);
 	struct xp_explain ex;
 	int fits;
@@ -329,12 +328,9 @@ static void test_discovered(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_spec_round_trip),
-		cmocka_unit_test(test_spec_refusals),
-		cmocka_unit_test(test_possible),
-		cmocka_unit_test(test_placement),
-		cmocka_unit_test(test_random),
-		cmocka_unit_test(test_discovered),
+		cmocka_unit_test(test_spec_round_trip), cmocka_unit_test(test_spec_refusals),
+		cmocka_unit_test(test_possible),	cmocka_unit_test(test_placement),
+		cmocka_unit_test(test_random),		cmocka_unit_test(test_discovered),
 	};
 	return xp_run_tests(tests, NULL, NULL);
 }

@@ -262,7 +262,8 @@ void xp_mig_explain(const struct xp_sched *s, const struct xp_request *r, const 
 		snprintf(out->mig, sizeof(out->mig), "MIG %s: no GPU in MIG mode offers it", name);
 	else if (!room)
 		snprintf(out->mig, sizeof(out->mig),
-			 "MIG %s: none of the %u GPUs offering it has a free placement", name, offer);
+			 "MIG %s: none of the %u GPUs offering it has a free placement", name,
+			 offer);
 	else
 		snprintf(out->mig, sizeof(out->mig),
 			 "MIG %s: %u of the %u GPUs offering it have a free placement", name, room,

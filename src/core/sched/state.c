@@ -572,7 +572,8 @@ int xp_sched_alloc_fits(const struct xp_sched *s, const struct xp_alloc *a, stru
 	if (a->mig)
 		return a->ndev == 1 && a->devs[0] < ns->ndev
 			       ? xp_mig_alloc_fits(s, a, err)
-			       : xp_errf(err, XP_EINVAL, "node %s: a MIG slice on one device", name);
+			       : xp_errf(err, XP_EINVAL, "node %s: a MIG slice on one device",
+					 name);
 	for (uint16_t i = 0; i < a->ndev; i++) {
 		if (a->devs[i] >= ns->ndev)
 			return xp_errf(err, XP_EINVAL, "node %s has no device %u", name,

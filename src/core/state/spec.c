@@ -55,13 +55,11 @@ static int coloc_parse(const char *s) /* "none" is the default, not a choice */
 	return c > 0 ? c : -1;
 }
 static const char *const res_keys[] = { "cpu", "memory", "devices", NULL };
-static const char *const dev_keys[] = { "count",      "compute_milli",
-					"fraction",   "memory",
-					"class",      "vendor",
-					"models",     "model",
-					"min_memory", "min_compute_capability",
-					"topology",   "mig",
-					NULL };
+static const char *const dev_keys[] = {
+	"count",    "compute_milli", "fraction", "memory",     "class",
+	"vendor",   "models",	     "model",	 "min_memory", "min_compute_capability",
+	"topology", "mig",	     NULL
+};
 static const char *const mig_keys[] = { "profile", NULL };
 static const char *const topo_names[] = { "any", "same_island", "same_numa", NULL };
 
@@ -814,7 +812,8 @@ json_t *xp_jobspec_json(const struct xp_jobspec *s)
 		json_t *d = json_object();
 		json_object_set_new(d, "count", json_integer(s->dev_count));
 		if (s->mig_profile)
-			json_object_set_new(d, "mig", json_pack("{s:s}", "profile", s->mig_profile));
+			json_object_set_new(d, "mig",
+					    json_pack("{s:s}", "profile", s->mig_profile));
 		else if (!s->dev_by_mem)
 			json_object_set_new(d, "compute_milli", json_integer(s->dev_milli));
 		if (s->dev_mem_mib && !s->mig_profile)

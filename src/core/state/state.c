@@ -411,12 +411,12 @@ json_t *xp_allocs_json(const struct xp_state *st, const struct xp_alloc *a, uint
 		for (uint16_t i = 0; i < a[r].ndev; i++)
 			json_array_append_new(devs, json_integer(a[r].devs[i]));
 		json_array_append_new(
-			arr,
-			o = json_pack("{s:i,s:s,s:i,s:I,s:I,s:i,s:I,s:o}", "replica", (int)r, "node",
-				  st->c->nodes[a[r].node].name, "node_index", (int)a[r].node,
-				  "cpu_milli", (json_int_t)a[r].cpu_milli, "memory_mib",
-				  (json_int_t)a[r].mem_mib, "dev_milli", (int)a[r].dev_milli,
-				  "dev_mem_mib", (json_int_t)a[r].dev_mem_mib, "devices", devs));
+			arr, o = json_pack("{s:i,s:s,s:i,s:I,s:I,s:i,s:I,s:o}", "replica", (int)r,
+					   "node", st->c->nodes[a[r].node].name, "node_index",
+					   (int)a[r].node, "cpu_milli", (json_int_t)a[r].cpu_milli,
+					   "memory_mib", (json_int_t)a[r].mem_mib, "dev_milli",
+					   (int)a[r].dev_milli, "dev_mem_mib",
+					   (json_int_t)a[r].dev_mem_mib, "devices", devs));
 		if (a[r].mig)
 			json_object_set_new(o, "mig", alloc_mig_json(&a[r]));
 	}

@@ -325,12 +325,36 @@ static void test_discovered(void **state)
 	world_free(&w);
 }
 
+/* A gang of slices on one node: placed replica by replica, each its own */
+static void test_gang(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w);
+	assert_int_equal(world_apply(&w, "tenant.create", xp_rec_tenant_create("default")), 0);
+	assert_int_equal(world_apply(&w, "queue.create", xp_rec_queue_create("default", 0, 1)), 0);
+	add_node(&w, "a", "A100-SXM4-80GB", "mig", NULL);
+	uint64_t id = world_submit(&w, "default",
+				   "command: [true]\nreplicas: 2\ngang: {colocate: node}\n"
+				   "resources: {devices: {mig: {profile: 7g.80gb}}}\n",
+				   NULL);
+	assert_true(id > 0);
+	world_cycle(&w);
+	const struct xp_job *j = xp_state_job(w.st, id);
+	assert_int_equal(j->state, XP_JOB_RUNNING);
+	assert_int_equal(j->allocs[0].mig, XP_MIG_7G + 1);
+	assert_int_equal(j->allocs[1].mig, XP_MIG_7G + 1);
+	assert_int_not_equal(j->allocs[0].devs[0], j->allocs[1].devs[0]);
+	world_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_spec_round_trip), cmocka_unit_test(test_spec_refusals),
 		cmocka_unit_test(test_possible),	cmocka_unit_test(test_placement),
 		cmocka_unit_test(test_random),		cmocka_unit_test(test_discovered),
+		cmocka_unit_test(test_gang),
 	};
 	return xp_run_tests(tests, NULL, NULL);
 }

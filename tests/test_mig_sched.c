@@ -351,9 +351,12 @@ static void test_gang(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_spec_round_trip), cmocka_unit_test(test_spec_refusals),
-		cmocka_unit_test(test_possible),	cmocka_unit_test(test_placement),
-		cmocka_unit_test(test_random),		cmocka_unit_test(test_discovered),
+		cmocka_unit_test(test_spec_round_trip),
+		cmocka_unit_test(test_spec_refusals),
+		cmocka_unit_test(test_possible),
+		cmocka_unit_test(test_placement),
+		cmocka_unit_test(test_random),
+		cmocka_unit_test(test_discovered),
 		cmocka_unit_test(test_gang),
 	};
 	return xp_run_tests(tests, NULL, NULL);

@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hal/hal.h"
 #include "lib/strbuf.h"
 #include "lib/xalloc.h"
 #include "server/ctl.h"
@@ -741,6 +742,125 @@ static void test_vgpu_usage(void **state)
 	e->passed = 1;
 }
 
+/* ---- MIG: the live path through the real dlopen of the fake NVML ---- */
+
+/* an agent discovering its GPUs through the fake NVML (no --devices) */
+static void start_nvml_agent(struct env *e, int i)
+{
+	char work[128];
+	snprintf(work, sizeof(work), "%s/work-%s", e->dir, e->names[i]);
+	pid_t p = fork();
+	if (p == 0) {
+		char log[160];
+		snprintf(log, sizeof(log), "%s/%s.log", e->dir, e->names[i]);
+		freopen(log, "a", stderr);
+		execl(XP_BINARY, XP_BINARY, "agent", "--server", e->ctl->addr, "--token",
+		      e->ctl->admin_token, "--node-name", e->names[i], "--work", work,
+		      "--heartbeat", "200ms", "--grace", "1s", "--cgroup-root", "/nonexistent",
+		      "--no-limits", (char *)NULL);
+		_exit(127);
+	}
+	e->agents[i] = p;
+}
+
+static const char *const mig_env[] = { "FAKE_NVML_STATE", "FAKE_NVML_COUNT", "FAKE_NVML_NAME",
+				       "FAKE_NVML_MEM_MIB", "FAKE_NVML_MIG", "XP_HAL_NVIDIA_LIB",
+				       "XP_HAL_AMD_LIB", "XP_HAL_ASCEND_LIB", "XP_HAL_CAMBRICON_LIB",
+				       NULL };
+
+/* the GPU instances on GPU 0, as the fake's state file holds them */
+static unsigned mig_instances(struct xp_hal_mig *m)
+{
+	struct xp_hal_opts o;
+	struct xp_err err = { 0 };
+	memset(&o, 0, sizeof(o));
+	o.lib_override[0] = "nvidia=" XP_FAKE_NVML;
+	o.lib_override[1] = "amd=/nonexistent/x.so";
+	o.lib_override[2] = "ascend=/nonexistent/x.so";
+	o.lib_override[3] = "cambricon=/nonexistent/x.so";
+	o.sysfs_root = "/nonexistent/xpool-test/sysfs";
+	struct xp_hal *h = xp_hal_open(&o, &err);
+	assert_non_null(h);
+	struct xp_cluster *c = xp_hal_discover(h, "x", NULL, &err);
+	assert_non_null(c);
+	if (xp_hal_mig_list(h, 0, m, &err) < 0)
+		fail_msg("mig_list: %s", err.text);
+	xp_cluster_destroy(c);
+	xp_hal_close(h);
+	return m->n;
+}
+
+static void test_mig_live(void **state)
+{
+	(void)state;
+	struct env *e = &E;
+	struct xp_hal_mig m;
+	char path[400];
+	setup(e, 0, NULL, NULL, NULL);
+	snprintf(path, sizeof(path), "%s/nvml.state", e->dir);
+	setenv("FAKE_NVML_STATE", path, 1);
+	setenv("FAKE_NVML_COUNT", "1", 1);
+	setenv("FAKE_NVML_NAME", "NVIDIA A100-SXM4-80GB", 1);
+	setenv("FAKE_NVML_MEM_MIB", "81920", 1);
+	setenv("FAKE_NVML_MIG", "0", 1);
+	setenv("XP_HAL_NVIDIA_LIB", XP_FAKE_NVML, 1);
+	setenv("XP_HAL_AMD_LIB", "/nonexistent/x.so", 1);
+	setenv("XP_HAL_ASCEND_LIB", "/nonexistent/x.so", 1);
+	setenv("XP_HAL_CAMBRICON_LIB", "/nonexistent/x.so", 1);
+	snprintf(e->names[0], sizeof(e->names[0]), "mig-0");
+	start_nvml_agent(e, 0);
+	e->n = 1;
+	wait_nodes_ready(e, 1);
+	long long id = submit(e, "{\"resources\":{\"cpu\":\"100m\",\"memory\":64,\"devices\":"
+				 "{\"mig\":{\"profile\":\"3g.40gb\"}}},\"command\":\"echo "
+				 "CUDA=$CUDA_VISIBLE_DEVICES.; sleep 1\"}");
+	json_t *j = wait_state(e, id, "running", 20);
+	json_decref(j);
+	for (int t = 0; t < 100 && mig_instances(&m) == 0; t++)
+		usleep(20000);
+	assert_int_equal(m.n, 1);
+	assert_int_equal(m.inst[0].profile_id, 9);
+	assert_int_equal(m.inst[0].start, 4); /* xpool's pick on an empty GPU */
+	char want[128];
+	snprintf(want, sizeof(want), "CUDA=%s.", m.inst[0].uuid);
+	json_decref(wait_state(e, id, "succeeded", 20));
+	char *out = logs(e, id);
+	if (!strstr(out, want))
+		fail_msg("output '%s' lacks '%s'", out, want);
+	free(out);
+	for (int t = 0; t < 100 && mig_instances(&m) != 0; t++)
+		usleep(20000);
+	assert_int_equal(m.n, 0); /* destroyed when the replica ended */
+
+	/* an agent restart mid-job: the new agent adopts the task and its
+	 * instance, runs nothing twice and destroys it at the end */
+	id = submit(e, "{\"resources\":{\"cpu\":\"100m\",\"memory\":64,\"devices\":"
+		       "{\"mig\":{\"profile\":\"3g.40gb\"}}},\"command\":\"echo "
+		       "RUN=$CUDA_VISIBLE_DEVICES.; sleep 3\"}");
+	json_decref(wait_state(e, id, "running", 20));
+	for (int t = 0; t < 100 && mig_instances(&m) == 0; t++)
+		usleep(20000);
+	assert_int_equal(m.n, 1);
+	uint32_t gi = m.inst[0].gi_id;
+	stop_agent(e, 0, SIGKILL);
+	usleep(300000);
+	start_nvml_agent(e, 0);
+	assert_int_equal(mig_instances(&m), 1);
+	assert_int_equal(m.inst[0].gi_id, gi); /* the same instance, still there */
+	json_decref(wait_state(e, id, "succeeded", 20));
+	for (int t = 0; t < 100 && mig_instances(&m) != 0; t++)
+		usleep(20000);
+	assert_int_equal(m.n, 0);
+	out = logs(e, id);
+	if (!strstr(out, "RUN=MIG-") || strstr(strstr(out, "RUN=MIG-") + 1, "RUN="))
+		fail_msg("ran twice: '%s'", out);
+	free(out);
+	assert_int_equal(count_events(e, "job.requeued", id), 0);
+	for (int i = 0; mig_env[i]; i++)
+		unsetenv(mig_env[i]);
+	e->passed = 1;
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -754,6 +874,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_limits_refused, teardown),
 		cmocka_unit_test_teardown(test_time_limit, teardown),
 		cmocka_unit_test_teardown(test_vgpu_limits, teardown),
+		cmocka_unit_test_teardown(test_mig_live, teardown),
 	};
 	int rc = xp_run_tests(tests, NULL, NULL);
 	curl_global_cleanup();

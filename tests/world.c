@@ -116,6 +116,8 @@ int world_apply(struct world *w, const char *type, char *body)
 	if (w->track)
 		before = states_of(w->st, &nj, &nodes, &nn);
 	int rc = xp_state_apply(w->st, w->log.n + 1, w->now, type, body, strlen(body), NULL, &err);
+	if (rc < 0 && getenv("WORLD_DEBUG"))
+		fprintf(stderr, "world: %s refused: %s (%s)\n", type, err.text, body);
 	if (w->track) {
 		check_changes(w, type, before, nj, nodes, nn);
 		free(before);

@@ -13,6 +13,9 @@
  *   vgpu_limits.c  a GPU share enforced: libxpool-vgpu.so preloaded with
  *             the replica's memory cap and compute share, and a replica
  *             that never loaded it ended (reason "limits")
+ *   mig_live.c  a replica's MIG instance: adopted or created at the
+ *             reserved placement, CUDA_VISIBLE_DEVICES=MIG-<uuid>,
+ *             destroyed when it ends (IN_USE: retried every tick)
  *
  * A task is run by a shim: the agent forks it, the shim starts a new
  * session and waits until the agent has moved it into the task's cgroups,
@@ -87,6 +90,8 @@ struct xp_task {
 	char cg[96];	  /* its cgroup's name, "" without limits */
 	int64_t kill_at; /* ms: SIGKILL after this, 0 = not asked */
 	int64_t vgpu_check_at; /* ms: its vGPU account must exist by then, 0 = no check */
+	uint8_t mig_held;      /* it holds MIG GPU instance mig_gi of device mig_dev */
+	unsigned mig_dev, mig_gi;
 	off_t sent_out, sent_err;
 	char dir[512];
 };
@@ -102,6 +107,11 @@ struct xp_agent {
 	pthread_mutex_t mu;    /* tasks, stop */
 	pthread_mutex_t up_mu; /* one output upload at a time (heartbeat, monitor) */
 	XP_VEC(struct xp_task) tasks;
+#define XP_AGENT_MIG_GC 64
+	struct {
+		unsigned dev, gi;
+	} mig_gc[XP_AGENT_MIG_GC]; /* MIG instances to destroy once free (mu) */
+	unsigned nmig_gc;
 	atomic_int stop; /* the agent is stopping: every thread ends its loop */
 	struct xp_cg *cg;		  /* the limits; NULL when off or not available */
 	char tag[16];			  /* names this agent's cgroups (its work folder, hashed) */
@@ -164,5 +174,13 @@ struct xp_vgpu_usage {
 int xp_vgpu_usage(const char *taskdir, struct xp_vgpu_usage *u);
 /* Past t->vgpu_check_at without an account: end it, reason "limits". */
 void xp_vgpu_check(struct xp_agent *a, struct xp_task *t, int64_t now);
+
+/* mig_live.c (a->mu held) */
+/* 0 without a reservation, 1 with its instance's uuid, < 0 when it fails */
+int xp_mig_task_setup(struct xp_agent *a, const void *assignment, struct xp_task *t, char *uuid,
+		      size_t len, struct xp_err *err);
+void xp_mig_task_adopt(struct xp_task *t);
+void xp_mig_task_end(struct xp_agent *a, struct xp_task *t);
+void xp_mig_gc(struct xp_agent *a);
 
 #endif

@@ -445,6 +445,14 @@ static int build_env(struct xp_agent *a, json_t *as, struct xp_task *t, struct s
 			env_set(env, *keep, getenv(*keep));
 	if (device_env(a, as, env, &cuda, err) < 0)
 		return err->code;
+	char mig[96];
+	int rc = xp_mig_task_setup(a, as, t, mig, sizeof(mig), err);
+	if (rc < 0)
+		return rc;
+	if (rc > 0) { /* its instance alone */
+		env_set(env, "CUDA_VISIBLE_DEVICES", mig);
+		cuda = 1;
+	}
 #define SETNUM(name, fmt, val)                                                                     \
 	do {                                                                                       \
 		snprintf(buf, sizeof(buf), fmt, val);                                              \
@@ -488,6 +496,7 @@ static void write_exit(const struct xp_task *t)
 static int not_started(struct xp_agent *a, struct xp_task *t, int code, const char *reason,
 		       struct xp_err *err)
 {
+	xp_mig_task_end(a, t); /* an instance made for it and not used */
 	t->state = XP_TASK_EXITED;
 	t->exit_code = code;
 	t->signal = 0;
@@ -641,6 +650,7 @@ static int read_exit(struct xp_task *t)
 static void ended(struct xp_agent *a, struct xp_task *t)
 {
 	t->state = XP_TASK_EXITED;
+	xp_mig_task_end(a, t);
 	if (!t->reason[0] && t->exit_code != 0 && t->cg[0] && a->cg) {
 		int oom = xp_cg_oom(a->cg, t->cg);
 		if (oom == 2 || (oom == 1 && t->signal == SIGKILL))
@@ -661,6 +671,7 @@ void xp_task_poll(struct xp_agent *a, int64_t now)
 		;
 	if (a->cg)
 		xp_cg_sweep(a->cg);
+	xp_mig_gc(a);
 	for (size_t i = 0; i < a->tasks.n; i++) {
 		struct xp_task *t = &a->tasks.v[i];
 		if (t->state != XP_TASK_RUNNING && t->state != XP_TASK_KILLING)
@@ -732,6 +743,7 @@ void xp_task_adopt(struct xp_agent *a)
 			fclose(f);
 		}
 		adopt_cgroup(a, &t);
+		xp_mig_task_adopt(&t);
 		if (read_exit(&t)) {
 			ended(a, &t);
 		} else if (pid > 0 && proc_start(pid)) {

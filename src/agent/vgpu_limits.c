@@ -64,6 +64,8 @@ int xp_vgpu_plan(const void *assignment, const char *taskdir, int cuda, struct x
 		return 0;
 	if (mode && !strcmp(mode, "timeslice"))
 		return 0; /* the admin's documented exception: time-sliced, nothing isolated */
+	if (json_object_get(as, "mig"))
+		return 0; /* a MIG instance: isolated by the GPU itself */
 	if ((milli <= 0 || milli >= 1000) && mem <= 0)
 		return 0; /* whole devices, no memory cap: nothing to enforce */
 	if (find_lib(v->preload, sizeof(v->preload)) < 0)

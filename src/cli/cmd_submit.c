@@ -67,6 +67,7 @@ static const char *const spec_flags[] = {
 	"device-class",
 	"compute-milli",
 	"fraction",
+	"mig",
 	"device-memory",
 	"model",
 	"vendor",
@@ -297,7 +298,7 @@ static json_t *build_devices(struct builder *b)
 	/* device memory alone on one device is a share sized by memory: the
 	 * controller gives it memory / the device's x 1000 milli where it lands */
 	any = milli >= 0 || cls || val(b, "device-memory") || val(b, "model") || val(b, "vendor") ||
-	      val(b, "topology");
+	      val(b, "topology") || val(b, "mig");
 	if (count < 0)
 		count = any ? 1 : 0;
 	if (count == 0) {
@@ -317,6 +318,8 @@ static json_t *build_devices(struct builder *b)
 	json_object_set_new(d, "count", json_integer(count));
 	if (milli >= 0)
 		json_object_set_new(d, "compute_milli", json_integer(milli));
+	if (val(b, "mig")) /* the controller checks the name and what it excludes */
+		json_object_set_new(d, "mig", json_pack("{s:s}", "profile", val(b, "mig")));
 	if (qty_flag(b, "device-memory", XP_QTY_MEM_MIB, 1, d, "memory") < 0)
 		goto bad;
 	if (gpus || !cls) /* --devices, --fraction, --device-memory alone: a GPU */
@@ -459,7 +462,7 @@ static int after_flag(struct builder *b, json_t *spec)
 static json_t *build_spec(struct xp_cli *x, struct xp_flag *flags, int argc, char **argv)
 {
 	struct builder b = { x, flags, 0 };
-	json_t *spec = json_object(), *res = json_object(), *devs, *o;
+	json_t *spec = json_object(), *res = json_object(), *devs, *o = NULL;
 	const char **v;
 	size_t n;
 	long num;
@@ -669,6 +672,8 @@ int xp_cmd_submit(int argc, char **argv)
 		  "share of each device, 1..1000 (1000 = whole)" },
 		{ "fraction", XP_FLAG_STR, "F",
 		  "share of one device, e.g. 0.5 (= --compute-milli 500)" },
+		{ "mig", XP_FLAG_STR, "PROFILE",
+		  "a MIG slice of one GPU, e.g. 3g.40gb (devices.mig.profile)" },
 		{ "device-memory", XP_FLAG_STR, "SIZE",
 		  "memory per device, e.g. 20Gi; alone, a share of one GPU (0.1 of its compute)" },
 		{ "model", XP_FLAG_STR, "MODEL",

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "../descriptor/descriptor.h"
+#include "../core/model/mig.h"
 #include "../lib/xalloc.h"
 
 #define LOG_MAX_BYTES ((off_t)64 << 20) /* per replica log kept by the controller */
@@ -384,6 +385,13 @@ void xp_energy_beat(struct xp_ctl *ctl, uint32_t node, const struct xp_devstat *
 
 /* ---- assignments ---- */
 
+/* A replica's MIG reservation: {profile, id (NVML's), start} */
+static json_t *assign_mig(const struct xp_job *j, const struct xp_alloc *a)
+{
+	return json_pack("{s:s,s:i,s:i}", "profile", j->spec.mig_profile ? j->spec.mig_profile : "",
+			 "id", (int)xp_mig_kind_id(a->mig - 1), "start", (int)a->mig_start);
+}
+
 void xp_api_node_assignments(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
 	struct xp_state *st = ctl->st;
@@ -423,6 +431,8 @@ void xp_api_node_assignments(struct xp_ctl *ctl, struct xp_cmd *cmd)
 			json_object_set_new(e, "workdir", json_string(j->spec.workdir));
 		if (j->spec.vgpu_off)
 			json_object_set_new(e, "vgpu", json_string("off"));
+		if (a->mig) /* the reservation: the agent creates or adopts the instance */
+			json_object_set_new(e, "mig", assign_mig(j, a));
 		if (a->ndev) /* how its devices are shared: timeslice runs without the interposer */
 			json_object_set_new(
 				e, "dev_mode",

@@ -18,6 +18,7 @@ static int field_u64(struct xp_csv *csv, int col, const char *name, int64_t max,
 {
 	int64_t v;
 	const char *s = xp_csv_field(csv, (size_t)col);
+	*out = 0; /* set on failure too: gcc -O3 cannot see xp_errf() is < 0 */
 	int rc = xp_parse_i64(s, 0, max, &v);
 	if (rc < 0)
 		return xp_errf(err, rc, "%s:%zu: field %s: expected an integer 0..%lld, got '%s'",

@@ -107,7 +107,7 @@ static struct est *est_find(uint64_t key)
 static int64_t learn(struct est *e, int64_t m)
 {
 	uint32_t n = atomic_load_explicit(&e->n, memory_order_relaxed);
-	int64_t v[NSAMPLE], sum = 0;
+	int64_t v[NSAMPLE] = { 0 }, sum = 0; /* = {0}: gcc 12 -O2 sees v[k / 2] unset */
 	uint32_t k = n + 1 < NSAMPLE ? n + 1 : NSAMPLE, kept = 0;
 	e->sample[n % NSAMPLE] = m;
 	for (uint32_t i = 0; i < k; i++) { /* insertion sort: k <= 8 */

@@ -144,6 +144,51 @@ int xp_mig_profile_find(const struct xp_mig_table *t, const char *name, struct x
 		       name ? name : "", t->model, valid);
 }
 
+unsigned xp_mig_kind_id(int kind)
+{
+	return tables[0].prof[kind % XP_MIG_NKINDS].id;
+}
+
+int xp_mig_kind_of_id(unsigned id)
+{
+	for (int k = 0; k < XP_MIG_NKINDS; k++)
+		if (tables[0].prof[k].id == id)
+			return k;
+	return -1;
+}
+
+const struct xp_mig_profile *xp_mig_profile_any(const char *name, int *kind)
+{
+	for (size_t i = 0; name && i < xp_mig_ntables(); i++)
+		for (int k = 0; k < XP_MIG_NKINDS; k++)
+			if (!strcasecmp(name, tables[i].prof[k].name)) {
+				if (kind)
+					*kind = k;
+				return &tables[i].prof[k];
+			}
+	return NULL;
+}
+
+size_t xp_mig_all_names(char *buf, size_t len)
+{
+	size_t n = 0;
+	if (len)
+		buf[0] = 0;
+	for (size_t i = 0; i < xp_mig_ntables(); i++)
+		for (int k = 0; k < XP_MIG_NKINDS; k++) {
+			const char *nm = tables[i].prof[k].name;
+			int seen = 0;
+			for (size_t j = 0; j < i && !seen; j++)
+				for (int l = 0; l < XP_MIG_NKINDS && !seen; l++)
+					seen = !strcasecmp(nm, tables[j].prof[l].name);
+			for (int l = 0; l < k && !seen; l++)
+				seen = !strcasecmp(nm, tables[i].prof[l].name);
+			if (!seen && n < len)
+				n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "", nm);
+		}
+	return n < len ? n : (len ? len - 1 : 0);
+}
+
 unsigned xp_mig_slices_for(uint32_t compute_milli)
 {
 	unsigned s = (unsigned)(((uint64_t)compute_milli * XP_MIG_COMPUTE_SLICES + XP_MILLI - 1) /

@@ -97,6 +97,17 @@ size_t xp_mig_table_index(const struct xp_mig_table *t);
 /* Kind of the profile named name on t (any case: "3G.40GB"), or XP_ENOENT
  * with an error that lists t's valid names. */
 int xp_mig_profile_find(const struct xp_mig_table *t, const char *name, struct xp_err *err);
+/* The NVML GPU instance profile id of a kind (the same on every table),
+ * and the kind of an id (-1 when none). */
+unsigned xp_mig_kind_id(int kind);
+int xp_mig_kind_of_id(unsigned id);
+/* The profile named name (any case) in the first built-in table that has
+ * it, its kind in *kind (may be NULL); NULL when no table has it. Profiles
+ * of one name have the same compute slices on every table. */
+const struct xp_mig_profile *xp_mig_profile_any(const char *name, int *kind);
+/* The distinct profile names of every built-in table, ", "-separated, into
+ * buf (truncated to len); the length written. */
+size_t xp_mig_all_names(char *buf, size_t len);
 /* The smallest profile of t (fewest compute slices, then least memory, then
  * fewest memory slices; 1g+me is never chosen) whose compute slices cover
  * compute_milli of the GPU (XP_MILLI = all 7) and whose memory covers

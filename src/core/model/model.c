@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "../../lib/xalloc.h"
+#include "mig.h"
 
 static const char *const class_names[XP_CLASS_N] = { "cpu",  "gpu", "npu", "fpga",
 						     "asic", "dpu", "cim" };
@@ -455,4 +456,18 @@ struct xp_node *xp_cluster_copy_node(struct xp_cluster *dst, const struct xp_clu
 		copy_attrs(&e->attrs, &e->nattrs, d->attrs, d->nattrs);
 	}
 	return o;
+}
+
+int xp_dev_mig_offers(const struct xp_cluster *c, const struct xp_device *d, const char *name)
+{
+	if (d->nparts) {
+		for (uint16_t i = 0; i < d->nparts; i++)
+			if (d->parts[i].name && !strcasecmp(d->parts[i].name, name))
+				return 1;
+		return 0;
+	}
+	if (d->mode != XP_MODE_MIG || !d->model)
+		return 0;
+	const struct xp_mig_table *t = xp_mig_table_find(xp_strtab_str(c->syms, d->model));
+	return t && xp_mig_profile_find(t, name, NULL) >= 0;
 }

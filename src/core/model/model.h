@@ -187,7 +187,7 @@ struct xp_request {
 			       * (dev_milli is then only the scorers' estimate) */
 	uint8_t pad_[2];
 	int32_t node; /* only this node (cluster index); -1 = any */
-	uint32_t pad2_;
+	xp_sym mig;   /* a MIG slice of this profile name (dev_count 1); 0 = none */
 	struct xp_selector sel;
 };
 
@@ -199,6 +199,8 @@ struct xp_alloc {
 	uint64_t dev_mem_mib; /* per device taken */
 	uint64_t cpu_milli, mem_mib;
 	uint8_t devs[XP_MAX_NODE_DEVS]; /* device indices on the node */
+	uint8_t mig;			/* a MIG slice on devs[0]: 1 + enum xp_mig_kind; 0 none */
+	uint8_t mig_start;		/* its placement's first memory slice */
 };
 
 /* enum names: "gpu", "npu", ...; parse is case-insensitive, -1 if unknown */
@@ -262,6 +264,12 @@ void xp_cc_format(uint32_t cc, char *out, size_t len);
 
 /* Totals over the cluster. */
 uint64_t xp_cluster_total_devices(const struct xp_cluster *c, int cls);
+
+/* Does device d offer the MIG profile name (any case)? Its partitions
+ * when it has any (what NVML discovery or the descriptor gave, in any
+ * mode: an administrator may enable MIG later); else, in mode mig, the
+ * built-in table of its model (core/model/mig.h), as emulated nodes have. */
+int xp_dev_mig_offers(const struct xp_cluster *c, const struct xp_device *d, const char *name);
 
 /* Requests */
 void xp_request_init(struct xp_request *r);

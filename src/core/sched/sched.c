@@ -72,6 +72,8 @@ int xp_sched_pick(struct xp_sched *s, const struct xp_request *r, struct xp_rng 
 	struct xp_shape local;
 	long n;
 
+	if (r->mig)
+		return xp_mig_pick(s, r, out);
 	if (s->idx) {
 		n = xp_index_best(s, r, rng, &m);
 	} else {
@@ -121,4 +123,5 @@ void xp_sched_explain(const struct xp_sched *s, const struct xp_request *r, stru
 		out->nodes[why]++;
 	}
 	xp_shape_free(&m);
+	xp_mig_explain(s, r, NULL, out);
 }

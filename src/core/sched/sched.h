@@ -74,6 +74,8 @@ struct xp_explain {
 	uint32_t nodes[XP_WHY_N]; /* node count per reason */
 	uint64_t cpu_short_min;	  /* smallest CPU shortfall among XP_WHY_CPU nodes */
 	uint64_t mem_short_min;	  /* smallest memory shortfall among XP_WHY_MEM nodes */
+	char mig[160];		  /* a MIG slice: the profile and where it goes, or why
+				   * no GPU takes it ("" for other requests) */
 };
 
 /* One shape of a target workload M with its probability. */
@@ -138,6 +140,9 @@ int xp_sched_plan_batch(struct xp_sched *s, const struct xp_request *r, size_t n
 /* Does a (e.g. read back from a journal) still fit the free capacity?
  * 0 or XP_ENOSPC / XP_EINVAL with the reason in err. */
 int xp_sched_alloc_fits(const struct xp_sched *s, const struct xp_alloc *a, struct xp_err *err);
+/* MIG slices (mig_sched.c): the profile name of a's slice on its device
+ * (NULL: a holds none) */
+const char *xp_sched_mig_profile(const struct xp_sched *s, const struct xp_alloc *a);
 /* Apply a decision (it must still fit). */
 void xp_sched_commit(struct xp_sched *s, const struct xp_alloc *a);
 /* Return the resources of a committed allocation. */
@@ -156,6 +161,10 @@ void xp_sched_set_node_failures(struct xp_sched *s, uint32_t node, uint32_t fail
 
 /* Per-node reasons for r not fitting; totals in *out. */
 void xp_sched_explain(const struct xp_sched *s, const struct xp_request *r, struct xp_explain *out);
+/* The MIG part of an explanation of r into out->mig; a (may be NULL):
+ * where it would go. */
+void xp_mig_explain(const struct xp_sched *s, const struct xp_request *r, const struct xp_alloc *a,
+		    struct xp_explain *out);
 const char *xp_why_name(int why);
 
 /* Observers. "Accelerator" = a device whose class is not cpu. */

@@ -14,6 +14,7 @@
 
 #include "sched.h"
 #include "policy.h"
+#include "../model/mig.h"
 
 #define XP_NTAGS    17 /* affinity tags: 0 = fractional, k = k whole devices (16 = 16+) */
 #define XP_TAG_NONE 0xff
@@ -27,6 +28,14 @@ struct xp_dstate {
 	uint64_t free_mem;
 	uint64_t mem;  /* device memory admitted: physical x overcommit */
 	uint64_t phys; /* physical device memory: the most one request may ask */
+	uint32_t mig;  /* 1 + its lattice in s->migs (mig_sched.c); 0: none */
+};
+
+/* A MIG-mode device's table and the slices of running allocations on it */
+struct xp_sched_mig {
+	struct xp_mig_table t;
+	struct xp_mig_gpu g; /* g.t is &t */
+	char names[XP_MIG_NKINDS][32];
 };
 
 struct xp_nstate {
@@ -97,6 +106,8 @@ struct xp_sched {
 	/* the weighted policy's per-node numbers (policy_weighted.c) */
 	uint32_t *w_ppw, *w_net, *w_fail;
 	uint32_t w_max_ppw, w_max_net;
+	struct xp_sched_mig *migs; /* one per MIG-mode device with a table */
+	uint32_t nmigs;
 };
 
 static inline const struct xp_device *xp_node_dev(const struct xp_sched *s, uint32_t n, uint16_t d)
@@ -118,13 +129,15 @@ static inline uint16_t xp_dev_milli(const struct xp_dstate *d, const struct xp_r
 
 /* Can device d, with fm milli and fmem MiB free, take one slot of r
  * (health aside)? A whole device must be idle; a fraction needs a device
- * shared or time-sliced; a MIG device takes no whole or fractional slot;
+ * shared or time-sliced; a MIG device takes no whole or fractional slot,
+ * and a MIG slice (r->mig) is never a whole or fractional slot
+ * (xp_mig_dev_fits in mig_sched.c judges it);
  * no slot asks more memory than the device physically has. */
 static inline int xp_dev_fits_as(const struct xp_dstate *d, uint16_t fm, uint64_t fmem,
 				 const struct xp_request *r)
 {
 	uint16_t milli = xp_dev_milli(d, r);
-	if (d->mode == XP_MODE_MIG || r->dev_mem_mib > d->phys)
+	if (r->mig || d->mode == XP_MODE_MIG || r->dev_mem_mib > d->phys)
 		return 0;
 	if (milli >= XP_MILLI)
 		return fm == XP_MILLI && fmem == d->mem;
@@ -154,6 +167,14 @@ int xp_pick_fraction(const struct xp_sched *s, uint32_t n, const struct xp_shape
 void xp_pick_default(const struct xp_sched *s, uint32_t n, const struct xp_shape *m,
 		     struct xp_rng *rng, struct xp_alloc *a);
 void xp_alloc_fill(struct xp_alloc *a, uint32_t n, const struct xp_request *r);
+
+/* mig_sched.c: MIG slices (requests with r->mig) */
+void xp_mig_sched_init(struct xp_sched *s); /* the lattices, at create */
+int xp_mig_dev_fits(const struct xp_sched *s, const struct xp_dstate *d,
+		    const struct xp_request *r);
+int xp_mig_pick(struct xp_sched *s, const struct xp_request *r, struct xp_alloc *out);
+void xp_mig_apply(struct xp_sched *s, const struct xp_alloc *a, int sign);
+int xp_mig_alloc_fits(const struct xp_sched *s, const struct xp_alloc *a, struct xp_err *err);
 
 /* policy_weighted.c: per-node efficiency and bandwidth, once */
 void xp_weighted_prepare(struct xp_sched *s);

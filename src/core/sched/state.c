@@ -241,6 +241,7 @@ struct xp_sched *xp_sched_create(const struct xp_cluster *c, const struct xp_sch
 		s->max_cpu = 1;
 	if (s->max_milli <= 0)
 		s->max_milli = XP_MILLI;
+	xp_mig_sched_init(s);
 	build_types(s);
 	xp_weighted_prepare(s);
 	for (uint32_t n = 0; n < s->nnodes; n++)
@@ -263,6 +264,7 @@ void xp_sched_destroy(struct xp_sched *s)
 	free(s->type_pressure);
 	free(s->slot_node);
 	free(s->dev);
+	free(s->migs);
 	free(s->ns);
 	free(s->w_ppw);
 	free(s->w_net);
@@ -397,7 +399,8 @@ static uint64_t fit_mask(const struct xp_sched *s, uint32_t n, const struct xp_s
 	while (mask) {
 		int d = __builtin_ctzll(mask);
 		mask &= mask - 1;
-		if (xp_dev_fits(&s->dev[ns->dev0 + d], &m->req))
+		const struct xp_dstate *ds = &s->dev[ns->dev0 + d];
+		if (m->req.mig ? xp_mig_dev_fits(s, ds, &m->req) : xp_dev_fits(ds, &m->req))
 			fit |= 1ULL << d;
 	}
 	return fit;
@@ -446,6 +449,8 @@ void xp_alloc_fill(struct xp_alloc *a, uint32_t n, const struct xp_request *r)
 	a->mem_mib = r->mem_mib;
 	a->dev_milli = r->dev_milli;
 	a->dev_mem_mib = r->dev_mem_mib;
+	a->mig = 0;
+	a->mig_start = 0;
 }
 
 void xp_alloc_settle(const struct xp_sched *s, struct xp_alloc *a, const struct xp_request *r)
@@ -531,6 +536,7 @@ static void apply(struct xp_sched *s, const struct xp_alloc *a, int sign)
 	uint8_t tag = xp_request_tag(a->ndev, a->dev_milli);
 
 	node_account(s, a->node, -1);
+	xp_mig_apply(s, a, sign);
 	ns->cpu_free -= sign * (int64_t)a->cpu_milli;
 	ns->mem_free -= sign * (int64_t)a->mem_mib;
 	for (uint16_t i = 0; i < a->ndev; i++) {
@@ -565,6 +571,11 @@ int xp_sched_alloc_fits(const struct xp_sched *s, const struct xp_alloc *a, stru
 		return xp_errf(err, XP_ENOSPC, "node %s: memory short", name);
 	if (a->ndev && (a->dev_milli == 0 || a->dev_milli > XP_MILLI))
 		return xp_errf(err, XP_EINVAL, "node %s: %u milli per device", name, a->dev_milli);
+	if (a->mig)
+		return a->ndev == 1 && a->devs[0] < ns->ndev
+			       ? xp_mig_alloc_fits(s, a, err)
+			       : xp_errf(err, XP_EINVAL, "node %s: a MIG slice on one device",
+					 name);
 	for (uint16_t i = 0; i < a->ndev; i++) {
 		if (a->devs[i] >= ns->ndev)
 			return xp_errf(err, XP_EINVAL, "node %s has no device %u", name,

@@ -31,6 +31,7 @@ static int bad(struct rec *r, const char *what, const char *field)
 static int get_str(struct rec *r, const char *key, const char **out)
 {
 	json_t *v = json_object_get(r->o, key);
+	*out = NULL; /* set on failure too: gcc -O2 cannot see bad() is < 0 */
 	if (!json_is_string(v))
 		return bad(r, "missing or not a string", key);
 	*out = json_string_value(v);
@@ -40,6 +41,7 @@ static int get_str(struct rec *r, const char *key, const char **out)
 static int get_int(struct rec *r, const char *key, int64_t min, int64_t max, int64_t *out)
 {
 	json_t *v = json_object_get(r->o, key);
+	*out = 0; /* as in get_str */
 	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
 		return bad(r, "missing or out of range", key);
 	*out = json_integer_value(v);
@@ -154,52 +156,6 @@ long xp_state_add_node(struct xp_state *st, json_t *descriptor, int source, int 
 	xp_capacity_node(st, (uint32_t)idx, 1);
 	xp_cluster_destroy(one);
 	return idx;
-}
-
-int xp_allocs_parse(struct xp_state *st, json_t *arr, struct xp_alloc *a, uint32_t n,
-		    struct xp_err *err)
-{
-	if (!json_is_array(arr) || json_array_size(arr) != n)
-		return xp_errf(err, XP_ECORRUPT, "allocations: expected %u", n);
-	for (uint32_t r = 0; r < n; r++) {
-		json_t *o = json_array_get(arr, r), *devs;
-		const char *node;
-		json_int_t cpu, mem, milli, dmem;
-		if (json_unpack(o, "{s:s,s:I,s:I,s:I,s:I,s:o}", "node", &node, "cpu_milli", &cpu,
-				"memory_mib", &mem, "dev_milli", &milli, "dev_mem_mib", &dmem,
-				"devices", &devs) < 0 ||
-		    !json_is_array(devs) || json_array_size(devs) > XP_MAX_NODE_DEVS || cpu < 0 ||
-		    mem < 0 || milli < 0 || milli > XP_MILLI || dmem < 0)
-			return xp_errf(err, XP_ECORRUPT, "allocation %u: malformed", r);
-		/* by index when given (snapshots keep removed nodes), else by name */
-		json_t *ix = json_object_get(o, "node_index");
-		long idx = -1;
-		if (json_is_integer(ix)) {
-			json_int_t v = json_integer_value(ix);
-			if (v >= 0 && (size_t)v < st->c->nnodes &&
-			    !strcmp(st->c->nodes[v].name, node))
-				idx = (long)v;
-		} else {
-			idx = xp_state_node(st, node);
-		}
-		if (idx < 0)
-			return xp_errf(err, XP_ENOENT, "allocation %u: no node %s", r, node);
-		memset(&a[r], 0, sizeof(a[r]));
-		a[r].node = (uint32_t)idx;
-		a[r].cpu_milli = (uint64_t)cpu;
-		a[r].mem_mib = (uint64_t)mem;
-		a[r].dev_milli = (uint16_t)milli;
-		a[r].dev_mem_mib = (uint64_t)dmem;
-		a[r].ndev = (uint16_t)json_array_size(devs);
-		for (uint16_t i = 0; i < a[r].ndev; i++) {
-			json_t *d = json_array_get(devs, i);
-			if (!json_is_integer(d) || json_integer_value(d) < 0 ||
-			    json_integer_value(d) >= XP_MAX_NODE_DEVS)
-				return xp_errf(err, XP_ECORRUPT, "allocation %u: device index", r);
-			a[r].devs[i] = (uint8_t)json_integer_value(d);
-		}
-	}
-	return 0;
 }
 
 /* ---- handlers ---- */
@@ -558,7 +514,7 @@ static int job_start(struct xp_state *st, struct rec *r, int64_t at, struct xp_e
 			rc = refuse(r, XP_ESTATE, "node %s is %s", st->c->nodes[x->node].name,
 				    xp_node_state_name(st->nodes.v[x->node].state));
 		else if (x->cpu_milli != j->req.cpu_milli || x->mem_mib != j->req.mem_mib ||
-			 x->ndev != j->req.dev_count ||
+			 x->ndev != j->req.dev_count || !x->mig != !j->req.mig ||
 			 (x->ndev && x->dev_milli != alloc_milli(st, j, x)))
 			rc = refuse(r, XP_EINVAL, "allocation %u does not match the request", done);
 		else if ((rc = xp_sched_alloc_fits(st->sched, x, r->err)) == 0)
@@ -610,6 +566,7 @@ static int job_start(struct xp_state *st, struct rec *r, int64_t at, struct xp_e
 void xp_state_finish(struct xp_state *st, struct xp_job *j, int to, int64_t at)
 {
 	int from = j->state;
+	(void)from; /* read by XP_JOB_CHECK in checked builds only */
 	if (j->state == XP_JOB_RUNNING) {
 		xp_meter_close_run(st, j, at);
 		xp_usage_charge(st, j, -1);

@@ -46,8 +46,10 @@ void xp_state_explain(struct xp_state *st, const struct xp_job *j, struct xp_exp
 		if (!*fits_now) /* the first replica that does not fit, after the others */
 			xp_sched_explain(st->sched, &j->req, out);
 		xp_unplace(st, a, got);
-		if (*fits_now)
+		if (*fits_now) {
 			xp_sched_explain(st->sched, &j->req, out);
+			xp_mig_explain(st->sched, &j->req, &a[0], out); /* where it goes */
+		}
 		split_down(st, j, out);
 	}
 	free(a);
@@ -131,6 +133,8 @@ void xp_explain_summary(const struct xp_explain *ex, int fits, uint32_t replicas
 		if (w == XP_WHY_MEM)
 			xp_sb_printf(sb, " by %lluMi", (unsigned long long)ex->mem_short_min);
 	}
+	if (ex->mig[0])
+		xp_sb_printf(sb, "%s%s", sb->len ? "; " : "", ex->mig);
 	if (fits)
 		xp_sb_printf(sb, "%sfits now: %u nodes can take it; it starts at the next cycle",
 			     sb->len ? "; " : "", ex->nodes[XP_WHY_FITS]);

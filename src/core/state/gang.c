@@ -118,8 +118,9 @@ int xp_place_gang(struct xp_state *st, const struct xp_job *j, struct xp_rng *rn
 	int coloc = n > 1 ? j->spec.colocate : XP_COLOC_NONE;
 	if (coloc == XP_COLOC_ZONE)
 		return place_zone(st, j, rng, a, placed);
+	/* summing replicas into one request would lose a MIG slice's placement */
 	if (coloc != XP_COLOC_NONE && (j->req.dev_count == 0 || j->req.dev_milli >= XP_MILLI) &&
-	    (uint32_t)j->req.dev_count * n <= XP_MAX_NODE_DEVS)
+	    !j->req.mig && (uint32_t)j->req.dev_count * n <= XP_MAX_NODE_DEVS)
 		return place_summed(st, j, rng, a, placed);
 	*placed = place_each(st, &j->req, n, coloc != XP_COLOC_NONE, rng, a);
 	return *placed == n ? 0 : XP_ENOSPC;

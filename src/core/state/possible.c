@@ -29,6 +29,7 @@
 #include "../../lib/hash.h"
 #include "../../lib/strbuf.h"
 #include "../../lib/xalloc.h"
+#include "../model/mig.h"
 
 #define POSSIBLE_CACHE 256
 
@@ -227,7 +228,23 @@ struct offer {
 	uint16_t mem_count;	    /* of those, with the memory per device asked */
 	uint16_t topo_count;	    /* of those, in one island / NUMA domain */
 	const char *cpu_at, *mem_at, *count_at, *dev_mem_model;
+	uint16_t mig_parts; /* MIG: selector-matching devices with partitions at all */
 };
+
+/* May device dv take r's devices? Its selector; for a MIG slice, also the
+ * profile (counting in o the devices that are partitioned at all) */
+static int dev_matches(const struct xp_state *st, const struct xp_device *dv,
+		       const struct xp_request *r, struct offer *o)
+{
+	if (!r->dev_count || !xp_selector_match(&r->sel, dv))
+		return 0;
+	if (!r->mig)
+		return 1;
+	int parted = dv->nparts || (dv->mode == XP_MODE_MIG && dv->model &&
+				    xp_mig_table_find(xp_strtab_str(st->c->syms, dv->model)));
+	o->mig_parts = (uint16_t)(o->mig_parts + (parted != 0));
+	return xp_dev_mig_offers(st->c, dv, xp_strtab_str(st->c->syms, r->mig));
+}
 
 /* Could replica request r run on node n if it were empty? */
 static int node_could(const struct xp_state *st, size_t n, const struct xp_request *r,
@@ -238,8 +255,8 @@ static int node_could(const struct xp_state *st, size_t n, const struct xp_reque
 	uint16_t nsel = 0, nmem = 0;
 	for (uint16_t d = 0; d < nd->ndevs && d < XP_MAX_NODE_DEVS; d++) {
 		const struct xp_device *dv = &nd->devs[d];
-		sel[d] = r->dev_count && xp_selector_match(&r->sel, dv);
-		mem[d] = sel[d] && dv->mem_mib >= r->dev_mem_mib;
+		sel[d] = (uint8_t)dev_matches(st, dv, r, o);
+		mem[d] = sel[d] && (r->mig || dv->mem_mib >= r->dev_mem_mib);
 		nsel = (uint16_t)(nsel + sel[d]);
 		nmem = (uint16_t)(nmem + mem[d]);
 		if (sel[d] && dv->mem_mib > o->dev_mem) {
@@ -281,13 +298,65 @@ static void class_list(const struct xp_state *st, struct xp_sb *sb)
 		xp_sb_puts(sb, "none");
 }
 
+/* Is nm an item of the ", "-separated list? */
+static int in_list(const char *list, const char *nm)
+{
+	size_t n = strlen(nm);
+	for (const char *p = list; p && *p;) {
+		const char *e = strstr(p, ", ");
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		if (len == n && !strncasecmp(p, nm, n))
+			return 1;
+		p = e ? e + 2 : NULL;
+	}
+	return 0;
+}
+
+/* No partitioned device offers r's profile: list the profiles they offer */
+static int refuse_mig_profile(const struct xp_state *st, const struct xp_jobspec *s,
+			      const struct xp_request *r, struct xp_err *err)
+{
+	struct xp_sb sb = { 0 };
+	for (size_t n = 0; n < st->c->nnodes; n++) {
+		const struct xp_node *nd = &st->c->nodes[n];
+		for (uint16_t d = 0; node_takes(st, n, r) && d < nd->ndevs; d++) {
+			const struct xp_device *dv = &nd->devs[d];
+			const struct xp_mig_table *t = NULL;
+			if (!xp_selector_match(&r->sel, dv))
+				continue;
+			if (!dv->nparts && dv->mode == XP_MODE_MIG && dv->model)
+				t = xp_mig_table_find(xp_strtab_str(st->c->syms, dv->model));
+			for (int k = 0; k < (dv->nparts ? dv->nparts : t ? XP_MIG_NKINDS : 0); k++) {
+				const char *nm = dv->nparts ? dv->parts[k].name : t->prof[k].name;
+				if (nm && !in_list(sb.s, nm))
+					xp_sb_printf(&sb, "%s%s", sb.len ? ", " : "", nm);
+			}
+		}
+	}
+	int rc = xp_errf(err, XP_ENOCONFIG,
+			 "resources.devices.mig.profile: no registered node offers MIG profile "
+			 "'%s' (offered: %s)",
+			 s->mig_profile, sb.len ? sb.s : "none");
+	xp_sb_free(&sb);
+	return rc;
+}
+
 static int refuse(const struct xp_state *st, const struct xp_jobspec *s,
 		  const struct xp_request *r, const struct offer *o, char field[320],
 		  struct xp_err *err)
 {
 	const char *f;
 	int rc;
-	if (r->dev_count && o->sel_count == 0) {
+	if (r->mig && o->sel_count == 0) {
+		f = o->mig_parts ? "resources.devices.mig.profile" : "resources.devices.mig";
+		rc = o->mig_parts ? refuse_mig_profile(st, s, r, err)
+				  : xp_errf(err, XP_ENOCONFIG,
+					    "%s: no registered matching %s device has MIG partitions "
+					    "(MIG mode with partitions reported, or a model with a "
+					    "built-in MIG table)",
+					    f, s->dev_class >= 0 ? xp_class_name(s->dev_class)
+								 : "accelerator");
+	} else if (r->dev_count && o->sel_count == 0) {
 		struct xp_sb cl = { 0 };
 		class_list(st, &cl);
 		f = s->nmodels			    ? "resources.devices.models"
@@ -342,10 +411,29 @@ static int refuse(const struct xp_state *st, const struct xp_jobspec *s,
 	return rc;
 }
 
+/* A MIG profile name no built-in table has and no live node offers */
+static int mig_unknown(const struct xp_state *st, const struct xp_jobspec *s, char field[320],
+		       struct xp_err *err)
+{
+	char names[512];
+	if (!s->mig_profile || xp_mig_profile_any(s->mig_profile, NULL))
+		return 0;
+	for (size_t n = 0; n < st->c->nnodes; n++)
+		for (uint16_t d = 0; node_live(st, n) && d < st->c->nodes[n].ndevs; d++)
+			if (xp_dev_mig_offers(st->c, &st->c->nodes[n].devs[d], s->mig_profile))
+				return 0;
+	xp_mig_all_names(names, sizeof(names));
+	snprintf(field, 320, "resources.devices.mig.profile");
+	return xp_errf(err, XP_EINVAL, "%s: unknown MIG profile '%s' (valid: %s)", field,
+		       s->mig_profile, names);
+}
+
 int xp_state_possible(struct xp_state *st, struct xp_jobspec *s, char field[320],
 		      struct xp_err *err)
 {
 	size_t live = 0;
+	if (mig_unknown(st, s, field, err) < 0)
+		return XP_EINVAL;
 	for (size_t n = 0; n < st->c->nnodes && !live; n++)
 		live += (size_t)node_live(st, n);
 	if (!live) /* a controller before its first agent: nothing to judge by */

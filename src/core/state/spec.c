@@ -8,6 +8,7 @@
  */
 #include "spec.h"
 
+#include <ctype.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "../../lib/strbuf.h"
 #include "../../lib/timefmt.h"
 #include "../../lib/xalloc.h"
+#include "../model/mig.h"
 
 static const char *const top_keys[] = { "name",	     "tenant",	       "queue",	       "priority",
 					"command",   "args",	       "env",	       "workdir",
@@ -53,12 +55,12 @@ static int coloc_parse(const char *s) /* "none" is the default, not a choice */
 	return c > 0 ? c : -1;
 }
 static const char *const res_keys[] = { "cpu", "memory", "devices", NULL };
-static const char *const dev_keys[] = { "count",      "compute_milli",
-					"fraction",   "memory",
-					"class",      "vendor",
-					"models",     "model",
-					"min_memory", "min_compute_capability",
-					"topology",   NULL };
+static const char *const dev_keys[] = {
+	"count",    "compute_milli", "fraction", "memory",     "class",
+	"vendor",   "models",	     "model",	 "min_memory", "min_compute_capability",
+	"topology", "mig",	     NULL
+};
+static const char *const mig_keys[] = { "profile", NULL };
 static const char *const topo_names[] = { "any", "same_island", "same_numa", NULL };
 
 int xp_name_ok(const char *s)
@@ -112,6 +114,7 @@ void xp_jobspec_free(struct xp_jobspec *s)
 	xp_attrs_free(s->labels, s->nlabels);
 	free(s->deps);
 	free(s->workflow);
+	free(s->mig_profile);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -217,6 +220,61 @@ static int label_ok(const char *s)
 		      (*s >= '0' && *s <= '9') || *s == '-' || *s == '_' || *s == '.' || *s == '/'))
 			return 0;
 	return 1;
+}
+
+/* A MIG profile name: letters, digits, '.', '+' (1g.10gb+me) */
+static int mig_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > 31)
+		return 0;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '.' && *s != '+')
+			return 0;
+	return 1;
+}
+
+/* devices.mig: {profile: NAME}, one replica's slice of one GPU. The
+ * profile sets the compute and the memory, so count (1), compute_milli,
+ * fraction and memory are refused beside it. The name's syntax is checked
+ * here; whether a table or a node knows it, at the controller
+ * (xp_state_possible). */
+static int parse_mig(struct xp_walk *w, const struct xp_tree *d, struct xp_jobspec *s,
+		     int milli_given)
+{
+	const struct xp_tree *mg = xp_tree_field(d, "mig");
+	const char *name = NULL;
+	if (!mg)
+		return 0;
+	size_t m = xp_walk_push_key(w, "mig");
+	int rc = xp_walk_want(w, mg, XP_TREE_MAP, "a map {profile: NAME}");
+	if (rc == 0)
+		rc = xp_walk_keys(w, mg, mig_keys);
+	if (rc == 0 && (rc = xp_walk_get_str(w, mg, "profile", 31, &name)) == 0)
+		rc = xp_walk_fail(w, mg->line, XP_EINVAL, "profile is required (e.g. 3g.40gb)");
+	if (rc > 0 && !mig_name_ok(name))
+		rc = xp_walk_fail(w, mg->line, XP_EINVAL,
+				  "profile: expected a MIG profile name such as 3g.40gb, got '%s'",
+				  XP_SHOW(name));
+	else if (rc > 0 && (milli_given || xp_tree_field(d, "memory") || s->dev_count != 1))
+		rc = xp_walk_fail(w, mg->line, XP_EINVAL,
+				  "a MIG slice is one profile of one GPU: leave out %s",
+				  milli_given		       ? "compute_milli and fraction"
+				  : xp_tree_field(d, "memory") ? "memory (the profile sets it)"
+							       : "count (it is 1)");
+	xp_walk_pop(w, m);
+	if (rc < 0)
+		return rc;
+	s->mig_profile = xstrdup(name);
+	for (char *c = s->mig_profile; *c; c++) /* NVML's names are lower case */
+		*c = (char)tolower((unsigned char)*c);
+	int kind = -1;
+	const struct xp_mig_profile *p = xp_mig_profile_any(name, &kind);
+	/* quotas count compute slices / 7 of a device, and the profile's memory */
+	s->dev_milli = (uint16_t)((p ? p->compute : 1) * XP_MILLI / XP_MIG_COMPUTE_SLICES);
+	s->dev_mem_mib = p ? p->mem_mib : 0;
+	s->dev_by_mem = 0;
+	return 0;
 }
 
 static int parse_devices(struct xp_walk *w, const struct xp_tree *d, struct xp_jobspec *s)
@@ -337,7 +395,7 @@ static int parse_devices(struct xp_walk *w, const struct xp_tree *d, struct xp_j
 		s->dev_milli = 0;
 		s->dev_mem_mib = 0;
 	}
-	return 0;
+	return parse_mig(w, d, s, milli_given);
 }
 
 /* vgpu: on (the default: a GPU share is enforced by the interposer) or off */
@@ -753,9 +811,12 @@ json_t *xp_jobspec_json(const struct xp_jobspec *s)
 	if (s->dev_count) {
 		json_t *d = json_object();
 		json_object_set_new(d, "count", json_integer(s->dev_count));
-		if (!s->dev_by_mem)
+		if (s->mig_profile)
+			json_object_set_new(d, "mig",
+					    json_pack("{s:s}", "profile", s->mig_profile));
+		else if (!s->dev_by_mem)
 			json_object_set_new(d, "compute_milli", json_integer(s->dev_milli));
-		if (s->dev_mem_mib)
+		if (s->dev_mem_mib && !s->mig_profile)
 			json_object_set_new(d, "memory", json_integer((json_int_t)s->dev_mem_mib));
 		if (s->dev_class >= 0)
 			json_object_set_new(d, "class", json_string(xp_class_name(s->dev_class)));
@@ -844,4 +905,5 @@ void xp_jobspec_request(const struct xp_jobspec *s, struct xp_strtab *syms, stru
 		xp_selector_add_model(&r->sel, xp_strtab_intern(syms, s->models[i]));
 	r->sel.min_mem_mib = s->min_mem_mib;
 	r->sel.min_cc = s->min_cc;
+	r->mig = s->mig_profile ? xp_strtab_intern(syms, s->mig_profile) : 0;
 }

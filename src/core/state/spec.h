@@ -102,6 +102,7 @@ struct xp_jobspec {
 	int64_t deadline_in_ms; /* or a duration from submission, 0: none */
 	uint8_t hold_for_nodes; /* accepted though no registered node could run it */
 	uint8_t vgpu_off;	/* vgpu: off - a GPU share announced, not enforced (trusted) */
+	char *mig_profile;	/* devices.mig.profile: a MIG slice of one GPU, or NULL */
 };
 
 const char *xp_dep_type_name(int t);

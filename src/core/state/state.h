@@ -13,7 +13,8 @@
  * Ownership: the state owns its cluster, scheduler, jobs and strings.
  *
  * The files of this folder (state_int.h: what they share):
- *   state.c      creation, lookups, names, transitions, record builders,
+ *   state.c      creation, lookups, names, transitions, record builders and
+ *                the allocations' JSON both ways,
  *                the invariant check and the state machines' checks
  *   apply.c      records into the state (xp_state_apply)
  *   jobedit.c    records that change a pending job: job.hold, job.update

@@ -1,0 +1,271 @@
+/*
+ * mig_sched: MIG slices in the scheduling core (issue 21). A request with
+ * r->mig asks for one instance of a named profile on one GPU in mode mig.
+ *
+ * Each MIG-mode device gets a slice lattice (core/model/mig.h) at create:
+ * its table is the built-in one of its model, overridden by what NVML
+ * discovery reported (the attributes mig_profiles "name:id:SMs,..." and
+ * mig_placements "name:start+size,...;..."; the profile's memory from the
+ * partition of that name). A device with neither has no lattice and takes
+ * no slice. The lattice holds the slices of running allocations only
+ * (instances the agent found that no allocation owns are not seen here).
+ *
+ * A slice fits a device that offers the profile and has a free placement
+ * for it. Placement is xpool's policy (mig_place.h): over every free
+ * {GPU, start} of every node that fits the rest of the request, the least
+ * loss of the potential sum_k w[k] room_k, every kind weighing 1 (1g+me
+ * 0); ties go to the lower slot, device and start. A pick scans every
+ * node: MIG requests do not use the index.
+ */
+#include "sched_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "../../lib/xalloc.h"
+#include "mig_place.h"
+
+static const uint8_t kind_compute[XP_MIG_NKINDS] = { 1, 1, 1, 2, 3, 4, 7 };
+
+/* "a+b,c+d" into p's placements */
+static void parse_places(struct xp_mig_profile *p, const char *s, size_t len)
+{
+	p->nplace = 0;
+	while (len && p->nplace < XP_MIG_MAX_PLACEMENTS) {
+		char *end;
+		long a = strtol(s, &end, 10), b = *end == '+' ? strtol(end + 1, &end, 10) : -1;
+		if (a < 0 || a >= XP_MIG_MEM_SLICES || b < 1 || a + b > XP_MIG_MEM_SLICES)
+			break;
+		p->place[p->nplace++] = (struct xp_mig_placement){ (uint8_t)a, (uint8_t)b };
+		size_t used = (size_t)(end - s);
+		if (used >= len || *end != ',')
+			break;
+		s = end + 1;
+		len -= used + 1;
+	}
+}
+
+/* the placements of profile name in the mig_placements attribute */
+static void attr_places(struct xp_mig_profile *p, const char *attr)
+{
+	size_t n = strlen(p->name);
+	for (const char *q = attr; q && *q; q = strchr(q, ';') ? strchr(q, ';') + 1 : NULL)
+		if (!strncasecmp(q, p->name, n) && q[n] == ':') {
+			const char *e = strchr(q, ';');
+			parse_places(p, q + n + 1, e ? (size_t)(e - q - n - 1) : strlen(q + n + 1));
+			return;
+		}
+	p->nplace = 0;
+}
+
+/* d's table into m from discovery's attributes: 0, or -1 without them */
+static int table_from_attrs(const struct xp_device *d, struct xp_sched_mig *m)
+{
+	const char *prof = xp_attrs_get(d->attrs, d->nattrs, "mig_profiles");
+	const char *place = xp_attrs_get(d->attrs, d->nattrs, "mig_placements");
+	if (!prof || !place)
+		return -1;
+	memset(m->t.prof, 0, sizeof(m->t.prof));
+	for (const char *q = prof; *q; q = strchr(q, ',') ? strchr(q, ',') + 1 : "") {
+		char name[32];
+		unsigned id, sms;
+		if (sscanf(q, "%31[^:]:%u:%u", name, &id, &sms) != 3)
+			continue;
+		int k = xp_mig_kind_of_id(id);
+		if (k < 0)
+			continue;
+		struct xp_mig_profile *p = &m->t.prof[k];
+		snprintf(m->names[k], sizeof(m->names[k]), "%s", name);
+		p->name = m->names[k];
+		p->id = (uint16_t)id;
+		p->compute = kind_compute[k];
+		p->sms = (uint16_t)sms;
+		p->max_count = k == XP_MIG_1G_ME ? 1 : XP_MIG_MEM_SLICES;
+		for (uint16_t i = 0; i < d->nparts; i++)
+			if (d->parts[i].name && !strcasecmp(d->parts[i].name, name)) {
+				p->mem_mib = (uint32_t)d->parts[i].mem_mib;
+				if (d->parts[i].max_count)
+					p->max_count = (uint8_t)d->parts[i].max_count;
+			}
+		attr_places(p, place);
+	}
+	for (int k = 0; k < XP_MIG_NKINDS; k++)
+		if (!m->t.prof[k].name)
+			m->t.prof[k].name = ""; /* offered by no request */
+	return 0;
+}
+
+void xp_mig_sched_init(struct xp_sched *s)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < s->ndevs; i++)
+		n += s->dev[i].mode == XP_MODE_MIG;
+	s->migs = n ? XNEWV(struct xp_sched_mig, n) : NULL;
+	s->nmigs = 0;
+	for (uint32_t node = 0; node < s->nnodes; node++)
+		for (uint16_t d = 0; d < s->ns[node].ndev; d++) {
+			struct xp_dstate *ds = &s->dev[s->ns[node].dev0 + d];
+			const struct xp_device *dv = xp_node_dev(s, node, d);
+			struct xp_sched_mig *m = &s->migs[s->nmigs];
+			if (ds->mode != XP_MODE_MIG)
+				continue;
+			const struct xp_mig_table *bt =
+				dv->model ? xp_mig_table_find(xp_strtab_str(s->c->syms, dv->model))
+					  : NULL;
+			memset(m, 0, sizeof(*m));
+			if (bt)
+				m->t = *bt;
+			if (table_from_attrs(dv, m) < 0 && !bt)
+				continue;
+			m->t.mem_mib = (uint32_t)dv->mem_mib;
+			xp_mig_gpu_init(&m->g, &m->t);
+			ds->mig = ++s->nmigs;
+		}
+}
+
+/* The kind of d's table named like r's profile, or -1 */
+static int dev_kind(const struct xp_sched *s, const struct xp_dstate *d, const struct xp_request *r)
+{
+	if (!d->mig || !r->mig)
+		return -1;
+	const struct xp_mig_table *t = &s->migs[d->mig - 1].t;
+	const char *name = xp_strtab_str(s->c->syms, r->mig);
+	for (int k = 0; name && k < XP_MIG_NKINDS; k++)
+		if (t->prof[k].nplace && !strcasecmp(t->prof[k].name, name))
+			return k;
+	return -1;
+}
+
+int xp_mig_dev_fits(const struct xp_sched *s, const struct xp_dstate *d, const struct xp_request *r)
+{
+	int k = dev_kind(s, d, r);
+	return d->ok && k >= 0 && xp_mig_free_placements(&s->migs[d->mig - 1].g, k, NULL) > 0;
+}
+
+static const double mig_weights[XP_MIG_NKINDS] = { 1, 0, 1, 1, 1, 1, 1 };
+
+/* The least-loss free placement of r on node n's fitting devices, if it
+ * beats *best_loss */
+static int node_best(const struct xp_sched *s, uint32_t n, const struct xp_shape *m,
+		     double *best_loss, struct xp_alloc *out)
+{
+	const struct xp_nstate *ns = &s->ns[n];
+	uint64_t mask = xp_shape_mask(s, n, m);
+	int found = 0;
+	while (mask) {
+		int d = __builtin_ctzll(mask);
+		mask &= mask - 1;
+		const struct xp_dstate *ds = &s->dev[ns->dev0 + d];
+		int k = dev_kind(s, ds, &m->req);
+		if (k < 0 || !ds->ok)
+			continue;
+		const struct xp_mig_gpu *g = &s->migs[ds->mig - 1].g;
+		struct xp_mig_placement pl[XP_MIG_MAX_PLACEMENTS];
+		size_t np = xp_mig_free_placements(g, k, pl);
+		double before = xp_mig_potential(g, mig_weights);
+		for (size_t i = 0; i < np; i++) {
+			struct xp_mig_gpu after = *g;
+			if (xp_mig_place(&after, k, pl[i].start, NULL) < 0)
+				continue;
+			double loss = before - xp_mig_potential(&after, mig_weights);
+			if (loss < *best_loss - 1e-9) {
+				*best_loss = loss;
+				xp_alloc_fill(out, n, &m->req);
+				out->ndev = 1;
+				out->devs[0] = (uint8_t)d;
+				out->mig = (uint8_t)(k + 1);
+				out->mig_start = pl[i].start;
+				out->dev_mem_mib = g->t->prof[k].mem_mib;
+				found = 1;
+			}
+		}
+	}
+	return found;
+}
+
+int xp_mig_pick(struct xp_sched *s, const struct xp_request *r, struct xp_alloc *out)
+{
+	struct xp_shape m;
+	double best = 1e300;
+	int found = 0;
+	xp_shape_init(s, &m, r);
+	for (uint32_t slot = 0; slot < s->nnodes; slot++) {
+		uint32_t n = s->slot_node[slot];
+		if (s->ns[n].mem_free < (int64_t)r->mem_mib || xp_node_why(s, n, &m) != XP_WHY_FITS)
+			continue;
+		found |= node_best(s, n, &m, &best, out);
+	}
+	xp_shape_free(&m);
+	if (found)
+		out->mem_mib = r->mem_mib; /* the shape's request has none */
+	return found ? 0 : XP_ENOSPC;
+}
+
+void xp_mig_apply(struct xp_sched *s, const struct xp_alloc *a, int sign)
+{
+	const struct xp_dstate *ds = &s->dev[s->ns[a->node].dev0 + a->devs[0]];
+	if (!a->mig || !a->ndev || !ds->mig)
+		return;
+	struct xp_mig_gpu *g = &s->migs[ds->mig - 1].g;
+	if (sign > 0)
+		xp_mig_place(g, a->mig - 1, a->mig_start, NULL);
+	else
+		xp_mig_remove(g, a->mig_start, NULL);
+}
+
+int xp_mig_alloc_fits(const struct xp_sched *s, const struct xp_alloc *a, struct xp_err *err)
+{
+	const char *name = s->c->nodes[a->node].name;
+	const struct xp_dstate *ds = &s->dev[s->ns[a->node].dev0 + a->devs[0]];
+	if (a->ndev != 1 || !ds->mig || a->mig > XP_MIG_NKINDS)
+		return xp_errf(err, XP_EINVAL, "node %s: device %u takes no MIG slice", name,
+			       a->devs[0]);
+	if (!xp_mig_can_place(&s->migs[ds->mig - 1].g, a->mig - 1, a->mig_start))
+		return xp_errf(err, XP_ENOSPC, "node %s: device %u: no room for %s at %u", name,
+			       a->devs[0], s->migs[ds->mig - 1].t.prof[a->mig - 1].name,
+			       a->mig_start);
+	return 0;
+}
+
+const char *xp_sched_mig_profile(const struct xp_sched *s, const struct xp_alloc *a)
+{
+	const struct xp_dstate *ds;
+	if (!a->mig || !a->ndev || a->node >= s->nnodes)
+		return NULL;
+	ds = &s->dev[s->ns[a->node].dev0 + a->devs[0]];
+	return ds->mig ? s->migs[ds->mig - 1].t.prof[a->mig - 1].name : NULL;
+}
+
+void xp_mig_explain(const struct xp_sched *s, const struct xp_request *r, const struct xp_alloc *a,
+		    struct xp_explain *out)
+{
+	const char *name = r->mig ? xp_strtab_str(s->c->syms, r->mig) : NULL;
+	uint32_t offer = 0, room = 0;
+	if (!name)
+		return;
+	if (a && a->mig) {
+		snprintf(out->mig, sizeof(out->mig), "MIG %s: node %s GPU %u, placement {%u,%u}",
+			 name, s->c->nodes[a->node].name, a->devs[0], a->mig_start,
+			 s->migs[s->dev[s->ns[a->node].dev0 + a->devs[0]].mig - 1]
+				 .t.prof[a->mig - 1]
+				 .place[0]
+				 .size);
+		return;
+	}
+	for (uint32_t i = 0; i < s->ndevs; i++) {
+		offer += dev_kind(s, &s->dev[i], r) >= 0;
+		room += xp_mig_dev_fits(s, &s->dev[i], r);
+	}
+	if (!offer)
+		snprintf(out->mig, sizeof(out->mig), "MIG %s: no GPU in MIG mode offers it", name);
+	else if (!room)
+		snprintf(out->mig, sizeof(out->mig),
+			 "MIG %s: none of the %u GPUs offering it has a free placement", name,
+			 offer);
+	else
+		snprintf(out->mig, sizeof(out->mig),
+			 "MIG %s: %u of the %u GPUs offering it have a free placement", name, room,
+			 offer);
+}

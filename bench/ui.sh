@@ -25,7 +25,7 @@ i=1
 : >"$T/delays"
 while [ "$i" -le "$RUNS" ]; do
 	rm -rf "$T/chrome"
-	CHROME=$CHROME UI_NODES=$NODES UI_ARTIFACTS=$T/art UI_PROFILE=$T/chrome UI_LIVE=ui-live-$i \
+	CHROME=$CHROME UI_NODES=$NODES UI_ARTIFACTS=$T/art UI_PROFILE=$T/chrome UI_LIVE=ui-live-$i TMPDIR=$T \
 		timeout 300 node "$SRC/tests/ui/dashboard.js" >"$T/ui.out" 2>&1
 	sed -n 's/^delay_ms //p' "$T/ui.out" >>"$T/delays"
 	i=$((i + 1))

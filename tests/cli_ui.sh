@@ -54,7 +54,7 @@ TOPO="gpu-a100-0@$R/zone-a:numas=2:island0=8~nvlink:dpu gpu-a100-1@$R/zone-a:num
 gpu-h100-0@$R/zone-a:numas=2:numa0>island0=4~nvlink:numa1>island1=4~nvlink npu-910b-0@$R/zone-b:numas=4:island0=8~hccs
 mlu370-0@$R/zone-b fpga-u280-0@$R/zone-b infer-l40s-0@$R/zone-c:dpu cpu-x86-2@$R/zone-c cpu-arm-0@$R/zone-c"
 CHROME=$CHROME UI_NODES=$(sed -n 's/^  - name: *//p' "$SRC/examples/clusters/small.yaml" | tr '\n' ' ') \
-	UI_ARTIFACTS=$ART UI_PROFILE=$T/chrome UI_LIVE=ui-live UI_TOPO=$TOPO \
+	UI_ARTIFACTS=$ART UI_PROFILE=$T/chrome UI_LIVE=ui-live UI_TOPO=$TOPO TMPDIR=$T \
 	UI_REASONS="no node has what it asks,queue at its quota,waiting on other jobs" \
 	timeout 300 node "$SRC/tests/ui/dashboard.js" >"$T/ui.out" 2>&1 || fail "dashboard (above)"
 cat "$T/ui.out"

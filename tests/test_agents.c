@@ -790,6 +790,29 @@ static unsigned mig_instances(struct xp_hal_mig *m)
 	return m->n;
 }
 
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* MIG instances on the fake GPU until there are want, for secs at most */
+static int wait_instances(struct xp_hal_mig *m, int want, int secs)
+{
+	int64_t end = mono_ms() + secs * 1000;
+	while (mig_instances(m) != (unsigned)want && mono_ms() < end)
+		usleep(20000);
+	return (int)m->n;
+}
+
+static void touch(const char *path)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fclose(f);
+}
+
 static void test_mig_live(void **state)
 {
 	(void)state;
@@ -811,46 +834,53 @@ static void test_mig_live(void **state)
 	start_nvml_agent(e, 0);
 	e->n = 1;
 	wait_nodes_ready(e, 1);
-	long long id = submit(e, "{\"resources\":{\"cpu\":\"100m\",\"memory\":64,\"devices\":"
-				 "{\"mig\":{\"profile\":\"3g.40gb\"}}},\"command\":\"echo "
-				 "CUDA=$CUDA_VISIBLE_DEVICES.; sleep 1\"}");
+	/* each job runs until the test lets it end (go1, go2): no race with
+	 * how fast a loaded machine starts it */
+	char body[512], go[400];
+	snprintf(body, sizeof(body),
+		 "{\"resources\":{\"cpu\":\"100m\",\"memory\":64,\"devices\":{\"mig\":{"
+		 "\"profile\":\"3g.40gb\"}}},\"command\":\"echo CUDA=$CUDA_VISIBLE_DEVICES.; "
+		 "until [ -e %s/go1 ]; do sleep 0.05; done\"}",
+		 e->dir);
+	long long id = submit(e, body);
 	json_t *j = wait_state(e, id, "running", 20);
 	json_decref(j);
-	for (int t = 0; t < 100 && mig_instances(&m) == 0; t++)
-		usleep(20000);
-	assert_int_equal(m.n, 1);
+	assert_int_equal(wait_instances(&m, 1, 30), 1);
 	assert_int_equal(m.inst[0].profile_id, 9);
 	assert_int_equal(m.inst[0].start, 4); /* xpool's pick on an empty GPU */
 	char want[128];
 	snprintf(want, sizeof(want), "CUDA=%s.", m.inst[0].uuid);
-	json_decref(wait_state(e, id, "succeeded", 20));
+	snprintf(go, sizeof(go), "%s/go1", e->dir);
+	touch(go);
+	json_decref(wait_state(e, id, "succeeded", 30));
 	char *out = logs(e, id);
 	if (!strstr(out, want))
 		fail_msg("output '%s' lacks '%s'", out, want);
 	free(out);
-	for (int t = 0; t < 100 && mig_instances(&m) != 0; t++)
-		usleep(20000);
-	assert_int_equal(m.n, 0); /* destroyed when the replica ended */
+	assert_int_equal(wait_instances(&m, 0, 30), 0); /* destroyed when the replica ended */
 
 	/* an agent restart mid-job: the new agent adopts the task and its
 	 * instance, runs nothing twice and destroys it at the end */
-	id = submit(e, "{\"resources\":{\"cpu\":\"100m\",\"memory\":64,\"devices\":"
-		       "{\"mig\":{\"profile\":\"3g.40gb\"}}},\"command\":\"echo "
-		       "RUN=$CUDA_VISIBLE_DEVICES.; sleep 3\"}");
+	snprintf(body, sizeof(body),
+		 "{\"resources\":{\"cpu\":\"100m\",\"memory\":64,\"devices\":{\"mig\":{"
+		 "\"profile\":\"3g.40gb\"}}},\"command\":\"echo RUN=$CUDA_VISIBLE_DEVICES.; "
+		 "until [ -e %s/go2 ]; do sleep 0.05; done\"}",
+		 e->dir);
+	id = submit(e, body);
 	json_decref(wait_state(e, id, "running", 20));
-	for (int t = 0; t < 100 && mig_instances(&m) == 0; t++)
-		usleep(20000);
-	assert_int_equal(m.n, 1);
+	assert_int_equal(wait_instances(&m, 1, 30), 1);
 	uint32_t gi = m.inst[0].gi_id;
+	snprintf(go, sizeof(go), "%s/work-mig-0/tasks/%lld-0-1/stdout.log", e->dir, id);
+	for (int64_t end = mono_ms() + 30000; access(go, F_OK) != 0 && mono_ms() < end;)
+		usleep(20000); /* it started: its output file exists */
 	stop_agent(e, 0, SIGKILL);
-	usleep(300000);
 	start_nvml_agent(e, 0);
 	assert_int_equal(mig_instances(&m), 1);
 	assert_int_equal(m.inst[0].gi_id, gi); /* the same instance, still there */
-	json_decref(wait_state(e, id, "succeeded", 20));
-	for (int t = 0; t < 100 && mig_instances(&m) != 0; t++)
-		usleep(20000);
-	assert_int_equal(m.n, 0);
+	snprintf(go, sizeof(go), "%s/go2", e->dir);
+	touch(go);
+	json_decref(wait_state(e, id, "succeeded", 30));
+	assert_int_equal(wait_instances(&m, 0, 30), 0);
 	out = logs(e, id);
 	if (!strstr(out, "RUN=MIG-") || strstr(strstr(out, "RUN=MIG-") + 1, "RUN="))
 		fail_msg("ran twice: '%s'", out);

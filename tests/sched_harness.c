@@ -714,7 +714,7 @@ void h_check_state(struct harness *h)
 				print_node(h->r, n, &h->m[0].req);
 				fail();
 			}
-			if (xp_sched_node_cpu_free(s, n) != ref_cpu_free(h->r, n) ||
+			if (xp_sched_node_cpu_left(s, n) != ref_cpu_free(h->r, n) ||
 			    xp_sched_node_mem_free(s, n) != ref_mem_free(h->r, n)) {
 				h_context(h, "node free cpu/mem");
 				fail();

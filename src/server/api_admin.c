@@ -110,7 +110,7 @@ static json_t *node_json(struct xp_ctl *ctl, size_t n)
 	json_object_set_new(o, "islands", islands_json(node));
 	json_object_set_new(o, "cpu_milli", json_integer((json_int_t)node->cpu_milli));
 	json_object_set_new(o, "cpu_free_milli",
-			    json_integer(xp_sched_node_cpu_free(st->sched, (uint32_t)n)));
+			    json_integer(xp_sched_node_cpu_left(st->sched, (uint32_t)n)));
 	json_object_set_new(o, "memory_mib", json_integer((json_int_t)node->mem_mib));
 	json_object_set_new(o, "memory_free_mib",
 			    json_integer(xp_sched_node_mem_free(st->sched, (uint32_t)n)));

@@ -174,7 +174,7 @@ double xp_sched_frag(const struct xp_sched *s);		 /* F(M), milli; 0 without M */
 double xp_sched_node_frag(const struct xp_sched *s, uint32_t node);
 /* The policy's measure of the node (policy.h measure(); 0 without one). */
 double xp_sched_measure(const struct xp_sched *s, uint32_t node);
-int64_t xp_sched_node_cpu_free(const struct xp_sched *s, uint32_t node);
+int64_t xp_sched_node_cpu_left(const struct xp_sched *s, uint32_t node);
 int64_t xp_sched_node_mem_free(const struct xp_sched *s, uint32_t node);
 uint16_t xp_sched_dev_free_milli(const struct xp_sched *s, uint32_t node, uint16_t dev);
 uint64_t xp_sched_dev_free_mem(const struct xp_sched *s, uint32_t node, uint16_t dev);

@@ -672,7 +672,7 @@ double xp_sched_measure(const struct xp_sched *s, uint32_t node)
 	return s->pol->measure ? s->pol->measure(s, node) : 0;
 }
 
-int64_t xp_sched_node_cpu_free(const struct xp_sched *s, uint32_t node)
+int64_t xp_sched_node_cpu_left(const struct xp_sched *s, uint32_t node)
 {
 	return s->ns[node].cpu_free;
 }

@@ -174,7 +174,7 @@ int xp_backfill_reserve(struct xp_state *st, struct xp_backfill *b, const struct
 				x = &r->n[r->nn++];
 				memset(x, 0, sizeof(*x));
 				x->node = n;
-				x->cpu = xp_sched_node_cpu_free(st->sched, n);
+				x->cpu = xp_sched_node_cpu_left(st->sched, n);
 				x->mem = xp_sched_node_mem_free(st->sched, n);
 				for (uint16_t d = 0; d < st->c->nodes[n].ndevs; d++) {
 					x->milli[d] = xp_sched_dev_free_milli(st->sched, n, d);

@@ -656,6 +656,13 @@ static void test_vgpu_limits(void **state)
 	e->passed = 1;
 }
 
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* the GPU job's usage from its vGPU account, in the job's allocation */
 static long long gpu_use(struct env *e, long long id, const char *key)
 {
@@ -669,14 +676,15 @@ static long long gpu_use(struct env *e, long long id, const char *key)
 	return v;
 }
 
+/* until the job's gpu_usage has key = want, 30 s of wall clock at most */
 static int wait_gpu_use(struct env *e, long long id, const char *key, long long want)
 {
-	for (int t = 0; t < 400; t++) {
-		if (gpu_use(e, id, key) == want)
-			return 1;
+	for (int64_t end = mono_ms() + 30000; gpu_use(e, id, key) != want;) {
+		if (mono_ms() > end)
+			return 0;
 		usleep(50000);
 	}
-	return 0;
+	return 1;
 }
 
 /* the fake CUDA driver on a 16 GiB GPU, for a job's environment */
@@ -737,7 +745,8 @@ static void test_vgpu_usage(void **state)
 		json_decref(api(e, "POST", path, NULL, NULL));
 		json_decref(wait_state(e, id, "cancelled", 20));
 	}
-	for (int t = 0; t < 200 && system("pgrep -f '[x]p-vgpu-app hold 8500' >/dev/null") == 0; t++)
+	for (int64_t end = mono_ms() + 30000;
+	     system("pgrep -f '[x]p-vgpu-app hold 8500' >/dev/null") == 0 && mono_ms() < end;)
 		usleep(50000);
 	e->passed = 1;
 }
@@ -788,13 +797,6 @@ static unsigned mig_instances(struct xp_hal_mig *m)
 	xp_cluster_destroy(c);
 	xp_hal_close(h);
 	return m->n;
-}
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* MIG instances on the fake GPU until there are want, for secs at most */

@@ -321,31 +321,37 @@ use:
 	return 0;
 }
 
+/* The agent's tasks as they are now (a copy: the lock is not held while
+ * they are read or their output sent); *n of them. */
+static struct xp_task *copy_tasks(struct xp_agent *a, size_t *n)
+{
+	pthread_mutex_lock(&a->mu);
+	*n = a->tasks.n;
+	struct xp_task *copy = *n ? XNEWV(struct xp_task, *n) : NULL;
+	if (*n)
+		memcpy(copy, a->tasks.v, *n * sizeof(*copy));
+	pthread_mutex_unlock(&a->mu);
+	return copy;
+}
+
 /* What each running replica holds and spent on its GPUs, from its vGPU
  * account (replicas without one are not listed). */
-static json_t *gpu_usage(struct xp_agent *a)
+static json_t *gpu_usage(const struct xp_task *t, size_t n)
 {
 	json_t *arr = json_array();
-	pthread_mutex_lock(&a->mu);
-	size_t n = a->tasks.n;
-	struct xp_task *copy = n ? XNEWV(struct xp_task, n) : NULL;
-	if (n)
-		memcpy(copy, a->tasks.v, n * sizeof(*copy));
-	pthread_mutex_unlock(&a->mu);
 	for (size_t i = 0; i < n; i++) {
 		struct xp_vgpu_usage u;
-		if (copy[i].state != XP_TASK_RUNNING || xp_vgpu_usage(copy[i].dir, &u) < 0)
+		if (t[i].state != XP_TASK_RUNNING || xp_vgpu_usage(t[i].dir, &u) < 0)
 			continue;
 		json_array_append_new(
 			arr, json_pack("{s:I,s:i,s:i,s:I,s:I,s:i,s:i,s:I,s:I}", "job",
-				       (json_int_t)copy[i].job, "replica", (int)copy[i].replica,
-				       "attempt", (int)copy[i].attempt, "gpu_mem_mib",
+				       (json_int_t)t[i].job, "replica", (int)t[i].replica,
+				       "attempt", (int)t[i].attempt, "gpu_mem_mib",
 				       (json_int_t)u.mem_mib, "gpu_peak_mib", (json_int_t)u.peak_mib,
 				       "ooms", (int)u.ooms, "device_ooms", (int)u.dev_ooms,
 				       "spent_ns", (json_int_t)u.spent_ns, "clock_ns",
 				       (json_int_t)u.clock_ns));
 	}
-	free(copy);
 	return arr;
 }
 
@@ -377,7 +383,9 @@ static void *heartbeat_main(void *arg)
 					      s.power_w, "temp_c", s.temp_c);
 			json_array_append_new(devs, o);
 		}
-		json_t *body = json_pack("{s:o,s:o}", "devices", devs, "tasks", gpu_usage(a));
+		size_t n;
+		struct xp_task *copy = copy_tasks(a, &n); /* one snapshot per beat */
+		json_t *body = json_pack("{s:o,s:o}", "devices", devs, "tasks", gpu_usage(copy, n));
 		int rc = xp_client_json(cl, "POST", path, body, &reply, &err);
 		json_decref(body);
 		json_decref(reply);
@@ -387,12 +395,6 @@ static void *heartbeat_main(void *arg)
 			fprintf(stderr, "xpool agent: node=%s: heartbeat failed: %s\n", a->node,
 				err.text);
 		/* output of running tasks */
-		pthread_mutex_lock(&a->mu);
-		size_t n = a->tasks.n;
-		struct xp_task *copy = n ? XNEWV(struct xp_task, n) : NULL;
-		if (n)
-			memcpy(copy, a->tasks.v, n * sizeof(*copy));
-		pthread_mutex_unlock(&a->mu);
 		for (size_t i = 0; rc >= 0 && i < n; i++)
 			if (copy[i].state == XP_TASK_RUNNING || copy[i].state == XP_TASK_KILLING)
 				upload_output(a, cl, &copy[i]);

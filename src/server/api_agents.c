@@ -233,9 +233,16 @@ static void gpu_reports_apply(struct xp_ctl *ctl, long n, const struct gpu_repor
 		p->spent_ns = r[i].spent;
 		p->clock_ns = r[i].clock;
 	}
-	/* gpu_out_of_memory: fires on a beat with new refusals, resolves on one without */
+	/* gpu_out_of_memory: fires on a beat with new refusals, resolves on one
+	 * without; the engine hears of a device only when that changes */
+	uint64_t now_full = 0, *was = &ctl->live.v[n].gpu_full;
 	for (uint16_t d = 0; d < ctl->st->c->nodes[n].ndevs; d++)
-		xp_alert_feed_gpu_oom(ctl, (uint32_t)n, d, full[d]);
+		now_full |= (uint64_t)full[d] << d;
+	for (uint64_t ch = now_full ^ *was; ch; ch &= ch - 1) {
+		int d = __builtin_ctzll(ch);
+		xp_alert_feed_gpu_oom(ctl, (uint32_t)n, (uint16_t)d, (int)(now_full >> d & 1));
+	}
+	*was = now_full;
 }
 
 void xp_api_node_heartbeat(struct xp_ctl *ctl, struct xp_cmd *cmd)

@@ -389,6 +389,7 @@ struct xp_energy {
 };
 struct xp_live {
 	int64_t last_seen; /* ms; 0 = never (emulated) */
+	uint64_t gpu_full;  /* devices whose gpu_out_of_memory alert fires (api_agents.c) */
 	uint8_t suspect;
 	uint16_t ndev;
 	struct xp_devstat {

@@ -189,7 +189,6 @@ static int upload_output(struct xp_agent *a, struct xp_client *cl, struct xp_tas
 		copy->sent_err = now->sent_err;
 	}
 	pthread_mutex_unlock(&a->mu);
-	int safe = xp_client_set_repeat_safe(cl, 0); /* an upload appends */
 	for (int stream = 0; stream < 2; stream++) {
 		for (int round = 0; round < 64; round++) { /* at most 16 MiB per call */
 			struct xp_sb sb;
@@ -204,10 +203,12 @@ static int upload_output(struct xp_agent *a, struct xp_client *cl, struct xp_tas
 				xp_sb_free(&sb);
 				break;
 			}
+			off_t *sent = stream ? &copy->sent_err : &copy->sent_out;
 			snprintf(path, sizeof(path),
-				 "/v1/nodes/%s/logs?job=%llu&replica=%u&stream=%s", a->node,
-				 (unsigned long long)copy->job, copy->replica,
-				 stream ? "stderr" : "stdout");
+				 "/v1/nodes/%s/logs?job=%llu&replica=%u&stream=%s&attempt=%u"
+				 "&offset=%lld",
+				 a->node, (unsigned long long)copy->job, copy->replica,
+				 stream ? "stderr" : "stdout", copy->attempt, (long long)*sent);
 			int rc = xp_client_request(cl, "POST", path, "application/octet-stream",
 						   sb.s, sb.len, &status, &resp, &rl, &err);
 			xp_sb_free(&sb);
@@ -225,17 +226,21 @@ static int upload_output(struct xp_agent *a, struct xp_client *cl, struct xp_tas
 					goto save;
 				}
 				/* refused for good (over the cap, not ours): drop it */
-			} else {
-				free(resp);
+				*sent += n;
+				continue;
 			}
-			if (stream)
-				copy->sent_err += n;
-			else
-				copy->sent_out += n;
+			/* the controller says how much of the attempt it holds: an
+			 * adopted task's output resumes there, not from its start */
+			json_t *o = resp ? json_loadb(resp, rl, 0, NULL) : NULL;
+			json_t *have = json_object_get(o, "have");
+			*sent = json_is_integer(have) && json_integer_value(have) >= 0
+					? (off_t)json_integer_value(have)
+					: *sent + n;
+			json_decref(o);
+			free(resp);
 		}
 	}
-save: /* what went out is never sent twice */
-	xp_client_set_repeat_safe(cl, safe);
+save: /* the controller skips what it has, so a repeat keeps nothing twice */
 	pthread_mutex_lock(&a->mu);
 	struct xp_task *t = xp_task_find(a, copy->job, copy->replica, copy->attempt);
 	if (t) {
@@ -251,7 +256,8 @@ save: /* what went out is never sent twice */
  * and SIGTERM ends whatever it waits for. What the agent sends (a
  * registration, a heartbeat, exits keyed by attempt) is applied once however
  * often it arrives, so a kept-alive connection that breaks under a request
- * sends it again; output uploads append, and turn that off while they run. */
+ * sends it again; an output upload names its attempt and offset, and the
+ * controller skips the bytes it holds already. */
 static struct xp_client *agent_client(struct xp_agent *a, struct xp_err *err)
 {
 	struct xp_client *cl = xp_client_create(a->o.server, a->o.token, err);

@@ -609,16 +609,67 @@ void xp_log_path(const struct xp_ctl *ctl, uint64_t job, uint32_t replica, int e
 		 err_stream ? "err" : "out");
 }
 
+void xp_log_unlink(const struct xp_ctl *ctl, uint64_t job, uint32_t replica)
+{
+	char path[4200], at[4300];
+	for (int e = 0; e < 2; e++) {
+		xp_log_path(ctl, job, replica, e, path, sizeof(path));
+		snprintf(at, sizeof(at), "%s.at", path);
+		unlink(path);
+		unlink(at);
+	}
+}
+
+/* Where an attempt's output begins in its replica's file. The sidecar
+ * "<file>.at" holds "ATTEMPT BASE": the attempt last heard from and the
+ * size of the file when its output began. A newer attempt starts at the
+ * end of the file; an older one is over (1: refuse it). */
+static int log_base(const char *path, uint32_t attempt, off_t size, off_t *base)
+{
+	char at[4300], tmp[4400], buf[64];
+	unsigned have_att = 0;
+	long long have_base = 0;
+	snprintf(at, sizeof(at), "%s.at", path);
+	FILE *f = fopen(at, "r");
+	int known = f && fgets(buf, sizeof(buf), f) &&
+		    sscanf(buf, "%u %lld", &have_att, &have_base) == 2 && have_base >= 0 &&
+		    have_base <= size;
+	if (f)
+		fclose(f);
+	if (known && attempt < have_att)
+		return 1;
+	if (known && attempt == have_att) {
+		*base = (off_t)have_base;
+		return 0;
+	}
+	*base = size; /* a new attempt (or the first upload): it starts here */
+	snprintf(tmp, sizeof(tmp), "%s.tmp", at);
+	f = fopen(tmp, "w");
+	if (!f)
+		return -1;
+	int ok = fprintf(f, "%u %lld\n", attempt, (long long)size) > 0;
+	ok &= fclose(f) == 0;
+	return ok && rename(tmp, at) == 0 ? 0 : -1;
+}
+
+/* POST /v1/nodes/NAME/logs?job=&replica=&stream=&attempt=&offset=
+ * appends what an attempt wrote from offset on. A repeated upload (an agent
+ * restarted and adopted the task, a request sent again) sends bytes the
+ * controller has: those are skipped, so output is never kept twice. A gap
+ * appends nothing. The reply's "have" is how much of the attempt's stream
+ * the controller holds: the agent goes on from there. */
 void xp_api_node_logs(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
 	struct xp_state *st = ctl->st;
 	const char *qj = xp_cmd_query(cmd, "job"), *qr = xp_cmd_query(cmd, "replica"),
-		   *qs = xp_cmd_query(cmd, "stream");
+		   *qs = xp_cmd_query(cmd, "stream"), *qa = xp_cmd_query(cmd, "attempt"),
+		   *qo = xp_cmd_query(cmd, "offset");
 	char path[4200];
 	long n = agent_node(ctl, cmd);
 	if (n < 0)
 		return;
 	long long id = qj ? atoll(qj) : 0, r = qr ? atoll(qr) : -1;
+	long long att = qa ? atoll(qa) : 0, off = qo ? atoll(qo) : -1;
 	const struct xp_job *j = id > 0 ? xp_state_job(st, (uint64_t)id) : NULL;
 	if (!qs || (strcmp(qs, "stdout") && strcmp(qs, "stderr")))
 		REFUSE(ctl, cmd, XP_EINVAL, "stream", "expected stdout or stderr");
@@ -626,6 +677,11 @@ void xp_api_node_logs(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	    j->allocs[r].node != (uint32_t)n)
 		REFUSE(ctl, cmd, XP_ESTATE, "job",
 		       "output of a replica that did not run on this node");
+	if ((qa || qo) && (att < 1 || off < 0))
+		REFUSE(ctl, cmd, XP_EINVAL, "offset",
+		       "expected attempt 1.. and offset 0.. together");
+	if (qa && att > (long long)j->attempts)
+		REFUSE(ctl, cmd, XP_ESTATE, "attempt", "not an attempt of this job");
 	snprintf(path, sizeof(path), "%s/logs", ctl->o.data);
 	mkdir(path, 0700);
 	xp_log_path(ctl, (uint64_t)id, (uint32_t)r, !strcmp(qs, "stderr"), path, sizeof(path));
@@ -633,19 +689,43 @@ void xp_api_node_logs(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	if (fd < 0)
 		FAIL(cmd, XP_EIO, NULL, "%s: %s", path, strerror(errno));
 	struct stat sb;
-	if (fstat(fd, &sb) == 0 && sb.st_size + (off_t)cmd->len > LOG_MAX_BYTES) {
+	off_t size = fstat(fd, &sb) == 0 ? sb.st_size : 0, base = 0;
+	const char *body = cmd->body;
+	size_t len = cmd->len;
+	if (qa) {
+		int rc = log_base(path, (uint32_t)att, size, &base);
+		if (rc) {
+			close(fd);
+			if (rc > 0)
+				REFUSE(ctl, cmd, XP_ESTATE, "attempt",
+				       "a later attempt of this replica has started");
+			FAIL(cmd, XP_EIO, NULL, "%s.at: %s", path, strerror(errno));
+		}
+		off_t have = size - base;
+		if ((off_t)off > have) { /* a gap: nothing is appended */
+			len = 0;
+		} else { /* skip what is here already */
+			size_t dup = (size_t)(have - (off_t)off);
+			dup = dup < len ? dup : len;
+			body += dup;
+			len -= dup;
+		}
+	}
+	if (size + (off_t)len > LOG_MAX_BYTES) {
 		close(fd);
 		FAIL(cmd, XP_ETOOBIG, NULL,
 		     "the output of job %lld passed %lld bytes; the rest is dropped", id,
 		     (long long)LOG_MAX_BYTES);
 	}
-	if (cmd->len && write(fd, cmd->body, cmd->len) != (ssize_t)cmd->len) {
+	if (len && write(fd, body, len) != (ssize_t)len) {
 		int e = errno;
 		close(fd);
 		FAIL(cmd, XP_EIO, NULL, "%s: %s", path, strerror(e));
 	}
 	close(fd);
-	xp_reply_json(cmd, 200, xp_json_take(json_pack("{s:I}", "bytes", (json_int_t)cmd->len)));
+	xp_reply_json(cmd, 200,
+		      xp_json_take(json_pack("{s:I,s:I}", "bytes", (json_int_t)len, "have",
+					     (json_int_t)(size + (off_t)len - base))));
 }
 
 /* ---- liveness ---- */

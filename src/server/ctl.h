@@ -424,6 +424,8 @@ void xp_watch_bump(struct xp_ctl *ctl, uint32_t node);
 /* A replica's uploaded output: DATA/logs/<job>-<replica>.<out|err>. */
 void xp_log_path(const struct xp_ctl *ctl, uint64_t job, uint32_t replica, int err_stream,
 		 char *buf, size_t len);
+/* Removes both streams of a replica's output and their attempt marks. */
+void xp_log_unlink(const struct xp_ctl *ctl, uint64_t job, uint32_t replica);
 
 struct xp_auth_ent {
 	char sha256[65];

@@ -535,11 +535,7 @@ static void forget_due(struct xp_ctl *ctl, int64_t now)
 		}
 		for (size_t i = 0; i < n; i++)
 			for (uint32_t r = 0; r < reps[i]; r++)
-				for (int e = 0; e < 2; e++) {
-					char path[4200];
-					xp_log_path(ctl, ids[i], r, e, path, sizeof(path));
-					unlink(path);
-				}
+				xp_log_unlink(ctl, ids[i], r);
 	}
 }
 

@@ -11,7 +11,8 @@
  * table.c/.h aligned tables and units, util.c small helpers; the verbs
  * cmd_queue.c (queues), cmd_advise.c (forecast, advise), cmd_alerts.c,
  * cmd_top.c, cmd_bench.c (sim bench), cmd_simgavel.c (sim gavel),
- * cmd_simtenants.c (sim tenants), cmd_simshare.c (sim share) and cmd_simmig.c (sim mig) are named
+ * cmd_simtenants.c (sim tenants), cmd_simshare.c (sim share), cmd_simmig.c (sim mig) and cmd_simserving.c
+ * (sim serving) are named
  * where their functions are.
  */
 #ifndef XP_CLI_H

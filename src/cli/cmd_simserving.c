@@ -138,7 +138,7 @@ static void print_table(const struct xp_load *l, const struct args *a,
 			snprintf(ratio, sizeof(ratio), "%.2f", x->train_gpu_h / st);
 		printf("%-9s %5.1f%% %5.1f%% %5.1f%% %6.1f %9u %8u %5.2f%% %8.1f %8s %7u %7u %5u "
 		       "%6u "
-		       "%6.2f\n",
+		       "%6.3f\n",
 		       xp_serve_policy_name(x->policy), pct(x->alloc_gpu_h, x->pool_gpu_h),
 		       pct(x->busy_gpu_h, x->pool_gpu_h), pct(x->serve_gpu_h, x->pool_gpu_h),
 		       x->replicas_mean, x->replicas_max, x->slo_minutes,

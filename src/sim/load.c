@@ -31,7 +31,8 @@ static int num(struct xp_csv *c, int col, double *out, struct xp_err *err)
 }
 
 /* the rows wanted, as (time, value); genai picks the request type */
-static int read_rows(struct xp_csv *c, int genai, int series, rowvec *rows, struct xp_err *err)
+static int read_rows(struct xp_csv *c, int genai, int series, rowvec *rows, double *first,
+		     struct xp_err *err)
 {
 	int tcol, vcol, kcol = -1, rc;
 	if (genai) {
@@ -51,20 +52,20 @@ static int read_rows(struct xp_csv *c, int genai, int series, rowvec *rows, stru
 	}
 	while ((rc = xp_csv_next(c, err)) > 0) {
 		struct row r;
-		if (kcol >= 0) {
-			const char *k = xp_csv_field(c, (size_t)kcol);
-			int gen = !strcmp(k, "Generative Requests"),
-			    api = !strcmp(k, "API Requests");
-			if (!gen && !api)
-				return xp_errf(err, XP_EINVAL,
-					       "%s:%zu: field request_type: "
-					       "unknown '%s'",
-					       xp_csv_name(c), xp_csv_line(c), k);
-			if ((series == XP_LOAD_GENERATIVE && !gen) ||
-			    (series == XP_LOAD_API && !api))
-				continue;
-		}
-		if ((rc = num(c, tcol, &r.t, err)) < 0 || (rc = num(c, vcol, &r.v, err)) < 0)
+		const char *k = kcol >= 0 ? xp_csv_field(c, (size_t)kcol) : NULL;
+		int gen = k && !strcmp(k, "Generative Requests"),
+		    api = k && !strcmp(k, "API Requests");
+		if (k && !gen && !api)
+			return xp_errf(err, XP_EINVAL, "%s:%zu: field request_type: unknown '%s'",
+				       xp_csv_name(c), xp_csv_line(c), k);
+		if ((rc = num(c, tcol, &r.t, err)) < 0)
+			return rc;
+		if (r.t < *first) /* windows start at the file's first row, of any type */
+			*first = r.t;
+		if (k &&
+		    ((series == XP_LOAD_GENERATIVE && !gen) || (series == XP_LOAD_API && !api)))
+			continue;
+		if ((rc = num(c, vcol, &r.v, err)) < 0)
 			return rc;
 		if (r.v < 0)
 			return xp_errf(err, XP_EINVAL,
@@ -111,9 +112,9 @@ static double sample_period(const rowvec *rows)
 }
 
 /* rows (sorted) into l->qps per window of w seconds */
-static int resample(const rowvec *rows, double w, struct xp_load *l, struct xp_err *err)
+static int resample(const rowvec *rows, double t0, double w, struct xp_load *l, struct xp_err *err)
 {
-	double t0 = rows->v[0].t, span = rows->v[rows->n - 1].t - t0;
+	double span = rows->v[rows->n - 1].t - t0;
 	double nw = floor(span / w) + 1;
 	if (nw > XP_LOAD_MAX_WINDOWS)
 		return xp_errf(err, XP_ETOOBIG,
@@ -158,7 +159,8 @@ int xp_load_read(const char *path, double window_s, int series, struct xp_load *
 		return rc;
 	l->genai = xp_csv_col(c, "timestamp_anon") >= 0 && xp_csv_col(c, "value") >= 0 &&
 		   xp_csv_col(c, "request_type") >= 0;
-	rc = read_rows(c, l->genai, series, &rows, err);
+	double first = INFINITY;
+	rc = read_rows(c, l->genai, series, &rows, &first, err);
 	xp_csv_close(c);
 	if (rc == 0 && rows.n == 0)
 		rc = xp_errf(err, XP_EINVAL, "%s: no rows of load", path);
@@ -171,7 +173,7 @@ int xp_load_read(const char *path, double window_s, int series, struct xp_load *
 			l->sample_s = 60;
 		if (!(window_s > 0))
 			window_s = l->genai ? l->sample_s : 60;
-		rc = resample(&rows, window_s, l, err);
+		rc = resample(&rows, l->genai ? first : rows.v[0].t, window_s, l, err);
 	}
 	xp_vec_free(&rows);
 	if (rc < 0)

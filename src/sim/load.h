@@ -18,7 +18,9 @@
  *     the first two; time in seconds, any origin, rows in any order. A
  *     window's rate is the mean of its rows; a window without rows keeps
  *     the one before (a rate holds until it is measured again).
- * Windows start at the first row's time. Errors name the file and line.
+ * Windows start at the first row's time (for the GenAI file, its first row
+ * of any type, so the series share one time axis). Errors name the file
+ * and line.
  *
  * Ownership: a struct xp_load owns its series (xp_load_free, NULL-safe).
  */

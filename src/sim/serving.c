@@ -121,17 +121,19 @@ static void scale_down(struct sv *s, uint32_t by)
 	s->free += k;
 }
 
-/* xpool's forecast term as a per-replica metric times cur: the replicas
- * the queue model needs for the SLO at the forecast load plus XP_PRED_Z
- * times its recent noise, as the rate the HPA's rule turns into them */
+/* xpool's forecast term, as the load the HPA's rule turns into replicas:
+ * the larger of the load forecast lead_s ahead and the load at the target
+ * of the replicas the queue model needs for the SLO at that forecast plus
+ * XP_PRED_Z times the load's recent noise */
 static double forecast(const struct sv *s, size_t nobs)
 {
 	const struct xp_serve_opts *o = s->o;
 	const struct xp_load *l = s->l;
-	double hi = xp_load_predict(l->qps, nobs, l->step_s, (double)o->lead_s) +
-		    XP_PRED_Z * xp_load_noise(l->qps, nobs);
+	double ahead = xp_load_predict(l->qps, nobs, l->step_s, (double)o->lead_s);
+	double hi = ahead + XP_PRED_Z * xp_load_noise(l->qps, nobs);
 	uint32_t c = xp_mmc_servers(hi, o->capacity, o->slo_s, 0.01, o->gpus);
-	return (double)c * o->target * o->capacity;
+	double slo = (double)c * o->target * o->capacity;
+	return ahead > slo ? ahead : slo;
 }
 
 /* the HPA's step on the last complete window (and, for xpool, a forecast) */

@@ -21,8 +21,6 @@
 #include "../lib/xalloc.h"
 #include "serving_int.h"
 
-#define XP_PRED_Z 2.0 /* forecast + 2 sigma of the recent noise: about its 97.7th percentile */
-
 static const char *const names[XP_SERVE_NPOLICIES] = { "static", "reactive", "xpool" };
 
 const char *xp_serve_policy_name(int policy)
@@ -56,6 +54,7 @@ void xp_serve_defaults(struct xp_serve_opts *o)
 		.restart_s = 60,
 		.ckpt_s = 1800,
 		.lead_s = 300,
+		.noise_z = 2, /* forecast + 2 sigma: about its 97.7th percentile */
 		.regrow_s = 300,
 		.train_load = 1.0,
 		.job_hours = 2.0,
@@ -75,6 +74,8 @@ static int check(const struct xp_serve_opts *o, struct xp_err *err)
 	if (o->step_s < 1 || o->startup_s < 0 || o->grace_s < 0 || o->restart_s < 0 ||
 	    o->ckpt_s < 1 || o->lead_s < 0 || o->regrow_s < 0)
 		return xp_errf(err, XP_EINVAL, "times: step and checkpoint >= 1 s, others >= 0");
+	if (!(o->noise_z >= 0))
+		return xp_errf(err, XP_EINVAL, "noise-z: expected a number >= 0");
 	if (!(o->train_load >= 0) || !(o->job_hours > 0) || !(o->headroom >= 0))
 		return xp_errf(err, XP_EINVAL, "train-load and headroom >= 0, job-hours > 0");
 	return 0;
@@ -124,13 +125,13 @@ static void scale_down(struct sv *s, uint32_t by)
 /* xpool's forecast term, as the load the HPA's rule turns into replicas:
  * the larger of the load forecast lead_s ahead and the load at the target
  * of the replicas the queue model needs for the SLO at that forecast plus
- * XP_PRED_Z times the load's recent noise */
+ * noise_z times the load's recent noise */
 static double forecast(const struct sv *s, size_t nobs)
 {
 	const struct xp_serve_opts *o = s->o;
 	const struct xp_load *l = s->l;
 	double ahead = xp_load_predict(l->qps, nobs, l->step_s, (double)o->lead_s);
-	double hi = ahead + XP_PRED_Z * xp_load_noise(l->qps, nobs);
+	double hi = ahead + o->noise_z * xp_load_noise(l->qps, nobs);
 	uint32_t c = xp_mmc_servers(hi, o->capacity, o->slo_s, 0.01, o->gpus);
 	double slo = (double)c * o->target * o->capacity;
 	return ahead > slo ? ahead : slo;

@@ -30,14 +30,17 @@
  *             static; a replica that finds no free GPU preempts training
  *             jobs (the youngest first): SIGTERM, grace_s, work since the
  *             job's last checkpoint lost, back to the queue's head.
- *   xpool     the HPA plus its forecast term (load.h's predictor, lead_s
- *             ahead); training elastic: jobs start at up to max on what is
- *             free (at least min), grow into free GPUs (at most once per
- *             regrow_s), and when the service needs GPUs shrink towards
- *             min (checkpoint signal, grace_s, then a restart of
- *             restart_s at the new size, no work lost), the job with the
- *             most GPUs above its min first; only when every job is at min
- *             are whole jobs preempted, also after a checkpoint.
+ *   xpool     the HPA plus its forecast term: the larger of the load
+ *             lead_s ahead (load.h's predictor) and the load at target of
+ *             the replicas the queue model needs for the SLO at that
+ *             forecast + noise_z sigma of the last windows; training
+ *             elastic: jobs start at up to max on what is free (at least
+ *             min), grow into free GPUs (at most once per regrow_s), and
+ *             when the service needs GPUs shrink towards min (checkpoint
+ *             signal, grace_s, then a restart of restart_s at the new
+ *             size, no work lost), the job with the most GPUs above its
+ *             min first; only when every job is at min are whole jobs
+ *             preempted, also after a checkpoint.
  * GPUs leaving training are held grace_s before a replica can take them.
  *
  * Ownership: a result owns its series (xp_serve_result_free, NULL-safe).
@@ -68,6 +71,7 @@ struct xp_serve_opts {
 	int64_t restart_s; /* an elastic job's restart at a new size */
 	int64_t ckpt_s;	   /* periodic checkpoint */
 	int64_t lead_s;	   /* xpool's forecast horizon */
+	double noise_z;	   /* xpool: SLO-sized at forecast + noise_z x the recent noise */
 	int64_t regrow_s;  /* a job grows at most once per this */
 	double train_load; /* training offered over the day / the pool's GPU-time */
 	double job_hours;  /* mean duration of a job at its nominal size */

@@ -6,7 +6,7 @@
  * issue's 444 / 0.4 are the two series together) and on a small time,qps
  * CSV; the M/M/c model against textbook values, the direct Erlang C
  * formula and a naive discrete-event simulation; and the policies'
- * invariants on synthetic days: static never scales, the pool is never
+ * invariants on synthetic days and the genai2026 day: static never scales, the pool is never
  * over-allocated, a running job stays within [min, max], xpool is ahead of
  * reactive on a ramp, and a seed reproduces a run exactly.
  */
@@ -355,13 +355,35 @@ static void test_ramp(void **state)
 	xp_load_free(&l);
 }
 
+/* the genai2026 day itself: the invariants hold on the real series too */
+static void test_genai_day(void **state)
+{
+	(void)state;
+	const char *p = xp_test_shared("traces/genai2026/qps.csv");
+	struct xp_load l;
+	struct xp_serve_opts o;
+	struct xp_serve_result r[XP_SERVE_NPOLICIES];
+	if (!p)
+		xp_skip();
+	assert_int_equal(xp_load_read(p, 0, XP_LOAD_GENERATIVE, &l, NULL), 0);
+	xp_serve_defaults(&o);
+	run3(&l, &o, r);
+	check_invariants(&o, r);
+	/* static reserves the peak + 40 %: ceil(6.84 / 0.29 x 1.4) = 34 */
+	assert_int_equal(r[XP_SERVE_STATIC].static_replicas, 34);
+	assert_int_equal(r[XP_SERVE_STATIC].slo_minutes, 0);
+	for (int k = 0; k < XP_SERVE_NPOLICIES; k++)
+		xp_serve_result_free(&r[k]);
+	xp_load_free(&l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_genai_facts), cmocka_unit_test(test_csv_series),
 		cmocka_unit_test(test_predict),	    cmocka_unit_test(test_erlang_textbook),
 		cmocka_unit_test(test_erlang_des),  cmocka_unit_test(test_policies),
-		cmocka_unit_test(test_ramp),
+		cmocka_unit_test(test_ramp),	    cmocka_unit_test(test_genai_day),
 	};
 	return xp_run_tests(tests, NULL, NULL);
 }

@@ -6,9 +6,10 @@
  * issue's 444 / 0.4 are the two series together) and on a small time,qps
  * CSV; the M/M/c model against textbook values, the direct Erlang C
  * formula and a naive discrete-event simulation; and the policies'
- * invariants on synthetic days and the genai2026 day: static never scales, the pool is never
- * over-allocated, a running job stays within [min, max], xpool is ahead of
- * reactive on a ramp, and a seed reproduces a run exactly.
+ * invariants on synthetic days and on the genai2026 day: static never
+ * scales, the pool is never over-allocated, a running job stays within
+ * [min, max], xpool is ahead of reactive on a ramp, and a seed reproduces
+ * a run exactly.
  */
 #include "testutil.h"
 

@@ -12,7 +12,8 @@
  * cmd_queue.c (queues), cmd_service.c (services), cmd_proxy.c (services
  * behind HAProxy: its configuration and the runtime sync), cmd_advise.c (forecast, advise), cmd_alerts.c,
  * cmd_top.c, cmd_bench.c (sim bench), cmd_simgavel.c (sim gavel),
- * cmd_simtenants.c (sim tenants), cmd_simshare.c (sim share) and cmd_simmig.c (sim mig) are named
+ * cmd_simtenants.c (sim tenants), cmd_simshare.c (sim share), cmd_simmig.c (sim mig) and cmd_simserving.c
+ * (sim serving) are named
  * where their functions are.
  */
 #ifndef XP_CLI_H

@@ -32,6 +32,9 @@
  *                possible.c could any node ever run it
  *   retention.c  finished jobs forgotten; workload.c the target workload
  *   meter.c/.h, prices.c/.h  the usage ledger and the price table
+ *   hpa.c/.h     the Horizontal Pod Autoscaler's rule (tolerance,
+ *                stabilisation windows, rate limits, an optional forecast),
+ *                shared by the serving simulator and the service autoscaler
  */
 #ifndef XP_STATE_H
 #define XP_STATE_H

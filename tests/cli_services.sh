@@ -84,14 +84,42 @@ template:
 EOF
 run service create "$T/web.yaml"
 expect 0 "service create web"
+PORT2=$((PORT + 1))
+while curl -s -o /dev/null "http://127.0.0.1:$PORT2/"; [ $? -ne 7 ]; do PORT2=$((PORT2 + 1)); done
+cat >"$T/auto.yaml" <<EOF
+kind: service
+name: auto
+replicas: {min: 1, max: 4}
+port: $PORT2
+readiness: {http: /healthz, period: 200ms}
+drain: 1s
+autoscale: {metric: inflight, target: 2, period: 500ms, down_window: 3s}
+template:
+  node: $NODE
+  resources: {cpu: 100m, memory: 64}
+  command: [$SVC]
+  env: {SVC_MS: "100"}
+EOF
+run service create "$T/auto.yaml"
+expect 0 "service create auto"
+bad 'autoscale.metric' "kind: service
+name: b
+replicas: {min: 1, max: 2}
+autoscale: {metric: gpu_temp, target: 1}
+template: {command: [true]}"
+bad 'autoscale.target: expected a number above 0' "kind: service
+name: b
+replicas: {min: 1, max: 2}
+autoscale: {metric: rps, target: 0}
+template: {command: [true]}"
 bad "port: $PORT is service web's" "kind: service
 name: other
 port: $PORT
 template: {command: [true]}"
 run services
-[ "$(grep -c . "$T/out")" -eq 2 ] || fail "a refused service was created: $(cat "$T/out")"
+[ "$(grep -c . "$T/out")" -eq 3 ] || fail "a refused service was created: $(cat "$T/out")"
 
-ready_count() { "$XP" service endpoints web -o json 2>/dev/null | jq -e ".endpoints | length == $1" >/dev/null; }
+ready_count() { "$XP" service endpoints "${2:-web}" -o json 2>/dev/null | jq -e ".endpoints | length == $1" >/dev/null; }
 until_ok 60 ready_count 1 || fail "web has no ready endpoint: $("$XP" service get web 2>&1)"
 EP=$("$XP" service endpoints web -o json | jq -r '.endpoints[0] | "\(.address):\(.port)"')
 curl -sf "http://$EP/" | grep -q '^job=' || fail "the replica at $EP does not answer"
@@ -138,6 +166,34 @@ echo "load through haproxy while scaling 1 -> 4 -> 1: $sent requests, $failed fa
 [ "$lrc" -eq 0 ] && [ "${failed:-1}" -eq 0 ] && [ "${sent:-0}" -gt 100 ] ||
 	fail "requests failed while scaling: $(cat "$T/load.out" "$T/load.err")"
 
+# ---- the autoscaler: 8 clients, 100 ms a request, 2 in flight a replica wanted ----
+until_ok 60 ready_count 1 auto || fail "auto has no ready endpoint: $("$XP" service get auto 2>&1)"
+through2() { curl -sf "http://127.0.0.1:$PORT2/" | grep -q '^job='; }
+until_ok 30 through2 || fail "no answer from auto through haproxy: $(cat "$T/sync.log")"
+rm -f "$T/stop"
+t0=$(date +%s%N)
+"$LOAD" 127.0.0.1 "$PORT2" 8 600 "$T/stop" >"$T/load2.out" 2>"$T/load2.err" &
+LOADPID=$!
+ready_atleast() { "$XP" service endpoints auto -o json 2>/dev/null | jq -e ".endpoints | length >= $1" >/dev/null; }
+until_ok 60 ready_atleast 2 || fail "auto did not grow under load: $("$XP" service get auto 2>&1)"
+t1=$(date +%s%N)
+echo "autoscaler: load step to a second ready replica in $(( (t1 - t0) / 1000000 )) ms"
+grown() { "$XP" service get auto -o json | jq -e '.replicas.desired == 4 and .replicas.ready == 4' >/dev/null; }
+until_ok 60 grown || fail "auto did not reach 4 under 8 clients: $("$XP" service get auto 2>&1)"
+: >"$T/stop"
+wait "$LOADPID"
+lrc=$?
+LOADPID=
+shrunk() { "$XP" service get auto -o json | jq -e '.replicas.desired == 1' >/dev/null; }
+until_ok 60 shrunk || fail "auto did not come back to 1 without load: $("$XP" service get auto 2>&1)"
+read -r _ sent _ okn _ failed <"$T/load2.out"
+echo "load through haproxy while autoscaling 1 -> 4 -> 1: $sent requests, $failed failed"
+[ "$lrc" -eq 0 ] && [ "${failed:-1}" -eq 0 ] || fail "requests failed while autoscaling: $(cat "$T/load2.out" "$T/load2.err")"
+run service get auto
+grep -q 'autoscaler: inflight .* -> 4 replicas' "$T/out" &&
+	grep -q 'autoscaler: inflight .* -> 1 replicas' "$T/out" ||
+	fail "the scalings and their reasons are not shown: $(cat "$T/out")"
+
 # ---- a replica that keeps exiting: back-off, and the reason shown ----
 cat >"$T/crash.yaml" <<EOF
 kind: service
@@ -169,6 +225,8 @@ run service get web
 [ "$rc" -ne 0 ] && grep -q 'no service web' "$T/err" || fail "web still there: $(cat "$T/out" "$T/err")"
 run service delete crash
 expect 0 "service delete crash"
+run service delete auto
+expect 0 "service delete auto"
 
 if [ "$fails" -gt 0 ]; then
 	echo "cli_services: $fails failure(s)"

@@ -107,6 +107,12 @@ struct xp_task {
 	int32_t probe_period_ms, probe_timeout_ms;
 	int64_t probe_at;      /* ms: the next check */
 	char probe_path[256];
+	/* its load for the autoscaler, read from its metrics with each check */
+	uint8_t load_kind;     /* enum xp_scrape_kind; 0: not read */
+	uint8_t load_ok;       /* load holds a value */
+	char load_path[256], load_series[96];
+	double load, load_last; /* the value; a counter's last reading */
+	int64_t load_last_ms;	/* when it was read; 0: never */
 	char dir[512];
 };
 

@@ -67,6 +67,20 @@ static void print_services(const json_t *reply)
 		printf("no services\n");
 	xp_table_destroy(t);
 	json_decref((json_t *)list);
+	const json_t *as = json_object_get(reply, "autoscale");
+	if (as && xp_cli_jstr(as, "last")) /* one service: its autoscaler and scalings */
+		printf("\nAutoscaler: %s\n", xp_cli_jstr(as, "last"));
+	const json_t *sc = json_object_get(reply, "scalings");
+	if (json_array_size(sc))
+		printf("\nScalings (newest last):\n");
+	json_array_foreach(sc, i, s)
+	{
+		long long from = 0, to = 0;
+		xp_cli_jint(s, "from", &from);
+		xp_cli_jint(s, "to", &to);
+		printf("  %s  %lld -> %lld  %s\n", xp_cli_jstr(s, "at") ? xp_cli_jstr(s, "at") : "?",
+		       from, to, xp_cli_jstr(s, "reason") ? xp_cli_jstr(s, "reason") : "");
+	}
 }
 
 int xp_cmd_services(int argc, char **argv)

@@ -429,6 +429,11 @@ static json_t *assign_service(const struct xp_svcref *r)
 			      (json_int_t)r->ready.timeout_ms);
 	if (r->ready.kind == XP_PROBE_HTTP)
 		json_object_set_new(o, "path", json_string(r->ready.path));
+	if (r->load.kind) /* its load for the autoscaler: read with each check */
+		json_object_set_new(o, "load",
+				    json_pack("{s:s,s:s,s:s}", "kind",
+					      r->load.kind == XP_SCRAPE_RATE ? "rate" : "gauge",
+					      "path", r->load.path, "series", r->load.series));
 	return o;
 }
 

@@ -274,6 +274,7 @@ void xp_ctl_stop(struct xp_ctl *ctl)
 			free(ctl->gpu_use.vals[i]);
 	xp_intmap_free(&ctl->gpu_use);
 	xp_svc_live_free(ctl);
+	xp_scalers_free(ctl);
 	xp_vec_free(&ctl->assign_ver);
 	pthread_mutex_destroy(&ctl->watch_mu);
 	pthread_mutex_destroy(&ctl->acct.mu);

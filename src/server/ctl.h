@@ -374,6 +374,8 @@ struct xp_ctl {
 	struct xp_intmap svc_live;    /* job id -> struct xp_svc_rep: a service replica's
 				       * port and readiness (heartbeats), and its drain */
 	uint64_t ep_version;	      /* bumped when any service's endpoints change */
+	struct xp_scaler *scalers;    /* services.c: one per autoscaled service */
+	size_t nscalers;
 };
 
 /* services.c: a service replica as its agent and the owner see it (not
@@ -385,6 +387,8 @@ struct xp_svc_rep {
 	int64_t seen;	    /* ms of the last report */
 	int64_t drain_at;   /* ms: out of the endpoints since (scale-down); 0: not */
 	int64_t stop_at;    /* ms: cancelled from then on; 0: not draining */
+	double load;	    /* its autoscaling signal, as its agent read it */
+	int64_t load_at;    /* ms of that reading; 0: none */
 };
 
 /* One running attempt's GPU use, per replica, as its vGPU accounts say. */
@@ -439,6 +443,7 @@ void xp_svc_reports_apply(struct xp_ctl *ctl, long node, struct xp_svc_report *r
 struct json_t *xp_service_json(struct xp_ctl *ctl, const struct xp_service *s, int64_t now);
 struct json_t *xp_service_endpoints(struct xp_ctl *ctl, const struct xp_service *s);
 void xp_svc_live_free(struct xp_ctl *ctl);
+void xp_scalers_free(struct xp_ctl *ctl);
 
 /* api_services.c: /v1/services */
 void xp_api_services_list(struct xp_ctl *, struct xp_cmd *);

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/state/hpa.h"
 #include "../lib/timefmt.h"
 #include "../lib/xalloc.h"
 
@@ -29,6 +30,20 @@
 struct xp_svc_report {
 	json_int_t job, replica, attempt, port;
 	int ready;
+	double load; /* < 0: none */
+};
+
+/* A service's autoscaler: the HPA rule's windows, and its last word. Not
+ * journaled (what it decides is: service.scale with the reason); after a
+ * restart its windows start empty, as Kubernetes' do. */
+struct xp_scaler {
+	char name[XP_NAME_MAX + 1];
+	uint64_t first_job; /* the service it belongs to (a new one of the name is another) */
+	struct xp_hpa h;
+	int64_t next_at; /* ms */
+	double metric;	 /* the last per-replica value the rule saw, < 0: none yet */
+	uint32_t measured;
+	char why[256];
 };
 
 /* ---- what agents say ---- */
@@ -49,14 +64,17 @@ int xp_svc_reports_check(json_t *arr, struct xp_svc_report **out, char *field, s
 	{
 		json_error_t je;
 		snprintf(field, fn, "services[%zu]", i);
-		if (json_unpack_ex(e, &je, JSON_STRICT, "{s:I,s:I,s:I,s:I,s:b}", "job", &r[i].job,
-				   "replica", &r[i].replica, "attempt", &r[i].attempt, "port",
-				   &r[i].port, "ready", &r[i].ready) < 0 ||
+		json_t *load = NULL;
+		if (json_unpack_ex(e, &je, JSON_STRICT, "{s:I,s:I,s:I,s:I,s:b,s?o}", "job",
+				   &r[i].job, "replica", &r[i].replica, "attempt", &r[i].attempt,
+				   "port", &r[i].port, "ready", &r[i].ready, "load", &load) < 0 ||
 		    r[i].job <= 0 || r[i].replica < 0 || r[i].attempt < 1 || r[i].port < 0 ||
-		    r[i].port > 65535) {
+		    r[i].port > 65535 || (load && !json_is_number(load)) ||
+		    (load && !(json_number_value(load) >= 0 && json_number_value(load) < 1e15))) {
 			free(r);
 			return -1;
 		}
+		r[i].load = load ? json_number_value(load) : -1;
 	}
 	*out = r;
 	return (int)i;
@@ -92,6 +110,10 @@ void xp_svc_reports_apply(struct xp_ctl *ctl, long node, struct xp_svc_report *r
 		p->port = (uint16_t)r[i].port;
 		p->ready = (uint8_t)!!r[i].ready;
 		p->seen = now;
+		if (r[i].load >= 0) {
+			p->load = r[i].load;
+			p->load_at = now;
+		}
 	}
 }
 
@@ -195,11 +217,127 @@ static void stop_drained(struct xp_ctl *ctl, struct xp_service *s, int64_t now)
 	}
 }
 
+/* ---- the autoscaler ---- */
+
+static struct xp_scaler *scaler_of(struct xp_ctl *ctl, const struct xp_service *s)
+{
+	for (size_t i = 0; i < ctl->nscalers; i++)
+		if (!strcmp(ctl->scalers[i].name, s->spec.name) &&
+		    ctl->scalers[i].first_job == s->first_job)
+			return &ctl->scalers[i];
+	const struct xp_autoscale *as = &s->spec.scale;
+	struct xp_hpa_opts o;
+	struct xp_err err = { 0 };
+	xp_hpa_defaults(&o);
+	o.min = s->spec.min ? s->spec.min : 1;
+	o.max = s->spec.max;
+	o.target = as->target;
+	o.tolerance = as->tolerance;
+	o.up_window_s = as->up_window_ms / 1000;
+	o.down_window_s = as->down_window_ms / 1000;
+	struct xp_scaler sc = { .first_job = s->first_job, .metric = -1 };
+	snprintf(sc.name, sizeof(sc.name), "%s", s->spec.name);
+	if (xp_hpa_init(&sc.h, &o, &err) < 0) {
+		fprintf(stderr, "xpool server: service %s: autoscaler: %s\n", s->spec.name,
+			err.text);
+		return NULL;
+	}
+	ctl->scalers = xrealloc(ctl->scalers, (ctl->nscalers + 1) * sizeof(*ctl->scalers));
+	ctl->scalers[ctl->nscalers] = sc;
+	return &ctl->scalers[ctl->nscalers++];
+}
+
+void xp_scalers_free(struct xp_ctl *ctl)
+{
+	for (size_t i = 0; i < ctl->nscalers; i++)
+		xp_hpa_free(&ctl->scalers[i].h);
+	free(ctl->scalers);
+	ctl->scalers = NULL;
+	ctl->nscalers = 0;
+}
+
+/* The per-replica metric as Kubernetes' HPA takes it: the mean over the
+ * replicas that report; the others count as 0 when that mean says scale up,
+ * as on target when it says scale down (so a replica still starting never
+ * makes the service shrink). -1 when none reports. */
+static double metric_now(struct xp_ctl *ctl, const struct xp_service *s, int64_t now,
+			 uint32_t *measured)
+{
+	const struct xp_autoscale *as = &s->spec.scale;
+	int64_t fresh = 3 * as->period_ms > 10000 ? 3 * as->period_ms : 10000;
+	double sum = 0;
+	uint32_t n = 0;
+	for (size_t k = 0; k < s->jobs.n; k++) {
+		const struct xp_job *j = xp_state_job(ctl->st, s->jobs.v[k]);
+		const struct xp_svc_rep *p = j && serving(ctl, j) ? rep_of(ctl, j, 0) : NULL;
+		if (p && p->load_at && now - p->load_at <= fresh) {
+			sum += p->load;
+			n++;
+		}
+	}
+	*measured = n;
+	if (!n)
+		return -1;
+	uint32_t all = s->desired > n ? s->desired : n;
+	double mean = sum / n;
+	return mean > as->target ? sum / all : (sum + (all - n) * as->target) / all;
+}
+
+static void autoscale(struct xp_ctl *ctl, struct xp_service *s, int64_t now)
+{
+	struct xp_scaler *a = s->spec.scale.on ? scaler_of(ctl, s) : NULL;
+	if (!a || now < a->next_at)
+		return;
+	a->next_at = now + s->spec.scale.period_ms;
+	uint32_t n;
+	double m = metric_now(ctl, s, now, &n);
+	a->metric = m;
+	a->measured = n;
+	if (m < 0) {
+		snprintf(a->why, sizeof(a->why), "no ready replica reports its %s yet",
+			 xp_metric_name(s->spec.scale.metric));
+		return;
+	}
+	uint32_t want = xp_hpa_step(&a->h, now / 1000, s->desired, m, -1);
+	char reason[256];
+	snprintf(reason, sizeof(reason),
+		 "autoscaler: %s %.3g per replica (%u of %u measured) against a target of %g: "
+		 "%u -> %u replicas",
+		 xp_metric_name(s->spec.scale.metric), m, n, s->desired, s->spec.scale.target,
+		 s->desired, want);
+	snprintf(a->why, sizeof(a->why), "%s", reason + 12);
+	if (want == s->desired)
+		return;
+	struct xp_err err = { 0 };
+	if (xp_ctl_journal(ctl, "service.scale", xp_rec_service_scale(s->spec.name, want, reason),
+			   &err) < 0)
+		fprintf(stderr, "xpool server: service %s: %s\n", s->spec.name, err.text);
+}
+
+static json_t *autoscale_json(struct xp_ctl *ctl, const struct xp_service *s)
+{
+	struct xp_scaler *a = NULL;
+	for (size_t i = 0; i < ctl->nscalers && !a; i++)
+		if (!strcmp(ctl->scalers[i].name, s->spec.name) &&
+		    ctl->scalers[i].first_job == s->first_job)
+			a = &ctl->scalers[i];
+	json_t *o = json_pack("{s:s,s:f}", "metric", xp_metric_name(s->spec.scale.metric),
+			      "target", s->spec.scale.target);
+	if (a && a->metric >= 0)
+		json_object_set_new(o, "current", json_real(a->metric));
+	if (a)
+		json_object_set_new(o, "measured", json_integer(a->measured));
+	if (a && a->why[0])
+		json_object_set_new(o, "last", json_string(a->why));
+	return o;
+}
+
 void xp_services_tick(struct xp_ctl *ctl, int64_t now)
 {
 	for (size_t i = 0; i < ctl->st->services.n; i++) {
 		struct xp_service *s = &ctl->st->services.v[i];
 		stop_drained(ctl, s, now);
+		autoscale(ctl, &ctl->st->services.v[i], now);
 		s = &ctl->st->services.v[i];
 		uint32_t active = 0;
 		for (size_t k = 0; k < s->jobs.n; k++) {
@@ -278,5 +416,17 @@ json_t *xp_service_json(struct xp_ctl *ctl, const struct xp_service *s, int64_t 
 		"spec", xp_servicespec_json(&s->spec), "created_at", ts);
 	if (msg[0])
 		json_object_set_new(o, "message", json_string(msg));
+	if (s->spec.scale.on)
+		json_object_set_new(o, "autoscale", autoscale_json(ctl, s));
+	json_t *sc = json_array(); /* the last scalings, newest last */
+	for (uint32_t k = s->nscales > XP_SERVICE_SCALES ? s->nscales - XP_SERVICE_SCALES : 0;
+	     k < s->nscales; k++) {
+		const struct xp_scale_ev *e = &s->scales[k % XP_SERVICE_SCALES];
+		xp_time_format(e->at, ts);
+		json_array_append_new(sc, json_pack("{s:s,s:i,s:i,s:s}", "at", ts, "from",
+						    (int)e->from, "to", (int)e->to, "reason",
+						    e->reason));
+	}
+	json_object_set_new(o, "scalings", sc);
 	return o;
 }

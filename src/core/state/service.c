@@ -16,6 +16,7 @@
  */
 #include "state_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -168,7 +169,13 @@ int xp_service_apply(struct xp_state *st, const char *type, json_t *o, int64_t a
 		    json_integer_value(r) > s->spec.max)
 			return xp_errf(err, XP_EINVAL, "replicas: expected %u..%u", s->spec.min,
 				       s->spec.max);
-		s->desired = (uint32_t)json_integer_value(r);
+		const char *why = json_string_value(json_object_get(o, "reason"));
+		struct xp_scale_ev *e = &s->scales[s->nscales++ % XP_SERVICE_SCALES];
+		e->at = at;
+		e->from = s->desired;
+		e->to = (uint32_t)json_integer_value(r);
+		snprintf(e->reason, sizeof(e->reason), "%s", why ? why : "");
+		s->desired = e->to;
 		ev->type = "service.scaled";
 		return 0;
 	}
@@ -236,15 +243,24 @@ json_t *xp_services_snapshot(const struct xp_state *st)
 	json_t *a = json_array();
 	for (size_t i = 0; i < st->services.n; i++) {
 		const struct xp_service *s = &st->services.v[i];
+		json_t *sc = json_array();
+		for (uint32_t k = s->nscales > XP_SERVICE_SCALES ? s->nscales - XP_SERVICE_SCALES : 0;
+		     k < s->nscales; k++) {
+			const struct xp_scale_ev *e = &s->scales[k % XP_SERVICE_SCALES];
+			json_array_append_new(sc, json_pack("{s:I,s:i,s:i,s:s}", "at",
+							    (json_int_t)e->at, "from", (int)e->from,
+							    "to", (int)e->to, "reason", e->reason));
+		}
 		json_array_append_new(
-			a, json_pack("{s:o,s:i,s:i,s:I,s:I,s:i,s:I,s:I,s:I}", "spec",
+			a, json_pack("{s:o,s:i,s:i,s:I,s:I,s:i,s:I,s:I,s:I,s:o,s:i}", "spec",
 				     xp_servicespec_json(&s->spec), "version", (int)s->version,
 				     "desired", (int)s->desired, "first_job",
 				     (json_int_t)s->first_job, "created_at",
 				     (json_int_t)s->created_at, "fail_streak", (int)s->fail_streak,
 				     "restarts", (json_int_t)s->restarts, "last_end_job",
 				     (json_int_t)s->last_end_job, "last_end_at",
-				     (json_int_t)s->last_end_at));
+				     (json_int_t)s->last_end_at, "scales", sc, "nscales",
+				     (int)s->nscales));
 	}
 	return a;
 }
@@ -277,6 +293,20 @@ int xp_services_restore(struct xp_state *st, json_t *arr, struct xp_err *err)
 		s.restarts = (uint64_t)restarts;
 		s.last_end_job = (uint64_t)last_job;
 		s.last_end_at = last_at;
+		size_t k;
+		json_t *e;
+		json_t *sc = json_object_get(v, "scales");
+		int nsc = (int)json_integer_value(json_object_get(v, "nscales"));
+		s.nscales = nsc > 0 ? (uint32_t)nsc - (uint32_t)json_array_size(sc) : 0;
+		json_array_foreach(sc, k, e)
+		{
+			struct xp_scale_ev *x = &s.scales[s.nscales++ % XP_SERVICE_SCALES];
+			const char *why = json_string_value(json_object_get(e, "reason"));
+			x->at = json_integer_value(json_object_get(e, "at"));
+			x->from = (uint32_t)json_integer_value(json_object_get(e, "from"));
+			x->to = (uint32_t)json_integer_value(json_object_get(e, "to"));
+			snprintf(x->reason, sizeof(x->reason), "%s", why ? why : "");
+		}
 		if ((rc = service_add(st, &s, err)) < 0)
 			return rc;
 	}

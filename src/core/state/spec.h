@@ -73,11 +73,27 @@ struct xp_probe {
 	int64_t timeout_ms;		  /* default 1000 */
 };
 
+/* What an agent reads of a replica's load for the autoscaler: one series
+ * of the Prometheus text the replica serves at path on its port. */
+enum xp_scrape_kind {
+	XP_SCRAPE_NONE,
+	XP_SCRAPE_RATE, /* a counter: its increase per second between scrapes */
+	XP_SCRAPE_GAUGE /* its value */
+};
+#define XP_SERIES_MAX 95
+
+struct xp_scrape {
+	uint8_t kind;
+	char path[XP_PROBE_PATH_MAX + 1];
+	char series[XP_SERIES_MAX + 1];
+};
+
 /* A replica job's service (xp_jobspec.svc); name NULL: not a replica. */
 struct xp_svcref {
 	char *name;
 	uint32_t version;
 	struct xp_probe ready;
+	struct xp_scrape load; /* kind NONE: the service does not autoscale */
 };
 
 struct xp_jobspec {

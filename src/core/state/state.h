@@ -189,6 +189,13 @@ struct xp_service {
 	uint64_t last_end_job; /* the last of them, 0: none */
 	int64_t last_end_at;
 	XP_VEC(uint64_t) jobs; /* its replica jobs not ended, by id (derived) */
+#define XP_SERVICE_SCALES 16
+	struct xp_scale_ev {
+		int64_t at;
+		uint32_t from, to;
+		char reason[232];
+	} scales[XP_SERVICE_SCALES]; /* the last service.scale records, a ring */
+	uint32_t nscales;	     /* taken in all; the newest is [(n - 1) % 16] */
 };
 
 struct xp_state_opts {

@@ -393,10 +393,11 @@ void xp_energy_beat(struct xp_ctl *ctl, uint32_t node, const struct xp_devstat *
 /* ---- assignments ---- */
 
 /* A replica's MIG reservation: {profile, id (NVML's), start} */
-static json_t *assign_mig(const struct xp_job *j, const struct xp_alloc *a)
+static json_t *assign_mig(struct xp_state *st, const struct xp_alloc *a)
 {
-	return json_pack("{s:s,s:i,s:i}", "profile", j->spec.mig_profile ? j->spec.mig_profile : "",
-			 "id", (int)xp_mig_kind_id(a->mig - 1), "start", (int)a->mig_start);
+	const struct xp_mig_profile *p = xp_state_mig_profile(st, a); /* mig: any chose it */
+	return json_pack("{s:s,s:i,s:i}", "profile", p ? p->name : "", "id",
+			 (int)xp_mig_kind_id(a->mig - 1), "start", (int)a->mig_start);
 }
 
 void xp_api_node_assignments(struct xp_ctl *ctl, struct xp_cmd *cmd)
@@ -439,7 +440,7 @@ void xp_api_node_assignments(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		if (j->spec.vgpu_off)
 			json_object_set_new(e, "vgpu", json_string("off"));
 		if (a->mig) /* the reservation: the agent creates or adopts the instance */
-			json_object_set_new(e, "mig", assign_mig(j, a));
+			json_object_set_new(e, "mig", assign_mig(st, a));
 		if (a->ndev) /* how its devices are shared: timeslice runs without the interposer */
 			json_object_set_new(
 				e, "dev_mode",

@@ -143,6 +143,11 @@ int xp_sched_alloc_fits(const struct xp_sched *s, const struct xp_alloc *a, stru
 /* MIG slices (mig_sched.c): the profile name of a's slice on its device
  * (NULL: a holds none) */
 const char *xp_sched_mig_profile(const struct xp_sched *s, const struct xp_alloc *a);
+/* The same slice's profile (name, id, placements), or NULL */
+const struct xp_mig_profile *xp_sched_mig_prof(const struct xp_sched *s, const struct xp_alloc *a);
+/* The compute milli a MIG slice of kind counts for (quotas, usage): its
+ * compute slices x XP_MILLI / 7, rounded down (3g = 428). */
+uint16_t xp_mig_kind_milli(int kind);
 /* Apply a decision (it must still fit). */
 void xp_sched_commit(struct xp_sched *s, const struct xp_alloc *a);
 /* Return the resources of a committed allocation. */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/model/mig.h"
+#include "core/sched/sched.h"
 #include "core/state/queuespec.h"
 #include "core/state/spec.h"
 #include "core/state/state.h"
@@ -534,6 +535,47 @@ static void test_quota(void **state)
 	world_free(&w);
 }
 
+/* Warm instances steer placement: a 3g takes the warm 3g's start (0, not
+ * 4 as on an empty GPU); a 1g goes where it displaces no warm instance:
+ * beside GPU 1's warm 3g at 4 (not at 6, its pick on an empty GPU), not
+ * on GPU 0 under a warm 7g */
+static void test_warm(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w);
+	assert_int_equal(world_apply(&w, "tenant.create", xp_rec_tenant_create("default")), 0);
+	assert_int_equal(world_apply(&w, "queue.create", xp_rec_queue_create("default", 0, 1)), 0);
+	add_node(&w, "a", "A100-SXM4-80GB", "mig", NULL);
+	assert_int_equal(xp_state_sched(w.st, NULL), 0);
+	uint8_t warm[XP_MIG_NKINDS] = { 0 };
+	warm[XP_MIG_3G] = 1u << 0;
+	xp_sched_set_mig_warm(w.st->sched, 0, 0, warm);
+	xp_sched_set_mig_warm(w.st->sched, 0, 1, warm);
+	uint64_t id = world_submit(
+		&w, "default", "command: [true]\nresources: {devices: {mig: {profile: 3g.40gb}}}\n",
+		NULL);
+	world_cycle(&w);
+	const struct xp_job *j = xp_state_job(w.st, id);
+	assert_int_equal(j->state, XP_JOB_RUNNING);
+	assert_int_equal(j->allocs[0].mig_start, 0);
+	/* GPU 1: a warm 3g at 4; a 1g goes beside it, not onto it */
+	warm[XP_MIG_3G] = 1u << 4;
+	xp_sched_set_mig_warm(w.st->sched, 0, 1, warm);
+	uint8_t warm7[XP_MIG_NKINDS] = { 0 }; /* GPU 0: a warm 7g over every slice */
+	warm7[XP_MIG_7G] = 1;
+	xp_sched_set_mig_warm(w.st->sched, 0, 0, warm7);
+	id = world_submit(&w, "default",
+			  "command: [true]\nresources: {devices: {mig: {profile: 1g.10gb}}}\n",
+			  NULL);
+	world_cycle(&w);
+	j = xp_state_job(w.st, id);
+	assert_int_equal(j->state, XP_JOB_RUNNING);
+	assert_int_equal(j->allocs[0].devs[0], 1);
+	assert_true(j->allocs[0].mig_start < 4);
+	world_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -549,6 +591,7 @@ int main(void)
 		cmocka_unit_test(test_any_place),
 		cmocka_unit_test(test_any_smallest),
 		cmocka_unit_test(test_quota),
+		cmocka_unit_test(test_warm),
 	};
 	return xp_run_tests(tests, NULL, NULL);
 }

@@ -392,6 +392,11 @@ static void *heartbeat_main(void *arg)
 		size_t n;
 		struct xp_task *copy = copy_tasks(a, &n); /* one snapshot per beat */
 		json_t *body = json_pack("{s:o,s:o}", "devices", devs, "tasks", gpu_usage(copy, n));
+		if (a->mig_devs) { /* the MIG instances: warm ones steer placement */
+			pthread_mutex_lock(&a->mu);
+			json_object_set_new(body, "mig", xp_mig_beat_json(a));
+			pthread_mutex_unlock(&a->mu);
+		}
 		int rc = xp_client_json(cl, "POST", path, body, &reply, &err);
 		json_decref(body);
 		json_decref(reply);
@@ -646,7 +651,12 @@ int xp_agent_run(const struct xp_agent_opts *o, struct xp_err *err)
 	c->nodes[0].dedicated = (uint8_t)(a->o.dedicated != 0);
 	limits_start(a, &c->nodes[0]);
 	a->descriptor = xp_descriptor_to_json(c);
+	for (unsigned d = 0; d < a->ndevs && d < 64; d++)
+		if (c->nodes[0].devs[d].mode == XP_MODE_MIG)
+			a->mig_devs |= 1ull << d;
 	xp_task_adopt(a);
+	xp_mig_own_load(a); /* then the orphans: instances xpool made that no task holds */
+	xp_mig_reconcile(a, 1);
 	if (a->o.token && !strncmp(a->o.token, "xpb_", 4) && (rc = join(a, err)) < 0)
 		goto out;
 	cl = agent_client(a, err);

@@ -196,10 +196,13 @@ uint16_t xp_mig_kind_milli(int kind)
 static const double mig_weights[XP_MIG_NKINDS] = { 1, 0, 1, 1, 1, 1, 1 };
 
 /* A candidate's rank: for mig: any the profile's compute slices and
- * memory first (the smallest that fits), then the loss of potential */
+ * memory first (the smallest that fits); then a warm instance of the kind
+ * at that start (reused: no create), then the fewest warm instances of
+ * other kinds it would displace, then the loss of potential */
 struct rank {
 	unsigned compute;
 	uint64_t mem;
+	unsigned cold, displaced;
 	double loss;
 };
 
@@ -209,7 +212,51 @@ static int rank_better(const struct rank *a, const struct rank *b)
 		return a->compute < b->compute;
 	if (a->mem != b->mem)
 		return a->mem < b->mem;
+	if (a->cold != b->cold)
+		return a->cold < b->cold;
+	if (a->displaced != b->displaced)
+		return a->displaced < b->displaced;
 	return a->loss < b->loss - 1e-9;
+}
+
+/* Warm instances on m that kind k at start would overlap (its own kind at
+ * that very start excepted: that one is reused) */
+static unsigned displaced(const struct xp_sched_mig *m, int k, unsigned start)
+{
+	unsigned n = 0, size = m->t.prof[k].place[0].size;
+	for (int j = 0; j < XP_MIG_NKINDS; j++)
+		for (unsigned s = 0; m->warm[j] && s < XP_MIG_MEM_SLICES; s++) {
+			unsigned sz = m->t.prof[j].nplace ? m->t.prof[j].place[0].size : 0;
+			if (!(m->warm[j] >> s & 1) || (j == k && s == start))
+				continue;
+			n += s < start + size && start < s + sz;
+		}
+	return n;
+}
+
+void xp_sched_set_mig_warm(struct xp_sched *s, uint32_t node, uint16_t dev, const uint8_t *warm)
+{
+	if (node >= s->nnodes || dev >= s->ns[node].ndev)
+		return;
+	const struct xp_dstate *ds = &s->dev[s->ns[node].dev0 + dev];
+	if (ds->mig)
+		memcpy(s->migs[ds->mig - 1].warm, warm, XP_MIG_NKINDS);
+}
+
+const struct xp_mig_table *xp_sched_mig_table(const struct xp_sched *s, uint32_t node, uint16_t dev)
+{
+	if (node >= s->nnodes || dev >= s->ns[node].ndev)
+		return NULL;
+	const struct xp_dstate *ds = &s->dev[s->ns[node].dev0 + dev];
+	return ds->mig ? &s->migs[ds->mig - 1].t : NULL;
+}
+
+const struct xp_mig_gpu *xp_sched_mig_gpu(const struct xp_sched *s, uint32_t node, uint16_t dev)
+{
+	if (node >= s->nnodes || dev >= s->ns[node].ndev)
+		return NULL;
+	const struct xp_dstate *ds = &s->dev[s->ns[node].dev0 + dev];
+	return ds->mig ? &s->migs[ds->mig - 1].g : NULL;
 }
 
 /* The best free placement of r on node n's fitting devices, if it beats
@@ -227,7 +274,8 @@ static int node_best(const struct xp_sched *s, uint32_t n, const struct xp_shape
 		int k = dev_kind(s, ds, &m->req);
 		if (k < 0 || !ds->ok)
 			continue;
-		const struct xp_mig_gpu *g = &s->migs[ds->mig - 1].g;
+		const struct xp_sched_mig *sm = &s->migs[ds->mig - 1];
+		const struct xp_mig_gpu *g = &sm->g;
 		struct xp_mig_placement pl[XP_MIG_MAX_PLACEMENTS];
 		size_t np = xp_mig_free_placements(g, k, pl);
 		double before = xp_mig_potential(g, mig_weights);
@@ -235,7 +283,9 @@ static int node_best(const struct xp_sched *s, uint32_t n, const struct xp_shape
 			struct xp_mig_gpu after = *g;
 			if (xp_mig_place(&after, k, pl[i].start, NULL) < 0)
 				continue;
-			struct rank c = { 0, 0, before - xp_mig_potential(&after, mig_weights) };
+			struct rank c = { 0, 0, !(sm->warm[k] >> pl[i].start & 1),
+					  displaced(sm, k, pl[i].start),
+					  before - xp_mig_potential(&after, mig_weights) };
 			if (m->req.mig_any) {
 				c.compute = g->t->prof[k].compute;
 				c.mem = g->t->prof[k].mem_mib;
@@ -259,7 +309,7 @@ static int node_best(const struct xp_sched *s, uint32_t n, const struct xp_shape
 int xp_mig_pick(struct xp_sched *s, const struct xp_request *r, struct xp_alloc *out)
 {
 	struct xp_shape m;
-	struct rank best = { ~0u, ~0ull, 1e300 };
+	struct rank best = { ~0u, ~0ull, ~0u, ~0u, 1e300 };
 	int found = 0;
 	xp_shape_init(s, &m, r);
 	for (uint32_t slot = 0; slot < s->nnodes; slot++) {

@@ -555,6 +555,10 @@ static void test_warm(void **state)
 	uint64_t id = world_submit(
 		&w, "default", "command: [true]\nresources: {devices: {mig: {profile: 3g.40gb}}}\n",
 		NULL);
+	struct xp_explain ex;
+	int fits;
+	xp_state_explain(w.st, xp_state_job(w.st, id), &ex, &fits);
+	assert_string_equal(ex.mig, "MIG 3g.40gb: node a GPU 0, placement {0,4}, a warm instance");
 	world_cycle(&w);
 	const struct xp_job *j = xp_state_job(w.st, id);
 	assert_int_equal(j->state, XP_JOB_RUNNING);

@@ -76,7 +76,10 @@ void xp_mig_beat_apply(struct xp_ctl *ctl, long n, struct xp_live_mig *v, int k)
 	free(l->mig);
 	l->mig = v;
 	l->nmig = (uint16_t)k;
-	if (xp_state_sched(ctl->st, NULL) < 0)
+	int any = 0;
+	for (uint16_t d = 0; d < node->ndevs; d++)
+		any |= node->devs[d].mode == XP_MODE_MIG;
+	if (!any || xp_state_sched(ctl->st, NULL) < 0)
 		return;
 	for (uint16_t d = 0; d < node->ndevs; d++) {
 		uint8_t warm[XP_MIG_NKINDS] = { 0 };

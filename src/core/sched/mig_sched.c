@@ -379,13 +379,14 @@ void xp_mig_explain(const struct xp_sched *s, const struct xp_request *r, const 
 	else
 		snprintf(what, sizeof(what), "%s", name);
 	if (a && a->mig) {
-		const struct xp_mig_profile *p =
-			&s->migs[s->dev[s->ns[a->node].dev0 + a->devs[0]].mig - 1]
-				 .t.prof[a->mig - 1];
+		const struct xp_sched_mig *m =
+			&s->migs[s->dev[s->ns[a->node].dev0 + a->devs[0]].mig - 1];
+		const struct xp_mig_profile *p = &m->t.prof[a->mig - 1];
 		snprintf(out->mig, sizeof(out->mig),
-			 "MIG %s%s%s: node %s GPU %u, placement {%u,%u}", what,
+			 "MIG %s%s%s: node %s GPU %u, placement {%u,%u}%s", what,
 			 r->mig_any ? " takes " : "", r->mig_any ? p->name : "",
-			 s->c->nodes[a->node].name, a->devs[0], a->mig_start, p->place[0].size);
+			 s->c->nodes[a->node].name, a->devs[0], a->mig_start, p->place[0].size,
+			 m->warm[a->mig - 1] >> a->mig_start & 1 ? ", a warm instance" : "");
 		return;
 	}
 	for (uint32_t i = 0; i < s->ndevs; i++) {

@@ -5,7 +5,8 @@
 # tests/cli_prometheus.sh scrapes /metrics with a real server; chromium:
 # tests/cli_ui.sh drives the dashboard headless through the DevTools
 # protocol, with Node.js and the npm packages pinned in
-# tests/ui/package-lock.json; procps: pkill in test_agents).
+# tests/ui/package-lock.json; procps: pkill in test_agents; haproxy:
+# tests/cli_services.sh routes real requests to service replicas through it).
 # `deps.sh fuzz` (make fuzz) adds clang and its runtime libraries, which
 # hold libFuzzer and which --no-install-recommends leaves out.
 # Idempotent: when every package is present it prints one line and changes
@@ -16,7 +17,7 @@ PKGS="build-essential cmake pkg-config
 libcmocka-dev libyaml-dev libjansson-dev
 libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev
 libhwloc-dev
-jq curl procps prometheus chromium"
+jq curl procps prometheus chromium haproxy"
 if [ "${1:-}" = fuzz ]; then
 	PKGS="$PKGS clang-14 libclang-rt-14-dev"
 fi

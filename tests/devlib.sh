@@ -98,6 +98,9 @@ start_dev() {
 	}
 	XPOOL_ADDR=$(sed -n 's/^address: *//p' "$T/dev.out" | head -n 1)
 	XPOOL_TOKEN=$(sed -n 's/^admin token: *//p' "$T/dev.out" | head -n 1)
+	case $XPOOL_TOKEN in # a restart names the file it is in
+	"in "*) XPOOL_TOKEN=$(cat "${XPOOL_TOKEN#in }") ;;
+	esac
 	export XPOOL_ADDR XPOOL_TOKEN
 	# serving: wait until the store is replayed and queries answer
 	until_ok 60 "$XP" queues >/dev/null 2>&1 ||

@@ -391,7 +391,15 @@ static void *heartbeat_main(void *arg)
 		}
 		size_t n;
 		struct xp_task *copy = copy_tasks(a, &n); /* one snapshot per beat */
-		json_t *body = json_pack("{s:o,s:o}", "devices", devs, "tasks", gpu_usage(copy, n));
+		json_t *body = json_pack("{s:o,s:o,s:o}", "devices", devs, "tasks",
+					 gpu_usage(copy, n), "services", xp_serve_report(copy, n));
+		char addr[64] = "";
+		if (a->o.address)
+			snprintf(addr, sizeof(addr), "%s", a->o.address);
+		else
+			xp_client_local_ip(cl, addr, sizeof(addr));
+		if (addr[0])
+			json_object_set_new(body, "address", json_string(addr));
 		if (a->mig_devs) { /* the MIG instances: warm ones steer placement */
 			pthread_mutex_lock(&a->mu);
 			json_object_set_new(body, "mig", xp_mig_beat_json(a));
@@ -410,7 +418,12 @@ static void *heartbeat_main(void *arg)
 			if (copy[i].state == XP_TASK_RUNNING || copy[i].state == XP_TASK_KILLING)
 				upload_output(a, cl, &copy[i]);
 		free(copy);
-		nap(a, a->heartbeat_ms);
+		/* the period, or until a replica's readiness changes */
+		for (int ms = a->heartbeat_ms; ms > 0 && !STOP(a); ms -= 20) {
+			if (atomic_exchange(&a->beat_soon, 0))
+				break;
+			usleep(20000);
+		}
 	}
 	xp_client_destroy(cl);
 	return NULL;
@@ -626,7 +639,7 @@ int xp_agent_run(const struct xp_agent_opts *o, struct xp_err *err)
 	struct xp_agent *a = XNEW(struct xp_agent);
 	struct xp_cluster *c = NULL;
 	struct xp_client *cl = NULL;
-	pthread_t hb, mon;
+	pthread_t hb, mon, probe;
 	int rc = 0, started = 0;
 
 	a->o = *o;
@@ -686,6 +699,13 @@ int xp_agent_run(const struct xp_agent_opts *o, struct xp_err *err)
 		rc = xp_errf(err, XP_EIO, "cannot start the monitor thread: %s", strerror(rc));
 		goto out;
 	}
+	if ((rc = pthread_create(&probe, NULL, xp_serve_prober, a)) != 0) {
+		atomic_store(&a->stop, 1);
+		pthread_join(hb, NULL);
+		pthread_join(mon, NULL);
+		rc = xp_errf(err, XP_EIO, "cannot start the prober thread: %s", strerror(rc));
+		goto out;
+	}
 	started = 1;
 	uint64_t version = 0;
 	char path[400];
@@ -719,6 +739,7 @@ out:
 	if (started) {
 		pthread_join(hb, NULL);
 		pthread_join(mon, NULL);
+		pthread_join(probe, NULL);
 	}
 	if (a->o.stop_tasks)
 		stop_all_tasks(a);

@@ -13,6 +13,9 @@
  *   vgpu_limits.c  a GPU share enforced: libxpool-vgpu.so preloaded with
  *             the replica's memory cap and compute share, and a replica
  *             that never loaded it ended (reason "limits")
+ *   serve.c   a service's replica: the port it gets (XPOOL_PORT) and its
+ *             readiness check, run by the prober thread; both reported
+ *             in the heartbeat
  *   mig_live.c  a replica's MIG instance: adopted or created at the
  *             reserved placement, CUDA_VISIBLE_DEVICES=MIG-<uuid>,
  *             destroyed when it ends (IN_USE: retried every tick)
@@ -66,6 +69,10 @@ struct xp_agent_opts {
 	int device_mode;	  /* enum xp_dev_mode + 1 for the accelerators not in MIG
 				     mode (--device-mode); 0: as discovered */
 	uint16_t overcommit;	  /* device-memory overcommit, hundredths; 0: none */
+	const char *address;	  /* where service replicas are reached; NULL: the
+				     address this host reaches the controller from */
+	uint16_t port_min, port_max; /* service replicas' ports (XPOOL_PORT);
+					0: 30000..32767 */
 	int mig_keep_warm_ms;	  /* an ended replica's MIG instance is kept this long for
 				     the next slice of its profile; 0: destroyed at once */
 };
@@ -106,6 +113,13 @@ struct xp_task {
 	uint8_t mig_held;      /* it holds MIG GPU instance mig_gi of device mig_dev */
 	unsigned mig_dev, mig_gi;
 	off_t sent_out, sent_err;
+	/* a service's replica (serve.c): its port, and its readiness check */
+	uint16_t port;	       /* XPOOL_PORT; 0: not a service replica */
+	uint8_t ready;	       /* the last check passed */
+	uint8_t probe_http;    /* 1: GET probe_path answers 2xx/3xx; 0: the port connects */
+	int32_t probe_period_ms, probe_timeout_ms;
+	int64_t probe_at;      /* ms: the next check */
+	char probe_path[256];
 	char dir[512];
 };
 
@@ -130,7 +144,8 @@ struct xp_agent {
 	unsigned nmig_own;
 	int64_t mig_next_reconcile;	  /* wall-clock ms */
 	uint64_t mig_devs;		  /* devices in MIG mode at discovery */
-	atomic_int stop;		  /* the agent is stopping: every thread ends its loop */
+	atomic_int stop; /* the agent is stopping: every thread ends its loop */
+	atomic_int beat_soon; /* a replica's readiness changed: heartbeat now */
 	struct xp_cg *cg;		  /* the limits; NULL when off or not available */
 	char tag[16];			  /* names this agent's cgroups (its work folder, hashed) */
 	char limits_why[XP_ERR_TEXT_MAX]; /* limits required but not available: why */
@@ -219,5 +234,18 @@ void xp_mig_reconcile(struct xp_agent *a, int force);
 /* the node's MIG instances for the heartbeat: [{device, gi, id, start,
  * size, uuid, owned, warm}] */
 void *xp_mig_beat_json(struct xp_agent *a);
+
+/* serve.c */
+/* A service replica (a->mu held): its port picked (free on the host, held
+ * by no other task) and kept in the task folder with its check. 0 when the
+ * assignment is not a service's, 1 when it is, < 0 when no port is free. */
+int xp_serve_setup(struct xp_agent *a, const void *assignment, struct xp_task *t,
+		   struct xp_err *err);
+/* The port and check of an adopted task, from its folder. */
+void xp_serve_adopt(struct xp_task *t);
+/* The prober thread: each service replica's check, every period. */
+void *xp_serve_prober(void *agent);
+/* The heartbeat's "services": [{job, replica, attempt, port, ready}]. */
+struct json_t *xp_serve_report(const struct xp_task *t, size_t n);
 
 #endif

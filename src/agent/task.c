@@ -467,6 +467,13 @@ static int build_env(struct xp_agent *a, json_t *as, struct xp_task *t, struct s
 	       (long long)json_integer_value(json_object_get(as, "memory_mib")));
 #undef SETNUM
 	env_set(env, "XPOOL_NODE", a->node);
+	if ((rc = xp_serve_setup(a, as, t, err)) < 0)
+		return rc;
+	if (rc > 0) { /* a service's replica: the port it serves on */
+		snprintf(buf, sizeof(buf), "%u", t->port);
+		env_set(env, "XPOOL_PORT", buf);
+		env_set(env, "PORT", buf);
+	}
 	if (jstr(as, "tenant"))
 		env_set(env, "XPOOL_TENANT", jstr(as, "tenant"));
 	if (jstr(as, "name"))
@@ -744,6 +751,7 @@ void xp_task_adopt(struct xp_agent *a)
 		}
 		adopt_cgroup(a, &t);
 		xp_mig_task_adopt(&t);
+		xp_serve_adopt(&t);
 		if (read_exit(&t)) {
 			ended(a, &t);
 		} else if (pid > 0 && proc_start(pid)) {

@@ -9,9 +9,11 @@
  * share, cmd_exec.c the exec from xpool into xpoold, verb_plumbing.c the
  * plumbing every client verb shares, flags.c/.h the flag parser,
  * table.c/.h aligned tables and units, util.c small helpers; the verbs
- * cmd_queue.c (queues), cmd_advise.c (forecast, advise), cmd_alerts.c,
+ * cmd_queue.c (queues), cmd_service.c (services), cmd_proxy.c (services
+ * behind HAProxy: its configuration and the runtime sync), cmd_advise.c (forecast, advise), cmd_alerts.c,
  * cmd_top.c, cmd_bench.c (sim bench), cmd_simgavel.c (sim gavel),
- * cmd_simtenants.c (sim tenants), cmd_simshare.c (sim share) and cmd_simmig.c (sim mig) are named
+ * cmd_simtenants.c (sim tenants), cmd_simshare.c (sim share), cmd_simmig.c (sim mig) and cmd_simserving.c
+ * (sim serving) are named
  * where their functions are.
  */
 #ifndef XP_CLI_H
@@ -62,6 +64,10 @@ int xp_cmd_top(int argc, char **argv);
 int xp_cmd_forecast(int argc, char **argv);
 int xp_cmd_advise(int argc, char **argv);
 /* cmd_admin.c */
+int xp_cmd_services(int argc, char **argv);
+int xp_cmd_service(int argc, char **argv);
+int xp_cmd_proxy_config(int argc, char **argv);
+int xp_cmd_proxy_sync(int argc, char **argv);
 int xp_cmd_queues(int argc, char **argv);
 int xp_cmd_queue(int argc, char **argv);
 int xp_cmd_tenants(int argc, char **argv);

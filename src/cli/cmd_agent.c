@@ -59,6 +59,11 @@ int xp_cmd_agent(int argc, char **argv)
 		  "nothing isolated); GPUs in MIG mode stay mig" },
 		{ "overcommit-memory", XP_FLAG_STR, "F",
 		  "admit device memory up to F x each accelerator's (1..10; default 1)" },
+		{ "address", XP_FLAG_STR, "HOST",
+		  "where this node's service replicas are reached (default: the address it "
+		  "reaches the controller from)" },
+		{ "ports", XP_FLAG_STR, "LO-HI",
+		  "the ports service replicas get (XPOOL_PORT; default 30000-32767)" },
 		{ "stop-tasks", XP_FLAG_BOOL, NULL,
 		  "on exit, end running tasks too (default: they run on; a restart adopts them)" },
 		{ "discover", XP_FLAG_BOOL, NULL,
@@ -144,6 +149,19 @@ int xp_cmd_agent(int argc, char **argv)
 			goto usage;
 		}
 		o.overcommit = (uint16_t)(f * 100 + 0.5);
+	}
+	o.address = xp_flag_get(flags, "address")->sval;
+	if (xp_flag_get(flags, "ports")->given) {
+		const char *v = xp_flag_get(flags, "ports")->sval;
+		unsigned lo, hi;
+		char end;
+		if (sscanf(v, "%u-%u%c", &lo, &hi, &end) != 2 || lo < 1 || hi > 65535 || lo > hi) {
+			xp_errf(&err, XP_EINVAL, "--ports: expected LO-HI within 1-65535, got '%s'",
+				v);
+			goto usage;
+		}
+		o.port_min = (uint16_t)lo;
+		o.port_max = (uint16_t)hi;
 	}
 	static const char *const outputs[] = { "table", "json", NULL };
 	int json;

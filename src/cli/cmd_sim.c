@@ -28,6 +28,7 @@ int xp_cmd_sim_tenants(int argc, char **argv);
 int xp_cmd_sim_gavel(int argc, char **argv);
 int xp_cmd_sim_share(int argc, char **argv);
 int xp_cmd_sim_mig(int argc, char **argv);
+int xp_cmd_sim_serving(int argc, char **argv);
 
 static const char *const paper_workloads[] = {
 	"default",    "cpu050",	    "cpu100",	   "cpu200",	 "cpu250",     "gpushare40",
@@ -635,6 +636,8 @@ int xp_cmd_sim(int argc, char **argv)
 		  "GenAI pods packed whole, as enforced GPU fractions, overcommitted" },
 		{ "mig", xp_cmd_sim_mig,
 		  "MIG slices: static layouts vs first-fit, HAMi best-fit, xpool" },
+		{ "serving", xp_cmd_sim_serving,
+		  "an inference service and elastic training on one pool: static, reactive, xpool" },
 		{ NULL, NULL, NULL },
 	};
 	if (argc < 1 || !strcmp(argv[0], "-h") || !strcmp(argv[0], "--help")) {

@@ -308,6 +308,18 @@ const char *xp_client_base(const struct xp_client *c)
 	return c->base;
 }
 
+void xp_client_local_ip(const struct xp_client *c, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	if (c->h1)
+		xp_http1_local_ip(c->h1, buf, len);
+	else if (c->curl && lc.easy_getinfo) {
+		char *ip = NULL;
+		if (lc.easy_getinfo(c->curl, CURLINFO_LOCAL_IP, &ip) == CURLE_OK && ip)
+			snprintf(buf, len, "%s", ip);
+	}
+}
+
 /* ---- one transfer ---- */
 
 struct sink {

@@ -70,6 +70,9 @@ void xp_client_set_abort(struct xp_client *c, const atomic_int *flag);
 int xp_client_set_repeat_safe(struct xp_client *c, int on);
 /* The normalised base URL ("http://127.0.0.1:7700"). */
 const char *xp_client_base(const struct xp_client *c);
+/* The local address of the client's last connection ("" before one):
+ * where this host reaches the controller from. */
+void xp_client_local_ip(const struct xp_client *c, char *buf, size_t len);
 
 /* Send one request; path starts with '/' and includes the query. body may
  * be NULL (no body); content_type is its type (NULL = application/json).

@@ -22,6 +22,7 @@
  */
 #include "http1.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -518,4 +519,17 @@ int xp_http1_perform(struct xp_http1 *h, const struct xp_http1_req *rq, long *st
 	}
 	xp_sb_free(&req);
 	return rc;
+}
+
+void xp_http1_local_ip(const struct xp_http1 *h, char *buf, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	buf[0] = '\0';
+	if (h->fd < 0 || getsockname(h->fd, (struct sockaddr *)&ss, &sl) < 0)
+		return;
+	if (ss.ss_family == AF_INET)
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, buf, (socklen_t)len);
+	else if (ss.ss_family == AF_INET6)
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, buf, (socklen_t)len);
 }

@@ -247,7 +247,8 @@ static void gpu_reports_apply(struct xp_ctl *ctl, long n, const struct gpu_repor
 
 void xp_api_node_heartbeat(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
-	static const char *const allowed[] = { "devices", "tasks", "mig", NULL };
+	static const char *const allowed[] = { "devices", "tasks", "services", "address", "mig",
+						 NULL };
 	static const char *const dev_keys[] = { "health", "why",	  "util_pct", "power_w",
 						"temp_c", "mem_used_mib", NULL };
 	struct xp_state *st = ctl->st;
@@ -322,15 +323,30 @@ void xp_api_node_heartbeat(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		       "expected a list of {job, replica, attempt, gpu_mem_mib, gpu_peak_mib, ooms, "
 		       "device_ooms, spent_ns, clock_ns} with counts >= 0");
 	}
+	struct xp_svc_report *svc = NULL;
+	json_t *addr = json_object_get(o, "address");
+	int nsvc = xp_svc_reports_check(json_object_get(o, "services"), &svc, field,
+					sizeof(field));
+	if (nsvc < 0 || (addr && (!json_is_string(addr) || !json_string_length(addr) ||
+				  json_string_length(addr) >= sizeof(ctl->live.v[n].addr)))) {
+		free(rep);
+		free(svc);
+		json_decref(o);
+		if (nsvc >= 0)
+			REFUSE(ctl, cmd, XP_EINVAL, "address",
+			       "expected the host or address its replicas are reached at");
+		REFUSE(ctl, cmd, XP_EINVAL, field,
+		       "expected a list of {job, replica, attempt, port 0..65535, ready}");
+	}
 	struct xp_live_mig *mig;
 	int nmig = xp_mig_beat_check(json_object_get(o, "mig"), node, &mig, field, sizeof(field));
 	if (nmig < 0) {
 		free(rep);
+		free(svc);
 		json_decref(o);
 		REFUSE(ctl, cmd, XP_EINVAL, field,
 		       "expected at most 8 per device of {device, gi, id (a MIG profile id), "
-		       "start, "
-		       "size, uuid, owned, warm}");
+		       "start, size, uuid, owned, warm}");
 	}
 	/* all checked: now it may change things */
 	struct xp_live *l = &ctl->live.v[n];
@@ -338,6 +354,10 @@ void xp_api_node_heartbeat(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	xp_mig_beat_apply(ctl, n, mig, nmig);
 	gpu_reports_apply(ctl, n, rep, nrep, beat_now);
 	free(rep);
+	xp_svc_reports_apply(ctl, n, svc, nsvc, beat_now);
+	free(svc);
+	if (addr)
+		snprintf(l->addr, sizeof(l->addr), "%s", json_string_value(addr));
 	if (l->last_seen && node->ndevs)
 		xp_energy_beat(ctl, (uint32_t)n, ds, beat_now - l->last_seen);
 	l->last_seen = beat_now;
@@ -412,6 +432,20 @@ static json_t *assign_mig(struct xp_state *st, const struct xp_alloc *a)
 			 p && p->nplace ? (int)p->place[0].size : 0);
 }
 
+/* A service replica's {name, version, probe: http|tcp, path, period_ms,
+ * timeout_ms}: the agent gives it a port and runs the check */
+static json_t *assign_service(const struct xp_svcref *r)
+{
+	json_t *o = json_pack("{s:s,s:i,s:s,s:I,s:I}", "name", r->name, "version",
+			      (int)r->version, "probe",
+			      r->ready.kind == XP_PROBE_HTTP ? "http" : "tcp", "period_ms",
+			      (json_int_t)r->ready.period_ms, "timeout_ms",
+			      (json_int_t)r->ready.timeout_ms);
+	if (r->ready.kind == XP_PROBE_HTTP)
+		json_object_set_new(o, "path", json_string(r->ready.path));
+	return o;
+}
+
 void xp_api_node_assignments(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
 	struct xp_state *st = ctl->st;
@@ -451,6 +485,8 @@ void xp_api_node_assignments(struct xp_ctl *ctl, struct xp_cmd *cmd)
 			json_object_set_new(e, "workdir", json_string(j->spec.workdir));
 		if (j->spec.vgpu_off)
 			json_object_set_new(e, "vgpu", json_string("off"));
+		if (j->spec.svc.name) /* a service's replica: its port and check */
+			json_object_set_new(e, "service", assign_service(&j->spec.svc));
 		if (a->mig) /* the reservation: the agent creates or adopts the instance */
 			json_object_set_new(e, "mig", assign_mig(st, a));
 		if (a->ndev) /* how its devices are shared: timeslice runs without the interposer */

@@ -275,6 +275,7 @@ void xp_ctl_stop(struct xp_ctl *ctl)
 		if (ctl->gpu_use.keys && ctl->gpu_use.keys[i])
 			free(ctl->gpu_use.vals[i]);
 	xp_intmap_free(&ctl->gpu_use);
+	xp_svc_live_free(ctl);
 	xp_vec_free(&ctl->assign_ver);
 	pthread_mutex_destroy(&ctl->watch_mu);
 	pthread_mutex_destroy(&ctl->acct.mu);

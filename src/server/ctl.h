@@ -25,6 +25,9 @@
  *                logs; node liveness (suspect, lost, back)
  *   api_mig.c    a node's MIG instances from its heartbeat (warm ones
  *                steer placement) and a MIG GPU's view in /v1/devices
+ *   api_services.c /v1/services: create, scale, delete, endpoints
+ *   services.c   the owner keeps each service's replicas (submit, drain,
+ *                stop) and reads the agents' port and readiness reports
  *   api_meter.c  usage, cost and prices
  *   api_advise.c the cost forecast and the savings advice
  *   events.c     the event ring (long polls and streams: http_wait.c)
@@ -369,6 +372,20 @@ struct xp_ctl {
 	struct xp_intmap gpu_use;     /* job id -> struct xp_gpu_use: what the running
 				       * attempt's replicas hold and spend on their GPUs,
 				       * from the agents' heartbeats (not journaled) */
+	struct xp_intmap svc_live;    /* job id -> struct xp_svc_rep: a service replica's
+				       * port and readiness (heartbeats), and its drain */
+	uint64_t ep_version;	      /* bumped when any service's endpoints change */
+};
+
+/* services.c: a service replica as its agent and the owner see it (not
+ * journaled: the next heartbeat after a restart says it again) */
+struct xp_svc_rep {
+	uint32_t attempt;
+	uint16_t port;	    /* its agent's pick; 0: not said yet */
+	uint8_t ready;	    /* its readiness check passes */
+	int64_t seen;	    /* ms of the last report */
+	int64_t drain_at;   /* ms: out of the endpoints since (scale-down); 0: not */
+	int64_t stop_at;    /* ms: cancelled from then on; 0: not draining */
 };
 
 /* One running attempt's GPU use, per replica, as its vGPU accounts say. */
@@ -390,6 +407,7 @@ struct xp_energy {
 };
 struct xp_live {
 	int64_t last_seen; /* ms; 0 = never (emulated) */
+	char addr[64];	   /* where its service replicas are reached (heartbeat) */
 	uint64_t gpu_full;  /* devices whose gpu_out_of_memory alert fires (api_agents.c) */
 	uint8_t suspect;
 	uint16_t ndev;
@@ -423,6 +441,29 @@ void xp_energy_beat(struct xp_ctl *ctl, uint32_t node, const struct xp_devstat *
 /* snapshot_bg.c: snapshots written by a forked child, off the owner thread */
 void xp_snap_start(struct xp_ctl *ctl);
 void xp_snap_poll(struct xp_ctl *ctl, int block);
+
+/* services.c: the owner keeps each service's replicas (every tick), and
+ * reads what agents say of them */
+void xp_services_tick(struct xp_ctl *ctl, int64_t now);
+/* A heartbeat's "services": [{job, replica, attempt, port, ready}], checked
+ * whole (-1 with field set) before any is applied. */
+struct xp_svc_report;
+int xp_svc_reports_check(struct json_t *arr, struct xp_svc_report **out, char *field,
+			 size_t fn);
+void xp_svc_reports_apply(struct xp_ctl *ctl, long node, struct xp_svc_report *r, int n,
+			  int64_t now);
+/* A service as the API shows it; its ready replicas as endpoints. */
+struct json_t *xp_service_json(struct xp_ctl *ctl, const struct xp_service *s, int64_t now);
+struct json_t *xp_service_endpoints(struct xp_ctl *ctl, const struct xp_service *s);
+void xp_svc_live_free(struct xp_ctl *ctl);
+
+/* api_services.c: /v1/services */
+void xp_api_services_list(struct xp_ctl *, struct xp_cmd *);
+void xp_api_services_create(struct xp_ctl *, struct xp_cmd *);
+void xp_api_service_get(struct xp_ctl *, struct xp_cmd *);
+void xp_api_service_delete(struct xp_ctl *, struct xp_cmd *);
+void xp_api_service_scale(struct xp_ctl *, struct xp_cmd *);
+void xp_api_service_endpoints(struct xp_ctl *, struct xp_cmd *);
 
 /* api_agents.c */
 void xp_api_agents_register(struct xp_ctl *, struct xp_cmd *);

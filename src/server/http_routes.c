@@ -23,7 +23,7 @@
 #include "../lib/parse.h"
 #include "../lib/xalloc.h"
 
-enum { EDGE_QUEUE = EDGE_JSON + 1, EDGE_PRICES };
+enum { EDGE_QUEUE = EDGE_JSON + 1, EDGE_PRICES, EDGE_SERVICE };
 
 /* who may call a route (an admin may call every one) */
 #define T XP_ROUTE_TENANT
@@ -54,6 +54,12 @@ static const struct route routes[] = {
 	{ "GET", "/v1/prices", xp_api_prices_get, T, 0, SMALL },
 	{ "PUT", "/v1/prices", xp_api_prices_put, A, EDGE_PRICES, 0 },
 	{ "POST", "/v1/workflows", xp_api_workflows_submit, T, EDGE_WORKFLOW, 0 },
+	{ "GET", "/v1/services", xp_api_services_list, T, 0, SMALL },
+	{ "POST", "/v1/services", xp_api_services_create, T, EDGE_SERVICE, 0 },
+	{ "GET", "/v1/services/{name}", xp_api_service_get, T, 0, SMALL },
+	{ "DELETE", "/v1/services/{name}", xp_api_service_delete, T, 0, SMALL },
+	{ "POST", "/v1/services/{name}/scale", xp_api_service_scale, T, EDGE_JSON, SMALL },
+	{ "GET", "/v1/services/{name}/endpoints", xp_api_service_endpoints, T, 0, SMALL },
 	{ "GET", "/v1/nodes", xp_api_nodes_list, T, 0, SMALL },
 	{ "POST", "/v1/nodes", xp_api_nodes_add, A, EDGE_NODES, 0 },
 	{ "GET", "/v1/nodes/{name}", xp_api_node_get, T, 0, SMALL },
@@ -280,6 +286,28 @@ static int parse_queue(struct xp_cmd *cmd)
 	return 0;
 }
 
+static void free_service(void *p)
+{
+	xp_servicespec_free(p);
+	free(p);
+}
+
+static int parse_service(struct xp_cmd *cmd)
+{
+	struct xp_err err = { 0 };
+	struct xp_servicespec *s = XNEW(struct xp_servicespec);
+	char field[320];
+	if (xp_servicespec_parse_text("request", cmd->body, cmd->len, cmd->body_json, s, field,
+				      &err) < 0) {
+		free(s);
+		xp_reply_err(cmd, &err, field[0] ? field : NULL);
+		return -1;
+	}
+	cmd->payload = s;
+	cmd->payload_free = free_service;
+	return 0;
+}
+
 static int parse_prices(struct xp_cmd *cmd)
 {
 	struct xp_err err = { 0 };
@@ -338,6 +366,8 @@ int xp_http_parse(struct conn *k)
 		return parse_queue(cmd);
 	case EDGE_PRICES:
 		return parse_prices(cmd);
+	case EDGE_SERVICE:
+		return parse_service(cmd);
 	case EDGE_JSON:
 		return parse_json(cmd);
 	default:

@@ -364,6 +364,10 @@ static int journal(struct xp_ctl *ctl, const char *type, char *body, struct type
 	if (job && was_running && (job->state != XP_JOB_RUNNING || !job->allocs)) {
 		energy_on_end(ctl, job);
 		free(xp_intmap_del(&ctl->gpu_use, job->id)); /* the run ended */
+		if (xp_intmap_get(&ctl->svc_live, job->id)) { /* out of its service's endpoints */
+			free(xp_intmap_del(&ctl->svc_live, job->id));
+			ctl->ep_version++;
+		}
 	}
 	if (ev.job && !strcmp(type, "job.start")) {
 		ctl->m.starts++;
@@ -630,6 +634,7 @@ static void *owner_main(void *arg)
 			xp_live_check(ctl, xp_ctl_now());
 			forget_due(ctl, xp_ctl_now());
 			overdue(ctl, xp_ctl_now());
+			xp_services_tick(ctl, xp_ctl_now());
 			more = cycle(ctl);
 			xp_alert_feed_tick(ctl, xp_ctl_now());
 			estimate_workload(ctl, xp_ctl_now());

@@ -116,6 +116,7 @@ void xp_state_add_job(struct xp_state *st, struct xp_job *j)
 		xp_usage_charge(st, j, 1);
 	}
 	xp_deps_add(st, j);
+	xp_service_job_added(st, j);
 	if (j->key) {
 		char buf[512];
 		xp_state_key(st, j->tenant, j->key, buf, sizeof(buf));
@@ -423,6 +424,8 @@ static int submit_job(struct xp_state *st, struct rec *r, int64_t at, int64_t id
 	}
 	if (rc == 0)
 		rc = xp_deps_check(st, &j->spec, (uint32_t)t, r->err);
+	if (rc == 0)
+		rc = xp_service_admits(st, j, r->err);
 	if (rc == 0 && j->spec.node) {
 		long n = xp_state_node(st, j->spec.node);
 		if (n < 0)
@@ -605,6 +608,7 @@ void xp_state_finish(struct xp_state *st, struct xp_job *j, int to, int64_t at)
 	j->finished_at = at;
 	xp_state_note_done(st, j);
 	xp_deps_ended(st, j);
+	xp_service_job_ended(st, j, to, at);
 	XP_JOB_CHECK(st, j, from);
 }
 
@@ -976,6 +980,8 @@ int xp_state_apply(struct xp_state *st, uint64_t seq, int64_t at, const char *ty
 		ev->tenant = -2;
 	} else if (!strcmp(type, "job.forget"))
 		rc = xp_state_job_forget(st, r.o, ev, err);
+	else if (!strncmp(type, "service.", 8))
+		rc = xp_service_apply(st, type, r.o, at, ev, err);
 	else
 		rc = xp_errf(err, XP_ECORRUPT, "unknown record type '%s'", type);
 	json_decref(r.o);

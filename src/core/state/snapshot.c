@@ -122,6 +122,7 @@ char *xp_state_snapshot(const struct xp_state *st)
 		json_array_append_new(a, jo);
 	}
 	json_object_set_new(o, "jobs", a);
+	json_object_set_new(o, "services", xp_services_snapshot(st));
 	json_object_set_new(o, "meter", xp_meter_snapshot(st));
 	char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(o);
@@ -358,6 +359,8 @@ int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, st
 			}
 		}
 	}
+	if (rc == 0) /* before the jobs, which join their services */
+		rc = xp_services_restore(st, json_object_get(o, "services"), err);
 	a = json_object_get(o, "jobs");
 	json_array_foreach(a, i, v)
 	{

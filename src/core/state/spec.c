@@ -20,13 +20,15 @@
 #include "../../lib/timefmt.h"
 #include "../../lib/xalloc.h"
 #include "../model/mig.h"
+#include "svcspec.h"
 
 static const char *const top_keys[] = { "name",	     "tenant",	       "queue",	       "priority",
 					"command",   "args",	       "env",	       "workdir",
 					"replicas",  "resources",      "labels",       "duration",
 					"exit_code", "node",	       "on_node_lost", "time_limit",
 					"gang",	     "depends_on",     "workflow",     "deadline",
-					"qos",	     "hold_for_nodes", "vgpu",	       NULL };
+					"qos",	     "hold_for_nodes", "vgpu",	       "service",
+					NULL };
 static const char *const gang_keys[] = { "colocate", "timeout", NULL };
 static const char *const dep_keys[] = { "job", "type", NULL };
 static const char *const dep_names[XP_DEP_N] = { "after-ok", "after-any", "after-not-ok" };
@@ -115,6 +117,7 @@ void xp_jobspec_free(struct xp_jobspec *s)
 	free(s->deps);
 	free(s->workflow);
 	free(s->mig_profile);
+	xp_svcref_free(&s->svc);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -448,21 +451,29 @@ static int get_vgpu(struct xp_walk *w, const struct xp_tree *t, struct xp_jobspe
 }
 
 /* a duration field in ms (0 absent, 1 set, < 0 error) */
-static int get_duration(struct xp_walk *w, const struct xp_tree *t, const char *key, int64_t *out)
+int xp_walk_get_duration(struct xp_walk *w, const struct xp_tree *t, const char *key,
+			 int64_t max_ms, int64_t *out)
 {
 	const struct xp_tree *v = xp_tree_field(t, key);
 	if (!v)
 		return 0;
 	size_t m = xp_walk_push_key(w, key);
 	int rc = xp_walk_want(w, v, XP_TREE_SCALAR, "a duration such as 30s");
-	if (rc == 0 && xp_duration_parse(v->text, XP_DURATION_MAX_MS, out) < 0)
-		rc = xp_walk_fail(
-			w, v->line, XP_EINVAL,
-			"expected a duration such as 30s, 5m or 1h30m (at most 366d), got "
-			"'%s'",
-			XP_SHOW(v->text));
+	if (rc == 0 && xp_duration_parse(v->text, max_ms, out) < 0) {
+		char most[32];
+		xp_duration_short(max_ms, most, sizeof(most));
+		rc = xp_walk_fail(w, v->line, XP_EINVAL,
+				  "expected a duration such as 30s, 5m or 1h30m (at most %s), "
+				  "got '%s'",
+				  most, XP_SHOW(v->text));
+	}
 	xp_walk_pop(w, m);
 	return rc < 0 ? rc : 1;
+}
+
+static int get_duration(struct xp_walk *w, const struct xp_tree *t, const char *key, int64_t *out)
+{
+	return xp_walk_get_duration(w, t, key, XP_DURATION_MAX_MS, out);
 }
 
 /* depends_on: [{job: ID, type: after-ok|after-any|after-not-ok}] */
@@ -650,7 +661,7 @@ static int parse(struct xp_walk *w, const struct xp_tree *t, struct xp_jobspec *
 			return rc;
 		s->hold_for_nodes = !strcmp(hold->text, "true");
 	}
-	if ((rc = get_vgpu(w, t, s)) < 0)
+	if ((rc = get_vgpu(w, t, s)) < 0 || (rc = xp_svcref_parse(w, t, &s->svc)) < 0)
 		return rc;
 	return 0;
 }
@@ -665,6 +676,13 @@ int xp_jobspec_check_submit(const struct xp_jobspec *s, const char *name, char f
 	} else if (s->mem_mib == 0) {
 		f = "resources.memory";
 		why = "must be at least 1Mi; leave it out for 1Gi";
+	} else if (s->svc.name) {
+		if (field)
+			snprintf(field, 320, "service");
+		return xp_errf(err, XP_EINVAL,
+			       "%s: service: set by the controller on a service's replicas; create "
+			       "a service with POST /v1/services (xpool service create)",
+			       name);
 	}
 	if (!f)
 		return 0;
@@ -919,6 +937,7 @@ json_t *xp_jobspec_json(const struct xp_jobspec *s)
 		json_object_set_new(o, "hold_for_nodes", json_true());
 	if (s->vgpu_off)
 		json_object_set_new(o, "vgpu", json_string("off"));
+	xp_svcref_json(&s->svc, o);
 	return o;
 }
 

@@ -58,6 +58,28 @@ struct xp_dep {
 	uint8_t type;
 };
 
+#define XP_PROBE_PATH_MAX 255
+
+/* How an agent tells a replica is ready for traffic. */
+enum xp_probe_kind {
+	XP_PROBE_TCP, /* its port takes a connection (the default) */
+	XP_PROBE_HTTP /* GET path on its port answers 2xx or 3xx */
+};
+
+struct xp_probe {
+	uint8_t kind;
+	char path[XP_PROBE_PATH_MAX + 1]; /* XP_PROBE_HTTP: starts with '/' */
+	int64_t period_ms;		  /* default 1000 */
+	int64_t timeout_ms;		  /* default 1000 */
+};
+
+/* A replica job's service (xp_jobspec.svc); name NULL: not a replica. */
+struct xp_svcref {
+	char *name;
+	uint32_t version;
+	struct xp_probe ready;
+};
+
 struct xp_jobspec {
 	char *name;   /* NULL: "job-<id>" */
 	char *tenant; /* NULL: the submitter's */
@@ -104,7 +126,14 @@ struct xp_jobspec {
 	uint8_t vgpu_off;	/* vgpu: off - a GPU share announced, not enforced (trusted) */
 	char *mig_profile;	/* devices.mig.profile: a MIG slice of one GPU, or NULL;
 				 * XP_MIG_ANY: the smallest profile that fits the size */
+	struct xp_svcref svc;	/* a service's replica (svcspec.h): set by the controller */
 };
+
+/* A duration field (30s, 5m, 1h30m) of at most max_ms: 0 absent, 1 set,
+ * or a negative code naming the field. */
+struct xp_walk;
+int xp_walk_get_duration(struct xp_walk *w, const struct xp_tree *t, const char *key,
+			 int64_t max_ms, int64_t *out);
 
 const char *xp_dep_type_name(int t);
 int xp_dep_type_parse(const char *s);

@@ -236,6 +236,7 @@ void xp_state_destroy(struct xp_state *st)
 	xp_meter_free(&st->meter);
 	xp_possible_cache_free(st->possible);
 	xp_vec_free(&st->workload);
+	xp_services_free(st);
 	for (size_t i = 0; i < st->jobs.n; i++)
 		xp_state_job_free(st->jobs.v[i]);
 	xp_vec_free(&st->jobs);

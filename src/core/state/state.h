@@ -20,6 +20,8 @@
  *   jobedit.c    records that change a pending job: job.hold, job.update
  *   snapshot.c   the whole state as JSON and back
  *   spec.c/.h    job specs and job changes: parser and canonical writer
+ *   svcspec.c/.h service definitions and a replica's service, in and out;
+ *                service.c services in the state (records, replica lists)
  *   queuespec.c/.h queue definitions in and out; queue.c the tree,
  *                quotas, usage and shares
  *   cycle.c      the scheduling cycle; gang.c gangs placed whole;
@@ -30,6 +32,9 @@
  *                possible.c could any node ever run it
  *   retention.c  finished jobs forgotten; workload.c the target workload
  *   meter.c/.h, prices.c/.h  the usage ledger and the price table
+ *   hpa.c/.h     the Horizontal Pod Autoscaler's rule (tolerance,
+ *                stabilisation windows, rate limits, an optional forecast),
+ *                shared by the serving simulator and the service autoscaler
  */
 #ifndef XP_STATE_H
 #define XP_STATE_H
@@ -46,6 +51,7 @@
 #include "meter.h"
 #include "queuespec.h"
 #include "spec.h"
+#include "svcspec.h"
 
 enum xp_job_state {
 	XP_JOB_PENDING,
@@ -168,6 +174,23 @@ struct xp_nodeinfo {
 	XP_VEC(struct xp_replica_ref) run; /* the running replicas, any order */
 };
 
+/* A service (service.c, docs/design/serving.md): replicas kept running
+ * from a template. The restart figures count replicas that ended on their
+ * own (not cancelled by a scale-down, an update or a delete). */
+struct xp_service {
+	struct xp_servicespec spec; /* tenant and queue filled in */
+	uint32_t tenant;
+	uint32_t version;     /* of the template: replicas carry it */
+	uint32_t desired;     /* replicas wanted now, spec.min..spec.max */
+	uint64_t first_job;   /* ids below it belong to an earlier service of the name */
+	int64_t created_at;
+	uint32_t fail_streak; /* replicas in a row that ended on their own */
+	uint64_t restarts;    /* replicas that ended on their own, in all */
+	uint64_t last_end_job; /* the last of them, 0: none */
+	int64_t last_end_at;
+	XP_VEC(uint64_t) jobs; /* its replica jobs not ended, by id (derived) */
+};
+
 struct xp_state_opts {
 	const char *policy; /* default "bestfit" */
 	int tiebreak;
@@ -214,6 +237,7 @@ struct xp_state {
 	size_t done_head;	     /* done.v[< done_head]: forgotten already */
 	struct xp_meter meter;	     /* the usage ledger and the price table (meter.c) */
 	XP_VEC(struct xp_wshape) workload; /* the estimated target workload M (workload.c) */
+	XP_VEC(struct xp_service) services; /* by creation; a deleted one leaves the list */
 };
 
 /* What a record did, for the event stream. */
@@ -261,6 +285,20 @@ int xp_queue_admits(const struct xp_state *st, uint32_t q, const uint64_t d[XP_R
 double xp_queue_share(const struct xp_state *st, uint32_t q);
 double xp_tenant_share(const struct xp_state *st, uint32_t t);
 int xp_queue_is_leaf(const struct xp_state *st, uint32_t q);
+
+/* service.c: services (docs/design/serving.md) */
+/* The service called name, or -1. */
+long xp_state_service(const struct xp_state *st, const char *name);
+/* service.create: spec's tenant is filled in (the record names it). */
+char *xp_rec_service_create(const struct xp_servicespec *spec);
+/* service.scale: replicas wanted from now on, and why (a user, the autoscaler) */
+char *xp_rec_service_scale(const char *name, uint32_t replicas, const char *reason);
+char *xp_rec_service_delete(const char *name);
+/* The delay before the next replica may start after replicas ended on
+ * their own: 0 with no streak, then 1 s doubling to 60 s (Kubernetes'
+ * CrashLoopBackOff: 10 s doubling to 300 s, shortened for a pool that
+ * restarts on another node). */
+int64_t xp_service_backoff_ms(const struct xp_service *s);
 
 /* Records (bodies are malloc'd JSON). */
 char *xp_rec_tenant_create(const char *name);

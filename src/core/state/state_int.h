@@ -43,6 +43,17 @@ __attribute__((noreturn)) void xp_state_assert_fail(const char *file, int line,
 			xp_state_assert_fail(__FILE__, __LINE__, &xp_check_err_);                  \
 	} while (0)
 #endif
+/* service.c: the records service.create / .scale / .delete; a replica job
+ * joins its service's list when it enters the state and leaves it when it
+ * ends; snapshots */
+int xp_service_apply(struct xp_state *st, const char *type, json_t *o, int64_t at,
+		     struct xp_event_info *ev, struct xp_err *err);
+int xp_service_admits(const struct xp_state *st, const struct xp_job *j, struct xp_err *err);
+void xp_service_job_added(struct xp_state *st, const struct xp_job *j);
+void xp_service_job_ended(struct xp_state *st, const struct xp_job *j, int to, int64_t at);
+json_t *xp_services_snapshot(const struct xp_state *st);
+int xp_services_restore(struct xp_state *st, json_t *arr, struct xp_err *err);
+void xp_services_free(struct xp_state *st);
 /* retention.c: the finish-order FIFO, and the job.forget record */
 void xp_state_note_done(struct xp_state *st, const struct xp_job *j);
 void xp_state_done_rebuild(struct xp_state *st);

@@ -1,0 +1,256 @@
+/*
+ * serve: a service's replica on this node (docs/design/serving.md).
+ *
+ * Its port: the agent picks one free on the host in --ports (default
+ * 30000-32767), held by no other task, turning through the range so a port
+ * just given up is not handed out again at once; the replica gets it as
+ * XPOOL_PORT (and PORT). It is kept in the task folder ("service": PORT,
+ * the check) so an agent that restarts and adopts the task reports the
+ * same one.
+ *
+ * Its readiness: the prober thread runs each replica's check every period
+ * - a TCP connect to 127.0.0.1:PORT, or an HTTP GET of the path that must
+ * answer 2xx or 3xx - within its timeout. A change of verdict makes the
+ * heartbeat go at once rather than at its next period, so the controller
+ * adds or drops the endpoint within one check and one request.
+ */
+#include "agent.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define PORT_MIN_DEFAULT 30000
+#define PORT_MAX_DEFAULT 32767
+#define PROBE_TICK_MS	 50
+#define PROBES_MAX	 256 /* checks run per tick at most */
+
+static int port_free(uint16_t port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	sa.sin_addr.s_addr = htonl(INADDR_ANY);
+	int ok = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	close(fd);
+	return ok;
+}
+
+static int port_taken(const struct xp_agent *a, uint16_t port)
+{
+	for (size_t i = 0; i < a->tasks.n; i++)
+		if (a->tasks.v[i].port == port && a->tasks.v[i].state != XP_TASK_DONE)
+			return 1;
+	return 0;
+}
+
+static uint16_t pick_port(const struct xp_agent *a)
+{
+	static unsigned cursor; /* a->mu held */
+	unsigned lo = a->o.port_min ? a->o.port_min : PORT_MIN_DEFAULT;
+	unsigned hi = a->o.port_max ? a->o.port_max : PORT_MAX_DEFAULT;
+	unsigned span = hi - lo + 1;
+	for (unsigned i = 0; i < span; i++) {
+		uint16_t p = (uint16_t)(lo + (cursor + i) % span);
+		if (!port_taken(a, p) && port_free(p)) {
+			cursor = (cursor + i + 1) % span;
+			return p;
+		}
+	}
+	return 0;
+}
+
+static void save(const struct xp_task *t)
+{
+	char path[600], tmp[620];
+	snprintf(path, sizeof(path), "%s/service", t->dir);
+	snprintf(tmp, sizeof(tmp), "%s/service.tmp", t->dir);
+	FILE *f = fopen(tmp, "w");
+	if (!f)
+		return;
+	fprintf(f, "%u %d %d %d %s\n", t->port, t->probe_http, t->probe_period_ms,
+		t->probe_timeout_ms, t->probe_http ? t->probe_path : "-");
+	if (fclose(f) == 0)
+		rename(tmp, path);
+}
+
+int xp_serve_setup(struct xp_agent *a, const void *assignment, struct xp_task *t,
+		   struct xp_err *err)
+{
+	json_t *svc = json_object_get((json_t *)assignment, "service");
+	if (!json_is_object(svc))
+		return 0;
+	const char *probe = json_string_value(json_object_get(svc, "probe"));
+	const char *path = json_string_value(json_object_get(svc, "path"));
+	t->probe_http = probe && !strcmp(probe, "http") && path;
+	snprintf(t->probe_path, sizeof(t->probe_path), "%s", t->probe_http ? path : "");
+	t->probe_period_ms = (int32_t)json_integer_value(json_object_get(svc, "period_ms"));
+	t->probe_timeout_ms = (int32_t)json_integer_value(json_object_get(svc, "timeout_ms"));
+	if (t->probe_period_ms < 100)
+		t->probe_period_ms = 1000;
+	if (t->probe_timeout_ms < 10)
+		t->probe_timeout_ms = 1000;
+	t->port = pick_port(a);
+	if (!t->port)
+		return xp_errf(err, XP_ENOSPC, "no free port for a service replica in %u-%u",
+			       a->o.port_min ? a->o.port_min : PORT_MIN_DEFAULT,
+			       a->o.port_max ? a->o.port_max : PORT_MAX_DEFAULT);
+	t->probe_at = 0;
+	save(t);
+	return 1;
+}
+
+void xp_serve_adopt(struct xp_task *t)
+{
+	char path[600];
+	unsigned port;
+	int http, per, to;
+	snprintf(path, sizeof(path), "%s/service", t->dir);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	if (fscanf(f, "%u %d %d %d %255s", &port, &http, &per, &to, t->probe_path) == 5 &&
+	    port > 0 && port < 65536) {
+		t->port = (uint16_t)port;
+		t->probe_http = (uint8_t)(http != 0);
+		t->probe_period_ms = per >= 100 ? per : 1000;
+		t->probe_timeout_ms = to >= 10 ? to : 1000;
+	}
+	fclose(f);
+}
+
+/* fd connected to 127.0.0.1:port within ms; -1 when not */
+static int dial(uint16_t port, int ms)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -1;
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno != EINPROGRESS) {
+		close(fd);
+		return -1;
+	}
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+	int soerr = 0;
+	socklen_t sl = sizeof(soerr);
+	if (poll(&p, 1, ms) != 1 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0 ||
+	    soerr) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* GET path: the status line's code, or -1 */
+static int http_status(int fd, const char *path, int ms)
+{
+	char req[400], buf[64];
+	int n = snprintf(req, sizeof(req),
+			 "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\nUser-Agent: xpool-agent\r\n"
+			 "Connection: close\r\n\r\n",
+			 path);
+	if (send(fd, req, (size_t)n, MSG_NOSIGNAL) != n)
+		return -1;
+	size_t got = 0;
+	while (got < 12) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		if (poll(&p, 1, ms) != 1)
+			return -1;
+		ssize_t r = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
+		if (r <= 0)
+			return -1;
+		got += (size_t)r;
+	}
+	buf[got] = '\0';
+	int code;
+	if (strncmp(buf, "HTTP/1.", 7) || sscanf(buf + 9, "%3d", &code) != 1)
+		return -1;
+	return code;
+}
+
+static int check(uint16_t port, int http, const char *path, int ms)
+{
+	int fd = dial(port, ms);
+	if (fd < 0)
+		return 0;
+	int ok = 1;
+	if (http) {
+		int code = http_status(fd, path, ms);
+		ok = code >= 200 && code < 400;
+	}
+	close(fd);
+	return ok;
+}
+
+struct due {
+	uint64_t job;
+	uint32_t replica, attempt;
+	uint16_t port;
+	uint8_t http;
+	int timeout;
+	char path[256];
+};
+
+void *xp_serve_prober(void *arg)
+{
+	struct xp_agent *a = arg;
+	struct due *d = calloc(PROBES_MAX, sizeof(*d));
+	while (d && !atomic_load(&a->stop)) {
+		int64_t now = xp_agent_now();
+		size_t n = 0;
+		pthread_mutex_lock(&a->mu);
+		for (size_t i = 0; i < a->tasks.n && n < PROBES_MAX; i++) {
+			const struct xp_task *t = &a->tasks.v[i];
+			if (t->port && t->state == XP_TASK_RUNNING && now >= t->probe_at)
+				d[n++] = (struct due){ t->job, t->replica, t->attempt, t->port,
+						       t->probe_http, t->probe_timeout_ms, "" };
+			if (n && t->probe_http)
+				snprintf(d[n - 1].path, sizeof(d[n - 1].path), "%s",
+					 t->probe_path);
+		}
+		pthread_mutex_unlock(&a->mu);
+		for (size_t i = 0; i < n; i++) {
+			int ok = check(d[i].port, d[i].http, d[i].path, d[i].timeout);
+			pthread_mutex_lock(&a->mu);
+			struct xp_task *t = xp_task_find(a, d[i].job, d[i].replica, d[i].attempt);
+			if (t && t->state == XP_TASK_RUNNING) {
+				t->probe_at = xp_agent_now() + t->probe_period_ms;
+				if (t->ready != ok) {
+					t->ready = (uint8_t)ok;
+					atomic_store(&a->beat_soon, 1);
+					fprintf(stderr,
+						"xpool agent: node=%s job=%llu: port %u %s\n",
+						a->node, (unsigned long long)t->job, t->port,
+						ok ? "ready" : "not ready");
+				}
+			}
+			pthread_mutex_unlock(&a->mu);
+		}
+		usleep(PROBE_TICK_MS * 1000);
+	}
+	free(d);
+	return NULL;
+}
+
+json_t *xp_serve_report(const struct xp_task *t, size_t n)
+{
+	json_t *arr = json_array();
+	for (size_t i = 0; i < n; i++)
+		if (t[i].port && t[i].state == XP_TASK_RUNNING)
+			json_array_append_new(
+				arr, json_pack("{s:I,s:i,s:i,s:i,s:b}", "job", (json_int_t)t[i].job,
+					       "replica", (int)t[i].replica, "attempt",
+					       (int)t[i].attempt, "port", (int)t[i].port, "ready",
+					       (int)t[i].ready));
+	return arr;
+}

@@ -1,0 +1,65 @@
+/*
+ * svcspec: a service's definition (docs/api.md "Services") and what each of
+ * its replica jobs carries of it, parsed from a document tree (API input or
+ * a journal record alike) with every field checked, and written back as
+ * canonical JSON that parses to the same definition.
+ *
+ *   {kind: service, name, tenant, queue, replicas: N | {min, max},
+ *    port, readiness: {http: PATH | tcp: true, period, timeout},
+ *    drain, template: JOB SPEC}
+ *
+ * A service keeps its replicas running: each is a job of one replica made
+ * from the template, with a port its agent picks (XPOOL_PORT) and the
+ * readiness check its agent runs. replicas is the count wanted at creation
+ * (a number: min = max = it; a range: it starts at min). port is the
+ * proxy's (the service's address for clients), 0: none. drain is how long
+ * a replica leaving (scale-down) stays out of the endpoints before it is
+ * stopped, so a proxy stops sending it requests first.
+ *
+ * A replica job's spec holds {service: {name, version, readiness}}: set by
+ * the controller only (xp_jobspec_check_submit refuses it from users).
+ */
+#ifndef XP_SVCSPEC_H
+#define XP_SVCSPEC_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "../../lib/err.h"
+#include "spec.h"
+
+#define XP_SERVICE_MAX_REPLICAS 1024
+
+struct xp_servicespec {
+	char name[XP_NAME_MAX + 1];
+	char tenant[XP_NAME_MAX + 1]; /* "": the creator's */
+	char queue[XP_NAME_MAX + 1];  /* "": default */
+	uint32_t min, max, replicas;  /* replicas: wanted at creation, min..max */
+	uint16_t port;		      /* the proxy's port; 0: none */
+	struct xp_probe ready;
+	int64_t drain_ms; /* default 2000 */
+	struct xp_jobspec tmpl;
+};
+
+/* Parse a definition; name labels errors; json < 0 detects the syntax, 0
+ * YAML, 1 JSON. On error *field (if not NULL) gets the faulty field's path
+ * ("template.resources.cpu"). */
+int xp_servicespec_parse_text(const char *name, const char *buf, size_t len, int json,
+			      struct xp_servicespec *out, char field[320], struct xp_err *err);
+void xp_servicespec_free(struct xp_servicespec *s);
+/* Canonical JSON (a new reference). */
+json_t *xp_servicespec_json(const struct xp_servicespec *s);
+/* A replica's job spec: the template with the service's tenant, queue,
+ * name ("NAME-vVERSION") and {service: {name, version, readiness}}. */
+int xp_servicespec_replica(const struct xp_servicespec *s, uint32_t version,
+			   struct xp_jobspec *out, struct xp_err *err);
+
+/* spec.c's hooks for the jobspec's "service" key */
+struct xp_walk;
+struct xp_tree;
+int xp_svcref_parse(struct xp_walk *w, const struct xp_tree *t, struct xp_svcref *out);
+void xp_svcref_json(const struct xp_svcref *r, json_t *spec);
+void xp_svcref_free(struct xp_svcref *r);
+
+#endif

@@ -9,8 +9,10 @@
  *    administrator made (here: the test, through the HAL) alone;
  *  - warm instances: with --mig-keep-warm an ended replica's instance
  *    stays, the controller sees it warm (/v1/devices), the next 3g slice
- *    adopts the same GPU instance (same GI and MIG UUID: no create), and
- *    it is destroyed once the keep time has passed.
+ *    adopts the same GPU instance (same GI and MIG UUID: no create); a 7g,
+ *    which needs its slices, has it destroyed first; an instance is
+ *    destroyed once the keep time has passed; a heartbeat's malformed
+ *    instance list is refused naming the entry.
  * Every wait is on a condition with a wall-clock deadline.
  */
 #include "testutil.h"
@@ -180,20 +182,25 @@ static const char *job_state(struct env *e, long long id, char *buf, size_t len)
 		}                                                                                  \
 	} while (0)
 
-static long long submit(struct env *e, const char *go)
+static long long submit_profile(struct env *e, const char *profile, const char *go)
 {
 	char body[512];
 	long st;
 	snprintf(body, sizeof(body),
 		 "{\"resources\":{\"cpu\":\"100m\",\"memory\":64,\"devices\":{\"mig\":{"
-		 "\"profile\":\"3g.40gb\"}}},\"command\":\"echo CUDA=$CUDA_VISIBLE_DEVICES.; "
+		 "\"profile\":\"%s\"}}},\"command\":\"echo CUDA=$CUDA_VISIBLE_DEVICES.; "
 		 "until [ -e %s/%s ]; do sleep 0.05; done\"}",
-		 e->dir, go);
+		 profile, e->dir, go);
 	json_t *r = api(e, "POST", "/v1/jobs", body, &st);
 	assert_int_equal(st, 201);
 	long long id = json_integer_value(json_object_get(r, "id"));
 	json_decref(r);
 	return id;
+}
+
+static long long submit(struct env *e, const char *go)
+{
+	return submit_profile(e, "3g.40gb", go);
 }
 
 /* the GPU instances of GPU 0, read through the HAL as another process
@@ -363,11 +370,31 @@ static void test_keep_warm(void **state)
 	assert_true(log_has(e, "adopted at {4,4}"));
 	touch(e, "go2");
 	WAIT_FOR(!strcmp(job_state(e, b, st, sizeof(st)), "succeeded"), 30, "job: %s", st);
+	/* a 7g needs the warm 3g's slices: the agent destroys it, then creates */
+	WAIT_FOR(!strcmp(dev_inst_state(e, st, sizeof(st), NULL), "warm"), 30, "state '%s'", st);
+	long long c = submit_profile(e, "7g.80gb", "go3");
+	WAIT_FOR(!strcmp(job_state(e, c, st, sizeof(st)), "running"), 30, "job: %s", st);
+	WAIT_FOR(instances(&m) == 1 && m.inst[0].profile_id == 0, 30, "no 7g instance alone");
+	assert_true(log_has(e, "destroyed: created by xpool, held by no task"));
+	touch(e, "go3");
+	WAIT_FOR(!strcmp(job_state(e, c, st, sizeof(st)), "succeeded"), 30, "job: %s", st);
 	/* warm for 4 s, then destroyed */
 	int64_t ended = mono_ms();
 	WAIT_FOR(instances(&m) == 0, 30, "instances: %u, not 0", m.n);
 	assert_true(mono_ms() - ended >= 2000); /* not at once */
 	WAIT_FOR(dev_inst_state(e, st, sizeof(st), NULL)[0] == 0, 30, "state %s", st);
+	/* a malformed instance list is refused, naming the entry */
+	long code;
+	json_t *r = api(e, "POST", "/v1/nodes/m-0/heartbeat",
+			"{\"devices\":[{\"health\":\"ok\"}],\"mig\":[{\"device\":3,\"gi\":1,"
+			"\"id\":9,\"start\":4,\"size\":4,\"uuid\":\"MIG-x\",\"owned\":true,"
+			"\"warm\":false}]}",
+			&code);
+	char *txt = json_dumps(r, 0);
+	if (code != 400 || !strstr(txt, "mig[0]"))
+		fail_msg("heartbeat with a bad mig entry: %ld %s", code, txt);
+	free(txt);
+	json_decref(r);
 	e->passed = 1;
 }
 

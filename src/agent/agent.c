@@ -667,9 +667,9 @@ int xp_agent_run(const struct xp_agent_opts *o, struct xp_err *err)
 	for (unsigned d = 0; d < a->ndevs && d < 64; d++)
 		if (c->nodes[0].devs[d].mode == XP_MODE_MIG)
 			a->mig_devs |= 1ull << d;
+	xp_mig_own_load(a); /* before the tasks: one that ended while away releases its own */
 	xp_task_adopt(a);
-	xp_mig_own_load(a); /* then the orphans: instances xpool made that no task holds */
-	xp_mig_reconcile(a, 1);
+	xp_mig_reconcile(a, 1); /* then the orphans: instances xpool made that no task holds */
 	if (a->o.token && !strncmp(a->o.token, "xpb_", 4) && (rc = join(a, err)) < 0)
 		goto out;
 	cl = agent_client(a, err);

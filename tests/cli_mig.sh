@@ -3,7 +3,8 @@
 # two A100-80GB GPUs are in mode mig, and a node with a GPU without MIG:
 #  - `xpool submit --mig any --device-memory 15Gi` gets the smallest profile
 #    that fits (1g.20gb), shown in the job's allocation and in
-#    `xpool devices --mig` (slices, instance, job);
+#    `xpool devices --mig` (slices, instance, job); one that cannot be
+#    placed says why in `xpool explain`;
 #  - refused at submit, naming the field: any without a size, an unknown
 #    profile (valid ones listed), a profile no node offers, any that no
 #    profile covers, MIG on a GPU model without partitions.
@@ -48,6 +49,17 @@ grep -q "1g.20gb .*reserved *$J/0" "$T/out" || fail "devices --mig: no 1g.20gb w
 run devices --mig -o json
 grep -q '"slices": "' "$T/out" || fail "devices --mig -o json: $(head -c 600 "$T/out")"
 grep -q '"model": "L4"' "$T/out" && fail "devices --mig lists the L4"
+
+# two whole-GPU slices by size: GPU 1 takes one, the other waits and says why
+for i in 1 2; do
+	run submit --mig any --device-memory 70Gi --duration 1h -- sleep 3600
+	expect 0 "submit --mig any --device-memory 70Gi ($i)"
+done
+J2=$(submitted)
+wait_line "$J2" '^State: *pending'
+run explain "$J2"
+grep -q 'MIG any (1 milli, 71680 MiB): none of the 2 GPUs offering it has a free placement' "$T/out" ||
+	fail "explain $J2: $(cat "$T/out")"
 
 refused() { # WHAT FIELD TEXT ARGS...
 	what=$1 field=$2 text=$3

@@ -11,16 +11,21 @@
  * (instances the agent found that no allocation owns are not seen here).
  *
  * A slice fits a device that offers the profile and has a free placement
- * for it. With mig: any (r->mig_any) the profile is chosen per GPU: the
- * smallest of its table whose compute slices cover r->dev_milli and whose
- * memory covers r->dev_mem_mib, among those with a free placement; the
- * pick prefers the smallest such profile over all GPUs (compute slices,
- * then memory), then the least loss. An allocation's dev_milli is always
- * its profile's compute slices / 7 (xp_mig_kind_milli), what quotas count. Placement is xpool's
- * policy (mig_place.h): over every free {GPU, start} of every node that fits the rest of the
- * request, the least loss of the potential sum_k w[k] room_k, every kind weighing 1 (1g+me 0); ties
- * go to the lower slot, device and start. A pick scans every node: MIG requests do not use the
- * index.
+ * for it. Placement is xpool's policy (mig_place.h): over every free
+ * {GPU, start} of every node that fits the rest of the request, the least
+ * loss of the potential sum_k w[k] room_k, every kind weighing 1 (1g+me
+ * 0); ties go to the lower slot, device and start. A pick scans every
+ * node: MIG requests do not use the index.
+ *
+ * With mig: any (r->mig_any) the profile is chosen per GPU: the smallest
+ * of its table whose compute slices cover r->dev_milli and whose memory
+ * covers r->dev_mem_mib, among those with a free placement; the pick
+ * prefers the smallest such profile over all GPUs (compute slices, then
+ * memory). Then, for any request, warm instances (xp_sched_set_mig_warm, a
+ * hint from the agents' heartbeats): a candidate that reuses one of its
+ * kind at its start first, then the one that overlaps the fewest others;
+ * then the least loss. An allocation's dev_milli is always its profile's compute
+ * slices / 7 (xp_mig_kind_milli): what quotas count.
  */
 #include "sched_int.h"
 

@@ -318,6 +318,23 @@ static void test_reconcile(void **state)
 	assert_string_equal(json_string_value(json_object_get(in, "state")), "foreign");
 	assert_string_equal(json_string_value(json_object_get(in, "profile")), "1g.10gb");
 	json_decref(d);
+	/* its slice is not placed on: a 7g waits, a 3g runs beside it */
+	long long big = submit_profile(e, "7g.80gb", "go7");
+	long long mid = submit(e, "go3");
+	WAIT_FOR(!strcmp(job_state(e, mid, st, sizeof(st)), "running"), 30, "3g: %s", st);
+	assert_string_equal(job_state(e, big, st, sizeof(st)), "pending");
+	snprintf(path, sizeof(path), "/v1/jobs/%lld/explain", big);
+	json_t *x = api(e, "GET", path, NULL, NULL);
+	const char *sum = json_string_value(json_object_get(x, "summary"));
+	if (!sum ||
+	    !strstr(sum, "MIG 7g.80gb: none of the 1 GPUs offering it has a free placement"))
+		fail_msg("explain: %s", sum ? sum : "(none)");
+	json_decref(x);
+	snprintf(path, sizeof(path), "/v1/jobs/%lld/cancel", big);
+	json_decref(api(e, "POST", path, NULL, NULL));
+	touch(e, "go3");
+	WAIT_FOR(!strcmp(job_state(e, mid, st, sizeof(st)), "succeeded"), 30, "3g: %s", st);
+	WAIT_FOR(instances(&m) == 1, 30, "instances: %u, not 1", m.n);
 	e->passed = 1;
 }
 

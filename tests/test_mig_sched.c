@@ -550,8 +550,8 @@ static void test_warm(void **state)
 	assert_int_equal(xp_state_sched(w.st, NULL), 0);
 	uint8_t warm[XP_MIG_NKINDS] = { 0 };
 	warm[XP_MIG_3G] = 1u << 0;
-	xp_sched_set_mig_warm(w.st->sched, 0, 0, warm);
-	xp_sched_set_mig_warm(w.st->sched, 0, 1, warm);
+	xp_sched_set_mig_warm(w.st->sched, 0, 0, warm, 0);
+	xp_sched_set_mig_warm(w.st->sched, 0, 1, warm, 0);
 	uint64_t id = world_submit(
 		&w, "default", "command: [true]\nresources: {devices: {mig: {profile: 3g.40gb}}}\n",
 		NULL);
@@ -565,10 +565,10 @@ static void test_warm(void **state)
 	assert_int_equal(j->allocs[0].mig_start, 0);
 	/* GPU 1: a warm 3g at 4; a 1g goes beside it, not onto it */
 	warm[XP_MIG_3G] = 1u << 4;
-	xp_sched_set_mig_warm(w.st->sched, 0, 1, warm);
+	xp_sched_set_mig_warm(w.st->sched, 0, 1, warm, 0);
 	uint8_t warm7[XP_MIG_NKINDS] = { 0 }; /* GPU 0: a warm 7g over every slice */
 	warm7[XP_MIG_7G] = 1;
-	xp_sched_set_mig_warm(w.st->sched, 0, 0, warm7);
+	xp_sched_set_mig_warm(w.st->sched, 0, 0, warm7, 0);
 	id = world_submit(&w, "default",
 			  "command: [true]\nresources: {devices: {mig: {profile: 1g.10gb}}}\n",
 			  NULL);
@@ -577,6 +577,41 @@ static void test_warm(void **state)
 	assert_int_equal(j->state, XP_JOB_RUNNING);
 	assert_int_equal(j->allocs[0].devs[0], 1);
 	assert_true(j->allocs[0].mig_start < 4);
+	world_free(&w);
+}
+
+/* Slices an instance xpool did not create holds are never placed on: a
+ * 3g goes to GPU 0's free half, a 4g (start 0 only) waits */
+static void test_foreign(void **state)
+{
+	(void)state;
+	struct world w;
+	uint8_t none[XP_MIG_NKINDS] = { 0 };
+	world_init(&w);
+	assert_int_equal(world_apply(&w, "tenant.create", xp_rec_tenant_create("default")), 0);
+	assert_int_equal(world_apply(&w, "queue.create", xp_rec_queue_create("default", 0, 1)), 0);
+	add_node(&w, "a", "A100-SXM4-80GB", "mig", NULL);
+	assert_int_equal(xp_state_sched(w.st, NULL), 0);
+	xp_sched_set_mig_warm(w.st->sched, 0, 0, none, 0x0f);
+	xp_sched_set_mig_warm(w.st->sched, 0, 1, none, 0xff);
+	uint64_t a = world_submit(
+		&w, "default", "command: [true]\nresources: {devices: {mig: {profile: 3g.40gb}}}\n",
+		NULL);
+	uint64_t b = world_submit(
+		&w, "default", "command: [true]\nresources: {devices: {mig: {profile: 4g.40gb}}}\n",
+		NULL);
+	world_cycle(&w);
+	const struct xp_job *j = xp_state_job(w.st, a);
+	assert_int_equal(j->state, XP_JOB_RUNNING);
+	assert_int_equal(j->allocs[0].devs[0], 0);
+	assert_int_equal(j->allocs[0].mig_start, 4);
+	assert_int_equal(xp_state_job(w.st, b)->state, XP_JOB_PENDING);
+	struct xp_explain ex;
+	int fits;
+	xp_state_explain(w.st, xp_state_job(w.st, b), &ex, &fits);
+	assert_false(fits);
+	assert_string_equal(ex.mig,
+			    "MIG 4g.40gb: none of the 2 GPUs offering it has a free placement");
 	world_free(&w);
 }
 
@@ -596,6 +631,7 @@ int main(void)
 		cmocka_unit_test(test_any_smallest),
 		cmocka_unit_test(test_quota),
 		cmocka_unit_test(test_warm),
+		cmocka_unit_test(test_foreign),
 	};
 	return xp_run_tests(tests, NULL, NULL);
 }

@@ -7,9 +7,10 @@
  * checked here (bounded: 8 per device), kept per node in ctl->live, and
  * the warm ones become the scheduler's hint (xp_sched_set_mig_warm): the
  * next slice of that profile prefers the warm {GPU, start}, and others
- * avoid displacing it. The hint is not journaled: it is the agent's to
- * report again on every beat, and a placement made without it is still
- * right (the agent destroys a warm instance in the way).
+ * avoid displacing it; the slices of instances xpool did not create
+ * (owned false: an administrator's) are never placed on. The hint is not journaled: it is the
+ * agent's to report again on every beat, and a placement made without it is still right (the agent
+ * destroys a warm instance in the way).
  *
  * The view (xp_mig_dev_json, in /v1/devices and the dashboard): a MIG
  * GPU's slices, its instances (profile, placement, GI, UUID, state) and
@@ -82,13 +83,18 @@ void xp_mig_beat_apply(struct xp_ctl *ctl, long n, struct xp_live_mig *v, int k)
 	if (!any || xp_state_sched(ctl->st, NULL) < 0)
 		return;
 	for (uint16_t d = 0; d < node->ndevs; d++) {
-		uint8_t warm[XP_MIG_NKINDS] = { 0 };
+		uint8_t warm[XP_MIG_NKINDS] = { 0 }, foreign = 0;
 		if (node->devs[d].mode != XP_MODE_MIG)
 			continue;
-		for (int i = 0; i < k; i++)
-			if (v[i].dev == d && v[i].warm)
+		for (int i = 0; i < k; i++) {
+			if (v[i].dev != d)
+				continue;
+			if (v[i].warm)
 				warm[xp_mig_kind_of_id(v[i].id)] |= (uint8_t)(1u << v[i].start);
-		xp_sched_set_mig_warm(ctl->st->sched, (uint32_t)n, d, warm);
+			if (!v[i].owned)
+				foreign |= (uint8_t)(((1u << v[i].size) - 1) << v[i].start);
+		}
+		xp_sched_set_mig_warm(ctl->st->sched, (uint32_t)n, d, warm, foreign);
 	}
 }
 

@@ -24,8 +24,12 @@
  * memory). Then, for any request, warm instances (xp_sched_set_mig_warm, a
  * hint from the agents' heartbeats): a candidate that reuses one of its
  * kind at its start first, then the one that overlaps the fewest others;
- * then the least loss. An allocation's dev_milli is always its profile's compute
- * slices / 7 (xp_mig_kind_milli): what quotas count.
+ * then the least loss. Slices that instances xpool did not create hold
+ * (the same hint) are never placed on: the agent would fail to create
+ * there, and it never destroys those.
+ *
+ * An allocation's dev_milli is always its profile's compute slices / 7
+ * (xp_mig_kind_milli): what quotas count.
  */
 #include "sched_int.h"
 
@@ -154,6 +158,23 @@ static int kind_smaller(const struct xp_mig_table *t, int a, int b)
 	return p->place[0].size < q->place[0].size;
 }
 
+/* The free placements of kind k on m (into pl, may be NULL) that no
+ * foreign instance overlaps */
+static size_t free_places(const struct xp_sched_mig *m, int k, struct xp_mig_placement *pl)
+{
+	struct xp_mig_placement all[XP_MIG_MAX_PLACEMENTS];
+	size_t n = xp_mig_free_placements(&m->g, k, all), kept = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned span = ((1u << all[i].size) - 1) << all[i].start;
+		if (m->foreign & span)
+			continue;
+		if (pl)
+			pl[kept] = all[i];
+		kept++;
+	}
+	return kept;
+}
+
 /* mig: any on lattice m: the smallest kind that covers r and has a free
  * placement, else the smallest that covers r (none free), else -1 */
 static int any_kind(const struct xp_sched_mig *m, const struct xp_request *r)
@@ -164,8 +185,7 @@ static int any_kind(const struct xp_sched_mig *m, const struct xp_request *r)
 			continue;
 		if (best < 0 || kind_smaller(&m->t, k, best))
 			best = k;
-		if (xp_mig_free_placements(&m->g, k, NULL) &&
-		    (best_free < 0 || kind_smaller(&m->t, k, best_free)))
+		if (free_places(m, k, NULL) && (best_free < 0 || kind_smaller(&m->t, k, best_free)))
 			best_free = k;
 	}
 	return best_free >= 0 ? best_free : best;
@@ -190,7 +210,7 @@ static int dev_kind(const struct xp_sched *s, const struct xp_dstate *d, const s
 int xp_mig_dev_fits(const struct xp_sched *s, const struct xp_dstate *d, const struct xp_request *r)
 {
 	int k = dev_kind(s, d, r);
-	return d->ok && k >= 0 && xp_mig_free_placements(&s->migs[d->mig - 1].g, k, NULL) > 0;
+	return d->ok && k >= 0 && free_places(&s->migs[d->mig - 1], k, NULL) > 0;
 }
 
 uint16_t xp_mig_kind_milli(int kind)
@@ -239,13 +259,16 @@ static unsigned displaced(const struct xp_sched_mig *m, int k, unsigned start)
 	return n;
 }
 
-void xp_sched_set_mig_warm(struct xp_sched *s, uint32_t node, uint16_t dev, const uint8_t *warm)
+void xp_sched_set_mig_warm(struct xp_sched *s, uint32_t node, uint16_t dev, const uint8_t *warm,
+			   uint8_t foreign)
 {
 	if (node >= s->nnodes || dev >= s->ns[node].ndev)
 		return;
 	const struct xp_dstate *ds = &s->dev[s->ns[node].dev0 + dev];
-	if (ds->mig)
-		memcpy(s->migs[ds->mig - 1].warm, warm, XP_MIG_NKINDS);
+	if (!ds->mig)
+		return;
+	memcpy(s->migs[ds->mig - 1].warm, warm, XP_MIG_NKINDS);
+	s->migs[ds->mig - 1].foreign = foreign;
 }
 
 const struct xp_mig_table *xp_sched_mig_table(const struct xp_sched *s, uint32_t node, uint16_t dev)
@@ -282,7 +305,7 @@ static int node_best(const struct xp_sched *s, uint32_t n, const struct xp_shape
 		const struct xp_sched_mig *sm = &s->migs[ds->mig - 1];
 		const struct xp_mig_gpu *g = &sm->g;
 		struct xp_mig_placement pl[XP_MIG_MAX_PLACEMENTS];
-		size_t np = xp_mig_free_placements(g, k, pl);
+		size_t np = free_places(sm, k, pl);
 		double before = xp_mig_potential(g, mig_weights);
 		for (size_t i = 0; i < np; i++) {
 			struct xp_mig_gpu after = *g;

@@ -148,10 +148,13 @@ const struct xp_mig_profile *xp_sched_mig_prof(const struct xp_sched *s, const s
 /* The compute milli a MIG slice of kind counts for (quotas, usage): its
  * compute slices x XP_MILLI / 7, rounded down (3g = 428). */
 uint16_t xp_mig_kind_milli(int kind);
-/* MIG instances the node's agent keeps warm on device dev: warm[kind] has
- * bit s for one at start s (XP_MIG_NKINDS entries). A hint for placement,
- * not state: it prefers reusing one, then displacing the fewest. */
-void xp_sched_set_mig_warm(struct xp_sched *s, uint32_t node, uint16_t dev, const uint8_t *warm);
+/* MIG instances the node's agent reports on device dev: warm[kind] has
+ * bit s for one kept warm at start s (XP_MIG_NKINDS entries), foreign the
+ * memory slices of instances xpool did not create. A hint for placement,
+ * not state: it prefers reusing a warm one, then displacing the fewest,
+ * and never places on foreign slices. */
+void xp_sched_set_mig_warm(struct xp_sched *s, uint32_t node, uint16_t dev, const uint8_t *warm,
+			   uint8_t foreign);
 /* The slice lattice of a device in mode mig (its table, and the slices of
  * running allocations), NULL when it has none. */
 const struct xp_mig_table *xp_sched_mig_table(const struct xp_sched *s, uint32_t node,

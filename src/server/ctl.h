@@ -23,6 +23,8 @@
  *   api_admin.c  nodes, devices, queues, tenants, tokens
  *   api_agents.c agent registration, heartbeats, assignments, task reports,
  *                logs; node liveness (suspect, lost, back)
+ *   api_mig.c    a node's MIG instances from its heartbeat (warm ones
+ *                steer placement) and a MIG GPU's view in /v1/devices
  *   api_services.c /v1/services: create, scale, delete, endpoints
  *   services.c   the owner keeps each service's replicas (submit, drain,
  *                stop) and reads the agents' port and readiness reports
@@ -62,7 +64,6 @@
 #include "../lib/dueheap.h"
 #include "../lib/vec.h"
 #include "../store/store.h"
-
 
 #define XP_CTL_DEFAULT_PORT 7700
 
@@ -418,7 +419,23 @@ struct xp_live {
 		int32_t util_pct, power_w, temp_c;
 		int64_t mem_used_mib;
 	} * dev;
+	uint16_t nmig;
+	struct xp_live_mig { /* a MIG GPU instance the last heartbeat reported (api_mig.c) */
+		uint8_t dev, id, start, size, owned, warm;
+		uint16_t gi;
+		char uuid[96];
+	} * mig;
 };
+
+/* api_mig.c: a heartbeat's "mig" list checked into *out (malloc'd; NULL
+ * when absent): its length, or -1 with field set; then kept for node n,
+ * its warm instances handed to the scheduler as a hint (takes v) */
+int xp_mig_beat_check(json_t *arr, const struct xp_node *node, struct xp_live_mig **out,
+		      char *field, size_t fn);
+void xp_mig_beat_apply(struct xp_ctl *ctl, long n, struct xp_live_mig *v, int k);
+/* The MIG view of device d of node n ({slices, instances, ...}), NULL when
+ * it is not a MIG GPU with a slice lattice; st->sched must be fresh */
+json_t *xp_mig_dev_json(struct xp_ctl *ctl, size_t n, uint16_t d);
 
 /* api_agents.c: a heartbeat's power over the elapsed ms, shared among the
  * replicas holding each device; owner.c journals job.energy when the run ends */

@@ -61,6 +61,13 @@ static int refuse(struct rec *r, int code, const char *fmt, ...)
 	return xp_errf(r->err, code, "%s", msg);
 }
 
+const struct xp_mig_profile *xp_state_mig_profile(struct xp_state *st, const struct xp_alloc *a)
+{
+	if (!a->mig || xp_state_sched(st, NULL) < 0)
+		return NULL;
+	return xp_sched_mig_prof(st->sched, a);
+}
+
 int xp_state_sched(struct xp_state *st, struct xp_err *err)
 {
 	if (!st->sched_stale)
@@ -292,10 +299,13 @@ static int node_add(struct xp_state *st, struct rec *r, struct xp_event_info *ev
 }
 
 /* The compute milli j's allocation x must take per device: a share sized
- * by memory takes its part of the device it landed on. */
+ * by memory takes its part of the device it landed on, a MIG slice its
+ * profile's (mig: any chooses the profile where it is placed). */
 static uint16_t alloc_milli(const struct xp_state *st, const struct xp_job *j,
 			    const struct xp_alloc *x)
 {
+	if (x->mig) /* a MIG slice counts its profile's compute slices / 7 */
+		return xp_mig_kind_milli(x->mig - 1);
 	if (!j->req.by_mem || x->devs[0] >= st->c->nodes[x->node].ndevs)
 		return j->req.dev_milli;
 	return xp_share_by_mem(j->req.dev_mem_mib, st->c->nodes[x->node].devs[x->devs[0]].mem_mib);
@@ -518,7 +528,9 @@ static int job_start(struct xp_state *st, struct rec *r, int64_t at, struct xp_e
 				    xp_node_state_name(st->nodes.v[x->node].state));
 		else if (x->cpu_milli != j->req.cpu_milli || x->mem_mib != j->req.mem_mib ||
 			 x->ndev != j->req.dev_count || !x->mig != !j->req.mig ||
-			 (x->ndev && x->dev_milli != alloc_milli(st, j, x)))
+			 (x->ndev && x->dev_milli != alloc_milli(st, j, x) &&
+			  /* journals before mig: any held the request's milli */
+			  (!x->mig || j->req.mig_any || x->dev_milli != j->req.dev_milli)))
 			rc = refuse(r, XP_EINVAL, "allocation %u does not match the request", done);
 		else if ((rc = xp_sched_alloc_fits(st->sched, x, r->err)) == 0)
 			xp_sched_commit(st->sched, x);

@@ -140,7 +140,8 @@ struct xp_jobspec {
 	int64_t deadline_in_ms; /* or a duration from submission, 0: none */
 	uint8_t hold_for_nodes; /* accepted though no registered node could run it */
 	uint8_t vgpu_off;	/* vgpu: off - a GPU share announced, not enforced (trusted) */
-	char *mig_profile;	/* devices.mig.profile: a MIG slice of one GPU, or NULL */
+	char *mig_profile;	/* devices.mig.profile: a MIG slice of one GPU, or NULL;
+				 * XP_MIG_ANY: the smallest profile that fits the size */
 	struct xp_svcref svc;	/* a service's replica (svcspec.h): set by the controller */
 };
 
@@ -173,6 +174,8 @@ struct json_t;
 struct json_t *xp_jobspec_json(const struct xp_jobspec *s);
 /* The per-replica request, with vendor and models interned in syms. */
 void xp_jobspec_request(const struct xp_jobspec *s, struct xp_strtab *syms, struct xp_request *r);
+/* Does s ask for a MIG slice by size (devices.mig: any)? */
+int xp_jobspec_mig_any(const struct xp_jobspec *s);
 /*
  * A change to a pending job (PATCH /v1/jobs/ID and the job.update record):
  * any of name, priority, queue and time_limit, each checked exactly as in

@@ -358,6 +358,9 @@ size_t xp_state_forget_due(struct xp_state *st, int64_t now, int64_t keep_ms, ui
 /* Rebuild the scheduler over the current nodes if they changed (node
  * additions are applied lazily); call before reading st->sched. */
 int xp_state_sched(struct xp_state *st, struct xp_err *err);
+/* The MIG profile of allocation a's slice on its device (what mig: any
+ * chose), or NULL when it holds none. */
+const struct xp_mig_profile *xp_state_mig_profile(struct xp_state *st, const struct xp_alloc *a);
 
 /* Lookups (NULL / -1 when absent). */
 struct xp_job *xp_state_job(const struct xp_state *st, uint64_t id);

@@ -25,7 +25,8 @@
  *                logs; node liveness (suspect, lost, back)
  *   api_mig.c    a node's MIG instances from its heartbeat (warm ones
  *                steer placement) and a MIG GPU's view in /v1/devices
- *   api_services.c /v1/services: create, scale, delete, endpoints
+ *   api_services.c /v1/services: create, update (roll out, canary, promote,
+ *                rollback), scale, delete, endpoints
  *   services.c   the owner keeps each service's replicas (submit, drain,
  *                stop) and reads the agents' port and readiness reports
  *   api_meter.c  usage, cost and prices
@@ -375,6 +376,9 @@ struct xp_ctl {
 	struct xp_intmap svc_live;    /* job id -> struct xp_svc_rep: a service replica's
 				       * port and readiness (heartbeats), and its drain */
 	uint64_t ep_version;	      /* bumped when any service's endpoints change */
+	int64_t svc_settle_until;     /* services.c: no replica is taken away before (ms):
+				       * after a start, readiness is unknown until the
+				       * agents' first heartbeats */
 	struct xp_scaler *scalers;    /* services.c: one per autoscaled service */
 	size_t nscalers;
 };
@@ -468,6 +472,9 @@ void xp_api_services_create(struct xp_ctl *, struct xp_cmd *);
 void xp_api_service_get(struct xp_ctl *, struct xp_cmd *);
 void xp_api_service_delete(struct xp_ctl *, struct xp_cmd *);
 void xp_api_service_scale(struct xp_ctl *, struct xp_cmd *);
+void xp_api_service_update(struct xp_ctl *, struct xp_cmd *);
+void xp_api_service_promote(struct xp_ctl *, struct xp_cmd *);
+void xp_api_service_rollback(struct xp_ctl *, struct xp_cmd *);
 void xp_api_service_endpoints(struct xp_ctl *, struct xp_cmd *);
 
 /* api_agents.c */

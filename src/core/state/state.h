@@ -196,6 +196,15 @@ struct xp_service {
 		char reason[232];
 	} scales[XP_SERVICE_SCALES]; /* the last service.scale records, a ring */
 	uint32_t nscales;	     /* taken in all; the newest is [(n - 1) % 16] */
+	/* updates: the version before the last change (rollback goes back to
+	 * it), the next new version's number, and a canary in progress */
+	struct xp_servicespec *prev; /* NULL: none */
+	uint32_t prev_version, next_version;
+	uint32_t canary;	/* > 0: the current version is held at this many
+				 * replicas beside the others until promoted */
+	uint32_t canary_weight; /* its share of the traffic, percent */
+	uint8_t rolling;	/* a new version is being rolled out: set by an
+				 * update or a rollback, cleared by service.rolled */
 };
 
 struct xp_state_opts {
@@ -301,6 +310,12 @@ char *xp_rec_service_create(const struct xp_servicespec *spec);
 /* service.scale: replicas wanted from now on, and why (a user, the autoscaler) */
 char *xp_rec_service_scale(const char *name, uint32_t replicas, const char *reason);
 char *xp_rec_service_delete(const char *name);
+/* service.update: the whole definition after the change; canary > 0 holds
+ * a new version at that many replicas taking weight percent of the traffic */
+char *xp_rec_service_update(const struct xp_servicespec *spec, uint32_t canary, uint32_t weight);
+/* service.promote (a canary goes on to all replicas), service.rollback,
+ * service.rolled (the owner saw a rollout finish) */
+char *xp_rec_service_named(const char *name);
 /* The delay before the next replica may start after replicas ended on
  * their own: 0 with no streak, then 1 s doubling to 60 s (Kubernetes'
  * CrashLoopBackOff: 10 s doubling to 300 s, shortened for a pool that

@@ -16,7 +16,8 @@
 
 static const char *const top_keys[] = { "kind",	"name",	 "tenant",    "queue",
 					"replicas", "port",	 "readiness", "drain",
-					"autoscale", "template", NULL };
+					"autoscale", "update",	 "template",  NULL };
+static const char *const update_keys[] = { "max_surge", "max_unavailable", NULL };
 static const char *const scale_keys[] = { "metric",    "target",      "path",	   "series",
 					  "period",    "up_window",   "down_window", "tolerance",
 					  NULL };
@@ -259,6 +260,33 @@ static int parse_template(struct xp_walk *w, const struct xp_tree *t, struct xp_
 	return rc;
 }
 
+/* update: {max_surge, max_unavailable} */
+static int parse_update(struct xp_walk *w, const struct xp_tree *t, struct xp_servicespec *s)
+{
+	const struct xp_tree *up = xp_tree_field(t, "update");
+	int64_t v;
+	int rc = 0;
+	s->max_surge = 1;
+	if (!up)
+		return 0;
+	size_t m = xp_walk_push_key(w, "update");
+	rc = xp_walk_want(w, up, XP_TREE_MAP, "a map {max_surge, max_unavailable}");
+	if (rc == 0)
+		rc = xp_walk_keys(w, up, update_keys);
+	if (rc == 0 &&
+	    (rc = xp_walk_get_int(w, up, "max_surge", 0, XP_SERVICE_MAX_REPLICAS, &v)) > 0)
+		s->max_surge = (uint32_t)v;
+	if (rc >= 0 &&
+	    (rc = xp_walk_get_int(w, up, "max_unavailable", 0, XP_SERVICE_MAX_REPLICAS, &v)) > 0)
+		s->max_unavailable = (uint32_t)v;
+	if (rc >= 0 && !s->max_surge && !s->max_unavailable)
+		rc = fail_at(w, up, "max_surge",
+			     "max_surge and max_unavailable cannot both be 0: an update could "
+			     "never start");
+	xp_walk_pop(w, m);
+	return rc < 0 ? rc : 0;
+}
+
 static int parse(struct xp_walk *w, const struct xp_tree *t, struct xp_servicespec *s)
 {
 	const char *str;
@@ -302,6 +330,8 @@ static int parse(struct xp_walk *w, const struct xp_tree *t, struct xp_servicesp
 	}
 	s->drain_ms = DEFAULT_DRAIN_MS;
 	if ((rc = xp_walk_get_duration(w, t, "drain", PROBE_MAX_MS, &s->drain_ms)) < 0)
+		return rc;
+	if ((rc = parse_update(w, t, s)) < 0)
 		return rc;
 	const struct xp_tree *as = xp_tree_field(t, "autoscale");
 	if (as) {
@@ -361,12 +391,32 @@ json_t *xp_servicespec_json(const struct xp_servicespec *s)
 	json_object_set_new(o, "readiness", probe_json(&s->ready));
 	snprintf(buf, sizeof(buf), "%lldms", (long long)s->drain_ms);
 	json_object_set_new(o, "drain", json_string(buf));
+	json_object_set_new(o, "update", json_pack("{s:i,s:i}", "max_surge", (int)s->max_surge,
+						   "max_unavailable", (int)s->max_unavailable));
 	if (s->scale.on)
 		json_object_set_new(o, "autoscale", autoscale_json(&s->scale));
 	json_t *tm = xp_jobspec_json(&s->tmpl);
 	json_object_del(tm, "replicas"); /* the service's */
 	json_object_set_new(o, "template", tm);
 	return o;
+}
+
+int xp_servicespec_new_version(const struct xp_servicespec *a, const struct xp_servicespec *b)
+{
+	struct xp_jobspec ra, rb;
+	struct xp_err err = { 0 };
+	int differ = 1;
+	if (xp_servicespec_replica(a, 1, &ra, &err) < 0)
+		return 1;
+	if (xp_servicespec_replica(b, 1, &rb, &err) == 0) {
+		char *ta = xp_jobspec_to_json(&ra), *tb = xp_jobspec_to_json(&rb);
+		differ = !ta || !tb || strcmp(ta, tb);
+		free(ta);
+		free(tb);
+		xp_jobspec_free(&rb);
+	}
+	xp_jobspec_free(&ra);
+	return differ;
 }
 
 int xp_servicespec_replica(const struct xp_servicespec *s, uint32_t version,

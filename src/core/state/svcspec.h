@@ -6,7 +6,8 @@
  *
  *   {kind: service, name, tenant, queue, replicas: N | {min, max},
  *    port, readiness: {http: PATH | tcp: true, period, timeout},
- *    drain, autoscale: {metric: rps|inflight|latency_p99, target, path,
+ *    drain, update: {max_surge, max_unavailable},
+ *    autoscale: {metric: rps|inflight|latency_p99, target, path,
  *    series, period, up_window, down_window, tolerance},
  *    template: JOB SPEC}
  *
@@ -69,6 +70,9 @@ struct xp_servicespec {
 	uint16_t port;		      /* the proxy's port; 0: none */
 	struct xp_probe ready;
 	int64_t drain_ms; /* default 2000 */
+	uint32_t max_surge, max_unavailable; /* a rolling update's bounds: replicas above
+						the count, ready replicas below it;
+						defaults 1 and 0, not both 0 */
 	struct xp_autoscale scale;
 	struct xp_jobspec tmpl;
 };
@@ -81,6 +85,9 @@ int xp_servicespec_parse_text(const char *name, const char *buf, size_t len, int
 void xp_servicespec_free(struct xp_servicespec *s);
 /* Canonical JSON (a new reference). */
 json_t *xp_servicespec_json(const struct xp_servicespec *s);
+/* Would replicas of a and b differ (template, readiness, load)? Then a
+ * change from a to b is a new version, rolled out. */
+int xp_servicespec_new_version(const struct xp_servicespec *a, const struct xp_servicespec *b);
 /* A replica's job spec: the template with the service's tenant, queue,
  * name ("NAME-vVERSION") and {service: {name, version, readiness}}. */
 int xp_servicespec_replica(const struct xp_servicespec *s, uint32_t version,

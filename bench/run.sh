@@ -26,7 +26,11 @@
 #      docs/results/edge.md);
 #   9b. a workflow of 10,000 jobs (and the 1,000x64 one): POST to 201 on a
 #      real server, median of BENCH_RUNS (bench/workflow.sh; BENCH_WF_BASELINE,
-#      a folder with another build's xpool and xpoold, runs beside it).
+#      a folder with another build's xpool and xpoold, runs beside it);
+#   10. services through HAProxy: a load step to a second ready replica
+#      (median of 5), the Azure LLM hour at 10x for 120 s with autoscaling
+#      and a rolling update: failed requests, replicas against the rule
+#      (bench/serving.sh, docs/results/serving.md).
 set -eu
 BUILD=${1:-build}
 XP="$BUILD/xpool"
@@ -103,3 +107,6 @@ echo "== 9. the controller under hostile requests: an owner read's p99 during ea
 
 echo "== 9b. workflows: 10,000 jobs x up to 4 dependencies, 1,000 x 64, POST to 201 (bench/workflow.sh, docs/results/edge.md)"
 ./bench/workflow.sh "$BUILD"
+
+echo "== 10. services: load step to a second ready replica, the Azure LLM hour at 10x through HAProxy with autoscaling and a rolling update (bench/serving.sh, docs/results/serving.md)"
+./bench/serving.sh "$BUILD"

@@ -153,6 +153,9 @@ expect 0 "scale 4"
 until_ok 60 ready_count 4 || fail "web did not reach 4 ready: $("$XP" service get web 2>&1)"
 synced() { [ "$(grep -c ' ready$' "$T/sync.log")" -ge "$1" ]; }
 until_ok 30 synced 4 || fail "proxy-sync did not add 4: $(cat "$T/sync.log")"
+# the minimum (1) is protected from reclaim; the replicas above it borrow
+prot=$("$XP" jobs -o json | jq '[.jobs[] | select(.name == "web-v1" and .state == "running" and .spec.qos == "protected")] | length')
+[ "$prot" = 1 ] || fail "web at 4 of min 1: $prot protected replicas, want 1"
 # every replica answers through the proxy
 seen() { for i in 1 2 3 4 5 6 7 8; do curl -sf "http://127.0.0.1:$PORT/"; done | sort -u | grep -c '^job=' | grep -q '^4$'; }
 until_ok 30 seen || fail "requests through haproxy do not reach all 4 replicas"

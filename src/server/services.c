@@ -145,8 +145,23 @@ static int draining(struct xp_ctl *ctl, const struct xp_job *j)
 	return p && p->drain_at;
 }
 
+/* the service's live replicas that no reclaim or preemption may take */
+static uint32_t protected_replicas(struct xp_ctl *ctl, const struct xp_service *s)
+{
+	uint32_t n = 0;
+	for (size_t k = 0; k < s->jobs.n; k++) {
+		const struct xp_job *j = xp_state_job(ctl->st, s->jobs.v[k]);
+		n += j && j->spec.qos == XP_QOS_PROTECTED;
+	}
+	return n;
+}
+
 /* n replicas of the current version (prev: of the version before, which
- * a rollout in progress keeps at its count when one of them ends) */
+ * a rollout in progress keeps at its count when one of them ends). The
+ * first min of them are protected (qos): a queue's guarantee covers the
+ * minimum, the replicas above it borrow and may be reclaimed.
+ * (prev: of the version before, which a rollout in progress keeps at its
+ * count when one of them ends) */
 static void add_replicas(struct xp_ctl *ctl, struct xp_service *s, uint32_t n, int prev,
 			 int64_t now)
 {
@@ -162,9 +177,13 @@ static void add_replicas(struct xp_ctl *ctl, struct xp_service *s, uint32_t n, i
 		struct xp_err err = { 0 };
 		long k = xp_state_service(ctl->st, name);
 		const struct xp_service *sv = k < 0 ? NULL : &ctl->st->services.v[k];
-		if (!sv ||
-		    xp_servicespec_replica(prev ? sv->prev : &sv->spec,
-					   prev ? sv->prev_version : sv->version, &spec, &err) < 0 ||
+		memset(&spec, 0, sizeof(spec));
+		if (sv && xp_servicespec_replica(prev ? sv->prev : &sv->spec,
+						 prev ? sv->prev_version : sv->version, &spec,
+						 &err) == 0 &&
+		    protected_replicas(ctl, sv) < sv->spec.min)
+			spec.qos = XP_QOS_PROTECTED; /* the minimum is never reclaimed */
+		if (!sv || !spec.svc.name ||
 		    xp_ctl_journal_submit(ctl, ctl->st->next_job_id, tenant, NULL, &spec, &err) <
 			    0) {
 			fprintf(stderr, "xpool server: service %s: a replica was not added: %s\n",

@@ -116,6 +116,9 @@ static const char *job_state_wrong(const struct xp_state *st, const struct xp_jo
 			return "running without an attempt counted";
 		if (j->finished_at)
 			return "running with finished_at set";
+		if (j->spec.rmax && (j->spec.replicas < j->spec.rmin ||
+				     j->spec.replicas > j->spec.rmax))
+			return "elastic with a size outside min..max";
 		for (uint32_t r = 0; r < j->spec.replicas; r++)
 			if (j->allocs[r].node >= st->nodes.n ||
 			    st->nodes.v[j->allocs[r].node].removed)
@@ -222,6 +225,7 @@ void xp_state_job_free(struct xp_job *j)
 	free(j->reason);
 	free(j->allocs);
 	free(j->exited);
+	free(j->resize_why);
 	xp_jobspec_free(&j->spec);
 	free(j);
 }

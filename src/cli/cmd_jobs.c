@@ -455,9 +455,23 @@ static void describe_job(const json_t *job)
 	command_text(&b, spec);
 	field("Command:", b.s);
 	xp_sb_reset(&b);
-	s = xp_cli_jtext(json_object_get(spec, "replicas"));
-	field("Replicas:", s ? s : "1");
-	free(s);
+	json_t *el = json_object_get(job, "elastic");
+	if (json_is_object(el)) { /* "3 of 2..4 (epoch 2, 2 resizes; last: grow: ...)" */
+		const char *why = xp_cli_jstr(el, "last_reason");
+		xp_sb_printf(&b, "%lld of %lld..%lld (epoch %lld, %lld resizes%s%s)",
+			     (long long)json_integer_value(json_object_get(el, "size")),
+			     (long long)json_integer_value(json_object_get(el, "min")),
+			     (long long)json_integer_value(json_object_get(el, "max")),
+			     (long long)json_integer_value(json_object_get(el, "epoch")),
+			     (long long)json_integer_value(json_object_get(el, "resizes")),
+			     why ? "; last: " : "", why ? why : "");
+		field("Replicas:", b.s);
+		xp_sb_reset(&b);
+	} else {
+		s = xp_cli_jtext(json_object_get(spec, "replicas"));
+		field("Replicas:", s ? s : "1");
+		free(s);
+	}
 	if (json_is_object(json_object_get(spec, "resources"))) {
 		resources_text(&b, json_object_get(spec, "resources"));
 		xp_sb_puts(&b, " per replica");

@@ -34,6 +34,8 @@
 #include "../lib/xalloc.h"
 
 #define LOG_MAX_BYTES ((off_t)64 << 20) /* per replica log kept by the controller */
+/* an elastic job's rendezvous port: this + its id modulo 10000 (docs/design/agent.md) */
+#define XP_RDZV_PORT_BASE 20000
 
 static void live_ensure(struct xp_ctl *ctl, size_t n)
 {
@@ -202,7 +204,7 @@ static void gpu_reports_apply(struct xp_ctl *ctl, long n, const struct gpu_repor
 		    j->allocs[r[i].replica].node != (uint32_t)n)
 			continue; /* stale, or not this node's to report */
 		struct xp_gpu_use *u = xp_intmap_get(&ctl->gpu_use, j->id);
-		if (u && u->attempt != j->attempts) {
+		if (u && (u->attempt != j->attempts || u->nrep != j->spec.replicas)) { /* or resized */
 			free(xp_intmap_del(&ctl->gpu_use, j->id));
 			u = NULL;
 		}
@@ -432,6 +434,28 @@ static json_t *assign_service(const struct xp_svcref *r)
 	return o;
 }
 
+/* A replica's place in its job, as torchrun-style rendezvous reads it
+ * (docs/design/agent.md): epoch (its restarts by resizes), its local rank
+ * among the job's replicas on its node and their count, and rank 0's
+ * address and the job's rendezvous port. */
+static void assign_world(struct xp_ctl *ctl, const struct xp_job *j, uint32_t r, json_t *e)
+{
+	uint32_t node = j->allocs[r].node, local = 0, nlocal = 0;
+	for (uint32_t k = 0; k < j->spec.replicas; k++)
+		if (j->allocs[k].node == node) {
+			local += k < r;
+			nlocal++;
+		}
+	uint32_t n0 = j->allocs[0].node;
+	const char *master = n0 < ctl->live.n && ctl->live.v[n0].addr[0] ? ctl->live.v[n0].addr
+									   : NULL;
+	json_object_set_new(e, "epoch", json_integer(j->epoch));
+	json_object_set_new(e, "local_rank", json_integer(local));
+	json_object_set_new(e, "local_world_size", json_integer(nlocal));
+	json_object_set_new(e, "master_addr", json_string(master ? master : "127.0.0.1"));
+	json_object_set_new(e, "master_port", json_integer(XP_RDZV_PORT_BASE + (int)(j->id % 10000)));
+}
+
 void xp_api_node_assignments(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
 	struct xp_state *st = ctl->st;
@@ -473,6 +497,12 @@ void xp_api_node_assignments(struct xp_ctl *ctl, struct xp_cmd *cmd)
 			json_object_set_new(e, "vgpu", json_string("off"));
 		if (j->spec.svc.name) /* a service's replica: its port and check */
 			json_object_set_new(e, "service", assign_service(&j->spec.svc));
+		if (xp_job_elastic(j)) /* the agent stops a replica with it first */
+			json_object_set_new(e, "checkpoint",
+					    json_pack("{s:i,s:I}", "signal", xp_ckpt_signal(&j->spec),
+						      "grace_ms",
+						      (json_int_t)xp_ckpt_grace_ms(&j->spec)));
+		assign_world(ctl, j, r, e);
 		if (a->mig) /* the reservation: the agent creates or adopts the instance */
 			json_object_set_new(e, "mig", assign_mig(j, a));
 		if (a->ndev) /* how its devices are shared: timeslice runs without the interposer */
@@ -497,8 +527,8 @@ void xp_api_node_assignments(struct xp_ctl *ctl, struct xp_cmd *cmd)
 static int task_fields(json_t *t, size_t i, struct xp_exit *x, json_int_t v[3], char *field,
 		       size_t flen, const char **what)
 {
-	static const char *const keys[] = { "job",    "attempt", "replica", "exit_code",
-					    "signal", "reason",	 "detail",  NULL };
+	static const char *const keys[] = { "job",    "attempt", "replica", "exit_code", "signal",
+					    "reason", "detail",	 "epoch",   NULL };
 	const char *k;
 	json_t *val;
 	snprintf(field, flen, "tasks[%zu]", i);
@@ -555,12 +585,18 @@ static const char *task_stale(const struct xp_state *st, long n, json_t *tasks, 
 {
 	const struct xp_job *j = v[0] > 0 ? xp_state_job(st, (uint64_t)v[0]) : NULL;
 	json_int_t replica = v[2];
+	json_t *epv = json_object_get(json_array_get(tasks, i), "epoch");
+	if (epv && (!json_is_integer(epv) || json_integer_value(epv) < 0))
+		return "epoch: expected 0 or more";
 	if (j && j->state == XP_JOB_FAILED && j->end == XP_END_TIME_LIMIT && !j->has_exit &&
 	    v[1] == (json_int_t)j->attempts && j->allocs && replica >= 0 &&
 	    replica < (json_int_t)j->spec.replicas && j->allocs[replica].node == (uint32_t)n)
 		return NULL;
 	if (!j || j->state != XP_JOB_RUNNING || v[1] != (json_int_t)j->attempts)
 		return "that job attempt is not running";
+	json_t *ep = json_object_get(json_array_get(tasks, i), "epoch");
+	if ((ep ? json_integer_value(ep) : 0) != (json_int_t)j->epoch)
+		return "that epoch of the job is over (it was resized)";
 	if (replica < 0 || replica >= (json_int_t)j->spec.replicas ||
 	    j->allocs[replica].node != (uint32_t)n)
 		return "that replica does not run on this node";
@@ -659,15 +695,15 @@ void xp_log_unlink(const struct xp_ctl *ctl, uint64_t job, uint32_t replica)
  * "<file>.at" holds "ATTEMPT BASE": the attempt last heard from and the
  * size of the file when its output began. A newer attempt starts at the
  * end of the file; an older one is over (1: refuse it). */
-static int log_base(const char *path, uint32_t attempt, off_t size, off_t *base)
+static int log_base(const char *path, uint64_t attempt, off_t size, off_t *base)
 {
 	char at[4300], tmp[4400], buf[64];
-	unsigned have_att = 0;
+	unsigned long long have_att = 0;
 	long long have_base = 0;
 	snprintf(at, sizeof(at), "%s.at", path);
 	FILE *f = fopen(at, "r");
 	int known = f && fgets(buf, sizeof(buf), f) &&
-		    sscanf(buf, "%u %lld", &have_att, &have_base) == 2 && have_base >= 0 &&
+		    sscanf(buf, "%llu %lld", &have_att, &have_base) == 2 && have_base >= 0 &&
 		    have_base <= size;
 	if (f)
 		fclose(f);
@@ -682,7 +718,7 @@ static int log_base(const char *path, uint32_t attempt, off_t size, off_t *base)
 	f = fopen(tmp, "w");
 	if (!f)
 		return -1;
-	int ok = fprintf(f, "%u %lld\n", attempt, (long long)size) > 0;
+	int ok = fprintf(f, "%llu %lld\n", (unsigned long long)attempt, (long long)size) > 0;
 	ok &= fclose(f) == 0;
 	return ok && rename(tmp, at) == 0 ? 0 : -1;
 }
@@ -698,7 +734,7 @@ void xp_api_node_logs(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	struct xp_state *st = ctl->st;
 	const char *qj = xp_cmd_query(cmd, "job"), *qr = xp_cmd_query(cmd, "replica"),
 		   *qs = xp_cmd_query(cmd, "stream"), *qa = xp_cmd_query(cmd, "attempt"),
-		   *qo = xp_cmd_query(cmd, "offset");
+		   *qo = xp_cmd_query(cmd, "offset"), *qe = xp_cmd_query(cmd, "epoch");
 	char path[4200];
 	long n = agent_node(ctl, cmd);
 	if (n < 0)
@@ -728,7 +764,9 @@ void xp_api_node_logs(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	const char *body = cmd->body;
 	size_t len = cmd->len;
 	if (qa) {
-		int rc = log_base(path, (uint32_t)att, size, &base);
+		/* an elastic job's epochs follow one another in a replica's file */
+		uint64_t seg = (uint64_t)att << 32 | (uint32_t)(qe ? atoll(qe) : 0);
+		int rc = log_base(path, seg, size, &base);
 		if (rc) {
 			close(fd);
 			if (rc > 0)

@@ -381,6 +381,7 @@ static int make_room(struct xp_state *st, struct xp_pass *p, struct xp_job *j,
 		}
 	}
 	xp_plan_free(&plan);
+	p->sfailed.n = 0; /* the victims may free more than j takes: shrinks may do again */
 	return 1;
 }
 

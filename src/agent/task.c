@@ -240,6 +240,7 @@ struct launch {
 	char **argv, **envp;
 	char out[600], err[600], pidf[600], exitf[600], exitt[600];
 	const char *workdir;
+	int ckpt_sig; /* an elastic replica's checkpoint signal: for the task, not the shim */
 	int go[2]; /* the agent writes a byte once the shim is in its cgroups */
 };
 
@@ -272,6 +273,8 @@ static void shim(const struct launch *l)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	if (l->ckpt_sig)
+		sigaction(l->ckpt_sig, &sa, NULL);
 	int out = open(l->out, O_WRONLY | O_CREAT | O_APPEND, 0644);
 	int err = open(l->err, O_WRONLY | O_CREAT | O_APPEND, 0644);
 	pid_t t = fork();
@@ -281,6 +284,8 @@ static void shim(const struct launch *l)
 		sigaction(SIGINT, &sa, NULL);
 		sigaction(SIGHUP, &sa, NULL);
 		sigaction(SIGPIPE, &sa, NULL);
+		if (l->ckpt_sig)
+			sigaction(l->ckpt_sig, &sa, NULL);
 		sigemptyset(&all);
 		sigprocmask(SIG_SETMASK, &all, NULL);
 		int devnull = open("/dev/null", O_RDONLY);
@@ -681,6 +686,7 @@ int xp_task_launch(struct xp_agent *a, const void *assignment, struct xp_err *er
 	l.workdir = jstr(as, "workdir") ? jstr(as, "workdir") : t.dir;
 	l.argv = argv.v;
 	l.envp = env.v;
+	l.ckpt_sig = t.ckpt_sig;
 	if (limits_setup(a, &t, key, as, &cgt, err) < 0) {
 		rc = not_started(a, &t, -1, "limits", err);
 		goto out;

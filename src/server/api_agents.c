@@ -744,8 +744,12 @@ void xp_api_node_logs(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	const struct xp_job *j = id > 0 ? xp_state_job(st, (uint64_t)id) : NULL;
 	if (!qs || (strcmp(qs, "stdout") && strcmp(qs, "stderr")))
 		REFUSE(ctl, cmd, XP_EINVAL, "stream", "expected stdout or stderr");
-	if (!j || !j->allocs || r < 0 || r >= (long long)j->spec.replicas ||
-	    j->allocs[r].node != (uint32_t)n)
+	/* an elastic job's earlier epoch: its ranks and nodes were others */
+	int earlier = j && xp_job_elastic(j) && qe && atoll(qe) >= 0 &&
+		      atoll(qe) < (long long)j->epoch && r >= 0 && r < (long long)j->spec.rmax;
+	if (!j || !j->allocs ||
+	    (!earlier && (r < 0 || r >= (long long)j->spec.replicas ||
+			  j->allocs[r].node != (uint32_t)n)))
 		REFUSE(ctl, cmd, XP_ESTATE, "job",
 		       "output of a replica that did not run on this node");
 	if ((qa || qo) && (att < 1 || off < 0))

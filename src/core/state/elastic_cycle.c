@@ -1,6 +1,6 @@
 /*
  * elastic_cycle: elastic jobs in the scheduling cycle (docs/design/
- * scheduler.md, "Elastic jobs").
+ * tenancy.md, "Elastic jobs").
  *
  * Shrink before preemption. A pending job that does not fit may take the
  * replicas elastic jobs run above their min, whatever its priority or

@@ -196,7 +196,8 @@ static void test_spec(void **state)
 	assert_int_equal(xp_ckpt_grace_ms(&s), 5000);
 	char *json = xp_jobspec_to_json(&s);
 	assert_non_null(strstr(json, "\"replicas\":{\"min\":2,\"max\":6}"));
-	assert_non_null(strstr(json, "\"checkpoint\":{\"signal\":\"SIGUSR2\",\"grace\":\"5000ms\"}"));
+	assert_non_null(
+		strstr(json, "\"checkpoint\":{\"signal\":\"SIGUSR2\",\"grace\":\"5000ms\"}"));
 	assert_int_equal(xp_jobspec_parse_text("t", json, strlen(json), 1, &t, NULL, &err), 0);
 	char *again = xp_jobspec_to_json(&t);
 	assert_string_equal(json, again); /* written back the same way */
@@ -243,8 +244,8 @@ static void test_grow_shrink(void **state)
 	assert_int_equal(job(&w, e)->epoch, 0);
 	char *snap = xp_state_snapshot(w.st);
 	uint64_t snap_seq = w.log.n;
-	assert_int_equal(world_apply(&w, "job.finish", xp_rec_job_finish(a, XP_JOB_SUCCEEDED, 0, NULL)),
-			 0);
+	assert_int_equal(
+		world_apply(&w, "job.finish", xp_rec_job_finish(a, XP_JOB_SUCCEEDED, 0, NULL)), 0);
 	world_cycle(&w);
 	assert_int_equal(job(&w, e)->spec.replicas, 4); /* grew into what a left */
 	assert_int_equal(job(&w, e)->epoch, 1);
@@ -294,9 +295,9 @@ static void test_resize_refused(void **state)
 	struct xp_alloc add = j->allocs[0]; /* a GPU in use */
 	char *rec = xp_rec_job_resize(w.st, e, 5, keep, 2, NULL, 0, "x");
 	assert_int_equal(world_apply(&w, "job.resize", rec), XP_ESTATE);
-	assert_int_equal(world_apply(&w, "job.resize",
-				     xp_rec_job_resize(w.st, e, 2, keep, 1, NULL, 0, "x")),
-			 XP_EINVAL);
+	assert_int_equal(
+		world_apply(&w, "job.resize", xp_rec_job_resize(w.st, e, 2, keep, 1, NULL, 0, "x")),
+		XP_EINVAL);
 	assert_true(world_apply(&w, "job.resize",
 				xp_rec_job_resize(w.st, e, 2, dup, 2, NULL, 0, "x")) < 0);
 	assert_true(world_apply(&w, "job.resize",
@@ -342,11 +343,13 @@ static void random_walk(uint64_t seed, int ops)
 				const struct xp_job *j = w.st->jobs.v[(k + i) % n];
 				if (j->state == XP_JOB_RUNNING) {
 					world_apply(&w, "job.finish",
-						    xp_rec_job_finish(j->id, XP_JOB_SUCCEEDED, 0, NULL));
+						    xp_rec_job_finish(j->id, XP_JOB_SUCCEEDED, 0,
+								      NULL));
 					break;
 				}
 				if (j->state == XP_JOB_PENDING && r == 9) {
-					world_apply(&w, "job.cancel", xp_rec_job_cancel(j->id, NULL));
+					world_apply(&w, "job.cancel",
+						    xp_rec_job_cancel(j->id, NULL));
 					break;
 				}
 			}

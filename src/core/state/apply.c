@@ -554,7 +554,7 @@ static int job_start(struct xp_state *st, struct rec *r, int64_t at, struct xp_e
 	free(j->exited);
 	j->exited = XNEWV(uint8_t, n);
 	j->started_at = at;
-	xp_elastic_started(j);
+	xp_elastic_started(st, j);
 	free(j->reason);
 	j->reason = NULL;
 	st->queues.v[j->queue].pending--;

@@ -142,17 +142,19 @@ int xp_elastic_parse(struct xp_walk *w, const struct xp_tree *t, struct xp_jobsp
 void xp_elastic_json(const struct xp_jobspec *s, json_t *o)
 {
 	if (s->rmax)
-		json_object_set_new(o, "replicas",
-				    json_pack("{s:i,s:i}", "min", (int)s->rmin, "max", (int)s->rmax));
+		json_object_set_new(
+			o, "replicas",
+			json_pack("{s:i,s:i}", "min", (int)s->rmin, "max", (int)s->rmax));
 	else
 		json_object_set_new(o, "replicas", json_integer(s->replicas));
 	if (!s->ckpt_signal && s->ckpt_grace_ms < 0)
 		return;
 	json_t *c = json_object();
 	if (s->ckpt_signal)
-		json_object_set_new(c, "signal", json_string(xp_signal_name(s->ckpt_signal)
-								    ? xp_signal_name(s->ckpt_signal)
-								    : "SIGUSR1"));
+		json_object_set_new(c, "signal",
+				    json_string(xp_signal_name(s->ckpt_signal)
+							? xp_signal_name(s->ckpt_signal)
+							: "SIGUSR1"));
 	if (s->ckpt_grace_ms >= 0) {
 		char buf[32];
 		snprintf(buf, sizeof(buf), "%lldms", (long long)s->ckpt_grace_ms);
@@ -179,8 +181,7 @@ char *xp_rec_job_resize(const struct xp_state *st, uint64_t id, uint32_t epoch,
 }
 
 /* keep[] of a resize record: ascending ranks below size; n of them */
-static int parse_keep(json_t *arr, uint32_t size, uint32_t *keep, uint32_t *n,
-		      struct xp_err *err)
+static int parse_keep(json_t *arr, uint32_t size, uint32_t *keep, uint32_t *n, struct xp_err *err)
 {
 	size_t i;
 	json_t *v;
@@ -191,8 +192,8 @@ static int parse_keep(json_t *arr, uint32_t size, uint32_t *keep, uint32_t *n,
 		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
 		    json_integer_value(v) >= (json_int_t)size ||
 		    (i && json_integer_value(v) <= (json_int_t)keep[i - 1]))
-			return xp_errf(err, XP_ECORRUPT, "keep[%zu]: expected ascending ranks below %u",
-				       i, size);
+			return xp_errf(err, XP_ECORRUPT,
+				       "keep[%zu]: expected ascending ranks below %u", i, size);
 		keep[i] = (uint32_t)json_integer_value(v);
 	}
 	*n = (uint32_t)i;
@@ -201,8 +202,8 @@ static int parse_keep(json_t *arr, uint32_t size, uint32_t *keep, uint32_t *n,
 
 /* the added allocations fit the request, their nodes are ready, and they
  * fit beside what runs (committed on success; nothing on failure) */
-static int commit_added(struct xp_state *st, const struct xp_job *j, struct xp_alloc *a,
-			uint32_t n, struct xp_err *err)
+static int commit_added(struct xp_state *st, const struct xp_job *j, struct xp_alloc *a, uint32_t n,
+			struct xp_err *err)
 {
 	uint32_t done = 0;
 	int rc = 0;
@@ -371,11 +372,13 @@ int xp_elastic_resize_apply(struct xp_state *st, json_t *o, int64_t at, struct x
 
 /* ---- the job's life around it ---- */
 
-void xp_elastic_started(struct xp_job *j)
+void xp_elastic_started(struct xp_state *st, struct xp_job *j)
 {
 	j->epoch = 0;
 	j->resized_at = 0;
 	j->shrunk = 0;
+	if (j->spec.rmax > j->spec.replicas)
+		st->cap_grew = 1; /* a full pass next: it grows into what is left */
 }
 
 void xp_elastic_requeued(struct xp_job *j)

@@ -47,8 +47,8 @@ static void running_elastic(const struct xp_state *st, int (*keep)(const struct 
 	for (size_t ni = 0; ni < st->nodes.n; ni++)
 		for (size_t ri = 0; ri < st->nodes.v[ni].run.n; ri++) {
 			struct xp_job *e = st->nodes.v[ni].run.v[ri].job;
-			if (st->nodes.v[ni].run.v[ri].replica == 0 &&
-			    e->state == XP_JOB_RUNNING && xp_job_elastic(e) && keep(e))
+			if (st->nodes.v[ni].run.v[ri].replica == 0 && e->state == XP_JOB_RUNNING &&
+			    xp_job_elastic(e) && keep(e))
 				xp_vec_push(vec, e);
 		}
 }
@@ -208,8 +208,9 @@ static int emit_grow(struct xp_state *st, struct xp_job *e, const struct xp_allo
 	snprintf(why, sizeof(why),
 		 "grow: capacity free once the pending jobs were tried; %u -> %u replicas",
 		 e->spec.replicas, e->spec.replicas + n);
-	int rc = emit(ctx, "job.resize",
-		      xp_rec_job_resize(st, e->id, e->epoch + 1, keep, e->spec.replicas, a, n, why));
+	int rc =
+		emit(ctx, "job.resize",
+		     xp_rec_job_resize(st, e->id, e->epoch + 1, keep, e->spec.replicas, a, n, why));
 	free(keep);
 	return rc;
 }

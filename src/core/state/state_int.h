@@ -58,7 +58,7 @@ void xp_services_free(struct xp_state *st);
  * epoch and resize history in snapshots */
 int xp_elastic_resize_apply(struct xp_state *st, json_t *o, int64_t at, struct xp_event_info *ev,
 			    struct xp_err *err);
-void xp_elastic_started(struct xp_job *j);
+void xp_elastic_started(struct xp_state *st, struct xp_job *j);
 void xp_elastic_requeued(struct xp_job *j);
 void xp_elastic_snapshot(const struct xp_job *j, json_t *jo);
 int xp_elastic_restore(struct xp_job *j, json_t *jo, struct xp_err *err);

@@ -7,7 +7,9 @@
  *  - that job is cancelled: the elastic job grows to 4 (epoch 1), every
  *    replica restarted with the new world size;
  *  - a 2-GPU job of higher priority arrives: the elastic job shrinks to 2
- *    (epoch 2) instead of being preempted, and the new job runs.
+ *    (epoch 2) instead of being preempted, and the new job runs;
+ *  - an agent killed: its node is lost and the job keeps its replicas on
+ *    the other node (a shrink, not a requeue); the agent back, it grows.
  * Every replica writes what it saw (XPOOL_WORLD_SIZE, XPOOL_RANK,
  * XPOOL_RESTART_EPOCH and torchrun's WORLD_SIZE, RANK,
  * TORCHELASTIC_RESTART_COUNT) to a file named by its epoch and rank, and
@@ -132,7 +134,7 @@ static void setup(struct env *e)
 	o.listen = "127.0.0.1:0";
 	o.sync = 1;
 	o.heartbeat_ms = 200;
-	o.lost_ms = 5000;
+	o.lost_ms = 1500;
 	if (xp_ctl_start(&o, &e->ctl, &err) < 0)
 		fail_msg("start: %s", err.text);
 	for (int i = 0; i < 2; i++) {
@@ -346,10 +348,47 @@ static void test_grow_and_shrink(void **state)
 	e->passed = 1;
 }
 
+/* an agent killed: its node is lost, and the elastic job keeps the
+ * replicas of the other node (shrinks, not requeued); the agent back, its
+ * old tasks are stopped and the job grows again */
+static void test_node_lost(void **state)
+{
+	struct env *e = &E;
+	char body[1024];
+	(void)state;
+	setup(e);
+	snprintf(body, sizeof(body),
+		 "{\"replicas\":{\"min\":1,\"max\":4},\"checkpoint\":{\"grace\":\"2s\"},"
+		 "\"resources\":{\"cpu\":\"100m\",\"memory\":64,\"devices\":{\"count\":1}},"
+		 "\"command\":\"" ELASTIC_CMD "\"}",
+		 e->dir);
+	long long el = submit(e, body);
+	wait_job(e, el, "running", 4); /* started at 1, grew into the rest at once */
+	check_epoch(e, 1, 4);
+	kill(e->agents[1], SIGKILL);
+	waitpid(e->agents[1], NULL, 0);
+	e->agents[1] = 0;
+	wait_job(e, el, "running", 2);
+	check_epoch(e, 2, 2);
+	json_t *j = job(e, el);
+	assert_int_equal(json_integer_value(json_object_get(j, "requeues")), 0);
+	assert_int_equal(json_integer_value(json_object_get(j, "attempts")), 1);
+	const char *why =
+		json_string_value(json_object_get(json_object_get(j, "elastic"), "last_reason"));
+	if (!why || !strstr(why, "node el-1 was lost"))
+		fail_msg("last reason: %s", why ? why : "(none)");
+	json_decref(j);
+	start_agent(e, 1); /* it stops what it ran before; the job grows back */
+	wait_job(e, el, "running", 4);
+	check_epoch(e, 3, 4);
+	e->passed = 1;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_grow_and_shrink, teardown),
+		cmocka_unit_test_teardown(test_node_lost, teardown),
 	};
 	return xp_run_tests(tests, NULL, NULL);
 }

@@ -10,7 +10,9 @@
  * Liveness (xp_live_check, on the owner's tick): an agent node silent for
  * suspect_beats heartbeats is shown suspect; silent for lost_ms it is lost:
  * node.state down is journaled, and each job with a replica there is
- * requeued once (job.requeue) or failed, per its spec's on_node_lost. When
+ * requeued once (job.requeue) or failed, per its spec's on_node_lost (an
+ * elastic job whose other replicas still make its min shrinks instead,
+ * job.resize). When
  * the node speaks again it is journaled ready; its agent then kills what
  * its assignments no longer list, so a requeued task never runs twice.
  *
@@ -807,6 +809,35 @@ void xp_api_node_logs(struct xp_ctl *ctl, struct xp_cmd *cmd)
 
 /* ---- liveness ---- */
 
+/* An elastic job that loses node n keeps its other replicas if they are
+ * at least its min (on_node_lost: requeue, the default): it shrinks (0);
+ * else -1, and it is requeued or failed as any job. */
+static int lost_shrink(struct xp_ctl *ctl, const struct xp_job *j, uint32_t n, const char *name)
+{
+	struct xp_err err = { 0 };
+	char why[200];
+	if (!xp_job_elastic(j) || j->spec.fail_on_lost)
+		return -1;
+	uint32_t *keep = XNEWV(uint32_t, j->spec.replicas), nk = 0;
+	for (uint32_t r = 0; r < j->spec.replicas; r++)
+		if (j->allocs[r].node != n)
+			keep[nk++] = r;
+	int rc = -1;
+	if (nk && nk >= j->spec.rmin) {
+		snprintf(why, sizeof(why), "shrink: node %s was lost; %u -> %u replicas", name,
+			 j->spec.replicas, nk);
+		rc = xp_ctl_journal(ctl, "job.resize",
+				    xp_rec_job_resize(ctl->st, j->id, j->epoch + 1, keep, nk, NULL, 0,
+						      why),
+				    &err);
+		if (rc < 0)
+			fprintf(stderr, "xpool server: job=%llu node=%s: %s\n",
+				(unsigned long long)j->id, name, err.text);
+	}
+	free(keep);
+	return rc < 0 ? -1 : 0;
+}
+
 void xp_live_check(struct xp_ctl *ctl, int64_t now)
 {
 	struct xp_state *st = ctl->st;
@@ -844,6 +875,8 @@ void xp_live_check(struct xp_ctl *ctl, int64_t now)
 		}
 		for (size_t i = 0; i < hit.n; i++) {
 			struct xp_job *j = hit.v[i];
+			if (lost_shrink(ctl, j, (uint32_t)n, name) == 0)
+				continue; /* elastic: the others go on at a smaller size */
 			char *body = j->spec.fail_on_lost
 					     ? xp_rec_job_finish(j->id, XP_JOB_FAILED, -1, reason)
 					     : xp_rec_job_requeue(j->id, reason);

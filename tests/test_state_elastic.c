@@ -279,6 +279,38 @@ static void test_grow_shrink(void **state)
 	world_free(&w);
 }
 
+/* on an empty pool it starts at what fits (min, then grown at once); its
+ * queue's max cuts the growth, and usage counts the size */
+static void test_fit_and_quota(void **state)
+{
+	(void)state;
+	struct world w;
+	start(&w);
+	add_node(&w, "g0", 8);
+	uint64_t e = submit(&w, 0, "{min: 2, max: 6}");
+	world_cycle(&w);
+	assert_int_equal(job(&w, e)->spec.replicas, 6);
+	long q = xp_state_queue(w.st, "default");
+	assert_int_equal(w.st->queues.v[q].usage[XP_RES_DEV + XP_CLASS_GPU], 6 * 1000);
+	const char *doc = "{name: capped, quota: {gpu: {max: 3}}}";
+	struct xp_queuespec qs;
+	struct xp_err err = { 0 };
+	assert_int_equal(xp_queuespec_parse_text("q", doc, strlen(doc), 0, 1, &qs, NULL, &err), 0);
+	assert_int_equal(world_apply(&w, "queue.create", xp_rec_queue_define(&qs)), 0);
+	const char *y = "queue: capped\nreplicas: {min: 1, max: 8}\nresources: " GPU1 "\n";
+	uint64_t c = world_submit(&w, "t", y, NULL);
+	world_cycle(&w);
+	assert_int_equal(job(&w, c)->spec.replicas, 2); /* 8 GPUs, 6 taken */
+	assert_int_equal(world_apply(&w, "job.cancel", xp_rec_job_cancel(e, NULL)), 0);
+	world_cycle(&w);
+	assert_int_equal(job(&w, c)->spec.replicas, 3); /* its queue's max */
+	long cq = xp_state_queue(w.st, "capped");
+	assert_int_equal(w.st->queues.v[cq].usage[XP_RES_DEV + XP_CLASS_GPU], 3 * 1000);
+	check_reference(&w);
+	same_on_replay(&w, NULL, 0);
+	world_free(&w);
+}
+
 /* job.resize is checked whole: a wrong epoch, a size outside min..max, a
  * rank twice, a GPU in use - refused, nothing changed */
 static void test_resize_refused(void **state)
@@ -381,6 +413,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_spec),
 		cmocka_unit_test(test_grow_shrink),
+		cmocka_unit_test(test_fit_and_quota),
 		cmocka_unit_test(test_resize_refused),
 		cmocka_unit_test(test_random_reference),
 	};

@@ -251,6 +251,12 @@ static void test_grow_shrink(void **state)
 	assert_int_equal(job(&w, e)->epoch, 1);
 	assert_non_null(strstr(job(&w, e)->resize_why, "grow"));
 	uint64_t h = submit(&w, 10, "1");
+	struct xp_admission ad; /* explain says what the cycle will do */
+	xp_state_admission(w.st, job(&w, h), &ad);
+	assert_int_equal(ad.nshrinks, 1);
+	assert_int_equal(ad.shrinks[0], e);
+	assert_int_equal(ad.nvictims, 0);
+	xp_admission_free(&ad);
 	world_cycle(&w);
 	assert_int_equal(job(&w, h)->state, XP_JOB_RUNNING);
 	assert_int_equal(job(&w, e)->spec.replicas, 3);

@@ -466,6 +466,13 @@ static void explain_admission(struct xp_ctl *ctl, const struct xp_job *j, json_t
 		xp_sb_printf(sum,
 			     "queue %s is at its max of %s: it uses %s of %s, the job needs %s", qn,
 			     rn, used, max, need);
+	} else if (ad.nshrinks) { /* elastic jobs give back their spare replicas */
+		json_t *v = json_array();
+		for (size_t i = 0; i < ad.nshrinks; i++)
+			json_array_append_new(v, json_integer((json_int_t)ad.shrinks[i]));
+		json_object_set_new(o, "would_shrink", v);
+		xp_sb_printf(sum, "; it would shrink %zu elastic job%s at the next cycle",
+			     ad.nshrinks, ad.nshrinks == 1 ? "" : "s");
 	} else if (ad.nvictims) {
 		json_t *v = json_array();
 		for (size_t i = 0; i < ad.nvictims; i++)

@@ -139,6 +139,31 @@ static int emit_shrink(struct xp_state *st, const struct xp_job *j, struct xp_jo
 	return rc;
 }
 
+size_t xp_elastic_would_shrink(struct xp_state *st, const struct xp_job *j,
+			       const struct xp_rng *rng, uint64_t **ids)
+{
+	XP_VEC(struct xp_job *) v = { 0 };
+	XP_VEC(struct taken) t = { 0 };
+	size_t n = 0;
+	*ids = NULL;
+	running_elastic(st, above_min, &v);
+	if (v.n > 1)
+		qsort(v.v, v.n, sizeof(*v.v), cmp_victim);
+	if (v.n && shrink_plan(st, j, rng, v.v, v.n, &t) > 0) {
+		*ids = XNEWV(uint64_t, v.n);
+		for (size_t k = 0; k < v.n; k++) {
+			int hit = 0;
+			for (size_t i = 0; i < t.n && !hit; i++)
+				hit = t.v[i].job == v.v[k] && !t.v[i].spared;
+			if (hit)
+				(*ids)[n++] = v.v[k]->id;
+		}
+	}
+	xp_vec_free(&v);
+	xp_vec_free(&t);
+	return n;
+}
+
 int xp_elastic_shrink_for(struct xp_state *st, const struct xp_job *j, const struct xp_rng *rng,
 			  xp_emit_fn emit, void *ctx)
 {

@@ -425,8 +425,9 @@ struct xp_overdue {
 size_t xp_state_overdue(struct xp_state *st, int64_t now, struct xp_overdue *out, size_t max);
 
 /* What holds a pending job back beyond placement: its queue's max (then
- * nothing else is looked at), or - when it does not fit - whom it would
- * preempt (victims) or why it cannot (why_not). */
+ * nothing else is looked at), or - when it does not fit - which elastic
+ * jobs it would shrink (shrinks), else whom it would preempt (victims) or
+ * why it cannot (why_not). */
 struct xp_admission {
 	int quota_blocked;
 	uint32_t where; /* the queue whose max refuses it */
@@ -434,6 +435,8 @@ struct xp_admission {
 	uint64_t used, max, need;
 	uint64_t *victims;
 	size_t nvictims;
+	uint64_t *shrinks; /* elastic jobs it would shrink instead (then no victims) */
+	size_t nshrinks;
 	char why_not[300];
 	int preempt_considered; /* the cycle would look for victims (why_not is its answer) */
 	int reserved;	 /* backfill holds a reservation for it, */

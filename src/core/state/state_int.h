@@ -68,6 +68,10 @@ int xp_elastic_restore(struct xp_job *j, json_t *jo, struct xp_err *err);
  * nodes left alone (the number of resizes or < 0) */
 int xp_elastic_shrink_for(struct xp_state *st, const struct xp_job *j, const struct xp_rng *rng,
 			  xp_emit_fn emit, void *ctx);
+/* explain: the elastic jobs a shrink for j would take from (*ids malloc'd;
+ * 0: shrinking is not enough); the scheduler is left as it was */
+size_t xp_elastic_would_shrink(struct xp_state *st, const struct xp_job *j,
+			       const struct xp_rng *rng, uint64_t **ids);
 long xp_elastic_grow(struct xp_state *st, const struct xp_backfill *bf, struct xp_rng *rng,
 		     xp_emit_fn emit, void *ctx);
 /* apply.c: does allocation x match j's request; node n to state (its

@@ -15,8 +15,13 @@
 #  - a replica that keeps exiting is restarted with a back-off and the
 #    service says why (status failing, the exit code) - it never loops
 #    silently;
-#  - a controller restart keeps the service and its count; delete cancels
-#    the replicas.
+#  - a rolling update (max_surge 1, max_unavailable 0), a canary at 50 %
+#    and a rollback under the same load fail 0 requests, and HAProxy
+#    serves both versions during the canary; a version that never gets
+#    ready leaves the old replicas in place;
+#  - a controller restart keeps the services, their counts and the rollout
+#    in progress, which then finishes with no replica duplicated; delete
+#    cancels the replicas.
 # Skips (77) when haproxy is not installed (scripts/deps.sh installs it).
 # usage: cli_services.sh XPOOL SHARED_DIR SOURCE_DIR
 set -u
@@ -84,14 +89,42 @@ template:
 EOF
 run service create "$T/web.yaml"
 expect 0 "service create web"
+PORT2=$((PORT + 1))
+while curl -s -o /dev/null "http://127.0.0.1:$PORT2/"; [ $? -ne 7 ]; do PORT2=$((PORT2 + 1)); done
+cat >"$T/auto.yaml" <<EOF
+kind: service
+name: auto
+replicas: {min: 1, max: 4}
+port: $PORT2
+readiness: {http: /healthz, period: 200ms}
+drain: 1s
+autoscale: {metric: inflight, target: 2, period: 500ms, down_window: 3s}
+template:
+  node: $NODE
+  resources: {cpu: 100m, memory: 64}
+  command: [$SVC]
+  env: {SVC_MS: "100"}
+EOF
+run service create "$T/auto.yaml"
+expect 0 "service create auto"
+bad 'autoscale.metric' "kind: service
+name: b
+replicas: {min: 1, max: 2}
+autoscale: {metric: gpu_temp, target: 1}
+template: {command: [true]}"
+bad 'autoscale.target: expected a number above 0' "kind: service
+name: b
+replicas: {min: 1, max: 2}
+autoscale: {metric: rps, target: 0}
+template: {command: [true]}"
 bad "port: $PORT is service web's" "kind: service
 name: other
 port: $PORT
 template: {command: [true]}"
 run services
-[ "$(grep -c . "$T/out")" -eq 2 ] || fail "a refused service was created: $(cat "$T/out")"
+[ "$(grep -c . "$T/out")" -eq 3 ] || fail "a refused service was created: $(cat "$T/out")"
 
-ready_count() { "$XP" service endpoints web -o json 2>/dev/null | jq -e ".endpoints | length == $1" >/dev/null; }
+ready_count() { "$XP" service endpoints "${2:-web}" -o json 2>/dev/null | jq -e ".endpoints | length == $1" >/dev/null; }
 until_ok 60 ready_count 1 || fail "web has no ready endpoint: $("$XP" service get web 2>&1)"
 EP=$("$XP" service endpoints web -o json | jq -r '.endpoints[0] | "\(.address):\(.port)"')
 curl -sf "http://$EP/" | grep -q '^job=' || fail "the replica at $EP does not answer"
@@ -138,6 +171,83 @@ echo "load through haproxy while scaling 1 -> 4 -> 1: $sent requests, $failed fa
 [ "$lrc" -eq 0 ] && [ "${failed:-1}" -eq 0 ] && [ "${sent:-0}" -gt 100 ] ||
 	fail "requests failed while scaling: $(cat "$T/load.out" "$T/load.err")"
 
+# ---- a rolling update, a canary, a rollback, under load through HAProxy ----
+webdef() { # VERSION [EXTRA-ENV]
+	sed -e "s|command: \[$SVC\]|command: [$SVC]\n  env: {SVC_VERSION: \"$1\"${2:-}}|" "$T/web.yaml"
+}
+versions() { "$XP" service endpoints web -o json | jq -r '[.endpoints[].version] | map(tostring) | join(",")'; }
+rm -f "$T/stop"
+"$LOAD" 127.0.0.1 "$PORT" 8 600 "$T/stop" >"$T/load3.out" 2>"$T/load3.err" &
+LOADPID=$!
+run service scale web 2
+expect 0 "scale 2"
+until_ok 60 ready_count 2 || fail "web not at 2 before the update"
+webdef 2 >"$T/web2.yaml"
+run service update web "$T/web2.yaml"
+expect 0 "service update web (version 2)"
+rolled() { [ "$(versions)" = "2,2" ] && "$XP" service get web -o json | jq -e '.status == "ready"' >/dev/null; }
+until_ok 90 rolled || fail "the rolling update did not finish: $("$XP" service get web 2>&1)"
+through_v() { curl -sf "http://127.0.0.1:$PORT/" | grep -q "version=$1"; }
+until_ok 30 through_v 2 || fail "haproxy does not serve version 2"
+# a canary: version 3 on 1 replica beside the 2 of version 2, half the traffic
+webdef 3 >"$T/web3.yaml"
+run service update web "$T/web3.yaml" --canary 1 --weight 50
+expect 0 "service update web --canary 1 --weight 50"
+canary_up() { [ "$(versions | tr ',' '\n' | sort | tr '\n' ' ')" = "2 2 3 " ]; }
+until_ok 60 canary_up || fail "the canary did not come up beside the old version: $(versions)"
+run service get web -o json
+jq -e '.status == "canary" and .version == 3' "$T/out" >/dev/null || fail "canary status: $(cat "$T/out")"
+"$XP" service endpoints web -o json | jq -e '[.endpoints[] | select(.version == 3) | .weight] == [256]' >/dev/null ||
+	fail "the canary's weight: $("$XP" service endpoints web -o json)"
+both() { for i in 1 2 3 4 5 6 7 8 9 10 11 12; do curl -sf "http://127.0.0.1:$PORT/"; done | grep -o 'version=[0-9]' | sort -u | tr '\n' ' ' | grep -q 'version=2 version=3'; }
+until_ok 30 both || fail "haproxy does not split the traffic between versions 2 and 3"
+run service rollback web
+expect 0 "service rollback web"
+back() { [ "$(versions)" = "2,2" ] && "$XP" service get web -o json | jq -e '.status == "ready" and .version == 2' >/dev/null; }
+until_ok 60 back || fail "the rollback did not come back to version 2: $(versions) $("$XP" service get web 2>&1)"
+: >"$T/stop"
+wait "$LOADPID"
+lrc=$?
+LOADPID=
+read -r _ sent _ okn _ failed <"$T/load3.out"
+echo "load through haproxy during a rolling update, a canary and a rollback: $sent requests, $failed failed"
+[ "$lrc" -eq 0 ] && [ "${failed:-1}" -eq 0 ] || fail "requests failed during the update: $(cat "$T/load3.out" "$T/load3.err")"
+# a version that never gets ready: the old replicas stay (max_unavailable 0)
+webdef 4 ", SVC_UNREADY: \"$T/unready\"" >"$T/web4.yaml"
+: >"$T/unready"
+run service update web "$T/web4.yaml"
+expect 0 "service update web (version 4, not ready)"
+stuck() { "$XP" service get web -o json | jq -e '.status == "progressing" and .version == 4 and (.message | test("rolling out version 4"))' >/dev/null && [ "$(versions)" = "2,2" ]; }
+until_ok 60 stuck || fail "an unready version took the old replicas away: $(versions) $("$XP" service get web -o json)"
+
+# ---- the autoscaler: 8 clients, 100 ms a request, 2 in flight a replica wanted ----
+until_ok 60 ready_count 1 auto || fail "auto has no ready endpoint: $("$XP" service get auto 2>&1)"
+through2() { curl -sf "http://127.0.0.1:$PORT2/" | grep -q '^job='; }
+until_ok 30 through2 || fail "no answer from auto through haproxy: $(cat "$T/sync.log")"
+rm -f "$T/stop"
+t0=$(date +%s%N)
+"$LOAD" 127.0.0.1 "$PORT2" 8 600 "$T/stop" >"$T/load2.out" 2>"$T/load2.err" &
+LOADPID=$!
+ready_atleast() { "$XP" service endpoints auto -o json 2>/dev/null | jq -e ".endpoints | length >= $1" >/dev/null; }
+until_ok 60 ready_atleast 2 || fail "auto did not grow under load: $("$XP" service get auto 2>&1)"
+t1=$(date +%s%N)
+echo "autoscaler: load step to a second ready replica in $(( (t1 - t0) / 1000000 )) ms"
+grown() { "$XP" service get auto -o json | jq -e '.replicas.desired == 4 and .replicas.ready == 4' >/dev/null; }
+until_ok 60 grown || fail "auto did not reach 4 under 8 clients: $("$XP" service get auto 2>&1)"
+: >"$T/stop"
+wait "$LOADPID"
+lrc=$?
+LOADPID=
+shrunk() { "$XP" service get auto -o json | jq -e '.replicas.desired == 1' >/dev/null; }
+until_ok 60 shrunk || fail "auto did not come back to 1 without load: $("$XP" service get auto 2>&1)"
+read -r _ sent _ okn _ failed <"$T/load2.out"
+echo "load through haproxy while autoscaling 1 -> 4 -> 1: $sent requests, $failed failed"
+[ "$lrc" -eq 0 ] && [ "${failed:-1}" -eq 0 ] || fail "requests failed while autoscaling: $(cat "$T/load2.out" "$T/load2.err")"
+run service get auto
+grep -q 'autoscaler: inflight .* -> 4 replicas' "$T/out" &&
+	grep -q 'autoscaler: inflight .* -> 1 replicas' "$T/out" ||
+	fail "the scalings and their reasons are not shown: $(cat "$T/out")"
+
 # ---- a replica that keeps exiting: back-off, and the reason shown ----
 cat >"$T/crash.yaml" <<EOF
 kind: service
@@ -159,8 +269,12 @@ stop_server
 start_dev --cluster "$SRC/examples/clusters/small.yaml"
 agent_node
 run service get web -o json
-jq -e '.replicas.desired == 1 and .version == 1' "$T/out" >/dev/null || fail "after restart: $(cat "$T/out")"
-until_ok 60 ready_count 1 || fail "web not ready again after the restart"
+jq -e '.replicas.desired == 2 and .version == 4' "$T/out" >/dev/null || fail "after restart: $(cat "$T/out")"
+# the rollout resumes: still held while version 4 is not ready, then done
+until_ok 60 stuck || fail "after the restart the rollout did not hold: $(versions) $("$XP" service get web -o json | jq -c "{status,message,version,replicas,jobs}") $("$XP" jobs --all 2>&1 | tail -8)"
+rm -f "$T/unready"
+done4() { [ "$(versions)" = "4,4" ] && "$XP" service get web -o json | jq -e '.status == "ready" and (.jobs | length) == 2' >/dev/null; }
+until_ok 90 done4 || fail "the rollout did not finish after the restart: $(versions) $("$XP" service get web 2>&1)"
 
 run service delete web
 expect 0 "service delete web"
@@ -169,6 +283,8 @@ run service get web
 [ "$rc" -ne 0 ] && grep -q 'no service web' "$T/err" || fail "web still there: $(cat "$T/out" "$T/err")"
 run service delete crash
 expect 0 "service delete crash"
+run service delete auto
+expect 0 "service delete auto"
 
 if [ "$fails" -gt 0 ]; then
 	echo "cli_services: $fails failure(s)"

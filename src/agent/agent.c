@@ -405,6 +405,11 @@ static void *heartbeat_main(void *arg)
 			xp_client_local_ip(cl, addr, sizeof(addr));
 		if (addr[0])
 			json_object_set_new(body, "address", json_string(addr));
+		if (a->mig_devs) { /* the MIG instances: warm ones steer placement */
+			pthread_mutex_lock(&a->mu);
+			json_object_set_new(body, "mig", xp_mig_beat_json(a));
+			pthread_mutex_unlock(&a->mu);
+		}
 		int rc = xp_client_json(cl, "POST", path, body, &reply, &err);
 		json_decref(body);
 		json_decref(reply);
@@ -686,7 +691,12 @@ int xp_agent_run(const struct xp_agent_opts *o, struct xp_err *err)
 	c->nodes[0].dedicated = (uint8_t)(a->o.dedicated != 0);
 	limits_start(a, &c->nodes[0]);
 	a->descriptor = xp_descriptor_to_json(c);
+	for (unsigned d = 0; d < a->ndevs && d < 64; d++)
+		if (c->nodes[0].devs[d].mode == XP_MODE_MIG)
+			a->mig_devs |= 1ull << d;
+	xp_mig_own_load(a); /* before the tasks: one that ended while away releases its own */
 	xp_task_adopt(a);
+	xp_mig_reconcile(a, 1); /* then the orphans: instances xpool made that no task holds */
 	if (a->o.token && !strncmp(a->o.token, "xpb_", 4) && (rc = join(a, err)) < 0)
 		goto out;
 	cl = agent_client(a, err);

@@ -19,6 +19,10 @@
  *   mig_live.c  a replica's MIG instance: adopted or created at the
  *             reserved placement, CUDA_VISIBLE_DEVICES=MIG-<uuid>,
  *             destroyed when it ends (IN_USE: retried every tick)
+ *   mig_keep.c  the MIG instances xpool created (WORK/mig-owned: only
+ *             those are ever destroyed), kept warm after their replica
+ *             (--mig-keep-warm), the reconciler of orphans, and the
+ *             heartbeat's list of a node's instances
  *
  * A task is run by a shim: the agent forks it, the shim starts a new
  * session and waits until the agent has moved it into the task's cgroups,
@@ -73,6 +77,15 @@ struct xp_agent_opts {
 				     address this host reaches the controller from */
 	uint16_t port_min, port_max; /* service replicas' ports (XPOOL_PORT);
 					0: 30000..32767 */
+	int mig_keep_warm_ms;	  /* an ended replica's MIG instance is kept this long for
+				     the next slice of its profile; 0: destroyed at once */
+};
+
+/* A MIG GPU instance this agent created (mig_keep.c) */
+struct xp_mig_owned {
+	unsigned dev, gi, profile_id, start, size;
+	char uuid[96];
+	int64_t warm_until; /* wall-clock ms; 0: not warm (held, or to destroy) */
 };
 
 enum xp_limits_mode {
@@ -115,6 +128,12 @@ struct xp_task {
 	int32_t probe_period_ms, probe_timeout_ms;
 	int64_t probe_at;      /* ms: the next check */
 	char probe_path[256];
+	/* its load for the autoscaler, read from its metrics with each check */
+	uint8_t load_kind;     /* enum xp_scrape_kind; 0: not read */
+	uint8_t load_ok;       /* load holds a value */
+	char load_path[256], load_series[96];
+	double load, load_last; /* the value; a counter's last reading */
+	int64_t load_last_ms;	/* when it was read; 0: never */
 	char dir[512];
 };
 
@@ -135,6 +154,11 @@ struct xp_agent {
 	} mig_gc[XP_AGENT_MIG_GC]; /* MIG instances to destroy once free (mu) */
 	unsigned nmig_gc;
 	int deferred;	 /* a launch waits for an older epoch's task to end (mu) */
+#define XP_AGENT_MIG_OWN 128
+	struct xp_mig_owned mig_own[XP_AGENT_MIG_OWN]; /* created by xpool (mu) */
+	unsigned nmig_own;
+	int64_t mig_next_reconcile;	  /* wall-clock ms */
+	uint64_t mig_devs;		  /* devices in MIG mode at discovery */
 	atomic_int stop; /* the agent is stopping: every thread ends its loop */
 	atomic_int beat_soon; /* a replica's readiness changed: heartbeat now */
 	struct xp_cg *cg;		  /* the limits; NULL when off or not available */
@@ -209,6 +233,25 @@ int xp_mig_task_setup(struct xp_agent *a, const void *assignment, struct xp_task
 void xp_mig_task_adopt(struct xp_task *t);
 void xp_mig_task_end(struct xp_agent *a, struct xp_task *t);
 void xp_mig_gc(struct xp_agent *a);
+
+/* mig_keep.c (a->mu held) */
+struct xp_hal_mig_inst;
+void xp_mig_own_load(struct xp_agent *a); /* WORK/mig-owned, at start */
+/* in was created by this agent on dev: recorded (so it may be destroyed) */
+void xp_mig_own_add(struct xp_agent *a, unsigned dev, const struct xp_hal_mig_inst *in);
+int xp_mig_owned(struct xp_agent *a, unsigned dev, unsigned gi);
+void xp_mig_own_gone(struct xp_agent *a, unsigned dev, unsigned gi); /* destroyed */
+/* a replica adopted it: no longer warm */
+void xp_mig_own_hold(struct xp_agent *a, unsigned dev, unsigned gi);
+/* its replica ended: -1 not ours (it stays), 1 kept warm, 0 destroy it now */
+int xp_mig_own_release(struct xp_agent *a, unsigned dev, unsigned gi);
+/* destroy owned instances no task holds on dev's slices [start, start+size) */
+void xp_mig_free_overlap(struct xp_agent *a, unsigned dev, unsigned start, unsigned size);
+/* destroy owned instances no task holds and not warm: when due, or force */
+void xp_mig_reconcile(struct xp_agent *a, int force);
+/* the node's MIG instances for the heartbeat: [{device, gi, id, start,
+ * size, uuid, owned, warm}] */
+void *xp_mig_beat_json(struct xp_agent *a);
 
 /* serve.c */
 /* A service replica (a->mu held): its port picked (free on the host, held

@@ -7,7 +7,9 @@
  * one compute instance over it), and the replica gets
  * CUDA_VISIBLE_DEVICES=MIG-<uuid> of that instance alone. The task's folder
  * keeps "mig" = "DEV GI", so a restarted agent adopts it with the task.
- * When the replica ends the instance is destroyed; NVML's IN_USE
+ * When the replica ends the instance is destroyed if xpool created it
+ * (mig_keep.c: else it stays; with --mig-keep-warm it is kept warm for
+ * a while); NVML's IN_USE
  * (XP_ESTATE: a process still holds it) leaves it on a retry list that
  * every monitor tick tries again. Called with a->mu held.
  */
@@ -49,10 +51,17 @@ int xp_mig_task_setup(struct xp_agent *a, const void *assignment, struct xp_task
 		if (list.inst[i].profile_id == id && list.inst[i].start == start &&
 		    list.inst[i].uuid[0])
 			found = (int)i;
-	if (found >= 0)
+	if (found >= 0) {
 		inst = list.inst[found];
-	else if (xp_hal_mig_create(a->hal, dev, id, start, &inst, err) < 0)
-		return err->code;
+		xp_mig_own_hold(a, dev, inst.gi_id); /* a warm one is taken */
+	} else {
+		/* owned instances no task holds (warm ones) on its slices go first */
+		xp_mig_free_overlap(a, dev, start,
+				    (unsigned)json_integer_value(json_object_get(m, "size")));
+		if (xp_hal_mig_create(a->hal, dev, id, start, &inst, err) < 0)
+			return err->code;
+		xp_mig_own_add(a, dev, &inst);
+	}
 	t->mig_held = 1;
 	t->mig_dev = dev;
 	t->mig_gi = inst.gi_id;
@@ -97,6 +106,8 @@ static int destroy(struct xp_agent *a, unsigned dev, unsigned gi)
 	if (rc < 0 && rc != XP_ENOENT)
 		fprintf(stderr, "xpool agent: node=%s: MIG GI %u on device %u: %s\n", a->node, gi,
 			dev, err.text);
+	else
+		xp_mig_own_gone(a, dev, gi);
 	return 0;
 }
 
@@ -108,6 +119,9 @@ void xp_mig_task_end(struct xp_agent *a, struct xp_task *t)
 	t->mig_held = 0;
 	mig_file(t, path, sizeof(path));
 	unlink(path);
+	int keep = xp_mig_own_release(a, t->mig_dev, t->mig_gi);
+	if (keep) /* not created by xpool (it stays), or kept warm */
+		return;
 	if (!destroy(a, t->mig_dev, t->mig_gi))
 		return;
 	if (a->nmig_gc < XP_AGENT_MIG_GC) {
@@ -125,4 +139,5 @@ void xp_mig_gc(struct xp_agent *a)
 		if (destroy(a, a->mig_gc[i].dev, a->mig_gc[i].gi))
 			a->mig_gc[k++] = a->mig_gc[i];
 	a->nmig_gc = k;
+	xp_mig_reconcile(a, 0); /* orphans and expired warm instances, when due */
 }

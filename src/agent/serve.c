@@ -8,6 +8,11 @@
  * the check) so an agent that restarts and adopts the task reports the
  * same one.
  *
+ * Its load (a service that autoscales): with each check that passes, the
+ * prober reads the replica's Prometheus text at the path the service names
+ * and sums the series' samples - a gauge as it is, a counter as its rate
+ * since the last reading - and the heartbeat reports it.
+ *
  * Its readiness: the prober thread runs each replica's check every period
  * - a TCP connect to 127.0.0.1:PORT, or an HTTP GET of the path that must
  * answer 2xx or 3xx - within its timeout. A change of verdict makes the
@@ -32,6 +37,9 @@
 #define PORT_MAX_DEFAULT 32767
 #define PROBE_TICK_MS	 50
 #define PROBES_MAX	 256 /* checks run per tick at most */
+/* as the assignment names them (XP_SCRAPE_* of core/state/spec.h) */
+#define XP_LOAD_RATE  1
+#define XP_LOAD_GAUGE 2
 
 static int port_free(uint16_t port)
 {
@@ -77,8 +85,9 @@ static void save(const struct xp_task *t)
 	FILE *f = fopen(tmp, "w");
 	if (!f)
 		return;
-	fprintf(f, "%u %d %d %d %s\n", t->port, t->probe_http, t->probe_period_ms,
-		t->probe_timeout_ms, t->probe_http ? t->probe_path : "-");
+	fprintf(f, "%u %d %d %d %s %d %s %s\n", t->port, t->probe_http, t->probe_period_ms,
+		t->probe_timeout_ms, t->probe_http ? t->probe_path : "-", t->load_kind,
+		t->load_kind ? t->load_path : "-", t->load_kind ? t->load_series : "-");
 	if (fclose(f) == 0)
 		rename(tmp, path);
 }
@@ -99,6 +108,15 @@ int xp_serve_setup(struct xp_agent *a, const void *assignment, struct xp_task *t
 		t->probe_period_ms = 1000;
 	if (t->probe_timeout_ms < 10)
 		t->probe_timeout_ms = 1000;
+	json_t *ld = json_object_get(svc, "load");
+	const char *lk = json_string_value(json_object_get(ld, "kind"));
+	const char *lp = json_string_value(json_object_get(ld, "path"));
+	const char *ls = json_string_value(json_object_get(ld, "series"));
+	if (lk && lp && ls && lp[0] == '/' && !strpbrk(lp, " \n") && !strpbrk(ls, " \n")) {
+		t->load_kind = !strcmp(lk, "rate") ? XP_LOAD_RATE : XP_LOAD_GAUGE;
+		snprintf(t->load_path, sizeof(t->load_path), "%s", lp);
+		snprintf(t->load_series, sizeof(t->load_series), "%s", ls);
+	}
 	t->port = pick_port(a);
 	if (!t->port)
 		return xp_errf(err, XP_ENOSPC, "no free port for a service replica in %u-%u",
@@ -118,12 +136,15 @@ void xp_serve_adopt(struct xp_task *t)
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return;
-	if (fscanf(f, "%u %d %d %d %255s", &port, &http, &per, &to, t->probe_path) == 5 &&
+	int lk = 0;
+	if (fscanf(f, "%u %d %d %d %255s %d %255s %95s", &port, &http, &per, &to, t->probe_path,
+		   &lk, t->load_path, t->load_series) >= 5 &&
 	    port > 0 && port < 65536) {
 		t->port = (uint16_t)port;
 		t->probe_http = (uint8_t)(http != 0);
 		t->probe_period_ms = per >= 100 ? per : 1000;
 		t->probe_timeout_ms = to >= 10 ? to : 1000;
+		t->load_kind = (uint8_t)(lk == XP_LOAD_RATE || lk == XP_LOAD_GAUGE ? lk : 0);
 	}
 	fclose(f);
 }
@@ -151,29 +172,34 @@ static int dial(uint16_t port, int ms)
 	return fd;
 }
 
-/* GET path: the status line's code, or -1 */
-static int http_status(int fd, const char *path, int ms)
+/* GET path on fd: the status line's code, or -1; with buf, the whole
+ * answer (at most len - 1 bytes, NUL-ended) read until the server closes */
+static int http_get(int fd, const char *path, int ms, char *buf, size_t len)
 {
-	char req[400], buf[64];
+	char req[400], small[64];
 	int n = snprintf(req, sizeof(req),
 			 "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\nUser-Agent: xpool-agent\r\n"
 			 "Connection: close\r\n\r\n",
 			 path);
 	if (send(fd, req, (size_t)n, MSG_NOSIGNAL) != n)
 		return -1;
-	size_t got = 0;
-	while (got < 12) {
+	if (!buf) {
+		buf = small;
+		len = sizeof(small);
+	}
+	size_t got = 0, want = buf == small ? 12 : len - 1;
+	while (got < want) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		if (poll(&p, 1, ms) != 1)
-			return -1;
-		ssize_t r = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
+			break;
+		ssize_t r = recv(fd, buf + got, len - 1 - got, 0);
 		if (r <= 0)
-			return -1;
+			break;
 		got += (size_t)r;
 	}
 	buf[got] = '\0';
 	int code;
-	if (strncmp(buf, "HTTP/1.", 7) || sscanf(buf + 9, "%3d", &code) != 1)
+	if (got < 12 || strncmp(buf, "HTTP/1.", 7) || sscanf(buf + 9, "%3d", &code) != 1)
 		return -1;
 	return code;
 }
@@ -185,10 +211,61 @@ static int check(uint16_t port, int http, const char *path, int ms)
 		return 0;
 	int ok = 1;
 	if (http) {
-		int code = http_status(fd, path, ms);
+		int code = http_get(fd, path, ms, NULL, 0);
 		ok = code >= 200 && code < 400;
 	}
 	close(fd);
+	return ok;
+}
+
+/* The sum of series' samples (every label set) in Prometheus text; 0 when
+ * there is none. */
+static int series_sum(const char *text, const char *series, double *out)
+{
+	size_t sl = strlen(series);
+	int found = 0;
+	*out = 0;
+	for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		if (strncmp(l, series, sl) || (l[sl] != ' ' && l[sl] != '{'))
+			continue;
+		const char *v = l + sl;
+		if (*v == '{')
+			v = strchr(v, '}');
+		char *end;
+		double x = v ? strtod(v + 1, &end) : 0;
+		if (v && end != v + 1) {
+			*out += x;
+			found = 1;
+		}
+	}
+	return found;
+}
+
+/* the replica's load now: a gauge's value, a counter's rate since the last
+ * reading (none on the first, or after a reset) */
+static int read_load(uint16_t port, const char *path, const char *series, int kind, int ms,
+		     double *last, int64_t *last_ms, double *load)
+{
+	static __thread char buf[65536];
+	int fd = dial(port, ms);
+	if (fd < 0)
+		return 0;
+	int code = http_get(fd, path, ms, buf, sizeof(buf));
+	close(fd);
+	const char *body = code == 200 ? strstr(buf, "\r\n\r\n") : NULL;
+	double v;
+	if (!body || !series_sum(body + 4, series, &v))
+		return 0;
+	int64_t now = xp_agent_now();
+	if (kind == XP_LOAD_GAUGE) {
+		*load = v;
+		return 1;
+	}
+	int ok = *last_ms && now > *last_ms && v >= *last;
+	if (ok)
+		*load = (v - *last) * 1000.0 / (double)(now - *last_ms);
+	*last = v;
+	*last_ms = now;
 	return ok;
 }
 
@@ -196,35 +273,63 @@ struct due {
 	uint64_t job;
 	uint32_t replica, attempt;
 	uint16_t port;
-	uint8_t http;
+	uint8_t http, load_kind;
 	int timeout;
-	char path[256];
+	char path[256], load_path[256], load_series[96];
+	double last, load;
+	int64_t last_ms;
+	int load_ok;
 };
+
+/* what is due now, copied out under the lock */
+static size_t due_now(struct xp_agent *a, struct due *d, int64_t now)
+{
+	size_t n = 0;
+	pthread_mutex_lock(&a->mu);
+	for (size_t i = 0; i < a->tasks.n && n < PROBES_MAX; i++) {
+		const struct xp_task *t = &a->tasks.v[i];
+		if (!t->port || t->state != XP_TASK_RUNNING || now < t->probe_at)
+			continue;
+		struct due *e = &d[n++];
+		memset(e, 0, sizeof(*e));
+		e->job = t->job;
+		e->replica = t->replica;
+		e->attempt = t->attempt;
+		e->port = t->port;
+		e->http = t->probe_http;
+		e->timeout = t->probe_timeout_ms;
+		snprintf(e->path, sizeof(e->path), "%s", t->probe_path);
+		e->load_kind = t->load_kind;
+		snprintf(e->load_path, sizeof(e->load_path), "%s", t->load_path);
+		snprintf(e->load_series, sizeof(e->load_series), "%s", t->load_series);
+		e->last = t->load_last;
+		e->last_ms = t->load_last_ms;
+	}
+	pthread_mutex_unlock(&a->mu);
+	return n;
+}
 
 void *xp_serve_prober(void *arg)
 {
 	struct xp_agent *a = arg;
 	struct due *d = calloc(PROBES_MAX, sizeof(*d));
 	while (d && !atomic_load(&a->stop)) {
-		int64_t now = xp_agent_now();
-		size_t n = 0;
-		pthread_mutex_lock(&a->mu);
-		for (size_t i = 0; i < a->tasks.n && n < PROBES_MAX; i++) {
-			const struct xp_task *t = &a->tasks.v[i];
-			if (t->port && t->state == XP_TASK_RUNNING && now >= t->probe_at)
-				d[n++] = (struct due){ t->job, t->replica, t->attempt, t->port,
-						       t->probe_http, t->probe_timeout_ms, "" };
-			if (n && t->probe_http)
-				snprintf(d[n - 1].path, sizeof(d[n - 1].path), "%s",
-					 t->probe_path);
-		}
-		pthread_mutex_unlock(&a->mu);
+		size_t n = due_now(a, d, xp_agent_now());
 		for (size_t i = 0; i < n; i++) {
 			int ok = check(d[i].port, d[i].http, d[i].path, d[i].timeout);
+			if (ok && d[i].load_kind)
+				d[i].load_ok = read_load(d[i].port, d[i].load_path, d[i].load_series,
+							 d[i].load_kind, d[i].timeout, &d[i].last,
+							 &d[i].last_ms, &d[i].load);
 			pthread_mutex_lock(&a->mu);
 			struct xp_task *t = xp_task_find(a, d[i].job, d[i].replica, d[i].attempt);
 			if (t && t->state == XP_TASK_RUNNING) {
 				t->probe_at = xp_agent_now() + t->probe_period_ms;
+				t->load_last = d[i].last;
+				t->load_last_ms = d[i].last_ms;
+				t->load_ok = (uint8_t)d[i].load_ok;
+				if (d[i].load_ok)
+					t->load = d[i].load;
 				if (t->ready != ok) {
 					t->ready = (uint8_t)ok;
 					atomic_store(&a->beat_soon, 1);
@@ -245,12 +350,15 @@ void *xp_serve_prober(void *arg)
 json_t *xp_serve_report(const struct xp_task *t, size_t n)
 {
 	json_t *arr = json_array();
-	for (size_t i = 0; i < n; i++)
-		if (t[i].port && t[i].state == XP_TASK_RUNNING)
-			json_array_append_new(
-				arr, json_pack("{s:I,s:i,s:i,s:i,s:b}", "job", (json_int_t)t[i].job,
-					       "replica", (int)t[i].replica, "attempt",
-					       (int)t[i].attempt, "port", (int)t[i].port, "ready",
-					       (int)t[i].ready));
+	for (size_t i = 0; i < n; i++) {
+		if (!t[i].port || t[i].state != XP_TASK_RUNNING)
+			continue;
+		json_t *o = json_pack("{s:I,s:i,s:i,s:i,s:b}", "job", (json_int_t)t[i].job,
+				      "replica", (int)t[i].replica, "attempt", (int)t[i].attempt,
+				      "port", (int)t[i].port, "ready", (int)t[i].ready);
+		if (t[i].load_ok)
+			json_object_set_new(o, "load", json_real(t[i].load));
+		json_array_append_new(arr, o);
+	}
 	return arr;
 }

@@ -48,6 +48,9 @@ int xp_cmd_agent(int argc, char **argv)
 		{ "grace", XP_FLAG_STR, "DURATION", "SIGTERM to SIGKILL when a task is cancelled" },
 		{ "heartbeat", XP_FLAG_STR, "DURATION",
 		  "override the controller's heartbeat period" },
+		{ "mig-keep-warm", XP_FLAG_STR, "DURATION",
+		  "keep an ended replica's MIG instance this long for the next slice of its "
+		  "profile (default 0: destroyed at once)" },
 		{ "dedicated", XP_FLAG_BOOL, NULL,
 		  "the node takes only jobs that name it (--node NAME), as xpool dev's host does" },
 		{ "device-mode", XP_FLAG_STR, "MODE",
@@ -111,6 +114,14 @@ int xp_cmd_agent(int argc, char **argv)
 			goto usage;
 		}
 		o.heartbeat_ms = (int)ms;
+	}
+	if (xp_flag_get(flags, "mig-keep-warm")->given) {
+		if (xp_duration_parse(xp_flag_get(flags, "mig-keep-warm")->sval, 86400000, &ms) <
+		    0) {
+			xp_errf(&err, XP_EINVAL, "--mig-keep-warm: expected a duration 0..24h");
+			goto usage;
+		}
+		o.mig_keep_warm_ms = (int)ms;
 	}
 	static const char *const modes[] = { "required", "auto", "off", NULL };
 	if (xp_flag_choice(flags, "limits", modes, &o.limits, &err) < 0)

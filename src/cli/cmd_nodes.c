@@ -140,6 +140,55 @@ static void print_mode(struct xp_table *t, const json_t *d)
 	xp_sb_free(&b);
 }
 
+/* A MIG GPU's view (/v1/devices' "mig"): its memory slices ("aaaa...."
+ * with a letter per instance), then one line per instance: its profile,
+ * placement, GI, UUID, state and the jobs in it */
+static void print_mig(const json_t *d)
+{
+	const json_t *m = json_object_get(d, "mig"), *in;
+	long long idx = 0, free_c = 0;
+	size_t i, k;
+	xp_cli_jint(d, "index", &idx);
+	xp_cli_jint(m, "free_compute", &free_c);
+	const char *big = json_string_value(json_object_get(m, "largest_free"));
+	printf("\nMIG %s GPU %lld (%s): slices [%s], %lld of 7 compute slices free, largest "
+	       "new profile %s\n",
+	       json_string_value(json_object_get(d, "node")), idx,
+	       json_string_value(json_object_get(d, "model")),
+	       json_string_value(json_object_get(m, "slices")), free_c, big && *big ? big : "none");
+	static const char *const hdr[] = { "SLICES", "PROFILE", "PLACEMENT", "GI",
+					   "UUID",   "STATE",	"JOBS",	     NULL };
+	struct xp_table *t = xp_table_create(hdr);
+	json_array_foreach(json_object_get(m, "instances"), i, in)
+	{
+		long long start = 0, size = 0;
+		json_t *j;
+		struct xp_sb jobs = { 0 };
+		xp_cli_jint(in, "start", &start);
+		xp_cli_jint(in, "size", &size);
+		xp_table_addf(t, "%c", (char)('a' + (int)(i % 26)));
+		xp_cli_cell_str(t, in, "profile");
+		xp_table_addf(t, "{%lld,%lld}", start, size);
+		xp_cli_cell_int(t, in, "gi");
+		xp_cli_cell_str(t, in, "uuid");
+		xp_cli_cell_str(t, in, "state");
+		json_array_foreach(json_object_get(in, "jobs"), k, j)
+		{
+			long long id = 0, r = 0;
+			xp_cli_jint(j, "job", &id);
+			xp_cli_jint(j, "replica", &r);
+			xp_sb_printf(&jobs, "%s%lld/%lld", k ? "," : "", id, r);
+		}
+		xp_table_add(t, jobs.s);
+		xp_sb_free(&jobs);
+	}
+	if (xp_table_rows(t))
+		xp_table_print(t, stdout);
+	else
+		printf("no instances\n");
+	xp_table_destroy(t);
+}
+
 static void print_devices(const json_t *list, int with_node)
 {
 	static const char *const hdr[] = { "NODE",   "INDEX",  "CLASS", "VENDOR", "MODEL",
@@ -194,6 +243,8 @@ static void print_devices(const json_t *list, int with_node)
 	else
 		printf("no devices\n");
 	xp_table_destroy(t);
+	json_array_foreach(json_object_get(list, "devices"), i, d) if (json_object_get(d, "mig"))
+		print_mig(d);
 }
 
 static void describe_node(const json_t *n, const json_t *devices)
@@ -387,14 +438,16 @@ int xp_cmd_devices(int argc, char **argv)
 		{ "node", XP_FLAG_STR, "NAME", "only this node's devices" },
 		{ "class", XP_FLAG_STR, "CLASS", "only gpu, npu, fpga, asic, dpu, cim or cpu" },
 		{ "model", XP_FLAG_STR, "MODEL", "only this model" },
+		{ "mig", XP_FLAG_BOOL, NULL,
+		  "only GPUs in MIG mode: their slices, instances and the jobs in them" },
 		XP_CLIENT_FLAGS,
 		{ NULL, 0, NULL, NULL },
 	};
 	static const struct xp_cli_verb verb = {
 		"devices",
-		"xpool devices [--node NAME] [--class CLASS] [--model MODEL]",
+		"xpool devices [--node NAME] [--class CLASS] [--model MODEL] [--mig]",
 		"List devices: class, model, memory, health, topology, what is free and which\n"
-		"jobs hold them.",
+		"jobs hold them; a GPU in MIG mode also shows its slices and instances.",
 		NULL,
 		0,
 		0,
@@ -428,9 +481,22 @@ int xp_cmd_devices(int argc, char **argv)
 		xp_cli_fail_api(&x);
 		goto out;
 	}
+	if (xp_flag_get(flags, "mig")->bval) { /* MIG GPUs only */
+		json_t *all = json_object_get(reply, "devices"), *keep = json_array(), *d;
+		size_t i;
+		json_array_foreach(all, i, d) if (json_object_get(d, "mig"))
+			json_array_append(keep, d);
+		json_object_set_new(reply, "devices", keep);
+	}
 	if (x.json)
 		xp_cli_print_json(reply);
-	else
+	else if (xp_flag_get(flags, "mig")->bval) {
+		json_t *d;
+		size_t i;
+		json_array_foreach(json_object_get(reply, "devices"), i, d) print_mig(d);
+		if (!json_array_size(json_object_get(reply, "devices")))
+			printf("no GPU in MIG mode\n");
+	} else
 		print_devices(reply, 1);
 	status = 0;
 out:

@@ -187,6 +187,7 @@ static char *hap(const char *sock, const char *cmd, struct xp_err *err)
 struct slot {
 	char addr[64];
 	int port;	/* 0: free */
+	int weight;	/* as last set; 0: not set by us */
 	int draining;	/* set to drain at */
 	long long since; /* ms */
 };
@@ -310,7 +311,8 @@ static void sessions(const char *sock, const struct backend *b, int *cur)
 	free(out);
 }
 
-static int has_endpoint(json_t *eps, const struct slot *s)
+/* the endpoint of eps at s's address, or NULL */
+static json_t *has_endpoint(json_t *eps, const struct slot *s)
 {
 	size_t i;
 	json_t *e;
@@ -319,9 +321,21 @@ static int has_endpoint(json_t *eps, const struct slot *s)
 		long long port = 0;
 		xp_cli_jint(e, "port", &port);
 		if (port == s->port && !strcmp(xp_cli_jstr(e, "address") ?: "", s->addr))
-			return 1;
+			return e;
 	}
-	return 0;
+	return NULL;
+}
+
+/* the endpoint's weight (a canary's share) onto its slot */
+static int set_weight(const char *sock, struct backend *b, int i, json_t *e, struct xp_err *err)
+{
+	long long w = 100;
+	xp_cli_jint(e, "weight", &w);
+	w = w < 0 ? 0 : w > 256 ? 256 : w;
+	if (b->s[i].weight == (int)w)
+		return 0;
+	b->s[i].weight = (int)w;
+	return hap_do(sock, err, "set server %s/r%d weight %lld", b->name, i + 1, w);
 }
 
 static struct slot *slot_of(struct backend *b, const char *addr, int port)
@@ -342,7 +356,11 @@ static int sync_backend(const char *sock, struct backend *b, json_t *eps, long l
 		struct slot *s = &b->s[i];
 		if (!s->port)
 			continue;
-		int wanted = has_endpoint(eps, s);
+		json_t *wanted = has_endpoint(eps, s);
+		if (wanted && !s->draining)
+			rc = set_weight(sock, b, i, wanted, err);
+		if (rc < 0)
+			break;
 		if (!wanted && !s->draining) {
 			rc = hap_do(sock, err, "set server %s/r%d state drain", b->name, i + 1);
 			s->draining = 1;
@@ -386,6 +404,9 @@ static int sync_backend(const char *sock, struct backend *b, json_t *eps, long l
 		}
 		int i = (int)(free_slot - b->s) + 1;
 		rc = hap_do(sock, err, "set server %s/r%d addr %s port %lld", b->name, i, addr, port);
+		free_slot->weight = 0;
+		if (rc == 0)
+			rc = set_weight(sock, b, i - 1, e, err);
 		if (rc == 0)
 			rc = hap_do(sock, err, "set server %s/r%d state ready", b->name, i);
 		if (rc == 0) {

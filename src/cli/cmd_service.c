@@ -67,6 +67,20 @@ static void print_services(const json_t *reply)
 		printf("no services\n");
 	xp_table_destroy(t);
 	json_decref((json_t *)list);
+	const json_t *as = json_object_get(reply, "autoscale");
+	if (as && xp_cli_jstr(as, "last")) /* one service: its autoscaler and scalings */
+		printf("\nAutoscaler: %s\n", xp_cli_jstr(as, "last"));
+	const json_t *sc = json_object_get(reply, "scalings");
+	if (json_array_size(sc))
+		printf("\nScalings (newest last):\n");
+	json_array_foreach(sc, i, s)
+	{
+		long long from = 0, to = 0;
+		xp_cli_jint(s, "from", &from);
+		xp_cli_jint(s, "to", &to);
+		printf("  %s  %lld -> %lld  %s\n", xp_cli_jstr(s, "at") ? xp_cli_jstr(s, "at") : "?",
+		       from, to, xp_cli_jstr(s, "reason") ? xp_cli_jstr(s, "reason") : "");
+	}
 }
 
 int xp_cmd_services(int argc, char **argv)
@@ -238,6 +252,112 @@ out:
 	return xp_cli_end(&x, status);
 }
 
+static int service_update(int argc, char **argv)
+{
+	static const struct xp_cli_verb verb = {
+		"service update",
+		"xpool service update NAME FILE [--canary N] [--weight PERCENT]",
+		"Replace a service's definition. A change to its replicas (template, readiness, "
+		"load) is a new version, rolled out within update.max_surge and "
+		"update.max_unavailable; with --canary it runs on N replicas beside the old ones "
+		"and takes --weight percent of the traffic (default 10) until `service promote` "
+		"or `service rollback`.",
+		"NAME FILE",
+		2,
+		2,
+	};
+	struct xp_flag flags[] = {
+		{ "canary", XP_FLAG_STR, "N", "try the new version on N replicas first" },
+		{ "weight", XP_FLAG_STR, "PERCENT", "the canary's share of the traffic (default 10)" },
+		XP_CLIENT_FLAGS,
+		{ NULL, 0, NULL, NULL },
+	};
+	struct xp_cli x;
+	struct xp_sb p = { 0 };
+	char *text = NULL, *resp = NULL;
+	size_t len = 0, rlen = 0;
+	int status = 2;
+	int64_t v;
+	if (xp_cli_start(&x, &verb, flags, argc, argv))
+		return xp_cli_end(&x, x.status);
+	if (xp_cli_check_name(&x, "service NAME", x.args[0]) < 0)
+		goto out;
+	xp_sb_puts(&p, "/v1/services/");
+	xp_client_escape(&p, x.args[0]);
+	xp_sb_puts(&p, "?");
+	static const char *const q[] = { "canary", "weight", NULL };
+	static const int64_t hi[] = { 1024, 100 };
+	for (int i = 0; q[i]; i++) {
+		const struct xp_flag *f = xp_flag_get(flags, q[i]);
+		if (!f->given)
+			continue;
+		if (xp_parse_i64(f->sval, 0, hi[i], &v) < 0) {
+			xp_cli_errorf(&x, 2, "--%s: expected 0..%lld, got '%s'", q[i],
+				      (long long)hi[i], f->sval);
+			goto out;
+		}
+		xp_sb_printf(&p, "%s=%lld&", q[i], (long long)v);
+	}
+	const char *path = strcmp(x.args[1], "-") ? x.args[1] : "/dev/stdin";
+	status = 1;
+	if (xp_read_file(path, SERVICE_FILE_MAX, &text, &len, &x.err) < 0) {
+		status = xp_cli_errorf(&x, 1, "%s", x.err.text);
+		goto out;
+	}
+	if (xp_cli_connect(&x) < 0) {
+		status = x.status;
+		goto out;
+	}
+	if (xp_client_call(x.client, "PUT", p.s, NULL, doc_type(path, text), text, len, &resp,
+			   &rlen, &x.err) < 0) {
+		status = xp_cli_fail_api(&x);
+		goto out;
+	}
+	json_t *o = json_loadb(resp, rlen, 0, NULL);
+	if (x.json)
+		xp_cli_print_json(o);
+	else
+		printf("service %s updated: version %lld, %s\n", x.args[0],
+		       (long long)json_integer_value(json_object_get(o, "version")),
+		       xp_cli_jstr(o, "message") ? xp_cli_jstr(o, "message")
+						 : xp_cli_jstr(o, "status") ?: "");
+	json_decref(o);
+	status = 0;
+out:
+	free(text);
+	free(resp);
+	xp_sb_free(&p);
+	return xp_cli_end(&x, status);
+}
+
+static void print_state(const json_t *reply)
+{
+	printf("service %s: version %lld, %s%s%s\n", xp_cli_jstr(reply, "name"),
+	       (long long)json_integer_value(json_object_get(reply, "version")),
+	       xp_cli_jstr(reply, "status") ?: "", xp_cli_jstr(reply, "message") ? ": " : "",
+	       xp_cli_jstr(reply, "message") ?: "");
+}
+
+static int service_promote(int argc, char **argv)
+{
+	static const struct xp_cli_verb verb = {
+		"service promote", "xpool service promote NAME",
+		"A canary goes on: the new version is rolled out to every replica.", "NAME", 1, 1,
+	};
+	return named_call(argc, argv, &verb, "POST", "/promote", print_state);
+}
+
+static int service_rollback(int argc, char **argv)
+{
+	static const struct xp_cli_verb verb = {
+		"service rollback", "xpool service rollback NAME",
+		"Back to the version before the last update (its definition and number); its "
+		"replicas replace the others within the update bounds.",
+		"NAME", 1, 1,
+	};
+	return named_call(argc, argv, &verb, "POST", "/rollback", print_state);
+}
+
 static int service_scale(int argc, char **argv)
 {
 	static const struct xp_cli_verb verb = {
@@ -287,6 +407,9 @@ int xp_cmd_service(int argc, char **argv)
 	static const struct xp_cli_sub subs[] = {
 		{ "create", service_create, "create a service from a file" },
 		{ "get", service_get, "one service: status and replicas" },
+		{ "update", service_update, "a new definition: rolled out, or a canary" },
+		{ "promote", service_promote, "a canary goes on to every replica" },
+		{ "rollback", service_rollback, "back to the version before" },
 		{ "scale", service_scale, "set how many replicas it keeps" },
 		{ "delete", service_delete, "delete a service and its replicas" },
 		{ "endpoints", service_endpoints, "its ready replicas" },

@@ -341,7 +341,9 @@ static json_t *build_devices(struct builder *b)
 	json_object_set_new(d, "count", json_integer(count));
 	if (milli >= 0)
 		json_object_set_new(d, "compute_milli", json_integer(milli));
-	if (val(b, "mig")) /* the controller checks the name and what it excludes */
+	if (val(b, "mig") && !strcasecmp(val(b, "mig"), "any")) /* sized by the flags */
+		json_object_set_new(d, "mig", json_string("any"));
+	else if (val(b, "mig")) /* the controller checks the name and what it excludes */
 		json_object_set_new(d, "mig", json_pack("{s:s}", "profile", val(b, "mig")));
 	if (qty_flag(b, "device-memory", XP_QTY_MEM_MIB, 1, d, "memory") < 0)
 		goto bad;
@@ -695,7 +697,8 @@ int xp_cmd_submit(int argc, char **argv)
 		{ "fraction", XP_FLAG_STR, "F",
 		  "share of one device, e.g. 0.5 (= --compute-milli 500)" },
 		{ "mig", XP_FLAG_STR, "PROFILE",
-		  "a MIG slice of one GPU, e.g. 3g.40gb (devices.mig.profile)" },
+		  "a MIG slice of one GPU, e.g. 3g.40gb (devices.mig.profile); any: the "
+		  "smallest profile that fits --compute-milli/--fraction and --device-memory" },
 		{ "device-memory", XP_FLAG_STR, "SIZE",
 		  "memory per device, e.g. 20Gi; alone, a share of one GPU (0.1 of its compute)" },
 		{ "model", XP_FLAG_STR, "MODEL",

@@ -287,6 +287,9 @@ void xp_api_devices(struct xp_ctl *ctl, struct xp_cmd *cmd)
 				json_object_set_new(dj, "interconnect", json_string(ic));
 			if (ni->dev_why && ni->dev_why[d])
 				json_object_set_new(dj, "why", json_string(ni->dev_why[d]));
+			json_t *mig = dv->mode == XP_MODE_MIG ? xp_mig_dev_json(ctl, n, d) : NULL;
+			if (mig) /* its slices, instances and the jobs in them */
+				json_object_set_new(dj, "mig", mig);
 			if (n < ctl->live.n && d < ctl->live.v[n].ndev) {
 				const struct xp_devstat *x = &ctl->live.v[n].dev[d];
 				json_object_set_new(dj, "util_pct", json_integer(x->util_pct));

@@ -251,7 +251,8 @@ static void gpu_reports_apply(struct xp_ctl *ctl, long n, const struct gpu_repor
 
 void xp_api_node_heartbeat(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
-	static const char *const allowed[] = { "devices", "tasks", "services", "address", NULL };
+	static const char *const allowed[] = { "devices", "tasks", "services", "address", "mig",
+						 NULL };
 	static const char *const dev_keys[] = { "health", "why",	  "util_pct", "power_w",
 						"temp_c", "mem_used_mib", NULL };
 	struct xp_state *st = ctl->st;
@@ -341,9 +342,20 @@ void xp_api_node_heartbeat(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		REFUSE(ctl, cmd, XP_EINVAL, field,
 		       "expected a list of {job, replica, attempt, port 0..65535, ready}");
 	}
+	struct xp_live_mig *mig;
+	int nmig = xp_mig_beat_check(json_object_get(o, "mig"), node, &mig, field, sizeof(field));
+	if (nmig < 0) {
+		free(rep);
+		free(svc);
+		json_decref(o);
+		REFUSE(ctl, cmd, XP_EINVAL, field,
+		       "expected at most 8 per device of {device, gi, id (a MIG profile id), "
+		       "start, size, uuid, owned, warm}");
+	}
 	/* all checked: now it may change things */
 	struct xp_live *l = &ctl->live.v[n];
 	int64_t beat_now = xp_ctl_now();
+	xp_mig_beat_apply(ctl, n, mig, nmig);
 	gpu_reports_apply(ctl, n, rep, nrep, beat_now);
 	free(rep);
 	xp_svc_reports_apply(ctl, n, svc, nsvc, beat_now);
@@ -415,11 +427,13 @@ void xp_energy_beat(struct xp_ctl *ctl, uint32_t node, const struct xp_devstat *
 
 /* ---- assignments ---- */
 
-/* A replica's MIG reservation: {profile, id (NVML's), start} */
-static json_t *assign_mig(const struct xp_job *j, const struct xp_alloc *a)
+/* A replica's MIG reservation: {profile, id (NVML's), start, size} */
+static json_t *assign_mig(struct xp_state *st, const struct xp_alloc *a)
 {
-	return json_pack("{s:s,s:i,s:i}", "profile", j->spec.mig_profile ? j->spec.mig_profile : "",
-			 "id", (int)xp_mig_kind_id(a->mig - 1), "start", (int)a->mig_start);
+	const struct xp_mig_profile *p = xp_state_mig_profile(st, a); /* mig: any chose it */
+	return json_pack("{s:s,s:i,s:i,s:i}", "profile", p ? p->name : "", "id",
+			 (int)xp_mig_kind_id(a->mig - 1), "start", (int)a->mig_start, "size",
+			 p && p->nplace ? (int)p->place[0].size : 0);
 }
 
 /* A service replica's {name, version, probe: http|tcp, path, period_ms,
@@ -433,6 +447,11 @@ static json_t *assign_service(const struct xp_svcref *r)
 			      (json_int_t)r->ready.timeout_ms);
 	if (r->ready.kind == XP_PROBE_HTTP)
 		json_object_set_new(o, "path", json_string(r->ready.path));
+	if (r->load.kind) /* its load for the autoscaler: read with each check */
+		json_object_set_new(o, "load",
+				    json_pack("{s:s,s:s,s:s}", "kind",
+					      r->load.kind == XP_SCRAPE_RATE ? "rate" : "gauge",
+					      "path", r->load.path, "series", r->load.series));
 	return o;
 }
 
@@ -506,7 +525,7 @@ void xp_api_node_assignments(struct xp_ctl *ctl, struct xp_cmd *cmd)
 						      (json_int_t)xp_ckpt_grace_ms(&j->spec)));
 		assign_world(ctl, j, r, e);
 		if (a->mig) /* the reservation: the agent creates or adopts the instance */
-			json_object_set_new(e, "mig", assign_mig(j, a));
+			json_object_set_new(e, "mig", assign_mig(st, a));
 		if (a->ndev) /* how its devices are shared: timeslice runs without the interposer */
 			json_object_set_new(
 				e, "dev_mode",

@@ -15,6 +15,7 @@
 #include "../lib/strbuf.h"
 #include "../lib/timefmt.h"
 #include "../lib/xalloc.h"
+#include "../core/model/mig.h"
 
 static json_t *time_or_null(int64_t ms)
 {
@@ -40,6 +41,15 @@ static void gpu_usage_json(struct xp_ctl *ctl, const struct xp_job *j, uint32_t 
 	json_object_set_new(g, "compute_milli_used",
 			    p->milli >= 0 ? json_integer(p->milli) : json_null());
 	json_object_set_new(ao, "gpu_usage", g);
+}
+
+/* A replica's MIG slice: {profile, id (NVML's), start, size} */
+static json_t *mig_json(struct xp_state *st, const struct xp_alloc *a)
+{
+	const struct xp_mig_profile *p = xp_state_mig_profile(st, a);
+	return json_pack("{s:s,s:i,s:i,s:i}", "profile", p ? p->name : "", "id",
+			 (int)xp_mig_kind_id(a->mig - 1), "start", (int)a->mig_start, "size",
+			 p && p->nplace ? (int)p->place[0].size : 0);
 }
 
 json_t *xp_api_job_json(struct xp_ctl *ctl, const struct xp_job *j)
@@ -98,6 +108,8 @@ json_t *xp_api_job_json(struct xp_ctl *ctl, const struct xp_job *j)
 		json_t *ao = json_pack("{s:i,s:s,s:I,s:I,s:o}", "replica", (int)r, "node", n->name,
 				       "cpu_milli", (json_int_t)a->cpu_milli, "memory_mib",
 				       (json_int_t)a->mem_mib, "devices", devs);
+		if (a->mig) /* the slice: its profile (what mig: any chose) and placement */
+			json_object_set_new(ao, "mig", mig_json(ctl->st, a));
 		/* what its agent enforces there: cgroup-v1, cgroup-v2, off, unavailable */
 		const char *lim = xp_attrs_get(n->labels, n->nlabels, "limits");
 		if (lim)
@@ -223,8 +235,9 @@ void xp_api_jobs_list(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	size_t found = 0, i;
 #define JOB_MATCHES(j)                                                                             \
 	(!((tenant >= 0 && (long)(j)->tenant != tenant) ||                                         \
-	   (states && !(states & (1u << (j)->state))) || (queue >= 0 && (long)(j)->queue != queue) || \
-	   (qn && (!(j)->spec.name || strcmp((j)->spec.name, qn))) ||                               \
+	   (states && !(states & (1u << (j)->state))) ||                                           \
+	   (queue >= 0 && (long)(j)->queue != queue) ||                                            \
+	   (qn && (!(j)->spec.name || strcmp((j)->spec.name, qn))) ||                              \
 	   (qw && (!(j)->spec.workflow || strcmp((j)->spec.workflow, qw)))))
 	const char *qnew = xp_cmd_query(cmd, "newest");
 	if (qnew && !strcmp(qnew, "1")) { /* the newest page, still oldest first */

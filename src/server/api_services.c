@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../lib/parse.h"
 #include "../lib/xalloc.h"
 
 /* the service NAME names, visible to the caller; else a 404 sent */
@@ -97,6 +98,85 @@ void xp_api_services_create(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	cmd->journaled = 1;
 	long i = xp_state_service(st, sp->name);
 	xp_reply_json(cmd, 201, xp_json_take(xp_service_json(ctl, &st->services.v[i], xp_ctl_now())));
+}
+
+/* a query's integer lo..hi into *v (absent: keeps *v); -1 with a 400 sent */
+static int query_int(struct xp_cmd *cmd, const char *key, int64_t lo, int64_t hi, int64_t *v)
+{
+	const char *q = xp_cmd_query(cmd, key);
+	if (q && xp_parse_i64(q, lo, hi, v) < 0)
+		return xp_reply_error(cmd, XP_EINVAL, key, "%s: expected an integer %lld..%lld, got '%s'",
+				      key, (long long)lo, (long long)hi, q),
+		       -1;
+	return 0;
+}
+
+/* PUT /v1/services/NAME[?canary=N&weight=W]: the whole definition again.
+ * When its replicas differ it is a new version, rolled out within the
+ * update bounds - or, with a canary, held at N replicas taking W % of the
+ * traffic until promoted or rolled back. */
+void xp_api_service_update(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	struct xp_servicespec *sp = cmd->payload;
+	struct xp_state *st = ctl->st;
+	struct xp_err err = { 0 };
+	int64_t canary = 0, weight = 10;
+	struct xp_service *s = visible(ctl, cmd);
+	if (!s || query_int(cmd, "canary", 0, XP_SERVICE_MAX_REPLICAS, &canary) < 0 ||
+	    query_int(cmd, "weight", 0, 100, &weight) < 0)
+		return;
+	if (strcmp(sp->name, cmd->name))
+		FAIL(cmd, XP_EINVAL, "name", "name: '%s' is not the service's name (%s)", sp->name,
+		     cmd->name);
+	if (sp->tenant[0] && strcmp(sp->tenant, s->spec.tenant))
+		FAIL(cmd, XP_EINVAL, "tenant", "tenant: a service keeps its tenant (%s)",
+		     s->spec.tenant);
+	snprintf(sp->tenant, sizeof(sp->tenant), "%s", s->spec.tenant);
+	if (check_owner(ctl, cmd, sp) < 0)
+		return;
+	for (size_t i = 0; sp->port && i < st->services.n; i++)
+		if (st->services.v[i].spec.port == sp->port && strcmp(st->services.v[i].spec.name, sp->name))
+			FAIL(cmd, XP_EEXIST, "port", "port: %u is service %s's", sp->port,
+			     st->services.v[i].spec.name);
+	int fresh = xp_servicespec_new_version(&s->spec, sp);
+	if (canary && !fresh)
+		FAIL(cmd, XP_EINVAL, "canary",
+		     "canary: this change makes no new version of the replicas to try");
+	struct xp_jobspec rs;
+	long t;
+	if (xp_servicespec_replica(sp, 1, &rs, &err) < 0)
+		FAIL_ERR(cmd, &err, "template");
+	int rc = xp_api_submit_check(ctl, cmd, &rs, "template.", &t);
+	xp_jobspec_free(&rs);
+	if (rc < 0)
+		return;
+	if (xp_ctl_journal(ctl, "service.update",
+			   xp_rec_service_update(sp, (uint32_t)canary, (uint32_t)weight), &err) < 0)
+		FAIL_ERR(cmd, &err, NULL);
+	cmd->journaled = 1;
+	xp_reply_json(cmd, 200, xp_json_take(xp_service_json(ctl, visible(ctl, cmd), xp_ctl_now())));
+}
+
+static void named_record(struct xp_ctl *ctl, struct xp_cmd *cmd, const char *type)
+{
+	struct xp_err err = { 0 };
+	struct xp_service *s = visible(ctl, cmd);
+	if (!s)
+		return;
+	if (xp_ctl_journal(ctl, type, xp_rec_service_named(s->spec.name), &err) < 0)
+		FAIL_ERR(cmd, &err, NULL);
+	cmd->journaled = 1;
+	xp_reply_json(cmd, 200, xp_json_take(xp_service_json(ctl, visible(ctl, cmd), xp_ctl_now())));
+}
+
+void xp_api_service_promote(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	named_record(ctl, cmd, "service.promote");
+}
+
+void xp_api_service_rollback(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	named_record(ctl, cmd, "service.rollback");
 }
 
 void xp_api_service_scale(struct xp_ctl *ctl, struct xp_cmd *cmd)

@@ -262,8 +262,10 @@ void xp_ctl_stop(struct xp_ctl *ctl)
 	pthread_mutex_destroy(&ctl->mx.mu);
 	pthread_cond_destroy(&ctl->mx.cv);
 	pthread_rwlock_destroy(&ctl->auth_lock);
-	for (size_t i = 0; i < ctl->live.n; i++)
+	for (size_t i = 0; i < ctl->live.n; i++) {
 		free(ctl->live.v[i].dev);
+		free(ctl->live.v[i].mig);
+	}
 	xp_vec_free(&ctl->live);
 	for (size_t i = 0; i < ctl->energy.cap; i++)
 		if (ctl->energy.keys && ctl->energy.keys[i])
@@ -274,6 +276,7 @@ void xp_ctl_stop(struct xp_ctl *ctl)
 			free(ctl->gpu_use.vals[i]);
 	xp_intmap_free(&ctl->gpu_use);
 	xp_svc_live_free(ctl);
+	xp_scalers_free(ctl);
 	xp_vec_free(&ctl->assign_ver);
 	pthread_mutex_destroy(&ctl->watch_mu);
 	pthread_mutex_destroy(&ctl->acct.mu);

@@ -23,7 +23,10 @@
  *   api_admin.c  nodes, devices, queues, tenants, tokens
  *   api_agents.c agent registration, heartbeats, assignments, task reports,
  *                logs; node liveness (suspect, lost, back)
- *   api_services.c /v1/services: create, scale, delete, endpoints
+ *   api_mig.c    a node's MIG instances from its heartbeat (warm ones
+ *                steer placement) and a MIG GPU's view in /v1/devices
+ *   api_services.c /v1/services: create, update (roll out, canary, promote,
+ *                rollback), scale, delete, endpoints
  *   services.c   the owner keeps each service's replicas (submit, drain,
  *                stop) and reads the agents' port and readiness reports
  *   api_meter.c  usage, cost and prices
@@ -62,7 +65,6 @@
 #include "../lib/dueheap.h"
 #include "../lib/vec.h"
 #include "../store/store.h"
-
 
 #define XP_CTL_DEFAULT_PORT 7700
 
@@ -374,6 +376,11 @@ struct xp_ctl {
 	struct xp_intmap svc_live;    /* job id -> struct xp_svc_rep: a service replica's
 				       * port and readiness (heartbeats), and its drain */
 	uint64_t ep_version;	      /* bumped when any service's endpoints change */
+	int64_t svc_settle_until;     /* services.c: no replica is taken away before (ms):
+				       * after a start, readiness is unknown until the
+				       * agents' first heartbeats */
+	struct xp_scaler *scalers;    /* services.c: one per autoscaled service */
+	size_t nscalers;
 };
 
 /* services.c: a service replica as its agent and the owner see it (not
@@ -385,6 +392,8 @@ struct xp_svc_rep {
 	int64_t seen;	    /* ms of the last report */
 	int64_t drain_at;   /* ms: out of the endpoints since (scale-down); 0: not */
 	int64_t stop_at;    /* ms: cancelled from then on; 0: not draining */
+	double load;	    /* its autoscaling signal, as its agent read it */
+	int64_t load_at;    /* ms of that reading; 0: none */
 };
 
 /* One running attempt's GPU use, per replica, as its vGPU accounts say. */
@@ -414,7 +423,23 @@ struct xp_live {
 		int32_t util_pct, power_w, temp_c;
 		int64_t mem_used_mib;
 	} * dev;
+	uint16_t nmig;
+	struct xp_live_mig { /* a MIG GPU instance the last heartbeat reported (api_mig.c) */
+		uint8_t dev, id, start, size, owned, warm;
+		uint16_t gi;
+		char uuid[96];
+	} * mig;
 };
+
+/* api_mig.c: a heartbeat's "mig" list checked into *out (malloc'd; NULL
+ * when absent): its length, or -1 with field set; then kept for node n,
+ * its warm instances handed to the scheduler as a hint (takes v) */
+int xp_mig_beat_check(json_t *arr, const struct xp_node *node, struct xp_live_mig **out,
+		      char *field, size_t fn);
+void xp_mig_beat_apply(struct xp_ctl *ctl, long n, struct xp_live_mig *v, int k);
+/* The MIG view of device d of node n ({slices, instances, ...}), NULL when
+ * it is not a MIG GPU with a slice lattice; st->sched must be fresh */
+json_t *xp_mig_dev_json(struct xp_ctl *ctl, size_t n, uint16_t d);
 
 /* api_agents.c: a heartbeat's power over the elapsed ms, shared among the
  * replicas holding each device; owner.c journals job.energy when the run ends */
@@ -439,6 +464,7 @@ void xp_svc_reports_apply(struct xp_ctl *ctl, long node, struct xp_svc_report *r
 struct json_t *xp_service_json(struct xp_ctl *ctl, const struct xp_service *s, int64_t now);
 struct json_t *xp_service_endpoints(struct xp_ctl *ctl, const struct xp_service *s);
 void xp_svc_live_free(struct xp_ctl *ctl);
+void xp_scalers_free(struct xp_ctl *ctl);
 
 /* api_services.c: /v1/services */
 void xp_api_services_list(struct xp_ctl *, struct xp_cmd *);
@@ -446,6 +472,9 @@ void xp_api_services_create(struct xp_ctl *, struct xp_cmd *);
 void xp_api_service_get(struct xp_ctl *, struct xp_cmd *);
 void xp_api_service_delete(struct xp_ctl *, struct xp_cmd *);
 void xp_api_service_scale(struct xp_ctl *, struct xp_cmd *);
+void xp_api_service_update(struct xp_ctl *, struct xp_cmd *);
+void xp_api_service_promote(struct xp_ctl *, struct xp_cmd *);
+void xp_api_service_rollback(struct xp_ctl *, struct xp_cmd *);
 void xp_api_service_endpoints(struct xp_ctl *, struct xp_cmd *);
 
 /* api_agents.c */

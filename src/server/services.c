@@ -11,7 +11,13 @@
  *
  * Agents say in each heartbeat which port each replica got and whether its
  * readiness check passes; the endpoints of a service are its running
- * replicas of the current attempt that are ready and not draining.
+ * replicas of the current attempt that are ready and not draining. After
+ * the controller starts, no replica is taken away for two heartbeat
+ * periods: until the agents speak, every replica looks unready.
+ *
+ * A new version is rolled out (roll()) within max_surge and
+ * max_unavailable, or held at a canary's count beside the old ones, whose
+ * endpoints then carry weights that give it its share of the traffic.
  */
 #include "ctl.h"
 
@@ -20,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/state/hpa.h"
 #include "../lib/timefmt.h"
 #include "../lib/xalloc.h"
 
@@ -29,6 +36,20 @@
 struct xp_svc_report {
 	json_int_t job, replica, attempt, port;
 	int ready;
+	double load; /* < 0: none */
+};
+
+/* A service's autoscaler: the HPA rule's windows, and its last word. Not
+ * journaled (what it decides is: service.scale with the reason); after a
+ * restart its windows start empty, as Kubernetes' do. */
+struct xp_scaler {
+	char name[XP_NAME_MAX + 1];
+	uint64_t first_job; /* the service it belongs to (a new one of the name is another) */
+	struct xp_hpa h;
+	int64_t next_at; /* ms */
+	double metric;	 /* the last per-replica value the rule saw, < 0: none yet */
+	uint32_t measured;
+	char why[256];
 };
 
 /* ---- what agents say ---- */
@@ -49,14 +70,17 @@ int xp_svc_reports_check(json_t *arr, struct xp_svc_report **out, char *field, s
 	{
 		json_error_t je;
 		snprintf(field, fn, "services[%zu]", i);
-		if (json_unpack_ex(e, &je, JSON_STRICT, "{s:I,s:I,s:I,s:I,s:b}", "job", &r[i].job,
-				   "replica", &r[i].replica, "attempt", &r[i].attempt, "port",
-				   &r[i].port, "ready", &r[i].ready) < 0 ||
+		json_t *load = NULL;
+		if (json_unpack_ex(e, &je, JSON_STRICT, "{s:I,s:I,s:I,s:I,s:b,s?o}", "job",
+				   &r[i].job, "replica", &r[i].replica, "attempt", &r[i].attempt,
+				   "port", &r[i].port, "ready", &r[i].ready, "load", &load) < 0 ||
 		    r[i].job <= 0 || r[i].replica < 0 || r[i].attempt < 1 || r[i].port < 0 ||
-		    r[i].port > 65535) {
+		    r[i].port > 65535 || (load && !json_is_number(load)) ||
+		    (load && !(json_number_value(load) >= 0 && json_number_value(load) < 1e15))) {
 			free(r);
 			return -1;
 		}
+		r[i].load = load ? json_number_value(load) : -1;
 	}
 	*out = r;
 	return (int)i;
@@ -92,6 +116,10 @@ void xp_svc_reports_apply(struct xp_ctl *ctl, long node, struct xp_svc_report *r
 		p->port = (uint16_t)r[i].port;
 		p->ready = (uint8_t)!!r[i].ready;
 		p->seen = now;
+		if (r[i].load >= 0) {
+			p->load = r[i].load;
+			p->load_at = now;
+		}
 	}
 }
 
@@ -117,10 +145,15 @@ static int draining(struct xp_ctl *ctl, const struct xp_job *j)
 	return p && p->drain_at;
 }
 
-static void add_replicas(struct xp_ctl *ctl, struct xp_service *s, uint32_t n, int64_t now)
+/* n replicas of the current version (prev: of the version before, which
+ * a rollout in progress keeps at its count when one of them ends) */
+static void add_replicas(struct xp_ctl *ctl, struct xp_service *s, uint32_t n, int prev,
+			 int64_t now)
 {
 	if (s->fail_streak && now < s->last_end_at + xp_service_backoff_ms(s))
 		return; /* the back-off: explained by GET /v1/services/NAME */
+	if (prev && !s->prev)
+		return;
 	const char *tenant = ctl->st->tenants.v[s->tenant].name;
 	char name[XP_NAME_MAX + 1];
 	snprintf(name, sizeof(name), "%s", s->spec.name); /* s moves if services grow */
@@ -128,9 +161,10 @@ static void add_replicas(struct xp_ctl *ctl, struct xp_service *s, uint32_t n, i
 		struct xp_jobspec spec;
 		struct xp_err err = { 0 };
 		long k = xp_state_service(ctl->st, name);
-		if (k < 0 ||
-		    xp_servicespec_replica(&ctl->st->services.v[k].spec,
-					   ctl->st->services.v[k].version, &spec, &err) < 0 ||
+		const struct xp_service *sv = k < 0 ? NULL : &ctl->st->services.v[k];
+		if (!sv ||
+		    xp_servicespec_replica(prev ? sv->prev : &sv->spec,
+					   prev ? sv->prev_version : sv->version, &spec, &err) < 0 ||
 		    xp_ctl_journal_submit(ctl, ctl->st->next_job_id, tenant, NULL, &spec, &err) <
 			    0) {
 			fprintf(stderr, "xpool server: service %s: a replica was not added: %s\n",
@@ -156,29 +190,95 @@ static void cancel_replica(struct xp_ctl *ctl, uint64_t id, const char *svc, con
 			(unsigned long long)id, err.text);
 }
 
-static void remove_replicas(struct xp_ctl *ctl, struct xp_service *s, uint32_t n, int64_t now)
+enum { ANY, CURRENT, OLD }; /* which replicas: by their version against the service's */
+
+static int of_kind(const struct xp_service *s, const struct xp_job *j, int which)
 {
+	return which == ANY || (which == CURRENT) == (j->spec.svc.version == s->version);
+}
+
+/* n replicas of the kind leave, while at least floor ready replicas of
+ * any version stay (floor 0: no bound); the number that left */
+static uint32_t remove_replicas(struct xp_ctl *ctl, struct xp_service *s, uint32_t n, int which,
+				uint32_t ready, uint32_t floor, int64_t now)
+{
+	uint32_t gone = 0;
 	for (; n > 0; n--) {
 		const struct xp_job *pick = NULL;
 		for (size_t k = 0; k < s->jobs.n; k++) {
 			const struct xp_job *j = xp_state_job(ctl->st, s->jobs.v[k]);
-			if (!j || draining(ctl, j))
+			if (!j || draining(ctl, j) || !of_kind(s, j, which))
 				continue;
 			if (!pick || leave_rank(ctl, j) < leave_rank(ctl, pick) ||
 			    (leave_rank(ctl, j) == leave_rank(ctl, pick) && j->id > pick->id))
 				pick = j;
 		}
 		if (!pick)
-			return;
+			break;
 		if (!serving(ctl, pick)) { /* no traffic to let go of */
-			cancel_replica(ctl, pick->id, s->spec.name, "scaled down");
+			cancel_replica(ctl, pick->id, s->spec.name,
+				       which == OLD ? "replaced by a new version" : "scaled down");
+			gone++;
 			continue;
 		}
+		if (ready <= floor)
+			break; /* the rest keep the service available */
 		struct xp_svc_rep *p = rep_of(ctl, pick, 0);
 		p->drain_at = now;
 		p->stop_at = now + s->spec.drain_ms;
 		ctl->ep_version++;
+		ready--;
+		gone++;
 	}
+	return gone;
+}
+
+struct census {
+	uint32_t cur, cur_ready, old, old_ready; /* replicas not draining, by version */
+};
+
+static void count(struct xp_ctl *ctl, const struct xp_service *s, struct census *c)
+{
+	memset(c, 0, sizeof(*c));
+	for (size_t k = 0; k < s->jobs.n; k++) {
+		const struct xp_job *j = xp_state_job(ctl->st, s->jobs.v[k]);
+		if (!j || draining(ctl, j))
+			continue;
+		int cur = j->spec.svc.version == s->version;
+		*(cur ? &c->cur : &c->old) += 1;
+		*(cur ? &c->cur_ready : &c->old_ready) += serving(ctl, j);
+	}
+}
+
+/* A rolling update: replicas of the current version added while the
+ * service has at most desired + max_surge, old ones taken away while at
+ * least desired - max_unavailable stay ready. With a canary the current
+ * version is held at that many beside all the old ones. */
+static void roll(struct xp_ctl *ctl, struct xp_service *s, const struct census *c, int64_t now)
+{
+	uint32_t d = s->desired, want_cur = s->canary ? (s->canary < d ? s->canary : d) : d;
+	uint32_t want_old = s->canary ? d : 0, total = c->cur + c->old;
+	uint32_t cap = s->canary ? d + want_cur : d + s->spec.max_surge;
+	/* the old version covers what the new does not serve yet: one of its
+	 * replicas that ended is replaced first (Kubernetes' old ReplicaSet
+	 * keeps its count the same way) */
+	uint32_t cover = want_old ? want_old : d > c->cur_ready ? d - c->cur_ready : 0;
+	if (c->old < cover && s->prev) {
+		add_replicas(ctl, s, cover - c->old, 1, now);
+		return;
+	}
+	if (c->cur < want_cur && total < cap) {
+		uint32_t n = want_cur - c->cur;
+		add_replicas(ctl, s, n < cap - total ? n : cap - total, 0, now);
+		return; /* the old ones go once the census sees these */
+	}
+	uint32_t floor = d > s->spec.max_unavailable ? d - s->spec.max_unavailable : 0;
+	uint32_t keep_old = want_old > cover ? want_old : cover;
+	if (c->old > keep_old)
+		remove_replicas(ctl, s, c->old - keep_old, OLD, c->cur_ready + c->old_ready, floor,
+				now);
+	if (c->cur > want_cur)
+		remove_replicas(ctl, s, c->cur - want_cur, CURRENT, UINT32_MAX, 0, now);
 }
 
 /* drained replicas whose time has come are stopped */
@@ -195,29 +295,191 @@ static void stop_drained(struct xp_ctl *ctl, struct xp_service *s, int64_t now)
 	}
 }
 
+/* the rollout is over: journaled, so a restart does not take it up again */
+static void rolled(struct xp_ctl *ctl, struct xp_service *s)
+{
+	struct xp_err err = { 0 };
+	if (xp_ctl_journal(ctl, "service.rolled", xp_rec_service_named(s->spec.name), &err) < 0)
+		fprintf(stderr, "xpool server: service %s: %s\n", s->spec.name, err.text);
+}
+
+/* ---- the autoscaler ---- */
+
+static struct xp_scaler *scaler_of(struct xp_ctl *ctl, const struct xp_service *s)
+{
+	for (size_t i = 0; i < ctl->nscalers; i++)
+		if (!strcmp(ctl->scalers[i].name, s->spec.name) &&
+		    ctl->scalers[i].first_job == s->first_job)
+			return &ctl->scalers[i];
+	const struct xp_autoscale *as = &s->spec.scale;
+	struct xp_hpa_opts o;
+	struct xp_err err = { 0 };
+	xp_hpa_defaults(&o);
+	o.min = s->spec.min ? s->spec.min : 1;
+	o.max = s->spec.max;
+	o.target = as->target;
+	o.tolerance = as->tolerance;
+	o.up_window_s = as->up_window_ms / 1000;
+	o.down_window_s = as->down_window_ms / 1000;
+	struct xp_scaler sc = { .first_job = s->first_job, .metric = -1 };
+	snprintf(sc.name, sizeof(sc.name), "%s", s->spec.name);
+	if (xp_hpa_init(&sc.h, &o, &err) < 0) {
+		fprintf(stderr, "xpool server: service %s: autoscaler: %s\n", s->spec.name,
+			err.text);
+		return NULL;
+	}
+	ctl->scalers = xrealloc(ctl->scalers, (ctl->nscalers + 1) * sizeof(*ctl->scalers));
+	ctl->scalers[ctl->nscalers] = sc;
+	return &ctl->scalers[ctl->nscalers++];
+}
+
+void xp_scalers_free(struct xp_ctl *ctl)
+{
+	for (size_t i = 0; i < ctl->nscalers; i++)
+		xp_hpa_free(&ctl->scalers[i].h);
+	free(ctl->scalers);
+	ctl->scalers = NULL;
+	ctl->nscalers = 0;
+}
+
+/* The per-replica metric as Kubernetes' HPA takes it: the mean over the
+ * replicas that report; the others count as 0 when that mean says scale up,
+ * as on target when it says scale down (so a replica still starting never
+ * makes the service shrink). -1 when none reports. */
+static double metric_now(struct xp_ctl *ctl, const struct xp_service *s, int64_t now,
+			 uint32_t *measured)
+{
+	const struct xp_autoscale *as = &s->spec.scale;
+	int64_t fresh = 3 * as->period_ms > 10000 ? 3 * as->period_ms : 10000;
+	double sum = 0;
+	uint32_t n = 0;
+	for (size_t k = 0; k < s->jobs.n; k++) {
+		const struct xp_job *j = xp_state_job(ctl->st, s->jobs.v[k]);
+		const struct xp_svc_rep *p = j && serving(ctl, j) ? rep_of(ctl, j, 0) : NULL;
+		if (p && p->load_at && now - p->load_at <= fresh) {
+			sum += p->load;
+			n++;
+		}
+	}
+	*measured = n;
+	if (!n)
+		return -1;
+	uint32_t all = s->desired > n ? s->desired : n;
+	double mean = sum / n;
+	return mean > as->target ? sum / all : (sum + (all - n) * as->target) / all;
+}
+
+static void autoscale(struct xp_ctl *ctl, struct xp_service *s, int64_t now)
+{
+	struct xp_scaler *a = s->spec.scale.on ? scaler_of(ctl, s) : NULL;
+	if (!a || now < a->next_at)
+		return;
+	a->next_at = now + s->spec.scale.period_ms;
+	uint32_t n;
+	double m = metric_now(ctl, s, now, &n);
+	a->metric = m;
+	a->measured = n;
+	if (m < 0) {
+		snprintf(a->why, sizeof(a->why), "no ready replica reports its %s yet",
+			 xp_metric_name(s->spec.scale.metric));
+		return;
+	}
+	uint32_t want = xp_hpa_step(&a->h, now / 1000, s->desired, m, -1);
+	char reason[256];
+	snprintf(reason, sizeof(reason),
+		 "autoscaler: %s %.3g per replica (%u of %u measured) against a target of %g: "
+		 "%u -> %u replicas",
+		 xp_metric_name(s->spec.scale.metric), m, n, s->desired, s->spec.scale.target,
+		 s->desired, want);
+	snprintf(a->why, sizeof(a->why), "%s", reason + 12);
+	if (want == s->desired)
+		return;
+	struct xp_err err = { 0 };
+	if (xp_ctl_journal(ctl, "service.scale", xp_rec_service_scale(s->spec.name, want, reason),
+			   &err) < 0)
+		fprintf(stderr, "xpool server: service %s: %s\n", s->spec.name, err.text);
+}
+
+static json_t *autoscale_json(struct xp_ctl *ctl, const struct xp_service *s)
+{
+	struct xp_scaler *a = NULL;
+	for (size_t i = 0; i < ctl->nscalers && !a; i++)
+		if (!strcmp(ctl->scalers[i].name, s->spec.name) &&
+		    ctl->scalers[i].first_job == s->first_job)
+			a = &ctl->scalers[i];
+	json_t *o = json_pack("{s:s,s:f}", "metric", xp_metric_name(s->spec.scale.metric),
+			      "target", s->spec.scale.target);
+	if (a && a->metric >= 0)
+		json_object_set_new(o, "current", json_real(a->metric));
+	if (a)
+		json_object_set_new(o, "measured", json_integer(a->measured));
+	if (a && a->why[0])
+		json_object_set_new(o, "last", json_string(a->why));
+	return o;
+}
+
 void xp_services_tick(struct xp_ctl *ctl, int64_t now)
 {
+	int64_t span = 2 * (int64_t)ctl->o.heartbeat_ms + 1000;
+	if (!ctl->svc_settle_until) /* the first tick: two heartbeats and a second */
+		ctl->svc_settle_until = now + span;
+	int settling = now < ctl->svc_settle_until;
+	for (size_t n = 0; settling && n < ctl->st->nodes.n && n < ctl->live.n; n++) {
+		const struct xp_nodeinfo *ni = &ctl->st->nodes.v[n];
+		if (ni->source == XP_SRC_AGENT && !ni->removed && ni->state != XP_NODE_DOWN &&
+		    ni->jobs && ctl->live.v[n].last_seen < ctl->svc_settle_until - span)
+			break; /* a node with replicas has not spoken since the start */
+		if (n + 1 == ctl->st->nodes.n || n + 1 == ctl->live.n)
+			settling = 0; /* every one has: nothing is unknown */
+	}
 	for (size_t i = 0; i < ctl->st->services.n; i++) {
 		struct xp_service *s = &ctl->st->services.v[i];
 		stop_drained(ctl, s, now);
+		autoscale(ctl, &ctl->st->services.v[i], now);
 		s = &ctl->st->services.v[i];
-		uint32_t active = 0;
-		for (size_t k = 0; k < s->jobs.n; k++) {
-			const struct xp_job *j = xp_state_job(ctl->st, s->jobs.v[k]);
-			active += j && !draining(ctl, j);
+		struct census c;
+		count(ctl, s, &c);
+		if (settling) { /* what runs is kept; only what is missing is added */
+			if (!s->rolling && c.cur + c.old < s->desired)
+				add_replicas(ctl, s, s->desired - c.cur - c.old, 0, now);
+		} else if (s->rolling && !s->canary && !c.old && c.cur_ready >= s->desired) {
+			rolled(ctl, s);
+		} else if (c.old || s->canary || s->rolling) {
+			roll(ctl, s, &c, now);
+		} else if (c.cur < s->desired) {
+			add_replicas(ctl, s, s->desired - c.cur, 0, now);
+		} else if (c.cur > s->desired) {
+			remove_replicas(ctl, s, c.cur - s->desired, CURRENT, UINT32_MAX, 0, now);
 		}
-		if (active < s->desired)
-			add_replicas(ctl, s, s->desired - active, now);
-		else if (active > s->desired)
-			remove_replicas(ctl, &ctl->st->services.v[i], active - s->desired, now);
 	}
 }
 
 /* ---- what the API shows ---- */
 
+/* Per-endpoint weights that give a canary its share: each current one
+ * W x old, each old one (100 - W) x current, scaled into HAProxy's 1..256;
+ * 100 for all without a canary. */
+static void weights(const struct xp_service *s, const struct census *c, int *wcur, int *wold)
+{
+	*wcur = *wold = 100;
+	if (!s->canary || !c->cur_ready || !c->old_ready)
+		return;
+	double wc = (double)s->canary_weight * c->old_ready;
+	double wo = (double)(100 - s->canary_weight) * c->cur_ready;
+	double top = wc > wo ? wc : wo;
+	*wcur = top > 0 ? (int)(wc * 256 / top + 0.5) : 0;
+	*wold = top > 0 ? (int)(wo * 256 / top + 0.5) : 0;
+	*wcur = !*wcur && s->canary_weight ? 1 : *wcur;
+	*wold = !*wold && s->canary_weight < 100 ? 1 : *wold;
+}
+
 json_t *xp_service_endpoints(struct xp_ctl *ctl, const struct xp_service *s)
 {
 	json_t *a = json_array();
+	struct census c;
+	int wcur, wold;
+	count(ctl, s, &c);
+	weights(s, &c, &wcur, &wold);
 	for (size_t k = 0; k < s->jobs.n; k++) {
 		const struct xp_job *j = xp_state_job(ctl->st, s->jobs.v[k]);
 		if (!j || !serving(ctl, j))
@@ -230,7 +492,8 @@ json_t *xp_service_endpoints(struct xp_ctl *ctl, const struct xp_service *s)
 						   (json_int_t)j->id, "node",
 						   ctl->st->c->nodes[n].name, "address", addr,
 						   "port", (int)p->port, "version",
-						   (int)j->spec.svc.version, "weight", 100));
+						   (int)j->spec.svc.version, "weight",
+						   j->spec.svc.version == s->version ? wcur : wold));
 	}
 	return a;
 }
@@ -238,7 +501,21 @@ json_t *xp_service_endpoints(struct xp_ctl *ctl, const struct xp_service *s)
 static const char *status_of(struct xp_ctl *ctl, const struct xp_service *s, uint32_t ready,
 			     int64_t now, char *msg, size_t len)
 {
+	struct census c;
+	count(ctl, s, &c);
 	msg[0] = '\0';
+	if (s->canary) {
+		snprintf(msg, len,
+			 "canary: version %u on %u of %u replicas (%u ready) takes %u%% of the "
+			 "traffic; promote or roll back",
+			 s->version, c.cur, s->canary, c.cur_ready, s->canary_weight);
+		return "canary";
+	}
+	if (c.old) {
+		snprintf(msg, len, "rolling out version %u: %u of %u ready, %u of the old left",
+			 s->version, c.cur_ready, s->desired, c.old);
+		return "progressing";
+	}
 	if (s->fail_streak && ready < s->desired) {
 		const struct xp_job *j = xp_state_job(ctl->st, s->last_end_job);
 		int64_t next = s->last_end_at + xp_service_backoff_ms(s) - now;
@@ -278,5 +555,17 @@ json_t *xp_service_json(struct xp_ctl *ctl, const struct xp_service *s, int64_t 
 		"spec", xp_servicespec_json(&s->spec), "created_at", ts);
 	if (msg[0])
 		json_object_set_new(o, "message", json_string(msg));
+	if (s->spec.scale.on)
+		json_object_set_new(o, "autoscale", autoscale_json(ctl, s));
+	json_t *sc = json_array(); /* the last scalings, newest last */
+	for (uint32_t k = s->nscales > XP_SERVICE_SCALES ? s->nscales - XP_SERVICE_SCALES : 0;
+	     k < s->nscales; k++) {
+		const struct xp_scale_ev *e = &s->scales[k % XP_SERVICE_SCALES];
+		xp_time_format(e->at, ts);
+		json_array_append_new(sc, json_pack("{s:s,s:i,s:i,s:s}", "at", ts, "from",
+						    (int)e->from, "to", (int)e->to, "reason",
+						    e->reason));
+	}
+	json_object_set_new(o, "scalings", sc);
 	return o;
 }

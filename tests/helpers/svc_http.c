@@ -3,6 +3,8 @@
  * (issue 22 part 5). It listens on $XPOOL_PORT (all addresses) and answers
  *
  *   GET /healthz  200 "ok", or 503 while the file $SVC_UNREADY exists
+ *   GET /metrics  Prometheus text: requests_total (a counter of the
+ *                 requests below) and inflight_requests (those being served)
  *   GET /...      200 "job=<XPOOL_JOB_ID> version=<SVC_VERSION>\n" after
  *                 a fixed service time of $SVC_MS milliseconds (default 0)
  *
@@ -22,7 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static atomic_int stopping, in_flight;
+static atomic_int stopping, in_flight, serving_now;
+static atomic_long served;
 static int service_ms;
 static const char *unready;
 static char body[160];
@@ -66,13 +69,23 @@ static void *serve(void *arg)
 	if (!strncmp(req, "GET /healthz", 12)) {
 		int down = unready && access(unready, F_OK) == 0;
 		reply(fd, down ? 503 : 200, down ? "not ready\n" : "ok\n");
+	} else if (!strncmp(req, "GET /metrics", 12)) {
+		char m[256];
+		snprintf(m, sizeof(m),
+			 "# TYPE requests_total counter\nrequests_total %ld\n"
+			 "# TYPE inflight_requests gauge\ninflight_requests %d\n",
+			 atomic_load(&served), atomic_load(&serving_now));
+		reply(fd, 200, m);
 	} else if (got) {
+		atomic_fetch_add(&serving_now, 1);
 		if (service_ms > 0) {
 			struct timespec ts = { service_ms / 1000, (service_ms % 1000) * 1000000L };
 			while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 				;
 		}
 		reply(fd, 200, body);
+		atomic_fetch_sub(&serving_now, 1);
+		atomic_fetch_add(&served, 1);
 	}
 	close(fd);
 	atomic_fetch_sub(&in_flight, 1);

@@ -149,6 +149,11 @@ unsigned xp_mig_kind_id(int kind)
 	return tables[0].prof[kind % XP_MIG_NKINDS].id;
 }
 
+unsigned xp_mig_kind_compute(int kind)
+{
+	return kind >= 0 && kind < XP_MIG_NKINDS ? xp_mig_table_at(0)->prof[kind].compute : 0;
+}
+
 int xp_mig_kind_of_id(unsigned id)
 {
 	for (int k = 0; k < XP_MIG_NKINDS; k++)

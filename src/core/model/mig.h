@@ -33,6 +33,7 @@
 
 #define XP_MIG_MEM_SLICES     8
 #define XP_MIG_COMPUTE_SLICES 7
+#define XP_MIG_ANY	      "any" /* devices.mig: any - the smallest profile that fits */
 #define XP_MIG_MAX_PLACEMENTS 8
 
 /* Profile kinds, in table order; the NVML profile id of each is the same
@@ -101,6 +102,8 @@ int xp_mig_profile_find(const struct xp_mig_table *t, const char *name, struct x
  * and the kind of an id (-1 when none). */
 unsigned xp_mig_kind_id(int kind);
 int xp_mig_kind_of_id(unsigned id);
+/* The compute slices of a kind (the same on every table); 0 when none. */
+unsigned xp_mig_kind_compute(int kind);
 /* The profile named name (any case) in the first built-in table that has
  * it, its kind in *kind (may be NULL); NULL when no table has it. Profiles
  * of one name have the same compute slices on every table. */

@@ -471,3 +471,22 @@ int xp_dev_mig_offers(const struct xp_cluster *c, const struct xp_device *d, con
 	const struct xp_mig_table *t = xp_mig_table_find(xp_strtab_str(c->syms, d->model));
 	return t && xp_mig_profile_find(t, name, NULL) >= 0;
 }
+
+int xp_dev_mig_covers(const struct xp_cluster *c, const struct xp_device *d, uint32_t compute_milli,
+		      uint64_t mem_mib)
+{
+	unsigned need = xp_mig_slices_for(compute_milli);
+	if (d->nparts) {
+		for (uint16_t i = 0; i < d->nparts; i++) {
+			const struct xp_partition *p = &d->parts[i];
+			if (p->name && !strstr(p->name, "+me") && p->mem_mib >= mem_mib &&
+			    xp_mig_slices_for(p->compute_milli) >= need)
+				return 1;
+		}
+		return 0;
+	}
+	if (d->mode != XP_MODE_MIG || !d->model)
+		return 0;
+	const struct xp_mig_table *t = xp_mig_table_find(xp_strtab_str(c->syms, d->model));
+	return t && xp_mig_smallest(t, compute_milli, mem_mib) >= 0;
+}

@@ -185,7 +185,9 @@ struct xp_request {
 	uint8_t by_mem;	      /* a share sized by memory: dev_mem_mib / the device's
 			       * memory x XP_MILLI on the device it lands on
 			       * (dev_milli is then only the scorers' estimate) */
-	uint8_t pad_[2];
+	uint8_t mig_any;      /* mig is "any": the smallest profile that fits
+			       * dev_milli and dev_mem_mib, chosen per GPU */
+	uint8_t pad_;
 	int32_t node; /* only this node (cluster index); -1 = any */
 	xp_sym mig;   /* a MIG slice of this profile name (dev_count 1); 0 = none */
 	struct xp_selector sel;
@@ -270,6 +272,11 @@ uint64_t xp_cluster_total_devices(const struct xp_cluster *c, int cls);
  * mode: an administrator may enable MIG later); else, in mode mig, the
  * built-in table of its model (core/model/mig.h), as emulated nodes have. */
 int xp_dev_mig_offers(const struct xp_cluster *c, const struct xp_device *d, const char *name);
+/* Does device d offer a MIG profile (as xp_dev_mig_offers finds them, 1g+me
+ * aside) whose compute slices cover compute_milli and whose memory covers
+ * mem_mib (devices.mig: any)? */
+int xp_dev_mig_covers(const struct xp_cluster *c, const struct xp_device *d, uint32_t compute_milli,
+		      uint64_t mem_mib);
 
 /* Requests */
 void xp_request_init(struct xp_request *r);

@@ -143,6 +143,23 @@ int xp_sched_alloc_fits(const struct xp_sched *s, const struct xp_alloc *a, stru
 /* MIG slices (mig_sched.c): the profile name of a's slice on its device
  * (NULL: a holds none) */
 const char *xp_sched_mig_profile(const struct xp_sched *s, const struct xp_alloc *a);
+/* The same slice's profile (name, id, placements), or NULL */
+const struct xp_mig_profile *xp_sched_mig_prof(const struct xp_sched *s, const struct xp_alloc *a);
+/* The compute milli a MIG slice of kind counts for (quotas, usage): its
+ * compute slices x XP_MILLI / 7, rounded down (3g = 428). */
+uint16_t xp_mig_kind_milli(int kind);
+/* MIG instances the node's agent reports on device dev: warm[kind] has
+ * bit s for one kept warm at start s (XP_MIG_NKINDS entries), foreign the
+ * memory slices of instances xpool did not create. A hint for placement,
+ * not state: it prefers reusing a warm one, then displacing the fewest,
+ * and never places on foreign slices. */
+void xp_sched_set_mig_warm(struct xp_sched *s, uint32_t node, uint16_t dev, const uint8_t *warm,
+			   uint8_t foreign);
+/* The slice lattice of a device in mode mig (its table, and the slices of
+ * running allocations), NULL when it has none. */
+const struct xp_mig_table *xp_sched_mig_table(const struct xp_sched *s, uint32_t node,
+					      uint16_t dev);
+const struct xp_mig_gpu *xp_sched_mig_gpu(const struct xp_sched *s, uint32_t node, uint16_t dev);
 /* Apply a decision (it must still fit). */
 void xp_sched_commit(struct xp_sched *s, const struct xp_alloc *a);
 /* Return the resources of a committed allocation. */

@@ -34,7 +34,11 @@ struct xp_dstate {
 /* A MIG-mode device's table and the slices of running allocations on it */
 struct xp_sched_mig {
 	struct xp_mig_table t;
-	struct xp_mig_gpu g; /* g.t is &t */
+	struct xp_mig_gpu g;	     /* g.t is &t */
+	uint8_t warm[XP_MIG_NKINDS]; /* bit s: an idle instance of the kind at start s,
+				      * kept warm by the agent (a hint, not state) */
+	uint8_t foreign;	     /* memory slices an instance xpool did not create
+				      * holds (the agent's report): never placed on */
 	char names[XP_MIG_NKINDS][32];
 };
 

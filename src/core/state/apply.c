@@ -61,6 +61,13 @@ static int refuse(struct rec *r, int code, const char *fmt, ...)
 	return xp_errf(r->err, code, "%s", msg);
 }
 
+const struct xp_mig_profile *xp_state_mig_profile(struct xp_state *st, const struct xp_alloc *a)
+{
+	if (!a->mig || xp_state_sched(st, NULL) < 0)
+		return NULL;
+	return xp_sched_mig_prof(st->sched, a);
+}
+
 int xp_state_sched(struct xp_state *st, struct xp_err *err)
 {
 	if (!st->sched_stale)
@@ -289,23 +296,6 @@ static int node_add(struct xp_state *st, struct rec *r, struct xp_event_info *ev
 	ev->node = (int32_t)idx;
 	ev->state = XP_NODE_READY;
 	return 0;
-}
-
-/* The compute milli j's allocation x must take per device: a share sized
- * by memory takes its part of the device it landed on. */
-static uint16_t alloc_milli(const struct xp_state *st, const struct xp_job *j,
-			    const struct xp_alloc *x)
-{
-	if (!j->req.by_mem || x->devs[0] >= st->c->nodes[x->node].ndevs)
-		return j->req.dev_milli;
-	return xp_share_by_mem(j->req.dev_mem_mib, st->c->nodes[x->node].devs[x->devs[0]].mem_mib);
-}
-
-int xp_alloc_matches(const struct xp_state *st, const struct xp_job *j, const struct xp_alloc *x)
-{
-	return x->cpu_milli == j->req.cpu_milli && x->mem_mib == j->req.mem_mib &&
-	       x->ndev == j->req.dev_count && !x->mig == !j->req.mig &&
-	       (!x->ndev || x->dev_milli == alloc_milli(st, j, x));
 }
 
 /* one more failure on node n: the weighted policy's health factor */

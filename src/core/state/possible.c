@@ -243,6 +243,8 @@ static int dev_matches(const struct xp_state *st, const struct xp_device *dv,
 	int parted = dv->nparts || (dv->mode == XP_MODE_MIG && dv->model &&
 				    xp_mig_table_find(xp_strtab_str(st->c->syms, dv->model)));
 	o->mig_parts = (uint16_t)(o->mig_parts + (parted != 0));
+	if (r->mig_any)
+		return xp_dev_mig_covers(st->c, dv, r->dev_milli, r->dev_mem_mib);
 	return xp_dev_mig_offers(st->c, dv, xp_strtab_str(st->c->syms, r->mig));
 }
 
@@ -333,10 +335,16 @@ static int refuse_mig_profile(const struct xp_state *st, const struct xp_jobspec
 			}
 		}
 	}
-	int rc = xp_errf(err, XP_ENOCONFIG,
-			 "resources.devices.mig.profile: no registered node offers MIG profile "
-			 "'%s' (offered: %s)",
-			 s->mig_profile, sb.len ? sb.s : "none");
+	int rc = r->mig_any
+			 ? xp_errf(err, XP_ENOCONFIG,
+				   "resources.devices.mig: no MIG profile of a registered node has "
+				   "%u compute slices and %.1f GiB (offered: %s)",
+				   xp_mig_slices_for(r->dev_milli), (double)r->dev_mem_mib / 1024,
+				   sb.len ? sb.s : "none")
+			 : xp_errf(err, XP_ENOCONFIG,
+				   "resources.devices.mig.profile: no registered node offers MIG "
+				   "profile '%s' (offered: %s)",
+				   s->mig_profile, sb.len ? sb.s : "none");
 	xp_sb_free(&sb);
 	return rc;
 }
@@ -348,7 +356,8 @@ static int refuse(const struct xp_state *st, const struct xp_jobspec *s,
 	const char *f;
 	int rc;
 	if (r->mig && o->sel_count == 0) {
-		f = o->mig_parts ? "resources.devices.mig.profile" : "resources.devices.mig";
+		f = o->mig_parts && !r->mig_any ? "resources.devices.mig.profile"
+						: "resources.devices.mig";
 		rc = o->mig_parts ? refuse_mig_profile(st, s, r, err)
 				  : xp_errf(err, XP_ENOCONFIG,
 					    "%s: no registered matching %s device has MIG partitions "
@@ -416,7 +425,7 @@ static int mig_unknown(const struct xp_state *st, const struct xp_jobspec *s, ch
 		       struct xp_err *err)
 {
 	char names[512];
-	if (!s->mig_profile || xp_mig_profile_any(s->mig_profile, NULL))
+	if (!s->mig_profile || xp_jobspec_mig_any(s) || xp_mig_profile_any(s->mig_profile, NULL))
 		return 0;
 	for (size_t n = 0; n < st->c->nnodes; n++)
 		for (uint16_t d = 0; node_live(st, n) && d < st->c->nodes[n].ndevs; d++)

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../../lib/xalloc.h"
+#include "../model/mig.h"
 
 void xp_queue_spec(const struct xp_state *st, const struct xp_queue *q, struct xp_queuespec *out)
 {
@@ -357,7 +358,9 @@ void xp_request_demand(const struct xp_state *st, const struct xp_job *j, uint64
 	d[XP_RES_MEM] = j->req.mem_mib * n;
 	/* a share sized by memory is known once placed (xp_demand_of): count
 	 * it at its least here, so this pre-check never refuses what fits */
+	uint64_t milli = j->req.by_mem ? 1 : j->req.dev_milli;
+	if (j->req.mig_any) /* mig: any takes at least the compute slices that cover it */
+		milli = xp_mig_slices_for(j->req.dev_milli) * XP_MILLI / XP_MIG_COMPUTE_SLICES;
 	if (j->req.dev_count && j->req.sel.cls >= 0)
-		d[XP_RES_DEV + j->req.sel.cls] =
-			(uint64_t)j->req.dev_count * (j->req.by_mem ? 1 : j->req.dev_milli) * n;
+		d[XP_RES_DEV + j->req.sel.cls] = (uint64_t)j->req.dev_count * milli * n;
 }

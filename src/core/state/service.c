@@ -10,12 +10,21 @@
  *   service.scale  {name, replicas, reason}     replicas wanted from now on
  *   service.delete {name}                       it leaves the state (the
  *                                               owner cancels its replicas)
+ *   service.update {spec, canary, weight}       a new definition; one whose
+ *                                               replicas differ is the next
+ *                                               version, the old one kept
+ *   service.promote {name}                      a canary goes on to all
+ *   service.rollback {name}                     back to the version before
+ *   service.rolled {name}                       the owner saw the rollout
+ *                                               finish: old replicas ended,
+ *                                               the new ones all ready
  * A replica's job.submit names its service (spec.service); it is refused
  * unless the service exists. Its list of live replica jobs is derived:
  * rebuilt from the jobs on a snapshot load.
  */
 #include "state_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,15 +71,38 @@ char *xp_rec_service_scale(const char *name, uint32_t replicas, const char *reas
 
 char *xp_rec_service_delete(const char *name)
 {
+	return xp_rec_service_named(name);
+}
+
+char *xp_rec_service_named(const char *name)
+{
 	json_t *o = json_pack("{s:s}", "name", name);
 	char *text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return text;
 }
 
+char *xp_rec_service_update(const struct xp_servicespec *spec, uint32_t canary, uint32_t weight)
+{
+	json_t *o = json_pack("{s:o,s:i,s:i}", "spec", xp_servicespec_json(spec), "canary",
+			      (int)canary, "weight", (int)weight);
+	char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	return text;
+}
+
+static void prev_free(struct xp_service *s)
+{
+	if (s->prev)
+		xp_servicespec_free(s->prev);
+	free(s->prev);
+	s->prev = NULL;
+}
+
 static void service_free(struct xp_service *s)
 {
 	xp_servicespec_free(&s->spec);
+	prev_free(s);
 	xp_vec_free(&s->jobs);
 }
 
@@ -131,6 +163,7 @@ static int service_create(struct xp_state *st, json_t *o, int64_t at, struct xp_
 		return xp_errf(err, XP_ECORRUPT, "spec.tenant: missing");
 	}
 	s.version = 1;
+	s.next_version = 2;
 	s.desired = s.spec.replicas;
 	s.first_job = st->next_job_id;
 	s.created_at = at;
@@ -152,11 +185,84 @@ static int service_named(const struct xp_state *st, json_t *o, struct xp_err *er
 	return (int)i;
 }
 
+/* the new definition; a new version when its replicas differ */
+static int service_update(struct xp_state *st, struct xp_service *s, json_t *o,
+			  struct xp_err *err)
+{
+	struct xp_servicespec n;
+	json_t *c = json_object_get(o, "canary"), *w = json_object_get(o, "weight");
+	if (!json_is_integer(c) || !json_is_integer(w) || json_integer_value(c) < 0 ||
+	    json_integer_value(c) > XP_SERVICE_MAX_REPLICAS || json_integer_value(w) < 0 ||
+	    json_integer_value(w) > 100)
+		return xp_errf(err, XP_ECORRUPT, "canary, weight: missing or out of range");
+	int rc = spec_from(json_object_get(o, "spec"), &n, err);
+	if (rc < 0)
+		return rc;
+	long q = xp_state_queue(st, n.queue[0] ? n.queue : "default");
+	if (strcmp(n.name, s->spec.name) || strcmp(n.tenant, s->spec.tenant) || q < 0 ||
+	    !xp_queue_is_leaf(st, (uint32_t)q)) {
+		xp_servicespec_free(&n);
+		return xp_errf(err, XP_EINVAL,
+			       "service %s: an update keeps the name and tenant, in a queue that "
+			       "exists",
+			       s->spec.name);
+	}
+	if (xp_servicespec_new_version(&s->spec, &n)) {
+		prev_free(s);
+		s->prev = xmalloc(sizeof(*s->prev));
+		*s->prev = s->spec;
+		s->prev_version = s->version;
+		s->version = s->next_version++;
+		s->canary = (uint32_t)json_integer_value(c);
+		s->canary_weight = (uint32_t)json_integer_value(w);
+		s->rolling = 1;
+	} else {
+		xp_servicespec_free(&s->spec);
+	}
+	s->spec = n;
+	s->desired = s->desired < n.min ? n.min : s->desired > n.max ? n.max : s->desired;
+	return 0;
+}
+
+/* back to the version before: its definition and number (its replicas,
+ * if some still run, are current again) */
+static int service_rollback(struct xp_service *s, struct xp_err *err)
+{
+	if (!s->prev)
+		return xp_errf(err, XP_ESTATE, "service %s has no earlier version",
+			       s->spec.name);
+	struct xp_servicespec cur = s->spec;
+	uint32_t v = s->version;
+	s->spec = *s->prev;
+	*s->prev = cur;
+	s->version = s->prev_version;
+	s->prev_version = v;
+	s->canary = 0;
+	s->rolling = 1;
+	s->desired = s->desired < s->spec.min ? s->spec.min
+		     : s->desired > s->spec.max ? s->spec.max
+						  : s->desired;
+	return 0;
+}
+
 int xp_service_apply(struct xp_state *st, const char *type, json_t *o, int64_t at,
 		     struct xp_event_info *ev, struct xp_err *err)
 {
 	if (!strcmp(type, "service.create"))
 		return service_create(st, o, at, ev, err);
+	if (!strcmp(type, "service.update")) { /* named by its spec */
+		json_t *sp = json_object_get(o, "spec");
+		json_t *byname = json_pack("{s:O}", "name",
+					   json_object_get(sp, "name") ? json_object_get(sp, "name")
+								       : json_null());
+		int k = service_named(st, byname, err);
+		json_decref(byname);
+		if (k < 0)
+			return k;
+		ev->type = "service.updated";
+		ev->tenant = st->services.v[k].tenant;
+		return service_update(st, &st->services.v[k], o, err);
+	}
 	int i = service_named(st, o, err);
 	if (i < 0)
 		return i;
@@ -168,9 +274,34 @@ int xp_service_apply(struct xp_state *st, const char *type, json_t *o, int64_t a
 		    json_integer_value(r) > s->spec.max)
 			return xp_errf(err, XP_EINVAL, "replicas: expected %u..%u", s->spec.min,
 				       s->spec.max);
-		s->desired = (uint32_t)json_integer_value(r);
+		const char *why = json_string_value(json_object_get(o, "reason"));
+		struct xp_scale_ev *e = &s->scales[s->nscales++ % XP_SERVICE_SCALES];
+		e->at = at;
+		e->from = s->desired;
+		e->to = (uint32_t)json_integer_value(r);
+		snprintf(e->reason, sizeof(e->reason), "%s", why ? why : "");
+		s->desired = e->to;
 		ev->type = "service.scaled";
 		return 0;
+	}
+	if (!strcmp(type, "service.promote")) {
+		if (!s->canary)
+			return xp_errf(err, XP_ESTATE, "service %s has no canary", s->spec.name);
+		s->canary = 0;
+		ev->type = "service.promoted";
+		return 0;
+	}
+	if (!strcmp(type, "service.rolled")) {
+		if (!s->rolling || s->canary)
+			return xp_errf(err, XP_ESTATE, "service %s has no rollout to end",
+				       s->spec.name);
+		s->rolling = 0;
+		ev->type = "service.rolled";
+		return 0;
+	}
+	if (!strcmp(type, "service.rollback")) {
+		ev->type = "service.rolledback";
+		return service_rollback(s, err);
 	}
 	if (!strcmp(type, "service.delete")) {
 		service_free(s);
@@ -197,7 +328,7 @@ int xp_service_admits(const struct xp_state *st, const struct xp_job *j, struct 
 	long i = xp_state_service(st, j->spec.svc.name);
 	if (i < 0)
 		return xp_errf(err, XP_ENOENT, "no service %s", j->spec.svc.name);
-	if (j->spec.svc.version > st->services.v[i].version)
+	if (j->spec.svc.version >= st->services.v[i].next_version)
 		return xp_errf(err, XP_EINVAL, "service %s has no version %u", j->spec.svc.name,
 			       j->spec.svc.version);
 	return 0;
@@ -236,15 +367,33 @@ json_t *xp_services_snapshot(const struct xp_state *st)
 	json_t *a = json_array();
 	for (size_t i = 0; i < st->services.n; i++) {
 		const struct xp_service *s = &st->services.v[i];
+		json_t *sc = json_array();
+		for (uint32_t k = s->nscales > XP_SERVICE_SCALES ? s->nscales - XP_SERVICE_SCALES : 0;
+		     k < s->nscales; k++) {
+			const struct xp_scale_ev *e = &s->scales[k % XP_SERVICE_SCALES];
+			json_array_append_new(sc, json_pack("{s:I,s:i,s:i,s:s}", "at",
+							    (json_int_t)e->at, "from", (int)e->from,
+							    "to", (int)e->to, "reason", e->reason));
+		}
 		json_array_append_new(
-			a, json_pack("{s:o,s:i,s:i,s:I,s:I,s:i,s:I,s:I,s:I}", "spec",
+			a, json_pack("{s:o,s:i,s:i,s:I,s:I,s:i,s:I,s:I,s:I,s:o,s:i}", "spec",
 				     xp_servicespec_json(&s->spec), "version", (int)s->version,
 				     "desired", (int)s->desired, "first_job",
 				     (json_int_t)s->first_job, "created_at",
 				     (json_int_t)s->created_at, "fail_streak", (int)s->fail_streak,
 				     "restarts", (json_int_t)s->restarts, "last_end_job",
 				     (json_int_t)s->last_end_job, "last_end_at",
-				     (json_int_t)s->last_end_at));
+				     (json_int_t)s->last_end_at, "scales", sc, "nscales",
+				     (int)s->nscales));
+		json_t *so = json_array_get(a, json_array_size(a) - 1);
+		json_object_set_new(so, "rollout",
+				    json_pack("{s:i,s:i,s:i,s:i,s:b}", "prev_version",
+					      (int)s->prev_version, "next_version",
+					      (int)s->next_version, "canary", (int)s->canary,
+					      "weight", (int)s->canary_weight, "rolling",
+					      (int)s->rolling));
+		if (s->prev)
+			json_object_set_new(so, "prev", xp_servicespec_json(s->prev));
 	}
 	return a;
 }
@@ -277,6 +426,37 @@ int xp_services_restore(struct xp_state *st, json_t *arr, struct xp_err *err)
 		s.restarts = (uint64_t)restarts;
 		s.last_end_job = (uint64_t)last_job;
 		s.last_end_at = last_at;
+		size_t k;
+		json_t *e;
+		json_t *sc = json_object_get(v, "scales");
+		int nsc = (int)json_integer_value(json_object_get(v, "nscales"));
+		s.nscales = nsc > 0 ? (uint32_t)nsc - (uint32_t)json_array_size(sc) : 0;
+		json_array_foreach(sc, k, e)
+		{
+			struct xp_scale_ev *x = &s.scales[s.nscales++ % XP_SERVICE_SCALES];
+			const char *why = json_string_value(json_object_get(e, "reason"));
+			x->at = json_integer_value(json_object_get(e, "at"));
+			x->from = (uint32_t)json_integer_value(json_object_get(e, "from"));
+			x->to = (uint32_t)json_integer_value(json_object_get(e, "to"));
+			snprintf(x->reason, sizeof(x->reason), "%s", why ? why : "");
+		}
+		json_t *ro = json_object_get(v, "rollout");
+		s.next_version = (uint32_t)json_integer_value(json_object_get(ro, "next_version"));
+		s.prev_version = (uint32_t)json_integer_value(json_object_get(ro, "prev_version"));
+		s.canary = (uint32_t)json_integer_value(json_object_get(ro, "canary"));
+		s.canary_weight = (uint32_t)json_integer_value(json_object_get(ro, "weight"));
+		s.rolling = json_is_true(json_object_get(ro, "rolling"));
+		if (s.next_version <= s.version)
+			s.next_version = s.version + 1;
+		if (json_object_get(v, "prev")) {
+			s.prev = xcalloc(1, sizeof(*s.prev));
+			if ((rc = spec_from(json_object_get(v, "prev"), s.prev, err)) < 0) {
+				free(s.prev);
+				s.prev = NULL;
+				service_free(&s);
+				return rc;
+			}
+		}
 		if ((rc = service_add(st, &s, err)) < 0)
 			return rc;
 	}

@@ -237,11 +237,37 @@ static int mig_name_ok(const char *s)
 	return 1;
 }
 
-/* devices.mig: {profile: NAME}, one replica's slice of one GPU. The
- * profile sets the compute and the memory, so count (1), compute_milli,
- * fraction and memory are refused beside it. The name's syntax is checked
- * here; whether a table or a node knows it, at the controller
- * (xp_state_possible). */
+/* devices.mig: any, sized by compute_milli (or fraction) and/or memory:
+ * the smallest profile that fits, chosen where it is placed. Nothing to
+ * size it by is refused; the request keeps its milli (1 when only memory
+ * is given: any compute) and memory, for quotas until it is placed. */
+static int parse_mig_any(struct xp_walk *w, const struct xp_tree *d, const struct xp_tree *mg,
+			 struct xp_jobspec *s, int milli_given)
+{
+	int rc = 0;
+	size_t m = xp_walk_push_key(w, "mig");
+	if (!milli_given && !xp_tree_field(d, "memory"))
+		rc = xp_walk_fail(w, mg->line, XP_EINVAL,
+				  "any needs a size: compute_milli (or fraction) and/or memory");
+	else if (s->dev_count != 1)
+		rc = xp_walk_fail(
+			w, mg->line, XP_EINVAL,
+			"a MIG slice is one profile of one GPU: leave out count (it is 1)");
+	xp_walk_pop(w, m);
+	if (rc < 0)
+		return rc;
+	s->mig_profile = xstrdup(XP_MIG_ANY);
+	s->dev_by_mem = 0;
+	if (!milli_given)
+		s->dev_milli = 1;
+	return 0;
+}
+
+/* devices.mig: {profile: NAME}, one replica's slice of one GPU (or any:
+ * parse_mig_any). The profile sets the compute and the memory, so count
+ * (1), compute_milli, fraction and memory are refused beside it. The
+ * name's syntax is checked here; whether a table or a node knows it, at
+ * the controller (xp_state_possible). */
 static int parse_mig(struct xp_walk *w, const struct xp_tree *d, struct xp_jobspec *s,
 		     int milli_given)
 {
@@ -249,12 +275,18 @@ static int parse_mig(struct xp_walk *w, const struct xp_tree *d, struct xp_jobsp
 	const char *name = NULL;
 	if (!mg)
 		return 0;
+	if (mg->kind == XP_TREE_SCALAR && !strcasecmp(mg->text, XP_MIG_ANY))
+		return parse_mig_any(w, d, mg, s, milli_given);
 	size_t m = xp_walk_push_key(w, "mig");
-	int rc = xp_walk_want(w, mg, XP_TREE_MAP, "a map {profile: NAME}");
+	int rc = xp_walk_want(w, mg, XP_TREE_MAP, "any or a map {profile: NAME}");
 	if (rc == 0)
 		rc = xp_walk_keys(w, mg, mig_keys);
 	if (rc == 0 && (rc = xp_walk_get_str(w, mg, "profile", 31, &name)) == 0)
 		rc = xp_walk_fail(w, mg->line, XP_EINVAL, "profile is required (e.g. 3g.40gb)");
+	if (rc > 0 && !strcasecmp(name, XP_MIG_ANY)) {
+		xp_walk_pop(w, m);
+		return parse_mig_any(w, d, mg, s, milli_given);
+	}
 	if (rc > 0 && !mig_name_ok(name))
 		rc = xp_walk_fail(w, mg->line, XP_EINVAL,
 				  "profile: expected a MIG profile name such as 3g.40gb, got '%s'",
@@ -828,12 +860,15 @@ json_t *xp_jobspec_json(const struct xp_jobspec *s)
 	if (s->dev_count) {
 		json_t *d = json_object();
 		json_object_set_new(d, "count", json_integer(s->dev_count));
-		if (s->mig_profile)
+		int any = xp_jobspec_mig_any(s);
+		if (any)
+			json_object_set_new(d, "mig", json_string(XP_MIG_ANY));
+		else if (s->mig_profile)
 			json_object_set_new(d, "mig",
 					    json_pack("{s:s}", "profile", s->mig_profile));
-		else if (!s->dev_by_mem)
+		if (!s->dev_by_mem && (any || !s->mig_profile))
 			json_object_set_new(d, "compute_milli", json_integer(s->dev_milli));
-		if (s->dev_mem_mib && !s->mig_profile)
+		if (s->dev_mem_mib && (any || !s->mig_profile))
 			json_object_set_new(d, "memory", json_integer((json_int_t)s->dev_mem_mib));
 		if (s->dev_class >= 0)
 			json_object_set_new(d, "class", json_string(xp_class_name(s->dev_class)));
@@ -924,4 +959,10 @@ void xp_jobspec_request(const struct xp_jobspec *s, struct xp_strtab *syms, stru
 	r->sel.min_mem_mib = s->min_mem_mib;
 	r->sel.min_cc = s->min_cc;
 	r->mig = s->mig_profile ? xp_strtab_intern(syms, s->mig_profile) : 0;
+	r->mig_any = (uint8_t)xp_jobspec_mig_any(s);
+}
+
+int xp_jobspec_mig_any(const struct xp_jobspec *s)
+{
+	return s->mig_profile && !strcmp(s->mig_profile, XP_MIG_ANY);
 }

@@ -73,11 +73,27 @@ struct xp_probe {
 	int64_t timeout_ms;		  /* default 1000 */
 };
 
+/* What an agent reads of a replica's load for the autoscaler: one series
+ * of the Prometheus text the replica serves at path on its port. */
+enum xp_scrape_kind {
+	XP_SCRAPE_NONE,
+	XP_SCRAPE_RATE, /* a counter: its increase per second between scrapes */
+	XP_SCRAPE_GAUGE /* its value */
+};
+#define XP_SERIES_MAX 95
+
+struct xp_scrape {
+	uint8_t kind;
+	char path[XP_PROBE_PATH_MAX + 1];
+	char series[XP_SERIES_MAX + 1];
+};
+
 /* A replica job's service (xp_jobspec.svc); name NULL: not a replica. */
 struct xp_svcref {
 	char *name;
 	uint32_t version;
 	struct xp_probe ready;
+	struct xp_scrape load; /* kind NONE: the service does not autoscale */
 };
 
 struct xp_jobspec {
@@ -127,7 +143,8 @@ struct xp_jobspec {
 	int64_t deadline_in_ms; /* or a duration from submission, 0: none */
 	uint8_t hold_for_nodes; /* accepted though no registered node could run it */
 	uint8_t vgpu_off;	/* vgpu: off - a GPU share announced, not enforced (trusted) */
-	char *mig_profile;	/* devices.mig.profile: a MIG slice of one GPU, or NULL */
+	char *mig_profile;	/* devices.mig.profile: a MIG slice of one GPU, or NULL;
+				 * XP_MIG_ANY: the smallest profile that fits the size */
 	struct xp_svcref svc;	/* a service's replica (svcspec.h): set by the controller */
 };
 
@@ -175,6 +192,8 @@ struct json_t;
 struct json_t *xp_jobspec_json(const struct xp_jobspec *s);
 /* The per-replica request, with vendor and models interned in syms. */
 void xp_jobspec_request(const struct xp_jobspec *s, struct xp_strtab *syms, struct xp_request *r);
+/* Does s ask for a MIG slice by size (devices.mig: any)? */
+int xp_jobspec_mig_any(const struct xp_jobspec *s);
 /*
  * A change to a pending job (PATCH /v1/jobs/ID and the job.update record):
  * any of name, priority, queue and time_limit, each checked exactly as in

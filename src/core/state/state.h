@@ -14,7 +14,7 @@
  *
  * The files of this folder (state_int.h: what they share):
  *   state.c      creation, lookups, names, transitions, record builders and
- *                the allocations' JSON both ways,
+ *                the allocations' JSON both ways and their match to a request,
  *                the invariant check and the state machines' checks
  *   apply.c      records into the state (xp_state_apply)
  *   jobedit.c    records that change a pending job: job.hold, job.update
@@ -199,6 +199,22 @@ struct xp_service {
 	uint64_t last_end_job; /* the last of them, 0: none */
 	int64_t last_end_at;
 	XP_VEC(uint64_t) jobs; /* its replica jobs not ended, by id (derived) */
+#define XP_SERVICE_SCALES 16
+	struct xp_scale_ev {
+		int64_t at;
+		uint32_t from, to;
+		char reason[232];
+	} scales[XP_SERVICE_SCALES]; /* the last service.scale records, a ring */
+	uint32_t nscales;	     /* taken in all; the newest is [(n - 1) % 16] */
+	/* updates: the version before the last change (rollback goes back to
+	 * it), the next new version's number, and a canary in progress */
+	struct xp_servicespec *prev; /* NULL: none */
+	uint32_t prev_version, next_version;
+	uint32_t canary;	/* > 0: the current version is held at this many
+				 * replicas beside the others until promoted */
+	uint32_t canary_weight; /* its share of the traffic, percent */
+	uint8_t rolling;	/* a new version is being rolled out: set by an
+				 * update or a rollback, cleared by service.rolled */
 };
 
 struct xp_state_opts {
@@ -304,6 +320,12 @@ char *xp_rec_service_create(const struct xp_servicespec *spec);
 /* service.scale: replicas wanted from now on, and why (a user, the autoscaler) */
 char *xp_rec_service_scale(const char *name, uint32_t replicas, const char *reason);
 char *xp_rec_service_delete(const char *name);
+/* service.update: the whole definition after the change; canary > 0 holds
+ * a new version at that many replicas taking weight percent of the traffic */
+char *xp_rec_service_update(const struct xp_servicespec *spec, uint32_t canary, uint32_t weight);
+/* service.promote (a canary goes on to all replicas), service.rollback,
+ * service.rolled (the owner saw a rollout finish) */
+char *xp_rec_service_named(const char *name);
 /* The delay before the next replica may start after replicas ended on
  * their own: 0 with no streak, then 1 s doubling to 60 s (Kubernetes'
  * CrashLoopBackOff: 10 s doubling to 300 s, shortened for a pool that
@@ -370,6 +392,9 @@ size_t xp_state_forget_due(struct xp_state *st, int64_t now, int64_t keep_ms, ui
 /* Rebuild the scheduler over the current nodes if they changed (node
  * additions are applied lazily); call before reading st->sched. */
 int xp_state_sched(struct xp_state *st, struct xp_err *err);
+/* The MIG profile of allocation a's slice on its device (what mig: any
+ * chose), or NULL when it holds none. */
+const struct xp_mig_profile *xp_state_mig_profile(struct xp_state *st, const struct xp_alloc *a);
 
 /* Lookups (NULL / -1 when absent). */
 struct xp_job *xp_state_job(const struct xp_state *st, uint64_t id);

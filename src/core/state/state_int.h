@@ -74,7 +74,7 @@ size_t xp_elastic_would_shrink(struct xp_state *st, const struct xp_job *j,
 			       const struct xp_rng *rng, uint64_t **ids);
 long xp_elastic_grow(struct xp_state *st, const struct xp_backfill *bf, struct xp_rng *rng,
 		     xp_emit_fn emit, void *ctx);
-/* apply.c: does allocation x match j's request; node n to state (its
+/* state.c: does allocation x match j's request; apply.c: node n to state (its
  * capacity, the drained rule, the check) */
 int xp_alloc_matches(const struct xp_state *st, const struct xp_job *j, const struct xp_alloc *x);
 void xp_state_node_set(struct xp_state *st, long n, int state);

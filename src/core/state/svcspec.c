@@ -4,19 +4,30 @@
  */
 #include "svcspec.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../descriptor/tree.h"
+#include "../../lib/parse.h"
 #include "../../lib/timefmt.h"
 #include "../../lib/xalloc.h"
 
-static const char *const top_keys[] = { "kind", "name",	     "tenant", "queue",	   "replicas",
-					"port", "readiness", "drain",  "template", NULL };
+static const char *const top_keys[] = { "kind",	"name",	 "tenant",    "queue",
+					"replicas", "port",	 "readiness", "drain",
+					"autoscale", "update",	 "template",  NULL };
+static const char *const update_keys[] = { "max_surge", "max_unavailable", NULL };
+static const char *const scale_keys[] = { "metric",    "target",      "path",	   "series",
+					  "period",    "up_window",   "down_window", "tolerance",
+					  NULL };
+static const char *const load_keys[] = { "kind", "path", "series", NULL };
+static const char *const metric_names[XP_METRIC_N] = { "rps", "inflight", "latency_p99" };
+static const char *const metric_series[XP_METRIC_N] = { "requests_total", "inflight_requests",
+							 "latency_p99_seconds" };
 static const char *const range_keys[] = { "min", "max", NULL };
 static const char *const probe_keys[] = { "http", "tcp", "period", "timeout", NULL };
-static const char *const ref_keys[] = { "name", "version", "readiness", NULL };
+static const char *const ref_keys[] = { "name", "version", "readiness", "load", NULL };
 /* a template is one replica of the service: what the service sets, or
  * what a long-running replica cannot have, stays out of it */
 static const char *const tmpl_forbidden[] = { "replicas", "tenant",   "queue",	  "depends_on",
@@ -86,6 +97,106 @@ static json_t *probe_json(const struct xp_probe *p)
 	return json_pack("{s:b,s:s,s:s}", "tcp", 1, "period", per, "timeout", to);
 }
 
+const char *xp_metric_name(int m)
+{
+	return m >= 0 && m < XP_METRIC_N ? metric_names[m] : "?";
+}
+
+static int metric_parse(const char *s)
+{
+	for (int i = 0; i < XP_METRIC_N; i++)
+		if (!strcmp(s, metric_names[i]))
+			return i;
+	return -1;
+}
+
+static int series_ok(const char *s)
+{
+	if (!*s || strlen(s) > XP_SERIES_MAX || !(isalpha((unsigned char)*s) || *s == '_'))
+		return 0;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '_' && *s != ':')
+			return 0;
+	return 1;
+}
+
+/* a scrape's path and series; kind set by the caller */
+static int parse_scrape(struct xp_walk *w, const struct xp_tree *t, struct xp_scrape *l)
+{
+	const char *path = NULL, *series = NULL;
+	int rc;
+	if ((rc = xp_walk_get_str(w, t, "path", XP_PROBE_PATH_MAX, &path)) < 0 ||
+	    (rc = xp_walk_get_str(w, t, "series", XP_SERIES_MAX, &series)) < 0)
+		return rc;
+	if (path && (path[0] != '/' || strpbrk(path, " \r\n\t")))
+		return fail_at(w, t, "path", "expected a path starting with '/', without spaces");
+	if (series && !series_ok(series))
+		return fail_at(w, t, "series", "expected a Prometheus metric name");
+	if (path)
+		snprintf(l->path, sizeof(l->path), "%s", path);
+	if (series)
+		snprintf(l->series, sizeof(l->series), "%s", series);
+	return 0;
+}
+
+static int get_ms(struct xp_walk *w, const struct xp_tree *t, const char *key, int64_t *out)
+{
+	return xp_walk_get_duration(w, t, key, 24LL * 3600 * 1000, out);
+}
+
+/* autoscale: {metric, target, path, series, period, up_window, down_window, tolerance} */
+static int parse_autoscale(struct xp_walk *w, const struct xp_tree *t, struct xp_autoscale *a)
+{
+	int rc, m = 0;
+	const struct xp_tree *v;
+	if ((rc = xp_walk_want(w, t, XP_TREE_MAP, "a map {metric, target, ...}")) < 0 ||
+	    (rc = xp_walk_keys(w, t, scale_keys)) < 0)
+		return rc;
+	if ((rc = xp_walk_get_enum(w, t, "metric", metric_parse, "rps, inflight or latency_p99",
+				   &m)) <= 0)
+		return rc < 0 ? rc : fail_at(w, t, "metric", "expected rps, inflight or latency_p99");
+	a->on = 1;
+	a->metric = (uint8_t)m;
+	if (!(v = xp_tree_field(t, "target")) || v->kind != XP_TREE_SCALAR ||
+	    xp_parse_double(v->text, &a->target) < 0 || !(a->target > 0) || a->target > 1e9)
+		return fail_at(w, t, "target", "expected a number above 0: the metric per replica");
+	a->tolerance = 0.1;
+	if ((v = xp_tree_field(t, "tolerance")) &&
+	    (v->kind != XP_TREE_SCALAR || xp_parse_double(v->text, &a->tolerance) < 0 ||
+	     !(a->tolerance >= 0) || a->tolerance > 1))
+		return fail_at(w, t, "tolerance", "expected a number from 0 to 1");
+	a->load.kind = m == XP_METRIC_RPS ? XP_SCRAPE_RATE : XP_SCRAPE_GAUGE;
+	snprintf(a->load.path, sizeof(a->load.path), "/metrics");
+	snprintf(a->load.series, sizeof(a->load.series), "%s", metric_series[m]);
+	a->period_ms = 15000;
+	a->down_window_ms = 300000;
+	if ((rc = parse_scrape(w, t, &a->load)) < 0 || (rc = get_ms(w, t, "period", &a->period_ms)) < 0 ||
+	    (rc = get_ms(w, t, "up_window", &a->up_window_ms)) < 0 ||
+	    (rc = get_ms(w, t, "down_window", &a->down_window_ms)) < 0)
+		return rc;
+	if (a->period_ms < 100)
+		return fail_at(w, t, "period", "must be at least 100ms");
+	return 0;
+}
+
+static json_t *scrape_json(const struct xp_scrape *l)
+{
+	return json_pack("{s:s,s:s,s:s}", "kind", l->kind == XP_SCRAPE_RATE ? "rate" : "gauge",
+			 "path", l->path, "series", l->series);
+}
+
+static json_t *autoscale_json(const struct xp_autoscale *a)
+{
+	char per[32], up[32], down[32];
+	snprintf(per, sizeof(per), "%lldms", (long long)a->period_ms);
+	snprintf(up, sizeof(up), "%lldms", (long long)a->up_window_ms);
+	snprintf(down, sizeof(down), "%lldms", (long long)a->down_window_ms);
+	return json_pack("{s:s,s:f,s:s,s:s,s:s,s:s,s:s,s:f}", "metric", metric_names[a->metric],
+			 "target", a->target, "path", a->load.path, "series", a->load.series,
+			 "period", per, "up_window", up, "down_window", down, "tolerance",
+			 a->tolerance);
+}
+
 /* replicas: N | {min, max} */
 static int parse_replicas(struct xp_walk *w, const struct xp_tree *t, struct xp_servicespec *s)
 {
@@ -149,6 +260,33 @@ static int parse_template(struct xp_walk *w, const struct xp_tree *t, struct xp_
 	return rc;
 }
 
+/* update: {max_surge, max_unavailable} */
+static int parse_update(struct xp_walk *w, const struct xp_tree *t, struct xp_servicespec *s)
+{
+	const struct xp_tree *up = xp_tree_field(t, "update");
+	int64_t v;
+	int rc = 0;
+	s->max_surge = 1;
+	if (!up)
+		return 0;
+	size_t m = xp_walk_push_key(w, "update");
+	rc = xp_walk_want(w, up, XP_TREE_MAP, "a map {max_surge, max_unavailable}");
+	if (rc == 0)
+		rc = xp_walk_keys(w, up, update_keys);
+	if (rc == 0 &&
+	    (rc = xp_walk_get_int(w, up, "max_surge", 0, XP_SERVICE_MAX_REPLICAS, &v)) > 0)
+		s->max_surge = (uint32_t)v;
+	if (rc >= 0 &&
+	    (rc = xp_walk_get_int(w, up, "max_unavailable", 0, XP_SERVICE_MAX_REPLICAS, &v)) > 0)
+		s->max_unavailable = (uint32_t)v;
+	if (rc >= 0 && !s->max_surge && !s->max_unavailable)
+		rc = fail_at(w, up, "max_surge",
+			     "max_surge and max_unavailable cannot both be 0: an update could "
+			     "never start");
+	xp_walk_pop(w, m);
+	return rc < 0 ? rc : 0;
+}
+
 static int parse(struct xp_walk *w, const struct xp_tree *t, struct xp_servicespec *s)
 {
 	const char *str;
@@ -193,6 +331,19 @@ static int parse(struct xp_walk *w, const struct xp_tree *t, struct xp_servicesp
 	s->drain_ms = DEFAULT_DRAIN_MS;
 	if ((rc = xp_walk_get_duration(w, t, "drain", PROBE_MAX_MS, &s->drain_ms)) < 0)
 		return rc;
+	if ((rc = parse_update(w, t, s)) < 0)
+		return rc;
+	const struct xp_tree *as = xp_tree_field(t, "autoscale");
+	if (as) {
+		size_t m = xp_walk_push_key(w, "autoscale");
+		rc = parse_autoscale(w, as, &s->scale);
+		xp_walk_pop(w, m);
+		if (rc < 0)
+			return rc;
+		if (s->min == s->max)
+			return fail_at(w, t, "replicas",
+				       "autoscale needs a range {min, max} to move in");
+	}
 	return parse_template(w, t, s);
 }
 
@@ -240,10 +391,32 @@ json_t *xp_servicespec_json(const struct xp_servicespec *s)
 	json_object_set_new(o, "readiness", probe_json(&s->ready));
 	snprintf(buf, sizeof(buf), "%lldms", (long long)s->drain_ms);
 	json_object_set_new(o, "drain", json_string(buf));
+	json_object_set_new(o, "update", json_pack("{s:i,s:i}", "max_surge", (int)s->max_surge,
+						   "max_unavailable", (int)s->max_unavailable));
+	if (s->scale.on)
+		json_object_set_new(o, "autoscale", autoscale_json(&s->scale));
 	json_t *tm = xp_jobspec_json(&s->tmpl);
 	json_object_del(tm, "replicas"); /* the service's */
 	json_object_set_new(o, "template", tm);
 	return o;
+}
+
+int xp_servicespec_new_version(const struct xp_servicespec *a, const struct xp_servicespec *b)
+{
+	struct xp_jobspec ra, rb;
+	struct xp_err err = { 0 };
+	int differ = 1;
+	if (xp_servicespec_replica(a, 1, &ra, &err) < 0)
+		return 1;
+	if (xp_servicespec_replica(b, 1, &rb, &err) == 0) {
+		char *ta = xp_jobspec_to_json(&ra), *tb = xp_jobspec_to_json(&rb);
+		differ = !ta || !tb || strcmp(ta, tb);
+		free(ta);
+		free(tb);
+		xp_jobspec_free(&rb);
+	}
+	xp_jobspec_free(&ra);
+	return differ;
 }
 
 int xp_servicespec_replica(const struct xp_servicespec *s, uint32_t version,
@@ -257,9 +430,10 @@ int xp_servicespec_replica(const struct xp_servicespec *s, uint32_t version,
 		json_object_set_new(o, "tenant", json_string(s->tenant));
 	if (s->queue[0])
 		json_object_set_new(o, "queue", json_string(s->queue));
-	json_object_set_new(o, "service",
-			    json_pack("{s:s,s:i,s:o}", "name", s->name, "version", (int)version,
-				      "readiness", probe_json(&s->ready)));
+	struct xp_svcref ref = { .name = (char *)s->name, .version = version, .ready = s->ready };
+	if (s->scale.on)
+		ref.load = s->scale.load;
+	xp_svcref_json(&ref, o);
 	char *text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	int rc = xp_jobspec_parse_text("service replica", text, strlen(text), 1, out, NULL, err);
@@ -291,6 +465,22 @@ int xp_svcref_parse(struct xp_walk *w, const struct xp_tree *t, struct xp_svcref
 			xp_walk_pop(w, m2);
 		}
 	}
+	const struct xp_tree *ld = rc >= 0 ? xp_tree_field(v, "load") : NULL;
+	if (ld) { /* {kind: rate|gauge, path, series} */
+		size_t m2 = xp_walk_push_key(w, "load");
+		const char *kind = NULL;
+		rc = xp_walk_want(w, ld, XP_TREE_MAP, "a map {kind, path, series}");
+		if (rc == 0 && (rc = xp_walk_keys(w, ld, load_keys)) == 0 &&
+		    (rc = xp_walk_get_str(w, ld, "kind", 8, &kind)) >= 0)
+			rc = parse_scrape(w, ld, &out->load);
+		if (rc >= 0 && (!kind || (strcmp(kind, "rate") && strcmp(kind, "gauge"))))
+			rc = fail_at(w, ld, "kind", "expected rate or gauge");
+		if (rc >= 0) {
+			out->load.kind = !strcmp(kind, "rate") ? XP_SCRAPE_RATE : XP_SCRAPE_GAUGE;
+			rc = 1;
+		}
+		xp_walk_pop(w, m2);
+	}
 	if (rc >= 0) {
 		out->name = xstrdup(name);
 		out->version = (uint32_t)ver;
@@ -301,10 +491,13 @@ int xp_svcref_parse(struct xp_walk *w, const struct xp_tree *t, struct xp_svcref
 
 void xp_svcref_json(const struct xp_svcref *r, json_t *spec)
 {
-	if (r->name)
-		json_object_set_new(spec, "service",
-				    json_pack("{s:s,s:i,s:o}", "name", r->name, "version",
-					      (int)r->version, "readiness", probe_json(&r->ready)));
+	if (!r->name)
+		return;
+	json_t *o = json_pack("{s:s,s:i,s:o}", "name", r->name, "version", (int)r->version,
+			      "readiness", probe_json(&r->ready));
+	if (r->load.kind)
+		json_object_set_new(o, "load", scrape_json(&r->load));
+	json_object_set_new(spec, "service", o);
 }
 
 void xp_svcref_free(struct xp_svcref *r)

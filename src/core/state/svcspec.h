@@ -6,7 +6,10 @@
  *
  *   {kind: service, name, tenant, queue, replicas: N | {min, max},
  *    port, readiness: {http: PATH | tcp: true, period, timeout},
- *    drain, template: JOB SPEC}
+ *    drain, update: {max_surge, max_unavailable},
+ *    autoscale: {metric: rps|inflight|latency_p99, target, path,
+ *    series, period, up_window, down_window, tolerance},
+ *    template: JOB SPEC}
  *
  * A service keeps its replicas running: each is a job of one replica made
  * from the template, with a port its agent picks (XPOOL_PORT) and the
@@ -16,8 +19,16 @@
  * a replica leaving (scale-down) stays out of the endpoints before it is
  * stopped, so a proxy stops sending it requests first.
  *
- * A replica job's spec holds {service: {name, version, readiness}}: set by
- * the controller only (xp_jobspec_check_submit refuses it from users).
+ * autoscale makes the controller set the replica count itself, between
+ * min and max, by Kubernetes' HPA rule on the metric's per-replica average
+ * (docs/design/serving.md); the agents read each replica's value from the
+ * Prometheus text it serves at path (default /metrics), the series named
+ * (defaults: rps the counter requests_total, inflight the gauge
+ * inflight_requests, latency_p99 the gauge latency_p99_seconds).
+ *
+ * A replica job's spec holds {service: {name, version, readiness, load}}:
+ * set by the controller only (xp_jobspec_check_submit refuses it from
+ * users).
  */
 #ifndef XP_SVCSPEC_H
 #define XP_SVCSPEC_H
@@ -31,6 +42,26 @@
 
 #define XP_SERVICE_MAX_REPLICAS 1024
 
+/* autoscale: the HPA rule (hpa.h) on one load signal per replica */
+enum xp_autoscale_metric {
+	XP_METRIC_RPS,	    /* requests per second: the rate of a counter */
+	XP_METRIC_INFLIGHT, /* requests in flight: a gauge */
+	XP_METRIC_LATENCY,  /* latency p99 in seconds: a gauge */
+	XP_METRIC_N
+};
+
+struct xp_autoscale {
+	uint8_t on;
+	uint8_t metric;	       /* enum xp_autoscale_metric */
+	double target;	       /* per replica, > 0 */
+	struct xp_scrape load; /* where the agent reads it (series defaults by metric) */
+	int64_t period_ms;     /* how often the rule runs; default 15 s (k8s' sync period) */
+	int64_t up_window_ms, down_window_ms; /* defaults 0 s and 300 s */
+	double tolerance;		      /* default 0.1 */
+};
+
+const char *xp_metric_name(int m);
+
 struct xp_servicespec {
 	char name[XP_NAME_MAX + 1];
 	char tenant[XP_NAME_MAX + 1]; /* "": the creator's */
@@ -39,6 +70,10 @@ struct xp_servicespec {
 	uint16_t port;		      /* the proxy's port; 0: none */
 	struct xp_probe ready;
 	int64_t drain_ms; /* default 2000 */
+	uint32_t max_surge, max_unavailable; /* a rolling update's bounds: replicas above
+						the count, ready replicas below it;
+						defaults 1 and 0, not both 0 */
+	struct xp_autoscale scale;
 	struct xp_jobspec tmpl;
 };
 
@@ -50,6 +85,9 @@ int xp_servicespec_parse_text(const char *name, const char *buf, size_t len, int
 void xp_servicespec_free(struct xp_servicespec *s);
 /* Canonical JSON (a new reference). */
 json_t *xp_servicespec_json(const struct xp_servicespec *s);
+/* Would replicas of a and b differ (template, readiness, load)? Then a
+ * change from a to b is a new version, rolled out. */
+int xp_servicespec_new_version(const struct xp_servicespec *a, const struct xp_servicespec *b);
 /* A replica's job spec: the template with the service's tenant, queue,
  * name ("NAME-vVERSION") and {service: {name, version, readiness}}. */
 int xp_servicespec_replica(const struct xp_servicespec *s, uint32_t version,

@@ -139,6 +139,14 @@ function devTips(d) {
   if (d.power_w >= 0 && d.power_w !== undefined) rows.push(["power", d.power_w + " W" + (d.temp_c >= 0 ? ", " + d.temp_c + " \u00b0C" : "")]);
   rows.push(["jobs", (d.jobs || []).length ? d.jobs.map(jobName).join(", ") : "none"]);
   rows.push(["health", d.health + (d.why ? ": " + d.why : "")]);
+  if (d.mig) { /* a MIG GPU: its memory slices, a letter per instance, and each instance */
+    rows.push(["MIG slices", "[" + d.mig.slices + "] " + d.mig.free_compute + " of " + d.mig.compute_slices +
+      " compute free; largest new " + (d.mig.largest_free || "none")]);
+    (d.mig.instances || []).forEach((m, i) => rows.push(["MIG " + String.fromCharCode(97 + i % 26),
+      m.profile + " {" + m.start + "," + m.size + "} " + m.state +
+      ((m.jobs || []).length ? ": job " + m.jobs.map(x => x.job + "/" + x.replica).join(", ") : "") +
+      (m.uuid ? " \u00b7 GI " + m.gi + " " + m.uuid : "")]));
+  }
   return rows;
 }
 
@@ -147,7 +155,8 @@ function devTile(d) {
   const t = el("div", { class: "dev dev-" + d.class + (held > 0.55 ? " hot" : "") + (d.health === "unhealthy" ? " bad" : ""),
     "data-dev": key, "data-class": d.class, tabindex: "0",
     "aria-label": d.class.toUpperCase() + " " + d.index + " " + d.model + ", " + Math.round(100 * held) + " % held" },
-  el("span", { class: "tag" }, d.class.toUpperCase()), el("span", { class: "idx" }, d.index));
+  el("span", { class: "tag" }, d.class.toUpperCase()), el("span", { class: "idx" }, d.index),
+  d.mig ? el("span", { class: "mig", "data-mig": d.mig.slices, title: "MIG memory slices" }, d.mig.slices) : null);
   t.style.background = heat(held);
   if (d.util_pct >= 0) t.style.boxShadow = "0 0 0 3px rgba(37,99,235," + (0.15 + 0.85 * d.util_pct / 100).toFixed(2) + ")";
   S.tips.set(key, () => devTips(d));

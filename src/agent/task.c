@@ -464,8 +464,6 @@ static void world_env(json_t *as, const struct xp_task *t, struct strv *env)
 		env_set(env, pairs[i][0], buf);
 		env_set(env, pairs[i][1], buf);
 	}
-	snprintf(buf, sizeof(buf), "%d", 0);
-	env_set(env, "GROUP_RANK", buf);
 	if (jstr(as, "master_addr")) {
 		env_set(env, "MASTER_ADDR", jstr(as, "master_addr"));
 		snprintf(buf, sizeof(buf), "%lld",

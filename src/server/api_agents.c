@@ -467,13 +467,14 @@ static void assign_world(struct xp_ctl *ctl, const struct xp_job *j, uint32_t r,
 			local += k < r;
 			nlocal++;
 		}
-	uint32_t n0 = j->allocs[0].node;
-	const char *master = n0 < ctl->live.n && ctl->live.v[n0].addr[0] ? ctl->live.v[n0].addr
-									   : NULL;
+	uint32_t n0 = j->allocs[0].node; /* its address as its agent says, else its name */
+	const char *master = n0 < ctl->live.n && ctl->live.v[n0].addr[0]
+				     ? ctl->live.v[n0].addr
+				     : ctl->st->c->nodes[n0].name;
 	json_object_set_new(e, "epoch", json_integer(j->epoch));
 	json_object_set_new(e, "local_rank", json_integer(local));
 	json_object_set_new(e, "local_world_size", json_integer(nlocal));
-	json_object_set_new(e, "master_addr", json_string(master ? master : "127.0.0.1"));
+	json_object_set_new(e, "master_addr", json_string(master));
 	json_object_set_new(e, "master_port", json_integer(XP_RDZV_PORT_BASE + (int)(j->id % 10000)));
 }
 

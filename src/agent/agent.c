@@ -609,8 +609,12 @@ static void stop_all_tasks(struct xp_agent *a)
 {
 	int64_t now = xp_agent_now(), until = now + a->o.grace_ms + 2000;
 	pthread_mutex_lock(&a->mu);
-	for (size_t i = 0; i < a->tasks.n; i++)
+	for (size_t i = 0; i < a->tasks.n; i++) {
 		xp_task_kill(a, &a->tasks.v[i], now);
+		if (a->tasks.v[i].term_at) /* an elastic replica's checkpoint grace first */
+			until = a->tasks.v[i].kill_at + 2000 > until ? a->tasks.v[i].kill_at + 2000
+								     : until;
+	}
 	for (;;) {
 		size_t live = 0;
 		xp_task_poll(a, xp_agent_now());

@@ -244,6 +244,20 @@ struct launch {
 	int go[2]; /* the agent writes a byte once the shim is in its cgroups */
 };
 
+/* The stop signals - SIGTERM, SIGINT, SIGHUP and an elastic replica's
+ * checkpoint signal - to how (SIG_IGN in the shim, SIG_DFL in the task);
+ * async-signal-safe */
+static void shim_signals(const struct launch *l, struct sigaction *sa, void (*how)(int))
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sa_handler = how;
+	sigaction(SIGTERM, sa, NULL);
+	sigaction(SIGINT, sa, NULL);
+	sigaction(SIGHUP, sa, NULL);
+	if (l->ckpt_sig)
+		sigaction(l->ckpt_sig, sa, NULL);
+}
+
 /* The shim: runs in the child of fork(); async-signal-safe calls only. */
 static void shim(const struct launch *l)
 {
@@ -268,24 +282,13 @@ static void shim(const struct launch *l)
 	if (got != 1)
 		_exit(0); /* the agent could not put it in its cgroups: never run it */
 	close(l->go[0]);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_IGN; /* SIGTERM is for the task; the shim waits */
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	if (l->ckpt_sig)
-		sigaction(l->ckpt_sig, &sa, NULL);
+	shim_signals(l, &sa, SIG_IGN); /* SIGTERM is for the task; the shim waits */
 	int out = open(l->out, O_WRONLY | O_CREAT | O_APPEND, 0644);
 	int err = open(l->err, O_WRONLY | O_CREAT | O_APPEND, 0644);
 	pid_t t = fork();
 	if (t == 0) {
-		sa.sa_handler = SIG_DFL;
-		sigaction(SIGTERM, &sa, NULL);
-		sigaction(SIGINT, &sa, NULL);
-		sigaction(SIGHUP, &sa, NULL);
+		shim_signals(l, &sa, SIG_DFL);
 		sigaction(SIGPIPE, &sa, NULL);
-		if (l->ckpt_sig)
-			sigaction(l->ckpt_sig, &sa, NULL);
 		sigemptyset(&all);
 		sigprocmask(SIG_SETMASK, &all, NULL);
 		int devnull = open("/dev/null", O_RDONLY);

@@ -52,6 +52,14 @@ static json_t *mig_json(struct xp_state *st, const struct xp_alloc *a)
 			 p && p->nplace ? (int)p->place[0].size : 0);
 }
 
+/* an elastic job's size, range, epoch, resizes and the last one's reason */
+static json_t *elastic_json(const struct xp_job *j)
+{
+	return json_pack("{s:i,s:i,s:i,s:i,s:i,s:s?}", "size", (int)j->spec.replicas, "min",
+			 (int)j->spec.rmin, "max", (int)j->spec.rmax, "epoch", (int)j->epoch,
+			 "resizes", (int)j->resizes, "last_reason", j->resize_why);
+}
+
 json_t *xp_api_job_json(struct xp_ctl *ctl, const struct xp_job *j)
 {
 	const struct xp_state *st = ctl->st;
@@ -83,12 +91,7 @@ json_t *xp_api_job_json(struct xp_ctl *ctl, const struct xp_job *j)
 	json_object_set_new(o, "preemptions", json_integer(j->preemptions));
 	json_object_set_new(o, "spec", xp_jobspec_json(&j->spec));
 	if (xp_job_elastic(j)) /* its size now and how it got there */
-		json_object_set_new(
-			o, "elastic",
-			json_pack("{s:i,s:i,s:i,s:i,s:i,s:s?}", "size", (int)j->spec.replicas,
-				  "min", (int)j->spec.rmin, "max", (int)j->spec.rmax, "epoch",
-				  (int)j->epoch, "resizes", (int)j->resizes, "last_reason",
-				  j->resize_why));
+		json_object_set_new(o, "elastic", elastic_json(j));
 	json_t *allocs = json_array();
 	for (uint32_t r = 0; j->allocs && r < j->spec.replicas; r++) {
 		const struct xp_alloc *a = &j->allocs[r];
@@ -541,11 +544,7 @@ static void explain_elastic(const struct xp_job *j, json_t *o, struct xp_sb *sum
 		     j->spec.rmin, j->spec.rmax, j->epoch, j->resizes, j->resizes == 1 ? "" : "s");
 	if (j->resize_why)
 		xp_sb_printf(sum, "; last: %s", j->resize_why);
-	json_object_set_new(o, "elastic",
-			    json_pack("{s:i,s:i,s:i,s:i,s:i,s:s?}", "size", (int)j->spec.replicas,
-				      "min", (int)j->spec.rmin, "max", (int)j->spec.rmax, "epoch",
-				      (int)j->epoch, "resizes", (int)j->resizes, "last_reason",
-				      j->resize_why));
+	json_object_set_new(o, "elastic", elastic_json(j));
 }
 
 void xp_api_job_explain(struct xp_ctl *ctl, struct xp_cmd *cmd)

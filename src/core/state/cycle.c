@@ -350,14 +350,17 @@ void xp_unplace(struct xp_state *st, struct xp_alloc *a, uint32_t n)
 
 /* j does not fit: elastic jobs shrink for it (elastic_cycle.c), else
  * victims are preempted. 1: room made (the records emitted), 0: none, < 0
- * emit()'s error. Each failure is remembered for the shape. */
+ * emit()'s error. Each failure is remembered for the shape; shrink plans
+ * (where elastic jobs have spare replicas) and preemption plans share the
+ * budget of PREEMPT_TRIES per call. */
 static int make_room(struct xp_state *st, struct xp_pass *p, struct xp_job *j,
 		     struct xp_rng *rng, int *preempt_tries, xp_emit_fn emit, void *ctx)
 {
 	struct xp_plan plan;
-	int rc;
-	if (!shape_in(p->sfailed.v, p->sfailed.n, j, 0)) {
-		rc = xp_elastic_shrink_for(st, j, rng, emit, ctx);
+	int rc, tried = 0;
+	if (*preempt_tries > 0 && !shape_in(p->sfailed.v, p->sfailed.n, j, 0)) {
+		rc = xp_elastic_shrink_for(st, j, rng, emit, ctx, &tried);
+		*preempt_tries -= tried; /* a shrink plan costs as a preemption plan */
 		if (rc != 0)
 			return rc;
 		shape_add(&p->sfailed, j);

@@ -165,11 +165,12 @@ size_t xp_elastic_would_shrink(struct xp_state *st, const struct xp_job *j,
 }
 
 int xp_elastic_shrink_for(struct xp_state *st, const struct xp_job *j, const struct xp_rng *rng,
-			  xp_emit_fn emit, void *ctx)
+			  xp_emit_fn emit, void *ctx, int *tried)
 {
 	XP_VEC(struct xp_job *) v = { 0 };
 	XP_VEC(struct taken) t = { 0 };
 	running_elastic(st, above_min, &v);
+	*tried = v.n > 0;
 	if (!v.n)
 		return 0;
 	if (v.n > 1)

@@ -64,10 +64,11 @@ void xp_elastic_snapshot(const struct xp_job *j, json_t *jo);
 int xp_elastic_restore(struct xp_job *j, json_t *jo, struct xp_err *err);
 /* elastic_cycle.c: a pending job that does not fit takes elastic jobs'
  * replicas above their min (1: it fits now, the resizes emitted; 0: not
- * enough; < 0 emit()'s error); growth after a full pass, bf's reserved
- * nodes left alone (the number of resizes or < 0) */
+ * enough; < 0 emit()'s error; *tried 0: no elastic job had any to give);
+ * growth after a full pass, bf's reserved nodes left alone (the number of
+ * resizes or < 0) */
 int xp_elastic_shrink_for(struct xp_state *st, const struct xp_job *j, const struct xp_rng *rng,
-			  xp_emit_fn emit, void *ctx);
+			  xp_emit_fn emit, void *ctx, int *tried);
 /* explain: the elastic jobs a shrink for j would take from (*ids malloc'd;
  * 0: shrinking is not enough); the scheduler is left as it was */
 size_t xp_elastic_would_shrink(struct xp_state *st, const struct xp_job *j,

@@ -183,7 +183,8 @@ static int upload_output(struct xp_agent *a, struct xp_client *cl, struct xp_tas
 	 * copy of the task: one at a time, from the offsets last recorded */
 	pthread_mutex_lock(&a->up_mu);
 	pthread_mutex_lock(&a->mu);
-	const struct xp_task *now = xp_task_find(a, copy->job, copy->replica, copy->attempt);
+	const struct xp_task *now =
+		xp_task_find_at(a, copy->job, copy->replica, copy->attempt, copy->epoch);
 	if (now) {
 		copy->sent_out = now->sent_out;
 		copy->sent_err = now->sent_err;
@@ -204,11 +205,15 @@ static int upload_output(struct xp_agent *a, struct xp_client *cl, struct xp_tas
 				break;
 			}
 			off_t *sent = stream ? &copy->sent_err : &copy->sent_out;
-			snprintf(path, sizeof(path),
-				 "/v1/nodes/%s/logs?job=%llu&replica=%u&stream=%s&attempt=%u"
-				 "&offset=%lld",
-				 a->node, (unsigned long long)copy->job, copy->replica,
-				 stream ? "stderr" : "stdout", copy->attempt, (long long)*sent);
+			int pn = snprintf(path, sizeof(path),
+					  "/v1/nodes/%s/logs?job=%llu&replica=%u&stream=%s&"
+					  "attempt=%u&offset=%lld",
+					  a->node, (unsigned long long)copy->job, copy->replica,
+					  stream ? "stderr" : "stdout", copy->attempt,
+					  (long long)*sent);
+			if (copy->epoch && pn > 0 && (size_t)pn < sizeof(path))
+				snprintf(path + pn, sizeof(path) - (size_t)pn, "&epoch=%u",
+					 copy->epoch);
 			int rc = xp_client_request(cl, "POST", path, "application/octet-stream",
 						   sb.s, sb.len, &status, &resp, &rl, &err);
 			xp_sb_free(&sb);
@@ -242,7 +247,7 @@ static int upload_output(struct xp_agent *a, struct xp_client *cl, struct xp_tas
 	}
 save: /* the controller skips what it has, so a repeat keeps nothing twice */
 	pthread_mutex_lock(&a->mu);
-	struct xp_task *t = xp_task_find(a, copy->job, copy->replica, copy->attempt);
+	struct xp_task *t = xp_task_find_at(a, copy->job, copy->replica, copy->attempt, copy->epoch);
 	if (t) {
 		t->sent_out = copy->sent_out;
 		t->sent_err = copy->sent_err;
@@ -436,6 +441,8 @@ static json_t *exit_json(const struct xp_task *t, int plain)
 	json_t *o =
 		json_pack("{s:I,s:i,s:i,s:i}", "job", (json_int_t)t->job, "attempt",
 			  (int)t->attempt, "replica", (int)t->replica, "exit_code", t->exit_code);
+	if (t->epoch) /* an elastic job's: an older epoch's exit is stale */
+		json_object_set_new(o, "epoch", json_integer(t->epoch));
 	if (plain) /* what a controller before exit reasons takes */
 		return o;
 	if (t->signal > 0)
@@ -480,7 +487,8 @@ static int report_exits(struct xp_agent *a, struct xp_client *cl, const char *pa
 			(unsigned long long)t[0].job, err->text);
 	pthread_mutex_lock(&a->mu);
 	for (size_t i = 0; i < n; i++) {
-		struct xp_task *live = xp_task_find(a, t[i].job, t[i].replica, t[i].attempt);
+		struct xp_task *live =
+			xp_task_find_at(a, t[i].job, t[i].replica, t[i].attempt, t[i].epoch);
 		if (live)
 			xp_task_forget(a, live);
 	}
@@ -533,19 +541,37 @@ static void *monitor_main(void *arg)
 
 /* ---- the watch ---- */
 
+/* a task of an earlier epoch of the job's attempt still runs here */
+static int older_epoch_alive(struct xp_agent *a, uint64_t job, uint32_t attempt, uint32_t epoch)
+{
+	for (size_t k = 0; k < a->tasks.n; k++) {
+		const struct xp_task *t = &a->tasks.v[k];
+		if (t->job == job && t->attempt == attempt && t->epoch < epoch &&
+		    (t->state == XP_TASK_RUNNING || t->state == XP_TASK_KILLING))
+			return 1;
+	}
+	return 0;
+}
+
 static void reconcile(struct xp_agent *a, json_t *assignments)
 {
 	json_t *as;
 	size_t i;
 	int64_t now = xp_agent_now();
 	pthread_mutex_lock(&a->mu);
+	a->deferred = 0;
 	json_array_foreach(assignments, i, as)
 	{
 		uint64_t job = (uint64_t)json_integer_value(json_object_get(as, "job"));
 		uint32_t r = (uint32_t)json_integer_value(json_object_get(as, "replica"));
 		uint32_t at = (uint32_t)json_integer_value(json_object_get(as, "attempt"));
-		if (xp_task_find(a, job, r, at))
+		uint32_t ep = (uint32_t)json_integer_value(json_object_get(as, "epoch"));
+		if (xp_task_find_at(a, job, r, at, ep))
 			continue; /* running, or ran: never twice */
+		if (older_epoch_alive(a, job, at, ep)) {
+			a->deferred = 1; /* its devices are still in use: after it ends */
+			continue;
+		}
 		struct xp_err err = { 0 };
 		/* a task it cannot start is reported failed, with the reason, so
 		 * the job does not hang */
@@ -562,7 +588,8 @@ static void reconcile(struct xp_agent *a, json_t *assignments)
 		{
 			if ((uint64_t)json_integer_value(json_object_get(as, "job")) == t->job &&
 			    json_integer_value(json_object_get(as, "replica")) == t->replica &&
-			    json_integer_value(json_object_get(as, "attempt")) == t->attempt)
+			    json_integer_value(json_object_get(as, "attempt")) == t->attempt &&
+			    json_integer_value(json_object_get(as, "epoch")) == t->epoch)
 				wanted = 1;
 		}
 		if (!wanted) /* cancelled, failed elsewhere, or requeued while we were away */
@@ -582,8 +609,12 @@ static void stop_all_tasks(struct xp_agent *a)
 {
 	int64_t now = xp_agent_now(), until = now + a->o.grace_ms + 2000;
 	pthread_mutex_lock(&a->mu);
-	for (size_t i = 0; i < a->tasks.n; i++)
+	for (size_t i = 0; i < a->tasks.n; i++) {
 		xp_task_kill(a, &a->tasks.v[i], now);
+		if (a->tasks.v[i].term_at) /* an elastic replica's checkpoint grace first */
+			until = a->tasks.v[i].kill_at + 2000 > until ? a->tasks.v[i].kill_at + 2000
+								     : until;
+	}
 	for (;;) {
 		size_t live = 0;
 		xp_task_poll(a, xp_agent_now());
@@ -712,8 +743,11 @@ int xp_agent_run(const struct xp_agent_opts *o, struct xp_err *err)
 	xp_client_set_timeout(cl, 60000);
 	for (int backoff = 500; !STOP(a);) {
 		json_t *reply = NULL;
-		snprintf(path, sizeof(path), "/v1/nodes/%s/assignments?since=%llu&wait=10", a->node,
-			 (unsigned long long)version);
+		pthread_mutex_lock(&a->mu); /* a deferred launch: look again within a second */
+		int soon = a->deferred;
+		pthread_mutex_unlock(&a->mu);
+		snprintf(path, sizeof(path), "/v1/nodes/%s/assignments?since=%llu&wait=%d", a->node,
+			 (unsigned long long)version, soon ? 1 : 10);
 		rc = xp_client_json(cl, "GET", path, NULL, &reply, err);
 		if (rc < 0) {
 			json_decref(reply);

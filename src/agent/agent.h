@@ -33,7 +33,11 @@
  * an agent restart, so a restarted agent finds its tasks (folder + shim pid
  * + the shim's start time, against pid reuse) and does not run them again.
  * Cancellation is SIGTERM to the task's process group, a grace period, then
- * SIGKILL.
+ * SIGKILL; an elastic job's replica gets its checkpoint signal first and
+ * SIGTERM after the checkpoint grace. A resize gives every replica a new
+ * epoch: the old epoch's tasks leave the assignments and are stopped so,
+ * and the new ones start once the job's older tasks on the node are gone
+ * (docs/design/agent.md, "Elastic jobs").
  */
 #ifndef XP_AGENT_H
 #define XP_AGENT_H
@@ -100,6 +104,10 @@ enum xp_task_state {
 struct xp_task {
 	uint64_t job;
 	uint32_t replica, attempt;
+	uint32_t epoch;	      /* an elastic job's resizes: each epoch's replicas are new tasks */
+	uint8_t ckpt_sig;     /* elastic: sent first when it is stopped, SIGTERM after */
+	int32_t ckpt_grace_ms;
+	int64_t term_at;      /* ms: SIGTERM then (after the checkpoint signal), 0 = not asked */
 	pid_t shim;
 	uint64_t shim_start; /* /proc/<pid>/stat start time, against pid reuse */
 	int state;
@@ -145,6 +153,7 @@ struct xp_agent {
 		unsigned dev, gi;
 	} mig_gc[XP_AGENT_MIG_GC]; /* MIG instances to destroy once free (mu) */
 	unsigned nmig_gc;
+	int deferred;	 /* a launch waits for an older epoch's task to end (mu) */
 #define XP_AGENT_MIG_OWN 128
 	struct xp_mig_owned mig_own[XP_AGENT_MIG_OWN]; /* created by xpool (mu) */
 	unsigned nmig_own;
@@ -176,6 +185,9 @@ void xp_task_poll(struct xp_agent *a, int64_t now);
 void xp_task_adopt(struct xp_agent *a);
 struct xp_task *xp_task_find(struct xp_agent *a, uint64_t job, uint32_t replica,
 			     uint32_t attempt);
+/* The same at an elastic job's epoch (xp_task_find: epoch 0). */
+struct xp_task *xp_task_find_at(struct xp_agent *a, uint64_t job, uint32_t replica,
+				uint32_t attempt, uint32_t epoch);
 /* New output of a task stream (0 stdout, 1 stderr) since what was sent. */
 int xp_task_output(struct xp_task *t, int stream, struct xp_sb *out, size_t max);
 void xp_task_forget(struct xp_agent *a, struct xp_task *t);

@@ -75,15 +75,22 @@ static int alive(const struct xp_task *t)
 	return t->shim > 0 && proc_start(t->shim) == t->shim_start;
 }
 
-struct xp_task *xp_task_find(struct xp_agent *a, uint64_t job, uint32_t replica,
-			     uint32_t attempt)
+struct xp_task *xp_task_find_at(struct xp_agent *a, uint64_t job, uint32_t replica,
+				uint32_t attempt, uint32_t epoch)
 {
 	for (size_t i = 0; i < a->tasks.n; i++) {
 		struct xp_task *t = &a->tasks.v[i];
-		if (t->job == job && t->replica == replica && t->attempt == attempt)
+		if (t->job == job && t->replica == replica && t->attempt == attempt &&
+		    t->epoch == epoch)
 			return t;
 	}
 	return NULL;
+}
+
+struct xp_task *xp_task_find(struct xp_agent *a, uint64_t job, uint32_t replica,
+			     uint32_t attempt)
+{
+	return xp_task_find_at(a, job, replica, attempt, 0);
 }
 
 /* ---- preparing a launch ---- */
@@ -233,8 +240,23 @@ struct launch {
 	char **argv, **envp;
 	char out[600], err[600], pidf[600], exitf[600], exitt[600];
 	const char *workdir;
+	int ckpt_sig; /* an elastic replica's checkpoint signal: for the task, not the shim */
 	int go[2]; /* the agent writes a byte once the shim is in its cgroups */
 };
+
+/* The stop signals - SIGTERM, SIGINT, SIGHUP and an elastic replica's
+ * checkpoint signal - to how (SIG_IGN in the shim, SIG_DFL in the task);
+ * async-signal-safe */
+static void shim_signals(const struct launch *l, struct sigaction *sa, void (*how)(int))
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sa_handler = how;
+	sigaction(SIGTERM, sa, NULL);
+	sigaction(SIGINT, sa, NULL);
+	sigaction(SIGHUP, sa, NULL);
+	if (l->ckpt_sig)
+		sigaction(l->ckpt_sig, sa, NULL);
+}
 
 /* The shim: runs in the child of fork(); async-signal-safe calls only. */
 static void shim(const struct launch *l)
@@ -260,19 +282,12 @@ static void shim(const struct launch *l)
 	if (got != 1)
 		_exit(0); /* the agent could not put it in its cgroups: never run it */
 	close(l->go[0]);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_IGN; /* SIGTERM is for the task; the shim waits */
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	shim_signals(l, &sa, SIG_IGN); /* SIGTERM is for the task; the shim waits */
 	int out = open(l->out, O_WRONLY | O_CREAT | O_APPEND, 0644);
 	int err = open(l->err, O_WRONLY | O_CREAT | O_APPEND, 0644);
 	pid_t t = fork();
 	if (t == 0) {
-		sa.sa_handler = SIG_DFL;
-		sigaction(SIGTERM, &sa, NULL);
-		sigaction(SIGINT, &sa, NULL);
-		sigaction(SIGHUP, &sa, NULL);
+		shim_signals(l, &sa, SIG_DFL);
 		sigaction(SIGPIPE, &sa, NULL);
 		sigemptyset(&all);
 		sigprocmask(SIG_SETMASK, &all, NULL);
@@ -430,6 +445,36 @@ static int vgpu_env(json_t *as, struct xp_task *t, struct strv *env, int cuda, i
 	return 0;
 }
 
+/* A replica's place in its job (docs/design/agent.md): xpool's names and
+ * torchrun's, which rendezvous reads; the job's own env may override them. */
+static void world_env(json_t *as, const struct xp_task *t, struct strv *env)
+{
+	static const char *const pairs[][2] = {
+		{ "XPOOL_WORLD_SIZE", "WORLD_SIZE" },
+		{ "XPOOL_RANK", "RANK" },
+		{ "XPOOL_LOCAL_RANK", "LOCAL_RANK" },
+		{ "XPOOL_LOCAL_WORLD_SIZE", "LOCAL_WORLD_SIZE" },
+		{ "XPOOL_RESTART_EPOCH", "TORCHELASTIC_RESTART_COUNT" },
+	};
+	long long v[5] = { json_integer_value(json_object_get(as, "replicas")), t->replica,
+			   json_integer_value(json_object_get(as, "local_rank")),
+			   json_integer_value(json_object_get(as, "local_world_size")), t->epoch };
+	char buf[32];
+	if (!json_object_get(as, "local_world_size")) /* an older controller */
+		v[2] = 0, v[3] = 1;
+	for (int i = 0; i < 5; i++) {
+		snprintf(buf, sizeof(buf), "%lld", v[i]);
+		env_set(env, pairs[i][0], buf);
+		env_set(env, pairs[i][1], buf);
+	}
+	if (jstr(as, "master_addr")) {
+		env_set(env, "MASTER_ADDR", jstr(as, "master_addr"));
+		snprintf(buf, sizeof(buf), "%lld",
+			 (long long)json_integer_value(json_object_get(as, "master_port")));
+		env_set(env, "MASTER_PORT", buf);
+	}
+}
+
 /* environment: a few of the agent's, the allocation's, then the job's own,
  * then the interposer's; *limits set when that last one fails */
 static int build_env(struct xp_agent *a, json_t *as, struct xp_task *t, struct strv *env,
@@ -462,6 +507,7 @@ static int build_env(struct xp_agent *a, json_t *as, struct xp_task *t, struct s
 	SETNUM("XPOOL_REPLICA", "%u", t->replica);
 	SETNUM("XPOOL_REPLICAS", "%lld", (long long)json_integer_value(json_object_get(as, "replicas")));
 	SETNUM("XPOOL_ATTEMPT", "%u", t->attempt);
+	world_env(as, t, env);
 	SETNUM("XPOOL_CPU_MILLI", "%lld", (long long)json_integer_value(json_object_get(as, "cpu_milli")));
 	SETNUM("XPOOL_MEMORY_MIB", "%lld",
 	       (long long)json_integer_value(json_object_get(as, "memory_mib")));
@@ -550,6 +596,48 @@ static int spawn(struct launch *l, struct xp_task *t, const struct xp_cg_task *c
 	return rc;
 }
 
+/* an elastic replica's epoch and its checkpoint signal and grace */
+static void task_checkpoint(json_t *as, struct xp_task *t)
+{
+	json_t *c = json_object_get(as, "checkpoint");
+	t->epoch = (uint32_t)json_integer_value(json_object_get(as, "epoch"));
+	if (!json_is_object(c))
+		return;
+	json_int_t sig = json_integer_value(json_object_get(c, "signal"));
+	json_int_t grace = json_integer_value(json_object_get(c, "grace_ms"));
+	t->ckpt_sig = (uint8_t)(sig > 0 && sig < 65 ? sig : 0);
+	t->ckpt_grace_ms = (int32_t)(grace > 0 && grace < INT32_MAX ? grace : 0);
+}
+
+/* the checkpoint in the task folder ("SIGNAL GRACE_MS"), for an agent that adopts it */
+static void save_checkpoint(const struct xp_task *t)
+{
+	char path[600];
+	if (!t->ckpt_sig)
+		return;
+	snprintf(path, sizeof(path), "%s/checkpoint", t->dir);
+	FILE *f = fopen(path, "w");
+	if (f) {
+		fprintf(f, "%u %d\n", t->ckpt_sig, t->ckpt_grace_ms);
+		fclose(f);
+	}
+}
+
+static void adopt_checkpoint(struct xp_task *t)
+{
+	char path[600];
+	unsigned sig = 0;
+	int grace = 0;
+	snprintf(path, sizeof(path), "%s/checkpoint", t->dir);
+	FILE *f = fopen(path, "r");
+	if (f && fscanf(f, "%u %d", &sig, &grace) == 2 && sig > 0 && sig < 65 && grace >= 0) {
+		t->ckpt_sig = (uint8_t)sig;
+		t->ckpt_grace_ms = grace;
+	}
+	if (f)
+		fclose(f);
+}
+
 int xp_task_launch(struct xp_agent *a, const void *assignment, struct xp_err *err)
 {
 	json_t *as = (json_t *)assignment;
@@ -566,7 +654,12 @@ int xp_task_launch(struct xp_agent *a, const void *assignment, struct xp_err *er
 	t.job = (uint64_t)json_integer_value(json_object_get(as, "job"));
 	t.replica = (uint32_t)json_integer_value(json_object_get(as, "replica"));
 	t.attempt = (uint32_t)json_integer_value(json_object_get(as, "attempt"));
-	snprintf(key, sizeof(key), "%llu-%u-%u", (unsigned long long)t.job, t.replica, t.attempt);
+	task_checkpoint(as, &t);
+	/* an elastic job's later epochs: "JOB-REPLICA-ATTEMPT-eEPOCH" */
+	int kn = snprintf(key, sizeof(key), "%llu-%u-%u", (unsigned long long)t.job, t.replica,
+			  t.attempt);
+	if (t.epoch)
+		snprintf(key + kn, sizeof(key) - (size_t)kn, "-e%u", t.epoch);
 	snprintf(t.dir, sizeof(t.dir), "%s/tasks/%s", a->o.work, key);
 	snprintf(buf, sizeof(buf), "%s/tasks", a->o.work);
 	mkdir(buf, 0755);
@@ -594,6 +687,7 @@ int xp_task_launch(struct xp_agent *a, const void *assignment, struct xp_err *er
 	l.workdir = jstr(as, "workdir") ? jstr(as, "workdir") : t.dir;
 	l.argv = argv.v;
 	l.envp = env.v;
+	l.ckpt_sig = t.ckpt_sig;
 	if (limits_setup(a, &t, key, as, &cgt, err) < 0) {
 		rc = not_started(a, &t, -1, "limits", err);
 		goto out;
@@ -606,6 +700,7 @@ int xp_task_launch(struct xp_agent *a, const void *assignment, struct xp_err *er
 		goto out;
 	}
 	t.state = XP_TASK_RUNNING;
+	save_checkpoint(&t);
 	xp_vec_push(&a->tasks, t);
 	fprintf(stderr, "xpool agent: node=%s job=%llu replica=%u attempt=%u: started pid %d%s%s\n",
 		a->node, (unsigned long long)t.job, t.replica, t.attempt, (int)t.shim,
@@ -621,8 +716,19 @@ void xp_task_kill(struct xp_agent *a, struct xp_task *t, int64_t now)
 {
 	if (t->state != XP_TASK_RUNNING || !alive(t))
 		return;
-	kill(-t->shim, SIGTERM);
 	t->state = XP_TASK_KILLING;
+	if (t->ckpt_sig) { /* an elastic replica: its checkpoint first */
+		kill(-t->shim, t->ckpt_sig);
+		t->term_at = now + t->ckpt_grace_ms;
+		t->kill_at = t->term_at + a->o.grace_ms;
+		fprintf(stderr,
+			"xpool agent: node=%s job=%llu replica=%u epoch=%u: signal %u to "
+			"checkpoint, SIGTERM in %d ms\n",
+			a->node, (unsigned long long)t->job, t->replica, t->epoch, t->ckpt_sig,
+			t->ckpt_grace_ms);
+		return;
+	}
+	kill(-t->shim, SIGTERM);
 	t->kill_at = now + a->o.grace_ms;
 	fprintf(stderr, "xpool agent: node=%s job=%llu replica=%u: SIGTERM, SIGKILL in %d ms\n",
 		a->node, (unsigned long long)t->job, t->replica, a->o.grace_ms);
@@ -690,6 +796,9 @@ void xp_task_poll(struct xp_agent *a, int64_t now)
 			t->exit_code = killed ? 128 + SIGKILL : -1;
 			t->signal = killed ? SIGKILL : 0;
 			ended(a, t);
+		} else if (t->state == XP_TASK_KILLING && t->term_at && now >= t->term_at) {
+			kill(-t->shim, SIGTERM); /* the checkpoint grace is over */
+			t->term_at = 0;
 		} else if (t->state == XP_TASK_KILLING && now >= t->kill_at) {
 			kill(-t->shim, SIGKILL);
 		} else {
@@ -730,12 +839,14 @@ void xp_task_adopt(struct xp_agent *a)
 		unsigned long long job;
 		unsigned replica, attempt;
 		struct xp_task t;
-		if (sscanf(e->d_name, "%llu-%u-%u", &job, &replica, &attempt) != 3)
+		unsigned epoch = 0;
+		if (sscanf(e->d_name, "%llu-%u-%u-e%u", &job, &replica, &attempt, &epoch) < 3)
 			continue;
 		memset(&t, 0, sizeof(t));
 		t.job = job;
 		t.replica = replica;
 		t.attempt = attempt;
+		t.epoch = epoch;
 		snprintf(t.dir, sizeof(t.dir), "%s/tasks/%s", a->o.work, e->d_name);
 		char pf[700], done[700];
 		snprintf(pf, sizeof(pf), "%s/shim.pid", t.dir);
@@ -750,6 +861,7 @@ void xp_task_adopt(struct xp_agent *a)
 			fclose(f);
 		}
 		adopt_cgroup(a, &t);
+		adopt_checkpoint(&t);
 		xp_mig_task_adopt(&t);
 		xp_serve_adopt(&t);
 		if (read_exit(&t)) {

@@ -411,6 +411,26 @@ static void limits_line(const json_t *allocs)
 	xp_sb_free(&b);
 }
 
+/* "2", or an elastic job's "3 of 2..4 (epoch 2, 2 resizes; last: grow: ...)" */
+static void replicas_text(struct xp_sb *b, const json_t *job)
+{
+	json_t *el = json_object_get(job, "elastic");
+	if (!json_is_object(el)) {
+		char *s = xp_cli_jtext(json_object_get(json_object_get(job, "spec"), "replicas"));
+		xp_sb_puts(b, s ? s : "1");
+		free(s);
+		return;
+	}
+	const char *why = xp_cli_jstr(el, "last_reason");
+	xp_sb_printf(b, "%lld of %lld..%lld (epoch %lld, %lld resizes%s%s)",
+		     (long long)json_integer_value(json_object_get(el, "size")),
+		     (long long)json_integer_value(json_object_get(el, "min")),
+		     (long long)json_integer_value(json_object_get(el, "max")),
+		     (long long)json_integer_value(json_object_get(el, "epoch")),
+		     (long long)json_integer_value(json_object_get(el, "resizes")),
+		     why ? "; last: " : "", why ? why : "");
+}
+
 static void describe_job(const json_t *job)
 {
 	json_t *spec = json_object_get(job, "spec"), *allocs = json_object_get(job, "allocations");
@@ -455,9 +475,9 @@ static void describe_job(const json_t *job)
 	command_text(&b, spec);
 	field("Command:", b.s);
 	xp_sb_reset(&b);
-	s = xp_cli_jtext(json_object_get(spec, "replicas"));
-	field("Replicas:", s ? s : "1");
-	free(s);
+	replicas_text(&b, job);
+	field("Replicas:", b.s);
+	xp_sb_reset(&b);
 	if (json_is_object(json_object_get(spec, "resources"))) {
 		resources_text(&b, json_object_get(spec, "resources"));
 		xp_sb_puts(&b, " per replica");

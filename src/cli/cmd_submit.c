@@ -171,6 +171,29 @@ static int int_flag(struct builder *b, const char *name, long min, long max, lon
 	return 1;
 }
 
+/* --replicas N, or MIN..MAX for an elastic job (the controller checks the range) */
+static int replicas_flag(struct builder *b, json_t *spec)
+{
+	const char *s = val(b, "replicas"), *dots = s ? strstr(s, "..") : NULL;
+	long lo, hi;
+	if (!dots) {
+		if (int_flag(b, "replicas", 1, 1024, &lo) <= 0)
+			return b->bad ? -1 : 0;
+		json_object_set_new(spec, "replicas", json_integer(lo));
+		return 1;
+	}
+	char min[24];
+	snprintf(min, sizeof(min), "%.*s", (int)(dots - s < 23 ? dots - s : 23), s);
+	if (xp_parse_int_flag("replicas", min, 1, 1024, &lo, &b->x->err) < 0 ||
+	    xp_parse_int_flag("replicas", dots + 2, 1, 1024, &hi, &b->x->err) < 0) {
+		xp_cli_errorf(b->x, 2, "%s (MIN..MAX for an elastic job)", b->x->err.text);
+		b->bad = 1;
+		return -1;
+	}
+	json_object_set_new(spec, "replicas", json_pack("{s:i,s:i}", "min", (int)lo, "max", (int)hi));
+	return 1;
+}
+
 static int name_flag(struct builder *b, const char *name, json_t *spec)
 {
 	const char *s = val(b, name);
@@ -491,10 +514,8 @@ static json_t *build_spec(struct xp_cli *x, struct xp_flag *flags, int argc, cha
 		json_object_set_new(spec, "env", o);
 	if (val(&b, "workdir"))
 		json_object_set_new(spec, "workdir", json_string(val(&b, "workdir")));
-	if (int_flag(&b, "replicas", 1, 1024, &num) < 0)
+	if (replicas_flag(&b, spec) < 0)
 		goto bad;
-	if (val(&b, "replicas"))
-		json_object_set_new(spec, "replicas", json_integer(num));
 
 	if (qty_flag(&b, "cpu", XP_QTY_CPU_MILLI, 1, res, "cpu") < 0 ||
 	    qty_flag(&b, "memory", XP_QTY_MEM_MIB, 1, res, "memory") < 0)
@@ -663,7 +684,8 @@ int xp_cmd_submit(int argc, char **argv)
 		{ "queue", XP_FLAG_STR, "QUEUE", "queue (default: default)" },
 		{ "node", XP_FLAG_STR, "NAME", "run only on this node" },
 		{ "priority", XP_FLAG_STR, "N", "-1000..1000, higher runs first (default 0)" },
-		{ "replicas", XP_FLAG_STR, "N", "1..1024 replicas started together (a gang)" },
+		{ "replicas", XP_FLAG_STR, "N",
+		  "1..1024 replicas started together (a gang); MIN..MAX: elastic" },
 		{ "cpu", XP_FLAG_STR, "CORES", "CPU per replica: 4, 2.5 or 500m (default 1)" },
 		{ "memory", XP_FLAG_STR, "SIZE", "memory per replica: 32Gi, 512Mi (default 1Gi)" },
 		{ "gpus", XP_FLAG_STR, "N", "N GPUs per replica (--devices N --device-class gpu)" },

@@ -10,7 +10,9 @@
  * Liveness (xp_live_check, on the owner's tick): an agent node silent for
  * suspect_beats heartbeats is shown suspect; silent for lost_ms it is lost:
  * node.state down is journaled, and each job with a replica there is
- * requeued once (job.requeue) or failed, per its spec's on_node_lost. When
+ * requeued once (job.requeue) or failed, per its spec's on_node_lost (an
+ * elastic job whose other replicas still make its min shrinks instead,
+ * job.resize). When
  * the node speaks again it is journaled ready; its agent then kills what
  * its assignments no longer list, so a requeued task never runs twice.
  *
@@ -34,6 +36,8 @@
 #include "../lib/xalloc.h"
 
 #define LOG_MAX_BYTES ((off_t)64 << 20) /* per replica log kept by the controller */
+/* an elastic job's rendezvous port: this + its id modulo 10000 (docs/design/agent.md) */
+#define XP_RDZV_PORT_BASE 20000
 
 static void live_ensure(struct xp_ctl *ctl, size_t n)
 {
@@ -202,7 +206,7 @@ static void gpu_reports_apply(struct xp_ctl *ctl, long n, const struct gpu_repor
 		    j->allocs[r[i].replica].node != (uint32_t)n)
 			continue; /* stale, or not this node's to report */
 		struct xp_gpu_use *u = xp_intmap_get(&ctl->gpu_use, j->id);
-		if (u && u->attempt != j->attempts) {
+		if (u && (u->attempt != j->attempts || u->nrep != j->spec.replicas)) { /* or resized */
 			free(xp_intmap_del(&ctl->gpu_use, j->id));
 			u = NULL;
 		}
@@ -451,6 +455,29 @@ static json_t *assign_service(const struct xp_svcref *r)
 	return o;
 }
 
+/* A replica's place in its job, as torchrun-style rendezvous reads it
+ * (docs/design/agent.md): epoch (its restarts by resizes), its local rank
+ * among the job's replicas on its node and their count, and rank 0's
+ * address and the job's rendezvous port. */
+static void assign_world(struct xp_ctl *ctl, const struct xp_job *j, uint32_t r, json_t *e)
+{
+	uint32_t node = j->allocs[r].node, local = 0, nlocal = 0;
+	for (uint32_t k = 0; k < j->spec.replicas; k++)
+		if (j->allocs[k].node == node) {
+			local += k < r;
+			nlocal++;
+		}
+	uint32_t n0 = j->allocs[0].node; /* its address as its agent says, else its name */
+	const char *master = n0 < ctl->live.n && ctl->live.v[n0].addr[0]
+				     ? ctl->live.v[n0].addr
+				     : ctl->st->c->nodes[n0].name;
+	json_object_set_new(e, "epoch", json_integer(j->epoch));
+	json_object_set_new(e, "local_rank", json_integer(local));
+	json_object_set_new(e, "local_world_size", json_integer(nlocal));
+	json_object_set_new(e, "master_addr", json_string(master));
+	json_object_set_new(e, "master_port", json_integer(XP_RDZV_PORT_BASE + (int)(j->id % 10000)));
+}
+
 void xp_api_node_assignments(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
 	struct xp_state *st = ctl->st;
@@ -492,6 +519,12 @@ void xp_api_node_assignments(struct xp_ctl *ctl, struct xp_cmd *cmd)
 			json_object_set_new(e, "vgpu", json_string("off"));
 		if (j->spec.svc.name) /* a service's replica: its port and check */
 			json_object_set_new(e, "service", assign_service(&j->spec.svc));
+		if (xp_job_elastic(j)) /* the agent stops a replica with it first */
+			json_object_set_new(e, "checkpoint",
+					    json_pack("{s:i,s:I}", "signal", xp_ckpt_signal(&j->spec),
+						      "grace_ms",
+						      (json_int_t)xp_ckpt_grace_ms(&j->spec)));
+		assign_world(ctl, j, r, e);
 		if (a->mig) /* the reservation: the agent creates or adopts the instance */
 			json_object_set_new(e, "mig", assign_mig(st, a));
 		if (a->ndev) /* how its devices are shared: timeslice runs without the interposer */
@@ -516,8 +549,8 @@ void xp_api_node_assignments(struct xp_ctl *ctl, struct xp_cmd *cmd)
 static int task_fields(json_t *t, size_t i, struct xp_exit *x, json_int_t v[3], char *field,
 		       size_t flen, const char **what)
 {
-	static const char *const keys[] = { "job",    "attempt", "replica", "exit_code",
-					    "signal", "reason",	 "detail",  NULL };
+	static const char *const keys[] = { "job",    "attempt", "replica", "exit_code", "signal",
+					    "reason", "detail",	 "epoch",   NULL };
 	const char *k;
 	json_t *val;
 	snprintf(field, flen, "tasks[%zu]", i);
@@ -574,12 +607,18 @@ static const char *task_stale(const struct xp_state *st, long n, json_t *tasks, 
 {
 	const struct xp_job *j = v[0] > 0 ? xp_state_job(st, (uint64_t)v[0]) : NULL;
 	json_int_t replica = v[2];
+	json_t *epv = json_object_get(json_array_get(tasks, i), "epoch");
+	if (epv && (!json_is_integer(epv) || json_integer_value(epv) < 0))
+		return "epoch: expected 0 or more";
 	if (j && j->state == XP_JOB_FAILED && j->end == XP_END_TIME_LIMIT && !j->has_exit &&
 	    v[1] == (json_int_t)j->attempts && j->allocs && replica >= 0 &&
 	    replica < (json_int_t)j->spec.replicas && j->allocs[replica].node == (uint32_t)n)
 		return NULL;
 	if (!j || j->state != XP_JOB_RUNNING || v[1] != (json_int_t)j->attempts)
 		return "that job attempt is not running";
+	json_t *ep = json_object_get(json_array_get(tasks, i), "epoch");
+	if ((ep ? json_integer_value(ep) : 0) != (json_int_t)j->epoch)
+		return "that epoch of the job is over (it was resized)";
 	if (replica < 0 || replica >= (json_int_t)j->spec.replicas ||
 	    j->allocs[replica].node != (uint32_t)n)
 		return "that replica does not run on this node";
@@ -678,15 +717,15 @@ void xp_log_unlink(const struct xp_ctl *ctl, uint64_t job, uint32_t replica)
  * "<file>.at" holds "ATTEMPT BASE": the attempt last heard from and the
  * size of the file when its output began. A newer attempt starts at the
  * end of the file; an older one is over (1: refuse it). */
-static int log_base(const char *path, uint32_t attempt, off_t size, off_t *base)
+static int log_base(const char *path, uint64_t attempt, off_t size, off_t *base)
 {
 	char at[4300], tmp[4400], buf[64];
-	unsigned have_att = 0;
+	unsigned long long have_att = 0;
 	long long have_base = 0;
 	snprintf(at, sizeof(at), "%s.at", path);
 	FILE *f = fopen(at, "r");
 	int known = f && fgets(buf, sizeof(buf), f) &&
-		    sscanf(buf, "%u %lld", &have_att, &have_base) == 2 && have_base >= 0 &&
+		    sscanf(buf, "%llu %lld", &have_att, &have_base) == 2 && have_base >= 0 &&
 		    have_base <= size;
 	if (f)
 		fclose(f);
@@ -701,7 +740,7 @@ static int log_base(const char *path, uint32_t attempt, off_t size, off_t *base)
 	f = fopen(tmp, "w");
 	if (!f)
 		return -1;
-	int ok = fprintf(f, "%u %lld\n", attempt, (long long)size) > 0;
+	int ok = fprintf(f, "%llu %lld\n", (unsigned long long)attempt, (long long)size) > 0;
 	ok &= fclose(f) == 0;
 	return ok && rename(tmp, at) == 0 ? 0 : -1;
 }
@@ -717,7 +756,7 @@ void xp_api_node_logs(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	struct xp_state *st = ctl->st;
 	const char *qj = xp_cmd_query(cmd, "job"), *qr = xp_cmd_query(cmd, "replica"),
 		   *qs = xp_cmd_query(cmd, "stream"), *qa = xp_cmd_query(cmd, "attempt"),
-		   *qo = xp_cmd_query(cmd, "offset");
+		   *qo = xp_cmd_query(cmd, "offset"), *qe = xp_cmd_query(cmd, "epoch");
 	char path[4200];
 	long n = agent_node(ctl, cmd);
 	if (n < 0)
@@ -727,8 +766,12 @@ void xp_api_node_logs(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	const struct xp_job *j = id > 0 ? xp_state_job(st, (uint64_t)id) : NULL;
 	if (!qs || (strcmp(qs, "stdout") && strcmp(qs, "stderr")))
 		REFUSE(ctl, cmd, XP_EINVAL, "stream", "expected stdout or stderr");
-	if (!j || !j->allocs || r < 0 || r >= (long long)j->spec.replicas ||
-	    j->allocs[r].node != (uint32_t)n)
+	/* an elastic job's earlier epoch: its ranks and nodes were others */
+	int earlier = j && xp_job_elastic(j) && qe && atoll(qe) >= 0 &&
+		      atoll(qe) < (long long)j->epoch && r >= 0 && r < (long long)j->spec.rmax;
+	if (!j || !j->allocs ||
+	    (!earlier && (r < 0 || r >= (long long)j->spec.replicas ||
+			  j->allocs[r].node != (uint32_t)n)))
 		REFUSE(ctl, cmd, XP_ESTATE, "job",
 		       "output of a replica that did not run on this node");
 	if ((qa || qo) && (att < 1 || off < 0))
@@ -747,7 +790,9 @@ void xp_api_node_logs(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	const char *body = cmd->body;
 	size_t len = cmd->len;
 	if (qa) {
-		int rc = log_base(path, (uint32_t)att, size, &base);
+		/* an elastic job's epochs follow one another in a replica's file */
+		uint64_t seg = (uint64_t)att << 32 | (uint32_t)(qe ? atoll(qe) : 0);
+		int rc = log_base(path, seg, size, &base);
 		if (rc) {
 			close(fd);
 			if (rc > 0)
@@ -783,6 +828,35 @@ void xp_api_node_logs(struct xp_ctl *ctl, struct xp_cmd *cmd)
 }
 
 /* ---- liveness ---- */
+
+/* An elastic job that loses node n keeps its other replicas if they are
+ * at least its min (on_node_lost: requeue, the default): it shrinks (0);
+ * else -1, and it is requeued or failed as any job. */
+static int lost_shrink(struct xp_ctl *ctl, const struct xp_job *j, uint32_t n, const char *name)
+{
+	struct xp_err err = { 0 };
+	char why[200];
+	if (!xp_job_elastic(j) || j->spec.fail_on_lost)
+		return -1;
+	uint32_t *keep = XNEWV(uint32_t, j->spec.replicas), nk = 0;
+	for (uint32_t r = 0; r < j->spec.replicas; r++)
+		if (j->allocs[r].node != n)
+			keep[nk++] = r;
+	int rc = -1;
+	if (nk && nk >= j->spec.rmin) {
+		snprintf(why, sizeof(why), "shrink: node %s was lost; %u -> %u replicas", name,
+			 j->spec.replicas, nk);
+		rc = xp_ctl_journal(ctl, "job.resize",
+				    xp_rec_job_resize(ctl->st, j->id, j->epoch + 1, keep, nk, NULL, 0,
+						      why),
+				    &err);
+		if (rc < 0)
+			fprintf(stderr, "xpool server: job=%llu node=%s: %s\n",
+				(unsigned long long)j->id, name, err.text);
+	}
+	free(keep);
+	return rc < 0 ? -1 : 0;
+}
 
 void xp_live_check(struct xp_ctl *ctl, int64_t now)
 {
@@ -821,6 +895,8 @@ void xp_live_check(struct xp_ctl *ctl, int64_t now)
 		}
 		for (size_t i = 0; i < hit.n; i++) {
 			struct xp_job *j = hit.v[i];
+			if (lost_shrink(ctl, j, (uint32_t)n, name) == 0)
+				continue; /* elastic: the others go on at a smaller size */
 			char *body = j->spec.fail_on_lost
 					     ? xp_rec_job_finish(j->id, XP_JOB_FAILED, -1, reason)
 					     : xp_rec_job_requeue(j->id, reason);

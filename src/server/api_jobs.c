@@ -52,6 +52,14 @@ static json_t *mig_json(struct xp_state *st, const struct xp_alloc *a)
 			 p && p->nplace ? (int)p->place[0].size : 0);
 }
 
+/* an elastic job's size, range, epoch, resizes and the last one's reason */
+static json_t *elastic_json(const struct xp_job *j)
+{
+	return json_pack("{s:i,s:i,s:i,s:i,s:i,s:s?}", "size", (int)j->spec.replicas, "min",
+			 (int)j->spec.rmin, "max", (int)j->spec.rmax, "epoch", (int)j->epoch,
+			 "resizes", (int)j->resizes, "last_reason", j->resize_why);
+}
+
 json_t *xp_api_job_json(struct xp_ctl *ctl, const struct xp_job *j)
 {
 	const struct xp_state *st = ctl->st;
@@ -82,6 +90,8 @@ json_t *xp_api_job_json(struct xp_ctl *ctl, const struct xp_job *j)
 	json_object_set_new(o, "requeues", json_integer(j->requeues));
 	json_object_set_new(o, "preemptions", json_integer(j->preemptions));
 	json_object_set_new(o, "spec", xp_jobspec_json(&j->spec));
+	if (xp_job_elastic(j)) /* its size now and how it got there */
+		json_object_set_new(o, "elastic", elastic_json(j));
 	json_t *allocs = json_array();
 	for (uint32_t r = 0; j->allocs && r < j->spec.replicas; r++) {
 		const struct xp_alloc *a = &j->allocs[r];
@@ -472,6 +482,13 @@ static void explain_admission(struct xp_ctl *ctl, const struct xp_job *j, json_t
 		xp_sb_printf(sum,
 			     "queue %s is at its max of %s: it uses %s of %s, the job needs %s", qn,
 			     rn, used, max, need);
+	} else if (ad.nshrinks) { /* elastic jobs give back their spare replicas */
+		json_t *v = json_array();
+		for (size_t i = 0; i < ad.nshrinks; i++)
+			json_array_append_new(v, json_integer((json_int_t)ad.shrinks[i]));
+		json_object_set_new(o, "would_shrink", v);
+		xp_sb_printf(sum, "; it would shrink %zu elastic job%s at the next cycle",
+			     ad.nshrinks, ad.nshrinks == 1 ? "" : "s");
 	} else if (ad.nvictims) {
 		json_t *v = json_array();
 		for (size_t i = 0; i < ad.nvictims; i++)
@@ -521,6 +538,15 @@ static void explain_placement(struct xp_ctl *ctl, const struct xp_job *j, json_t
 	json_object_set_new(o, "nodes", json_integer(total));
 }
 
+static void explain_elastic(const struct xp_job *j, json_t *o, struct xp_sb *sum)
+{
+	xp_sb_printf(sum, "; %u of %u..%u replicas, epoch %u, %u resize%s", j->spec.replicas,
+		     j->spec.rmin, j->spec.rmax, j->epoch, j->resizes, j->resizes == 1 ? "" : "s");
+	if (j->resize_why)
+		xp_sb_printf(sum, "; last: %s", j->resize_why);
+	json_object_set_new(o, "elastic", elastic_json(j));
+}
+
 void xp_api_job_explain(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
 	struct xp_job *j = xp_api_visible_job(ctl, cmd);
@@ -537,6 +563,8 @@ void xp_api_job_explain(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	if (j->state != XP_JOB_PENDING) {
 		xp_sb_printf(&sum, "job %llu is %s, not waiting", (unsigned long long)j->id,
 			     xp_job_state_name(j->state));
+		if (xp_job_elastic(j)) /* elastic: its size and why it has it */
+			explain_elastic(j, o, &sum);
 		json_object_set_new(o, "reasons", json_array());
 	} else if (pd.code == XP_PEND_HELD || pd.code == XP_PEND_DEPENDENCY ||
 		   pd.code == XP_PEND_DEP_NEVER) { /* placement is not the question yet */

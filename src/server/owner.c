@@ -337,7 +337,8 @@ static int journal(struct xp_ctl *ctl, const char *type, char *body, struct type
 		xp_watch_bump(ctl, job->allocs[r].node);
 	if (!strncmp(type, "node.", 5)) /* a node added, changed or removed */
 		atomic_fetch_add(&ctl->node_epoch, 1);
-	int was_running = job && job->state == XP_JOB_RUNNING;
+	/* a resize moves a running job's replicas: its new nodes hear of it too */
+	int was_running = job && job->state == XP_JOB_RUNNING && strcmp(type, "job.resize");
 	rc = ts ? xp_state_submit(ctl->st, now, ts->id, ts->tenant, ts->key, ts->spec, &ev, err)
 		: xp_state_apply(ctl->st, 0, now, type, body, strlen(body), &ev, err);
 	if (rc < 0) {
@@ -532,7 +533,10 @@ static void forget_due(struct xp_ctl *ctl, int64_t now)
 		if (!n)
 			return;
 		for (size_t i = 0; i < n; i++)
-			reps[i] = xp_state_job(ctl->st, ids[i])->spec.replicas;
+		{
+			const struct xp_job *j = xp_state_job(ctl->st, ids[i]);
+			reps[i] = j->spec.rmax ? j->spec.rmax : j->spec.replicas; /* every rank's logs */
+		}
 		if (xp_ctl_journal(ctl, "job.forget", xp_rec_job_forget(ids, n), &err) < 0) {
 			fprintf(stderr, "xpool server: forgetting finished jobs: %s\n", err.text);
 			return;

@@ -298,19 +298,6 @@ static int node_add(struct xp_state *st, struct rec *r, struct xp_event_info *ev
 	return 0;
 }
 
-/* The compute milli j's allocation x must take per device: a share sized
- * by memory takes its part of the device it landed on, a MIG slice its
- * profile's (mig: any chooses the profile where it is placed). */
-static uint16_t alloc_milli(const struct xp_state *st, const struct xp_job *j,
-			    const struct xp_alloc *x)
-{
-	if (x->mig) /* a MIG slice counts its profile's compute slices / 7 */
-		return xp_mig_kind_milli(x->mig - 1);
-	if (!j->req.by_mem || x->devs[0] >= st->c->nodes[x->node].ndevs)
-		return j->req.dev_milli;
-	return xp_share_by_mem(j->req.dev_mem_mib, st->c->nodes[x->node].devs[x->devs[0]].mem_mib);
-}
-
 /* one more failure on node n: the weighted policy's health factor */
 static void note_failure(struct xp_state *st, long n)
 {
@@ -319,7 +306,7 @@ static void note_failure(struct xp_state *st, long n)
 		xp_sched_set_node_failures(st->sched, (uint32_t)n, st->nodes.v[n].failures);
 }
 
-static void set_node_state(struct xp_state *st, long n, int state)
+void xp_state_node_set(struct xp_state *st, long n, int state)
 {
 	int from = st->nodes.v[n].state, was_ready = from == XP_NODE_READY;
 	if (state == XP_NODE_DOWN && st->nodes.v[n].state != XP_NODE_DOWN)
@@ -354,7 +341,7 @@ static int node_state(struct xp_state *st, struct rec *r, struct xp_event_info *
 			      st->nodes.v[n].jobs);
 	if (to == XP_NODE_DRAINING && st->nodes.v[n].jobs == 0)
 		to = XP_NODE_DRAINED; /* nothing to wait for */
-	set_node_state(st, n, to);
+	xp_state_node_set(st, n, to);
 	ev->type = "node.state";
 	ev->tenant = -1;
 	ev->node = (int32_t)n;
@@ -526,11 +513,7 @@ static int job_start(struct xp_state *st, struct rec *r, int64_t at, struct xp_e
 		if (st->nodes.v[x->node].state != XP_NODE_READY)
 			rc = refuse(r, XP_ESTATE, "node %s is %s", st->c->nodes[x->node].name,
 				    xp_node_state_name(st->nodes.v[x->node].state));
-		else if (x->cpu_milli != j->req.cpu_milli || x->mem_mib != j->req.mem_mib ||
-			 x->ndev != j->req.dev_count || !x->mig != !j->req.mig ||
-			 (x->ndev && x->dev_milli != alloc_milli(st, j, x) &&
-			  /* journals before mig: any held the request's milli */
-			  (!x->mig || j->req.mig_any || x->dev_milli != j->req.dev_milli)))
+		else if (!xp_alloc_matches(st, j, x))
 			rc = refuse(r, XP_EINVAL, "allocation %u does not match the request", done);
 		else if ((rc = xp_sched_alloc_fits(st->sched, x, r->err)) == 0)
 			xp_sched_commit(st->sched, x);
@@ -561,6 +544,7 @@ static int job_start(struct xp_state *st, struct rec *r, int64_t at, struct xp_e
 	free(j->exited);
 	j->exited = XNEWV(uint8_t, n);
 	j->started_at = at;
+	xp_elastic_started(st, j);
 	free(j->reason);
 	j->reason = NULL;
 	st->queues.v[j->queue].pending--;
@@ -591,7 +575,7 @@ void xp_state_finish(struct xp_state *st, struct xp_job *j, int to, int64_t at)
 				xp_sched_release(st->sched, &j->allocs[k]);
 			xp_node_run_del(st, n, j, k);
 			if (st->nodes.v[n].jobs == 0 && st->nodes.v[n].state == XP_NODE_DRAINING)
-				set_node_state(st, n, XP_NODE_DRAINED);
+				xp_state_node_set(st, n, XP_NODE_DRAINED);
 		}
 		/* j->allocs stays: where the job ran (it holds nothing now) */
 		st->queues.v[j->queue].running--;
@@ -816,6 +800,7 @@ static int job_requeue(struct xp_state *st, struct rec *r, int64_t at, int preem
 	j->exited = NULL;
 	free(j->allocs);
 	j->allocs = NULL;
+	xp_elastic_requeued(j);
 	st->count[j->state]--;
 	j->state = XP_JOB_PENDING;
 	st->count[j->state]++;
@@ -963,6 +948,8 @@ int xp_state_apply(struct xp_state *st, uint64_t seq, int64_t at, const char *ty
 		rc = xp_job_hold_apply(st, r.o, ev, err);
 	else if (!strcmp(type, "job.update"))
 		rc = xp_job_update_apply(st, r.o, ev, err);
+	else if (!strcmp(type, "job.resize"))
+		rc = xp_elastic_resize_apply(st, r.o, at, ev, err);
 	else if (!strcmp(type, "job.counter"))
 		rc = job_counter(st, &r, at, ev);
 	else if (!strcmp(type, "job.energy")) {

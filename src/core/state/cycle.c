@@ -60,7 +60,7 @@ struct xp_pass {
 	uint64_t *served; /* per queue: picks in this pass */
 	uint32_t *kid_at, *kids;
 	size_t *g_at; /* groups of queue q: g[g_at[q] .. g_at[q + 1]) */
-	XP_VEC(struct shape) failed, pfailed;
+	XP_VEC(struct shape) failed, pfailed, sfailed; /* sfailed: no shrink made room */
 	struct xp_backfill *bf; /* its reservations */
 	unsigned resv_tries;	/* blocked jobs that asked for a reservation */
 	int64_t now;
@@ -160,6 +160,7 @@ void xp_cycle_abort(struct xp_state *st)
 	xp_vec_free(&p->own);
 	xp_vec_free(&p->failed);
 	xp_vec_free(&p->pfailed);
+	xp_vec_free(&p->sfailed);
 	free(p->g);
 	free(p->left);
 	free(p->served);
@@ -347,6 +348,46 @@ void xp_unplace(struct xp_state *st, struct xp_alloc *a, uint32_t n)
 		xp_sched_release(st->sched, &a[n]);
 }
 
+/* j does not fit: elastic jobs shrink for it (elastic_cycle.c), else
+ * victims are preempted. 1: room made (the records emitted), 0: none, < 0
+ * emit()'s error. Each failure is remembered for the shape; shrink plans
+ * (where elastic jobs have spare replicas) and preemption plans share the
+ * budget of PREEMPT_TRIES per call. */
+static int make_room(struct xp_state *st, struct xp_pass *p, struct xp_job *j,
+		     struct xp_rng *rng, int *preempt_tries, xp_emit_fn emit, void *ctx)
+{
+	struct xp_plan plan;
+	int rc, tried = 0;
+	if (*preempt_tries > 0 && !shape_in(p->sfailed.v, p->sfailed.n, j, 0)) {
+		rc = xp_elastic_shrink_for(st, j, rng, emit, ctx, &tried);
+		*preempt_tries -= tried; /* a shrink plan costs as a preemption plan */
+		if (rc != 0)
+			return rc;
+		shape_add(&p->sfailed, j);
+	}
+	if (*preempt_tries <= 0 || shape_in(p->pfailed.v, p->pfailed.n, j, 1) ||
+	    st->queues.v[j->queue].preempt == XP_PREEMPT_NEVER)
+		return 0;
+	--*preempt_tries;
+	if (xp_preempt_plan(st, j, rng, &plan) < 0) {
+		shape_add(&p->pfailed, j);
+		xp_plan_free(&plan);
+		return 0;
+	}
+	for (size_t k = 0; k < plan.n; k++) {
+		char why[300];
+		xp_plan_reason(st, j, &plan, k, why, sizeof(why));
+		rc = emit(ctx, "job.preempt", xp_rec_job_preempt(plan.victims[k], why));
+		if (rc < 0) {
+			xp_plan_free(&plan);
+			return rc;
+		}
+	}
+	xp_plan_free(&plan);
+	p->sfailed.n = 0; /* the victims may free more than j takes: shrinks may do again */
+	return 1;
+}
+
 /* Try j: 1 started, 0 not, < 0 emit()'s error. */
 static int try_job(struct xp_state *st, struct xp_pass *p, struct xp_job *j, struct xp_rng *rng,
 		   int *preempt_tries, xp_emit_fn emit, void *ctx)
@@ -359,8 +400,9 @@ static int try_job(struct xp_state *st, struct xp_pass *p, struct xp_job *j, str
 	if (xp_queue_admits(st, j->queue, d, NULL, NULL) < 0)
 		goto unplaced;
 	int failed = shape_in(p->failed.v, p->failed.n, j, 0);
-	if (failed && (*preempt_tries <= 0 || st->queues.v[j->queue].preempt == XP_PREEMPT_NEVER ||
-		       shape_in(p->pfailed.v, p->pfailed.n, j, 1)))
+	if (failed && shape_in(p->sfailed.v, p->sfailed.n, j, 0) &&
+	    (*preempt_tries <= 0 || st->queues.v[j->queue].preempt == XP_PREEMPT_NEVER ||
+	     shape_in(p->pfailed.v, p->pfailed.n, j, 1)))
 		goto blocked; /* the common case of a long queue: nothing to try */
 	struct xp_alloc *a = XNEWV(struct xp_alloc, j->spec.replicas);
 	int fits = !failed && xp_place_gang(st, j, rng, a, &got) == 0;
@@ -395,30 +437,13 @@ static int try_job(struct xp_state *st, struct xp_pass *p, struct xp_job *j, str
 	} else {
 		if (!shape_in(p->failed.v, p->failed.n, j, 0))
 			shape_add(&p->failed, j);
-		struct xp_plan plan;
-		if (*preempt_tries <= 0 || shape_in(p->pfailed.v, p->pfailed.n, j, 1) ||
-		    st->queues.v[j->queue].preempt == XP_PREEMPT_NEVER) {
+		rc = make_room(st, p, j, rng, preempt_tries, emit, ctx);
+		if (rc <= 0) {
 			free(a);
-			goto blocked;
-		}
-		--*preempt_tries;
-		if (xp_preempt_plan(st, j, rng, &plan) < 0) {
-			shape_add(&p->pfailed, j);
-			xp_plan_free(&plan);
-			free(a);
-			goto blocked;
-		}
-		for (size_t k = 0; k < plan.n; k++) {
-			char why[300];
-			xp_plan_reason(st, j, &plan, k, why, sizeof(why));
-			rc = emit(ctx, "job.preempt", xp_rec_job_preempt(plan.victims[k], why));
-			if (rc < 0) {
-				xp_plan_free(&plan);
-				free(a);
+			if (rc < 0)
 				return rc;
-			}
+			goto blocked;
 		}
-		xp_plan_free(&plan);
 		/* the same placement the plan found: same state, same draws */
 		struct xp_rng r2 = *rng;
 		if (xp_place_gang(st, j, &r2, a, &got) < 0) {
@@ -482,6 +507,11 @@ long xp_state_cycle(struct xp_state *st, int64_t now, size_t budget, struct xp_r
 			int grew = st->cap_grew, full = p->full;
 			xp_cycle_abort(st); /* the pass is over */
 			st->cap_grew = grew;
+			if (full) { /* every pending job tried: elastic jobs grow */
+				long gr = xp_elastic_grow(st, st->resv, rng, emit, ctx);
+				if (gr < 0)
+					return gr;
+			}
 			if (full || !st->cap_grew)
 				break; /* one pass per call at most begins after a full one */
 			continue;

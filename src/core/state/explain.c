@@ -97,6 +97,11 @@ void xp_state_admission(struct xp_state *st, const struct xp_job *j, struct xp_a
 		return;
 	}
 	out->reserved = xp_backfill_holds(st->resv, j->id, &out->resv_at);
+	xp_rng_seed(&rng, j->id);
+	if ((out->nshrinks = xp_elastic_would_shrink(st, j, &rng, &out->shrinks)) > 0)
+		return; /* the cycle shrinks before it preempts */
+	free(out->shrinks);
+	out->shrinks = NULL;
 	struct xp_plan plan;
 	xp_rng_seed(&rng, j->id);
 	if (xp_preempt_plan(st, j, &rng, &plan) == 0) {
@@ -115,6 +120,9 @@ void xp_admission_free(struct xp_admission *a)
 	free(a->victims);
 	a->victims = NULL;
 	a->nvictims = 0;
+	free(a->shrinks);
+	a->shrinks = NULL;
+	a->nshrinks = 0;
 }
 
 void xp_explain_summary(const struct xp_explain *ex, int fits, uint32_t replicas, struct xp_sb *sb)

@@ -76,8 +76,8 @@ static void run_of(const struct xp_state *st, struct xp_meter *m, const struct x
 	r->tenant = j->tenant;
 	r->queue = j->queue;
 	r->attempt = j->attempts;
-	r->start = j->started_at;
-	r->end = at > j->started_at ? at : j->started_at;
+	r->start = j->resized_at ? j->resized_at : j->started_at; /* elastic: this size's */
+	r->end = at > r->start ? at : r->start;
 	r->dev0 = (uint32_t)m->devs.n;
 	for (uint32_t k = 0; k < j->spec.replicas; k++) {
 		const struct xp_alloc *a = &j->allocs[k];

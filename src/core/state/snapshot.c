@@ -113,6 +113,7 @@ char *xp_state_snapshot(const struct xp_state *st)
 			snprintf(h, sizeof(h), "%016llx", (unsigned long long)j->key_hash);
 			json_object_set_new(jo, "key_hash", json_string(h));
 		}
+		xp_elastic_snapshot(j, jo);
 		if (j->exited) {
 			json_t *ex = json_array();
 			for (uint32_t k = 0; k < j->spec.replicas; k++)
@@ -161,6 +162,9 @@ static int load_job(struct xp_state *st, json_t *jo, size_t i, struct xp_err *er
 	if (rc == 0 && q < 0)
 		rc = xp_errf(err, XP_ECORRUPT, "snapshot: job %lld: no queue %s", (long long)id,
 			     qname);
+	j->id = (uint64_t)id;
+	if (rc == 0)
+		rc = xp_elastic_restore(j, jo, err); /* the size: allocations count it */
 	json_t *al = json_object_get(jo, "allocations");
 	if (rc == 0 && (s == XP_JOB_RUNNING) && !al)
 		rc = xp_errf(err, XP_ECORRUPT, "snapshot: running job %lld without allocations",

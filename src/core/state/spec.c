@@ -28,7 +28,7 @@ static const char *const top_keys[] = { "name",	     "tenant",	       "queue",	 
 					"exit_code", "node",	       "on_node_lost", "time_limit",
 					"gang",	     "depends_on",     "workflow",     "deadline",
 					"qos",	     "hold_for_nodes", "vgpu",	       "service",
-					NULL };
+					"checkpoint", NULL };
 static const char *const gang_keys[] = { "colocate", "timeout", NULL };
 static const char *const dep_keys[] = { "job", "type", NULL };
 static const char *const dep_names[XP_DEP_N] = { "after-ok", "after-any", "after-not-ok" };
@@ -554,9 +554,8 @@ static int parse(struct xp_walk *w, const struct xp_tree *t, struct xp_jobspec *
 		}
 		s->workdir = xstrdup(str);
 	}
-	if ((rc = xp_walk_get_int(w, t, "replicas", 1, XP_JOB_MAX_REPLICAS, &v)) < 0)
+	if ((rc = xp_elastic_parse(w, t, s)) < 0) /* replicas, checkpoint */
 		return rc;
-	s->replicas = rc ? (uint32_t)v : 1;
 	s->cpu_milli = XP_MILLI;
 	s->mem_mib = 1024;
 	s->dev_class = -1;
@@ -854,7 +853,7 @@ json_t *xp_jobspec_json(const struct xp_jobspec *s)
 		json_object_set_new(o, "env", attrs_json(s->env, s->nenv));
 	if (s->workdir)
 		json_object_set_new(o, "workdir", json_string(s->workdir));
-	json_object_set_new(o, "replicas", json_integer(s->replicas));
+	xp_elastic_json(s, o); /* replicas, checkpoint */
 	snprintf(buf, sizeof(buf), "%llum", (unsigned long long)s->cpu_milli);
 	json_object_set_new(res, "cpu", json_string(buf));
 	json_object_set_new(res, "memory", json_integer((json_int_t)s->mem_mib));

@@ -110,7 +110,10 @@ struct xp_jobspec {
 	struct xp_attr *env;
 	uint16_t nenv;
 	char *workdir;
-	uint32_t replicas;
+	uint32_t replicas; /* elastic: the current size (min until it runs) */
+	uint32_t rmin, rmax; /* replicas: {min, max} - elastic when rmax > 0 (elastic.c) */
+	uint8_t ckpt_signal; /* checkpoint.signal: sent to replicas a resize stops; 0: SIGUSR1 */
+	int64_t ckpt_grace_ms; /* checkpoint.grace before SIGTERM; -1: 30 s */
 	/* per replica */
 	uint64_t cpu_milli, mem_mib;
 	uint16_t dev_count, dev_milli;
@@ -144,6 +147,21 @@ struct xp_jobspec {
 				 * XP_MIG_ANY: the smallest profile that fits the size */
 	struct xp_svcref svc;	/* a service's replica (svcspec.h): set by the controller */
 };
+
+/* elastic.c: a job's size range and checkpoint, for spec.c.
+ * replicas: N | {min: A, max: B}: 1 <= A <= B <= XP_JOB_MAX_REPLICAS; a
+ * number is a fixed gang (rmax 0). checkpoint: {signal: SIGUSR1, grace:
+ * 30s}. Errors name the field (replicas.min, checkpoint.signal). */
+#define XP_CKPT_SIGNAL_DEFAULT 10    /* SIGUSR1 */
+#define XP_CKPT_GRACE_DEFAULT  30000 /* ms */
+struct xp_walk;
+struct xp_tree;
+struct json_t;
+int xp_elastic_parse(struct xp_walk *w, const struct xp_tree *t, struct xp_jobspec *s);
+void xp_elastic_json(const struct xp_jobspec *s, struct json_t *o);
+/* The checkpoint signal and grace a resize uses (the defaults filled in). */
+int xp_ckpt_signal(const struct xp_jobspec *s);
+int64_t xp_ckpt_grace_ms(const struct xp_jobspec *s);
 
 /* A duration field (30s, 5m, 1h30m) of at most max_ms: 0 absent, 1 set,
  * or a negative code naming the field. */

@@ -116,6 +116,9 @@ static const char *job_state_wrong(const struct xp_state *st, const struct xp_jo
 			return "running without an attempt counted";
 		if (j->finished_at)
 			return "running with finished_at set";
+		if (j->spec.rmax && (j->spec.replicas < j->spec.rmin ||
+				     j->spec.replicas > j->spec.rmax))
+			return "elastic with a size outside min..max";
 		for (uint32_t r = 0; r < j->spec.replicas; r++)
 			if (j->allocs[r].node >= st->nodes.n ||
 			    st->nodes.v[j->allocs[r].node].removed)
@@ -222,6 +225,7 @@ void xp_state_job_free(struct xp_job *j)
 	free(j->reason);
 	free(j->allocs);
 	free(j->exited);
+	free(j->resize_why);
 	xp_jobspec_free(&j->spec);
 	free(j);
 }
@@ -478,6 +482,28 @@ int xp_allocs_parse(struct xp_state *st, json_t *arr, struct xp_alloc *a, uint32
 		}
 	}
 	return 0;
+}
+
+/* The compute milli j's allocation x must take per device: a share sized
+ * by memory takes its part of the device it landed on, a MIG slice its
+ * profile's (mig: any chooses the profile where it is placed). */
+static uint16_t alloc_milli(const struct xp_state *st, const struct xp_job *j,
+			    const struct xp_alloc *x)
+{
+	if (x->mig) /* a MIG slice counts its profile's compute slices / 7 */
+		return xp_mig_kind_milli(x->mig - 1);
+	if (!j->req.by_mem || x->devs[0] >= st->c->nodes[x->node].ndevs)
+		return j->req.dev_milli;
+	return xp_share_by_mem(j->req.dev_mem_mib, st->c->nodes[x->node].devs[x->devs[0]].mem_mib);
+}
+
+int xp_alloc_matches(const struct xp_state *st, const struct xp_job *j, const struct xp_alloc *x)
+{
+	return x->cpu_milli == j->req.cpu_milli && x->mem_mib == j->req.mem_mib &&
+	       x->ndev == j->req.dev_count && !x->mig == !j->req.mig &&
+	       (!x->ndev || x->dev_milli == alloc_milli(st, j, x) ||
+		/* journals before mig: any held the request's milli */
+		(x->mig && !j->req.mig_any && x->dev_milli == j->req.dev_milli));
 }
 
 char *xp_rec_job_start(const struct xp_state *st, uint64_t id, const struct xp_alloc *a, uint32_t n)

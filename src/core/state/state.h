@@ -14,7 +14,7 @@
  *
  * The files of this folder (state_int.h: what they share):
  *   state.c      creation, lookups, names, transitions, record builders and
- *                the allocations' JSON both ways,
+ *                the allocations' JSON both ways and their match to a request,
  *                the invariant check and the state machines' checks
  *   apply.c      records into the state (xp_state_apply)
  *   jobedit.c    records that change a pending job: job.hold, job.update
@@ -24,6 +24,10 @@
  *                service.c services in the state (records, replica lists)
  *   queuespec.c/.h queue definitions in and out; queue.c the tree,
  *                quotas, usage and shares
+ *   elastic.c    elastic jobs (replicas: {min, max}): the spec's range and
+ *                checkpoint, the job.resize record, snapshots of the size;
+ *                elastic_cycle.c shrinks instead of preemption and growth
+ *                after the pending jobs
  *   cycle.c      the scheduling cycle; gang.c gangs placed whole;
  *                backfill.c reservations; preempt.c victims; deps.c
  *                dependencies; limits.c time limits and gang timeouts
@@ -112,6 +116,12 @@ struct xp_job {
 	uint16_t unmet;	    /* dependencies not ended yet: held while > 0 */
 	uint8_t held;	    /* enum xp_hold: kept out of the cycle until released */
 	uint8_t verdict;    /* the cycle's last word on it (enum xp_pend; derived) */
+	/* elastic (spec.rmax > 0; elastic.c): spec.replicas is the size now */
+	uint32_t epoch;	    /* resizes of the running attempt (XPOOL_RESTART_EPOCH) */
+	uint32_t resizes;   /* job.resize records applied, every attempt */
+	int64_t resized_at; /* the current size since (metering); 0: started_at */
+	char *resize_why;   /* the last resize's reason, NULL: none */
+	uint8_t shrunk;	    /* shrunk since the last growth (derived): not grown in that one */
 };
 
 /* Who holds a pending job (xpool hold): a tenant releases its own hold,
@@ -357,6 +367,15 @@ char *xp_rec_job_requeue(uint64_t id, const char *reason);
 #define xp_rec_job_preempt xp_rec_job_requeue
 /* Device health of a node: ok[i] / why[i] for each of its n devices. */
 char *xp_rec_node_health(const char *name, const uint8_t *ok, char *const *why, unsigned n);
+/* elastic.c: job.resize - the running elastic job id goes to epoch
+ * `epoch` (its epoch + 1): the replicas keep[0..nkeep) (ascending ranks of
+ * the current size) stay, renumbered 0.., and add[0..nadd) join after them;
+ * why is the reason (docs/design/controller.md, "Elastic jobs"). */
+char *xp_rec_job_resize(const struct xp_state *st, uint64_t id, uint32_t epoch,
+			const uint32_t *keep, uint32_t nkeep, const struct xp_alloc *add,
+			uint32_t nadd, const char *why);
+/* Is j elastic (replicas: {min, max})? */
+int xp_job_elastic(const struct xp_job *j);
 /* A pending job held (held: enum xp_hold) or released (XP_HOLD_NONE). */
 char *xp_rec_job_hold(uint64_t id, int held);
 /* A pending job changed (jobedit.c). */
@@ -431,8 +450,9 @@ struct xp_overdue {
 size_t xp_state_overdue(struct xp_state *st, int64_t now, struct xp_overdue *out, size_t max);
 
 /* What holds a pending job back beyond placement: its queue's max (then
- * nothing else is looked at), or - when it does not fit - whom it would
- * preempt (victims) or why it cannot (why_not). */
+ * nothing else is looked at), or - when it does not fit - which elastic
+ * jobs it would shrink (shrinks), else whom it would preempt (victims) or
+ * why it cannot (why_not). */
 struct xp_admission {
 	int quota_blocked;
 	uint32_t where; /* the queue whose max refuses it */
@@ -440,6 +460,8 @@ struct xp_admission {
 	uint64_t used, max, need;
 	uint64_t *victims;
 	size_t nvictims;
+	uint64_t *shrinks; /* elastic jobs it would shrink instead (then no victims) */
+	size_t nshrinks;
 	char why_not[300];
 	int preempt_considered; /* the cycle would look for victims (why_not is its answer) */
 	int reserved;	 /* backfill holds a reservation for it, */

@@ -54,6 +54,31 @@ void xp_service_job_ended(struct xp_state *st, const struct xp_job *j, int to, i
 json_t *xp_services_snapshot(const struct xp_state *st);
 int xp_services_restore(struct xp_state *st, json_t *arr, struct xp_err *err);
 void xp_services_free(struct xp_state *st);
+/* elastic.c: the record job.resize; a job's start and requeue; its size,
+ * epoch and resize history in snapshots */
+int xp_elastic_resize_apply(struct xp_state *st, json_t *o, int64_t at, struct xp_event_info *ev,
+			    struct xp_err *err);
+void xp_elastic_started(struct xp_state *st, struct xp_job *j);
+void xp_elastic_requeued(struct xp_job *j);
+void xp_elastic_snapshot(const struct xp_job *j, json_t *jo);
+int xp_elastic_restore(struct xp_job *j, json_t *jo, struct xp_err *err);
+/* elastic_cycle.c: a pending job that does not fit takes elastic jobs'
+ * replicas above their min (1: it fits now, the resizes emitted; 0: not
+ * enough; < 0 emit()'s error; *tried 0: no elastic job had any to give);
+ * growth after a full pass, bf's reserved nodes left alone (the number of
+ * resizes or < 0) */
+int xp_elastic_shrink_for(struct xp_state *st, const struct xp_job *j, const struct xp_rng *rng,
+			  xp_emit_fn emit, void *ctx, int *tried);
+/* explain: the elastic jobs a shrink for j would take from (*ids malloc'd;
+ * 0: shrinking is not enough); the scheduler is left as it was */
+size_t xp_elastic_would_shrink(struct xp_state *st, const struct xp_job *j,
+			       const struct xp_rng *rng, uint64_t **ids);
+long xp_elastic_grow(struct xp_state *st, const struct xp_backfill *bf, struct xp_rng *rng,
+		     xp_emit_fn emit, void *ctx);
+/* state.c: does allocation x match j's request; apply.c: node n to state (its
+ * capacity, the drained rule, the check) */
+int xp_alloc_matches(const struct xp_state *st, const struct xp_job *j, const struct xp_alloc *x);
+void xp_state_node_set(struct xp_state *st, long n, int state);
 /* retention.c: the finish-order FIFO, and the job.forget record */
 void xp_state_note_done(struct xp_state *st, const struct xp_job *j);
 void xp_state_done_rebuild(struct xp_state *st);

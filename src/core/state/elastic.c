@@ -1,0 +1,423 @@
+/*
+ * elastic: jobs whose size moves between a minimum and a maximum
+ * (replicas: {min, max}; docs/design/controller.md, "Elastic jobs").
+ *
+ * spec.replicas is the job's size now: min while pending (the gang that
+ * must fit together), then whatever job.resize records made it; the range
+ * itself (rmin, rmax) never changes, and the canonical spec writes the
+ * range, so a spec read back is the spec submitted. Snapshots keep the
+ * size, the epoch and the resize history beside the spec.
+ *
+ * job.resize {id, epoch, size, keep, add, reason}: the replicas at ranks
+ * keep[] stay (renumbered 0.. in that order), the allocations add[] join
+ * after them. Every replica restarts at the new epoch (the agent stops the
+ * old ones: a checkpoint signal, SIGTERM after the grace), so the replicas
+ * of an epoch are all new processes with XPOOL_WORLD_SIZE = size. The
+ * record is checked whole before anything changes, as every record is.
+ */
+#include "state_int.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../descriptor/tree.h"
+#include "../../lib/signame.h"
+#include "../../lib/xalloc.h"
+
+static const char *const range_keys[] = { "min", "max", NULL };
+static const char *const ckpt_keys[] = { "signal", "grace", NULL };
+
+#define CKPT_GRACE_MAX_MS (3600LL * 1000)
+
+int xp_job_elastic(const struct xp_job *j)
+{
+	return j->spec.rmax > 0;
+}
+
+int xp_ckpt_signal(const struct xp_jobspec *s)
+{
+	return s->ckpt_signal ? s->ckpt_signal : XP_CKPT_SIGNAL_DEFAULT;
+}
+
+int64_t xp_ckpt_grace_ms(const struct xp_jobspec *s)
+{
+	return s->ckpt_grace_ms >= 0 ? s->ckpt_grace_ms : XP_CKPT_GRACE_DEFAULT;
+}
+
+/* "SIGUSR1", "USR1", "usr1" or "10": a signal a process can catch; 0 none */
+static int signal_parse(const char *text)
+{
+	if (*text && strspn(text, "0123456789") == strlen(text)) {
+		long v = strlen(text) < 4 ? atol(text) : 0;
+		return v >= 1 && v <= 64 && v != 9 && v != 19 ? (int)v : 0;
+	}
+	char want[16];
+	size_t n = strlen(text);
+	if (n >= sizeof(want) - 3)
+		return 0;
+	snprintf(want, sizeof(want), "%s%s", strncasecmp(text, "SIG", 3) ? "SIG" : "", text);
+	for (int sig = 1; sig < 64; sig++) {
+		const char *name = xp_signal_name(sig);
+		if (name && !strcasecmp(name, want))
+			return sig != 9 && sig != 19 ? sig : 0;
+	}
+	return 0;
+}
+
+static int parse_range(struct xp_walk *w, const struct xp_tree *r, struct xp_jobspec *s)
+{
+	int64_t lo = 1, hi = 0;
+	int rc = xp_walk_keys(w, r, range_keys);
+	if (rc == 0 && (rc = xp_walk_get_int(w, r, "min", 1, XP_JOB_MAX_REPLICAS, &lo)) == 0)
+		lo = 1;
+	if (rc >= 0 && (rc = xp_walk_get_int(w, r, "max", 1, XP_JOB_MAX_REPLICAS, &hi)) == 0)
+		rc = xp_walk_fail(w, r->line, XP_EINVAL,
+				  "max: expected the most replicas (1..%d) beside min",
+				  XP_JOB_MAX_REPLICAS);
+	if (rc >= 0 && lo > hi) {
+		size_t m = xp_walk_push_key(w, "min");
+		rc = xp_walk_fail(w, r->line, XP_EINVAL, "min (%lld) is above max (%lld)",
+				  (long long)lo, (long long)hi);
+		xp_walk_pop(w, m);
+	}
+	if (rc < 0)
+		return rc;
+	s->rmin = (uint32_t)lo;
+	s->rmax = (uint32_t)hi;
+	s->replicas = s->rmin;
+	return 0;
+}
+
+static int parse_checkpoint(struct xp_walk *w, const struct xp_tree *c, struct xp_jobspec *s)
+{
+	const char *sig = NULL;
+	int rc = xp_walk_want(w, c, XP_TREE_MAP, "a map {signal, grace}");
+	if (rc == 0)
+		rc = xp_walk_keys(w, c, ckpt_keys);
+	if (rc == 0 && (rc = xp_walk_get_str(w, c, "signal", 15, &sig)) > 0) {
+		int v = signal_parse(sig);
+		if (!v) {
+			size_t m = xp_walk_push_key(w, "signal");
+			rc = xp_walk_fail(w, xp_tree_get(c, "signal")->line, XP_EINVAL,
+					  "expected a signal a process can catch such as SIGUSR1, "
+					  "SIGUSR2 or SIGTERM, got '%s'",
+					  XP_SHOW(sig));
+			xp_walk_pop(w, m);
+		}
+		s->ckpt_signal = (uint8_t)v;
+	}
+	if (rc >= 0) {
+		int d = xp_walk_get_duration(w, c, "grace", CKPT_GRACE_MAX_MS, &s->ckpt_grace_ms);
+		rc = d < 0 ? d : 0;
+	}
+	return rc < 0 ? rc : 0;
+}
+
+int xp_elastic_parse(struct xp_walk *w, const struct xp_tree *t, struct xp_jobspec *s)
+{
+	const struct xp_tree *r = xp_tree_field(t, "replicas"), *c;
+	int64_t v;
+	int rc = 0;
+	s->replicas = 1;
+	s->rmin = s->rmax = 0;
+	s->ckpt_signal = 0;
+	s->ckpt_grace_ms = -1;
+	if (r && r->kind == XP_TREE_MAP) {
+		size_t m = xp_walk_push_key(w, "replicas");
+		rc = parse_range(w, r, s);
+		xp_walk_pop(w, m);
+	} else if ((rc = xp_walk_get_int(w, t, "replicas", 1, XP_JOB_MAX_REPLICAS, &v)) > 0) {
+		s->replicas = (uint32_t)v;
+	}
+	if (rc >= 0 && (c = xp_tree_field(t, "checkpoint"))) {
+		size_t m = xp_walk_push_key(w, "checkpoint");
+		rc = parse_checkpoint(w, c, s);
+		xp_walk_pop(w, m);
+	}
+	return rc < 0 ? rc : 0;
+}
+
+void xp_elastic_json(const struct xp_jobspec *s, json_t *o)
+{
+	if (s->rmax)
+		json_object_set_new(
+			o, "replicas",
+			json_pack("{s:i,s:i}", "min", (int)s->rmin, "max", (int)s->rmax));
+	else
+		json_object_set_new(o, "replicas", json_integer(s->replicas));
+	if (!s->ckpt_signal && s->ckpt_grace_ms < 0)
+		return;
+	json_t *c = json_object();
+	if (s->ckpt_signal)
+		json_object_set_new(c, "signal",
+				    json_string(xp_signal_name(s->ckpt_signal)
+							? xp_signal_name(s->ckpt_signal)
+							: "SIGUSR1"));
+	if (s->ckpt_grace_ms >= 0) {
+		char buf[32];
+		snprintf(buf, sizeof(buf), "%lldms", (long long)s->ckpt_grace_ms);
+		json_object_set_new(c, "grace", json_string(buf));
+	}
+	json_object_set_new(o, "checkpoint", c);
+}
+
+/* ---- job.resize ---- */
+
+char *xp_rec_job_resize(const struct xp_state *st, uint64_t id, uint32_t epoch,
+			const uint32_t *keep, uint32_t nkeep, const struct xp_alloc *add,
+			uint32_t nadd, const char *why)
+{
+	json_t *k = json_array();
+	for (uint32_t i = 0; i < nkeep; i++)
+		json_array_append_new(k, json_integer(keep[i]));
+	json_t *o = json_pack("{s:I,s:i,s:i,s:o,s:o,s:s}", "id", (json_int_t)id, "epoch",
+			      (int)epoch, "size", (int)(nkeep + nadd), "keep", k, "add",
+			      xp_allocs_json(st, add, nadd), "reason", why ? why : "");
+	char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	return text;
+}
+
+/* keep[] of a resize record: ascending ranks below size; n of them */
+static int parse_keep(json_t *arr, uint32_t size, uint32_t *keep, uint32_t *n, struct xp_err *err)
+{
+	size_t i;
+	json_t *v;
+	if (!json_is_array(arr) || json_array_size(arr) > size)
+		return xp_errf(err, XP_ECORRUPT, "keep: expected at most %u ranks", size);
+	json_array_foreach(arr, i, v)
+	{
+		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		    json_integer_value(v) >= (json_int_t)size ||
+		    (i && json_integer_value(v) <= (json_int_t)keep[i - 1]))
+			return xp_errf(err, XP_ECORRUPT,
+				       "keep[%zu]: expected ascending ranks below %u", i, size);
+		keep[i] = (uint32_t)json_integer_value(v);
+	}
+	*n = (uint32_t)i;
+	return 0;
+}
+
+/* the added allocations fit the request, their nodes are ready, and they
+ * fit beside what runs (committed on success; nothing on failure) */
+static int commit_added(struct xp_state *st, const struct xp_job *j, struct xp_alloc *a, uint32_t n,
+			struct xp_err *err)
+{
+	uint32_t done = 0;
+	int rc = 0;
+	for (; rc == 0 && done < n; done++) {
+		const struct xp_alloc *x = &a[done];
+		if (st->nodes.v[x->node].state != XP_NODE_READY)
+			rc = xp_errf(err, XP_ESTATE, "node %s is %s", st->c->nodes[x->node].name,
+				     xp_node_state_name(st->nodes.v[x->node].state));
+		else if (!xp_alloc_matches(st, j, x))
+			rc = xp_errf(err, XP_EINVAL, "add[%u] does not match the request", done);
+		else if ((rc = xp_sched_alloc_fits(st->sched, x, err)) == 0)
+			xp_sched_commit(st->sched, x);
+		if (rc < 0)
+			break;
+	}
+	if (rc < 0)
+		while (done-- > 0)
+			xp_sched_release(st->sched, &a[done]);
+	return rc;
+}
+
+struct resize {
+	struct xp_job *j;
+	uint32_t epoch, size, nkeep, nadd;
+	uint32_t *keep;
+	struct xp_alloc *add;
+	const char *why;
+};
+
+static int resize_decode(struct xp_state *st, json_t *o, struct resize *z, struct xp_err *err)
+{
+	json_int_t id, epoch, size;
+	const char *why;
+	json_t *keep, *add;
+	if (json_unpack(o, "{s:I,s:I,s:I,s:o,s:o,s:s}", "id", &id, "epoch", &epoch, "size", &size,
+			"keep", &keep, "add", &add, "reason", &why) < 0 ||
+	    id < 1 || epoch < 1 || epoch > UINT32_MAX || size < 1 || size > XP_JOB_MAX_REPLICAS ||
+	    !json_is_array(add) || json_array_size(add) > XP_JOB_MAX_REPLICAS)
+		return xp_errf(err, XP_ECORRUPT,
+			       "expected {id, epoch 1.., size 1..%d, keep, add, reason}",
+			       XP_JOB_MAX_REPLICAS);
+	z->j = xp_state_job(st, (uint64_t)id);
+	z->why = why;
+	if (!z->j)
+		return xp_errf(err, XP_ENOENT, "no job %lld", (long long)id);
+	struct xp_job *j = z->j;
+	if (j->state != XP_JOB_RUNNING || !xp_job_elastic(j))
+		return xp_errf(err, XP_ESTATE, "job %lld is not a running elastic job",
+			       (long long)id);
+	if ((uint64_t)epoch != (uint64_t)j->epoch + 1)
+		return xp_errf(err, XP_ESTATE, "job %lld is at epoch %u, not %lld", (long long)id,
+			       j->epoch, (long long)epoch - 1);
+	z->epoch = (uint32_t)epoch;
+	z->size = (uint32_t)size;
+	z->keep = XNEWV(uint32_t, j->spec.replicas + 1);
+	int rc = parse_keep(keep, j->spec.replicas, z->keep, &z->nkeep, err);
+	z->nadd = (uint32_t)json_array_size(add);
+	if (rc == 0 && (z->nkeep + z->nadd != z->size || z->size < j->spec.rmin ||
+			z->size > j->spec.rmax || z->size == j->spec.replicas))
+		rc = xp_errf(err, XP_EINVAL,
+			     "job %lld: size %u (%u kept, %u added) is not a new size in %u..%u",
+			     (long long)id, z->size, z->nkeep, z->nadd, j->spec.rmin, j->spec.rmax);
+	z->add = XNEWV(struct xp_alloc, z->nadd + 1);
+	if (rc == 0)
+		rc = xp_allocs_parse(st, add, z->add, z->nadd, err);
+	return rc;
+}
+
+/* the replicas that leave go back to the scheduler (back: recommitted) */
+static void leavers(struct xp_state *st, const struct resize *z, int back)
+{
+	const struct xp_job *j = z->j;
+	for (uint32_t r = 0, k = 0; r < j->spec.replicas; r++) {
+		if (k < z->nkeep && z->keep[k] == r) {
+			k++;
+			continue;
+		}
+		if (back)
+			xp_sched_commit(st->sched, &j->allocs[r]);
+		else
+			xp_sched_release(st->sched, &j->allocs[r]);
+	}
+}
+
+/* everything checked: the job takes its new size */
+static void resize_commit(struct xp_state *st, struct resize *z, int64_t at)
+{
+	struct xp_job *j = z->j;
+	struct xp_alloc *a = XNEWV(struct xp_alloc, z->size);
+	for (uint32_t k = 0; k < z->nkeep; k++)
+		a[k] = j->allocs[z->keep[k]];
+	memcpy(a + z->nkeep, z->add, sizeof(*a) * z->nadd);
+	for (uint32_t r = 0; r < j->spec.replicas; r++) {
+		uint32_t n = j->allocs[r].node;
+		xp_node_run_del(st, n, j, r);
+		if (st->nodes.v[n].jobs == 0 && st->nodes.v[n].state == XP_NODE_DRAINING)
+			xp_state_node_set(st, n, XP_NODE_DRAINED);
+	}
+	if (z->size < j->spec.replicas) {
+		st->cap_grew = 1;
+		j->shrunk = 1;
+	}
+	free(j->allocs);
+	j->allocs = a;
+	j->spec.replicas = z->size;
+	free(j->exited);
+	j->exited = XNEWV(uint8_t, z->size); /* every replica starts anew */
+	for (uint32_t r = 0; r < z->size; r++)
+		xp_node_run_add(st, a[r].node, j, r);
+	j->epoch = z->epoch;
+	j->resizes++;
+	j->resized_at = at;
+	free(j->resize_why);
+	j->resize_why = *z->why ? xstrdup(z->why) : NULL;
+}
+
+int xp_elastic_resize_apply(struct xp_state *st, json_t *o, int64_t at, struct xp_event_info *ev,
+			    struct xp_err *err)
+{
+	struct resize z = { 0 };
+	int rc = resize_decode(st, o, &z, err);
+	if (rc == 0)
+		rc = xp_state_sched(st, err);
+	struct xp_job *j = z.j;
+	if (rc == 0) {
+		leavers(st, &z, 0);
+		if ((rc = commit_added(st, j, z.add, z.nadd, err)) < 0)
+			leavers(st, &z, 1);
+	}
+	if (rc == 0) { /* quotas count the size: never over a max */
+		uint64_t d[XP_RES_N], da[XP_RES_N];
+		uint32_t where;
+		int res;
+		xp_usage_charge(st, j, -1);
+		struct xp_alloc *kept = XNEWV(struct xp_alloc, z.nkeep + 1);
+		for (uint32_t k = 0; k < z.nkeep; k++)
+			kept[k] = j->allocs[z.keep[k]];
+		xp_demand_of(st, kept, z.nkeep, d);
+		xp_demand_of(st, z.add, z.nadd, da);
+		free(kept);
+		for (int r = 0; r < XP_RES_N; r++)
+			d[r] += da[r];
+		if (xp_queue_admits(st, j->queue, d, &where, &res) < 0) {
+			xp_usage_charge(st, j, 1);
+			xp_unplace(st, z.add, z.nadd);
+			leavers(st, &z, 1);
+			rc = xp_errf(err, XP_ENOSPC, "queue %s would exceed its max of %s",
+				     st->queues.v[where].name, xp_res_name(res));
+		}
+	}
+	if (rc == 0) {
+		xp_meter_close_run(st, j, at); /* the size so far, as one run */
+		resize_commit(st, &z, at);
+		xp_usage_charge(st, j, 1);
+		XP_JOB_CHECK(st, j, XP_JOB_RUNNING);
+		ev->type = "job.resized";
+		ev->job = j->id;
+		ev->tenant = j->tenant;
+		ev->node = (int32_t)j->allocs[0].node;
+		ev->state = XP_JOB_RUNNING;
+	}
+	free(z.keep);
+	free(z.add);
+	return rc;
+}
+
+/* ---- the job's life around it ---- */
+
+void xp_elastic_started(struct xp_state *st, struct xp_job *j)
+{
+	j->epoch = 0;
+	j->resized_at = 0;
+	j->shrunk = 0;
+	if (j->spec.rmax > j->spec.replicas)
+		st->cap_grew = 1; /* a full pass next: it grows into what is left */
+}
+
+void xp_elastic_requeued(struct xp_job *j)
+{
+	if (xp_job_elastic(j))
+		j->spec.replicas = j->spec.rmin; /* the gang again */
+	j->epoch = 0;
+	j->resized_at = 0;
+}
+
+void xp_elastic_snapshot(const struct xp_job *j, json_t *jo)
+{
+	if (!xp_job_elastic(j) && !j->resizes)
+		return;
+	json_t *e = json_pack("{s:i,s:i,s:i,s:I}", "size", (int)j->spec.replicas, "epoch",
+			      (int)j->epoch, "resizes", (int)j->resizes, "resized_at",
+			      (json_int_t)j->resized_at);
+	if (j->resize_why)
+		json_object_set_new(e, "reason", json_string(j->resize_why));
+	json_object_set_new(jo, "elastic", e);
+}
+
+int xp_elastic_restore(struct xp_job *j, json_t *jo, struct xp_err *err)
+{
+	json_t *e = json_object_get(jo, "elastic");
+	json_int_t size = j->spec.replicas, epoch = 0, resizes = 0, at = 0;
+	const char *why = NULL;
+	if (!e)
+		return 0;
+	if (json_unpack(e, "{s:I,s:I,s:I,s:I,s?s}", "size", &size, "epoch", &epoch, "resizes",
+			&resizes, "resized_at", &at, "reason", &why) < 0 ||
+	    !xp_job_elastic(j) || size < j->spec.rmin || size > j->spec.rmax || epoch < 0 ||
+	    epoch > UINT32_MAX || resizes < 0 || resizes > UINT32_MAX)
+		return xp_errf(err, XP_ECORRUPT, "snapshot: job %llu: bad elastic size",
+			       (unsigned long long)j->id);
+	j->spec.replicas = (uint32_t)size;
+	j->epoch = (uint32_t)epoch;
+	j->resizes = (uint32_t)resizes;
+	j->resized_at = at;
+	j->resize_why = why && *why ? xstrdup(why) : NULL;
+	return 0;
+}

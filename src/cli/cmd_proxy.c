@@ -440,9 +440,10 @@ static struct backend *backend_of(struct backend **bs, size_t *n, const char *sv
 	return &(*bs)[(*n)++];
 }
 
-/* one pass over every proxied service; 0, or -1 with x->err set */
+/* one pass over every proxied service; 0, or -1 with x->err set. *version
+ * gets the endpoints' version the pass saw, *first a service to watch */
 static int sync_pass(struct xp_cli *x, const char *sock, struct backend **bs, size_t *nb,
-		     long long drain_max)
+		     long long drain_max, long long *version, char *first, size_t flen)
 {
 	json_t *svcs = NULL, *s;
 	size_t i;
@@ -459,6 +460,10 @@ static int sync_pass(struct xp_cli *x, const char *sock, struct backend **bs, si
 		if (rc == 0)
 			rc = sync_backend(sock, b, json_object_get(reply, "endpoints"), drain_max,
 					  xp_cli_now_ms(), &x->err);
+		if (rc == 0 && i == 0) {
+			xp_cli_jint(reply, "version", version);
+			snprintf(first, flen, "%s", xp_cli_jstr(s, "name"));
+		}
 		json_decref(reply);
 		xp_sb_free(&p);
 		if (rc < 0)
@@ -476,7 +481,9 @@ int xp_cmd_proxy_sync(int argc, char **argv)
 		"[--drain-max DURATION] [--once]",
 		"Keep a running HAProxy (configured by `xpool service proxy-config`) in step "
 		"with the services' endpoints through its runtime API: new replicas take a "
-		"free slot, gone ones drain and leave once idle. Runs until stopped.",
+		"free slot, gone ones drain and leave once idle. It waits on the endpoints "
+		"with a long poll (and looks every --interval while a slot drains). Runs "
+		"until stopped.",
 		"NAME",
 		0,
 		-1,
@@ -515,13 +522,34 @@ int xp_cmd_proxy_sync(int argc, char **argv)
 		goto out;
 	}
 	for (;;) {
-		if (sync_pass(&x, sock->sval, &bs, &nb, drain_max) < 0) {
+		long long version = -1;
+		char first[64] = "";
+		if (sync_pass(&x, sock->sval, &bs, &nb, drain_max, &version, first,
+			      sizeof(first)) < 0) {
 			status = xp_cli_fail_api(&x);
 			if (xp_flag_get(flags, "once")->bval)
 				goto out;
 		}
 		if (xp_flag_get(flags, "once")->bval)
 			break;
+		int draining = 0; /* a draining slot is looked at every interval */
+		for (size_t i = 0; i < nb; i++)
+			for (int k = 0; k < bs[i].n; k++)
+				draining |= bs[i].s[k].draining;
+		if (!draining && version >= 0 && first[0]) {
+			/* nothing to watch but the endpoints: a long poll until they
+			 * change (any service's), or 10 s */
+			struct xp_sb p = { 0 };
+			json_t *r = NULL;
+			xp_sb_puts(&p, "/v1/services/");
+			xp_client_escape(&p, first);
+			xp_sb_printf(&p, "/endpoints?since=%lld&wait=10", version);
+			int rc = xp_cli_call(&x, "GET", p.s, NULL, &r);
+			json_decref(r);
+			xp_sb_free(&p);
+			if (rc == 0)
+				continue;
+		}
 		struct timespec ts = { interval / 1000, (interval % 1000) * 1000000L };
 		nanosleep(&ts, NULL);
 	}

@@ -246,9 +246,9 @@ void xp_api_service_endpoints(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	struct xp_service *s = visible(ctl, cmd);
 	if (!s)
 		return;
+	cmd->id = xp_ep_version(ctl); /* for a long poll's wait (http_wait.c) */
 	xp_reply_json(cmd, 200,
 		      xp_json_take(json_pack("{s:s,s:i,s:I,s:o}", "service", s->spec.name, "port",
-					     (int)s->spec.port, "version",
-					     (json_int_t)ctl->ep_version, "endpoints",
-					     xp_service_endpoints(ctl, s))));
+					     (int)s->spec.port, "version", (json_int_t)cmd->id,
+					     "endpoints", xp_service_endpoints(ctl, s))));
 }

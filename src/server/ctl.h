@@ -291,6 +291,7 @@ struct xp_http_acct {
  * (the handler runs again). Keys: a node's assignments, the event ring. */
 #define XP_PARK_NODE(n) ((uint32_t)(n))
 #define XP_PARK_EVENTS 0xffffffffu
+#define XP_PARK_SERVICES 0xfffffffeu /* services' endpoints (xp_ep_bump) */
 enum { XP_PARK_WOKEN = 1, XP_PARK_EXPIRED, XP_PARK_STOPPED };
 struct MHD_Connection;
 struct xp_park {
@@ -375,7 +376,8 @@ struct xp_ctl {
 				       * from the agents' heartbeats (not journaled) */
 	struct xp_intmap svc_live;    /* job id -> struct xp_svc_rep: a service replica's
 				       * port and readiness (heartbeats), and its drain */
-	uint64_t ep_version;	      /* bumped when any service's endpoints change */
+	uint64_t ep_version;	      /* bumped when any service's endpoints change
+				       * (xp_ep_bump; read by pool threads: atomic) */
 	int64_t svc_settle_until;     /* services.c: no replica is taken away before (ms):
 				       * after a start, readiness is unknown until the
 				       * agents' first heartbeats */
@@ -464,6 +466,9 @@ void xp_svc_reports_apply(struct xp_ctl *ctl, long node, struct xp_svc_report *r
 struct json_t *xp_service_json(struct xp_ctl *ctl, const struct xp_service *s, int64_t now);
 struct json_t *xp_service_endpoints(struct xp_ctl *ctl, const struct xp_service *s);
 void xp_svc_live_free(struct xp_ctl *ctl);
+/* The endpoints changed: a new version, and the long polls on it woken. */
+void xp_ep_bump(struct xp_ctl *ctl);
+uint64_t xp_ep_version(struct xp_ctl *ctl);
 void xp_scalers_free(struct xp_ctl *ctl);
 
 /* api_services.c: /v1/services */

@@ -375,6 +375,8 @@ static enum MHD_Result dispatch(struct conn *k, const char *url)
 		return xp_http_send(k);
 	if (k->rt->edge == EDGE_WATCH)
 		return xp_http_watch(k);
+	if (k->rt->edge == EDGE_EPWATCH)
+		return xp_http_epwatch(k);
 	k->state = K_OWNER;
 	return xp_http_to_owner(k);
 }
@@ -384,8 +386,10 @@ static enum MHD_Result resumed(struct conn *k)
 {
 	if (k->events)
 		return xp_http_events(k);
+	if (k->state == K_WATCH && !k->owner_done)
+		return xp_http_to_owner(k);
 	if (k->state == K_WATCH)
-		return k->owner_done ? xp_http_watch(k) : xp_http_to_owner(k);
+		return k->rt->edge == EDGE_EPWATCH ? xp_http_epwatch(k) : xp_http_watch(k);
 	if (k->cmd.logs && k->cmd.status == 200) {
 		free(k->cmd.reply);
 		k->cmd.reply = NULL;

@@ -18,6 +18,7 @@ enum {
 	EDGE_NODES,    /* a cluster descriptor */
 	EDGE_RAW,      /* bytes as they are (an agent's log upload) */
 	EDGE_WATCH,    /* a long poll on a node's assignments (http_wait.c) */
+	EDGE_EPWATCH,  /* a long poll on services' endpoints (http_wait.c) */
 	EDGE_PATCH,    /* a change to a pending job (spec.h) */
 	EDGE_WORKFLOW, /* a workflow (src/edge) */
 	EDGE_JSON,     /* a JSON object the handler reads (reports, queues, tokens) */
@@ -73,6 +74,7 @@ int xp_http_parse(struct conn *k);
 /* http_wait.c: requests that wait, and replies that stream */
 enum MHD_Result xp_http_events(struct conn *k);
 enum MHD_Result xp_http_watch(struct conn *k);
+enum MHD_Result xp_http_epwatch(struct conn *k);
 enum MHD_Result xp_http_logs(struct conn *k);
 enum MHD_Result xp_http_metrics(struct conn *k, int full);
 enum MHD_Result xp_http_ui(struct conn *k, int script);

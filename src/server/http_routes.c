@@ -62,7 +62,7 @@ static const struct route routes[] = {
 	{ "POST", "/v1/services/{name}/promote", xp_api_service_promote, T, 0, SMALL },
 	{ "POST", "/v1/services/{name}/rollback", xp_api_service_rollback, T, 0, SMALL },
 	{ "POST", "/v1/services/{name}/scale", xp_api_service_scale, T, EDGE_JSON, SMALL },
-	{ "GET", "/v1/services/{name}/endpoints", xp_api_service_endpoints, T, 0, SMALL },
+	{ "GET", "/v1/services/{name}/endpoints", xp_api_service_endpoints, T, EDGE_EPWATCH, SMALL },
 	{ "GET", "/v1/nodes", xp_api_nodes_list, T, 0, SMALL },
 	{ "POST", "/v1/nodes", xp_api_nodes_add, A, EDGE_NODES, 0 },
 	{ "GET", "/v1/nodes/{name}", xp_api_node_get, T, 0, SMALL },

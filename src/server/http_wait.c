@@ -9,6 +9,8 @@
  *       version and every node are unchanged, parks without the owner and
  *       gets that reply again at its deadline (the same version is the
  *       same list: every job record of a job running there bumps it);
+ *   GET /v1/services/NAME/endpoints?since=V&wait=S   parks until any
+ *       service's endpoints change (xp_ep_bump), or S seconds;
  *   GET /v1/events?since=N&wait=S   parks on the event ring until an event
  *       is durable; with Accept: text/event-stream a stream whose reader
  *       parks between events (a keep-alive comment every 15 s);
@@ -122,6 +124,41 @@ enum MHD_Result xp_http_watch(struct conn *k)
 	cmd->reply = NULL;
 	k->cached = 0;
 	k->epoch = atomic_load(&ctl->node_epoch);
+	return xp_http_to_owner(k);
+}
+
+/* ---- the endpoints long poll ---- */
+
+/* GET /v1/services/NAME/endpoints?since=V&wait=S: the owner answers (cmd->id:
+ * the endpoints' version); while it is not past V the request parks on
+ * every service's endpoints until one changes (xp_ep_bump), or S seconds. */
+enum MHD_Result xp_http_epwatch(struct conn *k)
+{
+	struct xp_ctl *ctl = k->ctl;
+	struct xp_cmd *cmd = &k->cmd;
+	if (k->state == K_BODY) {
+		const char *qs = xp_cmd_query(cmd, "since"), *qw = xp_cmd_query(cmd, "wait");
+		int64_t since = 0, wait = 0;
+		if (qs && xp_parse_i64(qs, 0, INT64_MAX, &since) < 0)
+			return xp_http_error(k, XP_EINVAL, "since",
+					     "since: expected a version, got '%s'", qs);
+		if (qw && xp_parse_i64(qw, 0, 120, &wait) < 0)
+			return xp_http_error(k, XP_EINVAL, "wait",
+					     "wait: expected seconds 0..120, got '%s'", qw);
+		k->since = (uint64_t)since;
+		k->deadline = xp_ctl_now() + wait * 1000;
+		k->state = K_WATCH;
+		return xp_http_to_owner(k);
+	}
+	if (cmd->status != 200 || cmd->id > k->since || xp_ctl_now() >= k->deadline ||
+	    !ctl->ready)
+		return xp_http_send(k);
+	uint64_t gen = xp_park_gen(ctl, XP_PARK_SERVICES);
+	if (xp_ep_version(ctl) <= k->since &&
+	    xp_park_if(ctl, &k->park, k->c, XP_PARK_SERVICES, gen, k->deadline))
+		return MHD_YES; /* woken or expired: the owner is asked again */
+	free(cmd->reply);
+	cmd->reply = NULL;
 	return xp_http_to_owner(k);
 }
 

@@ -367,7 +367,7 @@ static int journal(struct xp_ctl *ctl, const char *type, char *body, struct type
 		free(xp_intmap_del(&ctl->gpu_use, job->id)); /* the run ended */
 		if (xp_intmap_get(&ctl->svc_live, job->id)) { /* out of its service's endpoints */
 			free(xp_intmap_del(&ctl->svc_live, job->id));
-			ctl->ep_version++;
+			xp_ep_bump(ctl);
 		}
 	}
 	if (ev.job && !strcmp(type, "job.start")) {

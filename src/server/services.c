@@ -112,7 +112,7 @@ void xp_svc_reports_apply(struct xp_ctl *ctl, long node, struct xp_svc_report *r
 			continue; /* stale, or not this node's to report */
 		struct xp_svc_rep *p = rep_of(ctl, j, 1);
 		if (p->port != (uint16_t)r[i].port || p->ready != (uint8_t)!!r[i].ready)
-			ctl->ep_version++;
+			xp_ep_bump(ctl);
 		p->port = (uint16_t)r[i].port;
 		p->ready = (uint8_t)!!r[i].ready;
 		p->seen = now;
@@ -121,6 +121,17 @@ void xp_svc_reports_apply(struct xp_ctl *ctl, long node, struct xp_svc_report *r
 			p->load_at = now;
 		}
 	}
+}
+
+void xp_ep_bump(struct xp_ctl *ctl)
+{
+	__atomic_add_fetch(&ctl->ep_version, 1, __ATOMIC_RELEASE);
+	xp_park_wake(ctl, XP_PARK_SERVICES);
+}
+
+uint64_t xp_ep_version(struct xp_ctl *ctl)
+{
+	return __atomic_load_n(&ctl->ep_version, __ATOMIC_ACQUIRE);
 }
 
 void xp_svc_live_free(struct xp_ctl *ctl)
@@ -245,7 +256,7 @@ static uint32_t remove_replicas(struct xp_ctl *ctl, struct xp_service *s, uint32
 		struct xp_svc_rep *p = rep_of(ctl, pick, 0);
 		p->drain_at = now;
 		p->stop_at = now + s->spec.drain_ms;
-		ctl->ep_version++;
+		xp_ep_bump(ctl);
 		ready--;
 		gone++;
 	}

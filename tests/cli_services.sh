@@ -148,8 +148,17 @@ until_ok 30 through || fail "no answer through haproxy: $(cat "$T/sync.log" "$T/
 rm -f "$T/stop"
 "$LOAD" 127.0.0.1 "$PORT" 8 600 "$T/stop" >"$T/load.out" 2>"$T/load.err" &
 LOADPID=$!
+# a long poll on the endpoints answers when they change, before its 30 s
+V=$("$XP" service endpoints web -o json | jq .version)
+curl -sf -H "Authorization: Bearer $XPOOL_TOKEN" \
+	"$XPOOL_ADDR/v1/services/web/endpoints?since=$V&wait=30" >"$T/poll.out" &
+POLL=$!
 run service scale web 4 --reason "test: more"
 expect 0 "scale 4"
+polled() { ! kill -0 "$POLL" 2>/dev/null; }
+until_ok 20 polled || fail "the endpoints' long poll did not answer on a change"
+wait "$POLL"
+jq -e ".version > $V" "$T/poll.out" >/dev/null || fail "the long poll's answer: $(cat "$T/poll.out")"
 until_ok 60 ready_count 4 || fail "web did not reach 4 ready: $("$XP" service get web 2>&1)"
 synced() { [ "$(grep -c ' ready$' "$T/sync.log")" -ge "$1" ]; }
 until_ok 30 synced 4 || fail "proxy-sync did not add 4: $(cat "$T/sync.log")"
@@ -266,6 +275,25 @@ failing() { "$XP" service get crash -o json | jq -e '.status == "failing" and (.
 until_ok 90 failing || fail "crash-looping service not reported: $("$XP" service get crash -o json)"
 run service get crash
 grep -q 'failing' "$T/out" || fail "service get crash: $(cat "$T/out")"
+
+# ---- replicas that run but never pass their check: said, not silent ----
+cat >"$T/never.yaml" <<EOF
+kind: service
+name: never
+readiness: {http: /healthz, period: 200ms}
+template:
+  node: $NODE
+  resources: {cpu: 100m, memory: 64}
+  command: [$SVC]
+  env: {SVC_UNREADY: "$T/never-unready"}
+EOF
+: >"$T/never-unready"
+run service create "$T/never.yaml"
+expect 0 "service create never"
+unready_said() { "$XP" service get never -o json | jq -e '.status == "progressing" and (.message | test("1 running replica\\(s\\) not ready"))' >/dev/null; }
+until_ok 60 unready_said || fail "replicas that never get ready are not reported: $("$XP" service get never -o json)"
+run service delete never
+expect 0 "service delete never"
 
 # ---- a controller restart keeps the services and their counts ----
 stop_server

@@ -557,7 +557,29 @@ static const char *status_of(struct xp_ctl *ctl, const struct xp_service *s, uin
 			 s->fail_streak, next > 0 ? "; the next starts after a back-off" : "");
 		return s->fail_streak >= 3 ? "failing" : "progressing";
 	}
-	return ready >= s->desired ? "ready" : "progressing";
+	if (ready >= s->desired)
+		return "ready";
+	/* not enough ready: say what holds the others */
+	uint32_t unready = 0, pending = 0;
+	const struct xp_job *waiting = NULL;
+	for (size_t k = 0; k < s->jobs.n; k++) {
+		const struct xp_job *j = xp_state_job(ctl->st, s->jobs.v[k]);
+		if (!j || draining(ctl, j))
+			continue;
+		unready += j->state == XP_JOB_RUNNING && !serving(ctl, j);
+		pending += j->state == XP_JOB_PENDING;
+		waiting = !waiting && j->state == XP_JOB_PENDING ? j : waiting;
+	}
+	if (unready)
+		snprintf(msg, len,
+			 "%u running replica(s) not ready: %s on their port does not pass yet", unready,
+			 s->spec.ready.kind == XP_PROBE_HTTP ? "the readiness check (HTTP GET)"
+							     : "a TCP connect");
+	else if (waiting)
+		snprintf(msg, len, "%u replica(s) pending (job %llu: %s; xpool explain %llu)", pending,
+			 (unsigned long long)waiting->id, xp_pend_name(waiting->verdict),
+			 (unsigned long long)waiting->id);
+	return "progressing";
 }
 
 json_t *xp_service_json(struct xp_ctl *ctl, const struct xp_service *s, int64_t now)

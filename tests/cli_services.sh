@@ -98,7 +98,7 @@ replicas: {min: 1, max: 4}
 port: $PORT2
 readiness: {http: /healthz, period: 200ms}
 drain: 1s
-autoscale: {metric: inflight, target: 2, period: 500ms, down_window: 3s}
+autoscale: {metric: inflight, target: 2, period: 500ms, down_window: 3s, predict: 30s}
 template:
   node: $NODE
   resources: {cpu: 100m, memory: 64}
@@ -256,7 +256,7 @@ read -r _ sent _ okn _ failed <"$T/load2.out"
 echo "load through haproxy while autoscaling 1 -> 4 -> 1: $sent requests, $failed failed"
 [ "$lrc" -eq 0 ] && [ "${failed:-1}" -eq 0 ] || fail "requests failed while autoscaling: $(cat "$T/load2.out" "$T/load2.err")"
 run service get auto
-grep -q 'autoscaler: inflight .* -> 4 replicas' "$T/out" &&
+grep -q 'autoscaler: inflight .* measured, .* forecast 30s ahead) .* -> 4 replicas' "$T/out" &&
 	grep -q 'autoscaler: inflight .* -> 1 replicas' "$T/out" ||
 	fail "the scalings and their reasons are not shown: $(cat "$T/out")"
 

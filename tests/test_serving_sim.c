@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "lib/rng.h"
+#include "core/state/hpa.h"
 #include "sim/load.h"
 #include "sim/serving.h"
 
@@ -118,13 +119,13 @@ static void test_predict(void **state)
 		flat[i] = 5;
 	}
 	/* a line is continued: 10 steps ahead of 3.9 is 4.9 */
-	assert_true(fabs(xp_load_predict(ramp, 30, 60, 600) - 4.9) < 1e-9);
-	assert_true(fabs(xp_load_predict(flat, 30, 60, 600) - 5) < 1e-12);
-	assert_true(xp_load_noise(flat, 30) == 0);
+	assert_true(fabs(xp_hpa_predict(ramp, 30, 60, 600) - 4.9) < 1e-9);
+	assert_true(fabs(xp_hpa_predict(flat, 30, 60, 600) - 5) < 1e-12);
+	assert_true(xp_hpa_noise(flat, 30) == 0);
 	/* a fall is not extrapolated below the last values */
 	double fall[10] = { 10, 9, 8, 7, 6, 5, 4, 3, 2, 1 };
-	assert_true(fabs(xp_load_predict(fall, 10, 60, 600) - 2) < 1e-12);
-	assert_true(xp_load_predict(fall, 0, 60, 600) == 0);
+	assert_true(fabs(xp_hpa_predict(fall, 10, 60, 600) - 2) < 1e-12);
+	assert_true(xp_hpa_predict(fall, 0, 60, 600) == 0);
 }
 
 /* ---- the queue model ---- */

@@ -49,6 +49,9 @@ struct xp_scaler {
 	int64_t next_at; /* ms */
 	double metric;	 /* the last per-replica value the rule saw, < 0: none yet */
 	uint32_t measured;
+	double *hist;	 /* the load seen each period, oldest first (autoscale.predict) */
+	size_t nhist, caphist;
+	double predicted; /* the forecast per replica the last period, < 0: none */
 	char why[256];
 };
 
@@ -351,7 +354,7 @@ static struct xp_scaler *scaler_of(struct xp_ctl *ctl, const struct xp_service *
 	o.tolerance = as->tolerance;
 	o.up_window_s = as->up_window_ms / 1000;
 	o.down_window_s = as->down_window_ms / 1000;
-	struct xp_scaler sc = { .first_job = s->first_job, .metric = -1 };
+	struct xp_scaler sc = { .first_job = s->first_job, .metric = -1, .predicted = -1 };
 	snprintf(sc.name, sizeof(sc.name), "%s", s->spec.name);
 	if (xp_hpa_init(&sc.h, &o, &err) < 0) {
 		fprintf(stderr, "xpool server: service %s: autoscaler: %s\n", s->spec.name,
@@ -365,8 +368,10 @@ static struct xp_scaler *scaler_of(struct xp_ctl *ctl, const struct xp_service *
 
 void xp_scalers_free(struct xp_ctl *ctl)
 {
-	for (size_t i = 0; i < ctl->nscalers; i++)
+	for (size_t i = 0; i < ctl->nscalers; i++) {
 		xp_hpa_free(&ctl->scalers[i].h);
+		free(ctl->scalers[i].hist);
+	}
 	free(ctl->scalers);
 	ctl->scalers = NULL;
 	ctl->nscalers = 0;
@@ -376,8 +381,37 @@ void xp_scalers_free(struct xp_ctl *ctl)
  * replicas that report; the others count as 0 when that mean says scale up,
  * as on target when it says scale down (so a replica still starting never
  * makes the service shrink). -1 when none reports. */
+/* The forecast term (autoscale.predict): the load series of the service,
+ * one value a period, forecast predict_ms ahead by the rule the simulator
+ * uses (xp_hpa_predict: trend, recent mean, same time yesterday), as a
+ * per-replica value over the current count; -1 when off. A rate or a
+ * count in flight is kept as the service's total; a latency as it is. */
+static double forecast(struct xp_scaler *a, const struct xp_service *s, double total,
+		       double per_replica)
+{
+	const struct xp_autoscale *as = &s->spec.scale;
+	if (!as->predict_ms)
+		return -1;
+	size_t most = (size_t)(86400000 / as->period_ms) + 2 * XP_HPA_PRED_TREND + 16;
+	most = most > 200000 ? 200000 : most;
+	if (a->nhist == most) { /* the oldest half goes */
+		memmove(a->hist, a->hist + most / 2, (most - most / 2) * sizeof(*a->hist));
+		a->nhist -= most / 2;
+	}
+	if (a->nhist == a->caphist) {
+		a->caphist = a->caphist ? 2 * a->caphist : 64;
+		a->caphist = a->caphist > most ? most : a->caphist;
+		a->hist = xrealloc(a->hist, a->caphist * sizeof(*a->hist));
+	}
+	int latency = as->metric == XP_METRIC_LATENCY;
+	a->hist[a->nhist++] = latency ? per_replica : total;
+	double ahead = xp_hpa_predict(a->hist, a->nhist, (double)as->period_ms / 1000,
+				      (double)as->predict_ms / 1000);
+	return latency ? ahead : ahead / (s->desired ? s->desired : 1);
+}
+
 static double metric_now(struct xp_ctl *ctl, const struct xp_service *s, int64_t now,
-			 uint32_t *measured)
+			 uint32_t *measured, double *total)
 {
 	const struct xp_autoscale *as = &s->spec.scale;
 	int64_t fresh = 3 * as->period_ms > 10000 ? 3 * as->period_ms : 10000;
@@ -392,6 +426,7 @@ static double metric_now(struct xp_ctl *ctl, const struct xp_service *s, int64_t
 		}
 	}
 	*measured = n;
+	*total = sum;
 	if (!n)
 		return -1;
 	uint32_t all = s->desired > n ? s->desired : n;
@@ -406,7 +441,8 @@ static void autoscale(struct xp_ctl *ctl, struct xp_service *s, int64_t now)
 		return;
 	a->next_at = now + s->spec.scale.period_ms;
 	uint32_t n;
-	double m = metric_now(ctl, s, now, &n);
+	double total = 0;
+	double m = metric_now(ctl, s, now, &n, &total);
 	a->metric = m;
 	a->measured = n;
 	if (m < 0) {
@@ -414,13 +450,18 @@ static void autoscale(struct xp_ctl *ctl, struct xp_service *s, int64_t now)
 			 xp_metric_name(s->spec.scale.metric));
 		return;
 	}
-	uint32_t want = xp_hpa_step(&a->h, now / 1000, s->desired, m, -1);
-	char reason[256];
+	double p = forecast(a, s, total, m);
+	a->predicted = p;
+	uint32_t want = xp_hpa_step(&a->h, now / 1000, s->desired, m, p);
+	char reason[256], ahead[80] = "";
+	if (p >= 0)
+		snprintf(ahead, sizeof(ahead), ", %.3g forecast %llds ahead", p,
+			 (long long)(s->spec.scale.predict_ms / 1000));
 	snprintf(reason, sizeof(reason),
-		 "autoscaler: %s %.3g per replica (%u of %u measured) against a target of %g: "
+		 "autoscaler: %s %.3g per replica (%u of %u measured%s) against a target of %g: "
 		 "%u -> %u replicas",
-		 xp_metric_name(s->spec.scale.metric), m, n, s->desired, s->spec.scale.target,
-		 s->desired, want);
+		 xp_metric_name(s->spec.scale.metric), m, n, s->desired, ahead,
+		 s->spec.scale.target, s->desired, want);
 	snprintf(a->why, sizeof(a->why), "%s", reason + 12);
 	if (want == s->desired)
 		return;
@@ -441,6 +482,8 @@ static json_t *autoscale_json(struct xp_ctl *ctl, const struct xp_service *s)
 			      "target", s->spec.scale.target);
 	if (a && a->metric >= 0)
 		json_object_set_new(o, "current", json_real(a->metric));
+	if (a && a->predicted >= 0)
+		json_object_set_new(o, "forecast", json_real(a->predicted));
 	if (a)
 		json_object_set_new(o, "measured", json_integer(a->measured));
 	if (a && a->why[0])

@@ -59,16 +59,7 @@ double xp_load_peak(const struct xp_load *l);
 double xp_load_mean(const struct xp_load *l);
 double xp_load_duration(const struct xp_load *l);
 
-/* xpool's forecast of the rate lead_s ahead from what was observed so far
- * (obs[0..n), one value per step_s): the largest of the last value, the
- * mean of the last three, and a least-squares line over the last
- * XP_PRED_TREND steps extrapolated lead_s ahead; with more than a day of
- * history, also the value a day before the target time scaled by today's
- * recent level over yesterday's. 0 when n is 0. */
-#define XP_PRED_TREND 10
-double xp_load_predict(const double *obs, size_t n, double step_s, double lead_s);
-/* The load's short-term noise: the standard deviation of the last
- * XP_PRED_TREND values (0 under two). */
-double xp_load_noise(const double *obs, size_t n);
+/* The forecast of a load series and its noise: xp_hpa_predict() and
+ * xp_hpa_noise() in core/state/hpa.h, shared with the live autoscaler. */
 
 #endif

@@ -130,8 +130,8 @@ static double forecast(const struct sv *s, size_t nobs)
 {
 	const struct xp_serve_opts *o = s->o;
 	const struct xp_load *l = s->l;
-	double ahead = xp_load_predict(l->qps, nobs, l->step_s, (double)o->lead_s);
-	double hi = ahead + o->noise_z * xp_load_noise(l->qps, nobs);
+	double ahead = xp_hpa_predict(l->qps, nobs, l->step_s, (double)o->lead_s);
+	double hi = ahead + o->noise_z * xp_hpa_noise(l->qps, nobs);
 	uint32_t c = xp_mmc_servers(hi, o->capacity, o->slo_s, 0.01, o->gpus);
 	double slo = (double)c * o->target * o->capacity;
 	return ahead > slo ? ahead : slo;

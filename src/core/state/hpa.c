@@ -144,3 +144,65 @@ uint32_t xp_hpa_step(struct xp_hpa *h, int64_t now, uint32_t current, double met
 		want = h->o.max;
 	return want;
 }
+
+/* least squares over obs[n-k..n), evaluated `ahead` steps after the last */
+static double trend(const double *obs, size_t n, size_t k, double ahead)
+{
+	double sx = 0, sy = 0, sxx = 0, sxy = 0;
+	for (size_t i = 0; i < k; i++) {
+		double x = (double)i, y = obs[n - k + i];
+		sx += x;
+		sy += y;
+		sxx += x * x;
+		sxy += x * y;
+	}
+	double d = (double)k * sxx - sx * sx;
+	double b = d > 0 ? ((double)k * sxy - sx * sy) / d : 0;
+	double a = (sy - b * sx) / (double)k;
+	return a + b * ((double)(k - 1) + ahead);
+}
+
+static double mean_of(const double *v, size_t n)
+{
+	double s = 0;
+	for (size_t i = 0; i < n; i++)
+		s += v[i];
+	return n ? s / (double)n : 0;
+}
+
+double xp_hpa_predict(const double *obs, size_t n, double step_s, double lead_s)
+{
+	if (!n)
+		return 0;
+	double ahead = lead_s / step_s, best = obs[n - 1];
+	size_t k3 = n < 3 ? n : 3, kt = n < XP_HPA_PRED_TREND ? n : XP_HPA_PRED_TREND;
+	double m3 = mean_of(obs + n - k3, k3);
+	if (m3 > best)
+		best = m3;
+	if (kt >= 3) {
+		double tr = trend(obs, n, kt, ahead);
+		if (tr > best)
+			best = tr;
+	}
+	size_t day = (size_t)llround(86400 / step_s), lead = (size_t)llround(ahead);
+	if (n > day + kt && lead < day) { /* same time yesterday, scaled to today's level */
+		size_t at = n - 1 - day + lead;
+		double then = mean_of(obs + n - day - kt, kt), now = mean_of(obs + n - kt, kt);
+		double ratio = then > 0 ? now / then : 1;
+		double y = obs[at] * (ratio < 4 ? ratio : 4);
+		if (y > best)
+			best = y;
+	}
+	return best;
+}
+
+double xp_hpa_noise(const double *obs, size_t n)
+{
+	size_t k = n < XP_HPA_PRED_TREND ? n : XP_HPA_PRED_TREND;
+	if (k < 2)
+		return 0;
+	double m = mean_of(obs + n - k, k), ss = 0;
+	for (size_t i = n - k; i < n; i++)
+		ss += (obs[i] - m) * (obs[i] - m);
+	return sqrt(ss / (double)(k - 1));
+}

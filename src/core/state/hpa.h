@@ -86,4 +86,16 @@ uint32_t xp_hpa_raw(const struct xp_hpa_opts *o, uint32_t current, double metric
 uint32_t xp_hpa_step(struct xp_hpa *h, int64_t now, uint32_t current, double metric,
 		     double predicted);
 
+/* xpool's forecast of the rate lead_s ahead from what was observed so far
+ * (obs[0..n), one value per step_s): the largest of the last value, the
+ * mean of the last three, and a least-squares line over the last
+ * XP_HPA_PRED_TREND steps extrapolated lead_s ahead; with more than a day of
+ * history, also the value a day before the target time scaled by today's
+ * recent level over yesterday's. 0 when n is 0. */
+#define XP_HPA_PRED_TREND 10
+double xp_hpa_predict(const double *obs, size_t n, double step_s, double lead_s);
+/* The load's short-term noise: the standard deviation of the last
+ * XP_HPA_PRED_TREND values (0 under two). */
+double xp_hpa_noise(const double *obs, size_t n);
+
 #endif

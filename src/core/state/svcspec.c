@@ -18,8 +18,9 @@ static const char *const top_keys[] = { "kind",	"name",	 "tenant",    "queue",
 					"replicas", "port",	 "readiness", "drain",
 					"autoscale", "update",	 "template",  NULL };
 static const char *const update_keys[] = { "max_surge", "max_unavailable", NULL };
-static const char *const scale_keys[] = { "metric",    "target",      "path",	   "series",
-					  "period",    "up_window",   "down_window", "tolerance",
+static const char *const scale_keys[] = { "metric",	  "target",	 "path",
+					  "series",	  "period",	 "up_window",
+					  "down_window", "tolerance", "predict",
 					  NULL };
 static const char *const load_keys[] = { "kind", "path", "series", NULL };
 static const char *const metric_names[XP_METRIC_N] = { "rps", "inflight", "latency_p99" };
@@ -176,6 +177,8 @@ static int parse_autoscale(struct xp_walk *w, const struct xp_tree *t, struct xp
 		return rc;
 	if (a->period_ms < 100)
 		return fail_at(w, t, "period", "must be at least 100ms");
+	if ((rc = get_ms(w, t, "predict", &a->predict_ms)) < 0)
+		return rc;
 	return 0;
 }
 
@@ -191,10 +194,15 @@ static json_t *autoscale_json(const struct xp_autoscale *a)
 	snprintf(per, sizeof(per), "%lldms", (long long)a->period_ms);
 	snprintf(up, sizeof(up), "%lldms", (long long)a->up_window_ms);
 	snprintf(down, sizeof(down), "%lldms", (long long)a->down_window_ms);
-	return json_pack("{s:s,s:f,s:s,s:s,s:s,s:s,s:s,s:f}", "metric", metric_names[a->metric],
-			 "target", a->target, "path", a->load.path, "series", a->load.series,
-			 "period", per, "up_window", up, "down_window", down, "tolerance",
-			 a->tolerance);
+	json_t *o = json_pack("{s:s,s:f,s:s,s:s,s:s,s:s,s:s,s:f}", "metric",
+			      metric_names[a->metric], "target", a->target, "path", a->load.path,
+			      "series", a->load.series, "period", per, "up_window", up,
+			      "down_window", down, "tolerance", a->tolerance);
+	if (a->predict_ms) {
+		snprintf(per, sizeof(per), "%lldms", (long long)a->predict_ms);
+		json_object_set_new(o, "predict", json_string(per));
+	}
+	return o;
 }
 
 /* replicas: N | {min, max} */

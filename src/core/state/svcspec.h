@@ -8,7 +8,7 @@
  *    port, readiness: {http: PATH | tcp: true, period, timeout},
  *    drain, update: {max_surge, max_unavailable},
  *    autoscale: {metric: rps|inflight|latency_p99, target, path,
- *    series, period, up_window, down_window, tolerance},
+ *    series, period, up_window, down_window, tolerance, predict},
  *    template: JOB SPEC}
  *
  * A service keeps its replicas running: each is a job of one replica made
@@ -58,6 +58,7 @@ struct xp_autoscale {
 	int64_t period_ms;     /* how often the rule runs; default 15 s (k8s' sync period) */
 	int64_t up_window_ms, down_window_ms; /* defaults 0 s and 300 s */
 	double tolerance;		      /* default 0.1 */
+	int64_t predict_ms; /* > 0: the rule also takes a forecast this far ahead */
 };
 
 const char *xp_metric_name(int m);

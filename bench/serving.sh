@@ -119,6 +119,8 @@ while kill -0 "$LOADPID" 2>/dev/null; do
 done
 wait "$LOADPID"
 LOADPID=
+t_end=$(ms)
+until_ok 120 desired llm 1 && back_s=$(( ($(ms) - t_end) / 1000 )) || back_s=-1
 read -r _ sent _ okn _ failed <<EOF
 $(grep '^requests' "$T/replay.out")
 EOF
@@ -127,4 +129,4 @@ awk -F'\t' 'function ceil(x) { return x == int(x) ? x : int(x) + 1 }
 	$4 >= 0 { want = ceil($2 * $4 / $5); want = want < 1 ? 1 : want > 8 ? 8 : want
 		gap = $3 - want; gap = gap < 0 ? -gap : gap; s += gap; n++; if (gap == 0) z++; if ($3 > mx) mx = $3 }
 	END { if (n) printf "serving: replicas against what the rule wants (ceil(replicas x rps / 15)): mean gap %.2f, equal in %d of %d seconds, at most %d ready\n", s / n, z, n, mx }' "$T/samples"
-echo "serving: Azure LLM hour at ${SPEED}x for ${REPLAY_S} s through HAProxy: $sent requests, $failed failed; rolling update from ${upd_from} s to ${upd_to} s (0: not finished)"
+echo "serving: Azure LLM hour at ${SPEED}x for ${REPLAY_S} s through HAProxy: $sent requests, $failed failed; rolling update from ${upd_from} s to ${upd_to} s (0: not finished); back to 1 replica ${back_s} s after the load ended (down window 10 s)"

@@ -155,47 +155,8 @@ static long agent_node(struct xp_ctl *ctl, struct xp_cmd *cmd)
 
 /* ---- heartbeats ---- */
 
-#define GPU_REPORTS_MAX 4096 /* replicas one heartbeat may report */
-
-/* One entry of a heartbeat's "tasks": a replica's vGPU account. */
-struct gpu_report {
-	json_int_t job, replica, attempt, mem, peak, ooms, dev_ooms, spent, clock;
-};
-
-/* Check every entry of tasks (absent: none); -1 with field set on the first bad one. */
-static int gpu_reports_check(json_t *tasks, struct gpu_report *out, size_t max, char *field,
-			     size_t fn)
-{
-	size_t i;
-	json_t *e;
-	if (!tasks)
-		return 0;
-	if (!json_is_array(tasks) || json_array_size(tasks) > max) {
-		snprintf(field, fn, "tasks");
-		return -1;
-	}
-	json_array_foreach(tasks, i, e)
-	{
-		struct gpu_report *r = &out[i];
-		json_error_t je;
-		snprintf(field, fn, "tasks[%zu]", i);
-		if (json_unpack_ex(e, &je, JSON_STRICT,
-				   "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "job", &r->job,
-				   "replica", &r->replica, "attempt", &r->attempt, "gpu_mem_mib",
-				   &r->mem, "gpu_peak_mib", &r->peak, "ooms", &r->ooms,
-				   "device_ooms", &r->dev_ooms, "spent_ns", &r->spent, "clock_ns",
-				   &r->clock) < 0 ||
-		    r->job <= 0 || r->replica < 0 || r->attempt < 0 || r->mem < 0 || r->peak < 0 ||
-		    r->ooms < 0 || r->dev_ooms < 0 || r->ooms > UINT32_MAX ||
-		    r->dev_ooms > UINT32_MAX || r->mem > (json_int_t)XP_MAX_MEM_MIB ||
-		    r->peak > (json_int_t)XP_MAX_MEM_MIB)
-			return -1;
-	}
-	return (int)i;
-}
-
 /* Apply checked reports of node n: the running attempt's replicas on n only. */
-static void gpu_reports_apply(struct xp_ctl *ctl, long n, const struct gpu_report *r, int nr,
+static void gpu_reports_apply(struct xp_ctl *ctl, long n, const struct xp_gpu_report *r, int nr,
 			      int64_t now)
 {
 	uint8_t full[XP_MAX_NODE_DEVS] = { 0 }; /* the device refused an allocation since */
@@ -249,121 +210,41 @@ static void gpu_reports_apply(struct xp_ctl *ctl, long n, const struct gpu_repor
 	*was = now_full;
 }
 
+/* A heartbeat the edge parsed (beat.c): checked against the node - its
+ * device count, its MIG instances - then applied. */
 void xp_api_node_heartbeat(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
-	static const char *const allowed[] = { "devices", "tasks", "services", "address", "mig",
-						 NULL };
-	static const char *const dev_keys[] = { "health", "why",	  "util_pct", "power_w",
-						"temp_c", "mem_used_mib", NULL };
 	struct xp_state *st = ctl->st;
+	struct xp_beat *b = cmd->payload;
 	struct xp_err err = { 0 };
 	char field[64];
 	long n = agent_node(ctl, cmd);
 	if (n < 0)
 		return;
-	json_t *o = xp_cmd_body_object(cmd, allowed);
-	if (!o)
-		return;
 	const struct xp_node *node = &st->c->nodes[n];
-	json_t *devs = json_object_get(o, "devices");
-	uint8_t ok[XP_MAX_NODE_DEVS];
-	char *why[XP_MAX_NODE_DEVS];
-	struct xp_devstat ds[XP_MAX_NODE_DEVS];
-	if (!json_is_array(devs) || json_array_size(devs) != node->ndevs) {
-		json_decref(o);
-		snprintf(field, sizeof(field), "devices");
+	if (b->ndev != node->ndevs) {
 		char what[96];
 		snprintf(what, sizeof(what), "expected a list of the node's %u devices",
 			 node->ndevs);
-		REFUSE(ctl, cmd, XP_EINVAL, field, what);
-	}
-	for (uint16_t d = 0; d < node->ndevs; d++) {
-		json_t *e = json_array_get(devs, d), *v;
-		const char *k;
-		int bad = !json_is_object(e);
-		snprintf(field, sizeof(field), "devices[%u]", d);
-		json_object_foreach(bad ? NULL : e, k, v)
-		{
-			int known = 0;
-			for (int i = 0; dev_keys[i]; i++)
-				known |= !strcmp(k, dev_keys[i]);
-			bad |= !known;
-		}
-		json_t *h = json_object_get(e, "health"), *w = json_object_get(e, "why");
-		int health = json_is_string(h) ? xp_health_parse(json_string_value(h)) : -1;
-		bad |= health < 0 || (w && !json_is_string(w));
-#define NUM(key, lo, hi, dst)                                                                      \
-	do {                                                                                       \
-		json_t *x = json_object_get(e, key);                                               \
-		if (!x)                                                                            \
-			dst = -1;                                                                  \
-		else if (!json_is_integer(x) || json_integer_value(x) < (lo) ||                    \
-			 json_integer_value(x) > (hi))                                             \
-			bad = 1;                                                                   \
-		else                                                                               \
-			dst = json_integer_value(x);                                               \
-	} while (0)
-		NUM("util_pct", -1, 100, ds[d].util_pct);
-		NUM("power_w", -1, 100000, ds[d].power_w);
-		NUM("temp_c", -100, 300, ds[d].temp_c);
-		NUM("mem_used_mib", -1, (json_int_t)XP_MAX_MEM_MIB, ds[d].mem_used_mib);
-#undef NUM
-		if (bad) {
-			json_decref(o);
-			REFUSE(ctl, cmd, XP_EINVAL, field,
-			       "expected {health: ok|degraded|unhealthy|unknown, why, "
-			       "util_pct 0..100, power_w, temp_c, mem_used_mib}");
-		}
-		ok[d] = health != XP_HEALTH_UNHEALTHY;
-		why[d] = w ? (char *)json_string_value(w) : NULL;
-	}
-	struct gpu_report *rep = XNEWV(struct gpu_report, GPU_REPORTS_MAX);
-	int nrep = gpu_reports_check(json_object_get(o, "tasks"), rep, GPU_REPORTS_MAX, field,
-				     sizeof(field));
-	if (nrep < 0) {
-		free(rep);
-		json_decref(o);
-		REFUSE(ctl, cmd, XP_EINVAL, field,
-		       "expected a list of {job, replica, attempt, gpu_mem_mib, gpu_peak_mib, ooms, "
-		       "device_ooms, spent_ns, clock_ns} with counts >= 0");
-	}
-	struct xp_svc_report *svc = NULL;
-	json_t *addr = json_object_get(o, "address");
-	int nsvc = xp_svc_reports_check(json_object_get(o, "services"), &svc, field,
-					sizeof(field));
-	if (nsvc < 0 || (addr && (!json_is_string(addr) || !json_string_length(addr) ||
-				  json_string_length(addr) >= sizeof(ctl->live.v[n].addr)))) {
-		free(rep);
-		free(svc);
-		json_decref(o);
-		if (nsvc >= 0)
-			REFUSE(ctl, cmd, XP_EINVAL, "address",
-			       "expected the host or address its replicas are reached at");
-		REFUSE(ctl, cmd, XP_EINVAL, field,
-		       "expected a list of {job, replica, attempt, port 0..65535, ready}");
+		REFUSE(ctl, cmd, XP_EINVAL, "devices", what);
 	}
 	struct xp_live_mig *mig;
-	int nmig = xp_mig_beat_check(json_object_get(o, "mig"), node, &mig, field, sizeof(field));
-	if (nmig < 0) {
-		free(rep);
-		free(svc);
-		json_decref(o);
+	int nmig = xp_mig_beat_check(json_object_get(b->o, "mig"), node, &mig, field,
+				     sizeof(field));
+	if (nmig < 0)
 		REFUSE(ctl, cmd, XP_EINVAL, field,
 		       "expected at most 8 per device of {device, gi, id (a MIG profile id), "
 		       "start, size, uuid, owned, warm}");
-	}
 	/* all checked: now it may change things */
 	struct xp_live *l = &ctl->live.v[n];
 	int64_t beat_now = xp_ctl_now();
 	xp_mig_beat_apply(ctl, n, mig, nmig);
-	gpu_reports_apply(ctl, n, rep, nrep, beat_now);
-	free(rep);
-	xp_svc_reports_apply(ctl, n, svc, nsvc, beat_now);
-	free(svc);
-	if (addr)
-		snprintf(l->addr, sizeof(l->addr), "%s", json_string_value(addr));
+	gpu_reports_apply(ctl, n, b->rep, b->nrep, beat_now);
+	xp_svc_reports_apply(ctl, n, b->svc, b->nsvc, beat_now);
+	if (b->addr)
+		snprintf(l->addr, sizeof(l->addr), "%s", b->addr);
 	if (l->last_seen && node->ndevs)
-		xp_energy_beat(ctl, (uint32_t)n, ds, beat_now - l->last_seen);
+		xp_energy_beat(ctl, (uint32_t)n, b->ds, beat_now - l->last_seen);
 	l->last_seen = beat_now;
 	l->suspect = 0;
 	if (l->ndev != node->ndevs) {
@@ -372,18 +253,19 @@ void xp_api_node_heartbeat(struct xp_ctl *ctl, struct xp_cmd *cmd)
 		l->ndev = node->ndevs;
 	}
 	if (node->ndevs) /* a node without devices has no stats (and l->dev may be NULL) */
-		memcpy(l->dev, ds, sizeof(ds[0]) * node->ndevs);
+		memcpy(l->dev, b->ds, sizeof(b->ds[0]) * node->ndevs);
 	int changed = 0;
 	for (uint16_t d = 0; d < node->ndevs; d++)
-		changed |= ok[d] != (node->devs[d].health != XP_HEALTH_UNHEALTHY);
+		changed |= b->ok[d] != (node->devs[d].health != XP_HEALTH_UNHEALTHY);
 	int rc = 0;
 	if (st->nodes.v[n].state == XP_NODE_DOWN) /* it is back */
 		rc = xp_ctl_journal(ctl, "node.state", xp_rec_node_state(node->name, XP_NODE_READY),
 				    &err);
 	if (rc == 0 && changed)
 		rc = xp_ctl_journal(ctl, "node.health",
-				    xp_rec_node_health(node->name, ok, why, node->ndevs), &err);
-	json_decref(o);
+				    xp_rec_node_health(node->name, b->ok, (char **)b->why,
+						       node->ndevs),
+				    &err);
 	if (rc < 0)
 		FAIL_ERR(cmd, &err, NULL);
 	cmd->journaled = st->nodes.v[n].state == XP_NODE_READY && changed;

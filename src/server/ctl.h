@@ -23,6 +23,7 @@
  *   api_admin.c  nodes, devices, queues, tenants, tokens
  *   api_agents.c agent registration, heartbeats, assignments, task reports,
  *                logs; node liveness (suspect, lost, back)
+ *   beat.c       a heartbeat parsed at the edge into a struct xp_beat
  *   api_mig.c    a node's MIG instances from its heartbeat (warm ones
  *                steer placement) and a MIG GPU's view in /v1/devices
  *   api_services.c /v1/services: create, update (roll out, canary, promote,
@@ -451,6 +452,28 @@ void xp_energy_beat(struct xp_ctl *ctl, uint32_t node, const struct xp_devstat *
 /* snapshot_bg.c: snapshots written by a forked child, off the owner thread */
 void xp_snap_start(struct xp_ctl *ctl);
 void xp_snap_poll(struct xp_ctl *ctl, int block);
+
+/* beat.c: a heartbeat parsed at the edge (EDGE_BEAT); the owner checks
+ * the device count and the MIG instances against the node, and applies it */
+#define XP_GPU_REPORTS_MAX 4096 /* replicas one heartbeat may report */
+/* One entry of a heartbeat's "tasks": a replica's vGPU account. */
+struct xp_gpu_report {
+	json_int_t job, replica, attempt, mem, peak, ooms, dev_ooms, spent, clock;
+};
+struct xp_beat {
+	struct json_t *o; /* the body: "mig" is read by the owner */
+	uint16_t ndev;
+	uint8_t ok[XP_MAX_NODE_DEVS];	     /* health is not unhealthy */
+	const char *why[XP_MAX_NODE_DEVS]; /* into o; NULL: none */
+	struct xp_devstat ds[XP_MAX_NODE_DEVS];
+	struct xp_gpu_report *rep;
+	int nrep;
+	struct xp_svc_report *svc;
+	int nsvc;
+	const char *addr; /* into o; NULL: not said */
+};
+int xp_beat_parse(struct xp_cmd *cmd);
+void xp_beat_free(void *beat);
 
 /* services.c: the owner keeps each service's replicas (every tick), and
  * reads what agents say of them */

@@ -23,7 +23,7 @@
 #include "../lib/parse.h"
 #include "../lib/xalloc.h"
 
-enum { EDGE_QUEUE = EDGE_JSON + 1, EDGE_PRICES, EDGE_SERVICE };
+enum { EDGE_QUEUE = EDGE_JSON + 1, EDGE_PRICES, EDGE_SERVICE, EDGE_BEAT };
 
 /* who may call a route (an admin may call every one) */
 #define T XP_ROUTE_TENANT
@@ -81,7 +81,7 @@ static const struct route routes[] = {
 	{ "DELETE", "/v1/tokens/{id}", xp_api_token_delete, A, 0, SMALL },
 	{ "POST", "/v1/agents/join", xp_api_agents_join, J, EDGE_JSON, SMALL },
 	{ "POST", "/v1/agents", xp_api_agents_register, N, EDGE_NODES, 0 },
-	{ "POST", "/v1/nodes/{name}/heartbeat", xp_api_node_heartbeat, N, EDGE_JSON, 0 },
+	{ "POST", "/v1/nodes/{name}/heartbeat", xp_api_node_heartbeat, N, EDGE_BEAT, 0 },
 	{ "GET", "/v1/nodes/{name}/assignments", xp_api_node_assignments, N, EDGE_WATCH, SMALL },
 	{ "POST", "/v1/nodes/{name}/tasks", xp_api_node_tasks, N, EDGE_JSON, 0 },
 	{ "POST", "/v1/nodes/{name}/logs", xp_api_node_logs, N, EDGE_RAW, LOGS_MAX },
@@ -371,6 +371,8 @@ int xp_http_parse(struct conn *k)
 		return parse_prices(cmd);
 	case EDGE_SERVICE:
 		return parse_service(cmd);
+	case EDGE_BEAT:
+		return xp_beat_parse(cmd);
 	case EDGE_JSON:
 		return parse_json(cmd);
 	default:

@@ -95,7 +95,8 @@ static void release(struct sv *s)
 		s->draining -= s->drain.v[k].n;
 		k++;
 	}
-	memmove(s->drain.v, s->drain.v + k, (s->drain.n - k) * sizeof(*s->drain.v));
+	if (k) /* (an empty list has no storage: memmove of NULL is undefined) */
+		memmove(s->drain.v, s->drain.v + k, (s->drain.n - k) * sizeof(*s->drain.v));
 	s->drain.n -= k;
 	size_t keep = 0;
 	for (size_t i = 0; i < s->starting.n; i++)

@@ -295,7 +295,8 @@ static void resize_commit(struct xp_state *st, struct resize *z, int64_t at)
 	struct xp_alloc *a = XNEWV(struct xp_alloc, z->size);
 	for (uint32_t k = 0; k < z->nkeep; k++)
 		a[k] = j->allocs[z->keep[k]];
-	memcpy(a + z->nkeep, z->add, sizeof(*a) * z->nadd);
+	if (z->nadd) /* none added: z->add may be NULL */
+		memcpy(a + z->nkeep, z->add, sizeof(*a) * z->nadd);
 	for (uint32_t r = 0; r < j->spec.replicas; r++) {
 		uint32_t n = j->allocs[r].node;
 		xp_node_run_del(st, n, j, r);

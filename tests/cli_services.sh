@@ -276,11 +276,12 @@ until_ok 90 failing || fail "crash-looping service not reported: $("$XP" service
 run service get crash
 grep -q 'failing' "$T/out" || fail "service get crash: $(cat "$T/out")"
 
-# ---- replicas that run but never pass their check: said, not silent ----
+# ---- replicas that run but do not pass their check: said, not silent;
+# the check a shell command (XPOOL_PORT in its environment) ----
 cat >"$T/never.yaml" <<EOF
 kind: service
 name: never
-readiness: {http: /healthz, period: 200ms}
+readiness: {command: "curl -sf -o /dev/null http://127.0.0.1:\$XPOOL_PORT/healthz", period: 200ms}
 template:
   node: $NODE
   resources: {cpu: 100m, memory: 64}
@@ -290,8 +291,10 @@ EOF
 : >"$T/never-unready"
 run service create "$T/never.yaml"
 expect 0 "service create never"
-unready_said() { "$XP" service get never -o json | jq -e '.status == "progressing" and (.message | test("1 running replica\\(s\\) not ready"))' >/dev/null; }
+unready_said() { "$XP" service get never -o json | jq -e '.status == "progressing" and (.message | test("1 running replica\\(s\\) not ready: the readiness command"))' >/dev/null; }
 until_ok 60 unready_said || fail "replicas that never get ready are not reported: $("$XP" service get never -o json)"
+rm -f "$T/never-unready"
+until_ok 60 ready_count 1 never || fail "the readiness command never passed: $("$XP" service get never -o json)"
 run service delete never
 expect 0 "service delete never"
 

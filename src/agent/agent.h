@@ -124,10 +124,12 @@ struct xp_task {
 	/* a service's replica (serve.c): its port, and its readiness check */
 	uint16_t port;	       /* XPOOL_PORT; 0: not a service replica */
 	uint8_t ready;	       /* the last check passed */
-	uint8_t probe_http;    /* 1: GET probe_path answers 2xx/3xx; 0: the port connects */
+	uint8_t probe_kind;    /* XP_SERVE_TCP: the port connects; XP_SERVE_HTTP: GET
+				* probe_path answers 2xx/3xx; XP_SERVE_CMD: the shell
+				* command probe_path exits 0 */
 	int32_t probe_period_ms, probe_timeout_ms;
 	int64_t probe_at;      /* ms: the next check */
-	char probe_path[256];
+	char probe_path[256]; /* a path, or a command (one line) */
 	/* its load for the autoscaler, read from its metrics with each check */
 	uint8_t load_kind;     /* enum xp_scrape_kind; 0: not read */
 	uint8_t load_ok;       /* load holds a value */
@@ -254,6 +256,7 @@ void xp_mig_reconcile(struct xp_agent *a, int force);
 void *xp_mig_beat_json(struct xp_agent *a);
 
 /* serve.c */
+enum { XP_SERVE_TCP, XP_SERVE_HTTP, XP_SERVE_CMD };
 /* A service replica (a->mu held): its port picked (free on the host, held
  * by no other task) and kept in the task folder with its check. 0 when the
  * assignment is not a service's, 1 when it is, < 0 when no port is free. */

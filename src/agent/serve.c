@@ -14,11 +14,13 @@
  * since the last reading - and the heartbeat reports it.
  *
  * Its readiness: the prober thread runs each replica's check every period
- * - a TCP connect to 127.0.0.1:PORT, or an HTTP GET of the path that must
- * answer 2xx or 3xx - within its timeout. A change of verdict makes the
+ * - a TCP connect to 127.0.0.1:PORT, an HTTP GET of the path that must
+ * answer 2xx or 3xx, or a shell command that must exit 0 - within its
+ * timeout. A change of verdict makes the
  * heartbeat go at once rather than at its next period, so the controller
  * adds or drops the endpoint within one check and one request.
  */
+#define _GNU_SOURCE /* pipe2 */
 #include "agent.h"
 
 #include <arpa/inet.h>
@@ -27,10 +29,12 @@
 #include <jansson.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define PORT_MIN_DEFAULT 30000
@@ -85,9 +89,10 @@ static void save(const struct xp_task *t)
 	FILE *f = fopen(tmp, "w");
 	if (!f)
 		return;
-	fprintf(f, "%u %d %d %d %s %d %s %s\n", t->port, t->probe_http, t->probe_period_ms,
-		t->probe_timeout_ms, t->probe_http ? t->probe_path : "-", t->load_kind,
-		t->load_kind ? t->load_path : "-", t->load_kind ? t->load_series : "-");
+	/* numbers, then the check's path or command on a line of its own */
+	fprintf(f, "%u %d %d %d %d %s %s\n%s\n", t->port, t->probe_kind, t->probe_period_ms,
+		t->probe_timeout_ms, t->load_kind, t->load_kind ? t->load_path : "-",
+		t->load_kind ? t->load_series : "-", t->probe_path);
 	if (fclose(f) == 0)
 		rename(tmp, path);
 }
@@ -100,8 +105,11 @@ int xp_serve_setup(struct xp_agent *a, const void *assignment, struct xp_task *t
 		return 0;
 	const char *probe = json_string_value(json_object_get(svc, "probe"));
 	const char *path = json_string_value(json_object_get(svc, "path"));
-	t->probe_http = probe && !strcmp(probe, "http") && path;
-	snprintf(t->probe_path, sizeof(t->probe_path), "%s", t->probe_http ? path : "");
+	t->probe_kind = !probe || !path || strchr(path, '\n') ? XP_SERVE_TCP
+			: !strcmp(probe, "http")		 ? XP_SERVE_HTTP
+			: !strcmp(probe, "command")		 ? XP_SERVE_CMD
+								 : XP_SERVE_TCP;
+	snprintf(t->probe_path, sizeof(t->probe_path), "%s", t->probe_kind ? path : "");
 	t->probe_period_ms = (int32_t)json_integer_value(json_object_get(svc, "period_ms"));
 	t->probe_timeout_ms = (int32_t)json_integer_value(json_object_get(svc, "timeout_ms"));
 	if (t->probe_period_ms < 100)
@@ -137,11 +145,15 @@ void xp_serve_adopt(struct xp_task *t)
 	if (!f)
 		return;
 	int lk = 0;
-	if (fscanf(f, "%u %d %d %d %255s %d %255s %95s", &port, &http, &per, &to, t->probe_path,
-		   &lk, t->load_path, t->load_series) >= 5 &&
-	    port > 0 && port < 65536) {
+	char line[300];
+	if (fscanf(f, "%u %d %d %d %d %255s %95s", &port, &http, &per, &to, &lk, t->load_path,
+		   t->load_series) == 7 &&
+	    port > 0 && port < 65536 && fgets(line, sizeof(line), f) && /* the rest of line 1 */
+	    fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
 		t->port = (uint16_t)port;
-		t->probe_http = (uint8_t)(http != 0);
+		t->probe_kind = (uint8_t)(http >= XP_SERVE_TCP && http <= XP_SERVE_CMD ? http : 0);
+		snprintf(t->probe_path, sizeof(t->probe_path), "%.255s", line);
 		t->probe_period_ms = per >= 100 ? per : 1000;
 		t->probe_timeout_ms = to >= 10 ? to : 1000;
 		t->load_kind = (uint8_t)(lk == XP_LOAD_RATE || lk == XP_LOAD_GAUGE ? lk : 0);
@@ -204,13 +216,61 @@ static int http_get(int fd, const char *path, int ms, char *buf, size_t len)
 	return code;
 }
 
-static int check(uint16_t port, int http, const char *path, int ms)
+/* The readiness command: run by /bin/sh with XPOOL_PORT and PORT set,
+ * ready when it exits 0 within ms. An intermediate child (its own process
+ * group, killed whole at the timeout) waits for it and writes the verdict
+ * into a pipe: the monitor thread reaps any child of the agent, so the
+ * verdict cannot come from waitpid here. Only async-signal-safe calls
+ * after fork. */
+static int check_cmd(const char *cmd, uint16_t port, int ms)
 {
+	char pv[32], pp[32], path[1024];
+	snprintf(pv, sizeof(pv), "XPOOL_PORT=%u", port);
+	snprintf(pp, sizeof(pp), "PORT=%u", port);
+	snprintf(path, sizeof(path), "PATH=%s",
+		 getenv("PATH") ? getenv("PATH") : "/usr/local/bin:/usr/bin:/bin");
+	char *const envp[] = { pv, pp, path, NULL };
+	int fds[2];
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return 0;
+	pid_t pid = fork();
+	if (pid == 0) {
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		setpgid(0, 0);
+		pid_t c = fork();
+		if (c == 0) {
+			execle("/bin/sh", "sh", "-c", cmd, (char *)NULL, envp);
+			_exit(127);
+		}
+		int st = 1;
+		while (c > 0 && waitpid(c, &st, 0) < 0 && errno == EINTR)
+			;
+		char v = c > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+		if (write(fds[1], &v, 1) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	close(fds[1]);
+	char v = 0;
+	struct pollfd p = { .fd = fds[0], .events = POLLIN };
+	int got = pid > 0 && poll(&p, 1, ms) == 1 && read(fds[0], &v, 1) == 1;
+	if (pid > 0 && !got)
+		kill(-pid, SIGKILL); /* past its timeout: the command and its waiter */
+	close(fds[0]);
+	return got && v;
+}
+
+static int check(uint16_t port, int kind, const char *path, int ms)
+{
+	if (kind == XP_SERVE_CMD)
+		return check_cmd(path, port, ms);
 	int fd = dial(port, ms);
 	if (fd < 0)
 		return 0;
 	int ok = 1;
-	if (http) {
+	if (kind == XP_SERVE_HTTP) {
 		int code = http_get(fd, path, ms, NULL, 0);
 		ok = code >= 200 && code < 400;
 	}
@@ -296,7 +356,7 @@ static size_t due_now(struct xp_agent *a, struct due *d, int64_t now)
 		e->replica = t->replica;
 		e->attempt = t->attempt;
 		e->port = t->port;
-		e->http = t->probe_http;
+		e->http = t->probe_kind;
 		e->timeout = t->probe_timeout_ms;
 		snprintf(e->path, sizeof(e->path), "%s", t->probe_path);
 		e->load_kind = t->load_kind;

@@ -324,10 +324,13 @@ static json_t *assign_service(const struct xp_svcref *r)
 {
 	json_t *o = json_pack("{s:s,s:i,s:s,s:I,s:I}", "name", r->name, "version",
 			      (int)r->version, "probe",
-			      r->ready.kind == XP_PROBE_HTTP ? "http" : "tcp", "period_ms",
+			      r->ready.kind == XP_PROBE_HTTP  ? "http"
+			      : r->ready.kind == XP_PROBE_CMD ? "command"
+							      : "tcp",
+			      "period_ms",
 			      (json_int_t)r->ready.period_ms, "timeout_ms",
 			      (json_int_t)r->ready.timeout_ms);
-	if (r->ready.kind == XP_PROBE_HTTP)
+	if (r->ready.kind != XP_PROBE_TCP) /* the path, or the command */
 		json_object_set_new(o, "path", json_string(r->ready.path));
 	if (r->load.kind) /* its load for the autoscaler: read with each check */
 		json_object_set_new(o, "load",

@@ -616,8 +616,9 @@ static const char *status_of(struct xp_ctl *ctl, const struct xp_service *s, uin
 	if (unready)
 		snprintf(msg, len,
 			 "%u running replica(s) not ready: %s on their port does not pass yet", unready,
-			 s->spec.ready.kind == XP_PROBE_HTTP ? "the readiness check (HTTP GET)"
-							     : "a TCP connect");
+			 s->spec.ready.kind == XP_PROBE_HTTP  ? "the readiness check (HTTP GET)"
+			 : s->spec.ready.kind == XP_PROBE_CMD ? "the readiness command"
+							      : "a TCP connect");
 	else if (waiting)
 		snprintf(msg, len, "%u replica(s) pending (job %llu: %s; xpool explain %llu)", pending,
 			 (unsigned long long)waiting->id, xp_pend_name(waiting->verdict),

@@ -63,12 +63,14 @@ struct xp_dep {
 /* How an agent tells a replica is ready for traffic. */
 enum xp_probe_kind {
 	XP_PROBE_TCP, /* its port takes a connection (the default) */
-	XP_PROBE_HTTP /* GET path on its port answers 2xx or 3xx */
+	XP_PROBE_HTTP, /* GET path on its port answers 2xx or 3xx */
+	XP_PROBE_CMD   /* path is a shell command that exits 0 (XPOOL_PORT set) */
 };
 
 struct xp_probe {
 	uint8_t kind;
-	char path[XP_PROBE_PATH_MAX + 1]; /* XP_PROBE_HTTP: starts with '/' */
+	char path[XP_PROBE_PATH_MAX + 1]; /* XP_PROBE_HTTP: starts with '/';
+					   * XP_PROBE_CMD: the command, one line */
 	int64_t period_ms;		  /* default 1000 */
 	int64_t timeout_ms;		  /* default 1000 */
 };

@@ -27,7 +27,7 @@ static const char *const metric_names[XP_METRIC_N] = { "rps", "inflight", "laten
 static const char *const metric_series[XP_METRIC_N] = { "requests_total", "inflight_requests",
 							 "latency_p99_seconds" };
 static const char *const range_keys[] = { "min", "max", NULL };
-static const char *const probe_keys[] = { "http", "tcp", "period", "timeout", NULL };
+static const char *const probe_keys[] = { "http", "tcp", "command", "period", "timeout", NULL };
 static const char *const ref_keys[] = { "name", "version", "readiness", "load", NULL };
 /* a template is one replica of the service: what the service sets, or
  * what a long-running replica cannot have, stays out of it */
@@ -56,19 +56,27 @@ static void probe_init(struct xp_probe *p)
 	p->timeout_ms = DEFAULT_PERIOD_MS;
 }
 
-/* readiness: {http: /path | tcp: true, period, timeout} */
+/* readiness: {http: /path | tcp: true | command: CMD, period, timeout} */
 static int parse_probe(struct xp_walk *w, const struct xp_tree *t, struct xp_probe *p)
 {
-	const char *path = NULL;
+	const char *path = NULL, *cmd = NULL;
 	int rc;
 	probe_init(p);
 	if ((rc = xp_walk_want(w, t, XP_TREE_MAP, "a map {http: PATH, period, timeout}")) < 0 ||
 	    (rc = xp_walk_keys(w, t, probe_keys)) < 0 ||
-	    (rc = xp_walk_get_str(w, t, "http", XP_PROBE_PATH_MAX, &path)) < 0)
+	    (rc = xp_walk_get_str(w, t, "http", XP_PROBE_PATH_MAX, &path)) < 0 ||
+	    (rc = xp_walk_get_str(w, t, "command", XP_PROBE_PATH_MAX, &cmd)) < 0)
 		return rc;
 	const struct xp_tree *tcp = xp_tree_field(t, "tcp");
-	if (path && tcp)
-		return fail_at(w, t, "tcp", "give http or tcp, not both");
+	if ((path != NULL) + (tcp != NULL) + (cmd != NULL) > 1)
+		return fail_at(w, t, cmd ? "command" : "tcp",
+			       "give one of http, tcp and command");
+	if (cmd && (!*cmd || strpbrk(cmd, "\r\n")))
+		return fail_at(w, t, "command", "expected a one-line shell command");
+	if (cmd) {
+		p->kind = XP_PROBE_CMD;
+		snprintf(p->path, sizeof(p->path), "%s", cmd);
+	}
 	if (tcp && (tcp->kind != XP_TREE_SCALAR || strcmp(tcp->text, "true")))
 		return fail_at(w, t, "tcp", "expected true (the port takes a connection)");
 	if (path) {
@@ -95,6 +103,8 @@ static json_t *probe_json(const struct xp_probe *p)
 	snprintf(to, sizeof(to), "%lldms", (long long)p->timeout_ms);
 	if (p->kind == XP_PROBE_HTTP)
 		return json_pack("{s:s,s:s,s:s}", "http", p->path, "period", per, "timeout", to);
+	if (p->kind == XP_PROBE_CMD)
+		return json_pack("{s:s,s:s,s:s}", "command", p->path, "period", per, "timeout", to);
 	return json_pack("{s:b,s:s,s:s}", "tcp", 1, "period", per, "timeout", to);
 }
 

@@ -194,9 +194,10 @@ LOADPID=$!
 run service scale web 2
 expect 0 "scale 2"
 until_ok 60 ready_count 2 || fail "web not at 2 before the update"
-webdef 2 >"$T/web2.yaml"
+# version 2 with no surge: one old replica drained at a time, then replaced
+{ webdef 2; echo "update: {max_surge: 0, max_unavailable: 1}"; } >"$T/web2.yaml"
 run service update web "$T/web2.yaml"
-expect 0 "service update web (version 2)"
+expect 0 "service update web (version 2, max_surge 0)"
 rolled() { [ "$(versions)" = "2,2" ] && "$XP" service get web -o json | jq -e '.status == "ready"' >/dev/null; }
 until_ok 90 rolled || fail "the rolling update did not finish: $("$XP" service get web 2>&1)"
 through_v() { curl -sf "http://127.0.0.1:$PORT/" | grep -q "version=$1"; }
@@ -205,6 +206,10 @@ until_ok 30 through_v 2 || fail "haproxy does not serve version 2"
 webdef 3 >"$T/web3.yaml"
 run service update web "$T/web3.yaml" --canary 1 --weight 50
 expect 0 "service update web --canary 1 --weight 50"
+webdef 9 >"$T/web9.yaml"
+run service update web "$T/web9.yaml"
+[ "$rc" -ne 0 ] && grep -q 'canary: version 3 is held as a canary' "$T/err" ||
+	fail "another version during a canary: rc $rc $(cat "$T/err")"
 canary_up() { [ "$(versions | tr ',' '\n' | sort | tr '\n' ' ')" = "2 2 3 " ]; }
 until_ok 60 canary_up || fail "the canary did not come up beside the old version: $(versions)"
 run service get web -o json

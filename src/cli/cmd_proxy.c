@@ -469,6 +469,21 @@ static int sync_pass(struct xp_cli *x, const char *sock, struct backend **bs, si
 		if (rc < 0)
 			break;
 	}
+	/* the backends of services no longer listed drain and empty */
+	for (size_t k = 0; rc == 0 && k < *nb; k++) {
+		int listed = 0;
+		json_array_foreach(svcs, i, s)
+		{
+			char name[80];
+			snprintf(name, sizeof(name), "svc_%s", xp_cli_jstr(s, "name"));
+			listed |= !strcmp(name, (*bs)[k].name);
+		}
+		json_t *none = json_array();
+		if (!listed)
+			rc = sync_backend(sock, &(*bs)[k], none, drain_max, xp_cli_now_ms(),
+					  &x->err);
+		json_decref(none);
+	}
 	json_decref(svcs);
 	return rc;
 }

@@ -142,6 +142,11 @@ void xp_api_service_update(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	if (canary && !fresh)
 		FAIL(cmd, XP_EINVAL, "canary",
 		     "canary: this change makes no new version of the replicas to try");
+	if (fresh && s->canary)
+		FAIL(cmd, XP_ESTATE, "canary",
+		     "canary: version %u is held as a canary; promote it or roll back before "
+		     "another version",
+		     s->version);
 	struct xp_jobspec rs;
 	long t;
 	if (xp_servicespec_replica(sp, 1, &rs, &err) < 0)
@@ -154,6 +159,7 @@ void xp_api_service_update(struct xp_ctl *ctl, struct xp_cmd *cmd)
 			   xp_rec_service_update(sp, (uint32_t)canary, (uint32_t)weight), &err) < 0)
 		FAIL_ERR(cmd, &err, NULL);
 	cmd->journaled = 1;
+	xp_ep_bump(ctl); /* versions and weights of the endpoints change */
 	xp_reply_json(cmd, 200, xp_json_take(xp_service_json(ctl, visible(ctl, cmd), xp_ctl_now())));
 }
 
@@ -166,6 +172,7 @@ static void named_record(struct xp_ctl *ctl, struct xp_cmd *cmd, const char *typ
 	if (xp_ctl_journal(ctl, type, xp_rec_service_named(s->spec.name), &err) < 0)
 		FAIL_ERR(cmd, &err, NULL);
 	cmd->journaled = 1;
+	xp_ep_bump(ctl); /* versions and weights of the endpoints change */
 	xp_reply_json(cmd, 200, xp_json_take(xp_service_json(ctl, visible(ctl, cmd), xp_ctl_now())));
 }
 

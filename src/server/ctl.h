@@ -382,6 +382,7 @@ struct xp_ctl {
 	int64_t svc_settle_until;     /* services.c: no replica is taken away before (ms):
 				       * after a start, readiness is unknown until the
 				       * agents' first heartbeats */
+	int64_t svc_sweep_at;	      /* services.c: the next look for orphan replicas */
 	struct xp_scaler *scalers;    /* services.c: one per autoscaled service */
 	size_t nscalers;
 };

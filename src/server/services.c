@@ -52,6 +52,7 @@ struct xp_scaler {
 	double *hist;	 /* the load seen each period, oldest first (autoscale.predict) */
 	size_t nhist, caphist;
 	double predicted; /* the forecast per replica the last period, < 0: none */
+	int64_t period_ms, predict_ms; /* as the definition said when it was made */
 	char why[256];
 };
 
@@ -147,10 +148,14 @@ void xp_svc_live_free(struct xp_ctl *ctl)
 
 /* ---- the replicas kept ---- */
 
+/* ready by its agent's last word, and that word is recent: a replica its
+ * agent stopped reporting (an exit not yet reported, a hung agent) leaves
+ * the endpoints after three heartbeat periods */
 static int serving(struct xp_ctl *ctl, const struct xp_job *j)
 {
 	struct xp_svc_rep *p = j->state == XP_JOB_RUNNING ? rep_of(ctl, j, 0) : NULL;
-	return p && p->ready && p->port && !p->drain_at;
+	int64_t stale = 3 * (int64_t)ctl->o.heartbeat_ms + 2000;
+	return p && p->ready && p->port && !p->drain_at && xp_ctl_now() - p->seen <= stale;
 }
 
 static int draining(struct xp_ctl *ctl, const struct xp_job *j)
@@ -160,12 +165,12 @@ static int draining(struct xp_ctl *ctl, const struct xp_job *j)
 }
 
 /* the service's live replicas that no reclaim or preemption may take */
-static uint32_t protected_replicas(struct xp_ctl *ctl, const struct xp_service *s)
+static uint32_t protected_replicas(struct xp_ctl *ctl, const struct xp_service *s, uint32_t ver)
 {
 	uint32_t n = 0;
 	for (size_t k = 0; k < s->jobs.n; k++) {
 		const struct xp_job *j = xp_state_job(ctl->st, s->jobs.v[k]);
-		n += j && j->spec.qos == XP_QOS_PROTECTED;
+		n += j && j->spec.qos == XP_QOS_PROTECTED && j->spec.svc.version == ver;
 	}
 	return n;
 }
@@ -195,7 +200,8 @@ static void add_replicas(struct xp_ctl *ctl, struct xp_service *s, uint32_t n, i
 		if (sv && xp_servicespec_replica(prev ? sv->prev : &sv->spec,
 						 prev ? sv->prev_version : sv->version, &spec,
 						 &err) == 0 &&
-		    protected_replicas(ctl, sv) < sv->spec.min)
+		    protected_replicas(ctl, sv, prev ? sv->prev_version : sv->version) <
+			    sv->spec.min)
 			spec.qos = XP_QOS_PROTECTED; /* the minimum is never reclaimed */
 		if (!sv || !spec.svc.name ||
 		    xp_ctl_journal_submit(ctl, ctl->st->next_job_id, tenant, NULL, &spec, &err) <
@@ -210,7 +216,8 @@ static void add_replicas(struct xp_ctl *ctl, struct xp_service *s, uint32_t n, i
 /* the order replicas leave in: pending, not ready, then the newest */
 static int leave_rank(struct xp_ctl *ctl, const struct xp_job *j)
 {
-	return j->state == XP_JOB_PENDING ? 0 : serving(ctl, j) ? 2 : 1;
+	int r = j->state == XP_JOB_PENDING ? 0 : serving(ctl, j) ? 2 : 1;
+	return r + (j->spec.qos == XP_QOS_PROTECTED ? 3 : 0); /* the minimum goes last */
 }
 
 static void cancel_replica(struct xp_ctl *ctl, uint64_t id, const char *svc, const char *why)
@@ -296,6 +303,8 @@ static void roll(struct xp_ctl *ctl, struct xp_service *s, const struct census *
 	 * replicas that ended is replaced first (Kubernetes' old ReplicaSet
 	 * keeps its count the same way) */
 	uint32_t cover = want_old ? want_old : d > c->cur_ready ? d - c->cur_ready : 0;
+	if (!want_old) /* what max_unavailable lets go uncovered */
+		cover = cover > s->spec.max_unavailable ? cover - s->spec.max_unavailable : 0;
 	if (c->old < cover && s->prev) {
 		add_replicas(ctl, s, cover - c->old, 1, now);
 		return;
@@ -338,23 +347,51 @@ static void rolled(struct xp_ctl *ctl, struct xp_service *s)
 
 /* ---- the autoscaler ---- */
 
+static void scaler_free(struct xp_scaler *a)
+{
+	xp_hpa_free(&a->h);
+	free(a->hist);
+}
+
+/* the rule's settings from the service's definition */
+static void scaler_opts(const struct xp_service *s, struct xp_hpa_opts *o)
+{
+	const struct xp_autoscale *as = &s->spec.scale;
+	int64_t win = as->up_window_ms > as->down_window_ms ? as->up_window_ms : as->down_window_ms;
+	size_t ring = (size_t)(win / as->period_ms) + 2; /* a window's decisions */
+	xp_hpa_defaults(o);
+	o->min = s->spec.min ? s->spec.min : 1;
+	o->max = s->spec.max;
+	o->target = as->target;
+	o->tolerance = as->tolerance;
+	o->up_window_s = as->up_window_ms / 1000;
+	o->down_window_s = as->down_window_ms / 1000;
+	o->history = ring > XP_HPA_MAX_HISTORY ? XP_HPA_MAX_HISTORY : ring;
+}
+
 static struct xp_scaler *scaler_of(struct xp_ctl *ctl, const struct xp_service *s)
 {
-	for (size_t i = 0; i < ctl->nscalers; i++)
-		if (!strcmp(ctl->scalers[i].name, s->spec.name) &&
-		    ctl->scalers[i].first_job == s->first_job)
-			return &ctl->scalers[i];
-	const struct xp_autoscale *as = &s->spec.scale;
 	struct xp_hpa_opts o;
+	scaler_opts(s, &o);
+	for (size_t i = 0; i < ctl->nscalers; i++) {
+		struct xp_scaler *a = &ctl->scalers[i];
+		if (strcmp(a->name, s->spec.name) || a->first_job != s->first_job)
+			continue;
+		const struct xp_hpa_opts *h = &a->h.o;
+		if (h->min == o.min && h->max == o.max && h->target == o.target &&
+		    h->tolerance == o.tolerance && h->up_window_s == o.up_window_s &&
+		    h->down_window_s == o.down_window_s && h->history == o.history &&
+		    a->period_ms == s->spec.scale.period_ms &&
+		    a->predict_ms == s->spec.scale.predict_ms)
+			return a;
+		scaler_free(a); /* an update changed the rule: it starts again */
+		ctl->scalers[i] = ctl->scalers[--ctl->nscalers];
+		break;
+	}
 	struct xp_err err = { 0 };
-	xp_hpa_defaults(&o);
-	o.min = s->spec.min ? s->spec.min : 1;
-	o.max = s->spec.max;
-	o.target = as->target;
-	o.tolerance = as->tolerance;
-	o.up_window_s = as->up_window_ms / 1000;
-	o.down_window_s = as->down_window_ms / 1000;
-	struct xp_scaler sc = { .first_job = s->first_job, .metric = -1, .predicted = -1 };
+	struct xp_scaler sc = { .first_job = s->first_job, .metric = -1, .predicted = -1,
+				.period_ms = s->spec.scale.period_ms,
+				.predict_ms = s->spec.scale.predict_ms };
 	snprintf(sc.name, sizeof(sc.name), "%s", s->spec.name);
 	if (xp_hpa_init(&sc.h, &o, &err) < 0) {
 		fprintf(stderr, "xpool server: service %s: autoscaler: %s\n", s->spec.name,
@@ -368,10 +405,8 @@ static struct xp_scaler *scaler_of(struct xp_ctl *ctl, const struct xp_service *
 
 void xp_scalers_free(struct xp_ctl *ctl)
 {
-	for (size_t i = 0; i < ctl->nscalers; i++) {
-		xp_hpa_free(&ctl->scalers[i].h);
-		free(ctl->scalers[i].hist);
-	}
+	for (size_t i = 0; i < ctl->nscalers; i++)
+		scaler_free(&ctl->scalers[i]);
 	free(ctl->scalers);
 	ctl->scalers = NULL;
 	ctl->nscalers = 0;
@@ -394,7 +429,7 @@ static double forecast(struct xp_scaler *a, const struct xp_service *s, double t
 		return -1;
 	size_t most = (size_t)(86400000 / as->period_ms) + 2 * XP_HPA_PRED_TREND + 16;
 	most = most > 200000 ? 200000 : most;
-	if (a->nhist == most) { /* the oldest half goes */
+	if (a->nhist >= most) { /* the oldest half goes */
 		memmove(a->hist, a->hist + most / 2, (most - most / 2) * sizeof(*a->hist));
 		a->nhist -= most / 2;
 	}
@@ -491,12 +526,41 @@ static json_t *autoscale_json(struct xp_ctl *ctl, const struct xp_service *s)
 	return o;
 }
 
+/* Every 10 s: replicas whose service is gone (a crash between
+ * service.delete and its cancels, a cancel refused) are cancelled, and
+ * the autoscalers of services gone are freed. */
+static void sweep(struct xp_ctl *ctl, int64_t now)
+{
+	if (now < ctl->svc_sweep_at)
+		return;
+	ctl->svc_sweep_at = now + 10000;
+	for (size_t i = 0; i < ctl->st->jobs.n; i++) {
+		const struct xp_job *j = ctl->st->jobs.v[i];
+		if (!j->spec.svc.name || xp_job_terminal(j->state))
+			continue;
+		long k = xp_state_service(ctl->st, j->spec.svc.name);
+		if (k < 0 || j->id < ctl->st->services.v[k].first_job)
+			cancel_replica(ctl, j->id, j->spec.svc.name, "its service is gone");
+	}
+	for (size_t i = 0; i < ctl->nscalers;) {
+		long k = xp_state_service(ctl->st, ctl->scalers[i].name);
+		if (k >= 0 && ctl->st->services.v[k].first_job == ctl->scalers[i].first_job) {
+			i++;
+			continue;
+		}
+		scaler_free(&ctl->scalers[i]);
+		ctl->scalers[i] = ctl->scalers[--ctl->nscalers];
+	}
+}
+
 void xp_services_tick(struct xp_ctl *ctl, int64_t now)
 {
 	int64_t span = 2 * (int64_t)ctl->o.heartbeat_ms + 1000;
 	if (!ctl->svc_settle_until) /* the first tick: two heartbeats and a second */
 		ctl->svc_settle_until = now + span;
 	int settling = now < ctl->svc_settle_until;
+	if (!settling)
+		sweep(ctl, now);
 	for (size_t n = 0; settling && n < ctl->st->nodes.n && n < ctl->live.n; n++) {
 		const struct xp_nodeinfo *ni = &ctl->st->nodes.v[n];
 		if (ni->source == XP_SRC_AGENT && !ni->removed && ni->state != XP_NODE_DOWN &&
@@ -589,7 +653,7 @@ static const char *status_of(struct xp_ctl *ctl, const struct xp_service *s, uin
 			 s->version, c.cur_ready, s->desired, c.old);
 		return "progressing";
 	}
-	if (s->fail_streak && ready < s->desired) {
+	if (s->fail_streak && ready < s->desired && now - s->last_end_at < 10 * 60 * 1000) {
 		const struct xp_job *j = xp_state_job(ctl->st, s->last_end_job);
 		int64_t next = s->last_end_at + xp_service_backoff_ms(s) - now;
 		snprintf(msg, len, "replica job %llu ended: %s; %u in a row%s",

@@ -207,7 +207,15 @@ static int service_update(struct xp_state *st, struct xp_service *s, json_t *o,
 			       "exists",
 			       s->spec.name);
 	}
-	if (xp_servicespec_new_version(&s->spec, &n)) {
+	int fresh = xp_servicespec_new_version(&s->spec, &n);
+	if (fresh && s->canary) {
+		xp_servicespec_free(&n);
+		return xp_errf(err, XP_ESTATE,
+			       "service %s holds a canary of version %u: promote it or roll back "
+			       "before another version",
+			       s->spec.name, s->version);
+	}
+	if (fresh) {
 		prev_free(s);
 		s->prev = xmalloc(sizeof(*s->prev));
 		*s->prev = s->spec;

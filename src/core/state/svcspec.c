@@ -361,6 +361,10 @@ static int parse(struct xp_walk *w, const struct xp_tree *t, struct xp_servicesp
 		if (s->min == s->max)
 			return fail_at(w, t, "replicas",
 				       "autoscale needs a range {min, max} to move in");
+		if (!s->min)
+			return fail_at(w, t, "replicas",
+				       "autoscale needs min 1 or more: at 0 replicas no load is "
+				       "measured, and it would never scale up");
 	}
 	return parse_template(w, t, s);
 }

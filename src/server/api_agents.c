@@ -427,155 +427,71 @@ void xp_api_node_assignments(struct xp_ctl *ctl, struct xp_cmd *cmd)
 
 /* ---- task reports ---- */
 
-#define DETAIL_MAX 256
-
-/* One report's fields: {job, attempt, replica, exit_code} and the
- * optional signal, reason and detail. 0, or the field at fault and why. */
-static int task_fields(json_t *t, size_t i, struct xp_exit *x, json_int_t v[3], char *field,
-		       size_t flen, const char **what)
-{
-	static const char *const keys[] = { "job",    "attempt", "replica", "exit_code", "signal",
-					    "reason", "detail",	 "epoch",   NULL };
-	const char *k;
-	json_t *val;
-	snprintf(field, flen, "tasks[%zu]", i);
-	*what = "expected {job, attempt, replica, exit_code -255..255[, signal, reason, detail]}";
-	if (!json_is_object(t))
-		return -1;
-	json_object_foreach(t, k, val)
-	{
-		size_t n = 0;
-		while (keys[n] && strcmp(keys[n], k))
-			n++;
-		if (!keys[n]) {
-			snprintf(field, flen, "tasks[%zu].%.32s", i, k);
-			*what = "unknown field";
-			return -1;
-		}
-	}
-	json_int_t code;
-	if (json_unpack(t, "{s:I,s:I,s:I,s:I}", "job", &v[0], "attempt", &v[1], "replica", &v[2],
-			"exit_code", &code) < 0 ||
-	    code < -255 || code > 255)
-		return -1;
-	memset(x, 0, sizeof(*x));
-	x->has_code = 1;
-	x->code = (int)code;
-	json_t *sig = json_object_get(t, "signal"), *rs = json_object_get(t, "reason"),
-	       *dt = json_object_get(t, "detail");
-	if (sig && (!json_is_integer(sig) || json_integer_value(sig) < 1 ||
-		    json_integer_value(sig) > 64)) {
-		snprintf(field, flen, "tasks[%zu].signal", i);
-		*what = "expected the number of the signal that ended the task, 1..64";
-		return -1;
-	}
-	x->signal = sig ? (int)json_integer_value(sig) : 0;
-	if (rs && (!json_is_string(rs) || (x->end = xp_end_parse(json_string_value(rs))) < 0)) {
-		snprintf(field, flen, "tasks[%zu].reason", i);
-		*what = "expected one of oom, limits, time_limit, start";
-		return -1;
-	}
-	if (dt && (!json_is_string(dt) || strlen(json_string_value(dt)) > DETAIL_MAX)) {
-		snprintf(field, flen, "tasks[%zu].detail", i);
-		*what = "expected a string of at most 256 bytes";
-		return -1;
-	}
-	x->detail = dt ? json_string_value(dt) : NULL;
-	return 0;
-}
-
 /* Why a well-formed report cannot be taken (NULL: it can). Taken also:
  * the agent's report of the attempt a time limit ended, which gives the
  * job its exit code and signal. */
-static const char *task_stale(const struct xp_state *st, long n, json_t *tasks, size_t i,
-			      const json_int_t v[3])
+static const char *task_stale(const struct xp_state *st, long n, const struct xp_reports *rs,
+			      size_t i)
 {
-	const struct xp_job *j = v[0] > 0 ? xp_state_job(st, (uint64_t)v[0]) : NULL;
-	json_int_t replica = v[2];
-	json_t *epv = json_object_get(json_array_get(tasks, i), "epoch");
-	if (epv && (!json_is_integer(epv) || json_integer_value(epv) < 0))
-		return "epoch: expected 0 or more";
+	const struct xp_task_report *t = &rs->v[i];
+	const struct xp_job *j = xp_state_job(st, (uint64_t)t->job);
+	json_int_t replica = t->replica;
 	if (j && j->state == XP_JOB_FAILED && j->end == XP_END_TIME_LIMIT && !j->has_exit &&
-	    v[1] == (json_int_t)j->attempts && j->allocs && replica >= 0 &&
+	    t->attempt == (json_int_t)j->attempts && j->allocs && replica >= 0 &&
 	    replica < (json_int_t)j->spec.replicas && j->allocs[replica].node == (uint32_t)n)
 		return NULL;
-	if (!j || j->state != XP_JOB_RUNNING || v[1] != (json_int_t)j->attempts)
+	if (!j || j->state != XP_JOB_RUNNING || t->attempt != (json_int_t)j->attempts)
 		return "that job attempt is not running";
-	json_t *ep = json_object_get(json_array_get(tasks, i), "epoch");
-	if ((ep ? json_integer_value(ep) : 0) != (json_int_t)j->epoch)
+	if (t->epoch != (json_int_t)j->epoch)
 		return "that epoch of the job is over (it was resized)";
 	if (replica < 0 || replica >= (json_int_t)j->spec.replicas ||
 	    j->allocs[replica].node != (uint32_t)n)
 		return "that replica does not run on this node";
 	if (j->exited[replica])
 		return "that replica already exited";
-	for (size_t k = 0; k < i; k++) {
-		json_t *p = json_array_get(tasks, k);
-		if (json_integer_value(json_object_get(p, "job")) == v[0] &&
-		    json_integer_value(json_object_get(p, "replica")) == replica)
+	for (size_t k = 0; k < i; k++)
+		if (rs->v[k].job == t->job && rs->v[k].replica == replica)
 			return "reported twice";
-	}
 	return NULL;
 }
 
+/* Replica exits the edge parsed (beat.c): each checked against the state
+ * before any is journaled. */
 void xp_api_node_tasks(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
-	static const char *const allowed[] = { "tasks", NULL };
 	struct xp_state *st = ctl->st;
+	const struct xp_reports *rs = cmd->payload;
 	struct xp_err err = { 0 };
 	char field[64], what[160];
 	long n = agent_node(ctl, cmd);
 	if (n < 0)
 		return;
-	json_t *o = xp_cmd_body_object(cmd, allowed);
-	if (!o)
-		return;
-	json_t *tasks = json_object_get(o, "tasks"), *t;
-	size_t i;
-	if (!json_is_array(tasks) || json_array_size(tasks) > 4096) {
-		json_decref(o);
-		REFUSE(ctl, cmd, XP_EINVAL, "tasks", "expected a list (at most 4096)");
-	}
-	/* check every report before journaling any */
-	json_array_foreach(tasks, i, t)
-	{
-		json_int_t v[3];
-		struct xp_exit x;
-		const char *bad;
-		if (task_fields(t, i, &x, v, field, sizeof(field), &bad) < 0) {
-			json_decref(o);
-			REFUSE(ctl, cmd, XP_EINVAL, field, bad);
-		}
-		const char *stale = task_stale(st, n, tasks, i, v);
+	for (size_t i = 0; i < rs->n; i++) {
+		const char *stale = task_stale(st, n, rs, i);
 		if (stale) {
+			const struct xp_task_report *t = &rs->v[i];
+			snprintf(field, sizeof(field), "tasks[%zu]", i);
 			snprintf(what, sizeof(what), "job %lld attempt %lld replica %lld: %s",
-				 (long long)v[0], (long long)v[1], (long long)v[2], stale);
-			json_decref(o);
+				 (long long)t->job, (long long)t->attempt, (long long)t->replica,
+				 stale);
 			REFUSE(ctl, cmd, XP_ESTATE, field, what);
 		}
 	}
-	json_array_foreach(tasks, i, t)
-	{
-		json_int_t v[3];
-		struct xp_exit x;
-		const char *bad;
-		task_fields(t, i, &x, v, field, sizeof(field), &bad);
-		const struct xp_job *j = xp_state_job(st, (uint64_t)v[0]);
+	for (size_t i = 0; i < rs->n; i++) {
+		const struct xp_task_report *t = &rs->v[i];
+		const struct xp_job *j = xp_state_job(st, (uint64_t)t->job);
 		if (j->state != XP_JOB_RUNNING && (j->end != XP_END_TIME_LIMIT || j->has_exit))
 			continue; /* an earlier report of this batch ended the job */
-		if (xp_ctl_journal(
-			    ctl, "job.task",
-			    xp_rec_job_task_x((uint64_t)v[0], (uint32_t)v[1], (uint32_t)v[2], &x),
-			    &err) < 0) {
-			json_decref(o);
+		if (xp_ctl_journal(ctl, "job.task",
+				   xp_rec_job_task_x((uint64_t)t->job, (uint32_t)t->attempt,
+						     (uint32_t)t->replica, &t->x),
+				   &err) < 0) {
 			cmd->journaled = i > 0;
 			FAIL_ERR(cmd, &err, NULL);
 		}
 		cmd->journaled = 1;
 	}
-	json_decref(o);
-	xp_reply_json(cmd, 200,
-		      xp_json_take(json_pack("{s:i}", "accepted", (int)json_array_size(tasks))));
+	xp_reply_json(cmd, 200, xp_json_take(json_pack("{s:i}", "accepted", (int)rs->n)));
 }
 
 /* ---- logs ---- */

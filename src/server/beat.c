@@ -1,11 +1,18 @@
 /*
- * beat: an agent's heartbeat read at the edge, on a pool thread
- * (docs/api.md "POST /v1/nodes/{name}/heartbeat"): device health and
- * figures, each replica's vGPU account ("tasks"), each service replica's
- * port, readiness and load ("services"), and the address replicas are
- * reached at, checked field by field into a struct xp_beat. The owner
- * (api_agents.c) checks only what needs the state - the node's device count,
- * and the MIG instances against its GPUs - and applies it.
+ * beat: what an agent sends, read at the edge on a pool thread into typed
+ * structs, so the owner parses no text (issue 19):
+ *
+ *   a heartbeat (docs/api.md "POST /v1/nodes/{name}/heartbeat"): device
+ *       health and figures, each replica's vGPU account ("tasks"), each
+ *       service replica's port, readiness and load ("services"), and the
+ *       address replicas are reached at -> struct xp_beat;
+ *   a task report ("POST /v1/nodes/{name}/tasks"): replica exits, with
+ *       their signal, reason, detail and epoch -> struct xp_reports.
+ *
+ * Every field is checked here and a bad one refused naming it. The owner
+ * (api_agents.c) checks only what needs the state - the node's device
+ * count, the MIG instances against its GPUs, whether a reported attempt
+ * runs there - and applies them.
  */
 #include "ctl.h"
 
@@ -104,6 +111,122 @@ static int gpu_reports(json_t *tasks, struct xp_beat *b, char *field, size_t fn)
 	b->nrep = (int)i;
 	return 0;
 }
+
+/* ---- replica exits: POST /v1/nodes/NAME/tasks ---- */
+
+#define DETAIL_MAX 256
+
+/* One report's fields: {job, attempt, replica, exit_code} and the
+ * optional signal, reason, detail and epoch. 0, or the field at fault and
+ * why. */
+static int task_fields(json_t *t, size_t i, struct xp_task_report *r, char *field, size_t flen,
+		       const char **what)
+{
+	static const char *const keys[] = { "job",    "attempt", "replica", "exit_code", "signal",
+					    "reason", "detail",	 "epoch",   NULL };
+	const char *k;
+	json_t *val;
+	snprintf(field, flen, "tasks[%zu]", i);
+	*what = "expected {job, attempt, replica, exit_code -255..255[, signal, reason, detail]}";
+	if (!json_is_object(t))
+		return -1;
+	json_object_foreach(t, k, val)
+	{
+		size_t n = 0;
+		while (keys[n] && strcmp(keys[n], k))
+			n++;
+		if (!keys[n]) {
+			snprintf(field, flen, "tasks[%zu].%.32s", i, k);
+			*what = "unknown field";
+			return -1;
+		}
+	}
+	json_int_t code;
+	struct xp_exit *x = &r->x;
+	if (json_unpack(t, "{s:I,s:I,s:I,s:I}", "job", &r->job, "attempt", &r->attempt, "replica",
+			&r->replica, "exit_code", &code) < 0 ||
+	    code < -255 || code > 255 || r->job <= 0)
+		return -1;
+	memset(x, 0, sizeof(*x));
+	json_t *ep = json_object_get(t, "epoch");
+	if (ep && (!json_is_integer(ep) || json_integer_value(ep) < 0 ||
+		   json_integer_value(ep) > UINT32_MAX)) {
+		snprintf(field, flen, "tasks[%zu].epoch", i);
+		*what = "expected 0 or more: the resize the replica ran in";
+		return -1;
+	}
+	r->epoch = ep ? json_integer_value(ep) : 0;
+	x->has_code = 1;
+	x->code = (int)code;
+	json_t *sig = json_object_get(t, "signal"), *rs = json_object_get(t, "reason"),
+	       *dt = json_object_get(t, "detail");
+	if (sig && (!json_is_integer(sig) || json_integer_value(sig) < 1 ||
+		    json_integer_value(sig) > 64)) {
+		snprintf(field, flen, "tasks[%zu].signal", i);
+		*what = "expected the number of the signal that ended the task, 1..64";
+		return -1;
+	}
+	x->signal = sig ? (int)json_integer_value(sig) : 0;
+	if (rs && (!json_is_string(rs) || (x->end = xp_end_parse(json_string_value(rs))) < 0)) {
+		snprintf(field, flen, "tasks[%zu].reason", i);
+		*what = "expected one of oom, limits, time_limit, start";
+		return -1;
+	}
+	if (dt && (!json_is_string(dt) || strlen(json_string_value(dt)) > DETAIL_MAX)) {
+		snprintf(field, flen, "tasks[%zu].detail", i);
+		*what = "expected a string of at most 256 bytes";
+		return -1;
+	}
+	x->detail = dt ? json_string_value(dt) : NULL;
+	return 0;
+}
+
+void xp_reports_free(void *p)
+{
+	struct xp_reports *r = p;
+	if (!r)
+		return;
+	json_decref(r->o);
+	free(r->v);
+	free(r);
+}
+
+int xp_reports_parse(struct xp_cmd *cmd)
+{
+	static const char *const keys[] = { "tasks", NULL };
+	char field[64];
+	const char *what = NULL;
+	json_t *o = xp_cmd_body_object(cmd, keys);
+	if (!o)
+		return -1;
+	json_t *tasks = json_object_get(o, "tasks");
+	struct xp_reports *r = XNEW(struct xp_reports);
+	r->o = o;
+	if (!json_is_array(tasks) || json_array_size(tasks) > XP_GPU_REPORTS_MAX) {
+		snprintf(field, sizeof(field), "tasks");
+		what = "expected a list (at most 4096)";
+	}
+	r->n = what ? 0 : json_array_size(tasks);
+	r->v = XNEWV(struct xp_task_report, r->n + 1);
+	for (size_t i = 0; !what && i < r->n; i++)
+		if (task_fields(json_array_get(tasks, i), i, &r->v[i], field, sizeof(field),
+				&what) == 0)
+			what = NULL;
+		else
+			break;
+	if (what) {
+		fprintf(stderr, "xpool server: node=%s: report refused: %s: %s\n", cmd->name,
+			field, what);
+		xp_reply_error(cmd, XP_EINVAL, field, "%s: %s", field, what);
+		xp_reports_free(r);
+		return -1;
+	}
+	cmd->payload = r;
+	cmd->payload_free = xp_reports_free;
+	return 0;
+}
+
+/* ---- heartbeats ---- */
 
 int xp_beat_parse(struct xp_cmd *cmd)
 {

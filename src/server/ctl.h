@@ -23,7 +23,8 @@
  *   api_admin.c  nodes, devices, queues, tenants, tokens
  *   api_agents.c agent registration, heartbeats, assignments, task reports,
  *                logs; node liveness (suspect, lost, back)
- *   beat.c       a heartbeat parsed at the edge into a struct xp_beat
+ *   beat.c       a heartbeat and a task report parsed at the edge into
+ *                struct xp_beat and struct xp_reports
  *   api_mig.c    a node's MIG instances from its heartbeat (warm ones
  *                steer placement) and a MIG GPU's view in /v1/devices
  *   api_services.c /v1/services: create, update (roll out, canary, promote,
@@ -475,6 +476,19 @@ struct xp_beat {
 };
 int xp_beat_parse(struct xp_cmd *cmd);
 void xp_beat_free(void *beat);
+/* A task report's replica exits, parsed at the edge (EDGE_REPORTS): each
+ * checked field by field; the owner checks them against the state. */
+struct xp_task_report {
+	json_int_t job, attempt, replica, epoch;
+	struct xp_exit x; /* x.detail points into the body */
+};
+struct xp_reports {
+	struct json_t *o;
+	size_t n;
+	struct xp_task_report *v;
+};
+int xp_reports_parse(struct xp_cmd *cmd);
+void xp_reports_free(void *reports);
 
 /* services.c: the owner keeps each service's replicas (every tick), and
  * reads what agents say of them */

@@ -23,7 +23,7 @@
 #include "../lib/parse.h"
 #include "../lib/xalloc.h"
 
-enum { EDGE_QUEUE = EDGE_JSON + 1, EDGE_PRICES, EDGE_SERVICE, EDGE_BEAT };
+enum { EDGE_QUEUE = EDGE_JSON + 1, EDGE_PRICES, EDGE_SERVICE, EDGE_BEAT, EDGE_REPORTS };
 
 /* who may call a route (an admin may call every one) */
 #define T XP_ROUTE_TENANT
@@ -83,7 +83,7 @@ static const struct route routes[] = {
 	{ "POST", "/v1/agents", xp_api_agents_register, N, EDGE_NODES, 0 },
 	{ "POST", "/v1/nodes/{name}/heartbeat", xp_api_node_heartbeat, N, EDGE_BEAT, 0 },
 	{ "GET", "/v1/nodes/{name}/assignments", xp_api_node_assignments, N, EDGE_WATCH, SMALL },
-	{ "POST", "/v1/nodes/{name}/tasks", xp_api_node_tasks, N, EDGE_JSON, 0 },
+	{ "POST", "/v1/nodes/{name}/tasks", xp_api_node_tasks, N, EDGE_REPORTS, 0 },
 	{ "POST", "/v1/nodes/{name}/logs", xp_api_node_logs, N, EDGE_RAW, LOGS_MAX },
 	{ NULL, NULL, NULL, 0, 0, 0 },
 };
@@ -373,6 +373,8 @@ int xp_http_parse(struct conn *k)
 		return parse_service(cmd);
 	case EDGE_BEAT:
 		return xp_beat_parse(cmd);
+	case EDGE_REPORTS:
+		return xp_reports_parse(cmd);
 	case EDGE_JSON:
 		return parse_json(cmd);
 	default:

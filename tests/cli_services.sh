@@ -34,9 +34,9 @@ if ! command -v haproxy >/dev/null 2>&1; then
 fi
 [ -x "$SVC" ] && [ -x "$LOAD" ] || { echo "FAIL: $SVC or $LOAD missing (built with the tests)"; exit 1; }
 . "$SRC/tests/devlib.sh"
-HAP= SYNC= LOADPID=
+HAP= SYNC= LOADPID= STREAM=
 cleanup() {
-	for p in $LOADPID $SYNC $HAP; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	for p in $LOADPID $SYNC $HAP $STREAM; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 	stop_server
 	rm -rf "$T"
 }
@@ -153,12 +153,22 @@ V=$("$XP" service endpoints web -o json | jq .version)
 curl -sf -H "Authorization: Bearer $XPOOL_TOKEN" \
 	"$XPOOL_ADDR/v1/services/web/endpoints?since=$V&wait=30" >"$T/poll.out" &
 POLL=$!
+# and a stream of them: the first event now, one for each change
+curl -sN -H "Authorization: Bearer $XPOOL_TOKEN" -H "Accept: text/event-stream" \
+	"$XPOOL_ADDR/v1/services/web/endpoints" >"$T/stream.out" 2>/dev/null &
+STREAM=$!
+streamed() { [ "$(grep -c '^event: endpoints' "$T/stream.out")" -ge "$1" ]; }
+until_ok 20 streamed 1 || fail "the endpoints stream sent no first event"
 run service scale web 4 --reason "test: more"
 expect 0 "scale 4"
 polled() { ! kill -0 "$POLL" 2>/dev/null; }
 until_ok 20 polled || fail "the endpoints' long poll did not answer on a change"
 wait "$POLL"
 jq -e ".version > $V" "$T/poll.out" >/dev/null || fail "the long poll's answer: $(cat "$T/poll.out")"
+four() { grep '^data: ' "$T/stream.out" | tail -n 1 | sed 's/^data: //' | jq -e '.endpoints | length == 4' >/dev/null; }
+until_ok 60 four || fail "the endpoints stream did not follow the scale-up: $(tail -c 400 "$T/stream.out")"
+kill "$STREAM" 2>/dev/null
+wait "$STREAM" 2>/dev/null
 until_ok 60 ready_count 4 || fail "web did not reach 4 ready: $("$XP" service get web 2>&1)"
 synced() { [ "$(grep -c ' ready$' "$T/sync.log")" -ge "$1" ]; }
 until_ok 30 synced 4 || fail "proxy-sync did not add 4: $(cat "$T/sync.log")"

@@ -96,6 +96,7 @@ void xp_api_services_create(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	if (xp_ctl_journal(ctl, "service.create", xp_rec_service_create(sp), &err) < 0)
 		FAIL_ERR(cmd, &err, NULL);
 	cmd->journaled = 1;
+	xp_ep_bump(ctl); /* a service to stream */
 	long i = xp_state_service(st, sp->name);
 	xp_reply_json(cmd, 201, xp_json_take(xp_service_json(ctl, &st->services.v[i], xp_ctl_now())));
 }
@@ -243,6 +244,7 @@ void xp_api_service_delete(struct xp_ctl *ctl, struct xp_cmd *cmd)
 				(unsigned long long)ids[i], err.text);
 	}
 	free(ids);
+	xp_ep_bump(ctl); /* its streams end */
 	xp_reply_json(cmd, 200,
 		      xp_json_take(json_pack("{s:s,s:b,s:i}", "name", cmd->name, "deleted", 1,
 					     "replicas_cancelled", (int)n)));

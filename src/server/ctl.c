@@ -186,6 +186,7 @@ int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err
 	pthread_cond_init(&ctl->mx.cv, NULL);
 	pthread_rwlock_init(&ctl->auth_lock, NULL);
 	pthread_mutex_init(&ctl->watch_mu, NULL);
+	pthread_mutex_init(&ctl->ep_mu, NULL);
 	pthread_mutex_init(&ctl->acct.mu, NULL);
 	xp_rng_seed(&ctl->rng, (uint64_t)xp_ctl_now());
 	ctl->ev = xp_events_create(ctl->o.event_ring);
@@ -279,6 +280,7 @@ void xp_ctl_stop(struct xp_ctl *ctl)
 	xp_scalers_free(ctl);
 	xp_vec_free(&ctl->assign_ver);
 	pthread_mutex_destroy(&ctl->watch_mu);
+	pthread_mutex_destroy(&ctl->ep_mu);
 	pthread_mutex_destroy(&ctl->acct.mu);
 	free(ctl->acct.ips);
 	free(ctl->auth);

@@ -384,6 +384,16 @@ struct xp_ctl {
 				       * after a start, readiness is unknown until the
 				       * agents' first heartbeats */
 	int64_t svc_sweep_at;	      /* services.c: the next look for orphan replicas */
+	/* services.c: every service's endpoints as JSON, published by the owner
+	 * when they change, for the streams read on pool threads (ep_mu) */
+	pthread_mutex_t ep_mu;
+	struct xp_ep_pub {
+		char name[XP_NAME_MAX + 1];
+		char *json;
+		uint64_t version;
+	} *ep_pub;
+	size_t nep_pub;
+	uint64_t ep_published; /* the version last published (owner) */
 	struct xp_scaler *scalers;    /* services.c: one per autoscaled service */
 	size_t nscalers;
 };
@@ -507,6 +517,9 @@ void xp_svc_live_free(struct xp_ctl *ctl);
 /* The endpoints changed: a new version, and the long polls on it woken. */
 void xp_ep_bump(struct xp_ctl *ctl);
 uint64_t xp_ep_version(struct xp_ctl *ctl);
+/* The last published endpoints of service name (malloc'd JSON) and their
+ * version, or NULL when there is no such service. */
+char *xp_ep_published(struct xp_ctl *ctl, const char *name, uint64_t *version);
 void xp_scalers_free(struct xp_ctl *ctl);
 
 /* api_services.c: /v1/services */

@@ -61,6 +61,7 @@ struct conn {
 	uint64_t since;
 	uint64_t epoch; /* a watch: ctl->node_epoch before the owner looked */
 	int cached;	/* a watch: its reply is the one the connection keeps */
+	int stream;	/* an endpoints watch asked for text/event-stream */
 	struct xp_park park;
 };
 

@@ -10,7 +10,9 @@
  *       gets that reply again at its deadline (the same version is the
  *       same list: every job record of a job running there bumps it);
  *   GET /v1/services/NAME/endpoints?since=V&wait=S   parks until any
- *       service's endpoints change (xp_ep_bump), or S seconds;
+ *       service's endpoints change (xp_ep_bump), or S seconds; with Accept:
+ *       text/event-stream a stream of the service's endpoints, one event
+ *       per version the owner publishes;
  *   GET /v1/events?since=N&wait=S   parks on the event ring until an event
  *       is durable; with Accept: text/event-stream a stream whose reader
  *       parks between events (a keep-alive comment every 15 s);
@@ -129,6 +131,110 @@ enum MHD_Result xp_http_watch(struct conn *k)
 
 /* ---- the endpoints long poll ---- */
 
+/* With Accept: text/event-stream the endpoints come as a stream: the
+ * owner's answer first (it checked who may see the service), then each
+ * version the owner publishes (xp_ep_published) as an "endpoints" event,
+ * the reader parked between them, a keep-alive comment every 15 s, and a
+ * "gone" event when the service is deleted. */
+struct epsse {
+	struct xp_ctl *ctl;
+	struct MHD_Connection *c;
+	char name[XP_NAME_MAX + 1];
+	uint64_t sent; /* the version last sent */
+	int done;
+	int64_t last;
+	char *frame;
+	size_t len, off;
+	struct xp_park park;
+};
+
+static char *ep_frame(const char *json)
+{
+	struct xp_sb sb;
+	xp_sb_init(&sb);
+	xp_sb_printf(&sb, "event: endpoints\ndata: %s\n\n", json);
+	return xp_sb_steal(&sb);
+}
+
+/* the next frame; 0 parked, -1 at the end */
+static int epsse_next(struct epsse *s)
+{
+	uint64_t gen = xp_park_gen(s->ctl, XP_PARK_SERVICES), v = 0;
+	char *json = xp_ep_published(s->ctl, s->name, &v);
+	if (!json && s->ctl->ready) {
+		s->frame = xstrdup("event: gone\ndata: {\"error\":{\"code\":\"ENOENT\","
+				   "\"message\":\"the service was deleted\"}}\n\n");
+		s->done = 1;
+	} else if (json && v > s->sent) {
+		s->frame = ep_frame(json);
+		s->sent = v;
+	} else if (!s->ctl->ready) {
+		free(json);
+		return -1;
+	} else if (xp_ctl_now() - s->last >= SSE_KEEPALIVE_MS) {
+		s->frame = xstrdup(": keep-alive\n\n");
+	} else {
+		free(json);
+		if (xp_park_if(s->ctl, &s->park, s->c, XP_PARK_SERVICES, gen,
+			       s->last + SSE_KEEPALIVE_MS))
+			return 0;
+		return epsse_next(s); /* woken meanwhile: look again */
+	}
+	free(json);
+	s->len = strlen(s->frame);
+	s->off = 0;
+	return 1;
+}
+
+static ssize_t epsse_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct epsse *s = cls;
+	(void)pos;
+	if (s->done && !s->frame)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	if (!s->frame) {
+		int r = epsse_next(s);
+		if (r < 0)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		if (r == 0)
+			return 0; /* parked: called again once resumed */
+	}
+	size_t n = s->len - s->off < max ? s->len - s->off : max;
+	memcpy(buf, s->frame + s->off, n);
+	s->off += n;
+	s->last = xp_ctl_now();
+	if (s->off == s->len) {
+		free(s->frame);
+		s->frame = NULL;
+	}
+	return (ssize_t)n;
+}
+
+static void epsse_free(void *cls)
+{
+	struct epsse *s = cls;
+	free(s->frame);
+	free(s);
+}
+
+static enum MHD_Result ep_stream(struct conn *k)
+{
+	struct epsse *s = XNEW(struct epsse);
+	s->ctl = k->ctl;
+	s->c = k->c;
+	snprintf(s->name, sizeof(s->name), "%s", k->cmd.name);
+	s->sent = k->cmd.id;
+	s->last = xp_ctl_now();
+	s->frame = ep_frame(k->cmd.reply ? k->cmd.reply : "{}");
+	s->len = strlen(s->frame);
+	free(k->cmd.reply);
+	k->cmd.reply = NULL;
+	struct MHD_Response *r =
+		MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, epsse_read, s, epsse_free);
+	MHD_add_response_header(r, "Content-Type", "text/event-stream");
+	return xp_http_queue(k, 200, r);
+}
+
 /* GET /v1/services/NAME/endpoints?since=V&wait=S: the owner answers (cmd->id:
  * the endpoints' version); while it is not past V the request parks on
  * every service's endpoints until one changes (xp_ep_bump), or S seconds. */
@@ -145,11 +251,15 @@ enum MHD_Result xp_http_epwatch(struct conn *k)
 		if (qw && xp_parse_i64(qw, 0, 120, &wait) < 0)
 			return xp_http_error(k, XP_EINVAL, "wait",
 					     "wait: expected seconds 0..120, got '%s'", qw);
+		const char *accept = MHD_lookup_connection_value(k->c, MHD_HEADER_KIND, "Accept");
+		k->stream = accept && strstr(accept, "text/event-stream");
 		k->since = (uint64_t)since;
 		k->deadline = xp_ctl_now() + wait * 1000;
 		k->state = K_WATCH;
 		return xp_http_to_owner(k);
 	}
+	if (k->stream && cmd->status == 200)
+		return ep_stream(k);
 	if (cmd->status != 200 || cmd->id > k->since || xp_ctl_now() >= k->deadline ||
 	    !ctl->ready)
 		return xp_http_send(k);

@@ -138,8 +138,57 @@ uint64_t xp_ep_version(struct xp_ctl *ctl)
 	return __atomic_load_n(&ctl->ep_version, __ATOMIC_ACQUIRE);
 }
 
+char *xp_ep_published(struct xp_ctl *ctl, const char *name, uint64_t *version)
+{
+	char *out = NULL;
+	pthread_mutex_lock(&ctl->ep_mu);
+	for (size_t i = 0; i < ctl->nep_pub && !out; i++)
+		if (!strcmp(ctl->ep_pub[i].name, name)) {
+			out = xstrdup(ctl->ep_pub[i].json);
+			*version = ctl->ep_pub[i].version;
+		}
+	pthread_mutex_unlock(&ctl->ep_mu);
+	return out;
+}
+
+static void ep_pub_clear(struct xp_ctl *ctl)
+{
+	for (size_t i = 0; i < ctl->nep_pub; i++)
+		free(ctl->ep_pub[i].json);
+	free(ctl->ep_pub);
+	ctl->ep_pub = NULL;
+	ctl->nep_pub = 0;
+}
+
+/* the endpoints of every service, for the streams (after each change) */
+static void publish(struct xp_ctl *ctl)
+{
+	uint64_t v = xp_ep_version(ctl);
+	if (v == ctl->ep_published && ctl->nep_pub == ctl->st->services.n)
+		return;
+	size_t n = ctl->st->services.n;
+	struct xp_ep_pub *p = xcalloc(n ? n : 1, sizeof(*p));
+	for (size_t i = 0; i < n; i++) {
+		const struct xp_service *s = &ctl->st->services.v[i];
+		snprintf(p[i].name, sizeof(p[i].name), "%s", s->spec.name);
+		p[i].version = v;
+		p[i].json = xp_json_take(json_pack("{s:s,s:i,s:I,s:o}", "service", s->spec.name,
+						   "port", (int)s->spec.port, "version",
+						   (json_int_t)v, "endpoints",
+						   xp_service_endpoints(ctl, s)));
+	}
+	pthread_mutex_lock(&ctl->ep_mu);
+	ep_pub_clear(ctl);
+	ctl->ep_pub = p;
+	ctl->nep_pub = n;
+	pthread_mutex_unlock(&ctl->ep_mu);
+	ctl->ep_published = v;
+	xp_park_wake(ctl, XP_PARK_SERVICES);
+}
+
 void xp_svc_live_free(struct xp_ctl *ctl)
 {
+	ep_pub_clear(ctl);
 	for (size_t i = 0; i < ctl->svc_live.cap; i++)
 		if (ctl->svc_live.keys && ctl->svc_live.keys[i])
 			free(ctl->svc_live.vals[i]);
@@ -589,6 +638,7 @@ void xp_services_tick(struct xp_ctl *ctl, int64_t now)
 			remove_replicas(ctl, s, c.cur - s->desired, CURRENT, UINT32_MAX, 0, now);
 		}
 	}
+	publish(ctl);
 }
 
 /* ---- what the API shows ---- */

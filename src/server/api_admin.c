@@ -197,21 +197,47 @@ void xp_api_nodes_add(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	xp_reply_json(cmd, 201, xp_json_take(json_pack("{s:o}", "nodes", arr)));
 }
 
-void xp_api_node_patch(struct xp_ctl *ctl, struct xp_cmd *cmd)
+void xp_small_free(void *p)
+{
+	struct xp_small *b = p;
+	if (b)
+		json_decref(b->o);
+	free(b);
+}
+
+static struct xp_small *small_new(struct xp_cmd *cmd)
+{
+	struct xp_small *b = XNEW(struct xp_small);
+	cmd->payload = b;
+	cmd->payload_free = xp_small_free;
+	return b;
+}
+
+/* edge (pool thread, no state): PATCH /v1/nodes/NAME {state} */
+int xp_edge_node_patch(struct xp_cmd *cmd)
 {
 	static const char *const allowed[] = { "state", NULL };
-	struct xp_err err = { 0 };
-	long n = node_or_404(ctl, cmd);
-	if (n < 0)
-		return;
 	json_t *o = xp_cmd_body_object(cmd, allowed);
 	if (!o)
-		return;
+		return -1;
 	json_t *sv = json_object_get(o, "state");
 	int to = json_is_string(sv) ? xp_node_state_parse(json_string_value(sv)) : -1;
 	json_decref(o);
 	if (to != XP_NODE_READY && to != XP_NODE_CORDONED && to != XP_NODE_DRAINING)
-		FAIL(cmd, XP_EINVAL, "state", "state: expected ready, cordoned or draining");
+		return xp_reply_error(cmd, XP_EINVAL, "state",
+				      "state: expected ready, cordoned or draining"),
+		       -1;
+	small_new(cmd)->state = to;
+	return 0;
+}
+
+void xp_api_node_patch(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	struct xp_err err = { 0 };
+	long n = node_or_404(ctl, cmd);
+	if (n < 0)
+		return;
+	int to = ((const struct xp_small *)cmd->payload)->state;
 	if (xp_ctl_journal(ctl, "node.state", xp_rec_node_state(cmd->name, to), &err) < 0)
 		FAIL_ERR(cmd, &err, NULL);
 	cmd->journaled = 1;
@@ -422,25 +448,29 @@ void xp_api_tenants_list(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	xp_reply_json(cmd, 200, xp_json_take(json_pack("{s:o}", "tenants", arr)));
 }
 
-void xp_api_tenants_create(struct xp_ctl *ctl, struct xp_cmd *cmd)
+/* edge: POST /v1/tenants {name} */
+int xp_edge_tenant(struct xp_cmd *cmd)
 {
 	static const char *const allowed[] = { "name", NULL };
-	struct xp_err err = { 0 };
 	const char *name;
 	json_t *o = xp_cmd_body_object(cmd, allowed);
 	if (!o)
-		return;
-	if (body_name(cmd, o, "name", &name) == 0) {
-		if (xp_ctl_journal(ctl, "tenant.create", xp_rec_tenant_create(name), &err) < 0)
-			xp_reply_err(cmd, &err, NULL);
-		else {
-			cmd->journaled = 1;
-			xp_reply_json(
-				cmd, 201,
-				xp_json_take(json_pack("{s:s,s:i}", "name", name, "jobs", 0)));
-		}
-	}
+		return -1;
+	int rc = body_name(cmd, o, "name", &name);
+	if (rc == 0)
+		snprintf(small_new(cmd)->name, XP_NAME_MAX + 1, "%s", name);
 	json_decref(o);
+	return rc;
+}
+
+void xp_api_tenants_create(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	struct xp_err err = { 0 };
+	const char *name = ((const struct xp_small *)cmd->payload)->name;
+	if (xp_ctl_journal(ctl, "tenant.create", xp_rec_tenant_create(name), &err) < 0)
+		FAIL_ERR(cmd, &err, NULL);
+	cmd->journaled = 1;
+	xp_reply_json(cmd, 201, xp_json_take(json_pack("{s:s,s:i}", "name", name, "jobs", 0)));
 }
 
 static const char *const scope_names[] = { "tenant", "admin", "node", "bootstrap" };
@@ -534,38 +564,63 @@ static int token_scope_of(struct xp_cmd *cmd, json_t *o, int *scope, const char 
 
 /* POST /v1/agents/join {"node": NAME} with a bootstrap token: a credential
  * for that node alone (scope node), in the bootstrap token's tenant. */
-void xp_api_agents_join(struct xp_ctl *ctl, struct xp_cmd *cmd)
+/* edge: POST /v1/agents/join {node} */
+int xp_edge_join(struct xp_cmd *cmd)
 {
 	static const char *const allowed[] = { "node", NULL };
 	json_t *o = xp_cmd_body_object(cmd, allowed);
 	if (!o)
-		return;
+		return -1;
 	const char *node = json_string_value(json_object_get(o, "node"));
-	if (!node_name_ok(node))
-		xp_reply_error(cmd, XP_EINVAL, "node",
-			       "node: expected a node name (1..63 of A-Z a-z 0-9 . _ -)");
-	else
-		xp_token_mint(ctl, cmd, ctl->st->tenants.v[cmd->tenant].name, "agent",
-			      XP_SCOPE_NODE, node);
+	int ok = node_name_ok(node);
+	if (ok)
+		snprintf(small_new(cmd)->node, XP_NAME_MAX + 1, "%s", node);
 	json_decref(o);
+	if (!ok)
+		return xp_reply_error(cmd, XP_EINVAL, "node",
+				      "node: expected a node name (1..63 of A-Z a-z 0-9 . _ -)"),
+		       -1;
+	return 0;
 }
 
-void xp_api_tokens_create(struct xp_ctl *ctl, struct xp_cmd *cmd)
+void xp_api_agents_join(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	const struct xp_small *b = cmd->payload;
+	xp_token_mint(ctl, cmd, ctl->st->tenants.v[cmd->tenant].name, "agent", XP_SCOPE_NODE,
+		      b->node);
+}
+
+/* edge: POST /v1/tokens {tenant, name, admin, scope, node} */
+int xp_edge_token(struct xp_cmd *cmd)
 {
 	static const char *const allowed[] = { "tenant", "name", "admin", "scope", "node", NULL };
 	const char *tenant, *name, *node;
 	int scope;
 	json_t *o = xp_cmd_body_object(cmd, allowed);
 	if (!o)
-		return;
-	if (body_name(cmd, o, "tenant", &tenant) == 0 && body_name(cmd, o, "name", &name) == 0 &&
-	    token_scope_of(cmd, o, &scope, &node) == 0) {
-		if (xp_state_tenant(ctl->st, tenant) < 0)
-			xp_reply_error(cmd, XP_ENOENT, "tenant", "tenant: no tenant %s", tenant);
-		else
-			xp_token_mint(ctl, cmd, tenant, name, scope, node);
+		return -1;
+	int rc = body_name(cmd, o, "tenant", &tenant) == 0 &&
+				 body_name(cmd, o, "name", &name) == 0 &&
+				 token_scope_of(cmd, o, &scope, &node) == 0
+			 ? 0
+			 : -1;
+	if (rc == 0) {
+		struct xp_small *b = small_new(cmd);
+		snprintf(b->tenant, sizeof(b->tenant), "%s", tenant);
+		snprintf(b->name, sizeof(b->name), "%s", name);
+		snprintf(b->node, sizeof(b->node), "%s", node ? node : "");
+		b->scope = scope;
 	}
 	json_decref(o);
+	return rc;
+}
+
+void xp_api_tokens_create(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	const struct xp_small *b = cmd->payload;
+	if (xp_state_tenant(ctl->st, b->tenant) < 0)
+		FAIL(cmd, XP_ENOENT, "tenant", "tenant: no tenant %s", b->tenant);
+	xp_token_mint(ctl, cmd, b->tenant, b->name, b->scope, b->node[0] ? b->node : NULL);
 }
 
 void xp_api_token_delete(struct xp_ctl *ctl, struct xp_cmd *cmd)

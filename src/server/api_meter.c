@@ -94,23 +94,31 @@ void xp_api_prices_put(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	xp_reply_json(cmd, 200, xp_json_take(doc));
 }
 
+/* edge (pool thread, no state): the counters map, checked */
+int xp_edge_counters(struct xp_cmd *cmd)
+{
+	struct xp_err err = { 0 };
+	if (!cmd->body_obj)
+		return xp_reply_error(cmd, XP_EINVAL, NULL,
+				      "body: expected a JSON map of counter: count"),
+		       -1;
+	if (xp_meter_counters_check(cmd->body_obj, &err) < 0)
+		return xp_reply_err(cmd, &err, NULL), -1;
+	struct xp_small *b = XNEW(struct xp_small);
+	b->o = json_incref(cmd->body_obj);
+	cmd->payload = b;
+	cmd->payload_free = xp_small_free;
+	return 0;
+}
+
 void xp_api_job_counters(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
 	struct xp_err err = { 0 };
-	json_error_t je;
 	struct xp_job *j = xp_api_visible_job(ctl, cmd);
 	if (!j)
 		return;
-	json_t *c = cmd->body_obj ? json_incref(cmd->body_obj) : NULL; /* parsed at the edge */
-	(void)je;
-	if (!c)
-		FAIL(cmd, XP_EINVAL, NULL, "body: expected a JSON map of counter: count");
-	if (xp_meter_counters_check(c, &err) < 0) {
-		json_decref(c);
-		FAIL_ERR(cmd, &err, NULL);
-	}
+	json_t *c = ((const struct xp_small *)cmd->payload)->o; /* checked at the edge */
 	int rc = xp_ctl_journal(ctl, "job.counter", xp_rec_job_counter(j->id, c), &err);
-	json_decref(c);
 	if (rc < 0)
 		FAIL_ERR(cmd, &err, NULL);
 	cmd->journaled = 1;

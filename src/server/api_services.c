@@ -187,31 +187,49 @@ void xp_api_service_rollback(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	named_record(ctl, cmd, "service.rollback");
 }
 
-void xp_api_service_scale(struct xp_ctl *ctl, struct xp_cmd *cmd)
+/* edge (pool thread, no state): POST /v1/services/NAME/scale {replicas, reason} */
+int xp_edge_scale(struct xp_cmd *cmd)
 {
 	static const char *const allowed[] = { "replicas", "reason", NULL };
+	json_t *o = xp_cmd_body_object(cmd, allowed);
+	if (!o)
+		return -1;
+	json_t *r = json_object_get(o, "replicas"), *why = json_object_get(o, "reason");
+	int rc = 0;
+	if (!json_is_integer(r) || json_integer_value(r) < 0 ||
+	    json_integer_value(r) > XP_SERVICE_MAX_REPLICAS) {
+		xp_reply_error(cmd, XP_EINVAL, "replicas", "replicas: expected a count 0..%d",
+			       XP_SERVICE_MAX_REPLICAS);
+		rc = -1;
+	} else if (why && (!json_is_string(why) || strlen(json_string_value(why)) > 200)) {
+		xp_reply_error(cmd, XP_EINVAL, "reason",
+			       "reason: expected a string of at most 200 bytes");
+		rc = -1;
+	}
+	if (rc == 0) {
+		struct xp_small *b = XNEW(struct xp_small);
+		b->replicas = (uint32_t)json_integer_value(r);
+		snprintf(b->reason, sizeof(b->reason), "%s",
+			 why ? json_string_value(why) : "by request");
+		cmd->payload = b;
+		cmd->payload_free = xp_small_free;
+	}
+	json_decref(o);
+	return rc;
+}
+
+void xp_api_service_scale(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
 	struct xp_err err = { 0 };
+	const struct xp_small *b = cmd->payload;
 	struct xp_service *s = visible(ctl, cmd);
 	if (!s)
 		return;
-	json_t *o = xp_cmd_body_object(cmd, allowed);
-	if (!o)
-		return;
-	json_t *r = json_object_get(o, "replicas"), *why = json_object_get(o, "reason");
-	if (!json_is_integer(r) || json_integer_value(r) < s->spec.min ||
-	    json_integer_value(r) > s->spec.max) {
-		json_decref(o);
+	if (b->replicas < s->spec.min || b->replicas > s->spec.max)
 		FAIL(cmd, XP_EINVAL, "replicas", "replicas: expected %u..%u (the service's min..max)",
 		     s->spec.min, s->spec.max);
-	}
-	if (why && (!json_is_string(why) || strlen(json_string_value(why)) > 200)) {
-		json_decref(o);
-		FAIL(cmd, XP_EINVAL, "reason", "reason: expected a string of at most 200 bytes");
-	}
-	char reason[256];
-	snprintf(reason, sizeof(reason), "%s", why ? json_string_value(why) : "by request");
-	uint32_t n = (uint32_t)json_integer_value(r);
-	json_decref(o);
+	const char *reason = b->reason;
+	uint32_t n = b->replicas;
 	if (xp_ctl_journal(ctl, "service.scale", xp_rec_service_scale(s->spec.name, n, reason),
 			   &err) < 0)
 		FAIL_ERR(cmd, &err, NULL);

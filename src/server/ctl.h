@@ -465,6 +465,24 @@ void xp_energy_beat(struct xp_ctl *ctl, uint32_t node, const struct xp_devstat *
 void xp_snap_start(struct xp_ctl *ctl);
 void xp_snap_poll(struct xp_ctl *ctl, int block);
 
+/* A small request body read at the edge (the route's parse function, on
+ * a pool thread; no state is read there): what its handler needs, typed. */
+struct xp_small {
+	struct json_t *o;      /* job counters: the checked map */
+	int state, scope;      /* node patch: the state; token: its scope */
+	uint32_t replicas;     /* service scale */
+	int has_reason;
+	char name[XP_NAME_MAX + 1], tenant[XP_NAME_MAX + 1], node[XP_NAME_MAX + 1];
+	char reason[256];
+};
+void xp_small_free(void *small);
+int xp_edge_node_patch(struct xp_cmd *cmd);
+int xp_edge_tenant(struct xp_cmd *cmd);
+int xp_edge_join(struct xp_cmd *cmd);
+int xp_edge_token(struct xp_cmd *cmd);
+int xp_edge_scale(struct xp_cmd *cmd);
+int xp_edge_counters(struct xp_cmd *cmd);
+
 /* beat.c: a heartbeat parsed at the edge (EDGE_BEAT); the owner checks
  * the device count and the MIG instances against the node, and applies it */
 #define XP_GPU_REPORTS_MAX 4096 /* replicas one heartbeat may report */

@@ -29,6 +29,8 @@ struct route {
 	xp_cmd_fn fn;
 	int scope, edge; /* enum xp_route_scope; how the body is read */
 	size_t body_max; /* 0: the server's --body-limit; else this many bytes */
+	int (*parse)(struct xp_cmd *cmd); /* EDGE_JSON: the body into a typed
+					   * cmd->payload, on the pool thread */
 };
 
 /* A connection's own record (its socket context): for the accounting

@@ -3,10 +3,11 @@
  * body it takes and how the body is read at the edge - and the edge's
  * parsing, on an HTTP thread, before anything reaches the owner.
  *
- * Every document a handler gets is parsed here: job specs, job changes,
- * workflows, descriptors, queue definitions and price tables into typed
- * structs (cmd->payload), other JSON bodies into a jansson object
- * (cmd->body_obj) whose fields the handler checks. A syntax error or a bad
+ * Every document a handler gets is parsed here into a typed struct
+ * (cmd->payload): job specs, job changes, workflows, descriptors, queue
+ * definitions, price tables, services, heartbeats and task reports, and
+ * the small bodies (a node's state, a tenant, a token, a join, a scale,
+ * job counters: the route's parse function, struct xp_small). A syntax error or a bad
  * field is answered here with its path; the owner never parses text.
  */
 #include "http_int.h"
@@ -45,7 +46,7 @@ static const struct route routes[] = {
 	{ "POST", "/v1/jobs/{id}/cancel", xp_api_job_cancel, T, 0, SMALL },
 	{ "GET", "/v1/jobs/{id}/explain", xp_api_job_explain, T, 0, SMALL },
 	{ "GET", "/v1/jobs/{id}/logs", xp_api_job_logs, T, 0, SMALL },
-	{ "POST", "/v1/jobs/{id}/counters", xp_api_job_counters, T, EDGE_JSON, 0 },
+	{ "POST", "/v1/jobs/{id}/counters", xp_api_job_counters, T, EDGE_JSON, 0, xp_edge_counters },
 	{ "GET", "/v1/usage", xp_api_usage, T, 0, SMALL },
 	{ "GET", "/v1/alerts", xp_api_alerts, A, 0, SMALL },
 	{ "GET", "/v1/forecast", xp_api_forecast, T, 0, SMALL },
@@ -61,12 +62,12 @@ static const struct route routes[] = {
 	{ "DELETE", "/v1/services/{name}", xp_api_service_delete, T, 0, SMALL },
 	{ "POST", "/v1/services/{name}/promote", xp_api_service_promote, T, 0, SMALL },
 	{ "POST", "/v1/services/{name}/rollback", xp_api_service_rollback, T, 0, SMALL },
-	{ "POST", "/v1/services/{name}/scale", xp_api_service_scale, T, EDGE_JSON, SMALL },
+	{ "POST", "/v1/services/{name}/scale", xp_api_service_scale, T, EDGE_JSON, SMALL, xp_edge_scale },
 	{ "GET", "/v1/services/{name}/endpoints", xp_api_service_endpoints, T, EDGE_EPWATCH, SMALL },
 	{ "GET", "/v1/nodes", xp_api_nodes_list, T, 0, SMALL },
 	{ "POST", "/v1/nodes", xp_api_nodes_add, A, EDGE_NODES, 0 },
 	{ "GET", "/v1/nodes/{name}", xp_api_node_get, T, 0, SMALL },
-	{ "PATCH", "/v1/nodes/{name}", xp_api_node_patch, A, EDGE_JSON, SMALL },
+	{ "PATCH", "/v1/nodes/{name}", xp_api_node_patch, A, EDGE_JSON, SMALL, xp_edge_node_patch },
 	{ "DELETE", "/v1/nodes/{name}", xp_api_node_delete, A, 0, SMALL },
 	{ "GET", "/v1/devices", xp_api_devices, T, 0, SMALL },
 	{ "GET", "/v1/queues", xp_api_queues_list, T, 0, SMALL },
@@ -75,11 +76,11 @@ static const struct route routes[] = {
 	{ "PATCH", "/v1/queues/{name}", xp_api_queue_patch, A, EDGE_QUEUE, 0 },
 	{ "DELETE", "/v1/queues/{name}", xp_api_queue_delete, A, 0, SMALL },
 	{ "GET", "/v1/tenants", xp_api_tenants_list, A, 0, SMALL },
-	{ "POST", "/v1/tenants", xp_api_tenants_create, A, EDGE_JSON, SMALL },
+	{ "POST", "/v1/tenants", xp_api_tenants_create, A, EDGE_JSON, SMALL, xp_edge_tenant },
 	{ "GET", "/v1/tokens", xp_api_tokens_list, A, 0, SMALL },
-	{ "POST", "/v1/tokens", xp_api_tokens_create, A, EDGE_JSON, SMALL },
+	{ "POST", "/v1/tokens", xp_api_tokens_create, A, EDGE_JSON, SMALL, xp_edge_token },
 	{ "DELETE", "/v1/tokens/{id}", xp_api_token_delete, A, 0, SMALL },
-	{ "POST", "/v1/agents/join", xp_api_agents_join, J, EDGE_JSON, SMALL },
+	{ "POST", "/v1/agents/join", xp_api_agents_join, J, EDGE_JSON, SMALL, xp_edge_join },
 	{ "POST", "/v1/agents", xp_api_agents_register, N, EDGE_NODES, 0 },
 	{ "POST", "/v1/nodes/{name}/heartbeat", xp_api_node_heartbeat, N, EDGE_BEAT, 0 },
 	{ "GET", "/v1/nodes/{name}/assignments", xp_api_node_assignments, N, EDGE_WATCH, SMALL },
@@ -376,7 +377,9 @@ int xp_http_parse(struct conn *k)
 	case EDGE_REPORTS:
 		return xp_reports_parse(cmd);
 	case EDGE_JSON:
-		return parse_json(cmd);
+		if (parse_json(cmd) < 0)
+			return -1;
+		return k->rt->parse ? k->rt->parse(cmd) : 0;
 	default:
 		return 0;
 	}

@@ -346,50 +346,19 @@ static struct slot *slot_of(struct backend *b, const char *addr, int port)
 	return NULL;
 }
 
-/* Slots that left the endpoints drain, and go to maintenance once idle
- * (or after drain_max ms); endpoints without a slot take a free one. */
-static int sync_backend(const char *sock, struct backend *b, json_t *eps, long long drain_max,
-			long long now, struct xp_err *err)
+/* endpoints without a slot take a free one: set first, so a pass that also
+ * drains a gone slot never leaves the backend without a server */
+static int add_new(const char *sock, struct backend *b, json_t *eps, struct xp_err *err)
 {
-	int *cur = calloc((size_t)b->n + 1, sizeof(int)), rc = 0, looked = 0;
-	for (int i = 0; i < b->n && rc == 0; i++) {
-		struct slot *s = &b->s[i];
-		if (!s->port)
-			continue;
-		json_t *wanted = has_endpoint(eps, s);
-		if (wanted && !s->draining)
-			rc = set_weight(sock, b, i, wanted, err);
-		if (rc < 0)
-			break;
-		if (!wanted && !s->draining) {
-			rc = hap_do(sock, err, "set server %s/r%d state drain", b->name, i + 1);
-			s->draining = 1;
-			s->since = now;
-			printf("proxy-sync: %s/r%d %s:%d draining\n", b->name, i + 1, s->addr, s->port);
-		} else if (wanted && s->draining) { /* back: it serves again */
-			rc = hap_do(sock, err, "set server %s/r%d state ready", b->name, i + 1);
-			s->draining = 0;
-		} else if (s->draining) {
-			if (!looked++)
-				sessions(sock, b, cur);
-			if (cur[i] == 0 || now - s->since >= drain_max) {
-				rc = hap_do(sock, err, "set server %s/r%d state maint", b->name,
-					    i + 1);
-				printf("proxy-sync: %s/r%d %s:%d removed\n", b->name, i + 1, s->addr,
-				       s->port);
-				s->port = 0;
-				s->draining = 0;
-			}
-		}
-	}
 	size_t k;
 	json_t *e;
+	int rc = 0;
 	json_array_foreach(eps, k, e)
 	{
 		const char *addr = xp_cli_jstr(e, "address");
 		long long port = 0;
 		xp_cli_jint(e, "port", &port);
-		if (rc < 0 || !addr || port <= 0 || slot_of(b, addr, (int)port))
+		if (!addr || port <= 0 || slot_of(b, addr, (int)port))
 			continue;
 		struct slot *free_slot = NULL;
 		for (int i = 0; i < b->n && !free_slot; i++)
@@ -400,7 +369,7 @@ static int sync_backend(const char *sock, struct backend *b, json_t *eps, long l
 				"xpool service proxy-sync: %s: no free slot for %s:%lld (make the "
 				"configuration again with more --slots)\n",
 				b->name, addr, port);
-			break;
+			return 0;
 		}
 		int i = (int)(free_slot - b->s) + 1;
 		rc = hap_do(sock, err, "set server %s/r%d addr %s port %lld", b->name, i, addr, port);
@@ -409,11 +378,50 @@ static int sync_backend(const char *sock, struct backend *b, json_t *eps, long l
 			rc = set_weight(sock, b, i - 1, e, err);
 		if (rc == 0)
 			rc = hap_do(sock, err, "set server %s/r%d state ready", b->name, i);
-		if (rc == 0) {
-			snprintf(free_slot->addr, sizeof(free_slot->addr), "%s", addr);
-			free_slot->port = (int)port;
-			free_slot->draining = 0;
-			printf("proxy-sync: %s/r%d %s:%lld ready\n", b->name, i, addr, port);
+		if (rc < 0)
+			return rc;
+		snprintf(free_slot->addr, sizeof(free_slot->addr), "%s", addr);
+		free_slot->port = (int)port;
+		free_slot->draining = 0;
+		printf("proxy-sync: %s/r%d %s:%lld ready\n", b->name, i, addr, port);
+	}
+	return 0;
+}
+
+/* Slots that left the endpoints drain, and go to maintenance once idle
+ * (or after drain_max ms); a draining one whose endpoint is back serves
+ * again; the others take their endpoint's weight. */
+static int sync_backend(const char *sock, struct backend *b, json_t *eps, long long drain_max,
+			long long now, struct xp_err *err)
+{
+	int rc = add_new(sock, b, eps, err), looked = 0;
+	int *cur = calloc((size_t)b->n + 1, sizeof(int));
+	for (int i = 0; i < b->n && rc == 0; i++) {
+		struct slot *s = &b->s[i];
+		if (!s->port)
+			continue;
+		json_t *wanted = has_endpoint(eps, s);
+		if (wanted && !s->draining) {
+			rc = set_weight(sock, b, i, wanted, err);
+		} else if (!wanted && !s->draining) {
+			rc = hap_do(sock, err, "set server %s/r%d state drain", b->name, i + 1);
+			s->draining = 1;
+			s->since = now;
+			printf("proxy-sync: %s/r%d %s:%d draining\n", b->name, i + 1, s->addr, s->port);
+		} else if (wanted) { /* back: it serves again */
+			rc = hap_do(sock, err, "set server %s/r%d state ready", b->name, i + 1);
+			s->draining = 0;
+		} else {
+			if (!looked++)
+				sessions(sock, b, cur);
+			if (cur[i] == 0 || now - s->since >= drain_max) {
+				rc = hap_do(sock, err, "set server %s/r%d state maint", b->name,
+					    i + 1);
+				printf("proxy-sync: %s/r%d %s:%d removed\n", b->name, i + 1, s->addr,
+				       s->port);
+				s->port = 0;
+				s->draining = 0;
+			}
 		}
 	}
 	free(cur);

@@ -2,7 +2,8 @@
  * serve: a service's replica on this node (docs/design/serving.md).
  *
  * Its port: the agent picks one free on the host in --ports (default
- * 30000-32767), held by no other task, turning through the range so a port
+ * 30000-32767), held by no other task, turning through the range (from a
+ * point set by its pid, so agents sharing a host start apart) so a port
  * just given up is not handed out again at once; the replica gets it as
  * XPOOL_PORT (and PORT). It is kept in the task folder ("service": PORT,
  * the check) so an agent that restarts and adopts the task reports the
@@ -67,10 +68,12 @@ static int port_taken(const struct xp_agent *a, uint16_t port)
 
 static uint16_t pick_port(const struct xp_agent *a)
 {
-	static unsigned cursor; /* a->mu held */
+	static unsigned cursor, seeded; /* a->mu held */
 	unsigned lo = a->o.port_min ? a->o.port_min : PORT_MIN_DEFAULT;
 	unsigned hi = a->o.port_max ? a->o.port_max : PORT_MAX_DEFAULT;
 	unsigned span = hi - lo + 1;
+	if (!seeded++) /* agents sharing a host start apart in the range */
+		cursor = ((unsigned)getpid() * 2654435761u) % span;
 	for (unsigned i = 0; i < span; i++) {
 		uint16_t p = (uint16_t)(lo + (cursor + i) % span);
 		if (!port_taken(a, p) && port_free(p)) {

@@ -496,6 +496,31 @@ static int sync_pass(struct xp_cli *x, const char *sock, struct backend **bs, si
 	return rc;
 }
 
+/* Until the next pass: with nothing draining, a long poll on the endpoints
+ * (any service's change ends it, or 10 s); else one interval. */
+static void wait_change(struct xp_cli *x, const struct backend *bs, size_t nb, long long version,
+			const char *first, int64_t interval)
+{
+	int draining = 0; /* a draining slot is looked at every interval */
+	for (size_t i = 0; i < nb; i++)
+		for (int k = 0; k < bs[i].n; k++)
+			draining |= bs[i].s[k].draining;
+	if (!draining && version >= 0 && first[0]) {
+		struct xp_sb p = { 0 };
+		json_t *r = NULL;
+		xp_sb_puts(&p, "/v1/services/");
+		xp_client_escape(&p, first);
+		xp_sb_printf(&p, "/endpoints?since=%lld&wait=10", version);
+		int rc = xp_cli_call(x, "GET", p.s, NULL, &r);
+		json_decref(r);
+		xp_sb_free(&p);
+		if (rc == 0)
+			return;
+	}
+	struct timespec ts = { interval / 1000, (interval % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
 int xp_cmd_proxy_sync(int argc, char **argv)
 {
 	static const struct xp_cli_verb verb = {
@@ -555,26 +580,7 @@ int xp_cmd_proxy_sync(int argc, char **argv)
 		}
 		if (xp_flag_get(flags, "once")->bval)
 			break;
-		int draining = 0; /* a draining slot is looked at every interval */
-		for (size_t i = 0; i < nb; i++)
-			for (int k = 0; k < bs[i].n; k++)
-				draining |= bs[i].s[k].draining;
-		if (!draining && version >= 0 && first[0]) {
-			/* nothing to watch but the endpoints: a long poll until they
-			 * change (any service's), or 10 s */
-			struct xp_sb p = { 0 };
-			json_t *r = NULL;
-			xp_sb_puts(&p, "/v1/services/");
-			xp_client_escape(&p, first);
-			xp_sb_printf(&p, "/endpoints?since=%lld&wait=10", version);
-			int rc = xp_cli_call(&x, "GET", p.s, NULL, &r);
-			json_decref(r);
-			xp_sb_free(&p);
-			if (rc == 0)
-				continue;
-		}
-		struct timespec ts = { interval / 1000, (interval % 1000) * 1000000L };
-		nanosleep(&ts, NULL);
+		wait_change(&x, bs, nb, version, first, interval);
 	}
 	status = 0;
 out:

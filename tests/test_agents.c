@@ -839,7 +839,13 @@ static unsigned mig_instances(struct xp_hal_mig *m)
 	assert_non_null(h);
 	struct xp_cluster *c = xp_hal_discover(h, "x", NULL, &err);
 	assert_non_null(c);
-	if (xp_hal_mig_list(h, 0, m, &err) < 0)
+	/* the agent makes an instance in two NVML calls: a list between them
+	 * fails, and is tried again (5 s of wall time at most) */
+	int64_t end = mono_ms() + 5000;
+	int rc;
+	while ((rc = xp_hal_mig_list(h, 0, m, &err)) < 0 && mono_ms() < end)
+		usleep(10000);
+	if (rc < 0)
 		fail_msg("mig_list: %s", err.text);
 	xp_cluster_destroy(c);
 	xp_hal_close(h);

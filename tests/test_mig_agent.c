@@ -223,14 +223,24 @@ static struct xp_hal *hal_open(void)
 	return h;
 }
 
+/* The instances on GPU 0. The agent makes an instance in two NVML calls
+ * (the GPU instance, then its compute instance): a list between them sees
+ * a GPU instance without one and fails, so it is tried again, for 5 s of
+ * wall time at most. */
 static unsigned instances(struct xp_hal_mig *m)
 {
 	struct xp_err err = { 0 };
-	struct xp_hal *h = hal_open();
-	if (xp_hal_mig_list(h, 0, m, &err) < 0)
-		fail_msg("mig_list: %s", err.text);
-	xp_hal_close(h);
-	return m->n;
+	int64_t end = mono_ms() + 5000;
+	for (;;) {
+		struct xp_hal *h = hal_open();
+		int rc = xp_hal_mig_list(h, 0, m, &err);
+		xp_hal_close(h);
+		if (rc == 0)
+			return m->n;
+		if (mono_ms() > end)
+			fail_msg("mig_list: %s", err.text);
+		usleep(10000);
+	}
 }
 
 static void touch(struct env *e, const char *name)

@@ -384,6 +384,7 @@ struct xp_ctl {
 				       * after a start, readiness is unknown until the
 				       * agents' first heartbeats */
 	int64_t svc_sweep_at;	      /* services.c: the next look for orphan replicas */
+	int64_t live_next;	      /* owner.c: the next walk of node liveness (ms) */
 	/* services.c: every service's endpoints as JSON, published by the owner
 	 * when they change, for the streams read on pool threads (ep_mu) */
 	pthread_mutex_t ep_mu;

@@ -117,6 +117,7 @@ void xp_state_add_job(struct xp_state *st, struct xp_job *j)
 	}
 	xp_deps_add(st, j);
 	xp_service_job_added(st, j);
+	st->elastic_live += xp_job_elastic(j) && !xp_job_terminal(j->state);
 	if (j->key) {
 		char buf[512];
 		xp_state_key(st, j->tenant, j->key, buf, sizeof(buf));
@@ -593,6 +594,7 @@ void xp_state_finish(struct xp_state *st, struct xp_job *j, int to, int64_t at)
 	xp_state_note_done(st, j);
 	xp_deps_ended(st, j);
 	xp_service_job_ended(st, j, to, at);
+	st->elastic_live -= xp_job_elastic(j) && st->elastic_live;
 	XP_JOB_CHECK(st, j, from);
 }
 

@@ -44,6 +44,8 @@ static void running_elastic(const struct xp_state *st, int (*keep)(const struct 
 			    void *vec_v)
 {
 	XP_VEC(struct xp_job *) *vec = vec_v;
+	if (!st->elastic_live) /* none: no walk of every node (each pass, each unfit job) */
+		return;
 	for (size_t ni = 0; ni < st->nodes.n; ni++)
 		for (size_t ri = 0; ri < st->nodes.v[ni].run.n; ri++) {
 			struct xp_job *e = st->nodes.v[ni].run.v[ri].job;

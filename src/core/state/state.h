@@ -264,6 +264,9 @@ struct xp_state {
 	struct xp_meter meter;	     /* the usage ledger and the price table (meter.c) */
 	XP_VEC(struct xp_wshape) workload; /* the estimated target workload M (workload.c) */
 	XP_VEC(struct xp_service) services; /* by creation; a deleted one leaves the list */
+	uint64_t elastic_live; /* elastic jobs pending or running (derived): with none,
+				* the cycle's grow and shrink steps skip their walk of
+				* every node */
 };
 
 /* What a record did, for the event stream. */

@@ -17,25 +17,14 @@ XP=$1 SRC=$3
 BIN=$(dirname "$XP")
 SVC=$BIN/xp-svc-http
 [ -x "$SVC" ] || { echo "FAIL: $SVC missing (built with the tests)"; exit 1; }
-T=$(mktemp -d)
+. "$SRC/tests/devlib.sh" # T, fail, until_ok (its dev server is not used)
 SPID= APID=
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 cleanup() {
 	[ -n "$APID" ] && kill "$APID" 2>/dev/null && wait "$APID" 2>/dev/null # --stop-tasks
 	[ -n "$SPID" ] && kill "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
 	rm -rf "$T"
 }
 trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-until_ok() { # SECS CMD...: a deadline, not a pace
-	end=$(($(date +%s) + $1))
-	shift
-	while ! "$@"; do
-		[ "$(date +%s)" -ge "$end" ] && return 1
-		sleep 0.1
-	done
-}
 PORT=$((25000 + $$ % 9000))
 while curl -s -o /dev/null "http://127.0.0.1:$PORT/"; [ $? -ne 7 ]; do PORT=$((PORT + 1)); done
 export XPOOL_ADDR="http://127.0.0.1:$PORT"

@@ -195,6 +195,10 @@ int xp_cli_delete_named(int argc, char **argv, const struct xp_cli_verb *verb, c
 int xp_cli_get_verb(int argc, char **argv, const struct xp_cli_verb *verb, struct xp_flag *flags,
 		    const char *path, const char *const *query,
 		    void (*print)(const struct json_t *));
+/* Connect, send one bodiless request, print the reply (with print, or as
+ * JSON with -o json); the exit status. */
+int xp_cli_call_print(struct xp_cli *x, const char *method, const char *path,
+		      void (*print)(const struct json_t *));
 /* Append ?NAME=value for each flag of names (NULL-ended) that was given. */
 void xp_cli_query_flags(struct xp_sb *path, struct xp_flag *flags, const char *const *names);
 /* Wall-clock milliseconds since the epoch. */

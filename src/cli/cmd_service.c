@@ -105,32 +105,15 @@ static int named_call(int argc, char **argv, const struct xp_cli_verb *verb, con
 	struct xp_flag flags[] = { XP_CLIENT_FLAGS, { NULL, 0, NULL, NULL } };
 	struct xp_cli x;
 	struct xp_sb p = { 0 };
-	json_t *reply = NULL;
-	int status = 1;
+	int status = 2;
 	if (xp_cli_start(&x, verb, flags, argc, argv))
 		return xp_cli_end(&x, x.status);
-	if (xp_cli_check_name(&x, "service NAME", x.args[0]) < 0) {
-		status = 2;
-		goto out;
+	if (xp_cli_check_name(&x, "service NAME", x.args[0]) == 0) {
+		xp_sb_puts(&p, "/v1/services/");
+		xp_client_escape(&p, x.args[0]);
+		xp_sb_puts(&p, sub);
+		status = xp_cli_call_print(&x, method, p.s, print);
 	}
-	xp_sb_puts(&p, "/v1/services/");
-	xp_client_escape(&p, x.args[0]);
-	xp_sb_puts(&p, sub);
-	if (xp_cli_connect(&x) < 0) {
-		status = x.status;
-		goto out;
-	}
-	if (xp_cli_call(&x, method, p.s, NULL, &reply) < 0) {
-		status = xp_cli_fail_api(&x);
-		goto out;
-	}
-	if (x.json)
-		xp_cli_print_json(reply);
-	else
-		print(reply);
-	status = 0;
-out:
-	json_decref(reply);
 	xp_sb_free(&p);
 	return xp_cli_end(&x, status);
 }

@@ -396,30 +396,32 @@ int xp_cli_get_verb(int argc, char **argv, const struct xp_cli_verb *verb, struc
 {
 	struct xp_cli x;
 	struct xp_sb p = { 0 };
-	json_t *reply = NULL;
-	int status = 1;
+	int status;
 	if (xp_cli_start(&x, verb, flags, argc, argv))
 		return xp_cli_end(&x, x.status);
 	xp_sb_puts(&p, path);
 	if (query)
 		xp_cli_query_flags(&p, flags, query);
-	if (xp_cli_connect(&x) < 0) {
-		status = x.status;
-		goto out;
-	}
-	if (xp_cli_call(&x, "GET", p.s, NULL, &reply) < 0) {
-		status = xp_cli_fail_api(&x);
-		goto out;
-	}
-	if (x.json)
+	status = xp_cli_call_print(&x, "GET", p.s, print);
+	xp_sb_free(&p);
+	return xp_cli_end(&x, status);
+}
+
+int xp_cli_call_print(struct xp_cli *x, const char *method, const char *path,
+		      void (*print)(const json_t *))
+{
+	json_t *reply = NULL;
+	int status = 0;
+	if (xp_cli_connect(x) < 0)
+		return x->status;
+	if (xp_cli_call(x, method, path, NULL, &reply) < 0)
+		status = xp_cli_fail_api(x);
+	else if (x->json)
 		xp_cli_print_json(reply);
 	else
 		print(reply);
-	status = 0;
-out:
 	json_decref(reply);
-	xp_sb_free(&p);
-	return xp_cli_end(&x, status);
+	return status;
 }
 
 void xp_cli_query_flags(struct xp_sb *path, struct xp_flag *flags, const char *const *names)

@@ -129,71 +129,29 @@ enum MHD_Result xp_http_watch(struct conn *k)
 	return xp_http_to_owner(k);
 }
 
-/* ---- the endpoints long poll ---- */
+/* ---- server-sent event streams (the event log's, a service's endpoints') ---- */
 
-/* With Accept: text/event-stream the endpoints come as a stream: the
- * owner's answer first (it checked who may see the service), then each
- * version the owner publishes (xp_ep_published) as an "endpoints" event,
- * the reader parked between them, a keep-alive comment every 15 s, and a
- * "gone" event when the service is deleted. */
-struct epsse {
+/* A stream's frames: next() sets frame (1), parks the reader (0) or ends
+ * the stream (-1); the reader sends each frame as the client takes it. */
+struct stream {
+	int (*next)(struct stream *s);
 	struct xp_ctl *ctl;
 	struct MHD_Connection *c;
-	char name[XP_NAME_MAX + 1];
-	uint64_t sent; /* the version last sent */
-	int done;
-	int64_t last;
+	int done;     /* the last frame is set: end after it */
+	int64_t last; /* when something was last written (ms) */
 	char *frame;
 	size_t len, off;
 	struct xp_park park;
 };
 
-static char *ep_frame(const char *json)
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
-	struct xp_sb sb;
-	xp_sb_init(&sb);
-	xp_sb_printf(&sb, "event: endpoints\ndata: %s\n\n", json);
-	return xp_sb_steal(&sb);
-}
-
-/* the next frame; 0 parked, -1 at the end */
-static int epsse_next(struct epsse *s)
-{
-	uint64_t gen = xp_park_gen(s->ctl, XP_PARK_SERVICES), v = 0;
-	char *json = xp_ep_published(s->ctl, s->name, &v);
-	if (!json && s->ctl->ready) {
-		s->frame = xstrdup("event: gone\ndata: {\"error\":{\"code\":\"ENOENT\","
-				   "\"message\":\"the service was deleted\"}}\n\n");
-		s->done = 1;
-	} else if (json && v > s->sent) {
-		s->frame = ep_frame(json);
-		s->sent = v;
-	} else if (!s->ctl->ready) {
-		free(json);
-		return -1;
-	} else if (xp_ctl_now() - s->last >= SSE_KEEPALIVE_MS) {
-		s->frame = xstrdup(": keep-alive\n\n");
-	} else {
-		free(json);
-		if (xp_park_if(s->ctl, &s->park, s->c, XP_PARK_SERVICES, gen,
-			       s->last + SSE_KEEPALIVE_MS))
-			return 0;
-		return epsse_next(s); /* woken meanwhile: look again */
-	}
-	free(json);
-	s->len = strlen(s->frame);
-	s->off = 0;
-	return 1;
-}
-
-static ssize_t epsse_read(void *cls, uint64_t pos, char *buf, size_t max)
-{
-	struct epsse *s = cls;
+	struct stream *s = cls;
 	(void)pos;
 	if (s->done && !s->frame)
 		return MHD_CONTENT_READER_END_OF_STREAM;
 	if (!s->frame) {
-		int r = epsse_next(s);
+		int r = s->next(s);
 		if (r < 0)
 			return MHD_CONTENT_READER_END_OF_STREAM;
 		if (r == 0)
@@ -210,29 +168,88 @@ static ssize_t epsse_read(void *cls, uint64_t pos, char *buf, size_t max)
 	return (ssize_t)n;
 }
 
-static void epsse_free(void *cls)
+static void stream_free(void *cls)
 {
-	struct epsse *s = cls;
+	struct stream *s = cls;
 	free(s->frame);
 	free(s);
+}
+
+/* s (its struct stream first, next set) as k's reply */
+static enum MHD_Result stream_start(struct conn *k, struct stream *s)
+{
+	s->ctl = k->ctl;
+	s->c = k->c;
+	s->last = xp_ctl_now();
+	s->len = s->frame ? strlen(s->frame) : 0;
+	struct MHD_Response *r =
+		MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, s, stream_free);
+	MHD_add_response_header(r, "Content-Type", "text/event-stream");
+	return xp_http_queue(k, 200, r);
+}
+
+/* ---- the endpoints long poll ---- */
+
+/* With Accept: text/event-stream the endpoints come as a stream: the
+ * owner's answer first (it checked who may see the service), then each
+ * version the owner publishes (xp_ep_published) as an "endpoints" event,
+ * the reader parked between them, a keep-alive comment every 15 s, and a
+ * "gone" event when the service is deleted. */
+struct epsse {
+	struct stream st; /* first */
+	char name[XP_NAME_MAX + 1];
+	uint64_t sent; /* the version last sent */
+};
+
+static char *ep_frame(const char *json)
+{
+	struct xp_sb sb;
+	xp_sb_init(&sb);
+	xp_sb_printf(&sb, "event: endpoints\ndata: %s\n\n", json);
+	return xp_sb_steal(&sb);
+}
+
+/* the next frame; 0 parked, -1 at the end */
+static int epsse_next(struct stream *st)
+{
+	struct epsse *s = (struct epsse *)st;
+	uint64_t gen = xp_park_gen(st->ctl, XP_PARK_SERVICES), v = 0;
+	char *json = xp_ep_published(st->ctl, s->name, &v);
+	if (!json && st->ctl->ready) {
+		st->frame = xstrdup("event: gone\ndata: {\"error\":{\"code\":\"ENOENT\","
+				    "\"message\":\"the service was deleted\"}}\n\n");
+		st->done = 1;
+	} else if (json && v > s->sent) {
+		st->frame = ep_frame(json);
+		s->sent = v;
+	} else if (!st->ctl->ready) {
+		free(json);
+		return -1;
+	} else if (xp_ctl_now() - st->last >= SSE_KEEPALIVE_MS) {
+		st->frame = xstrdup(": keep-alive\n\n");
+	} else {
+		free(json);
+		if (xp_park_if(st->ctl, &st->park, st->c, XP_PARK_SERVICES, gen,
+			       st->last + SSE_KEEPALIVE_MS))
+			return 0;
+		return epsse_next(st); /* woken meanwhile: look again */
+	}
+	free(json);
+	st->len = strlen(st->frame);
+	st->off = 0;
+	return 1;
 }
 
 static enum MHD_Result ep_stream(struct conn *k)
 {
 	struct epsse *s = XNEW(struct epsse);
-	s->ctl = k->ctl;
-	s->c = k->c;
+	s->st.next = epsse_next;
 	snprintf(s->name, sizeof(s->name), "%s", k->cmd.name);
 	s->sent = k->cmd.id;
-	s->last = xp_ctl_now();
-	s->frame = ep_frame(k->cmd.reply ? k->cmd.reply : "{}");
-	s->len = strlen(s->frame);
+	s->st.frame = ep_frame(k->cmd.reply ? k->cmd.reply : "{}");
 	free(k->cmd.reply);
 	k->cmd.reply = NULL;
-	struct MHD_Response *r =
-		MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, epsse_read, s, epsse_free);
-	MHD_add_response_header(r, "Content-Type", "text/event-stream");
-	return xp_http_queue(k, 200, r);
+	return stream_start(k, &s->st);
 }
 
 /* GET /v1/services/NAME/endpoints?since=V&wait=S: the owner answers (cmd->id:
@@ -275,87 +292,47 @@ enum MHD_Result xp_http_epwatch(struct conn *k)
 /* ---- events ---- */
 
 struct sse {
-	struct xp_ctl *ctl;
-	struct MHD_Connection *c;
+	struct stream st; /* first */
 	uint64_t since;
 	long tenant;
-	int admin, done;
-	int64_t last; /* when something was last written (ms) */
-	char *frame;
-	size_t len, off;
-	struct xp_park park;
+	int admin;
 };
 
-/* the next frame to send; NULL with the reader parked, or at the end */
-static int sse_next(struct sse *s)
+/* the next frame to send; 0 with the reader parked, -1 at the end */
+static int sse_next(struct stream *st)
 {
+	struct sse *s = (struct sse *)st;
 	int stopped, gone;
-	uint64_t gen = xp_park_gen(s->ctl, XP_PARK_EVENTS);
-	s->frame =
-		xp_events_next_sse(s->ctl->ev, &s->since, 0, s->tenant, s->admin, &stopped, &gone);
+	uint64_t gen = xp_park_gen(st->ctl, XP_PARK_EVENTS);
+	st->frame =
+		xp_events_next_sse(st->ctl->ev, &s->since, 0, s->tenant, s->admin, &stopped, &gone);
 	if (gone) {
-		s->frame = xstrdup("event: gone\ndata: {\"error\":{\"code\":\"EGONE\",\"message\":"
-				   "\"events that old are no longer kept\"}}\n\n");
-		s->done = 1;
-	} else if (!s->frame && (stopped || !s->ctl->ready)) {
+		st->frame = xstrdup("event: gone\ndata: {\"error\":{\"code\":\"EGONE\",\"message\":"
+				    "\"events that old are no longer kept\"}}\n\n");
+		st->done = 1;
+	} else if (!st->frame && (stopped || !st->ctl->ready)) {
 		return -1;
-	} else if (!s->frame && xp_ctl_now() - s->last >= SSE_KEEPALIVE_MS) {
-		s->frame = xstrdup(": keep-alive\n\n");
-	} else if (!s->frame) {
-		if (xp_park_if(s->ctl, &s->park, s->c, XP_PARK_EVENTS, gen,
-			       s->last + SSE_KEEPALIVE_MS))
+	} else if (!st->frame && xp_ctl_now() - st->last >= SSE_KEEPALIVE_MS) {
+		st->frame = xstrdup(": keep-alive\n\n");
+	} else if (!st->frame) {
+		if (xp_park_if(st->ctl, &st->park, st->c, XP_PARK_EVENTS, gen,
+			       st->last + SSE_KEEPALIVE_MS))
 			return 0;
-		return sse_next(s); /* woken meanwhile: look again */
+		return sse_next(st); /* woken meanwhile: look again */
 	}
-	s->len = strlen(s->frame);
-	s->off = 0;
+	st->len = strlen(st->frame);
+	st->off = 0;
 	return 1;
-}
-
-static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
-{
-	struct sse *s = cls;
-	(void)pos;
-	if (s->done && !s->frame)
-		return MHD_CONTENT_READER_END_OF_STREAM;
-	if (!s->frame) {
-		int r = sse_next(s);
-		if (r < 0)
-			return MHD_CONTENT_READER_END_OF_STREAM;
-		if (r == 0)
-			return 0; /* parked: called again once resumed */
-	}
-	size_t n = s->len - s->off < max ? s->len - s->off : max;
-	memcpy(buf, s->frame + s->off, n);
-	s->off += n;
-	s->last = xp_ctl_now();
-	if (s->off == s->len) {
-		free(s->frame);
-		s->frame = NULL;
-	}
-	return (ssize_t)n;
-}
-
-static void sse_free(void *cls)
-{
-	struct sse *s = cls;
-	free(s->frame);
-	free(s);
 }
 
 static enum MHD_Result events_stream(struct conn *k)
 {
 	struct sse *s = XNEW(struct sse);
-	s->ctl = k->ctl;
-	s->c = k->c;
+	s->st.next = sse_next;
 	s->since = k->since;
 	s->tenant = k->cmd.tenant;
 	s->admin = k->cmd.admin;
-	s->last = xp_ctl_now();
-	struct MHD_Response *r =
-		MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, s, sse_free);
-	MHD_add_response_header(r, "Content-Type", "text/event-stream");
-	return xp_http_queue(k, 200, r);
+	return stream_start(k, &s->st);
 }
 
 enum MHD_Result xp_http_events(struct conn *k)

@@ -555,19 +555,17 @@ static void snapshot_if_due(struct xp_ctl *ctl)
 	xp_snap_start(ctl);
 }
 
-/* Node liveness walks every node: at most every 100 ms (a quarter of the
- * heartbeat period when that is shorter), not after every batch of
- * commands - at 2,000 heartbeats/s the owner wakes for small batches
- * hundreds of times a second, and the walk of 10,000 nodes was 39 % of its
- * CPU (perf, bench/agents.sh). Suspect and lost are judged in beats and
- * tens of seconds: 100 ms later changes nothing. */
-static void live_check_due(struct xp_ctl *ctl, int64_t now)
+/* Periodic work that walks every node or every service runs when it is
+ * due, not after every batch of commands: at 2,000 heartbeats/s the owner
+ * wakes for small batches hundreds of times a second, and the liveness
+ * walk of 10,000 nodes was 39 % of its CPU (perf, bench/agents.sh). 1 when
+ * now has reached *next, which moves every ms on. */
+static int due(int64_t *next, int64_t now, int64_t every)
 {
-	int64_t every = ctl->o.heartbeat_ms / 4 < 100 ? ctl->o.heartbeat_ms / 4 : 100;
-	if (now < ctl->live_next)
-		return;
-	ctl->live_next = now + (every > 0 ? every : 1);
-	xp_live_check(ctl, now);
+	if (now < *next)
+		return 0;
+	*next = now + (every > 0 ? every : 1);
+	return 1;
 }
 
 static int cycle(struct xp_ctl *ctl)
@@ -650,10 +648,15 @@ static void *owner_main(void *arg)
 		run_queued(ctl);
 		if (!ctl->fatal) {
 			finish_due(ctl, xp_ctl_now());
-			live_check_due(ctl, xp_ctl_now());
+			/* liveness is judged in beats and tens of seconds: every
+			 * 100 ms (a quarter beat when shorter) changes nothing */
+			int64_t hb4 = ctl->o.heartbeat_ms / 4;
+			if (due(&ctl->live_next, xp_ctl_now(), hb4 < 100 ? hb4 : 100))
+				xp_live_check(ctl, xp_ctl_now());
 			forget_due(ctl, xp_ctl_now());
 			overdue(ctl, xp_ctl_now());
-			xp_services_tick(ctl, xp_ctl_now());
+			if (due(&ctl->svc_next, xp_ctl_now(), ctl->o.tick_ms))
+				xp_services_tick(ctl, xp_ctl_now());
 			more = cycle(ctl);
 			xp_alert_feed_tick(ctl, xp_ctl_now());
 			estimate_workload(ctl, xp_ctl_now());

@@ -64,13 +64,7 @@ static const char *str(json_t *o, const char *key)
 static json_t *api(struct env *e, const char *method, const char *path, const char *body,
 		   long *status)
 {
-	json_error_t je;
-	char *text = xp_test_http(e->ctl->addr, e->ctl->admin_token, method, path, body, status);
-	json_t *o = json_loads(text, JSON_DECODE_ANY, &je);
-	if (!o) /* text (logs) */
-		o = json_string(text);
-	free(text);
-	return o;
+	return xp_test_api(e->ctl->addr, e->ctl->admin_token, method, path, body, status);
 }
 
 static void write_devices(const char *path, const char *name, const char *vendor, int count)
@@ -703,12 +697,6 @@ static void test_vgpu_limits(void **state)
 	e->passed = 1;
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* the GPU job's usage from its vGPU account, in the job's allocation */
 static long long gpu_use(struct env *e, long long id, const char *key)
@@ -726,8 +714,8 @@ static long long gpu_use(struct env *e, long long id, const char *key)
 /* until the job's gpu_usage has key = want, 30 s of wall clock at most */
 static int wait_gpu_use(struct env *e, long long id, const char *key, long long want)
 {
-	for (int64_t end = mono_ms() + 30000; gpu_use(e, id, key) != want;) {
-		if (mono_ms() > end)
+	for (int64_t end = xp_test_now_ms() + 30000; gpu_use(e, id, key) != want;) {
+		if (xp_test_now_ms() > end)
 			return 0;
 		usleep(50000);
 	}
@@ -792,8 +780,8 @@ static void test_vgpu_usage(void **state)
 		json_decref(api(e, "POST", path, NULL, NULL));
 		json_decref(wait_state(e, id, "cancelled", 20));
 	}
-	for (int64_t end = mono_ms() + 30000;
-	     system("pgrep -f '[x]p-vgpu-app hold 8500' >/dev/null") == 0 && mono_ms() < end;)
+	for (int64_t end = xp_test_now_ms() + 30000;
+	     system("pgrep -f '[x]p-vgpu-app hold 8500' >/dev/null") == 0 && xp_test_now_ms() < end;)
 		usleep(50000);
 	e->passed = 1;
 }
@@ -841,9 +829,9 @@ static unsigned mig_instances(struct xp_hal_mig *m)
 	assert_non_null(c);
 	/* the agent makes an instance in two NVML calls: a list between them
 	 * fails, and is tried again (5 s of wall time at most) */
-	int64_t end = mono_ms() + 5000;
+	int64_t end = xp_test_now_ms() + 5000;
 	int rc;
-	while ((rc = xp_hal_mig_list(h, 0, m, &err)) < 0 && mono_ms() < end)
+	while ((rc = xp_hal_mig_list(h, 0, m, &err)) < 0 && xp_test_now_ms() < end)
 		usleep(10000);
 	if (rc < 0)
 		fail_msg("mig_list: %s", err.text);
@@ -855,8 +843,8 @@ static unsigned mig_instances(struct xp_hal_mig *m)
 /* MIG instances on the fake GPU until there are want, for secs at most */
 static int wait_instances(struct xp_hal_mig *m, int want, int secs)
 {
-	int64_t end = mono_ms() + secs * 1000;
-	while (mig_instances(m) != (unsigned)want && mono_ms() < end)
+	int64_t end = xp_test_now_ms() + secs * 1000;
+	while (mig_instances(m) != (unsigned)want && xp_test_now_ms() < end)
 		usleep(20000);
 	return (int)m->n;
 }
@@ -927,7 +915,7 @@ static void test_mig_live(void **state)
 	uint32_t gi = m.inst[0].gi_id;
 	/* it started, and the agent uploaded its line: the new agent must not
 	 * upload it again */
-	for (int64_t end = mono_ms() + 30000; mono_ms() < end; usleep(20000)) {
+	for (int64_t end = xp_test_now_ms() + 30000; xp_test_now_ms() < end; usleep(20000)) {
 		out = logs(e, id);
 		int sent = strstr(out, "RUN=MIG-") != NULL;
 		free(out);

@@ -42,23 +42,11 @@ struct env {
 
 static struct env E;
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static json_t *api(struct env *e, const char *method, const char *path, const char *body,
 		   long *status)
 {
-	json_error_t je;
-	char *text = xp_test_http(e->ctl->addr, e->ctl->admin_token, method, path, body, status);
-	json_t *o = json_loads(text, JSON_DECODE_ANY, &je);
-	if (!o)
-		o = json_string(text);
-	free(text);
-	return o;
+	return xp_test_api(e->ctl->addr, e->ctl->admin_token, method, path, body, status);
 }
 
 static void start_agent(struct env *e, int i)
@@ -97,11 +85,11 @@ static void start_agent(struct env *e, int i)
 static int wait_until(struct env *e, int (*cond)(struct env *, const void *), const void *arg,
 		      int ms)
 {
-	int64_t end = mono_ms() + ms;
+	int64_t end = xp_test_now_ms() + ms;
 	for (;;) {
 		if (cond(e, arg))
 			return 1;
-		if (mono_ms() > end)
+		if (xp_test_now_ms() > end)
 			return 0;
 		usleep(50000);
 	}

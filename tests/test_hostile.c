@@ -69,12 +69,6 @@ static int64_t worst_read_ms, reads, slow_reads;
 static int64_t beats, failed_beats;
 static char running_job[32];
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* A connection to the server from source address src (any 127/8). */
 static int dial(const char *src)
@@ -107,10 +101,10 @@ static void say(int fd, const char *fmt, ...)
 static size_t hear(int fd, char *buf, size_t cap, int stop_at_head, int *closed)
 {
 	size_t n = 0;
-	int64_t end = now_ms() + WAIT_MS;
+	int64_t end = xp_test_now_ms() + WAIT_MS;
 	*closed = 0;
 	buf[0] = 0;
-	while (n + 1 < cap && now_ms() < end) {
+	while (n + 1 < cap && xp_test_now_ms() < end) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		if (poll(&p, 1, 1000) <= 0)
 			continue;
@@ -189,10 +183,10 @@ static void *watch_main(void *arg)
 	(void)arg;
 	while (!__atomic_load_n(&stop_threads, __ATOMIC_ACQUIRE)) {
 		long st;
-		int64_t t0 = now_ms();
+		int64_t t0 = xp_test_now_ms();
 		char *r = xp_test_http(ctl->addr, ctl->admin_token, "GET", "/v1/jobs?limit=1", NULL,
 				       &st);
-		int64_t ms = now_ms() - t0;
+		int64_t ms = xp_test_now_ms() - t0;
 		free(r);
 		size_t i = __atomic_fetch_add(&nlat, 1, __ATOMIC_ACQ_REL);
 		if (i < MAX_LAT)
@@ -385,9 +379,9 @@ static void test_slots_per_address(void **state)
 	int fds[UNAUTH_PER_IP];
 	hold(fds, UNAUTH_PER_IP, "127.0.0.2");
 	/* the accept that would pass the limit is closed; others go through */
-	int64_t end = now_ms() + WAIT_MS;
+	int64_t end = xp_test_now_ms() + WAIT_MS;
 	int refused = 0;
-	while (!refused && now_ms() < end) /* until the server has counted the held ones */
+	while (!refused && xp_test_now_ms() < end) /* until the server has counted the held ones */
 		refused = !served_from("127.0.0.2");
 	if (!refused)
 		fail_msg("127.0.0.2 was still served with %d connections held before admission",
@@ -399,9 +393,9 @@ static void test_slots_per_address(void **state)
 	assert_true(served_from("127.0.0.3"));
 	for (int i = 0; i < UNAUTH_PER_IP; i++)
 		close(fds[i]);
-	end = now_ms() + WAIT_MS;
+	end = xp_test_now_ms() + WAIT_MS;
 	int back = 0;
-	while (!(back = served_from("127.0.0.2")) && now_ms() < end)
+	while (!(back = served_from("127.0.0.2")) && xp_test_now_ms() < end)
 		;
 	if (!back)
 		fail_msg("127.0.0.2's slots did not come back after it closed its connections");
@@ -486,8 +480,8 @@ static void test_long_polls_park(void **state)
 		    "Authorization: Bearer %s\r\n\r\n",
 		    (long long)next, ctl->admin_token);
 	}
-	int64_t end = now_ms() + WAIT_MS;
-	while (xp_park_count(ctl) < N && now_ms() < end)
+	int64_t end = xp_test_now_ms() + WAIT_MS;
+	while (xp_park_count(ctl) < N && xp_test_now_ms() < end)
 		poll(NULL, 0, 5); /* a look every 5 ms at a condition */
 	size_t parked = xp_park_count(ctl);
 	long t1 = threads_now();
@@ -557,9 +551,9 @@ static void big_log_job(void)
 	json_decref(t);
 	t = NULL;
 	snprintf(path, sizeof(path), "/v1/jobs/%s", log_job);
-	int64_t end = now_ms() + WAIT_MS;
+	int64_t end = xp_test_now_ms() + WAIT_MS;
 	const char *state = "";
-	while (strcmp(state, "running") && now_ms() < end) { /* the cycle places it */
+	while (strcmp(state, "running") && xp_test_now_ms() < end) { /* the cycle places it */
 		json_decref(t);
 		t = xp_test_json(ctl->addr, ctl->admin_token, "GET", path, NULL, &st);
 		state = json_string_value(json_object_get(t, "state"));
@@ -608,11 +602,11 @@ static void test_log_reads(void **state)
 	static size_t got[N];
 	big_log_job();
 	long before = rss_kib();
-	int64_t t0 = now_ms();
+	int64_t t0 = xp_test_now_ms();
 	log_readers(fds, N, 4);
 	int open_n = N, whole = 0;
-	int64_t end = now_ms() + 4 * WAIT_MS;
-	while (open_n && now_ms() < end) {
+	int64_t end = xp_test_now_ms() + 4 * WAIT_MS;
+	while (open_n && xp_test_now_ms() < end) {
 		struct pollfd p[N];
 		for (int i = 0; i < N; i++)
 			p[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
@@ -635,7 +629,7 @@ static void test_log_reads(void **state)
 	long after = rss_kib();
 	printf("log reads: %d of %d readers got the whole %d MiB in %lld ms; RSS %ld -> %ld KiB "
 	       "(+%ld)\n",
-	       whole, N, LOG_MIB, (long long)(now_ms() - t0), before, after, after - before);
+	       whole, N, LOG_MIB, (long long)(xp_test_now_ms() - t0), before, after, after - before);
 	assert_int_equal(whole, N);
 	assert_true(after - before < 256 * 1024); /* whole copies: 100 x 64 MiB */
 }
@@ -653,8 +647,8 @@ static void test_slow_log_readers(void **state)
 	long before = rss_kib(), most = before;
 	log_readers(fds, N, 5);
 	size_t slowest = 0;
-	int64_t end = now_ms() + WAIT_MS;
-	while (slowest < ENOUGH && now_ms() < end) {
+	int64_t end = xp_test_now_ms() + WAIT_MS;
+	while (slowest < ENOUGH && xp_test_now_ms() < end) {
 		slowest = (size_t)-1;
 		for (int i = 0; i < N; i++) {
 			ssize_t r = recv(fds[i], buf, sizeof(buf), MSG_DONTWAIT);
@@ -713,9 +707,9 @@ static void test_big_workflow(void **state)
 	xp_sb_puts(&sb, "]}");
 	long st;
 	pthread_create(&sub, NULL, submit_main, &others);
-	int64_t t0 = now_ms();
+	int64_t t0 = xp_test_now_ms();
 	json_t *r = xp_test_json(ctl->addr, ctl->admin_token, "POST", "/v1/workflows", sb.s, &st);
-	int64_t ms = now_ms() - t0;
+	int64_t ms = xp_test_now_ms() - t0;
 	__atomic_store_n(&wf_done, 1, __ATOMIC_RELEASE);
 	pthread_join(sub, NULL);
 	printf("workflow of 1,000 jobs x 64 dependencies (%zu bytes): %ld in %lld ms; %d other "

@@ -41,23 +41,11 @@ struct env {
 
 static struct env E;
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static json_t *api(struct env *e, const char *method, const char *path, const char *body,
 		   long *status)
 {
-	json_error_t je;
-	char *text = xp_test_http(e->ctl->addr, e->ctl->admin_token, method, path, body, status);
-	json_t *o = json_loads(text, JSON_DECODE_ANY, &je);
-	if (!o)
-		o = json_string(text);
-	free(text);
-	return o;
+	return xp_test_api(e->ctl->addr, e->ctl->admin_token, method, path, body, status);
 }
 
 static const char *const nvml_env[][2] = {
@@ -174,9 +162,9 @@ static const char *job_state(struct env *e, long long id, char *buf, size_t len)
 
 #define WAIT_FOR(cond, secs, ...)                                                                  \
 	do {                                                                                       \
-		int64_t end_ = mono_ms() + (secs)*1000;                                            \
+		int64_t end_ = xp_test_now_ms() + (secs)*1000;                                            \
 		while (!(cond)) {                                                                  \
-			if (mono_ms() > end_)                                                      \
+			if (xp_test_now_ms() > end_)                                                      \
 				fail_msg(__VA_ARGS__);                                             \
 			usleep(20000);                                                             \
 		}                                                                                  \
@@ -230,14 +218,14 @@ static struct xp_hal *hal_open(void)
 static unsigned instances(struct xp_hal_mig *m)
 {
 	struct xp_err err = { 0 };
-	int64_t end = mono_ms() + 5000;
+	int64_t end = xp_test_now_ms() + 5000;
 	for (;;) {
 		struct xp_hal *h = hal_open();
 		int rc = xp_hal_mig_list(h, 0, m, &err);
 		xp_hal_close(h);
 		if (rc == 0)
 			return m->n;
-		if (mono_ms() > end)
+		if (xp_test_now_ms() > end)
 			fail_msg("mig_list: %s", err.text);
 		usleep(10000);
 	}
@@ -406,9 +394,9 @@ static void test_keep_warm(void **state)
 	touch(e, "go3");
 	WAIT_FOR(!strcmp(job_state(e, c, st, sizeof(st)), "succeeded"), 30, "job: %s", st);
 	/* warm for 4 s, then destroyed */
-	int64_t ended = mono_ms();
+	int64_t ended = xp_test_now_ms();
 	WAIT_FOR(instances(&m) == 0, 30, "instances: %u, not 0", m.n);
-	assert_true(mono_ms() - ended >= 2000); /* not at once */
+	assert_true(xp_test_now_ms() - ended >= 2000); /* not at once */
 	WAIT_FOR(dev_inst_state(e, st, sizeof(st), NULL)[0] == 0, 30, "state %s", st);
 	/* a malformed instance list is refused, naming the entry */
 	long code;

@@ -10,6 +10,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -151,4 +152,23 @@ void xp_test_sql(const char *path, const char *text)
 	if (sqlite3_exec(db, text, NULL, NULL, &msg) != SQLITE_OK)
 		fail_msg("%s: %s", text, msg);
 	assert_int_equal(sqlite3_close(db), SQLITE_OK);
+}
+
+json_t *xp_test_api(const char *addr, const char *token, const char *method, const char *path,
+		    const char *body, long *status)
+{
+	json_error_t je;
+	char *text = xp_test_http(addr, token, method, path, body, status);
+	json_t *o = json_loads(text, JSON_DECODE_ANY, &je);
+	if (!o) /* text (logs) */
+		o = json_string(text);
+	free(text);
+	return o;
+}
+
+long long xp_test_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }

@@ -40,6 +40,11 @@ char *xp_test_http(const char *addr, const char *token, const char *method, cons
 struct json_t;
 struct json_t *xp_test_json(const char *addr, const char *token, const char *method,
 			    const char *path, const char *body, long *status);
+/* The same, a reply that is not JSON (a job's logs) as a JSON string. */
+struct json_t *xp_test_api(const char *addr, const char *token, const char *method,
+			   const char *path, const char *body, long *status);
+/* Milliseconds of the monotonic clock: deadlines of condition waits. */
+long long xp_test_now_ms(void);
 /* rm -rf dir, asserting it worked. */
 void xp_test_rmdir(const char *dir);
 /* Run SQL text on the SQLite database at path (a test that damages a

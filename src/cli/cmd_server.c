@@ -208,6 +208,21 @@ static void on_fatal(void *arg)
 	kill(getpid(), SIGUSR1);
 }
 
+/* --store etcd://: while another controller leads, say so when the leader changes, and give
+ * up on SIGINT or SIGTERM (blocked in every thread, so they wait as pending signals). */
+static int standby(void *arg, const char *leader)
+{
+	char *last = arg;
+	sigset_t pend;
+	if (leader && strcmp(leader, last)) {
+		fprintf(stderr, "xpool server: standby: the leader is %s\n",
+			leader[0] ? leader : "(no address)");
+		snprintf(last, 256, "%s", leader);
+	}
+	sigpending(&pend);
+	return sigismember(&pend, SIGINT) || sigismember(&pend, SIGTERM);
+}
+
 /* Wait for SIGINT or SIGTERM, or SIGUSR1 from on_fatal (a stray one is ignored); say why we
  * stop. 1 when the journal failed. */
 static int wait_for_stop(const char *verb, struct xp_ctl *ctl, const sigset_t *set)
@@ -281,6 +296,15 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		  "xpool dev: do not start the local agent (real CPU and GPUs of this machine)" },
 		{ "no-sync", XP_FLAG_BOOL, NULL,
 		  "do not fsync commits (benchmarks only: a crash loses acknowledged work)" },
+		{ "store", XP_FLAG_STR, "URL",
+		  "etcd://HOST:PORT[,...][/PREFIX]: keep the journal in etcd and take turns with "
+		  "other controllers as leader (docs/design/ha.md); default: SQLite in --data" },
+		{ "lease", XP_FLAG_STR, "DURATION",
+		  "--store etcd: the leader's lease; a standby takes over this long after the "
+		  "leader stops renewing it (default 5s, at least 2s)" },
+		{ "advertise", XP_FLAG_STR, "URL",
+		  "--store etcd: this controller's address as the others and clients should "
+		  "reach it (default http://LISTEN)" },
 		{ "recover", XP_FLAG_BOOL, NULL,
 		  "start on a damaged store: drop what fails its checksums or the seal, keep the "
 		  "good prefix, and say what was dropped (docs/design/store.md)" },
@@ -429,6 +453,32 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 	    size_flag(flags, "max-strangers", 1, 100000, &o.max_strangers, &err) < 0)
 		goto usage;
 	o.snapshot_every = snap;
+	o.store = xp_flag_get(flags, "store")->sval;
+	if (o.store && dev) {
+		xp_errf(&err, XP_EINVAL, "--store: xpool dev keeps its journal in SQLite");
+		goto usage;
+	}
+	if (o.store && strncmp(o.store, "etcd://", 7)) {
+		xp_errf(&err, XP_EINVAL, "--store: expected etcd://HOST:PORT[,...], got '%s'",
+			o.store);
+		goto usage;
+	}
+	if (xp_flag_get(flags, "lease")->sval) {
+		int64_t ms;
+		if (xp_duration_parse(xp_flag_get(flags, "lease")->sval, 600000, &ms) < 0 ||
+		    ms < 2000) {
+			xp_errf(&err, XP_EINVAL, "--lease: expected a duration 2s..600s, got '%s'",
+				xp_flag_get(flags, "lease")->sval);
+			goto usage;
+		}
+		o.lease_ms = (int)ms;
+	}
+	char advertise[300], leader_seen[256] = "";
+	snprintf(advertise, sizeof(advertise), "http://%s", o.listen);
+	o.advertise = xp_flag_get(flags, "advertise")->sval ? xp_flag_get(flags, "advertise")->sval
+							     : advertise;
+	o.standby = standby;
+	o.standby_arg = leader_seen;
 
 	/* every thread inherits the mask; this one waits for the signal (SIGUSR1: on_fatal) */
 	sigemptyset(&set);
@@ -437,12 +487,17 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 	sigaddset(&set, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
+again:
+	if (o.store)
+		fprintf(stderr, "xpool server: campaigning for leadership in %s\n", o.store);
 	if (xp_ctl_start(&o, &ctl, &err) < 0) {
 		status = xp_cli_fail(verb, &err, 1);
 		goto out;
 	}
 	/* what to do next comes last: the export line and the dashboard */
 	printf("data: %s\n", o.data);
+	if (o.store)
+		printf("leader: epoch %lld in %s\n", (long long)xp_store_epoch(ctl->store), o.store);
 	fflush(stdout);
 	pid_t agent = -1;
 	if (dev && !xp_flag_get(flags, "no-agent")->bval)
@@ -467,6 +522,12 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		waitpid(agent, NULL, 0);
 	}
 	xp_ctl_stop(ctl);
+	ctl = NULL;
+	if (failed && o.store) { /* lost the lead (fenced, or the lease): stand by again */
+		fprintf(stderr, "xpool server: stepped down\n");
+		leader_seen[0] = '\0';
+		goto again;
+	}
 	status = failed ? 1 : 0;
 	goto out;
 usage:

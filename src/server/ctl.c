@@ -153,6 +153,8 @@ int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err
 	ctl->o.cluster = ctl->own[2] = o->cluster ? xstrdup(o->cluster) : NULL;
 	ctl->o.policy = ctl->own[3] = o->policy ? xstrdup(o->policy) : NULL;
 	ctl->o.store_vfs = ctl->own[4] = o->store_vfs ? xstrdup(o->store_vfs) : NULL;
+	ctl->o.store = ctl->own[6] = o->store ? xstrdup(o->store) : NULL;
+	ctl->o.advertise = ctl->own[7] = o->advertise ? xstrdup(o->advertise) : NULL;
 	ctl->o.overcommit_memory = ctl->own[5] =
 		o->overcommit_memory ? xstrdup(o->overcommit_memory) : NULL;
 	if (!ctl->o.body_limit)
@@ -207,6 +209,11 @@ int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err
 	sto.sync = ctl->o.sync;
 	sto.recover = ctl->o.recover;
 	sto.vfs = ctl->o.store_vfs;
+	sto.etcd = ctl->o.store;
+	sto.lease_ms = ctl->o.lease_ms;
+	sto.advertise = ctl->o.advertise;
+	sto.standby = ctl->o.standby;
+	sto.standby_arg = ctl->o.standby_arg;
 	if ((rc = xp_store_open(ctl->o.data, &sto, &ctl->store, err)) < 0)
 		goto fail;
 	print_recovered(xp_store_recovered(ctl->store));

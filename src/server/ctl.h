@@ -99,6 +99,14 @@ struct xp_ctl_opts {
 	int recover;	      /* open a damaged store anyway, dropping what fails its checks
 			       * (xp_store_opts.recover; `--recover`); what went is on stderr */
 	const char *store_vfs; /* SQLite VFS of the store; NULL: the default (tests) */
+	/* HA: "etcd://HOST:PORT[,...][/PREFIX]" keeps the journal in etcd (docs/design/ha.md);
+	 * start then waits until this controller leads (standby: called meanwhile, about every
+	 * 100 ms; nonzero gives up). NULL: SQLite in data. */
+	const char *store;
+	int lease_ms;	       /* etcd: the leader's lease TTL (default 5000, at least 2000) */
+	const char *advertise; /* etcd: this controller's address, kept in the leader key */
+	int (*standby)(void *arg, const char *leader);
+	void *standby_arg;
 	const char *overcommit_memory; /* xp_oc_rules text for nodes that do not set their own
 					* (`--overcommit-memory`); NULL: none */
 	/* The journal failed (fail-stop): called once, on the owner thread, after the controller
@@ -320,7 +328,7 @@ void xp_park_destroy(struct xp_ctl *ctl);
 
 struct xp_ctl {
 	struct xp_ctl_opts o;
-	char *own[6]; /* copies of o's strings */
+	char *own[8]; /* copies of o's strings */
 	struct xp_oc_rules oc; /* o.overcommit_memory, parsed */
 	struct xp_store *store;
 	struct xp_state *st;

@@ -337,6 +337,12 @@ int xp_store_open(const char *dir, const struct xp_store_opts *o, struct xp_stor
 	uint64_t last = 0;
 	int rc;
 
+	if (o && o->etcd) { /* the data directory still holds the controller's own files */
+		free(s);
+		*out = NULL;
+		rc = dir ? make_dirs(dir, err) : 0;
+		return rc < 0 ? rc : xp_store_etcd_open(o, out, err);
+	}
 	*out = NULL;
 	s->lock_fd = s->seal_fd = -1;
 	s->dir = xstrdup(dir);
@@ -401,6 +407,8 @@ void xp_store_close(struct xp_store *s)
 		pthread_mutex_unlock(&s->mu);
 		pthread_join(s->thread, NULL);
 	}
+	if (s->etcd)
+		xp_store_etcd_close(s);
 	sqlite3_stmt *sts[] = { s->st_begin,	     s->st_commit,   s->st_rollback,
 				s->st_ins_rec,	     s->st_ins_snap, s->st_prune_snap,
 				s->st_prune_journal, s->rt_begin,    s->rt_end,

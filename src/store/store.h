@@ -45,6 +45,17 @@ struct xp_store_opts {
 	int recover;	       /* 1: open a damaged store anyway (see xp_store_open) */
 	const char *vfs;       /* SQLite VFS of every connection; NULL: the default (tests inject
 				  faults through one) */
+	/* The HA store: "etcd://HOST:PORT[,...][/PREFIX]" keeps the journal in etcd instead of
+	 * DIR (xp_store_open's dir is then unused; see store_etcd.c and docs/design/ha.md). Open
+	 * then campaigns for leadership and returns once this process leads; every write is
+	 * fenced by the epoch, and losing the lease fails the store (the controller steps down). */
+	const char *etcd;
+	long lease_ms;	       /* etcd: the leader's lease TTL in ms, at least 2000 (default 5000) */
+	const char *advertise; /* etcd: the leader key's value: this controller's address */
+	/* etcd: called about every 100 ms while another controller leads (leader: its address,
+	 * NULL when etcd did not answer); nonzero gives up (open fails with XP_EUNAVAIL) */
+	int (*standby)(void *arg, const char *leader);
+	void *standby_arg;
 };
 struct xp_store_rec {
 	uint64_t seq;
@@ -124,8 +135,10 @@ uint64_t xp_store_durable_seq(const struct xp_store *s); /* highest seq committe
  * file, the seqs lost and the reason ("DIR/xpool.db: commit of seq 11..15 failed: database or
  * disk is full"). Any thread. */
 int xp_store_failure(const struct xp_store *s, struct xp_err *err);
-/* The database file's path (DIR/xpool.db), for messages. */
+/* The database file's path (DIR/xpool.db), or the etcd address, for messages. */
 const char *xp_store_path(const struct xp_store *s);
+/* etcd: this leader's epoch (its leader key's create revision); 0 for SQLite. */
+int64_t xp_store_epoch(const struct xp_store *s);
 
 /* The checksums kept with each row, CRC-32C (lib/crc32c.h), for tools and tests. A record's
  * covers seq and at (8 bytes each, little-endian), the type's length in bytes (4, little-endian),

@@ -12,6 +12,8 @@
  *   store_thread.c   the store thread: batches, transactions, the seal,
  *                    callbacks
  *   store_read.c     load (replay) and read (event-stream resume)
+ *   store_etcd.c     the HA backend: the journal in etcd, leadership, fencing
+ *   etcd.c           the etcd v3 JSON gateway calls it makes
  *
  * Locking: mu guards the queue, the waiters, failed/fail_text, stop, idle
  * and the stats; last_seq and durable_seq are also atomics so that readers
@@ -93,7 +95,10 @@ struct xp_store_plan {
 	char why_below[200]; /* why the history up to below goes */
 };
 
+struct xp_store_etcd;
+
 struct xp_store {
+	struct xp_store_etcd *etcd; /* the etcd backend (store_etcd.c); NULL: SQLite */
 	char *dir, *path, *lock_path, *seal_path, *vfs;
 	int lock_fd;
 	int sync, recover;
@@ -180,5 +185,15 @@ int xp_store_read_prepare(struct xp_store *s, struct xp_err *err);
 
 /* Wall-clock milliseconds since the epoch. */
 int64_t xp_store_now_ms(void);
+
+/* store_etcd.c: the etcd backend behind the same API. write: one batch, 0 or an XP_* code
+ * with msg; close: after the store thread stopped. */
+int xp_store_etcd_open(const struct xp_store_opts *o, struct xp_store **out, struct xp_err *err);
+void xp_store_etcd_close(struct xp_store *s);
+int xp_store_etcd_write(struct xp_store *s, struct xp_store_item *batch, char *msg, size_t msgsz);
+int xp_store_etcd_load(struct xp_store *s, xp_store_snap_fn snap, xp_store_rec_fn rec, void *ctx,
+		       struct xp_err *err);
+long xp_store_etcd_read(struct xp_store *s, uint64_t since, size_t limit, xp_store_rec_fn rec,
+			void *ctx, struct xp_err *err);
 
 #endif

@@ -187,6 +187,8 @@ int xp_store_load(struct xp_store *s, xp_store_snap_fn snap, xp_store_rec_fn rec
 	if (appended)
 		return xp_errf(err, XP_ESTATE, "%s: load must come before the first append",
 			       s->path);
+	if (s->etcd)
+		return xp_store_etcd_load(s, snap, rec, ctx, err);
 
 	pthread_mutex_lock(&s->rmu);
 	int rc = load_locked(s, snap, rec, ctx, err);
@@ -244,6 +246,8 @@ long xp_store_read(struct xp_store *s, uint64_t since, size_t limit, xp_store_re
 {
 	if (limit == 0)
 		return 0;
+	if (s->etcd)
+		return xp_store_etcd_read(s, since, limit, rec, ctx, err);
 	pthread_mutex_lock(&s->rmu);
 	long n = read_locked(s, since, limit, rec, ctx, err);
 	end_read(s);

@@ -169,9 +169,15 @@ static void commit_batch(struct xp_store *s, struct xp_store_item *batch)
 	pthread_mutex_unlock(&s->mu);
 	uint64_t t0 = xp_mono_ns();
 	uint32_t crc = 0;
-	int rc = write_batch(s, batch, &crc, msg, sizeof(msg)), seal = 0;
-	if (rc == SQLITE_OK && nrec)
-		seal = seal_batch(s, last, crc);
+	int rc, seal = 0, code = 0;
+	if (s->etcd) { /* fenced txns; no seal: etcd's own log is the witness */
+		code = xp_store_etcd_write(s, batch, msg, sizeof(msg));
+		rc = code < 0 ? SQLITE_ERROR : SQLITE_OK;
+	} else {
+		rc = write_batch(s, batch, &crc, msg, sizeof(msg));
+		if (rc == SQLITE_OK && nrec)
+			seal = seal_batch(s, last, crc);
+	}
 	double secs = (double)(xp_mono_ns() - t0) / 1e9;
 	free_items(batch);
 	pthread_mutex_lock(&s->mu);
@@ -185,8 +191,8 @@ static void commit_batch(struct xp_store *s, struct xp_store_item *batch)
 		s->stats.commit_seconds_sum += secs;
 		observe(s->stats.commit_hist, xp_store_commit_buckets, secs);
 		observe(s->stats.batch_hist, xp_store_batch_buckets, (double)nrec);
-	} else {
-		s->failed = seal < 0 ? seal : xp_store_code(rc);
+	} else if (!s->failed) { /* (etcd: the keepalive thread may have said why first) */
+		s->failed = seal < 0 ? seal : code < 0 ? code : xp_store_code(rc);
 		if (s->failed >= 0)
 			s->failed = XP_EIO;
 		char r[48];
@@ -201,6 +207,8 @@ static void commit_batch(struct xp_store *s, struct xp_store_item *batch)
 		else
 			snprintf(s->fail_text, sizeof(s->fail_text),
 				 "%s: commit of a snapshot failed: %s", s->path, msg);
+	}
+	if (s->failed) {
 		free_items(s->qhead);
 		s->qhead = s->qtail = NULL;
 		s->qlen = 0;

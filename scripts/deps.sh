@@ -6,7 +6,9 @@
 # tests/cli_ui.sh drives the dashboard headless through the DevTools
 # protocol, with Node.js and the npm packages pinned in
 # tests/ui/package-lock.json; procps: pkill in test_agents; haproxy:
-# tests/cli_services.sh routes real requests to service replicas through it).
+# tests/cli_services.sh routes real requests to service replicas through it;
+# etcd-server: the HA store, tests/cli_ha_etcd.sh starts its own members on
+# loopback ports).
 # `deps.sh fuzz` (make fuzz) adds clang and its runtime libraries, which
 # hold libFuzzer and which --no-install-recommends leaves out.
 # Idempotent: when every package is present it prints one line and changes
@@ -17,7 +19,7 @@ PKGS="build-essential cmake pkg-config
 libcmocka-dev libyaml-dev libjansson-dev
 libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev
 libhwloc-dev
-jq curl procps prometheus chromium haproxy"
+jq curl procps prometheus chromium haproxy etcd-server"
 if [ "${1:-}" = fuzz ]; then
 	PKGS="$PKGS clang-14 libclang-rt-14-dev"
 fi

@@ -102,6 +102,11 @@ struct xp_client {
 	const atomic_int *abort; /* see xp_client_set_abort() */
 	int repeat_safe;	 /* see xp_client_set_repeat_safe() */
 	char errbuf[CURL_ERROR_SIZE];
+	/* Several controllers ("A,B,C": HA, docs/design/ha.md): this client only routes, to
+	 * peer[cur], moving on to the next when one cannot be connected to (a standby does not
+	 * listen; a request that was never sent is safe to send elsewhere). */
+	struct xp_client **peer;
+	size_t npeer, cur;
 };
 
 /* ---- addresses ---- */
@@ -159,7 +164,7 @@ static int check_authority(const char *addr, const char *a, size_t n, int *has_p
 
 /* "host:port" -> "http://host:port"; "host" -> "http://host:7700";
  * "http(s)://..." kept; a trailing '/' dropped. */
-int xp_client_normalise_addr(const char *addr, char **out, struct xp_err *err)
+static int normalise_one(const char *addr, char **out, struct xp_err *err)
 {
 	struct xp_sb b = { 0 };
 	const char *rest = addr, *sep;
@@ -221,7 +226,64 @@ static void open_h1(struct xp_client *c)
 	free(pstr);
 }
 
+int xp_client_normalise_addr(const char *addr, char **out, struct xp_err *err)
+{
+	if (!addr || !strchr(addr, ','))
+		return normalise_one(addr, out, err);
+	struct xp_sb b = { 0 };
+	for (const char *p = addr;;) { /* several controllers: each normalised */
+		size_t n = strcspn(p, ",");
+		char *one = xstrndup(p, n), *norm = NULL;
+		int rc = normalise_one(one, &norm, err);
+		free(one);
+		if (rc < 0) {
+			xp_sb_free(&b);
+			return rc;
+		}
+		xp_sb_printf(&b, "%s%s", b.len ? "," : "", norm);
+		free(norm);
+		if (!p[n])
+			break;
+		p += n + 1;
+	}
+	*out = xp_sb_steal(&b);
+	return 0;
+}
+
+static struct xp_client *create_one(const char *addr, const char *token, struct xp_err *err);
+
+/* "A,B,...": a router over one client per address. */
+static struct xp_client *create_peers(const char *addr, const char *token, struct xp_err *err)
+{
+	struct xp_client *c = XNEW(struct xp_client);
+	c->base = xstrdup(addr);
+	c->timeout_ms = XP_CLIENT_DEFAULT_TIMEOUT_MS;
+	for (const char *p = addr; *p;) {
+		size_t n = strcspn(p, ",");
+		char *one = xstrndup(p, n);
+		struct xp_client *pc = n ? create_one(one, token, err) : NULL;
+		if (!n)
+			xp_errf(err, XP_EINVAL, "bad controller address '%s': an empty item", addr);
+		free(one);
+		if (!pc) {
+			xp_client_destroy(c);
+			return NULL;
+		}
+		c->peer = xreallocarray(c->peer, c->npeer + 1, sizeof(*c->peer));
+		c->peer[c->npeer++] = pc;
+		p += n + (p[n] == ',');
+	}
+	return c;
+}
+
 struct xp_client *xp_client_create(const char *addr, const char *token, struct xp_err *err)
+{
+	if (addr && strchr(addr, ','))
+		return create_peers(addr, token, err);
+	return create_one(addr, token, err);
+}
+
+static struct xp_client *create_one(const char *addr, const char *token, struct xp_err *err)
 {
 	struct xp_client *c;
 	char *base = NULL;
@@ -269,6 +331,9 @@ void xp_client_destroy(struct xp_client *c)
 {
 	if (!c)
 		return;
+	for (size_t i = 0; i < c->npeer; i++)
+		xp_client_destroy(c->peer[i]);
+	free(c->peer);
 	if (c->curl)
 		lc.easy_cleanup(c->curl);
 	xp_http1_destroy(c->h1);
@@ -281,18 +346,24 @@ void xp_client_destroy(struct xp_client *c)
 void xp_client_set_timeout(struct xp_client *c, long ms)
 {
 	c->timeout_ms = ms < 0 ? 0 : ms;
+	for (size_t i = 0; i < c->npeer; i++)
+		xp_client_set_timeout(c->peer[i], ms);
 }
 
 int xp_client_set_repeat_safe(struct xp_client *c, int on)
 {
 	int was = c->repeat_safe;
 	c->repeat_safe = on;
+	for (size_t i = 0; i < c->npeer; i++)
+		xp_client_set_repeat_safe(c->peer[i], on);
 	return was;
 }
 
 void xp_client_set_abort(struct xp_client *c, const atomic_int *flag)
 {
 	c->abort = flag;
+	for (size_t i = 0; i < c->npeer; i++)
+		xp_client_set_abort(c->peer[i], flag);
 }
 
 /* libcurl calls this about once a second while a transfer idles */
@@ -305,13 +376,17 @@ static int check_abort(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
 
 const char *xp_client_base(const struct xp_client *c)
 {
+	if (c->npeer)
+		return xp_client_base(c->peer[c->cur]);
 	return c->base;
 }
 
 void xp_client_local_ip(const struct xp_client *c, char *buf, size_t len)
 {
 	buf[0] = '\0';
-	if (c->h1)
+	if (c->npeer)
+		xp_client_local_ip(c->peer[c->cur], buf, len);
+	else if (c->h1)
 		xp_http1_local_ip(c->h1, buf, len);
 	else if (c->curl && lc.easy_getinfo) {
 		char *ip = NULL;
@@ -492,6 +567,17 @@ static int perform(struct xp_client *c, const struct transfer *t, long *status, 
 	c->errbuf[0] = '\0';
 	if (!t->path || t->path[0] != '/')
 		return xp_errf(err, XP_EINVAL, "request path must start with '/'");
+	if (c->npeer) {
+		int rc = 0;
+		for (size_t k = 0; k < c->npeer; k++) {
+			size_t i = (c->cur + k) % c->npeer;
+			rc = perform(c->peer[i], t, status, aborted, err);
+			c->cur = i;
+			if (rc != XP_EUNAVAIL || *aborted || !err || !strstr(err->text, ": connect: "))
+				break;
+		}
+		return rc;
+	}
 	return c->h1 ? perform_h1(c, t, status, aborted, err)
 		     : perform_curl(c, t, status, aborted, err);
 }
@@ -501,7 +587,9 @@ static void reply_head(struct xp_client *c, long *status, const char **ctype)
 {
 	*status = 0;
 	*ctype = NULL;
-	if (c->h1) {
+	if (c->npeer) {
+		reply_head(c->peer[c->cur], status, ctype);
+	} else if (c->h1) {
 		xp_http1_reply(c->h1, status, ctype);
 	} else {
 		char *ct = NULL;

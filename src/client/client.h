@@ -46,8 +46,11 @@ struct xp_client;
 /* ---- client.c: the connection ---- */
 
 /* A client of the controller at addr ("127.0.0.1:7700", "host" = port
- * 7700, "http://host:port", "https://host:port/prefix"); token may be NULL
- * (only /healthz, /readyz and /metrics answer then). Nothing is sent yet. */
+ * 7700, "http://host:port", "https://host:port/prefix"), or of several
+ * controllers, comma-separated (HA: a request goes to the one that answered
+ * last and moves on to the next when that one cannot be connected to);
+ * token may be NULL (only /healthz, /readyz and /metrics answer then).
+ * Nothing is sent yet. */
 struct xp_client *xp_client_create(const char *addr, const char *token, struct xp_err *err);
 /* The base URL addr stands for (*url malloc'd), or XP_EINVAL naming the
  * fault; xp_client_create() uses it. */

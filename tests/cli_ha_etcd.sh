@@ -1,0 +1,143 @@
+#!/bin/sh
+# cli_ha_etcd: controllers that take over from each other through etcd
+# (issue 23). A real etcd member on loopback ports and two real `xpool
+# server --store etcd://... --lease 2s` processes on one etcd prefix.
+#  - Kill the leader (-9) at a random moment, 3 cycles, while 4 clients
+#    submit with idempotency keys through both addresses (A,B) and retry a
+#    failed submit with the same key: the standby takes over, and at the end
+#    every acknowledged key names the job it was acknowledged with, and
+#    there are exactly as many jobs as keys (none lost, none doubled).
+#    The takeover time (kill to the first acknowledged submit) is printed,
+#    not asserted: make bench measures it (bench/ha.sh).
+#  - SIGSTOP the leader until the standby leads, send it a submit, SIGCONT:
+#    that write is refused and never lands; the old leader steps down and
+#    stands by.
+# usage: cli_ha_etcd.sh XPOOL SHARED_DIR SOURCE_DIR
+set -u
+XP=$1 SRC=$3
+. "$SRC/tests/devlib.sh" # T, fail, until_ok (its dev server is not used)
+. "$SRC/tests/etcdlib.sh"
+if ! command -v etcd >/dev/null 2>&1 && [ ! -x /usr/bin/etcd ]; then
+	echo "SKIP: etcd is not installed (scripts/deps.sh installs etcd-server)"
+	exit 77
+fi
+CPID_A= CPID_B= SUBS=
+cleanup() {
+	for p in $SUBS $CPID_A $CPID_B; do kill "$p" 2>/dev/null; done
+	for p in $SUBS $CPID_A $CPID_B; do wait "$p" 2>/dev/null; done
+	etcd_stop
+	rm -rf "$T"
+}
+trap cleanup EXIT
+etcd_start 1 || exit 1
+free_port
+PORT_A=$FREE_PORT
+free_port
+PORT_B=$FREE_PORT
+ADDRS="http://127.0.0.1:$PORT_A,http://127.0.0.1:$PORT_B"
+
+start_ctl() { # A|B
+	eval "port=\$PORT_$1"
+	"$XP" server --data "$T/$1" --listen "127.0.0.1:$port" --store "$ETCD_URL/ha-test" \
+		--lease 2s >>"$T/$1.out" 2>>"$T/$1.err" &
+	eval "CPID_$1=$!"
+}
+answers() { XPOOL_ADDR="http://127.0.0.1:$1" "$XP" queues >/dev/null 2>&1; }
+leads() { eval "answers \$PORT_$1"; }
+
+start_ctl A
+until_ok 60 test -s "$T/A/admin.token" || { echo "FAIL: A did not lead: $(cat "$T/A.err")"; exit 1; }
+XPOOL_TOKEN=$(cat "$T/A/admin.token")
+export XPOOL_TOKEN
+until_ok 60 leads A || { echo "FAIL: A does not answer: $(cat "$T/A.err")"; exit 1; }
+start_ctl B
+until_ok 60 grep -q "standby: the leader is" "$T/B.err" ||
+	{ echo "FAIL: B did not stand by: $(cat "$T/B.err")"; exit 1; }
+
+# submitter I: keys cI-1, cI-2, ... each retried until acknowledged
+submitter() {
+	i=$1 j=0
+	while [ ! -e "$T/stop" ]; do
+		j=$((j + 1))
+		until XPOOL_ADDR=$ADDRS "$XP" submit --cpu 1 --name "c$i" --idempotency-key "c$i-$j" \
+			-- true >"$T/sub$i.out" 2>"$T/sub$i.err"; do
+			[ -e "$T/stop2" ] && return
+			sleep 0.05
+		done
+		id=$(sed -n 's/^job \([0-9]*\) .*/\1/p' "$T/sub$i.out")
+		echo "c$i-$j $id" >>"$T/acked"
+		sleep 0.05 # a steady trickle, not a flood: the check below re-asks every key
+	done
+}
+acked_at_least() { [ "$(wc -l <"$T/acked")" -ge "$1" ]; }
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+probe() { XPOOL_ADDR=$ADDRS "$XP" submit --cpu 1 --name probe -- true >/dev/null 2>&1; }
+
+: >"$T/acked"
+for i in 1 2 3 4; do
+	submitter "$i" &
+	SUBS="$SUBS $!"
+done
+LEADER=A STANDBY=B
+for cycle in 1 2 3; do
+	n0=$(wc -l <"$T/acked")
+	until_ok 60 acked_at_least $((n0 + 8)) ||
+		{ fail "cycle $cycle: no submits acknowledged before the kill"; break; }
+	sleep "0.$(($$ * cycle % 9))" # a moment that is not the same each cycle
+	eval "victim=\$CPID_$LEADER"
+	t0=$(now_ms)
+	kill -9 "$victim"
+	wait "$victim" 2>/dev/null
+	until_ok 60 probe || { fail "cycle $cycle: no submit acknowledged within 60 s of the kill"; break; }
+	t1=$(now_ms)
+	echo "cycle $cycle: $LEADER killed, $STANDBY acknowledged a submit $((t1 - t0)) ms later"
+	until_ok 60 leads "$STANDBY" || fail "cycle $cycle: $STANDBY does not answer"
+	start_ctl "$LEADER" # back as the standby
+	until_ok 60 grep -q "standby: the leader is" "$T/$LEADER.err" ||
+		fail "cycle $cycle: $LEADER did not stand by again"
+	x=$LEADER LEADER=$STANDBY STANDBY=$x
+done
+touch "$T/stop"
+n0=$(wc -l <"$T/acked")
+until_ok 60 sh -c "for p in $SUBS; do kill -0 \$p 2>/dev/null && exit 1; done; exit 0" || {
+	touch "$T/stop2"
+	fail "the submitters did not finish"
+}
+SUBS=
+
+# every acknowledged key names its job; as many jobs as keys
+keys=$(wc -l <"$T/acked")
+[ "$keys" -ge 24 ] || fail "only $keys submits acknowledged"
+bad=0
+while read -r key id; do
+	out=$(XPOOL_ADDR=$ADDRS "$XP" submit --cpu 1 --name "${key%-*}" --idempotency-key "$key" \
+		-- true 2>&1)
+	case $out in
+	"job $id already submitted with this idempotency key"*) ;;
+	*) bad=$((bad + 1)); [ $bad -le 3 ] && fail "key $key was acknowledged as job $id; now: $out" ;;
+	esac
+done <"$T/acked"
+[ $bad -eq 0 ] || fail "$bad of $keys acknowledged keys lost or changed"
+jobs=$(XPOOL_ADDR=$ADDRS "$XP" jobs --all --limit 1000 | awk 'NR > 1 && $2 ~ /^c[0-9]$/' | wc -l)
+[ "$jobs" -eq "$keys" ] || fail "$jobs submitter jobs for $keys acknowledged keys (lost or doubled)"
+echo "failover: $keys acknowledged submits over 3 kills, $bad lost or changed, $jobs jobs"
+
+# SIGSTOP: the paused leader's write never lands
+eval "paused=\$CPID_$LEADER port=\$PORT_$LEADER"
+kill -STOP "$paused"
+until_ok 60 leads "$STANDBY" || fail "$STANDBY did not take over from the paused $LEADER"
+XPOOL_ADDR="http://127.0.0.1:$port" "$XP" submit --cpu 1 --name stale-write -- true \
+	>"$T/stale.out" 2>&1 &
+stale=$!
+sleep 0.3 # (the request waits in the paused process's socket either way)
+kill -CONT "$paused"
+wait "$stale"
+src=$?
+[ $src -ne 0 ] || fail "the paused leader acknowledged a write after it lost the lead: $(cat "$T/stale.out")"
+until_ok 60 grep -q "stepped down" "$T/$LEADER.err" || fail "the paused leader did not step down"
+if XPOOL_ADDR="http://127.0.0.1:$(eval echo \$PORT_$STANDBY)" "$XP" jobs --all --limit 1000 | grep -q stale-write; then
+	fail "the paused leader's write landed"
+fi
+echo "sigstop: the paused leader's submit: $(head -n 1 "$T/stale.out")"
+[ $fails -eq 0 ] || exit 1
+echo "ok"

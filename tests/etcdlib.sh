@@ -1,0 +1,84 @@
+# etcdlib.sh: etcd members for the HA tests and benchmarks, on loopback
+# ports, started and stopped by PID. Source after devlib.sh (T, until_ok).
+#   etcd_start N         start an N-member cluster (1 or 3) in $T/etcd;
+#                        ETCD_URL=etcd://127.0.0.1:P1,...; ETCD_PIDS; ETCD_CP
+#                        (client ports) and ETCD_NAMES; returns 1 when it
+#                        does not come up in 60 s
+#   etcd_stop_member I   SIGKILL member I (0-based)
+#   etcd_restart_member I  start member I again on its data
+#   etcd_stop            stop every member
+#   free_port            a TCP port nothing listens on (in $FREE_PORT)
+etcd_bin=$(command -v etcd || echo /usr/bin/etcd)
+ETCD_PIDS=
+free_port() {
+	FREE_PORT=$((10000 + ($$ * 7 + ${FREE_SEQ:-0} * 13) % 20000)) # below the ephemeral ports
+	FREE_SEQ=$((${FREE_SEQ:-0} + 1))
+	while curl -s -o /dev/null "http://127.0.0.1:$FREE_PORT/"; [ $? -ne 7 ]; do
+		FREE_PORT=$((FREE_PORT + 1))
+	done
+}
+etcd_member_cmd() { # I: start member I in the background
+	i=$1
+	set -- $ETCD_CP
+	shift "$i"
+	cp=$1
+	set -- $ETCD_PP
+	shift "$i"
+	pp=$1
+	"$etcd_bin" --logger zap --log-level error --name "m$i" --data-dir "$T/etcd/m$i" \
+		--listen-client-urls "http://127.0.0.1:$cp" --advertise-client-urls "http://127.0.0.1:$cp" \
+		--listen-peer-urls "http://127.0.0.1:$pp" --initial-advertise-peer-urls "http://127.0.0.1:$pp" \
+		--initial-cluster "$ETCD_CLUSTER" --initial-cluster-state new \
+		--experimental-enable-lease-checkpoint \
+		--heartbeat-interval 50 --election-timeout 500 \
+		>>"$T/etcd/m$i.log" 2>&1 &
+	eval "ETCD_PID_$i=$!"
+}
+etcd_healthy() { curl -s -m 2 "http://127.0.0.1:$1/health" | grep -q '"health":"true"'; }
+etcd_all_healthy() {
+	for p in $ETCD_CP; do etcd_healthy "$p" || return 1; done
+}
+etcd_start() {
+	n=$1
+	mkdir -p "$T/etcd"
+	ETCD_CP= ETCD_PP= ETCD_CLUSTER= ETCD_URL=
+	i=0
+	while [ "$i" -lt "$n" ]; do
+		free_port
+		c=$FREE_PORT
+		free_port
+		p=$FREE_PORT
+		ETCD_CP="$ETCD_CP $c"
+		ETCD_PP="$ETCD_PP $p"
+		ETCD_CLUSTER="${ETCD_CLUSTER:+$ETCD_CLUSTER,}m$i=http://127.0.0.1:$p"
+		ETCD_URL="${ETCD_URL:+$ETCD_URL,}127.0.0.1:$c"
+		i=$((i + 1))
+	done
+	ETCD_URL="etcd://$ETCD_URL"
+	ETCD_N=$n
+	i=0
+	while [ "$i" -lt "$n" ]; do
+		etcd_member_cmd "$i"
+		i=$((i + 1))
+	done
+	until_ok 60 etcd_all_healthy || {
+		echo "etcd did not come up: $(tail -n 5 "$T"/etcd/*.log)"
+		return 1
+	}
+}
+etcd_pid() { eval "echo \${ETCD_PID_$1:-}"; }
+etcd_stop_member() {
+	p=$(etcd_pid "$1")
+	[ -n "$p" ] && kill -9 "$p" 2>/dev/null && wait "$p" 2>/dev/null
+	eval "ETCD_PID_$1="
+}
+etcd_restart_member() { etcd_member_cmd "$1"; }
+etcd_stop() {
+	i=0
+	while [ "$i" -lt "${ETCD_N:-0}" ]; do
+		p=$(etcd_pid "$i")
+		[ -n "$p" ] && kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
+		eval "ETCD_PID_$i="
+		i=$((i + 1))
+	done
+}

@@ -42,8 +42,12 @@ start_ctl() { # A|B
 		--lease 2s >>"$T/$1.out" 2>>"$T/$1.err" &
 	eval "CPID_$1=$!"
 }
-answers() { XPOOL_ADDR="http://127.0.0.1:$1" "$XP" queues >/dev/null 2>&1; }
-leads() { eval "answers \$PORT_$1"; }
+role_is() { # PORT ROLE: the controller there answers as ROLE (X-Xpool-Role)
+	curl -s -m 5 -D - -o /dev/null -H "Authorization: Bearer $XPOOL_TOKEN" \
+		"http://127.0.0.1:$1/v1/queues" | tr -d '\r' | grep -qi "^x-xpool-role: $2\$"
+}
+leads() { eval "role_is \$PORT_$1 leader"; }
+follows() { eval "role_is \$PORT_$1 follower"; }
 
 start_ctl A
 until_ok 60 test -s "$T/A/admin.token" || { echo "FAIL: A did not lead: $(cat "$T/A.err")"; exit 1; }
@@ -51,8 +55,7 @@ XPOOL_TOKEN=$(cat "$T/A/admin.token")
 export XPOOL_TOKEN
 until_ok 60 leads A || { echo "FAIL: A does not answer: $(cat "$T/A.err")"; exit 1; }
 start_ctl B
-until_ok 60 grep -q "standby: the leader is" "$T/B.err" ||
-	{ echo "FAIL: B did not stand by: $(cat "$T/B.err")"; exit 1; }
+until_ok 60 follows B || { echo "FAIL: B does not follow: $(cat "$T/B.err")"; exit 1; }
 
 # submitter I: keys cI-1, cI-2, ... each retried until acknowledged
 submitter() {
@@ -92,9 +95,8 @@ for cycle in 1 2 3; do
 	t1=$(now_ms)
 	echo "cycle $cycle: $LEADER killed, $STANDBY acknowledged a submit $((t1 - t0)) ms later"
 	until_ok 60 leads "$STANDBY" || fail "cycle $cycle: $STANDBY does not answer"
-	start_ctl "$LEADER" # back as the standby
-	until_ok 60 grep -q "standby: the leader is" "$T/$LEADER.err" ||
-		fail "cycle $cycle: $LEADER did not stand by again"
+	start_ctl "$LEADER" # back as a follower
+	until_ok 60 follows "$LEADER" || fail "cycle $cycle: $LEADER did not follow again"
 	x=$LEADER LEADER=$STANDBY STANDBY=$x
 done
 touch "$T/stop"
@@ -122,6 +124,16 @@ jobs=$(XPOOL_ADDR=$ADDRS "$XP" jobs --all --limit 1000 | awk 'NR > 1 && $2 ~ /^c
 [ "$jobs" -eq "$keys" ] || fail "$jobs submitter jobs for $keys acknowledged keys (lost or doubled)"
 echo "failover: $keys acknowledged submits over 3 kills, $bad lost or changed, $jobs jobs"
 
+# the follower is hot: it shows what the leader acknowledged, and sends writes on
+eval "fport=\$PORT_$STANDBY"
+last=$(tail -n 1 "$T/acked" | cut -d' ' -f2)
+follower_has() { XPOOL_ADDR="http://127.0.0.1:$fport" "$XP" job "$last" >/dev/null 2>&1; }
+until_ok 60 follower_has || fail "the follower $STANDBY does not show job $last"
+code=$(curl -s -o /dev/null -w '%{http_code} %{redirect_url}' -X POST -H "Authorization: Bearer $XPOOL_TOKEN" \
+	-H 'Content-Type: application/json' -d '{}' "http://127.0.0.1:$fport/v1/jobs")
+eval "lport=\$PORT_$LEADER"
+[ "$code" = "307 http://127.0.0.1:$lport/v1/jobs" ] || fail "a write to the follower: '$code', want a 307 to the leader"
+
 # SIGSTOP: the paused leader's write never lands
 eval "paused=\$CPID_$LEADER port=\$PORT_$LEADER"
 kill -STOP "$paused"
@@ -135,6 +147,7 @@ wait "$stale"
 src=$?
 [ $src -ne 0 ] || fail "the paused leader acknowledged a write after it lost the lead: $(cat "$T/stale.out")"
 until_ok 60 grep -q "stepped down" "$T/$LEADER.err" || fail "the paused leader did not step down"
+until_ok 60 follows "$LEADER" || fail "the paused leader did not follow again"
 if XPOOL_ADDR="http://127.0.0.1:$(eval echo \$PORT_$STANDBY)" "$XP" jobs --all --limit 1000 | grep -q stale-write; then
 	fail "the paused leader's write landed"
 fi

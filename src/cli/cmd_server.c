@@ -231,8 +231,13 @@ static int wait_for_stop(const char *verb, struct xp_ctl *ctl, const sigset_t *s
 	int sig;
 	for (;;) {
 		sigwait(set, &sig);
-		if (sig != SIGUSR1 || xp_store_failure(ctl->store, &err) < 0)
+		if (sig != SIGUSR1 || xp_store_failure(ctl->store, &err) < 0 ||
+		    atomic_load(&ctl->restart))
 			break;
+	}
+	if (sig == SIGUSR1 && atomic_load(&ctl->restart)) {
+		fprintf(stderr, "xpool %s: starting again from the store\n", verb);
+		return 1;
 	}
 	if (sig == SIGUSR1) {
 		fprintf(stderr, "xpool %s: stopping, exit 1: the journal failed: %s\n", verb,
@@ -488,16 +493,19 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 again:
-	if (o.store)
-		fprintf(stderr, "xpool server: campaigning for leadership in %s\n", o.store);
 	if (xp_ctl_start(&o, &ctl, &err) < 0) {
+		if (o.store && err.code == XP_EUNAVAIL && !standby(leader_seen, NULL)) {
+			fprintf(stderr, "xpool server: %s; trying again\n", err.text);
+			sleep(1);
+			goto again;
+		}
 		status = xp_cli_fail(verb, &err, 1);
 		goto out;
 	}
 	/* what to do next comes last: the export line and the dashboard */
 	printf("data: %s\n", o.data);
-	if (o.store)
-		printf("leader: epoch %lld in %s\n", (long long)xp_store_epoch(ctl->store), o.store);
+	if (o.store) /* the owner takes the lead when the campaign wins ("leading at epoch") */
+		fprintf(stderr, "xpool server: following %s, campaigning\n", o.store);
 	fflush(stdout);
 	pid_t agent = -1;
 	if (dev && !xp_flag_get(flags, "no-agent")->bval)

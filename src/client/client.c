@@ -103,8 +103,9 @@ struct xp_client {
 	int repeat_safe;	 /* see xp_client_set_repeat_safe() */
 	char errbuf[CURL_ERROR_SIZE];
 	/* Several controllers ("A,B,C": HA, docs/design/ha.md): this client only routes, to
-	 * peer[cur], moving on to the next when one cannot be connected to (a standby does not
-	 * listen; a request that was never sent is safe to send elsewhere). */
+	 * peer[cur], moving on to the next when one cannot be connected to, or answers 307 with
+	 * no body (a follower: the leader is another). Either way the request was not done
+	 * there, so sending it elsewhere is safe. */
 	struct xp_client **peer;
 	size_t npeer, cur;
 };
@@ -573,6 +574,8 @@ static int perform(struct xp_client *c, const struct transfer *t, long *status, 
 			size_t i = (c->cur + k) % c->npeer;
 			rc = perform(c->peer[i], t, status, aborted, err);
 			c->cur = i;
+			if (rc == 0 && *status == 307) /* a follower: the leader is another */
+				continue;
 			if (rc != XP_EUNAVAIL || *aborted || !err || !strstr(err->text, ": connect: "))
 				break;
 		}

@@ -33,6 +33,7 @@ struct load_ctx {
 	struct xp_ctl *ctl;
 	struct xp_err *err;
 	uint64_t records;
+	int tokens; /* a token.* record went by */
 };
 
 static int on_snapshot(void *arg, uint64_t seq, const char *body, size_t len)
@@ -57,7 +58,27 @@ static int on_record(void *arg, const struct xp_store_rec *r)
 	xp_events_add(lc->ctl->ev, r->seq, ev.tenant, ev.type,
 		      xp_event_json(lc->ctl, r->seq, r->at_ms, &ev));
 	lc->records++;
+	if (!strncmp(r->type, "token.", 6)) /* a follower's auth follows the leader's */
+		lc->tokens = 1;
+	if (!strncmp(r->type, "node.", 5))
+		atomic_fetch_add(&lc->ctl->node_epoch, 1);
 	return 0;
+}
+
+long xp_ctl_follow(struct xp_ctl *ctl, struct xp_err *err)
+{
+	struct load_ctx lc = { .ctl = ctl, .err = err };
+	long n = xp_store_read(ctl->store, ctl->st->seq, 1000, on_record, &lc, err);
+	if (n < 0)
+		return n;
+	atomic_store(&ctl->follow_ok_ms, xp_ctl_now());
+	if (lc.tokens)
+		xp_auth_refresh(ctl);
+	if (n > 0) {
+		xp_events_durable(ctl->ev, ctl->st->seq);
+		xp_park_wake(ctl, XP_PARK_EVENTS);
+	}
+	return n;
 }
 
 /* --recover: each line of the store's report on stderr. */
@@ -138,6 +159,49 @@ static int register_cluster(struct xp_ctl *ctl, struct xp_err *err)
 	return rc;
 }
 
+/* What a start does after the replay, and a follower when it becomes the leader. */
+static void after_load(struct xp_ctl *ctl)
+{
+	for (size_t i = 0; i < ctl->st->jobs.n; i++)
+		xp_emu_schedule(ctl, ctl->st->jobs.v[i]);
+	xp_auth_refresh(ctl);
+	/* agent nodes get a full lost period to speak after a controller restart */
+	for (size_t n = 0; n < ctl->st->nodes.n; n++) {
+		xp_watch_bump(ctl, (uint32_t)n);
+		ctl->live.v[n].last_seen = xp_ctl_now();
+	}
+}
+
+/* The campaign won (on its thread): the owner promotes at its next turn. */
+static void on_lead(void *arg)
+{
+	struct xp_ctl *ctl = arg;
+	atomic_store(&ctl->lead_won, 1);
+	pthread_mutex_lock(&ctl->qmu);
+	pthread_cond_signal(&ctl->qcv);
+	pthread_mutex_unlock(&ctl->qmu);
+}
+
+int xp_ctl_promote(struct xp_ctl *ctl, struct xp_err *err)
+{
+	long n;
+	int rc;
+	/* the old leader can write no more (its guard fails): read to the end */
+	while ((n = xp_ctl_follow(ctl, err)) > 0)
+		;
+	if (n < 0)
+		return (int)n;
+	if ((rc = xp_store_promote(ctl->store, ctl->st->seq, err)) < 0)
+		return rc;
+	atomic_store(&ctl->follower, 0);
+	after_load(ctl);
+	if ((rc = bootstrap(ctl, err)) < 0 || (rc = register_cluster(ctl, err)) < 0)
+		return rc;
+	fprintf(stderr, "xpool server: leading at epoch %lld, seq %llu\n",
+		(long long)xp_store_epoch(ctl->store), (unsigned long long)ctl->st->seq);
+	return 0;
+}
+
 int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err *err)
 {
 	struct xp_ctl *ctl = XNEW(struct xp_ctl);
@@ -214,24 +278,24 @@ int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err
 	sto.advertise = ctl->o.advertise;
 	sto.standby = ctl->o.standby;
 	sto.standby_arg = ctl->o.standby_arg;
+	sto.follow = ctl->o.store != NULL; /* lead only after replaying, from the owner */
+	sto.on_lead = on_lead;
+	sto.lead_arg = ctl;
+	atomic_store(&ctl->follower, sto.follow);
 	if ((rc = xp_store_open(ctl->o.data, &sto, &ctl->store, err)) < 0)
 		goto fail;
 	print_recovered(xp_store_recovered(ctl->store));
 	if ((rc = xp_store_load(ctl->store, on_snapshot, on_record, &lc, err)) < 0)
 		goto fail;
-	xp_events_durable(ctl->ev, xp_store_durable_seq(ctl->store));
-	for (size_t i = 0; i < ctl->st->jobs.n; i++)
-		xp_emu_schedule(ctl, ctl->st->jobs.v[i]);
-	if ((rc = bootstrap(ctl, err)) < 0 || (rc = register_cluster(ctl, err)) < 0)
+	xp_events_durable(ctl->ev, atomic_load(&ctl->follower) ? ctl->st->seq
+							       : xp_store_durable_seq(ctl->store));
+	atomic_store(&ctl->follow_ok_ms, xp_ctl_now());
+	if (!atomic_load(&ctl->follower) &&
+	    ((rc = bootstrap(ctl, err)) < 0 || (rc = register_cluster(ctl, err)) < 0))
 		goto fail;
 	if ((rc = xp_state_check(ctl->st, err)) < 0)
 		goto fail;
-	xp_auth_refresh(ctl);
-	/* agent nodes get a full lost period to speak after a controller restart */
-	for (size_t n = 0; n < ctl->st->nodes.n; n++) {
-		xp_watch_bump(ctl, (uint32_t)n);
-		ctl->live.v[n].last_seen = xp_ctl_now();
-	}
+	after_load(ctl);
 	ctl->start_nodes = ctl->st->c->nnodes;
 	ctl->start_jobs = ctl->st->jobs.n;
 	if ((rc = xp_alert_feed_start(ctl, err)) < 0 || (rc = xp_owner_start(ctl, err)) < 0 ||

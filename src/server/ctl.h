@@ -356,6 +356,13 @@ struct xp_ctl {
 	size_t start_nodes, start_jobs; /* at start, before the owner ran (for the banner) */
 	atomic_int ready;      /* serving; 0 while starting, stopping, or once the journal failed */
 	int fatal;	       /* the store failed: refuse everything (owner thread) */
+	/* HA (--store etcd): a follower applies what the leader journals (ctl.c xp_ctl_follow),
+	 * serves reads, and sends writes to the leader (307); lead_won: its campaign won, the
+	 * owner promotes it (xp_ctl_promote); restart: start again from the store (a follower
+	 * that fell behind a snapshot) */
+	atomic_int follower, lead_won, restart;
+	_Atomic int64_t follow_ok_ms; /* the last poll of the leader's journal that answered */
+	int64_t follow_next;	      /* owner: the next poll (ms) */
 	struct xp_dueheap emu; /* emulated tasks by when they end */
 	int64_t overdue_next;  /* when to look for time limits and gang timeouts again */
 	uint64_t since_snapshot;
@@ -595,6 +602,11 @@ void xp_auth_refresh(struct xp_ctl *ctl);
  * cred_node filled; else XP_EAUTH (no or unknown token) or XP_EPERM, the
  * reason in err. */
 int xp_auth_admit(struct xp_ctl *ctl, struct xp_cmd *cmd, struct xp_err *err);
+
+/* ctl.c, HA: apply what the leader journaled since the last poll (owner thread; the number
+ * of records, or < 0); become the leader once the campaign won. */
+long xp_ctl_follow(struct xp_ctl *ctl, struct xp_err *err);
+int xp_ctl_promote(struct xp_ctl *ctl, struct xp_err *err);
 
 /* ctl.c */
 int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err *err);

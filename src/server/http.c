@@ -160,9 +160,28 @@ void xp_http_count(struct xp_ctl *ctl, int status)
 	pthread_mutex_unlock(&ctl->m.mu);
 }
 
+/* HA (--store etcd): who answers - the leader and its epoch, or a follower and whether what
+ * it shows may be stale (its last poll of the leader's journal is over a second old) */
+static void role_headers(struct xp_ctl *ctl, struct MHD_Response *r)
+{
+	char v[32];
+	if (!ctl->o.store || !ctl->store)
+		return;
+	if (atomic_load(&ctl->follower)) {
+		int stale = xp_ctl_now() - atomic_load(&ctl->follow_ok_ms) > 1000;
+		MHD_add_response_header(r, "X-Xpool-Role", "follower");
+		MHD_add_response_header(r, "X-Xpool-Stale", stale ? "true" : "false");
+	} else {
+		snprintf(v, sizeof(v), "%lld", (long long)xp_store_epoch(ctl->store));
+		MHD_add_response_header(r, "X-Xpool-Role", "leader");
+		MHD_add_response_header(r, "X-Xpool-Epoch", v);
+	}
+}
+
 enum MHD_Result xp_http_queue(struct conn *k, int status, struct MHD_Response *r)
 {
 	MHD_add_response_header(r, "Cache-Control", "no-store");
+	role_headers(k->ctl, r);
 	if (status == 405 && k->cmd.allow[0])
 		MHD_add_response_header(r, "Allow", k->cmd.allow);
 	enum MHD_Result ok = MHD_queue_response(k->c, (unsigned)status, r);
@@ -211,6 +230,25 @@ static enum MHD_Result not_ready(struct conn *k, const char *why)
 		return xp_http_error(k, XP_EUNAVAIL, NULL,
 				     "the journal failed, the controller is stopping: %s", e.text);
 	return xp_http_error(k, XP_EUNAVAIL, NULL, "%s", why);
+}
+
+/* A follower's answer to a write, or to an agent: 307 to the leader, with no body (a client
+ * that knows several controllers goes on to the next; see client.c), or 503 when etcd names
+ * no leader. Sent from the headers: no body byte is read. */
+static enum MHD_Result to_leader(struct conn *k, const char *url)
+{
+	char leader[256], loc[768];
+	xp_store_leader(k->ctl->store, leader, sizeof(leader));
+	if (!leader[0])
+		return xp_http_error(k, XP_EUNAVAIL, NULL,
+				     "no leader: this controller follows, and etcd names no leader "
+				     "(lost quorum?); retry");
+	struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"",
+								 MHD_RESPMEM_PERSISTENT);
+	snprintf(loc, sizeof(loc), "%s%s", leader, url);
+	MHD_add_response_header(r, "Location", loc);
+	MHD_add_response_header(r, "X-Xpool-Leader", leader);
+	return xp_http_queue(k, 307, r);
 }
 
 /* ---- the owner ---- */
@@ -340,6 +378,9 @@ static int admit(struct conn *k, const char *url, const char *method)
 	} else if (xp_http_route(k, url, method, k->cmd.allow, sizeof(k->cmd.allow)) < 0) {
 		return xp_http_send(k), -1;
 	}
+	if (atomic_load(&ctl->follower) && (strcmp(method, "GET") || k->cmd.need == XP_ROUTE_NODE ||
+					    k->cmd.need == XP_ROUTE_JOIN))
+		return to_leader(k, url), -1;
 	if (admit_token(k, url) < 0 || admit_body(k) < 0)
 		return -1;
 	admitted(k);

@@ -424,6 +424,13 @@ static void run(struct xp_ctl *ctl, struct xp_cmd *cmd)
 {
 	int write = strcmp(cmd->method, "GET") != 0;
 	struct xp_err aerr = { 0 };
+	if (atomic_load(&ctl->follower) && (write || cmd->need == XP_ROUTE_NODE)) {
+		/* the edge sends these to the leader; one admitted as the lead changed */
+		xp_reply_error(cmd, XP_EUNAVAIL, NULL,
+			       "this controller follows: the leader takes writes; retry");
+		cmd_done(cmd);
+		return;
+	}
 	if (ctl->fatal) { /* reads too: memory holds records that did not commit */
 		xp_reply_error(cmd, XP_EUNAVAIL, NULL,
 			       "the journal failed; the controller is stopping");
@@ -568,6 +575,32 @@ static int due(int64_t *next, int64_t now, int64_t every)
 	return 1;
 }
 
+/* Owner, HA follower: poll the leader's journal every 100 ms; once the campaign won, catch up
+ * and lead. A follower that fell behind a snapshot, or that cannot take the lead, starts
+ * again from the store (the process's loop, cmd_server.c). */
+static void follow(struct xp_ctl *ctl)
+{
+	struct xp_err err = { 0 };
+	int64_t now = xp_ctl_now();
+	int rc = 0;
+	if (atomic_load(&ctl->lead_won)) {
+		if ((rc = xp_ctl_promote(ctl, &err)) < 0)
+			fprintf(stderr, "xpool server: cannot take the lead: %s\n", err.text);
+	} else if (due(&ctl->follow_next, now, 100)) {
+		long n = xp_ctl_follow(ctl, &err);
+		if (n == XP_ENOENT || n == XP_ECORRUPT || n == XP_EINVAL) {
+			rc = (int)n;
+			fprintf(stderr, "xpool server: following: %s; starting again\n", err.text);
+		}
+	}
+	if (rc < 0 && !atomic_exchange(&ctl->restart, 1)) {
+		ctl->fatal = 1;
+		ctl->ready = 0;
+		if (ctl->o.on_fatal)
+			ctl->o.on_fatal(ctl->o.fatal_arg);
+	}
+}
+
 static int cycle(struct xp_ctl *ctl)
 {
 	uint64_t t0 = xp_mono_ns();
@@ -646,7 +679,11 @@ static void *owner_main(void *arg)
 			batch = next;
 		}
 		run_queued(ctl);
-		if (!ctl->fatal) {
+		if (!ctl->fatal && atomic_load(&ctl->follower)) {
+			follow(ctl);
+			more = 0;
+			before = ctl->st->seq; /* applied, not appended: nothing to wait for */
+		} else if (!ctl->fatal) {
 			finish_due(ctl, xp_ctl_now());
 			/* liveness is judged in beats and tens of seconds: every
 			 * 100 ms (a quarter beat when shorter) changes nothing */

@@ -56,6 +56,13 @@ struct xp_store_opts {
 	 * NULL when etcd did not answer); nonzero gives up (open fails with XP_EUNAVAIL) */
 	int (*standby)(void *arg, const char *leader);
 	void *standby_arg;
+	/* etcd, follow mode: open returns at once without leading (load, then read what the
+	 * leader appends with xp_store_read); the campaign runs on a thread of its own and calls
+	 * on_lead (on that thread) once this store holds the leader key: catch up, then
+	 * xp_store_promote, then append. */
+	int follow;
+	void (*on_lead)(void *arg);
+	void *lead_arg;
 };
 struct xp_store_rec {
 	uint64_t seq;
@@ -139,6 +146,12 @@ int xp_store_failure(const struct xp_store *s, struct xp_err *err);
 const char *xp_store_path(const struct xp_store *s);
 /* etcd: this leader's epoch (its leader key's create revision); 0 for SQLite. */
 int64_t xp_store_epoch(const struct xp_store *s);
+/* 1 when this store leads (SQLite: always); buf gets the leader key's value as last read
+ * ("" when unknown: etcd did not answer, or no one leads). Any thread. */
+int xp_store_leader(struct xp_store *s, char *buf, size_t n);
+/* etcd, follow mode, after on_lead: this store has applied every record up to seq, which must
+ * be the last in etcd (XP_ESTATE otherwise); appends go on from seq + 1. */
+int xp_store_promote(struct xp_store *s, uint64_t seq, struct xp_err *err);
 
 /* The checksums kept with each row, CRC-32C (lib/crc32c.h), for tools and tests. A record's
  * covers seq and at (8 bytes each, little-endian), the type's length in bytes (4, little-endian),

@@ -69,6 +69,16 @@ struct xp_store_etcd {
 	int ka_stop;
 	_Atomic int lost;	   /* the lease is no longer ours */
 	_Atomic uint64_t last_ok; /* monotonic ns of the last good keepalive */
+	_Atomic int64_t lease_id; /* the lease being renewed (a follower may take a new one) */
+	_Atomic int leading;	  /* this store holds the leader key: a lost lease fails it */
+	char seen[256];		  /* the leader key's value as last read (under ka_mu) */
+	int seen_known;		  /* 1: seen is current; 0: etcd did not answer */
+	/* follow mode: the campaign runs on a thread of its own */
+	pthread_t camp_thread;
+	int camp_started;
+	void (*on_lead)(void *arg);
+	void *lead_arg;
+	char *advertise;
 };
 
 static void sleep_ms(long ms)
@@ -117,14 +127,15 @@ static void *keepalive_main(void *arg)
 		pthread_mutex_unlock(&x->ka_mu);
 		struct xp_err err = { 0 };
 		int64_t ttl = 0;
-		int rc = xp_etcd_keepalive(x->ka, x->lease, period, &ttl, &err);
+		int64_t lease = atomic_load(&x->lease_id);
+		int rc = lease ? xp_etcd_keepalive(x->ka, lease, period, &ttl, &err) : -1;
 		uint64_t now = xp_mono_ns();
 		char why[XP_ERR_TEXT_MAX + 128] = "";
 		if (rc == 0 && ttl > 0)
 			atomic_store(&x->last_ok, now);
 		else if (rc == 0)
 			snprintf(why, sizeof(why), "%s: the leader's lease %" PRId64 " expired",
-				 xp_etcd_url(x->ka), x->lease);
+				 xp_etcd_url(x->ka), lease);
 		if (!why[0] && now - atomic_load(&x->last_ok) >
 				       (uint64_t)(x->ttl_ms - x->ttl_ms / 4) * 1000000) {
 			snprintf(why, sizeof(why),
@@ -132,10 +143,11 @@ static void *keepalive_main(void *arg)
 				 xp_etcd_url(x->ka), (now - atomic_load(&x->last_ok)) / 1000000,
 				 err.text[0] ? err.text : "no answer");
 		}
-		if (why[0] && !atomic_exchange(&x->lost, 1))
+		/* a follower's lost lease costs nothing: its campaign takes a new one */
+		if (why[0] && !atomic_exchange(&x->lost, 1) && atomic_load(&x->leading))
 			fail_store(s, XP_EUNAVAIL, why);
 		pthread_mutex_lock(&x->ka_mu);
-		if (x->ka_stop || atomic_load(&x->lost))
+		if (x->ka_stop || (atomic_load(&x->lost) && atomic_load(&x->leading)))
 			break;
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -161,16 +173,46 @@ static int on_leader(void *ctx, const struct xp_etcd_kv *kv)
 	return 0;
 }
 
-/* Campaign until this controller holds the leader key. */
-static int campaign(struct xp_store *s, const struct xp_store_opts *o, struct xp_err *err)
+static int stopping(struct xp_store_etcd *x)
+{
+	pthread_mutex_lock(&x->ka_mu);
+	int stop = x->ka_stop;
+	pthread_mutex_unlock(&x->ka_mu);
+	return stop;
+}
+
+/* A follower whose lease expired (etcd was away) takes a new one. */
+static int regrant(struct xp_store_etcd *x, struct xp_etcd *c, struct xp_err *err)
+{
+	int64_t id = 0;
+	int rc = xp_etcd_grant(c, (x->ttl_ms + 999) / 1000, &id, err);
+	if (rc == 0) {
+		atomic_store(&x->last_ok, xp_mono_ns());
+		atomic_store(&x->lease_id, id);
+		x->lease = id;
+		atomic_store(&x->lost, 0);
+	}
+	return rc;
+}
+
+/* Campaign until this controller holds the leader key (c: the calling thread's connection).
+ * Gives up when standby says so or the store closes. */
+static int campaign(struct xp_store *s, struct xp_etcd *c, int (*standby)(void *, const char *),
+		    void *arg, struct xp_err *err)
 {
 	struct xp_store_etcd *x = s->etcd;
-	const char *me = o->advertise ? o->advertise : "";
+	const char *me = x->advertise ? x->advertise : "";
 	size_t kl = strlen(x->leader_key);
 	for (;;) {
 		struct leader_ctx lc = { "", 0 };
-		int rc = xp_etcd_range(x->w, x->leader_key, kl, NULL, 0, 0, 2000, on_leader, &lc,
-				       NULL, NULL, err);
+		int rc = atomic_load(&x->lost) ? regrant(x, c, err) : 0;
+		if (rc == 0)
+			rc = xp_etcd_range(c, x->leader_key, kl, NULL, 0, 0, 2000, on_leader, &lc,
+					   NULL, NULL, err);
+		pthread_mutex_lock(&x->ka_mu);
+		snprintf(x->seen, sizeof(x->seen), "%s", lc.who);
+		x->seen_known = rc == 0 && lc.found;
+		pthread_mutex_unlock(&x->ka_mu);
 		if (rc == 0 && !lc.found) {
 			struct xp_etcd_txn t;
 			int ok = 0;
@@ -178,18 +220,70 @@ static int campaign(struct xp_store *s, const struct xp_store_opts *o, struct xp
 			xp_etcd_txn_start(&t);
 			xp_etcd_txn_created(&t, x->leader_key, kl, 0);
 			xp_etcd_txn_put(&t, x->leader_key, kl, me, strlen(me), x->lease);
-			if ((rc = xp_etcd_txn_run(x->w, &t, 2000, &ok, &rev, err)) == 0 && ok) {
+			rc = xp_etcd_txn_run(c, &t, 2000, &ok, &rev, err);
+			xp_etcd_txn_free(&t);
+			if (rc == 0 && ok) {
 				x->epoch = rev;
+				atomic_store(&x->leading, 1);
+				pthread_mutex_lock(&x->ka_mu);
+				snprintf(x->seen, sizeof(x->seen), "%s", me);
+				x->seen_known = 1;
+				pthread_mutex_unlock(&x->ka_mu);
 				return 0;
 			}
 		}
-		if (atomic_load(&x->lost))
-			return xp_errf(err, XP_EUNAVAIL, "%s: lost the lease while waiting to lead",
-				       s->path);
-		if (o->standby && o->standby(o->standby_arg, rc < 0 ? NULL : lc.who))
+		if ((standby && standby(arg, rc < 0 ? NULL : lc.who)) || stopping(x))
 			return xp_errf(err, XP_EUNAVAIL, "%s: stopped while waiting to lead", s->path);
 		sleep_ms(100);
 	}
+}
+
+static int find_last(struct xp_store *s, struct xp_etcd *c, uint64_t *last, struct xp_err *err);
+
+/* follow mode: campaign in the background; on_lead once this store leads */
+static void *campaign_main(void *arg)
+{
+	struct xp_store *s = arg;
+	struct xp_store_etcd *x = s->etcd;
+	struct xp_etcd *c = xp_etcd_dup(x->w);
+	struct xp_err err = { 0 };
+	if (campaign(s, c, NULL, NULL, &err) == 0 && x->on_lead)
+		x->on_lead(x->lead_arg);
+	xp_etcd_destroy(c);
+	return NULL;
+}
+
+int xp_store_leader(struct xp_store *s, char *buf, size_t n)
+{
+	struct xp_store_etcd *x = s->etcd;
+	if (!x) {
+		snprintf(buf, n, "%s", "");
+		return 1;
+	}
+	pthread_mutex_lock(&x->ka_mu);
+	snprintf(buf, n, "%s", x->seen_known ? x->seen : "");
+	pthread_mutex_unlock(&x->ka_mu);
+	return atomic_load(&x->leading);
+}
+
+int xp_store_promote(struct xp_store *s, uint64_t seq, struct xp_err *err)
+{
+	struct xp_store_etcd *x = s->etcd;
+	uint64_t last = 0;
+	if (!x || !atomic_load(&x->leading))
+		return xp_errf(err, XP_ESTATE, "%s: not the leader", s->path);
+	pthread_mutex_lock(&s->rmu);
+	int rc = find_last(s, x->r, &last, err);
+	pthread_mutex_unlock(&s->rmu);
+	if (rc == 0 && last != seq)
+		rc = xp_errf(err, XP_ESTATE,
+			     "%s: the journal ends at seq %" PRIu64 ", this controller has %" PRIu64,
+			     s->path, last, seq);
+	if (rc < 0)
+		return rc;
+	atomic_store(&s->last_seq, seq);
+	atomic_store(&s->durable_seq, seq);
+	return 0;
 }
 
 static int on_last(void *ctx, const struct xp_etcd_kv *kv)
@@ -201,7 +295,7 @@ static int on_last(void *ctx, const struct xp_etcd_kv *kv)
 }
 
 /* The highest journal seq in etcd (0: none), and the snapshot's. */
-static int find_last(struct xp_store *s, uint64_t *last, struct xp_err *err)
+static int find_last(struct xp_store *s, struct xp_etcd *c, uint64_t *last, struct xp_err *err)
 {
 	struct xp_store_etcd *x = s->etcd;
 	char k[512], e[512];
@@ -217,7 +311,7 @@ static int find_last(struct xp_store *s, uint64_t *last, struct xp_err *err)
 	xp_b64_put(&b, e, kl);
 	xp_sb_puts(&b, "\",\"limit\":\"1\",\"sort_order\":\"DESCEND\",\"sort_target\":\"KEY\","
 		       "\"keys_only\":true}");
-	int rc = xp_etcd_post(x->w, "/v3/kv/range", b.s, b.len, 5000, (void **)&o, err);
+	int rc = xp_etcd_post(c, "/v3/kv/range", b.s, b.len, 5000, (void **)&o, err);
 	xp_sb_free(&b);
 	if (rc < 0)
 		return rc;
@@ -310,19 +404,27 @@ int xp_store_etcd_open(const struct xp_store_opts *o, struct xp_store **out, str
 	x->pre = xstrdup(xp_etcd_prefix(e));
 	x->leader_key = xmalloc(strlen(x->pre) + 8);
 	sprintf(x->leader_key, "%sleader", x->pre);
-	if ((rc = xp_etcd_grant(x->w, (x->ttl_ms + 999) / 1000, &x->lease, err)) < 0)
+	x->advertise = o->advertise ? xstrdup(o->advertise) : NULL;
+	x->on_lead = o->on_lead;
+	x->lead_arg = o->lead_arg;
+	/* etcd may be away (no quorum): wait for it as long as standby lets us */
+	while ((rc = regrant(x, x->w, err)) == XP_EUNAVAIL && o->standby &&
+	       !o->standby(o->standby_arg, NULL))
+		sleep_ms(500);
+	if (rc < 0)
 		goto fail;
-	atomic_store(&x->last_ok, xp_mono_ns());
 	if ((rc = pthread_create(&x->ka_thread, NULL, keepalive_main, s)) != 0) {
 		rc = xp_errf(err, -rc, "%s: cannot start the keepalive thread: %s", s->path,
 			     strerror(rc));
 		goto fail;
 	}
 	x->ka_started = 1;
-	if ((rc = campaign(s, o, err)) < 0 || (rc = read_manifest(s, x->w, &m, err)) < 0)
+	if (!o->follow && (rc = campaign(s, x->w, o->standby, o->standby_arg, err)) < 0)
+		goto fail;
+	if ((rc = read_manifest(s, x->w, &m, err)) < 0)
 		goto fail;
 	x->snap_seq = m.found ? m.seq : 0;
-	if ((rc = find_last(s, &last, err)) < 0)
+	if (!o->follow && (rc = find_last(s, x->w, &last, err)) < 0)
 		goto fail;
 	atomic_store(&s->last_seq, last);
 	atomic_store(&s->durable_seq, last);
@@ -332,6 +434,14 @@ int xp_store_etcd_open(const struct xp_store_opts *o, struct xp_store **out, str
 		goto fail;
 	}
 	s->thread_started = 1;
+	if (o->follow) {
+		if ((rc = pthread_create(&x->camp_thread, NULL, campaign_main, s)) != 0) {
+			rc = xp_errf(err, -rc, "%s: cannot start the campaign: %s", s->path,
+				     strerror(rc));
+			goto fail;
+		}
+		x->camp_started = 1;
+	}
 	*out = s;
 	return 0;
 fail:
@@ -356,6 +466,8 @@ void xp_store_etcd_close(struct xp_store *s)
 		pthread_mutex_unlock(&x->ka_mu);
 		pthread_join(x->ka_thread, NULL);
 	}
+	if (x->camp_started) /* sees ka_stop within 100 ms (or a request's timeout) */
+		pthread_join(x->camp_thread, NULL);
 	if (x->lease && x->w) {
 		struct xp_err err = { 0 };
 		xp_etcd_revoke(x->w, x->lease, &err);
@@ -367,6 +479,7 @@ void xp_store_etcd_close(struct xp_store *s)
 	pthread_cond_destroy(&x->ka_cv);
 	free(x->pre);
 	free(x->leader_key);
+	free(x->advertise);
 	free(x);
 	s->etcd = NULL;
 }

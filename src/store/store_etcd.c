@@ -681,8 +681,9 @@ static int on_journal(void *ctx, const struct xp_etcd_kv *kv)
 	return 0;
 }
 
-/* Records from seq from on, pages of PAGE, until the end or j->limit. */
-static int read_journal(struct xp_store *s, uint64_t from, struct jread *j)
+/* Records from seq from on, pages of PAGE, until the end or j->limit; each page within
+ * timeout_ms (a follower's poll must not hold its owner long when etcd is away). */
+static int read_journal(struct xp_store *s, uint64_t from, long timeout_ms, struct jread *j)
 {
 	struct xp_store_etcd *x = s->etcd;
 	char k[512], e[512];
@@ -692,8 +693,8 @@ static int read_journal(struct xp_store *s, uint64_t from, struct jread *j)
 		size_t before = j->n;
 		size_t kl = jkey(x, from, k, sizeof(k));
 		long page = j->limit && j->limit - j->n < PAGE ? (long)(j->limit - j->n) : PAGE;
-		int rc = xp_etcd_range(x->r, k, kl, e, el, page, 10000, on_journal, j, &more, NULL,
-				       j->err);
+		int rc = xp_etcd_range(x->r, k, kl, e, el, page, timeout_ms, on_journal, j, &more,
+				       NULL, j->err);
 		if (rc < 0)
 			return rc;
 		if (j->n == before || (j->limit && j->n >= j->limit))
@@ -762,7 +763,7 @@ int xp_store_etcd_load(struct xp_store *s, xp_store_snap_fn snap, xp_store_rec_f
 		rc = load_snapshot(s, &m, snap, ctx, err);
 	j.next = m.found ? m.seq + 1 : 1;
 	if (rc == 0)
-		rc = read_journal(s, j.next, &j);
+		rc = read_journal(s, j.next, 10000, &j);
 	pthread_mutex_unlock(&s->rmu);
 	if (rc == 0 && j.next - 1 < atomic_load(&s->last_seq))
 		rc = xp_errf(err, XP_ECORRUPT, "%s: the journal ends at seq %" PRIu64
@@ -781,7 +782,7 @@ long xp_store_etcd_read(struct xp_store *s, uint64_t since, size_t limit, xp_sto
 	if (limit == 0)
 		return 0;
 	pthread_mutex_lock(&s->rmu);
-	int rc = read_journal(s, since + 1, &j);
+	int rc = read_journal(s, since + 1, 1500, &j);
 	pthread_mutex_unlock(&s->rmu);
 	if (rc == XP_ECORRUPT && j.n == 0 && since < s->etcd->snap_seq)
 		return xp_errf(err, XP_ENOENT, "%s: records after seq %" PRIu64 " were pruned",

@@ -1,0 +1,88 @@
+#!/bin/sh
+# cli_ha_etcd_quorum: the HA controllers when etcd loses members (issue 23,
+# "etcd failures"). Three real etcd members on loopback ports, two
+# `xpool server --store etcd://m0,m1,m2 --lease 2s`.
+#  - One member killed (-9): service goes on: 10 submits in a row are
+#    acknowledged.
+#  - A second member killed (quorum lost): writes answer 503 (or are not
+#    taken: the leader steps down and stops listening), none is acknowledged;
+#    a follower still answers reads, flagged X-Xpool-Stale: true.
+#  - Both members back: service recovers (a submit is acknowledged within
+#    60 s), and every job acknowledged before is still there.
+# usage: cli_ha_etcd_quorum.sh XPOOL SHARED_DIR SOURCE_DIR
+set -u
+XP=$1 SRC=$3
+. "$SRC/tests/devlib.sh"
+. "$SRC/tests/etcdlib.sh"
+if ! command -v etcd >/dev/null 2>&1 && [ ! -x /usr/bin/etcd ]; then
+	echo "SKIP: etcd is not installed (scripts/deps.sh installs etcd-server)"
+	exit 77
+fi
+CPID_A= CPID_B=
+cleanup() {
+	for p in $CPID_A $CPID_B; do kill "$p" 2>/dev/null; done
+	for p in $CPID_A $CPID_B; do wait "$p" 2>/dev/null; done
+	etcd_stop
+	rm -rf "$T"
+}
+trap cleanup EXIT
+etcd_start 3 || exit 1
+free_port
+PORT_A=$FREE_PORT
+free_port
+PORT_B=$FREE_PORT
+XPOOL_ADDR="http://127.0.0.1:$PORT_A,http://127.0.0.1:$PORT_B"
+export XPOOL_ADDR
+start_ctl() {
+	eval "port=\$PORT_$1"
+	"$XP" server --data "$T/$1" --listen "127.0.0.1:$port" --store "$ETCD_URL/q" \
+		--lease 2s >>"$T/$1.out" 2>>"$T/$1.err" &
+	eval "CPID_$1=$!"
+}
+headers() { # PORT: the reply headers of a read there
+	curl -s -m 5 -D - -o /dev/null -H "Authorization: Bearer $XPOOL_TOKEN" \
+		"http://127.0.0.1:$1/v1/queues" | tr -d '\r'
+}
+role_is() { headers "$1" | grep -qi "^x-xpool-role: $2\$"; }
+start_ctl A
+until_ok 60 test -s "$T/A/admin.token" || { echo "FAIL: A did not lead: $(cat "$T/A.err")"; exit 1; }
+XPOOL_TOKEN=$(cat "$T/A/admin.token")
+export XPOOL_TOKEN
+start_ctl B
+until_ok 60 role_is "$PORT_B" follower || { echo "FAIL: B does not follow: $(cat "$T/B.err")"; exit 1; }
+submit() { "$XP" submit --cpu 1 --name "$1" --idempotency-key "$1" -- true >"$T/sub.out" 2>&1; }
+ok=0
+for i in 1 2 3 4 5; do until_ok 30 submit "before-$i" && ok=$((ok + 1)); done
+[ $ok -eq 5 ] || fail "only $ok of 5 submits before any failure"
+
+# one member lost: service goes on
+etcd_stop_member 0
+ok=0
+for i in 1 2 3 4 5 6 7 8 9 10; do until_ok 30 submit "one-lost-$i" && ok=$((ok + 1)); done
+[ $ok -eq 10 ] || fail "one member lost: $ok of 10 submits acknowledged: $(cat "$T/sub.out")"
+echo "one of three members lost: $ok of 10 submits acknowledged"
+
+# quorum lost: no write is acknowledged; the follower's reads say stale
+etcd_stop_member 1
+stale() { headers "$PORT_B" | grep -qi '^x-xpool-stale: true$'; }
+until_ok 60 stale || fail "the follower's reads are not flagged stale without quorum: $(headers "$PORT_B")"
+acked=0
+for i in 1 2 3; do
+	if submit "no-quorum-$i"; then acked=$((acked + 1)); fi
+	echo "no quorum, submit $i: $(head -n 1 "$T/sub.out")"
+done
+[ $acked -eq 0 ] || fail "$acked submits acknowledged without quorum"
+grep -q "503\|unavailable\|no leader\|cannot reach" "$T/sub.out" ||
+	fail "a write without quorum: '$(cat "$T/sub.out")', want a 503"
+
+# quorum back: service recovers, nothing acknowledged is lost
+etcd_restart_member 0
+etcd_restart_member 1
+until_ok 90 submit "after" || fail "no submit acknowledged within 90 s of quorum's return: $(cat "$T/sub.out")"
+# (a follower may answer the read, up to a poll behind the leader: wait for it)
+listed() { "$XP" jobs --all --limit 1000 | grep -q " $1 "; }
+for k in before-1 before-5 one-lost-1 one-lost-10 after; do
+	until_ok 10 listed "$k" || fail "job $k is gone"
+done
+[ $fails -eq 0 ] || exit 1
+echo "ok"

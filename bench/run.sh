@@ -30,7 +30,11 @@
 #   10. services through HAProxy: a load step to a second ready replica
 #      (median of 5), the Azure LLM hour at 10x for 120 s with autoscaling
 #      and a rolling update: failed requests, replicas against the rule
-#      (bench/serving.sh, docs/results/serving.md).
+#      (bench/serving.sh, docs/results/serving.md);
+#   11. HA on etcd: durable submits/s with the journal in etcd beside SQLite
+#      (64 clients, median of BENCH_RUNS), and 100 kills of the leader under
+#      64 clients with idempotency keys: lost or doubled jobs, takeover
+#      median and max (bench/ha.sh, docs/results/ha.md).
 set -eu
 BUILD=${1:-build}
 XP="$BUILD/xpool"
@@ -110,3 +114,6 @@ echo "== 9b. workflows: 10,000 jobs x up to 4 dependencies, 1,000 x 64, POST to 
 
 echo "== 10. services: load step to a second ready replica, the Azure LLM hour at 10x through HAProxy with autoscaling and a rolling update (bench/serving.sh, docs/results/serving.md)"
 ./bench/serving.sh "$BUILD"
+
+echo "== 11. HA on etcd: durable submits/s beside SQLite, 100 kills of the leader under 64 clients (bench/ha.sh, docs/results/ha.md)"
+RUNS=$RUNS ./bench/ha.sh "$BUILD"

@@ -8,6 +8,7 @@
 #   etcd_restart_member I  start member I again on its data
 #   etcd_stop            stop every member
 #   free_port            a TCP port nothing listens on (in $FREE_PORT)
+# ETCD_EXTRA: more flags for the members started from then on.
 etcd_bin=$(command -v etcd || echo /usr/bin/etcd)
 ETCD_PIDS=
 free_port() {
@@ -30,7 +31,7 @@ etcd_member_cmd() { # I: start member I in the background
 		--listen-peer-urls "http://127.0.0.1:$pp" --initial-advertise-peer-urls "http://127.0.0.1:$pp" \
 		--initial-cluster "$ETCD_CLUSTER" --initial-cluster-state new \
 		--experimental-enable-lease-checkpoint \
-		--heartbeat-interval 50 --election-timeout 500 \
+		--heartbeat-interval 50 --election-timeout 500 ${ETCD_EXTRA:-} \
 		>>"$T/etcd/m$i.log" 2>&1 &
 	eval "ETCD_PID_$i=$!"
 }

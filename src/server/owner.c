@@ -441,6 +441,12 @@ static void run(struct xp_ctl *ctl, struct xp_cmd *cmd)
 			   XP_MAX_INFLIGHT) {
 		xp_reply_error(cmd, XP_EUNAVAIL, NULL, "the journal is %d records behind; retry",
 			       XP_MAX_INFLIGHT);
+	} else if (!cmd->turns && xp_store_stalled(ctl->store, &aerr) < 0) {
+		/* etcd refuses or does not answer the commit being retried (NOSPACE, no quorum):
+		 * say so now, reads too - they would wait for it, being durable before shown */
+		xp_reply_error(cmd, XP_EUNAVAIL, NULL, "%s", aerr.text);
+		cmd_done(cmd);
+		return;
 	} else if (!cmd->turns && xp_auth_admit(ctl, cmd, &aerr) < 0) {
 		/* checked at the edge too; this catches a token revoked meanwhile */
 		xp_reply_error(cmd, aerr.code, NULL, "%s", aerr.text);

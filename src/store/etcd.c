@@ -159,9 +159,12 @@ static int post_one(struct xp_etcd *e, int i, const char *path, const char *body
 		msg = json_string_value(json_object_get(o, "message"));
 	rc = xp_errf(err, XP_EIO, "etcd %s:%s %s: HTTP %ld: %.200s", e->host[i], e->port[i], path,
 		     status, msg ? msg : rep.s ? rep.s : "");
-	/* a member cut off from its quorum: another may have one */
-	if (msg && (strstr(msg, "no leader") || strstr(msg, "timed out") ||
-		    strstr(msg, "unavailable") || strstr(msg, "leader changed")))
+	/* a member cut off from its quorum: another may have one; etcd out of space (the NOSPACE
+	 * alarm, 429): writes wait until an operator makes room */
+	if (status == 429 ||
+	    (msg && (strstr(msg, "no leader") || strstr(msg, "timed out") ||
+		     strstr(msg, "unavailable") || strstr(msg, "leader changed") ||
+		     strstr(msg, "space exceeded"))))
 		rc = XP_EUNAVAIL;
 	json_decref(o);
 	xp_sb_free(&rep);

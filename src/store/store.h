@@ -149,6 +149,10 @@ int64_t xp_store_epoch(const struct xp_store *s);
 /* 1 when this store leads (SQLite: always); buf gets the leader key's value as last read
  * ("" when unknown: etcd did not answer, or no one leads). Any thread. */
 int xp_store_leader(struct xp_store *s, char *buf, size_t n);
+/* etcd: 0, or XP_EUNAVAIL with why the last commit is still being retried (etcd unreachable,
+ * no quorum, out of space: "... mvcc: database space exceeded"); new writes should be
+ * refused with it rather than queued. Any thread. */
+int xp_store_stalled(struct xp_store *s, struct xp_err *err);
 /* etcd, follow mode, after on_lead: this store has applied every record up to seq, which must
  * be the last in etcd (XP_ESTATE otherwise); appends go on from seq + 1. */
 int xp_store_promote(struct xp_store *s, uint64_t seq, struct xp_err *err);

@@ -79,6 +79,7 @@ struct xp_store_etcd {
 	void (*on_lead)(void *arg);
 	void *lead_arg;
 	char *advertise;
+	char stall[XP_ERR_TEXT_MAX]; /* why writes wait ("" when they do not; under ka_mu) */
 };
 
 static void sleep_ms(long ms)
@@ -264,6 +265,19 @@ int xp_store_leader(struct xp_store *s, char *buf, size_t n)
 	snprintf(buf, n, "%s", x->seen_known ? x->seen : "");
 	pthread_mutex_unlock(&x->ka_mu);
 	return atomic_load(&x->leading);
+}
+
+int xp_store_stalled(struct xp_store *s, struct xp_err *err)
+{
+	struct xp_store_etcd *x = s->etcd;
+	int rc = 0;
+	if (!x)
+		return 0;
+	pthread_mutex_lock(&x->ka_mu);
+	if (x->stall[0])
+		rc = xp_errf(err, XP_EUNAVAIL, "%s: writes wait for etcd: %s", s->path, x->stall);
+	pthread_mutex_unlock(&x->ka_mu);
+	return rc;
 }
 
 int xp_store_promote(struct xp_store *s, uint64_t seq, struct xp_err *err)
@@ -494,10 +508,16 @@ static int run_guarded(struct xp_store *s, struct xp_etcd_txn *t, int64_t *rev, 
 {
 	struct xp_store_etcd *x = s->etcd;
 	long backoff = 50;
-	for (;;) {
+	for (int tries = 0;; tries++) {
 		struct xp_err err = { 0 };
 		int ok = 0;
 		int rc = xp_etcd_txn_run(x->w, t, 5000, &ok, rev, &err);
+		if (tries) { /* say why writes wait, or that they no longer do */
+			pthread_mutex_lock(&x->ka_mu);
+			snprintf(x->stall, sizeof(x->stall), "%s",
+				 rc == XP_EUNAVAIL ? err.text : "");
+			pthread_mutex_unlock(&x->ka_mu);
+		}
 		if (rc == 0 && ok)
 			return 0;
 		if (rc == 0) {
@@ -515,6 +535,13 @@ static int run_guarded(struct xp_store *s, struct xp_etcd_txn *t, int64_t *rev, 
 		if (atomic_load(&x->lost)) {
 			snprintf(msg, msgsz, "the leader's lease was lost while etcd did not answer: %s",
 				 err.text);
+			return XP_EUNAVAIL;
+		}
+		pthread_mutex_lock(&s->mu);
+		int closing = s->stop;
+		pthread_mutex_unlock(&s->mu);
+		if (closing) {
+			snprintf(msg, msgsz, "stopped while etcd did not take the commit: %s", err.text);
 			return XP_EUNAVAIL;
 		}
 		sleep_ms(backoff);

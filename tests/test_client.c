@@ -457,7 +457,7 @@ static void test_cannot_reach(void **state)
 	assert_non_null(strstr(err.text, want));
 	xp_client_destroy(c);
 
-	/* https:// goes through libcurl, opened on first use */
+	/* https:// goes through the same transport, with TLS (GnuTLS, opened on first use) */
 	snprintf(addr, sizeof(addr), "https://127.0.0.1:%d", port);
 	snprintf(want, sizeof(want), "cannot reach the controller at https://127.0.0.1:%d: ", port);
 	c = xp_client_create(addr, "t", &err);

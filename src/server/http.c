@@ -44,6 +44,7 @@
 
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/tcp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +111,19 @@ static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen
 	return ok ? MHD_YES : MHD_NO;
 }
 
+/* TLS: GnuTLS writes a handshake flight and a reply as several records,
+ * each a send() that libmicrohttpd does not cork; with Nagle on, the second
+ * waits for the client's delayed ACK (40 ms a step, measured: 80 ms for
+ * one CLI call). So the records go at once. */
+static void tls_nodelay(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *fi =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	int one = 1;
+	if (fi)
+		setsockopt(fi->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 			  enum MHD_ConnectionNotificationCode code)
 {
@@ -121,6 +135,8 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 		r = XNEW(struct connrec);
 		if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
 			r->ip = ((const struct sockaddr_in *)ci->client_addr)->sin_addr.s_addr;
+		if (ctl->tls_pem[0])
+			tls_nodelay(c);
 		*socket_context = r;
 		pthread_mutex_lock(&ctl->acct.mu);
 		ip_slot(ctl, r->ip, 1)->n++;

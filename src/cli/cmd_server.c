@@ -152,6 +152,17 @@ static int bootstrap_token(struct xp_ctl *ctl, const char *base, const char *ca,
 	return rc < 0 ? -1 : 0;
 }
 
+/* The URL this machine reaches the controller at: the wildcard is no
+ * address to reach, nor a name in dev's certificate */
+static void reach_url(const struct xp_ctl *ctl, int https, char *buf, size_t len)
+{
+	const char *a = ctl->addr;
+	if (!strncmp(a, "0.0.0.0:", 8))
+		snprintf(buf, len, "%s://127.0.0.1%s", https ? "https" : "http", a + 7);
+	else
+		snprintf(buf, len, "%s://%s", https ? "https" : "http", a);
+}
+
 static pid_t start_local_agent(struct xp_ctl *ctl, const char *data, const char *ca,
 				const sigset_t *blocked)
 {
@@ -163,7 +174,7 @@ static pid_t start_local_agent(struct xp_ctl *ctl, const char *data, const char 
 		return -1;
 	}
 	exe[n] = '\0';
-	snprintf(addr, sizeof(addr), "%s://%s", ca ? "https" : "http", ctl->addr);
+	reach_url(ctl, ca != NULL, addr, sizeof(addr));
 	snprintf(work, sizeof(work), "%s/agent", data);
 	/* the token from its file (mode 0600), never on a command line ps shows */
 	if (bootstrap_token(ctl, addr, ca, data, tokfile, sizeof(tokfile)) < 0)
@@ -219,15 +230,16 @@ static pid_t start_local_agent(struct xp_ctl *ctl, const char *data, const char 
 /* dev --tls: DATA/client.config, a client config (client.h) for this
  * controller - its https:// address, the admin token's file and the CA -
  * to copy to ~/.config/xpool/config; a line says where it is. */
-static void dev_client_config(const char *data, const char *addr, const char *ca)
+static void dev_client_config(const char *data, const struct xp_ctl *ctl, const char *ca)
 {
-	char path[4200];
+	char path[4200], url[128];
 	struct xp_afile af = { 0 };
 	struct xp_err err = { 0 };
 	snprintf(path, sizeof(path), "%s/client.config", data);
 	if (xp_afile_open_mode(&af, path, 0600, &err) == 0) {
 		fprintf(af.f, "# xpool dev --tls: copy to ~/.config/xpool/config\n");
-		fprintf(af.f, "addr: https://%s\ntoken_file: admin.token\nca: %s\n", addr,
+		reach_url(ctl, 1, url, sizeof(url));
+		fprintf(af.f, "addr: %s\ntoken_file: admin.token\nca: %s\n", url,
 			ca + strlen(data) + 1);
 		xp_afile_commit(&af, &err);
 	}
@@ -586,10 +598,12 @@ again:
 	else
 		printf("admin token: in %s/admin.token\n", o.data);
 	if (ca)
-		dev_client_config(o.data, ctl->addr, ca);
+		dev_client_config(o.data, ctl, ca);
 	if (dev && ctl->admin_token[0]) {
-		printf("  export XPOOL_ADDR=%s%s XPOOL_TOKEN=%s%s%s\n", ca ? "https://" : "",
-		       ctl->addr, ctl->admin_token, ca ? " XPOOL_CA=" : "", ca ? ca : "");
+		char url[128];
+		reach_url(ctl, 1, url, sizeof(url));
+		printf("  export XPOOL_ADDR=%s XPOOL_TOKEN=%s%s%s\n", ca ? url : ctl->addr,
+		       ctl->admin_token, ca ? " XPOOL_CA=" : "", ca ? ca : "");
 		printf("dashboard: %s://%s/ui#token=%s\n", scheme, ctl->addr, ctl->admin_token);
 	} else {
 		printf("dashboard: %s://%s/ui\n", scheme, ctl->addr);

@@ -260,6 +260,12 @@ static ssize_t io_result(struct xp_tls *s, ssize_t r)
 	}
 	if (r == GNUTLS_E_PREMATURE_TERMINATION)
 		return 0; /* closed without close_notify: an end (see the top) */
+	if (r == GNUTLS_E_PULL_ERROR || r == GNUTLS_E_PUSH_ERROR) {
+		/* the socket failed under GnuTLS (a reset): as plain TCP says it,
+		 * so http1.c resends what may repeat */
+		errno = r == GNUTLS_E_PULL_ERROR ? ECONNRESET : EPIPE;
+		return -1;
+	}
 	snprintf(s->why, sizeof(s->why), "TLS: %s", gt.strerror((int)r));
 	errno = EPROTO;
 	return -1;
@@ -267,12 +273,7 @@ static ssize_t io_result(struct xp_tls *s, ssize_t r)
 
 ssize_t xp_tls_send(struct xp_tls *s, const void *p, size_t n)
 {
-	ssize_t r = gt.send(s->s, p, n);
-	if (r == GNUTLS_E_PUSH_ERROR) { /* the peer is gone */
-		errno = EPIPE;
-		return -1;
-	}
-	return io_result(s, r);
+	return io_result(s, gt.send(s->s, p, n));
 }
 
 ssize_t xp_tls_recv(struct xp_tls *s, void *p, size_t n)

@@ -164,7 +164,7 @@ static void reach_url(const struct xp_ctl *ctl, int https, char *buf, size_t len
 }
 
 static pid_t start_local_agent(struct xp_ctl *ctl, const char *data, const char *ca,
-				const sigset_t *blocked)
+			       const sigset_t *blocked)
 {
 	char exe[4096], addr[128], work[4200], tokfile[4200];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -183,8 +183,8 @@ static pid_t start_local_agent(struct xp_ctl *ctl, const char *data, const char 
 	 * names it (--node HOST) does */
 	char why[300];
 	int layout = xp_cg_probe("/sys/fs/cgroup", why, sizeof(why));
-	char *argv[16] = { exe,	    "agent",	  "--server",	  addr,		 "--token-file",
-			   tokfile, "--work",	  work,		  "--stop-tasks", "--dedicated" };
+	char *argv[16] = { exe,	    "agent",  "--server", addr,		  "--token-file",
+			   tokfile, "--work", work,	  "--stop-tasks", "--dedicated" };
 	int argc = 10;
 	if (!layout)
 		argv[argc++] = "--no-limits";

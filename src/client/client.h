@@ -186,9 +186,8 @@ int xp_client_config_resolve(const char *flag_addr, const char *flag_token,
  * none: cfg->ca NULL (the system's CAs). For an http:// address the file
  * is not read for it, and cfg->ca is only what the flag or the
  * environment gave. */
-int xp_client_config_resolve_ca(const char *flag_addr, const char *flag_token,
-				const char *flag_ca, struct xp_client_config *cfg,
-				struct xp_err *err);
+int xp_client_config_resolve_ca(const char *flag_addr, const char *flag_token, const char *flag_ca,
+				struct xp_client_config *cfg, struct xp_err *err);
 /* A client for cfg: xp_client_create() and xp_client_set_ca(). */
 struct xp_client *xp_client_create_cfg(const struct xp_client_config *cfg, struct xp_err *err);
 void xp_client_config_free(struct xp_client_config *cfg);

@@ -213,9 +213,8 @@ static int is_https(const char *addr)
 	return addr && !strncasecmp(addr, "https://", 8);
 }
 
-int xp_client_config_resolve_ca(const char *flag_addr, const char *flag_token,
-				const char *flag_ca, struct xp_client_config *cfg,
-				struct xp_err *err)
+int xp_client_config_resolve_ca(const char *flag_addr, const char *flag_token, const char *flag_ca,
+				struct xp_client_config *cfg, struct xp_err *err)
 {
 	struct file_values v = { 0 };
 	char path[4096];

@@ -44,15 +44,15 @@
 #define HEAD_MAX (64 * 1024) /* status line and headers of a reply */
 
 struct xp_http1 {
-	char *host, *port; /* host without brackets */
-	char *hostport;	   /* for the Host header */
-	char *url;	   /* "http(s)://host:port", for messages */
-	int fd;		   /* -1: not connected */
+	char *host, *port;	    /* host without brackets */
+	char *hostport;		    /* for the Host header */
+	char *url;		    /* "http(s)://host:port", for messages */
+	int fd;			    /* -1: not connected */
 	struct xp_tls_trust *trust; /* https://: the CAs (borrowed); NULL: plain */
 	struct xp_tls *tls;	    /* the TLS session on fd */
-	long status;	   /* of the reply being read (or last read) */
-	char ctype[128];   /* its Content-Type, "" when absent */
-	char buf[16384];   /* bytes read but not yet consumed */
+	long status;		    /* of the reply being read (or last read) */
+	char ctype[128];	    /* its Content-Type, "" when absent */
+	char buf[16384];	    /* bytes read but not yet consumed */
 	size_t have, off;
 };
 
@@ -143,8 +143,7 @@ static int wait_fd(int fd, short ev, const struct clockc *cc)
 static int fail(struct xp_http1 *h, struct xp_err *err, const char *what, int e)
 {
 	char why[200];
-	snprintf(why, sizeof(why), "%s",
-		 e == EPROTO && h->tls ? xp_tls_why(h->tls) : strerror(e));
+	snprintf(why, sizeof(why), "%s", e == EPROTO && h->tls ? xp_tls_why(h->tls) : strerror(e));
 	drop(h);
 	if (e == ECANCELED)
 		return xp_errf(err, XP_EUNAVAIL, "interrupted");

@@ -77,7 +77,7 @@ static void gt_open(void)
 	do {                                                                                       \
 		*(void **)&gt.field = dlsym(h, name);                                              \
 		if (!gt.field) {                                                                   \
-			snprintf(gt.why, sizeof(gt.why), "libgnutls.so.30 has no %s", name);      \
+			snprintf(gt.why, sizeof(gt.why), "libgnutls.so.30 has no %s", name);       \
 			gt.state = -1;                                                             \
 			return;                                                                    \
 		}                                                                                  \
@@ -146,7 +146,8 @@ int xp_tls_trust_load(const char *ca_file, struct xp_tls_trust **out, struct xp_
 			gt.cred_free(t->cred);
 		free(t);
 		if (!ca_file)
-			return xp_errf(err, XP_EINVAL, "cannot load the system's CA certificates: %s",
+			return xp_errf(err, XP_EINVAL,
+				       "cannot load the system's CA certificates: %s",
 				       gt.strerror(n));
 		return xp_errf(err, XP_EINVAL, "CA file %s: %s", ca_file,
 			       n == -1 ? "no PEM certificate in it" : gt.strerror(n));

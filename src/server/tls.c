@@ -33,8 +33,8 @@
 
 #define PEM_MAX (1u << 20)
 
-int xp_tls_server_load(const char *cert_file, const char *key_file, char **cert_pem,
-		       char **key_pem, struct xp_err *err)
+int xp_tls_server_load(const char *cert_file, const char *key_file, char **cert_pem, char **key_pem,
+		       struct xp_err *err)
 {
 	size_t clen = 0, klen = 0;
 	*cert_pem = *key_pem = NULL;
@@ -86,8 +86,7 @@ fail:
 /* ---- making certificates ---- */
 
 /* Write d to path (mode), atomically */
-static int write_datum(const char *path, const gnutls_datum_t *d, unsigned mode,
-		       struct xp_err *err)
+static int write_datum(const char *path, const gnutls_datum_t *d, unsigned mode, struct xp_err *err)
 {
 	struct xp_afile af = { 0 };
 	if (xp_afile_open_mode(&af, path, mode, err) < 0)

@@ -363,7 +363,7 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		  "leader stops renewing it (default 5s, at least 2s)" },
 		{ "advertise", XP_FLAG_STR, "URL",
 		  "--store etcd: this controller's address as the others and clients should "
-		  "reach it (default http://LISTEN)" },
+		  "reach it (default http://LISTEN, https:// with --tls-cert)" },
 		{ "recover", XP_FLAG_BOOL, NULL,
 		  "start on a damaged store: drop what fails its checksums or the seal, keep the "
 		  "good prefix, and say what was dropped (docs/design/store.md)" },
@@ -558,7 +558,7 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		o.lease_ms = (int)ms;
 	}
 	char advertise[300], leader_seen[256] = "";
-	snprintf(advertise, sizeof(advertise), "http://%s", o.listen);
+	snprintf(advertise, sizeof(advertise), "%s://%s", o.tls_cert ? "https" : "http", o.listen);
 	o.advertise = xp_flag_get(flags, "advertise")->sval ? xp_flag_get(flags, "advertise")->sval
 							     : advertise;
 	o.standby = standby;

@@ -147,7 +147,8 @@ static int normalise_one(const char *addr, char **out, struct xp_err *err)
 /* "http(s)://host:port/prefix" -> an http1 transport and the prefix */
 static void open_h1(struct xp_client *c)
 {
-	const char *a = c->base + (c->https ? 8 : 7), *end = a + strcspn(a, "/"), *port = NULL, *hs = a, *he;
+	const char *a = c->base + (c->https ? 8 : 7), *end = a + strcspn(a, "/"), *port = NULL,
+		   *hs = a, *he;
 	if (*a == '[') {
 		hs = a + 1;
 		he = memchr(a, ']', (size_t)(end - a));

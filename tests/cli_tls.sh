@@ -123,5 +123,16 @@ done
 rc=$?
 [ "$rc" != 0 ] && grep -q -- "--tls-key: give --tls-cert and --tls-key together" "$T/err" || fail "--tls-cert alone: exit $rc, $(cat "$T/err")"
 
+# --tls is dev's; with --tls-cert it is one or the other: exit 2, nothing written
+"$XP" server --data "$T/bad2" --listen 127.0.0.1:0 --tls >"$T/out" 2>"$T/err"
+rc=$?
+[ "$rc" = 2 ] && grep -q -- "--tls: xpool dev only" "$T/err" || fail "server --tls: exit $rc, $(cat "$T/err")"
+"$XP" dev --data "$T/bad2" --listen 127.0.0.1:0 --tls --tls-cert "$T/lh.pem" --tls-key "$T/lh.key" --policy nope >"$T/out" 2>"$T/err"
+rc=$?
+[ "$rc" = 2 ] && grep -q -- "--tls: it makes its own certificate" "$T/err" || fail "dev --tls --tls-cert: exit $rc, $(cat "$T/err")"
+"$XP" dev --data "$T/bad2" --listen 127.0.0.1:0 --tls --policy nope >"$T/out" 2>"$T/err"
+rc=$?
+[ "$rc" = 2 ] && [ ! -e "$T/bad2" ] || fail "dev --tls with a bad flag: exit $rc, wrote $(ls -R "$T/bad2" 2>&1)"
+
 [ "$fails" = 0 ] || { echo "--- xpool dev said:"; cat "$T/dev.err"; exit 1; }
 echo "cli_tls: all passed (agent node $NODE over TLS)"

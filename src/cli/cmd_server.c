@@ -249,6 +249,21 @@ static void dev_client_config(const char *data, const struct xp_ctl *ctl, const 
 		printf("client config: %s (https, the CA %s)\n", path, ca);
 }
 
+/* dev --tls: DATA/tls made (or kept), o's certificate and key pointed there */
+static int dev_tls(struct xp_ctl_opts *o, struct xp_tls_files *tf, struct xp_err *err)
+{
+	char host[256];
+	const char *colon = strrchr(o->listen, ':');
+	snprintf(host, sizeof(host), "%.*s", colon ? (int)(colon - o->listen) : 0, o->listen);
+	if (xp_tls_dev_files(o->data, host, tf, err) < 0) {
+		xp_err_prefix(err, "--tls: ");
+		return err->code;
+	}
+	o->tls_cert = tf->cert;
+	o->tls_key = tf->key;
+	return 0;
+}
+
 /* The owner thread's word that the journal failed: wake the main thread's sigwait. */
 static void on_fatal(void *arg)
 {
@@ -427,26 +442,13 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 	o.tls_key = xp_flag_get(flags, "tls-key")->sval;
 	struct xp_tls_files tf;
 	const char *ca = NULL; /* dev --tls: the CA its clients and agent verify against */
-	if (xp_flag_get(flags, "tls")->bval) {
-		if (!dev || o.tls_cert || o.tls_key) {
-			xp_errf(&err, XP_EINVAL,
-				dev ? "--tls: it makes its own certificate: give --tls or "
-				      "--tls-cert/--tls-key, not both"
-				    : "--tls: xpool dev only (xpool server takes --tls-cert and "
-				      "--tls-key)");
-			goto usage;
-		}
-		char host[256];
-		const char *colon = strrchr(o.listen, ':');
-		snprintf(host, sizeof(host), "%.*s", colon ? (int)(colon - o.listen) : 0, o.listen);
-		if (xp_tls_dev_files(o.data, host, &tf, &err) < 0) {
-			xp_err_prefix(&err, "--tls: ");
-			status = xp_cli_fail(verb, &err, 1);
-			goto out;
-		}
-		o.tls_cert = tf.cert;
-		o.tls_key = tf.key;
-		ca = tf.ca;
+	if (xp_flag_get(flags, "tls")->bval && (!dev || o.tls_cert || o.tls_key)) {
+		xp_errf(&err, XP_EINVAL,
+			dev ? "--tls: it makes its own certificate: give --tls or "
+			      "--tls-cert/--tls-key, not both"
+			    : "--tls: xpool dev only (xpool server takes --tls-cert and "
+			      "--tls-key)");
+		goto usage;
 	}
 	struct xp_oc_rules oc;
 	if (o.overcommit_memory && xp_oc_rules_parse(o.overcommit_memory, &oc, &err) < 0) {
@@ -563,6 +565,15 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 							     : advertise;
 	o.standby = standby;
 	o.standby_arg = leader_seen;
+
+	/* the flags are good: now dev --tls may write its certificates */
+	if (xp_flag_get(flags, "tls")->bval) {
+		if (dev_tls(&o, &tf, &err) < 0) {
+			status = xp_cli_fail(verb, &err, 1);
+			goto out;
+		}
+		ca = tf.ca;
+	}
 
 	/* every thread inherits the mask; this one waits for the signal (SIGUSR1: on_fatal) */
 	sigemptyset(&set);

@@ -46,6 +46,12 @@ rc=$?
 expect 0 "nodes with DATA/client.config as the config file"
 "$XP" events --follow >"$T/events.out" 2>"$T/events.err" &
 EVPID=$!
+# a long poll parked on the controller (a suspended TLS connection) until
+# the submit below wakes it
+run events --since 0
+LAST=$(awk 'NR > 1 { s = $1 } END { print s }' "$T/out")
+"$XP" events --since "$LAST" --wait 60 >"$T/poll.out" 2>"$T/poll.err" &
+POLLPID=$!
 run submit --cpu 100m --memory 64Mi -- true
 expect 0 "submit over TLS"
 J0=$(sed -n 's/^job \([0-9]*\) submitted.*/\1/p' "$T/out")
@@ -55,6 +61,14 @@ ev_seen() { grep -q "job.submitted *job/$J0\b\|job.submitted.*\b$J0\b" "$T/event
 until_ok 60 ev_seen || fail "the event stream over TLS did not show job $J0: $(cat "$T/events.out" "$T/events.err")"
 kill "$EVPID" 2>/dev/null
 wait "$EVPID" 2>/dev/null
+# it woke with what came after LAST (another event may come first: then
+# the submit is read from the log)
+wait "$POLLPID"
+prc=$?
+[ "$prc" = 0 ] && [ "$(awk -v l="$LAST" 'NR > 1 && $1 > l' "$T/poll.out" | wc -l)" -ge 1 ] ||
+	fail "the long poll over TLS: exit $prc, $(cat "$T/poll.out" "$T/poll.err")"
+in_log() { "$XP" events --since "$LAST" 2>/dev/null | grep -q "job.submitted *job/$J0\b"; }
+until_ok 60 in_log || fail "job $J0 is not in the event log after $LAST"
 
 # (4) the host agent joined over TLS with a bootstrap token and holds its
 # node's credential; a job pinned to it runs and its output comes back

@@ -8,7 +8,8 @@
 # tests/ui/package-lock.json; procps: pkill in test_agents; haproxy:
 # tests/cli_services.sh routes real requests to service replicas through it;
 # etcd-server: the HA store, tests/cli_ha_etcd.sh starts its own members on
-# loopback ports).
+# loopback ports; libgnutls28-dev: the controller's TLS and xpool dev's CA,
+# and the headers of the client's dlopened GnuTLS - docs/design/tls.md).
 # `deps.sh fuzz` (make fuzz) adds clang and its runtime libraries, which
 # hold libFuzzer and which --no-install-recommends leaves out.
 # Idempotent: when every package is present it prints one line and changes
@@ -17,7 +18,7 @@ set -eu
 
 PKGS="build-essential cmake pkg-config
 libcmocka-dev libyaml-dev libjansson-dev
-libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev
+libsqlite3-dev libmicrohttpd-dev libgnutls28-dev libcurl4-openssl-dev
 libhwloc-dev
 jq curl procps prometheus chromium haproxy etcd-server"
 if [ "${1:-}" = fuzz ]; then

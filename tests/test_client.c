@@ -235,6 +235,61 @@ static void test_config_errors(void **state)
 	xp_client_config_free(&c);
 }
 
+/* The CA of an https:// address (docs/design/tls.md): --ca, XPOOL_CA,
+ * "ca:" in the file (relative to its folder); never looked for over
+ * http://; a CA file that cannot be used is named with the reason. */
+static void test_config_ca_tls(void **state)
+{
+	struct xp_client_config c;
+	struct xp_err err = { 0 };
+	char want[400], path[300];
+
+	config_file("addr: https://h:1\ntoken: t\nca: certs/ca.pem\n");
+	assert_int_equal(xp_client_config_resolve(NULL, NULL, &c, &err), 0);
+	snprintf(want, sizeof(want), "%s/.config/xpool/certs/ca.pem", home);
+	assert_string_equal(c.ca, want);
+	assert_non_null(strstr(c.ca_from, "config:3"));
+	xp_client_config_free(&c);
+	setenv("XPOOL_CA", "/env/ca.pem", 1);
+	assert_int_equal(xp_client_config_resolve(NULL, NULL, &c, &err), 0);
+	assert_string_equal(c.ca, "/env/ca.pem");
+	assert_string_equal(c.ca_from, "XPOOL_CA");
+	xp_client_config_free(&c);
+	assert_int_equal(xp_client_config_resolve_ca(NULL, NULL, "/flag/ca.pem", &c, &err), 0);
+	assert_string_equal(c.ca, "/flag/ca.pem");
+	assert_string_equal(c.ca_from, "--ca");
+	xp_client_config_free(&c);
+	unsetenv("XPOOL_CA");
+	/* over http:// the file's CA is not used, nor the file read for it */
+	config_file("addr: http://h:1\ntoken: t\nca: ~/ca.pem\n");
+	assert_int_equal(xp_client_config_resolve(NULL, NULL, &c, &err), 0);
+	assert_null(c.ca);
+	xp_client_config_free(&c);
+	config_file("bogus line\n");
+	assert_int_equal(xp_client_config_resolve("http://h:1", "t", &c, &err), 0);
+	xp_client_config_free(&c);
+	/* an https:// address looks for it: the broken file is named */
+	assert_int_equal(xp_client_config_resolve("https://h:1", "t", &c, &err), XP_EINVAL);
+	assert_non_null(strstr(err.text, "config:1:"));
+
+	/* the CA file itself: named with the reason; ignored for http:// */
+	struct xp_client *cl = xp_client_create("https://127.0.0.1:1", "t", &err);
+	assert_non_null(cl);
+	snprintf(path, sizeof(path), "%s/nope.pem", home);
+	assert_true(xp_client_set_ca(cl, path, &err) < 0);
+	if (!strstr(err.text, path) || !strstr(err.text, "No such file"))
+		fail_msg("missing CA file: got '%s'", err.text);
+	snprintf(path, sizeof(path), "%s/junk.pem", home);
+	write_text(path, "not a certificate\n");
+	assert_int_equal(xp_client_set_ca(cl, path, &err), XP_EINVAL);
+	if (!strstr(err.text, path) || !strstr(err.text, "no PEM certificate"))
+		fail_msg("junk CA file: got '%s'", err.text);
+	xp_client_destroy(cl);
+	cl = xp_client_create("http://127.0.0.1:1", "t", &err);
+	assert_int_equal(xp_client_set_ca(cl, path, &err), 0);
+	xp_client_destroy(cl);
+}
+
 /* ---- addresses ---- */
 
 static void test_addresses(void **state)
@@ -457,7 +512,7 @@ static void test_cannot_reach(void **state)
 	assert_non_null(strstr(err.text, want));
 	xp_client_destroy(c);
 
-	/* https:// goes through libcurl, opened on first use */
+	/* https:// goes through the same transport, with TLS (GnuTLS, opened on first use) */
 	snprintf(addr, sizeof(addr), "https://127.0.0.1:%d", port);
 	snprintf(want, sizeof(want), "cannot reach the controller at https://127.0.0.1:%d: ", port);
 	c = xp_client_create(addr, "t", &err);
@@ -1066,6 +1121,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_config_order, setup_home, teardown_home),
 		cmocka_unit_test_setup_teardown(test_config_token_file, setup_home, teardown_home),
 		cmocka_unit_test_setup_teardown(test_config_errors, setup_home, teardown_home),
+		cmocka_unit_test_setup_teardown(test_config_ca_tls, setup_home, teardown_home),
 		cmocka_unit_test(test_addresses),
 		cmocka_unit_test(test_decode_error),
 		cmocka_unit_test(test_query),

@@ -3,12 +3,13 @@
  * submit-to-start latency read back from the job objects.
  *
  *   xp_bench_submit --addr ADDR (--token T | --token-file F) --clients N --jobs M
- *                   [--first I] [--duration D] [--collect] [--dump FILE]
+ *                   [--first I] [--duration D] [--collect] [--dump FILE] [--ca FILE]
  *   xp_bench_submit --addr ADDR (--token T | --token-file F) --collect-ids LO-HI
  *                   [--t0-ms MS] [--dump FILE]
  *
  * Submit: N threads, each with its own client (src/client: its own
- * HTTP/1.1 transport for http://, one kept-alive connection per thread),
+ * HTTP/1.1 transport, one kept-alive connection per thread; for https://
+ * verified against --ca FILE, docs/design/tls.md),
  * take job indexes I..I+M-1 from a shared counter and POST one job each
  * to /v1/jobs. Job i is row i mod 8 of the job mix (mix.h). An
  * acknowledgement counts only as a 201: the controller answers once the
@@ -63,6 +64,19 @@ struct run {
 	uint32_t *ack_us; /* per job: request to reply, microseconds */
 };
 
+static const char *g_ca; /* --ca: https:// verified against this CA file */
+
+/* A client of the run's controller (with --ca's CAs); NULL: err says why */
+static struct xp_client *bench_client(const char *addr, const char *token, struct xp_err *err)
+{
+	struct xp_client *c = xp_client_create(addr, token, err);
+	if (c && xp_client_set_ca(c, g_ca, err) < 0) {
+		xp_client_destroy(c);
+		c = NULL;
+	}
+	return c;
+}
+
 struct worker {
 	struct run *r;
 	pthread_t tid;
@@ -89,7 +103,7 @@ static void *worker_main(void *arg)
 	struct worker *w = arg;
 	struct run *r = w->r;
 	struct xp_err err = { 0 };
-	struct xp_client *c = xp_client_create(r->addr, r->token, &err);
+	struct xp_client *c = bench_client(r->addr, r->token, &err);
 	char body[512];
 
 	w->lo = UINT64_MAX;
@@ -227,7 +241,7 @@ static int collect(const char *addr, const char *token, uint64_t lo, uint64_t hi
 		   const char *dump_path)
 {
 	struct xp_err err = { 0 };
-	struct xp_client *c = xp_client_create(addr, token, &err);
+	struct xp_client *c = bench_client(addr, token, &err);
 	char path[160];
 	int64_t *lat = XNEWV(int64_t, hi - lo + 1);
 	int64_t first_sub = INT64_MAX, last_start = 0, last_end = 0;
@@ -337,7 +351,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: xp_bench_submit --addr ADDR (--token T | --token-file F) --clients N "
 		   "--jobs M\n"
 		   "                       [--first I] [--duration D] [--collect] [--slow-ms MS]\n"
-		   "                       [--dump FILE]\n"
+		   "                       [--dump FILE] [--ca FILE]\n"
 		   "       xp_bench_submit --addr ADDR (--token T | --token-file F) --collect-ids "
 		   "LO-HI [--t0-ms MS] [--dump FILE]\n"
 		   "N concurrent clients POST M jobs of the Slurm peer's job mix (job i = row i "
@@ -361,6 +375,7 @@ int main(int argc, char **argv)
 		{ "t0-ms", required_argument, NULL, '0' },
 		{ "slow-ms", required_argument, NULL, 's' },
 		{ "dump", required_argument, NULL, 'D' },
+		{ "ca", required_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -376,6 +391,9 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 'a':
 			r.addr = optarg;
+			break;
+		case 'A':
+			g_ca = optarg;
 			break;
 		case 't':
 			r.token = optarg;

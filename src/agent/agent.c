@@ -266,6 +266,10 @@ save: /* the controller skips what it has, so a repeat keeps nothing twice */
 static struct xp_client *agent_client(struct xp_agent *a, struct xp_err *err)
 {
 	struct xp_client *cl = xp_client_create(a->o.server, a->o.token, err);
+	if (cl && xp_client_set_ca(cl, a->o.ca, err) < 0) {
+		xp_client_destroy(cl);
+		cl = NULL;
+	}
 	if (cl) {
 		xp_client_set_abort(cl, &g_stop);
 		xp_client_set_repeat_safe(cl, 1);

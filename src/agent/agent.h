@@ -56,6 +56,7 @@ struct xp_client;
 
 struct xp_agent_opts {
 	const char *server; /* controller address */
+	const char *ca;	    /* https://: the CA file (NULL: the system's CAs) */
 	const char *token;	  /* a node credential (xpn_), a bootstrap token (xpb_)
 				     to trade for one, or an admin's */
 	const char *credential;	  /* where the node credential is kept (default

@@ -105,6 +105,7 @@ struct xp_table;
 #define XP_CLIENT_FLAGS \
 	{ "addr", XP_FLAG_STR, "ADDR", "controller address (else $XPOOL_ADDR, the config file)" }, \
 	{ "token", XP_FLAG_STR, "TOKEN", "API token (else $XPOOL_TOKEN, the config file)" }, \
+	{ "ca", XP_FLAG_STR, "FILE", "https://: the CA file the controller's certificate is verified against (else $XPOOL_CA, the config file, the system's CAs)" }, \
 	{ "output", XP_FLAG_STR, "FORMAT", "table or json", 'o' }
 /* clang-format on */
 

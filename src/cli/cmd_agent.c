@@ -22,6 +22,9 @@ int xp_cmd_agent(int argc, char **argv)
 	struct xp_flag flags[] = {
 		{ "server", XP_FLAG_STR, "ADDR",
 		  "controller address (else $XPOOL_ADDR, the config file)" },
+		{ "ca", XP_FLAG_STR, "FILE",
+		  "https://: the CA file the controller's certificate is verified against (else "
+		  "$XPOOL_CA, the config file, the system's CAs)" },
 		{ "token", XP_FLAG_STR, "TOKEN",
 		  "the node's credential (xpn_...), a bootstrap token (xpb_...) or an admin "
 		  "token (else --token-file, $XPOOL_TOKEN, the config file); visible in ps: "
@@ -194,7 +197,8 @@ int xp_cmd_agent(int argc, char **argv)
 		}
 		tok = filetok;
 	}
-	int rrc = xp_client_config_resolve(xp_flag_get(flags, "server")->sval, tok, &cfg, &err);
+	int rrc = xp_client_config_resolve_ca(xp_flag_get(flags, "server")->sval, tok,
+					      xp_flag_get(flags, "ca")->sval, &cfg, &err);
 	free(filetok);
 	if (rrc < 0) {
 		status = xp_cli_fail("agent", &err, 1);
@@ -202,6 +206,7 @@ int xp_cmd_agent(int argc, char **argv)
 	}
 	o.server = cfg.addr;
 	o.token = cfg.token;
+	o.ca = cfg.ca;
 	o.credential = xp_flag_get(flags, "credential-file")->sval;
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));

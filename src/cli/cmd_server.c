@@ -53,6 +53,8 @@ static int load_config(const char *path, struct xp_flag *flags, struct xp_err *e
 					    "alert-repeat",
 					    "alert-starved",
 					    "overcommit-memory",
+					    "tls-cert",
+					    "tls-key",
 					    NULL };
 	struct xp_tree *t = NULL;
 	char *buf;
@@ -107,7 +109,8 @@ static int size_flag(struct xp_flag *flags, const char *name, long min, long max
  * (DATA/bootstrap.token, 0600, made once through the API with the admin
  * token) that it trades for its node's credential. 0, or -1 when it could
  * not be made (the agent then gets the admin token, as before scopes). */
-static int bootstrap_token(struct xp_ctl *ctl, const char *data, char *path, size_t len)
+static int bootstrap_token(struct xp_ctl *ctl, const char *base, const char *ca, const char *data,
+			   char *path, size_t len)
 {
 	char adm[4200], *tok = NULL;
 	size_t n = 0;
@@ -121,7 +124,11 @@ static int bootstrap_token(struct xp_ctl *ctl, const char *data, char *path, siz
 	if (xp_read_file(adm, 4096, &tok, &n, &err) < 0)
 		return -1;
 	tok[strcspn(tok, "\r\n")] = '\0';
-	struct xp_client *cl = xp_client_create(ctl->addr, tok, &err);
+	struct xp_client *cl = xp_client_create(base, tok, &err);
+	if (cl && xp_client_set_ca(cl, ca, &err) < 0) {
+		xp_client_destroy(cl);
+		cl = NULL;
+	}
 	free(tok);
 	json_t *body = json_pack("{s:s,s:s,s:s}", "tenant", "admin", "name", "agents", "scope",
 				 "bootstrap");
@@ -145,7 +152,19 @@ static int bootstrap_token(struct xp_ctl *ctl, const char *data, char *path, siz
 	return rc < 0 ? -1 : 0;
 }
 
-static pid_t start_local_agent(struct xp_ctl *ctl, const char *data, const sigset_t *blocked)
+/* The URL this machine reaches the controller at: the wildcard is no
+ * address to reach, nor a name in dev's certificate */
+static void reach_url(const struct xp_ctl *ctl, int https, char *buf, size_t len)
+{
+	const char *a = ctl->addr;
+	if (!strncmp(a, "0.0.0.0:", 8))
+		snprintf(buf, len, "%s://127.0.0.1%s", https ? "https" : "http", a + 7);
+	else
+		snprintf(buf, len, "%s://%s", https ? "https" : "http", a);
+}
+
+static pid_t start_local_agent(struct xp_ctl *ctl, const char *data, const char *ca,
+			       const sigset_t *blocked)
 {
 	char exe[4096], addr[128], work[4200], tokfile[4200];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -155,18 +174,25 @@ static pid_t start_local_agent(struct xp_ctl *ctl, const char *data, const sigse
 		return -1;
 	}
 	exe[n] = '\0';
-	snprintf(addr, sizeof(addr), "http://%s", ctl->addr);
+	reach_url(ctl, ca != NULL, addr, sizeof(addr));
 	snprintf(work, sizeof(work), "%s/agent", data);
 	/* the token from its file (mode 0600), never on a command line ps shows */
-	if (bootstrap_token(ctl, data, tokfile, sizeof(tokfile)) < 0)
+	if (bootstrap_token(ctl, addr, ca, data, tokfile, sizeof(tokfile)) < 0)
 		snprintf(tokfile, sizeof(tokfile), "%s/admin.token", data);
 	/* --dedicated: emulated jobs never land on the real host; a job that
 	 * names it (--node HOST) does */
 	char why[300];
 	int layout = xp_cg_probe("/sys/fs/cgroup", why, sizeof(why));
-	char *nolimits = layout ? NULL : "--no-limits";
-	char *argv[] = { exe,	   "agent", "--server",	    addr,	   "--token-file", tokfile,
-			 "--work", work,    "--stop-tasks", "--dedicated", nolimits,	   NULL };
+	char *argv[16] = { exe,	    "agent",  "--server", addr,		  "--token-file",
+			   tokfile, "--work", work,	  "--stop-tasks", "--dedicated" };
+	int argc = 10;
+	if (!layout)
+		argv[argc++] = "--no-limits";
+	if (ca) { /* https: the dev CA */
+		argv[argc++] = "--ca";
+		argv[argc++] = (char *)ca;
+	}
+	argv[argc] = NULL;
 	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -199,6 +225,43 @@ static pid_t start_local_agent(struct xp_ctl *ctl, const char *data, const sigse
 		printf("local agent: CPU and memory limits off (its tasks run unbounded): %s\n",
 		       why);
 	return pid;
+}
+
+/* dev --tls: DATA/client.config, a client config (client.h) for this
+ * controller - its https:// address, the admin token's file and the CA -
+ * to copy to ~/.config/xpool/config; a line says where it is. */
+static void dev_client_config(const char *data, const struct xp_ctl *ctl, const char *ca)
+{
+	char path[4200], url[128];
+	struct xp_afile af = { 0 };
+	struct xp_err err = { 0 };
+	snprintf(path, sizeof(path), "%s/client.config", data);
+	if (xp_afile_open_mode(&af, path, 0600, &err) == 0) {
+		fprintf(af.f, "# xpool dev --tls: copy to ~/.config/xpool/config\n");
+		reach_url(ctl, 1, url, sizeof(url));
+		fprintf(af.f, "addr: %s\ntoken_file: admin.token\nca: %s\n", url,
+			ca + strlen(data) + 1);
+		xp_afile_commit(&af, &err);
+	}
+	if (err.text[0])
+		fprintf(stderr, "xpool dev: no client config: %s\n", err.text);
+	else
+		printf("client config: %s (https, the CA %s)\n", path, ca);
+}
+
+/* dev --tls: DATA/tls made (or kept), o's certificate and key pointed there */
+static int dev_tls(struct xp_ctl_opts *o, struct xp_tls_files *tf, struct xp_err *err)
+{
+	char host[256];
+	const char *colon = strrchr(o->listen, ':');
+	snprintf(host, sizeof(host), "%.*s", colon ? (int)(colon - o->listen) : 0, o->listen);
+	if (xp_tls_dev_files(o->data, host, tf, err) < 0) {
+		xp_err_prefix(err, "--tls: ");
+		return err->code;
+	}
+	o->tls_cert = tf->cert;
+	o->tls_key = tf->key;
+	return 0;
 }
 
 /* The owner thread's word that the journal failed: wake the main thread's sigwait. */
@@ -297,6 +360,12 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		{ "metrics-public", XP_FLAG_BOOL, NULL,
 		  "serve /metrics without a token: the series of jobs, nodes and devices, never "
 		  "those naming queues or tenants (an admin token gets those)" },
+		{ "tls-cert", XP_FLAG_STR, "FILE",
+		  "serve https:// only, with this PEM certificate (chain); with --tls-key" },
+		{ "tls-key", XP_FLAG_STR, "FILE", "the PEM private key of --tls-cert" },
+		{ "tls", XP_FLAG_BOOL, NULL,
+		  "xpool dev: serve https:// with a CA and certificate made in DATA/tls (kept "
+		  "for the next start); clients verify against DATA/tls/ca.pem" },
 		{ "no-agent", XP_FLAG_BOOL, NULL,
 		  "xpool dev: do not start the local agent (real CPU and GPUs of this machine)" },
 		{ "no-sync", XP_FLAG_BOOL, NULL,
@@ -309,7 +378,7 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		  "leader stops renewing it (default 5s, at least 2s)" },
 		{ "advertise", XP_FLAG_STR, "URL",
 		  "--store etcd: this controller's address as the others and clients should "
-		  "reach it (default http://LISTEN)" },
+		  "reach it (default http://LISTEN, https:// with --tls-cert)" },
 		{ "recover", XP_FLAG_BOOL, NULL,
 		  "start on a damaged store: drop what fails its checksums or the seal, keep the "
 		  "good prefix, and say what was dropped (docs/design/store.md)" },
@@ -369,6 +438,18 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 	o.alert_webhook = xp_flag_get(flags, "alert-webhook")->sval;
 	o.metrics_public = xp_flag_get(flags, "metrics-public")->bval;
 	o.overcommit_memory = xp_flag_get(flags, "overcommit-memory")->sval;
+	o.tls_cert = xp_flag_get(flags, "tls-cert")->sval;
+	o.tls_key = xp_flag_get(flags, "tls-key")->sval;
+	struct xp_tls_files tf;
+	const char *ca = NULL; /* dev --tls: the CA its clients and agent verify against */
+	if (xp_flag_get(flags, "tls")->bval && (!dev || o.tls_cert || o.tls_key)) {
+		xp_errf(&err, XP_EINVAL,
+			dev ? "--tls: it makes its own certificate: give --tls or "
+			      "--tls-cert/--tls-key, not both"
+			    : "--tls: xpool dev only (xpool server takes --tls-cert and "
+			      "--tls-key)");
+		goto usage;
+	}
 	struct xp_oc_rules oc;
 	if (o.overcommit_memory && xp_oc_rules_parse(o.overcommit_memory, &oc, &err) < 0) {
 		char why[sizeof(err.text)];
@@ -479,11 +560,20 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		o.lease_ms = (int)ms;
 	}
 	char advertise[300], leader_seen[256] = "";
-	snprintf(advertise, sizeof(advertise), "http://%s", o.listen);
+	snprintf(advertise, sizeof(advertise), "%s://%s", o.tls_cert ? "https" : "http", o.listen);
 	o.advertise = xp_flag_get(flags, "advertise")->sval ? xp_flag_get(flags, "advertise")->sval
 							     : advertise;
 	o.standby = standby;
 	o.standby_arg = leader_seen;
+
+	/* the flags are good: now dev --tls may write its certificates */
+	if (xp_flag_get(flags, "tls")->bval) {
+		if (dev_tls(&o, &tf, &err) < 0) {
+			status = xp_cli_fail(verb, &err, 1);
+			goto out;
+		}
+		ca = tf.ca;
+	}
 
 	/* every thread inherits the mask; this one waits for the signal (SIGUSR1: on_fatal) */
 	sigemptyset(&set);
@@ -509,19 +599,25 @@ again:
 	fflush(stdout);
 	pid_t agent = -1;
 	if (dev && !xp_flag_get(flags, "no-agent")->bval)
-		agent = start_local_agent(ctl, o.data, &set);
+		agent = start_local_agent(ctl, o.data, ca, &set);
+	const char *scheme = o.tls_cert ? "https" : "http";
 	printf("serving until interrupted (%zu nodes, %zu jobs)\n", ctl->start_nodes,
 	       ctl->start_jobs);
-	printf("address: http://%s\n", ctl->addr);
+	printf("address: %s://%s\n", scheme, ctl->addr);
 	if (ctl->admin_token[0])
 		printf("admin token: %s\n", ctl->admin_token);
 	else
 		printf("admin token: in %s/admin.token\n", o.data);
+	if (ca)
+		dev_client_config(o.data, ctl, ca);
 	if (dev && ctl->admin_token[0]) {
-		printf("  export XPOOL_ADDR=%s XPOOL_TOKEN=%s\n", ctl->addr, ctl->admin_token);
-		printf("dashboard: http://%s/ui#token=%s\n", ctl->addr, ctl->admin_token);
+		char url[128];
+		reach_url(ctl, 1, url, sizeof(url));
+		printf("  export XPOOL_ADDR=%s XPOOL_TOKEN=%s%s%s\n", ca ? url : ctl->addr,
+		       ctl->admin_token, ca ? " XPOOL_CA=" : "", ca ? ca : "");
+		printf("dashboard: %s://%s/ui#token=%s\n", scheme, ctl->addr, ctl->admin_token);
 	} else {
-		printf("dashboard: http://%s/ui\n", ctl->addr);
+		printf("dashboard: %s://%s/ui\n", scheme, ctl->addr);
 	}
 	fflush(stdout);
 	int failed = wait_for_stop(verb, ctl, &set);

@@ -129,8 +129,9 @@ int xp_cli_connect(struct xp_cli *x)
 	}
 	free(url);
 	url = NULL;
-	if (xp_client_config_resolve(fa->given ? fa->sval : NULL, ft->given ? ft->sval : NULL, &cfg,
-				     &x->err) < 0) {
+	struct xp_flag *fc = xp_flag_get(x->flags, "ca");
+	if (xp_client_config_resolve_ca(fa->given ? fa->sval : NULL, ft->given ? ft->sval : NULL,
+					fc->given ? fc->sval : NULL, &cfg, &x->err) < 0) {
 		x->status = xp_cli_fail(x->v->verb, &x->err, 1);
 		return -1;
 	}
@@ -139,6 +140,11 @@ int xp_cli_connect(struct xp_cli *x)
 	if (xp_client_normalise_addr(cfg.addr, &url, &x->err) == 0) {
 		from = cfg.token_from;
 		x->client = xp_client_create(cfg.addr, cfg.token, &x->err);
+		if (x->client && xp_client_set_ca(x->client, cfg.ca, &x->err) < 0) {
+			from = cfg.ca_from;
+			xp_client_destroy(x->client);
+			x->client = NULL;
+		}
 	}
 	free(url);
 	if (!x->client) {

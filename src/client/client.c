@@ -1,22 +1,18 @@
 /*
  * client: requests to the controller (see client.h).
  *
- * Two transports behind one perform():
- * - http:// (what the controller serves): http1.c, our own HTTP/1.1
- *   client on a kept-alive TCP connection. A CLI verb is one short process;
- *   linking libcurl cost each of them its 33-library dependency tree, most
- *   of a CLI call's time (http1.c says more).
- * - https:// (a controller behind a TLS proxy): libcurl, opened with dlopen
- *   the first time such an address is used, so no process pays for it
- *   otherwise. One CURL easy handle per client; before each request the
- *   handle is reset (curl_easy_reset keeps live connections), so no option
- *   of one request leaks into the next.
+ * One transport: http1.c, our own HTTP/1.1 client on a kept-alive TCP
+ * connection, with TLS (tls.c, GnuTLS opened on first use) for https://.
+ * A CLI verb is one short process; linking libcurl cost each of them its
+ * 33-library dependency tree, most of a CLI call's time (http1.c says
+ * more).
  *
  * Notes on the non-obvious:
- * - "Expect:" is sent empty: curl would otherwise wait for a 100-continue
- *   on bodies over 1 KiB, a round trip the controller does not need.
+ * - https:// verifies the controller's certificate against the CA file of
+ *   xp_client_set_ca(), else the system's CAs. The CAs are loaded at the
+ *   first request, so a client that never sends one costs nothing.
  * - A POST without a body (cancel) is sent with Content-Length: 0 and no
- *   Content-Type, not as an empty form.
+ *   Content-Type.
  * - Replies are bounded (XP_CLIENT_MAX_REPLY): the size comes from the
  *   network, so it is checked before memory grows.
  * - Event streams: the first bytes decide, from the status and the
@@ -26,82 +22,25 @@
 #include "client.h"
 
 #include <ctype.h>
-#include <dlfcn.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include <curl/curl.h> /* types and constants only: the library is dlopened */
-
 #include "../lib/xalloc.h"
 #include "http1.h"
-
-/* ---- libcurl, opened on first use (https://) ---- */
-
-static struct {
-	CURLcode (*global_init)(long);
-	CURL *(*easy_init)(void);
-	void (*easy_cleanup)(CURL *);
-	void (*easy_reset)(CURL *);
-	CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
-	CURLcode (*easy_perform)(CURL *);
-	CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
-	const char *(*easy_strerror)(CURLcode);
-	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
-	void (*slist_free_all)(struct curl_slist *);
-	int state; /* 0 not tried, 1 ready, -1 failed */
-	char why[256];
-} lc;
-
-static pthread_once_t lc_once = PTHREAD_ONCE_INIT;
-
-static void lc_open(void)
-{
-	void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-	if (!h) {
-		snprintf(lc.why, sizeof(lc.why), "%s", dlerror());
-		lc.state = -1;
-		return;
-	}
-#define SYM(field, name)                                                                           \
-	do {                                                                                       \
-		*(void **)&lc.field = dlsym(h, name);                                              \
-		if (!lc.field) {                                                                   \
-			snprintf(lc.why, sizeof(lc.why), "libcurl.so.4 has no %s", name);          \
-			lc.state = -1;                                                             \
-			return;                                                                    \
-		}                                                                                  \
-	} while (0)
-	SYM(global_init, "curl_global_init");
-	SYM(easy_init, "curl_easy_init");
-	SYM(easy_cleanup, "curl_easy_cleanup");
-	SYM(easy_reset, "curl_easy_reset");
-	SYM(easy_setopt, "curl_easy_setopt");
-	SYM(easy_perform, "curl_easy_perform");
-	SYM(easy_getinfo, "curl_easy_getinfo");
-	SYM(easy_strerror, "curl_easy_strerror");
-	SYM(slist_append, "curl_slist_append");
-	SYM(slist_free_all, "curl_slist_free_all");
-#undef SYM
-	if (lc.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-		snprintf(lc.why, sizeof(lc.why), "curl_global_init failed");
-		lc.state = -1;
-		return;
-	}
-	lc.state = 1;
-}
+#include "tls.h"
 
 struct xp_client {
-	struct xp_http1 *h1; /* http:// */
-	char *prefix;	     /* path prefix of the base address ("" mostly), http1 only */
-	CURL *curl;	     /* https:// */
-	char *base;	     /* "http://host:port[/prefix]", no trailing '/' */
-	char *auth;	     /* "Authorization: Bearer ..." or NULL */
+	struct xp_http1 *h1; /* NULL until the first request of an https:// client */
+	char *prefix;	     /* path prefix of the base address ("" mostly) */
+	int https;
+	char *ca_file;		    /* https://: xp_client_set_ca()'s; NULL: the system's CAs */
+	struct xp_tls_trust *trust; /* https://: loaded with h1 */
+	char *base;		    /* "http://host:port[/prefix]", no trailing '/' */
+	char *auth;		    /* "Authorization: Bearer ..." or NULL */
 	long timeout_ms;
 	const atomic_int *abort; /* see xp_client_set_abort() */
 	int repeat_safe;	 /* see xp_client_set_repeat_safe() */
-	char errbuf[CURL_ERROR_SIZE];
 	/* Several controllers ("A,B,C": HA, docs/design/ha.md): this client only routes, to
 	 * peer[cur], moving on to the next when one cannot be connected to, or answers 307 with
 	 * no body (a follower: the leader is another). Either way the request was not done
@@ -205,10 +144,11 @@ static int normalise_one(const char *addr, char **out, struct xp_err *err)
 
 /* ---- the client ---- */
 
-/* "http://host:port/prefix" -> an http1 transport and the prefix */
+/* "http(s)://host:port/prefix" -> an http1 transport and the prefix */
 static void open_h1(struct xp_client *c)
 {
-	const char *a = c->base + 7, *end = a + strcspn(a, "/"), *port = NULL, *hs = a, *he;
+	const char *a = c->base + (c->https ? 8 : 7), *end = a + strcspn(a, "/"), *port = NULL,
+		   *hs = a, *he;
 	if (*a == '[') {
 		hs = a + 1;
 		he = memchr(a, ']', (size_t)(end - a));
@@ -220,8 +160,11 @@ static void open_h1(struct xp_client *c)
 			he = end;
 	}
 	char *host = xstrndup(hs, (size_t)(he - hs));
-	char *pstr = port ? xstrndup(port, (size_t)(end - port)) : xstrdup("80");
+	char *pstr = port ? xstrndup(port, (size_t)(end - port)) : xstrdup(c->https ? "443" : "80");
 	c->h1 = xp_http1_create(host, pstr);
+	if (c->trust)
+		xp_http1_set_tls(c->h1, c->trust);
+	free(c->prefix);
 	c->prefix = xstrdup(end);
 	free(host);
 	free(pstr);
@@ -308,22 +251,23 @@ static struct xp_client *create_one(const char *addr, const char *token, struct 
 	c = XNEW(struct xp_client);
 	c->base = base;
 	c->timeout_ms = XP_CLIENT_DEFAULT_TIMEOUT_MS;
-	if (strncasecmp(base, "http://", 7) == 0) {
+	c->https = strncasecmp(base, "https://", 8) == 0;
+	if (!c->https)
 		open_h1(c);
-	} else {
-		pthread_once(&lc_once, lc_open);
-		if (lc.state < 0 || !(c->curl = lc.easy_init())) {
-			xp_errf(err, XP_EUNSUPP, "%s needs libcurl for TLS: %s", base,
-				lc.state < 0 ? lc.why : "curl_easy_init failed");
-			free(base);
-			free(c);
-			return NULL;
-		}
-	}
 	if (token) {
 		struct xp_sb a = { 0 };
 		xp_sb_printf(&a, "Authorization: Bearer %s", token);
 		c->auth = xp_sb_steal(&a);
+	}
+	return c;
+}
+
+struct xp_client *xp_client_create_cfg(const struct xp_client_config *cfg, struct xp_err *err)
+{
+	struct xp_client *c = xp_client_create(cfg->addr, cfg->token, err);
+	if (c && xp_client_set_ca(c, cfg->ca, err) < 0) {
+		xp_client_destroy(c);
+		return NULL;
 	}
 	return c;
 }
@@ -335,9 +279,9 @@ void xp_client_destroy(struct xp_client *c)
 	for (size_t i = 0; i < c->npeer; i++)
 		xp_client_destroy(c->peer[i]);
 	free(c->peer);
-	if (c->curl)
-		lc.easy_cleanup(c->curl);
 	xp_http1_destroy(c->h1);
+	xp_tls_trust_free(c->trust);
+	free(c->ca_file);
 	free(c->prefix);
 	free(c->base);
 	free(c->auth);
@@ -367,14 +311,6 @@ void xp_client_set_abort(struct xp_client *c, const atomic_int *flag)
 		xp_client_set_abort(c->peer[i], flag);
 }
 
-/* libcurl calls this about once a second while a transfer idles */
-static int check_abort(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
-{
-	const atomic_int *flag = ud;
-	(void)dt, (void)dn, (void)ut, (void)un;
-	return atomic_load(flag) != 0;
-}
-
 const char *xp_client_base(const struct xp_client *c)
 {
 	if (c->npeer)
@@ -389,11 +325,27 @@ void xp_client_local_ip(const struct xp_client *c, char *buf, size_t len)
 		xp_client_local_ip(c->peer[c->cur], buf, len);
 	else if (c->h1)
 		xp_http1_local_ip(c->h1, buf, len);
-	else if (c->curl && lc.easy_getinfo) {
-		char *ip = NULL;
-		if (lc.easy_getinfo(c->curl, CURLINFO_LOCAL_IP, &ip) == CURLE_OK && ip)
-			snprintf(buf, len, "%s", ip);
-	}
+}
+
+int xp_client_set_ca(struct xp_client *c, const char *ca_file, struct xp_err *err)
+{
+	struct xp_tls_trust *t = NULL;
+	for (size_t i = 0; i < c->npeer; i++)
+		if (xp_client_set_ca(c->peer[i], ca_file, err) < 0)
+			return err->code;
+	if (!c->https || !ca_file)
+		return 0;
+	int rc = xp_tls_trust_load(ca_file, &t, err);
+	if (rc < 0)
+		return rc;
+	xp_http1_destroy(c->h1); /* a connection verified against other CAs */
+	c->h1 = NULL;
+	xp_tls_trust_free(c->trust);
+	c->trust = t;
+	free(c->ca_file);
+	c->ca_file = xstrdup(ca_file);
+	open_h1(c);
+	return 0;
 }
 
 /* ---- one transfer ---- */
@@ -426,86 +378,7 @@ struct transfer {
 	void *ud;
 };
 
-/* Run one transfer; the status goes to *status. Curl failures become
- * XP_EUNAVAIL "cannot reach ..." unless the write callback stopped it
- * (then the caller knows why and returns its own code). */
-static int perform_curl(struct xp_client *c, const struct transfer *t, long *status, int *aborted,
-			struct xp_err *err)
-{
-	struct curl_slist *hdrs = NULL;
-	struct xp_sb url = { 0 }, ct = { 0 };
-	CURL *h = c->curl;
-	CURLcode rc;
-
-	lc.easy_reset(h);
-	xp_sb_puts(&url, c->base);
-	xp_sb_puts(&url, t->path);
-	c->errbuf[0] = '\0';
-	lc.easy_setopt(h, CURLOPT_URL, url.s);
-	lc.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	lc.easy_setopt(h, CURLOPT_ERRORBUFFER, c->errbuf);
-	lc.easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)XP_CLIENT_CONNECT_TIMEOUT_MS);
-	lc.easy_setopt(h, CURLOPT_TIMEOUT_MS, t->timeout_ms);
-	lc.easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-	lc.easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	lc.easy_setopt(h, CURLOPT_USERAGENT, "xpool-client/1");
-	lc.easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-	lc.easy_setopt(h, CURLOPT_WRITEFUNCTION, t->write);
-	lc.easy_setopt(h, CURLOPT_WRITEDATA, t->ud);
-	if (c->abort) {
-		lc.easy_setopt(h, CURLOPT_XFERINFOFUNCTION, check_abort);
-		lc.easy_setopt(h, CURLOPT_XFERINFODATA, (void *)c->abort);
-		lc.easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-	}
-
-	hdrs = lc.slist_append(hdrs, "Expect:");
-	if (c->auth)
-		hdrs = lc.slist_append(hdrs, c->auth);
-	for (const char *const *x = t->headers; x && *x; x++)
-		hdrs = lc.slist_append(hdrs, *x);
-	if (t->body) {
-		xp_sb_printf(&ct, "Content-Type: %s",
-			     t->content_type ? t->content_type : "application/json");
-		hdrs = lc.slist_append(hdrs, ct.s);
-		lc.easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)t->len);
-		lc.easy_setopt(h, CURLOPT_POSTFIELDS, t->body);
-		if (strcmp(t->method, "POST") != 0)
-			lc.easy_setopt(h, CURLOPT_CUSTOMREQUEST, t->method);
-	} else if (strcmp(t->method, "GET") == 0) {
-		lc.easy_setopt(h, CURLOPT_HTTPGET, 1L);
-	} else if (strcmp(t->method, "POST") == 0) {
-		hdrs = lc.slist_append(hdrs, "Content-Type:");
-		lc.easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
-		lc.easy_setopt(h, CURLOPT_POSTFIELDS, "");
-	} else {
-		lc.easy_setopt(h, CURLOPT_CUSTOMREQUEST, t->method);
-	}
-	if (!hdrs) {
-		xp_sb_free(&url);
-		xp_sb_free(&ct);
-		return xp_errf(err, XP_EINTERNAL, "out of memory building headers");
-	}
-	lc.easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-
-	rc = lc.easy_perform(h);
-	lc.slist_free_all(hdrs);
-	xp_sb_free(&url);
-	xp_sb_free(&ct);
-	*status = 0;
-	lc.easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
-	if (rc == CURLE_WRITE_ERROR) {
-		*aborted = 1;
-		return 0;
-	}
-	if (rc == CURLE_ABORTED_BY_CALLBACK)
-		return xp_errf(err, XP_EUNAVAIL, "interrupted");
-	if (rc != CURLE_OK)
-		return xp_errf(err, XP_EUNAVAIL, "cannot reach the controller at %s: %s", c->base,
-			       c->errbuf[0] ? c->errbuf : lc.easy_strerror(rc));
-	return 0;
-}
-
-/* The request's headers for both transports: auth, the caller's, the
+/* The request's headers: auth, the caller's, the
  * body's type ("Name:" alone: leave it out) */
 static struct xp_sb headers_of(const struct xp_client *c, const struct transfer *t,
 			       const char ***out)
@@ -565,7 +438,6 @@ static int perform(struct xp_client *c, const struct transfer *t, long *status, 
 {
 	*aborted = 0;
 	*status = 0;
-	c->errbuf[0] = '\0';
 	if (!t->path || t->path[0] != '/')
 		return xp_errf(err, XP_EINVAL, "request path must start with '/'");
 	if (c->npeer) {
@@ -581,8 +453,13 @@ static int perform(struct xp_client *c, const struct transfer *t, long *status, 
 		}
 		return rc;
 	}
-	return c->h1 ? perform_h1(c, t, status, aborted, err)
-		     : perform_curl(c, t, status, aborted, err);
+	if (!c->h1) { /* https://, first request: the system's CAs */
+		int rc = xp_tls_trust_load(NULL, &c->trust, err);
+		if (rc < 0)
+			return rc;
+		open_h1(c);
+	}
+	return perform_h1(c, t, status, aborted, err);
 }
 
 /* The status and Content-Type of the reply being received */
@@ -590,16 +467,10 @@ static void reply_head(struct xp_client *c, long *status, const char **ctype)
 {
 	*status = 0;
 	*ctype = NULL;
-	if (c->npeer) {
+	if (c->npeer)
 		reply_head(c->peer[c->cur], status, ctype);
-	} else if (c->h1) {
+	else if (c->h1)
 		xp_http1_reply(c->h1, status, ctype);
-	} else {
-		char *ct = NULL;
-		lc.easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, status);
-		lc.easy_getinfo(c->curl, CURLINFO_CONTENT_TYPE, &ct);
-		*ctype = ct;
-	}
 }
 
 int xp_client_request(struct xp_client *c, const char *method, const char *path,
@@ -938,9 +809,11 @@ int xp_client_stream(struct xp_client *c, const char *path, char *last_id, xp_ss
 	}
 	xp_sse_init(&s.parser, stream_event, &s);
 	rc = perform(c, &t, &status, &aborted, err);
-	if (rc < 0 && s.mode == SM_EVENTS)
-		rc = xp_errf(err, XP_EIO, "the event stream from %s broke: %s", c->base,
-			     c->errbuf[0] ? c->errbuf : "connection lost");
+	if (rc < 0 && s.mode == SM_EVENTS) {
+		char why[sizeof(err->text)];
+		snprintf(why, sizeof(why), "%s", err->text);
+		rc = xp_errf(err, XP_EIO, "the event stream from %s broke: %s", c->base, why);
+	}
 	if (rc == 0 && s.mode == SM_UNKNOWN && (status < 200 || status > 299))
 		s.mode = SM_ERROR; /* an error reply with an empty body */
 	if (rc == 0) {

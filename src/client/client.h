@@ -2,8 +2,9 @@
  * client: the C client of the controller's HTTP API (docs/api.md). The CLI
  * reaches the controller only through this header.
  *
- * A client holds one libcurl handle, reused for every request so the
- * connection is kept alive; it is not thread-safe (one client per thread).
+ * A client holds one connection (http1.c; TLS for https://, tls.c), reused
+ * for every request so it is kept alive; it is not thread-safe (one client
+ * per thread).
  * Every function returns 0 (or a non-negative value) on success and a
  * negative xpool code (lib/err.h) with err filled on failure; nothing here
  * prints or exits.
@@ -16,7 +17,8 @@
  *                        YAML bodies.
  *   xp_client_stream()   a server-sent event stream, one callback per event.
  * A transport failure (refused, timed out, reset) is XP_EUNAVAIL with
- * "cannot reach the controller at http://HOST:PORT: <curl's reason>".
+ * "cannot reach the controller at http://HOST:PORT: <the reason>"; a
+ * certificate that fails verification is XP_EAUTH naming the check.
  *
  * Ownership: parameters are borrowed; what a function hands back through an
  * out-parameter (a reply buffer, a JSON value, a config string) belongs to
@@ -57,6 +59,10 @@ struct xp_client *xp_client_create(const char *addr, const char *token, struct x
 int xp_client_normalise_addr(const char *addr, char **url, struct xp_err *err);
 /* NULL-safe. */
 void xp_client_destroy(struct xp_client *c);
+/* https://: verify the controller's certificate against the CAs of the PEM
+ * file ca_file (loaded now: an error names the file and why) instead of
+ * the system's. Ignored for http:// and for a NULL ca_file. */
+int xp_client_set_ca(struct xp_client *c, const char *ca_file, struct xp_err *err);
 /* The request timeout in milliseconds (0 = none); the default is
  * XP_CLIENT_DEFAULT_TIMEOUT_MS. Connecting is bounded separately (5 s). */
 void xp_client_set_timeout(struct xp_client *c, long ms);
@@ -162,8 +168,9 @@ void xp_client_query(struct xp_sb *b, const char *key, const char *value);
 struct xp_client_config {
 	char *addr;  /* never NULL after a successful resolve */
 	char *token; /* never NULL after a successful resolve */
+	char *ca;    /* https://: the CA file; NULL: the system's CAs (or http://) */
 	/* where each came from: "--addr", "XPOOL_ADDR", "<file>:<line>", "default" */
-	char *addr_from, *token_from;
+	char *addr_from, *token_from, *ca_from;
 };
 
 /* Resolve the address and the token, each on its own: the flag (NULL when
@@ -174,6 +181,15 @@ struct xp_client_config {
  * token anywhere is XP_EAUTH with text telling how to set one. */
 int xp_client_config_resolve(const char *flag_addr, const char *flag_token,
 			     struct xp_client_config *cfg, struct xp_err *err);
+/* The same, and the CA file of an https:// address: flag_ca (--ca), else
+ * $XPOOL_CA, else "ca:" in the file (relative to its folder, or "~/");
+ * none: cfg->ca NULL (the system's CAs). For an http:// address the file
+ * is not read for it, and cfg->ca is only what the flag or the
+ * environment gave. */
+int xp_client_config_resolve_ca(const char *flag_addr, const char *flag_token, const char *flag_ca,
+				struct xp_client_config *cfg, struct xp_err *err);
+/* A client for cfg: xp_client_create() and xp_client_set_ca(). */
+struct xp_client *xp_client_create_cfg(const struct xp_client_config *cfg, struct xp_err *err);
 void xp_client_config_free(struct xp_client_config *cfg);
 /* The config file's path into out (empty when $HOME is unset). */
 void xp_client_config_path(char *out, size_t len);

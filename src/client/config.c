@@ -5,18 +5,21 @@
  *
  *   address:  --addr, $XPOOL_ADDR, "addr:" in the file, 127.0.0.1:7700
  *   token:    --token, $XPOOL_TOKEN, "token:" or "token_file:" in the file
+ *   CA file:  --ca, $XPOOL_CA, "ca:" in the file, the system's CAs; looked
+ *             for only when the address is https://
  *
  * The file is $HOME/.config/xpool/config, a tiny "key: value" format:
  *
  *     # the dev controller
- *     addr: 127.0.0.1:7700
+ *     addr: https://127.0.0.1:7700
  *     token_file: ~/xpool-data/admin.token
+ *     ca: ~/xpool-data/tls/ca.pem
  *
  * Blank lines and '#' comments (whole lines, or after a blank) are skipped;
  * a value may be quoted with "" or ''. Unknown keys, repeated keys, lines
  * without ':', and both token and token_file are errors naming file:line,
  * so a typo never silently falls back to a default. A relative token_file
- * is relative to the config file's folder; "~/" is $HOME. The token file
+ * (or ca) is relative to the config file's folder; "~/" is $HOME. The token file
  * holds the token on its first line (surrounding blanks dropped).
  *
  * The file is read only when a flag or the environment left a value unset:
@@ -29,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "../lib/fileio.h"
 #include "../lib/xalloc.h"
@@ -53,6 +57,8 @@ void xp_client_config_free(struct xp_client_config *cfg)
 	free(cfg->token);
 	free(cfg->addr_from);
 	free(cfg->token_from);
+	free(cfg->ca);
+	free(cfg->ca_from);
 	memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -73,22 +79,28 @@ static char *trim(char *s)
 	return s;
 }
 
+/* path relative to dir unless absolute or "~/" */
+static void full_path(struct xp_sb *full, const char *path, const char *dir)
+{
+	const char *home = getenv("HOME");
+	if (path[0] == '~' && path[1] == '/' && home)
+		xp_sb_printf(full, "%s/%s", home, path + 2);
+	else if (path[0] == '/')
+		xp_sb_puts(full, path);
+	else
+		xp_sb_printf(full, "%s/%s", dir, path);
+}
+
 /* Read the token from path (relative to dir unless absolute or "~/"). */
 static int read_token_file(const char *path, const char *dir, const char *where, char **token,
 			   struct xp_err *err)
 {
 	struct xp_sb full = { 0 };
-	const char *home = getenv("HOME");
 	char *buf = NULL, *t;
 	size_t len;
 	int rc;
 
-	if (path[0] == '~' && path[1] == '/' && home)
-		xp_sb_printf(&full, "%s/%s", home, path + 2);
-	else if (path[0] == '/')
-		xp_sb_puts(&full, path);
-	else
-		xp_sb_printf(&full, "%s/%s", dir, path);
+	full_path(&full, path, dir);
 	rc = xp_read_file(full.s, TOKEN_FILE_MAX, &buf, &len, err);
 	if (rc < 0) {
 		xp_err_prefix(err, "%s: token_file: ", where);
@@ -112,8 +124,8 @@ out:
 }
 
 struct file_values {
-	char *addr, *token, *token_file;
-	char where_addr[4200], where_token[4200];
+	char *addr, *token, *token_file, *ca;
+	char where_addr[4200], where_token[4200], where_ca[4200];
 };
 
 /* Parse the config file's text into v. */
@@ -164,6 +176,9 @@ static int parse_config(const char *path, char *text, struct file_values *v, str
 		if (strcmp(key, "addr") == 0) {
 			slot = &v->addr;
 			where = v->where_addr;
+		} else if (strcmp(key, "ca") == 0) {
+			slot = &v->ca;
+			where = v->where_ca;
 		} else if (strcmp(key, "token") == 0 || strcmp(key, "token_file") == 0) {
 			if (v->token || v->token_file)
 				return xp_errf(err, XP_EINVAL,
@@ -174,8 +189,8 @@ static int parse_config(const char *path, char *text, struct file_values *v, str
 			where = v->where_token;
 		} else {
 			return xp_errf(err, XP_EINVAL,
-				       "%s:%zu: unknown key '%s' (expected addr, token or "
-				       "token_file)",
+				       "%s:%zu: unknown key '%s' (expected addr, token, "
+				       "token_file or ca)",
 				       path, lineno, key);
 		}
 		if (*slot)
@@ -189,6 +204,17 @@ static int parse_config(const char *path, char *text, struct file_values *v, str
 
 int xp_client_config_resolve(const char *flag_addr, const char *flag_token,
 			     struct xp_client_config *cfg, struct xp_err *err)
+{
+	return xp_client_config_resolve_ca(flag_addr, flag_token, NULL, cfg, err);
+}
+
+static int is_https(const char *addr)
+{
+	return addr && !strncasecmp(addr, "https://", 8);
+}
+
+int xp_client_config_resolve_ca(const char *flag_addr, const char *flag_token, const char *flag_ca,
+				struct xp_client_config *cfg, struct xp_err *err)
 {
 	struct file_values v = { 0 };
 	char path[4096];
@@ -204,9 +230,15 @@ int xp_client_config_resolve(const char *flag_addr, const char *flag_token,
 		set(&cfg->token, &cfg->token_from, flag_token, "--token");
 	else if ((env = getenv("XPOOL_TOKEN")) && *env)
 		set(&cfg->token, &cfg->token_from, env, "XPOOL_TOKEN");
+	if (flag_ca)
+		set(&cfg->ca, &cfg->ca_from, flag_ca, "--ca");
+	else if ((env = getenv("XPOOL_CA")) && *env)
+		set(&cfg->ca, &cfg->ca_from, env, "XPOOL_CA");
 
 	xp_client_config_path(path, sizeof(path));
-	if ((!cfg->addr || !cfg->token) && path[0]) {
+	/* the CA matters for https:// only (an unknown address may be one) */
+	int want_ca = !cfg->ca && (!cfg->addr || is_https(cfg->addr));
+	if ((!cfg->addr || !cfg->token || want_ca) && path[0]) {
 		char *text = NULL;
 		size_t len;
 		struct xp_err ferr = { 0 };
@@ -236,6 +268,15 @@ int xp_client_config_resolve(const char *flag_addr, const char *flag_token,
 				goto out;
 			cfg->token_from = xstrdup(v.where_token);
 		}
+		if (!cfg->ca && v.ca && is_https(cfg->addr)) {
+			struct xp_sb full = { 0 };
+			char *dir = xstrdup(path);
+			*strrchr(dir, '/') = '\0';
+			full_path(&full, v.ca, dir);
+			free(dir);
+			cfg->ca = xp_sb_steal(&full);
+			cfg->ca_from = xstrdup(v.where_ca);
+		}
 	}
 	if (!cfg->addr)
 		set(&cfg->addr, &cfg->addr_from, XP_CLIENT_DEFAULT_ADDR, "default");
@@ -249,6 +290,7 @@ out:
 	free(v.addr);
 	free(v.token);
 	free(v.token_file);
+	free(v.ca);
 	if (rc < 0)
 		xp_client_config_free(cfg);
 	return rc;

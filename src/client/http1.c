@@ -1,12 +1,12 @@
 /*
- * http1: the client's own HTTP/1.1 transport, for http:// controllers.
+ * http1: the client's own HTTP/1.1 transport, for http:// and https://
+ * controllers (TLS: tls.c, GnuTLS, on the same non-blocking socket).
  *
- * Why not libcurl here (it is still used for https://, opened with dlopen
- * on first use - see client.c): a CLI verb is one short process, and
- * linking libcurl costs every such process its whole dependency tree (33
- * shared libraries: TLS, Kerberos, LDAP, SSH, IDN ...) - about 4 ms of a
- * 5.6 ms `xpool submit`, measured in docs/results/controller.md. The
- * controller speaks plain HTTP/1.1, and what a client needs of it is small.
+ * Why not libcurl: a CLI verb is one short process, and linking libcurl
+ * costs every such process its whole dependency tree (33 shared libraries:
+ * TLS, Kerberos, LDAP, SSH, IDN ...) - about 4 ms of a 5.6 ms `xpool
+ * submit`, measured in docs/results/controller.md. What a client needs of
+ * the controller's HTTP/1.1 is small; TLS is opened only for https://.
  *
  * What it does: one TCP connection, kept alive between requests of the same
  * client and re-opened when the server closed it meanwhile: a request that
@@ -39,17 +39,20 @@
 #include "../lib/clock.h"
 #include "../lib/strbuf.h"
 #include "../lib/xalloc.h"
+#include "tls.h"
 
 #define HEAD_MAX (64 * 1024) /* status line and headers of a reply */
 
 struct xp_http1 {
-	char *host, *port; /* host without brackets */
-	char *hostport;	   /* for the Host header */
-	char *url;	   /* "http://host:port", for messages */
-	int fd;		   /* -1: not connected */
-	long status;	   /* of the reply being read (or last read) */
-	char ctype[128];   /* its Content-Type, "" when absent */
-	char buf[16384];   /* bytes read but not yet consumed */
+	char *host, *port;	    /* host without brackets */
+	char *hostport;		    /* for the Host header */
+	char *url;		    /* "http(s)://host:port", for messages */
+	int fd;			    /* -1: not connected */
+	struct xp_tls_trust *trust; /* https://: the CAs (borrowed); NULL: plain */
+	struct xp_tls *tls;	    /* the TLS session on fd */
+	long status;		    /* of the reply being read (or last read) */
+	char ctype[128];	    /* its Content-Type, "" when absent */
+	char buf[16384];	    /* bytes read but not yet consumed */
 	size_t have, off;
 };
 
@@ -72,6 +75,8 @@ struct xp_http1 *xp_http1_create(const char *host, const char *port)
 
 static void drop(struct xp_http1 *h)
 {
+	xp_tls_end(h->tls);
+	h->tls = NULL;
 	if (h->fd >= 0)
 		close(h->fd);
 	h->fd = -1;
@@ -88,6 +93,16 @@ void xp_http1_destroy(struct xp_http1 *h)
 	free(h->hostport);
 	free(h->url);
 	free(h);
+}
+
+void xp_http1_set_tls(struct xp_http1 *h, struct xp_tls_trust *trust)
+{
+	struct xp_sb u = { 0 };
+	drop(h);
+	h->trust = trust;
+	xp_sb_printf(&u, "https://%s", h->hostport);
+	free(h->url);
+	h->url = xp_sb_steal(&u);
 }
 
 /* ---- waiting with a deadline and an abort flag ---- */
@@ -127,6 +142,8 @@ static int wait_fd(int fd, short ev, const struct clockc *cc)
 
 static int fail(struct xp_http1 *h, struct xp_err *err, const char *what, int e)
 {
+	char why[200];
+	snprintf(why, sizeof(why), "%s", e == EPROTO && h->tls ? xp_tls_why(h->tls) : strerror(e));
 	drop(h);
 	if (e == ECANCELED)
 		return xp_errf(err, XP_EUNAVAIL, "interrupted");
@@ -134,7 +151,22 @@ static int fail(struct xp_http1 *h, struct xp_err *err, const char *what, int e)
 		return xp_errf(err, XP_EUNAVAIL, "the controller at %s did not answer in time (%s)",
 			       h->url, what);
 	return xp_errf(err, XP_EUNAVAIL, "cannot reach the controller at %s: %s: %s", h->url, what,
-		       strerror(e));
+		       why);
+}
+
+/* The TLS handshake on the connected h->fd, within cc's deadline */
+static int tls_open(struct xp_http1 *h, const struct clockc *cc, struct xp_err *err)
+{
+	int rc = xp_tls_start(h->trust, h->fd, h->host, &h->tls, err);
+	while (rc == 0 && (rc = xp_tls_handshake(h->tls, h->url, err)) > 0) {
+		int w = wait_fd(h->fd, rc == XP_TLS_WANT_WRITE ? POLLOUT : POLLIN, cc);
+		if (w != 1)
+			return fail(h, err, "the TLS handshake", errno);
+		rc = 0;
+	}
+	if (rc < 0)
+		drop(h);
+	return rc;
 }
 
 static int open_conn(struct xp_http1 *h, long connect_ms, const struct clockc *cc,
@@ -169,7 +201,7 @@ static int open_conn(struct xp_http1 *h, long connect_ms, const struct clockc *c
 				h->fd = fd;
 				h->have = h->off = 0;
 				freeaddrinfo(res);
-				return 0;
+				return h->trust ? tls_open(h, &cc2, err) : 0;
 			}
 			if (w != 1)
 				e = errno;
@@ -189,7 +221,7 @@ static int open_conn(struct xp_http1 *h, long connect_ms, const struct clockc *c
 static int send_all(struct xp_http1 *h, const char *p, size_t n, const struct clockc *cc)
 {
 	while (n) {
-		ssize_t w = send(h->fd, p, n, MSG_NOSIGNAL);
+		ssize_t w = h->tls ? xp_tls_send(h->tls, p, n) : send(h->fd, p, n, MSG_NOSIGNAL);
 		if (w > 0) {
 			p += w;
 			n -= (size_t)w;
@@ -198,8 +230,8 @@ static int send_all(struct xp_http1 *h, const char *p, size_t n, const struct cl
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			int r = wait_fd(h->fd, POLLOUT, cc);
-			if (r != 1)
+			short ev = h->tls && !xp_tls_want_write(h->tls) ? POLLIN : POLLOUT;
+			if (wait_fd(h->fd, ev, cc) != 1)
 				return -1;
 			continue;
 		}
@@ -221,7 +253,9 @@ static int fill(struct xp_http1 *h, const struct clockc *cc)
 		h->off = 0;
 	}
 	for (;;) {
-		ssize_t r = recv(h->fd, h->buf + h->have, sizeof(h->buf) - h->have, 0);
+		void *at = h->buf + h->have;
+		size_t room = sizeof(h->buf) - h->have;
+		ssize_t r = h->tls ? xp_tls_recv(h->tls, at, room) : recv(h->fd, at, room, 0);
 		if (r > 0) {
 			h->have += (size_t)r;
 			return 1;
@@ -232,8 +266,8 @@ static int fill(struct xp_http1 *h, const struct clockc *cc)
 			continue;
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
 			return -1;
-		int w = wait_fd(h->fd, POLLIN, cc);
-		if (w != 1)
+		short ev = h->tls && xp_tls_want_write(h->tls) ? POLLOUT : POLLIN;
+		if (wait_fd(h->fd, ev, cc) != 1)
 			return -1;
 	}
 }
@@ -293,7 +327,11 @@ static int parse_head(struct xp_http1 *h, struct reply *rp, const struct clockc 
 		if (r == -2)
 			return xp_errf(err, XP_EIO, "the reply from %s has an overlong status line",
 				       h->url);
-		return fail(h, err, "reading the reply", e);
+		/* an https:// controller closes a plain request unanswered */
+		return fail(h, err,
+			    *nothing && !h->trust ? "reading the reply (an https:// controller?)"
+						  : "reading the reply",
+			    e);
 	}
 	int minor;
 	if (sscanf(line.s, "HTTP/1.%d %ld", &minor, &rp->status) != 2 || rp->status < 100 ||

@@ -1,6 +1,7 @@
 /*
- * http1: the client's own HTTP/1.1 transport for http:// controllers (see
- * http1.c for why it is not libcurl). Used through client.c only.
+ * http1: the client's own HTTP/1.1 transport for http:// and https://
+ * controllers (see http1.c for why it is not libcurl; TLS: tls.h). Used
+ * through client.c only.
  */
 #ifndef XP_HTTP1_H
 #define XP_HTTP1_H
@@ -11,6 +12,7 @@
 #include "../lib/err.h"
 
 struct xp_http1;
+struct xp_tls_trust;
 
 struct xp_http1_req {
 	const char *method, *path;
@@ -27,6 +29,9 @@ struct xp_http1_req {
 };
 
 struct xp_http1 *xp_http1_create(const char *host, const char *port);
+/* https://: TLS on every connection from now on, the server verified
+ * against trust's CAs (borrowed: it outlives h). */
+void xp_http1_set_tls(struct xp_http1 *h, struct xp_tls_trust *trust);
 void xp_http1_destroy(struct xp_http1 *h);
 
 /* One request on the kept-alive connection (opened as needed). When a

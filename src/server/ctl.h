@@ -41,6 +41,8 @@
  *   alert.c/.h   the alert engine (grouping, de-duplication, flap damping);
  *                alert_feed.c the controller's signals into it and the
  *                webhook sender
+ *   tls.c        --tls-cert/--tls-key read and checked for libmicrohttpd,
+ *                and the CA and server certificate of `xpool dev --tls`
  *   ui/          the dashboard page, embedded in the binary
  *
  * Threads: an HTTP pool (http.c; http_routes.c the route table and the
@@ -109,6 +111,7 @@ struct xp_ctl_opts {
 	void *standby_arg;
 	const char *overcommit_memory; /* xp_oc_rules text for nodes that do not set their own
 					* (`--overcommit-memory`); NULL: none */
+	const char *tls_cert, *tls_key; /* PEM files: serve https:// only (tls.c); NULL: http:// */
 	/* The journal failed (fail-stop): called once, on the owner thread, after the controller
 	 * stopped being ready and began refusing every request; the process should stop (`xpool
 	 * server` exits 1). NULL: nothing more (a test stops the controller itself). */
@@ -345,6 +348,7 @@ struct xp_ctl {
 	struct xp_parking *parking;   /* parked long polls (park.c) */
 	uint16_t port;
 	char addr[64];
+	char *tls_pem[2]; /* the certificate and key libmicrohttpd serves with (http.c) */
 	pthread_t owner;
 	int owner_started;
 	pthread_mutex_t qmu;
@@ -607,6 +611,29 @@ int xp_auth_admit(struct xp_ctl *ctl, struct xp_cmd *cmd, struct xp_err *err);
  * of records, or < 0); become the leader once the campaign won. */
 long xp_ctl_follow(struct xp_ctl *ctl, struct xp_err *err);
 int xp_ctl_promote(struct xp_ctl *ctl, struct xp_err *err);
+
+/* ---- tls.c: the controller's certificate; xpool dev's CA ---- */
+
+/* Read --tls-cert and --tls-key into new buffers (the caller frees them),
+ * checked: PEM, and the key is the certificate's. Errors name the flag,
+ * the file and the reason; XP_EUNSUPP when libmicrohttpd has no TLS. */
+int xp_tls_server_load(const char *cert_file, const char *key_file, char **cert_pem,
+		       char **key_pem, struct xp_err *err);
+/* A self-signed CA named name: its certificate (0644) and key (0600). */
+int xp_tls_make_ca(const char *cert_file, const char *key_file, const char *name,
+		   struct xp_err *err);
+/* A server certificate for hosts[0..n) (DNS names and IP literals, as
+ * subject alternative names) signed by the CA of ca_cert and ca_key. */
+int xp_tls_make_cert(const char *ca_cert, const char *ca_key, const char *const *hosts, size_t n,
+		     const char *cert_file, const char *key_file, struct xp_err *err);
+struct xp_tls_files {
+	char dir[4200], ca[4300], ca_key[4300], cert[4300], key[4300];
+};
+/* `xpool dev --tls`: DATA/tls/ (0700) with ca.pem, ca.key, server.pem and
+ * server.key (for localhost, 127.0.0.1, ::1 and listen_host), each made
+ * unless it is there already (a restart keeps the CA its clients trust). */
+int xp_tls_dev_files(const char *data, const char *listen_host, struct xp_tls_files *f,
+		     struct xp_err *err);
 
 /* ctl.c */
 int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err *err);

@@ -677,7 +677,8 @@ static void test_vgpu_limits(void **state)
 	FILE *f = fopen(path, "w");
 	assert_non_null(f);
 	fprintf(f, "nodes:\n  - {name: g-2, cpu: 4, memory: 8Gi, devices: [{type: gpu, vendor: "
-		   "NVIDIA, model: Fake-NVIDIA, memory: 16Gi, uuid: GPU-g-2-0, mode: timeslice}]}\n");
+		   "NVIDIA, model: Fake-NVIDIA, memory: 16Gi, uuid: GPU-g-2-0, mode: timeslice, "
+		   "timeslice: {replicas: 4}}]}\n");
 	fclose(f);
 	start_agent(e, 2);
 	e->n = 3;
@@ -689,10 +690,21 @@ static void test_vgpu_limits(void **state)
 	if (!strstr(out, "P= M= C= D=timeslice F=0.300"))
 		fail_msg("timeslice: '%s'", out);
 	free(out);
+	/* one whole GPU there is one of its 4 replicas: a quarter, nothing preloaded */
+	id = submit(e, "{\"resources\":{\"cpu\":\"100m\",\"memory\":64,\"devices\":{\"count\":1,"
+		       "\"vendor\":\"NVIDIA\"}},\"command\":\"" VGPU_ECHO
+		       " D=$XPOOL_DEVICE_MODE F=$XPOOL_DEVICE_FRACTION\"}");
+	json_decref(wait_state(e, id, "succeeded", 20));
+	out = logs(e, id);
+	if (!strstr(out, "P= M= C= D=timeslice F=0.250"))
+		fail_msg("timeslice replica: '%s'", out);
+	free(out);
 	j = api(e, "GET", "/v1/devices?node=g-2", NULL, NULL);
 	json_t *dv = json_array_get(json_object_get(j, "devices"), 0);
 	assert_string_equal(str(dv, "mode"), "timeslice");
 	assert_true(json_is_false(json_object_get(dv, "isolated")));
+	assert_string_equal(str(dv, "not_isolated"), "memory, compute");
+	assert_int_equal(json_integer_value(json_object_get(dv, "replicas")), 4);
 	json_decref(j);
 	e->passed = 1;
 }

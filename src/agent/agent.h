@@ -73,6 +73,8 @@ struct xp_agent_opts {
 	int device_mode;	  /* enum xp_dev_mode + 1 for the accelerators not in MIG
 				     mode (--device-mode); 0: as discovered */
 	uint16_t overcommit;	  /* device-memory overcommit, hundredths; 0: none */
+	uint8_t replicas;	  /* --timeslice-replicas: one-GPU jobs a time-sliced
+				     accelerator takes at once; 0: as discovered */
 	const char *address;	  /* where service replicas are reached; NULL: the
 				     address this host reaches the controller from */
 	uint16_t port_min, port_max; /* service replicas' ports (XPOOL_PORT);

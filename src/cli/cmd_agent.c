@@ -57,6 +57,9 @@ int xp_cmd_agent(int argc, char **argv)
 		  "how the accelerators are shared: shared (fractions, enforced by the vGPU "
 		  "interposer; default), whole (one job each) or timeslice (fractions with "
 		  "nothing isolated); GPUs in MIG mode stay mig" },
+		{ "timeslice-replicas", XP_FLAG_STR, "N",
+		  "with --device-mode timeslice: each accelerator takes N one-GPU jobs at once "
+		  "(1..32), like NVIDIA's time-slicing replicas; nothing isolated" },
 		{ "overcommit-memory", XP_FLAG_STR, "F",
 		  "admit device memory up to F x each accelerator's (1..10; default 1)" },
 		{ "address", XP_FLAG_STR, "HOST",
@@ -139,6 +142,21 @@ int xp_cmd_agent(int argc, char **argv)
 		if (xp_flag_choice(flags, "device-mode", dmodes, &o.device_mode, &err) < 0)
 			goto usage;
 		o.device_mode = xp_mode_parse(dmodes[o.device_mode]) + 1;
+	}
+	if (xp_flag_get(flags, "timeslice-replicas")->given) {
+		const char *t = xp_flag_get(flags, "timeslice-replicas")->sval;
+		char *end = NULL;
+		long v = t ? strtol(t, &end, 10) : 0;
+		if (!end || end == t || *end || v < 1 || v > XP_TIMESLICE_MAX ||
+		    o.device_mode != XP_MODE_TIMESLICE + 1) {
+			xp_errf(&err, XP_EINVAL,
+				"--timeslice-replicas: expected 1 to %d with --device-mode "
+				"timeslice, got '%s'%s",
+				XP_TIMESLICE_MAX, t ? t : "",
+				o.device_mode == XP_MODE_TIMESLICE + 1 ? "" : " without it");
+			goto usage;
+		}
+		o.replicas = (uint8_t)v;
 	}
 	if (xp_flag_get(flags, "overcommit-memory")->given) {
 		double f = 0;

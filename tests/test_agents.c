@@ -648,6 +648,17 @@ static void test_vgpu_limits(void **state)
 	char acct[512]; /* it registered (no CUDA driver here: it limits nothing) */
 	snprintf(acct, sizeof(acct), "%s/work-g-0/tasks/%lld-0-1/vgpu.acct", e->dir, id);
 	assert_int_equal(access(acct, F_OK), 0);
+	/* device memory alone: a share sized by memory, 4 of 16 GiB, and both
+	 * limits set for the interposer */
+	id = submit(e, "{\"resources\":{\"cpu\":\"100m\",\"memory\":64,\"devices\":{"
+		       "\"memory\":\"4Gi\",\"vendor\":\"NVIDIA\"}},\"env\":{\"ASAN_OPTIONS\":"
+		       "\"verify_asan_link_order=0:detect_leaks=0\"},\"command\":\"" VGPU_ECHO
+		       " F=$XPOOL_DEVICE_FRACTION\"}");
+	json_decref(wait_state(e, id, "succeeded", 20));
+	out = logs(e, id);
+	if (!strstr(out, "P=libxpool-vgpu.so M=4096 C=250 F=0.250"))
+		fail_msg("4 GiB alone on a 16 GiB GPU: '%s'", out);
+	free(out);
 	id = submit(e, VGPU_JOB("\"vgpu\":\"off\",", VGPU_ECHO));
 	json_decref(wait_state(e, id, "succeeded", 20));
 	out = logs(e, id);

@@ -650,14 +650,18 @@ static void test_vgpu_limits(void **state)
 	assert_int_equal(access(acct, F_OK), 0);
 	/* device memory alone: a share sized by memory, 4 of 16 GiB, and both
 	 * limits set for the interposer */
-	id = submit(e, "{\"resources\":{\"cpu\":\"100m\",\"memory\":64,\"devices\":{"
-		       "\"memory\":\"4Gi\",\"vendor\":\"NVIDIA\"}},\"env\":{\"ASAN_OPTIONS\":"
-		       "\"verify_asan_link_order=0:detect_leaks=0\"},\"command\":\"" VGPU_ECHO
-		       " F=$XPOOL_DEVICE_FRACTION\"}");
+	id = submit(e, "{\"priority\":7,\"resources\":{\"cpu\":\"100m\",\"memory\":64,"
+		       "\"devices\":{\"memory\":\"4Gi\",\"vendor\":\"NVIDIA\"}},\"env\":{"
+		       "\"ASAN_OPTIONS\":\"verify_asan_link_order=0:detect_leaks=0\"},\"command\":"
+		       "\"" VGPU_ECHO " F=$XPOOL_DEVICE_FRACTION B=$XPOOL_VGPU_BOARD "
+		       "R=$XPOOL_VGPU_PRIORITY\"}");
 	json_decref(wait_state(e, id, "succeeded", 20));
 	out = logs(e, id);
-	if (!strstr(out, "P=libxpool-vgpu.so M=4096 C=250 F=0.250"))
+	if (!strstr(out, "P=libxpool-vgpu.so M=4096 C=250 F=0.250 B="))
 		fail_msg("4 GiB alone on a 16 GiB GPU: '%s'", out);
+	/* the GPU's board for priority between its jobs, with the job's priority */
+	if (!strstr(out, "/work-g-0/vgpu/gpu0.board R=7"))
+		fail_msg("board and priority: '%s'", out);
 	free(out);
 	id = submit(e, VGPU_JOB("\"vgpu\":\"off\",", VGPU_ECHO));
 	json_decref(wait_state(e, id, "succeeded", 20));

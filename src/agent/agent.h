@@ -208,6 +208,8 @@ struct xp_vgpu_env {
 	char account[600]; /* the task folder's vgpu.acct */
 	char mem_mib[24];  /* "" when memory is not capped */
 	char milli[8];	   /* "" when compute is not limited */
+	char board[600];   /* with a compute share: the GPU's board, WORK/vgpu/gpuN.board */
+	char prio[16];	   /* the job's priority there */
 };
 /* The interposer's settings for an assignment whose devices are CUDA
  * devices (cuda): 1 when its share is enforced (v filled), 0 when there is

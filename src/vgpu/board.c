@@ -59,6 +59,20 @@ static struct xv_board *board;
 static struct xv_board_slot *mine;
 static int64_t my_prio;
 
+/* Two processes of one job that start at once (a launcher's workers) may
+ * each claim a free slot: both settle on the lowest slot with the job's
+ * identity and free the other, so the job is counted once. */
+static struct xv_board_slot *dedupe(struct xv_board_slot *s, uint64_t id)
+{
+	for (struct xv_board_slot *t = board->slot; t < s; t++)
+		if (atomic_load(&t->owner) == id) {
+			uint64_t have = id;
+			atomic_compare_exchange_strong(&s->owner, &have, 0);
+			return t;
+		}
+	return s;
+}
+
 static int claim(uint64_t id, uint32_t milli)
 {
 	int64_t now = xv.now();
@@ -78,7 +92,7 @@ static int claim(uint64_t id, uint32_t milli)
 			atomic_store(&s->prio, my_prio);
 			atomic_store(&s->milli, milli);
 			atomic_store(&s->active_ns, now);
-			mine = s;
+			mine = dedupe(s, id);
 			return 0;
 		}
 	return -1;

@@ -34,25 +34,31 @@ one() { # one ENV...: CPU ns per launch of one run
 	env "$@" "$APP" bench "$N" | sed -n 's/^ns_per_launch //p'
 }
 
-echo "-- per-launch cost, CPU ns, median of $RUNS rounds of $N launches (the three in turn)"
+echo "-- per-launch cost, CPU ns, median of $RUNS rounds of $N launches (the four in turn)"
 : >"$T/base"
 : >"$T/free"
 : >"$T/lim"
+: >"$T/brd"
 i=1
 while [ "$i" -le "$RUNS" ]; do
 	one VGPU_APP_NONE=1 >>"$T/base"
 	one LD_PRELOAD="$LIB" >>"$T/free"
 	one LD_PRELOAD="$LIB" XPOOL_VGPU_ACCOUNT="$T/acct" XPOOL_VGPU_COMPUTE_MILLI=300 \
 		XPOOL_VGPU_MEMORY_MIB=8192 >>"$T/lim"
+	rm -f "$T/board" # as the agent runs it: with the GPU's board (priority)
+	one LD_PRELOAD="$LIB" XPOOL_VGPU_ACCOUNT="$T/acct" XPOOL_VGPU_COMPUTE_MILLI=300 \
+		XPOOL_VGPU_MEMORY_MIB=8192 XPOOL_VGPU_BOARD="$T/board" XPOOL_VGPU_PRIORITY=5 >>"$T/brd"
 	i=$((i + 1))
 done
 base=$(median <"$T/base")
 free=$(median <"$T/free")
 lim=$(median <"$T/lim")
-awk -v b="$base" -v f="$free" -v l="$lim" 'BEGIN {
+brd=$(median <"$T/brd")
+awk -v b="$base" -v f="$free" -v l="$lim" -v p="$brd" 'BEGIN {
 	printf "fake driver alone:                 %7.1f ns/launch\n", b
 	printf "interposer, no limit:              %7.1f ns/launch (overhead %+.1f ns)\n", f, f - b
 	printf "interposer, 300 milli + 8 GiB cap: %7.1f ns/launch (overhead %+.1f ns)\n", l, l - b
+	printf "  the same on the GPU'"'"'s board:      %7.1f ns/launch (overhead %+.1f ns)\n", p, p - b
 	printf "target: overhead < 1000 ns per launch\n" }'
 
 share() { # share M1 M2 MODE: two greedy jobs, 10 s simulated

@@ -26,6 +26,17 @@ for bad in "--alert-webhook ftp://x|--alert-webhook: expected an http" \
 	[ "$rc" = 2 ] && grep -q -- "$want" "$T/err" || fail "server $flag: exit $rc, $(cat "$T/err")"
 	[ -e "$T/bad/xpool.db" ] && fail "server $flag wrote a store"
 done
+# bad agent device flags: exit 2 naming the flag
+for bad in "--device-mode sliced|--device-mode: expected shared, whole or timeslice" \
+	"--timeslice-replicas 4|--timeslice-replicas: expected 1 to 32 with --device-mode timeslice, got '4' without it" \
+	"--device-mode timeslice --timeslice-replicas 33|--timeslice-replicas: expected 1 to 32" \
+	"--overcommit-memory 0.5|--overcommit-memory: expected a factor from 1 to 10"; do
+	flag=${bad%%|*} want=${bad#*|}
+	# shellcheck disable=SC2086
+	"$XP" agent --server 127.0.0.1:1 --token-file /dev/null --work "$T/badagent" $flag >"$T/out" 2>"$T/err"
+	rc=$?
+	[ "$rc" = 2 ] && grep -q -- "$want" "$T/err" || fail "agent $flag: exit $rc, $(cat "$T/err")"
+done
 start_dev --cluster "$SRC/examples/clusters/small.yaml"
 
 # the local agent's node: source "agent", ready

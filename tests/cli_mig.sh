@@ -7,7 +7,10 @@
 #    placed says why in `xpool explain`;
 #  - refused at submit, naming the field: any without a size, an unknown
 #    profile (valid ones listed), a profile no node offers, any that no
-#    profile covers, MIG on a GPU model without partitions.
+#    profile covers, MIG on a GPU model without partitions;
+#  - beside them, the other sharing modes in `xpool devices`: a T4
+#    time-sliced into 3 replicas takes 3 one-GPU jobs and not a 4th, and
+#    says what is not isolated.
 # Skips (exit 77) when `xpool dev` is absent.
 # usage: cli_mig.sh XPOOL SHARED_DIR SOURCE_DIR
 set -u
@@ -31,6 +34,11 @@ nodes:
     memory: 256Gi
     devices:
       - {type: gpu, vendor: NVIDIA, model: L4, count: 1, memory: 24Gi}
+  - name: ts
+    cpu: 32
+    memory: 64Gi
+    devices:
+      - {type: gpu, vendor: NVIDIA, model: T4, memory: 16Gi, timeslice: {replicas: 3}}
 YAML
 start_dev --cluster "$T/cluster.yaml"
 
@@ -60,6 +68,19 @@ wait_line "$J2" '^State: *pending'
 run explain "$J2"
 grep -q 'MIG any (1 milli, 71680 MiB): none of the 2 GPUs offering it has a free placement' "$T/out" ||
 	fail "explain $J2: $(cat "$T/out")"
+
+# time-slicing: 3 replicas of the T4, each a third, the 4th job waits
+for i in 1 2 3 4; do
+	run submit --gpus 1 --node ts --duration 1h -- sleep 3600
+	expect 0 "submit --gpus 1 --node ts ($i)"
+done
+J4=$(submitted)
+wait_line "$J4" '^State: *pending'
+run jobs -o json
+[ "$(grep -c '"state": "running"' "$T/out")" -ge 3 ] || fail "timeslice: 3 replicas not running: $(cat "$T/out")"
+run devices --node ts
+grep -q 'timeslice x3 (not isolated: memory, compute)' "$T/out" || fail "devices --node ts: $(cat "$T/out")"
+grep -q ' 1m  ' "$T/out" || fail "devices --node ts: free should be 1m (3 x 333): $(cat "$T/out")"
 
 refused() { # WHAT FIELD TEXT ARGS...
 	what=$1 field=$2 text=$3

@@ -101,10 +101,15 @@ static int64_t admitted(const struct xp_device *dv)
 }
 
 /* The compute milli one slot of q takes on device d: a share sized by
- * memory is its memory's part of the device's, rounded up, at least 1. */
+ * memory is its memory's part of the device's, rounded up, at least 1; one
+ * whole device of a time-sliced one with N replicas, one replica. */
 static int32_t milli_on(const struct xp_node *node, uint32_t d, const struct xp_request *q)
 {
 	uint64_t m = node->devs[d].mem_mib;
+	const struct xp_device *dv = &node->devs[d];
+	if (is_whole(q) && q->dev_count == 1 && dv->mode == XP_MODE_TIMESLICE &&
+	    dv->replicas > 1) /* one of its N replicas: floor(1000 / N) */
+		return XP_MILLI / dv->replicas;
 	if (!q->by_mem)
 		return q->dev_milli;
 	if (q->dev_mem_mib >= m)
@@ -675,6 +680,8 @@ void ref_pick_on(const struct ref_sched *r, uint32_t n, const struct xp_request 
 	a->dev_mem_mib = q->dev_mem_mib;
 	if (is_whole(q)) {
 		a->ndev = (uint16_t)pick_whole(node, &s, q, a->devs);
+		if (a->ndev == 1)
+			a->dev_milli = (uint16_t)milli_on(node, a->devs[0], q);
 		return;
 	}
 	int d = -1;

@@ -53,6 +53,7 @@ struct devspec {
 	uint32_t tdp, gflops, nic; /* power model, fp16 peak, an off-node link (Gbit/s) */
 	uint8_t mode;		   /* enum xp_dev_mode */
 	uint16_t overcommit;	   /* memory, hundredths; 0 = none */
+	uint8_t replicas;	   /* mode timeslice: one-device whole slots at once */
 };
 
 struct ntype {
@@ -82,6 +83,8 @@ static void random_devspec(struct world *w, struct xp_rng *g, struct devspec *d)
 	d->nic = chance(g, 30) ? 100 * (1 + (uint32_t)below(g, 4)) : 0;
 	d->mode = chance(g, 15) ? (uint8_t)below(g, XP_MODE_N) : XP_MODE_SHARED;
 	d->overcommit = chance(g, 20) ? (uint16_t)(100 + 25 * below(g, 9)) : 0;
+	if (d->mode == XP_MODE_TIMESLICE && chance(g, 70))
+		d->replicas = (uint8_t)(1 + below(g, XP_TIMESLICE_MAX));
 }
 
 static void world_syms(struct world *w)
@@ -157,6 +160,7 @@ static void world_random(struct world *w, struct xp_rng *g, size_t nnodes)
 			dv->peak_gflops[XP_PREC_FP16] = ds->gflops;
 			dv->mode = ds->mode;
 			dv->mem_overcommit = ds->overcommit;
+			dv->replicas = ds->replicas;
 			if (ds->nic)
 				xp_link_add(dv, XP_LINK_RDMA, -1, ds->nic);
 			dv->health = chance(g, 4) ? XP_HEALTH_UNHEALTHY : XP_HEALTH_OK;

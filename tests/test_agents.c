@@ -648,6 +648,21 @@ static void test_vgpu_limits(void **state)
 	char acct[512]; /* it registered (no CUDA driver here: it limits nothing) */
 	snprintf(acct, sizeof(acct), "%s/work-g-0/tasks/%lld-0-1/vgpu.acct", e->dir, id);
 	assert_int_equal(access(acct, F_OK), 0);
+	/* device memory alone: a share sized by memory, 4 of 16 GiB, and both
+	 * limits set for the interposer */
+	id = submit(e, "{\"priority\":7,\"resources\":{\"cpu\":\"100m\",\"memory\":64,"
+		       "\"devices\":{\"memory\":\"4Gi\",\"vendor\":\"NVIDIA\"}},\"env\":{"
+		       "\"ASAN_OPTIONS\":\"verify_asan_link_order=0:detect_leaks=0\"},\"command\":"
+		       "\"" VGPU_ECHO " F=$XPOOL_DEVICE_FRACTION B=$XPOOL_VGPU_BOARD "
+		       "R=$XPOOL_VGPU_PRIORITY\"}");
+	json_decref(wait_state(e, id, "succeeded", 20));
+	out = logs(e, id);
+	if (!strstr(out, "P=libxpool-vgpu.so M=4096 C=250 F=0.250 B="))
+		fail_msg("4 GiB alone on a 16 GiB GPU: '%s'", out);
+	/* the GPU's board for priority between its jobs, with the job's priority */
+	if (!strstr(out, "/work-g-0/vgpu/gpu0.board R=7"))
+		fail_msg("board and priority: '%s'", out);
+	free(out);
 	id = submit(e, VGPU_JOB("\"vgpu\":\"off\",", VGPU_ECHO));
 	json_decref(wait_state(e, id, "succeeded", 20));
 	out = logs(e, id);
@@ -677,7 +692,8 @@ static void test_vgpu_limits(void **state)
 	FILE *f = fopen(path, "w");
 	assert_non_null(f);
 	fprintf(f, "nodes:\n  - {name: g-2, cpu: 4, memory: 8Gi, devices: [{type: gpu, vendor: "
-		   "NVIDIA, model: Fake-NVIDIA, memory: 16Gi, uuid: GPU-g-2-0, mode: timeslice}]}\n");
+		   "NVIDIA, model: Fake-NVIDIA, memory: 16Gi, uuid: GPU-g-2-0, mode: timeslice, "
+		   "timeslice: {replicas: 4}}]}\n");
 	fclose(f);
 	start_agent(e, 2);
 	e->n = 3;
@@ -689,10 +705,21 @@ static void test_vgpu_limits(void **state)
 	if (!strstr(out, "P= M= C= D=timeslice F=0.300"))
 		fail_msg("timeslice: '%s'", out);
 	free(out);
+	/* one whole GPU there is one of its 4 replicas: a quarter, nothing preloaded */
+	id = submit(e, "{\"resources\":{\"cpu\":\"100m\",\"memory\":64,\"devices\":{\"count\":1,"
+		       "\"vendor\":\"NVIDIA\"}},\"command\":\"" VGPU_ECHO
+		       " D=$XPOOL_DEVICE_MODE F=$XPOOL_DEVICE_FRACTION\"}");
+	json_decref(wait_state(e, id, "succeeded", 20));
+	out = logs(e, id);
+	if (!strstr(out, "P= M= C= D=timeslice F=0.250"))
+		fail_msg("timeslice replica: '%s'", out);
+	free(out);
 	j = api(e, "GET", "/v1/devices?node=g-2", NULL, NULL);
 	json_t *dv = json_array_get(json_object_get(j, "devices"), 0);
 	assert_string_equal(str(dv, "mode"), "timeslice");
 	assert_true(json_is_false(json_object_get(dv, "isolated")));
+	assert_string_equal(str(dv, "not_isolated"), "memory, compute");
+	assert_int_equal(json_integer_value(json_object_get(dv, "replicas")), 4);
 	json_decref(j);
 	e->passed = 1;
 }

@@ -359,6 +359,20 @@ static const struct bad bads[] = {
 	  "'sick'" },
 	{ "t.yaml", DEV "        mode: sliced\n", XP_EINVAL, "t.yaml:5: nodes[0].devices[0].mode",
 	  "shared, whole, timeslice or mig" },
+	{ "t.yaml", DEV "        timeslice: {replicas: 0}\n", XP_ERANGE,
+	  "t.yaml:5: nodes[0].devices[0].timeslice.replicas", NULL },
+	{ "t.yaml", DEV "        timeslice: {replicas: 33}\n", XP_ERANGE,
+	  "t.yaml:5: nodes[0].devices[0].timeslice.replicas", NULL },
+	{ "t.yaml", DEV "        timeslice: {replicas: four}\n", XP_EINVAL,
+	  "t.yaml:5: nodes[0].devices[0].timeslice.replicas", NULL },
+	{ "t.yaml", DEV "        timeslice: {slices: 4}\n", XP_EINVAL,
+	  "t.yaml:5: nodes[0].devices[0].timeslice.slices", NULL },
+	{ "t.yaml", DEV "        timeslice: {}\n", XP_EINVAL,
+	  "t.yaml:5: nodes[0].devices[0].timeslice", "missing 'replicas'" },
+	{ "t.yaml", DEV "        timeslice: 4\n", XP_EINVAL,
+	  "t.yaml:5: nodes[0].devices[0].timeslice", "{replicas: 4}" },
+	{ "t.yaml", DEV "        mode: whole\n        timeslice: {replicas: 4}\n", XP_EINVAL,
+	  "nodes[0].devices[0].timeslice", "not whole" },
 	{ "t.yaml", DEV "        overcommit: {memory: 0.5}\n", XP_ERANGE,
 	  "t.yaml:5: nodes[0].devices[0].overcommit.memory", "from 1 to 10" },
 	{ "t.yaml", DEV "        overcommit: {memory: 11}\n", XP_ERANGE,
@@ -618,6 +632,7 @@ static void test_mode_overcommit(void **state)
 				"    devices:\n"
 				"      - {type: gpu, memory: 80Gi, mode: timeslice}\n"
 				"      - {type: gpu, memory: 80Gi, overcommit: {memory: 1.25}}\n"
+				"      - {type: gpu, memory: 80Gi, timeslice: {replicas: 4}}\n"
 				"  - name: b\n"
 				"    devices: [{type: gpu, memory: 80Gi, mode: Whole}]\n");
 	const struct xp_device *d = c->nodes[0].devs;
@@ -626,6 +641,9 @@ static void test_mode_overcommit(void **state)
 	assert_int_equal(xp_dev_admit_mib(&d[0]), 122880);
 	assert_int_equal(d[1].mem_overcommit, 125);
 	assert_int_equal(d[1].mode, XP_MODE_SHARED);
+	assert_int_equal(d[1].replicas, 0);
+	assert_int_equal(d[2].mode, XP_MODE_TIMESLICE); /* implied by its replicas */
+	assert_int_equal(d[2].replicas, 4);
 	d = c->nodes[1].devs;
 	assert_int_equal(d[0].mode, XP_MODE_WHOLE);
 	assert_int_equal(d[0].mem_overcommit, 0);
@@ -730,6 +748,7 @@ static void test_round_trip(void **state)
 		     "    overcommit: {memory: 1.5}\n"
 		     "    devices:\n"
 		     "      - {type: gpu, count: 2, memory: 80Gi, mode: timeslice}\n"
+		     "      - {type: gpu, memory: 80Gi, timeslice: {replicas: 7}}\n"
 		     "      - {type: gpu, memory: 80Gi, overcommit: {memory: 1.25}, mode: whole}\n"
 		     "      - {type: gpu, mode: MIG}\n"
 		     "  - {name: v-0}\n"

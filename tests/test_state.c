@@ -403,6 +403,90 @@ static void test_share_modes(void **state)
 	world_free(&w);
 }
 
+/* timeslice: {replicas: N}: N one-GPU jobs share the GPU at once and the
+ * (N+1)th waits, for every N from 1 to XP_TIMESLICE_MAX; the replicas take
+ * no memory; a two-GPU job still takes its GPUs whole (idle); a fraction
+ * counts against the replicas' compute; replay equal */
+static void test_timeslice_replicas(void **state)
+{
+	(void)state;
+	for (unsigned n = 1; n <= XP_TIMESLICE_MAX; n += n < 6 ? 1 : 7) {
+		struct world w;
+		char doc[512];
+		setup(&w);
+		snprintf(doc, sizeof(doc),
+			 "{\"version\":1,\"nodes\":[{\"name\":\"t\",\"cpu\":256,"
+			 "\"memory\":262144,\"devices\":[{\"type\":\"gpu\",\"memory\":"
+			 "81920,\"count\":2,\"mode\":\"timeslice\",\"timeslice\":"
+			 "{\"replicas\":%u}}]}]}",
+			 n);
+		assert_int_equal(world_apply(&w, "node.add", xp_rec_node_add(XP_SRC_EMULATED, doc)),
+				 0);
+		const char *one = "node: t\nresources: {cpu: 1, devices: {count: 1}}\n";
+		uint64_t ids[2 * XP_TIMESLICE_MAX + 2];
+		for (unsigned i = 0; i <= 2 * n; i++)
+			ids[i] = world_submit(&w, "team-a", one, NULL);
+		world_cycle(&w);
+		unsigned on[2] = { 0, 0 }, running = 0;
+		for (unsigned i = 0; i <= 2 * n; i++) {
+			const struct xp_job *j = xp_state_job(w.st, ids[i]);
+			if (j->state != XP_JOB_RUNNING)
+				continue;
+			running++;
+			on[j->allocs[0].devs[0]]++;
+			assert_int_equal(j->allocs[0].dev_milli, n > 1 ? XP_MILLI / n : XP_MILLI);
+		}
+		/* N on each GPU, not N + 1 */
+		assert_int_equal(running, 2 * n);
+		assert_int_equal(on[0], n);
+		assert_int_equal(on[1], n);
+		assert_int_equal(xp_state_job(w.st, ids[2 * n])->state, XP_JOB_PENDING);
+		/* one ends: the waiting one takes its replica */
+		assert_int_equal(world_apply(&w, "job.finish",
+					     xp_rec_job_finish(ids[0], XP_JOB_SUCCEEDED, 0, NULL)),
+				 0);
+		world_cycle(&w);
+		assert_int_equal(xp_state_job(w.st, ids[2 * n])->state, XP_JOB_RUNNING);
+		char *live = xp_state_snapshot(w.st), *full = world_replay(&w, w.log.n, NULL, 0);
+		assert_string_equal(live, full);
+		free(live);
+		free(full);
+		world_free(&w);
+	}
+	/* two GPUs at once take them whole: only when both are idle */
+	struct world w;
+	setup(&w);
+	const char *doc = "{\"version\":1,\"nodes\":[{\"name\":\"t\",\"cpu\":64,"
+			  "\"memory\":262144,\"devices\":[{\"type\":\"gpu\",\"memory\":81920,"
+			  "\"count\":2,\"timeslice\":{\"replicas\":4}}]}]}";
+	assert_int_equal(world_apply(&w, "node.add", xp_rec_node_add(XP_SRC_EMULATED, doc)), 0);
+	uint64_t a = world_submit(&w, "team-a",
+				  "node: t\nresources: {cpu: 1, devices: {count: 1}}\n", NULL);
+	world_cycle(&w);
+	uint64_t b = world_submit(&w, "team-a",
+				  "node: t\nresources: {cpu: 1, devices: {count: 2}}\n", NULL);
+	uint64_t c = world_submit(
+		&w, "team-a", "node: t\nresources: {cpu: 1, devices: {count: 1, fraction: 0.6}}\n",
+		NULL);
+	uint64_t d = world_submit(
+		&w, "team-a", "node: t\nresources: {cpu: 1, devices: {count: 1, fraction: 0.6}}\n",
+		NULL);
+	world_cycle(&w);
+	assert_int_equal(xp_state_job(w.st, a)->state, XP_JOB_RUNNING);
+	assert_int_equal(xp_state_job(w.st, b)->state, XP_JOB_PENDING);
+	/* 0.6 beside a replica (250): fits on either; a second 0.6 only on the
+	 * other GPU */
+	assert_int_equal(xp_state_job(w.st, c)->state, XP_JOB_RUNNING);
+	assert_int_equal(xp_state_job(w.st, d)->state, XP_JOB_RUNNING);
+	assert_int_not_equal(xp_state_job(w.st, c)->allocs[0].devs[0],
+			     xp_state_job(w.st, d)->allocs[0].devs[0]);
+	char *live = xp_state_snapshot(w.st), *full = world_replay(&w, w.log.n, NULL, 0);
+	assert_string_equal(live, full);
+	free(live);
+	free(full);
+	world_free(&w);
+}
+
 /* retention: only finished jobs are forgotten, all or none per record; the
  * id is never given again; the idempotency key goes with the job */
 static void test_forget(void **state)
@@ -672,8 +756,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lifecycle),    cmocka_unit_test(test_random_replay),
 		cmocka_unit_test(test_spec_edges),   cmocka_unit_test(test_node_pinning),
-		cmocka_unit_test(test_share_modes),  cmocka_unit_test(test_forget),
-		cmocka_unit_test(test_exit_reasons), cmocka_unit_test(test_typed_submit),
+		cmocka_unit_test(test_share_modes),  cmocka_unit_test(test_timeslice_replicas),
+		cmocka_unit_test(test_forget),	     cmocka_unit_test(test_exit_reasons),
+		cmocka_unit_test(test_typed_submit),
 	};
 	return xp_run_tests(tests, NULL, NULL);
 }

@@ -207,7 +207,9 @@ static void test_vgpu_unlimited_real_totals(void **state)
 
 /* two jobs at m1 and m2 milli, greedy, mode; their shares of 10 s of
  * simulated device time within 3 points */
-/* the two jobs' shares of 10 s of simulated device time, in got[] */
+/* the two jobs' shares of 10 s of simulated device time, in got[];
+ * with prio[] set, both jobs are on one GPU's board with those priorities */
+static const char *prio[2];
 static void run_pair(const char *m1, const char *m2, const char *mode, const char *mode2, int ptsz,
 		     const char *jitter, int preload, double got[2])
 {
@@ -224,6 +226,8 @@ static void run_pair(const char *m1, const char *m2, const char *mode, const cha
 				      "FAKE_CUDA_HORIZON_MS=10000",
 				      ptsz ? "VGPU_APP_PTSZ=1" : "VGPU_APP_NONE=1",
 				      kv("FAKE_CUDA_JITTER", jitter),
+				      prio[i] ? kv("XPOOL_VGPU_BOARD", path("board")) : NULL,
+				      prio[i] ? kv("XPOOL_VGPU_PRIORITY", prio[i]) : NULL,
 				      NULL };
 		start(&a[i], env, preload, argv);
 	}
@@ -299,6 +303,47 @@ static void test_vgpu_share_control_unlimited(void **state)
 static void test_vgpu_share_jitter(void **state)
 {
 	shares_jitter("300", "700", "eager", "graph", 0, "20");
+}
+
+/* priority under contention: a 700-milli job of priority 10 and a
+ * 600-milli job of priority 0, both greedy, want 1.3 GPUs; the high one
+ * is served its 70 % first and the low one yields to 30 %. The control:
+ * at equal priority the same pair splits the GPU nearer even, so the 70/30
+ * is the board's doing */
+static void test_vgpu_priority_contended(void **state)
+{
+	double got[2], ctl[2];
+	prio[0] = "10", prio[1] = "0";
+	run_pair("700", "600", "eager", "eager", 0, "0", 1, got);
+	xp_test_rmdir(dir);
+	setup(state);
+	prio[0] = prio[1] = "5";
+	run_pair("700", "600", "eager", "eager", 0, "0", 1, ctl);
+	prio[0] = prio[1] = NULL;
+	printf("vgpu: 700 milli at priority 10 and 600 at 0 on one GPU: %.1f%% and %.1f%% of 10 s "
+	       "simulated device time (errors %+.1f and %+.1f points against 70/30); at equal "
+	       "priority %.1f%% and %.1f%%\n",
+	       100 * got[0], 100 * got[1], 100 * got[0] - 70, 100 * got[1] - 30, 100 * ctl[0],
+	       100 * ctl[1]);
+	assert_true(fabs(100 * got[0] - 70) <= 3.0);
+	assert_true(fabs(100 * got[1] - 30) <= 3.0);
+	assert_true(ctl[1] > got[1] + 0.05); /* without priority the low one gets more */
+	assert_true(ctl[0] <= 0.70 + 0.03 && ctl[1] <= 0.60 + 0.03); /* caps hold either way */
+}
+
+/* the low-priority job yields only while the high one launches: with the
+ * high one idle (its job never launches: vgpu_app's "idle" mode) the low
+ * one gets its whole 600 */
+static void test_vgpu_priority_idle_high(void **state)
+{
+	double got[2];
+	prio[0] = "10", prio[1] = "0";
+	run_pair("700", "600", "idle", "eager", 0, "0", 1, got);
+	prio[0] = prio[1] = NULL;
+	printf("vgpu: the 600-milli job of priority 0 beside an idle one of priority 10: %.1f%%\n",
+	       100 * got[1]);
+	assert_true(got[0] < 0.01);
+	assert_true(fabs(100 * got[1] - 60) <= 3.0);
 }
 
 /* a killed process's memory is back for the next allocation */
@@ -425,6 +470,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_vgpu_share_ex_coop_ptsz, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vgpu_share_jitter, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vgpu_share_control_unlimited, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_vgpu_priority_contended, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_vgpu_priority_idle_high, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vgpu_direct_linked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vgpu_killed_reclaimed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vgpu_fork_child, setup, teardown),

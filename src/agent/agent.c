@@ -88,6 +88,8 @@ static struct xp_cluster *discover(const struct xp_agent_opts *o, struct xp_hal 
 			continue;
 		if (o->device_mode && dv->mode != XP_MODE_MIG)
 			dv->mode = (uint8_t)(o->device_mode - 1);
+		if (o->replicas && dv->mode == XP_MODE_TIMESLICE)
+			dv->replicas = o->replicas;
 		if (o->overcommit && !dv->mem_overcommit)
 			dv->mem_overcommit = o->overcommit;
 	}

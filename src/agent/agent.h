@@ -74,6 +74,8 @@ struct xp_agent_opts {
 	int device_mode;	  /* enum xp_dev_mode + 1 for the accelerators not in MIG
 				     mode (--device-mode); 0: as discovered */
 	uint16_t overcommit;	  /* device-memory overcommit, hundredths; 0: none */
+	uint8_t replicas;	  /* --timeslice-replicas: one-GPU jobs a time-sliced
+				     accelerator takes at once; 0: as discovered */
 	const char *address;	  /* where service replicas are reached; NULL: the
 				     address this host reaches the controller from */
 	uint16_t port_min, port_max; /* service replicas' ports (XPOOL_PORT);
@@ -207,6 +209,8 @@ struct xp_vgpu_env {
 	char account[600]; /* the task folder's vgpu.acct */
 	char mem_mib[24];  /* "" when memory is not capped */
 	char milli[8];	   /* "" when compute is not limited */
+	char board[600];   /* with a compute share: the GPU's board, WORK/vgpu/gpuN.board */
+	char prio[16];	   /* the job's priority there */
 };
 /* The interposer's settings for an assignment whose devices are CUDA
  * devices (cuda): 1 when its share is enforced (v filled), 0 when there is

@@ -441,6 +441,10 @@ static int vgpu_env(json_t *as, struct xp_task *t, struct strv *env, int cuda, i
 		env_set(env, "XPOOL_VGPU_MEMORY_MIB", v.mem_mib);
 	if (v.milli[0])
 		env_set(env, "XPOOL_VGPU_COMPUTE_MILLI", v.milli);
+	if (v.board[0]) {
+		env_set(env, "XPOOL_VGPU_BOARD", v.board);
+		env_set(env, "XPOOL_VGPU_PRIORITY", v.prio);
+	}
 	t->vgpu_check_at = xp_agent_now() + xp_vgpu_check_after();
 	return 0;
 }

@@ -18,6 +18,7 @@
  * rather than left running without its GPU limits.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <jansson.h>
 #include <libgen.h>
 #include <stdio.h>
@@ -51,6 +52,29 @@ static int find_lib(char *out, size_t n)
 	return access(out, R_OK) == 0 ? 0 : -1;
 }
 
+/* The board of the replica's GPU, shared by every limited job on it
+ * (src/vgpu/board.c): WORK/vgpu/gpuN.board, WORK being the task folder's
+ * grandparent (WORK/tasks/<job>-<replica>-<attempt>); "" when it cannot
+ * be made (the share then holds without priority). */
+static void board_path(const char *taskdir, const json_t *dev, struct xp_vgpu_env *v)
+{
+	char dir[600];
+	snprintf(dir, sizeof(dir), "%s", taskdir);
+	for (int up = 0; up < 2; up++) {
+		char *slash = strrchr(dir, '/');
+		if (!slash)
+			return;
+		*slash = '\0';
+	}
+	if (strlen(dir) + 6 >= sizeof(dir) || !json_is_integer(dev))
+		return;
+	strcat(dir, "/vgpu");
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return;
+	snprintf(v->board, sizeof(v->board), "%s/gpu%lld.board", dir,
+		 (long long)json_integer_value(dev));
+}
+
 int xp_vgpu_plan(const void *assignment, const char *taskdir, int cuda, struct xp_vgpu_env *v,
 		 struct xp_err *err)
 {
@@ -76,8 +100,12 @@ int xp_vgpu_plan(const void *assignment, const char *taskdir, int cuda, struct x
 	snprintf(v->account, sizeof(v->account), "%s/vgpu.acct", taskdir);
 	if (mem > 0)
 		snprintf(v->mem_mib, sizeof(v->mem_mib), "%lld", mem);
-	if (milli > 0 && milli < 1000)
+	if (milli > 0 && milli < 1000) {
 		snprintf(v->milli, sizeof(v->milli), "%lld", milli);
+		board_path(taskdir, json_array_get(json_object_get(as, "devices"), 0), v);
+		snprintf(v->prio, sizeof(v->prio), "%lld",
+			 json_integer_value(json_object_get(as, "priority")));
+	}
 	return 1;
 }
 

@@ -17,6 +17,41 @@
 #include "flags.h"
 #include "../lib/fileio.h"
 
+/* --device-mode, --timeslice-replicas and --overcommit-memory into o: how
+ * the node's accelerators are shared; -1 with err naming the flag */
+static int device_flags(struct xp_flag *flags, struct xp_agent_opts *o, struct xp_err *err)
+{
+	static const char *const dmodes[] = { "shared", "whole", "timeslice", NULL };
+	if (xp_flag_get(flags, "device-mode")->given) {
+		if (xp_flag_choice(flags, "device-mode", dmodes, &o->device_mode, err) < 0)
+			return -1;
+		o->device_mode = xp_mode_parse(dmodes[o->device_mode]) + 1;
+	}
+	if (xp_flag_get(flags, "timeslice-replicas")->given) {
+		const char *t = xp_flag_get(flags, "timeslice-replicas")->sval;
+		char *end = NULL;
+		long v = t ? strtol(t, &end, 10) : 0;
+		int ts = o->device_mode == XP_MODE_TIMESLICE + 1;
+		if (!end || end == t || *end || v < 1 || v > XP_TIMESLICE_MAX || !ts)
+			return xp_errf(err, XP_EINVAL,
+				       "--timeslice-replicas: expected 1 to %d with --device-mode "
+				       "timeslice, got '%s'%s",
+				       XP_TIMESLICE_MAX, t ? t : "", ts ? "" : " without it");
+		o->replicas = (uint8_t)v;
+	}
+	if (xp_flag_get(flags, "overcommit-memory")->given) {
+		double f = 0;
+		const char *v = xp_flag_get(flags, "overcommit-memory")->sval;
+		if (xp_parse_double(v, &f) < 0 || !(f >= 1) || f > XP_OVERCOMMIT_MAX / 100.0)
+			return xp_errf(
+				err, XP_EINVAL,
+				"--overcommit-memory: expected a factor from 1 to %d, got '%s'",
+				XP_OVERCOMMIT_MAX / 100, v);
+		o->overcommit = (uint16_t)(f * 100 + 0.5);
+	}
+	return 0;
+}
+
 int xp_cmd_agent(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
@@ -60,6 +95,9 @@ int xp_cmd_agent(int argc, char **argv)
 		  "how the accelerators are shared: shared (fractions, enforced by the vGPU "
 		  "interposer; default), whole (one job each) or timeslice (fractions with "
 		  "nothing isolated); GPUs in MIG mode stay mig" },
+		{ "timeslice-replicas", XP_FLAG_STR, "N",
+		  "with --device-mode timeslice: each accelerator takes N one-GPU jobs at once "
+		  "(1..32), like NVIDIA's time-slicing replicas; nothing isolated" },
 		{ "overcommit-memory", XP_FLAG_STR, "F",
 		  "admit device memory up to F x each accelerator's (1..10; default 1)" },
 		{ "address", XP_FLAG_STR, "HOST",
@@ -137,22 +175,8 @@ int xp_cmd_agent(int argc, char **argv)
 		}
 		o.limits = XP_LIMITS_OFF;
 	}
-	static const char *const dmodes[] = { "shared", "whole", "timeslice", NULL };
-	if (xp_flag_get(flags, "device-mode")->given) {
-		if (xp_flag_choice(flags, "device-mode", dmodes, &o.device_mode, &err) < 0)
-			goto usage;
-		o.device_mode = xp_mode_parse(dmodes[o.device_mode]) + 1;
-	}
-	if (xp_flag_get(flags, "overcommit-memory")->given) {
-		double f = 0;
-		const char *v = xp_flag_get(flags, "overcommit-memory")->sval;
-		if (xp_parse_double(v, &f) < 0 || !(f >= 1) || f > XP_OVERCOMMIT_MAX / 100.0) {
-			xp_errf(&err, XP_EINVAL, "--overcommit-memory: expected a factor from 1 to %d, got '%s'",
-				XP_OVERCOMMIT_MAX / 100, v);
-			goto usage;
-		}
-		o.overcommit = (uint16_t)(f * 100 + 0.5);
-	}
+	if (device_flags(flags, &o, &err) < 0)
+		goto usage;
 	o.address = xp_flag_get(flags, "address")->sval;
 	if (xp_flag_get(flags, "ports")->given) {
 		const char *v = xp_flag_get(flags, "ports")->sval;

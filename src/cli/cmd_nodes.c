@@ -123,16 +123,20 @@ static void labels_text(struct xp_sb *b, const json_t *labels)
 	}
 }
 
-/* "shared", "whole", "mig", "timeslice (not isolated)"; ", memory x1.5"
- * with overcommit */
+/* "shared", "whole", "mig", "timeslice x4 (not isolated: memory, compute)";
+ * ", memory x1.5" with overcommit */
 static void print_mode(struct xp_table *t, const json_t *d)
 {
 	const char *mode = json_string_value(json_object_get(d, "mode"));
-	long long mem = 0, adm = 0;
+	const char *what = json_string_value(json_object_get(d, "not_isolated"));
+	long long mem = 0, adm = 0, reps = 0;
 	struct xp_sb b;
 	xp_sb_init(&b);
-	xp_sb_printf(&b, "%s%s", mode ? mode : "-",
-		     json_is_false(json_object_get(d, "isolated")) ? " (not isolated)" : "");
+	xp_sb_printf(&b, "%s", mode ? mode : "-");
+	if (xp_cli_jint(d, "replicas", &reps) == 0 && reps > 1)
+		xp_sb_printf(&b, " x%lld", reps);
+	if (json_is_false(json_object_get(d, "isolated")))
+		xp_sb_printf(&b, " (not isolated%s%s)", what ? ": " : "", what ? what : "");
 	if (xp_cli_jint(d, "memory_admitted_mib", &adm) == 0 &&
 	    xp_cli_jint(d, "memory_mib", &mem) == 0 && mem > 0)
 		xp_sb_printf(&b, ", memory x%.3g", (double)adm / (double)mem);

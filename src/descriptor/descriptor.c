@@ -70,7 +70,7 @@ static const char *const dev_keys[] = {
 	"type", "class", "vendor", "model", "count", "memory", "compute_capability",
 	"memory_bandwidth", "interconnect", "island", "numa", "tdp", "idle_power", "peak",
 	"partitions", "health", "uuid", "pci_bus_id", "arch", "offload_engines",
-	"rdma_capability", "attributes", "links", "mode", "overcommit", NULL};
+	"rdma_capability", "attributes", "links", "mode", "overcommit", "timeslice", NULL};
 /* clang-format on */
 static const char *const part_keys[] = { "name", "compute_milli", "memory", "max", NULL };
 static const char *const link_keys[] = { "kind", "peer", "bandwidth", NULL };
@@ -325,6 +325,36 @@ static int get_overcommit(struct ctx *x, const struct xp_tree *map, uint16_t *pc
 	return rc;
 }
 
+/* timeslice: {replicas: N}, N in [1, XP_TIMESLICE_MAX]: one whole device
+ * shared by N jobs at once (NVIDIA's time-slicing replicas). It implies
+ * mode timeslice, and another mode with it is refused. */
+static int get_timeslice(struct ctx *x, const struct xp_tree *e, struct xp_device *d)
+{
+	static const char *const keys[] = { "replicas", NULL };
+	const struct xp_tree *v = xp_tree_field(e, "timeslice");
+	int64_t n = 0;
+	if (!v)
+		return 0;
+	if (xp_tree_field(e, "mode") && d->mode != XP_MODE_TIMESLICE)
+		return fail_at(x, e, "timeslice", XP_EINVAL,
+			       "replicas are for mode timeslice, not %s", xp_mode_name(d->mode));
+	size_t m = xp_walk_push_key(&x->w, "timeslice");
+	int rc = xp_walk_want(&x->w, v, XP_TREE_MAP, "a map such as {replicas: 4}");
+	if (rc == 0)
+		rc = xp_walk_keys(&x->w, v, keys);
+	if (rc == 0 && !xp_tree_field(v, "replicas"))
+		rc = xp_walk_fail(&x->w, v->line, XP_EINVAL, "missing 'replicas' (1 to %d)",
+				  XP_TIMESLICE_MAX);
+	if (rc == 0 && (rc = xp_walk_get_int(&x->w, v, "replicas", 1, XP_TIMESLICE_MAX, &n)) > 0)
+		rc = 0;
+	xp_walk_pop(&x->w, m);
+	if (rc == 0) {
+		d->mode = XP_MODE_TIMESLICE;
+		d->replicas = (uint8_t)n;
+	}
+	return rc;
+}
+
 /* Every field of one device entry but count and interconnect. */
 static int device_fields(struct ctx *x, const struct xp_tree *e, struct xp_device *d, int self)
 {
@@ -357,6 +387,7 @@ static int device_fields(struct ctx *x, const struct xp_tree *e, struct xp_devic
 	d->health = (uint8_t)health;
 	TRY(xp_walk_get_enum(&x->w, e, "mode", xp_mode_parse, MODES, &mode));
 	d->mode = (uint8_t)mode;
+	TRY(get_timeslice(x, e, d));
 	TRY(get_overcommit(x, e, &d->mem_overcommit));
 	TRY(get_dup(x, e, "uuid", &d->uuid));
 	TRY(get_dup(x, e, "pci_bus_id", &d->pci_bus_id));

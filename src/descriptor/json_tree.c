@@ -464,9 +464,9 @@ static int attrs_eq(const struct xp_attr *a, uint16_t na, const struct xp_attr *
 static int dev_eq(const struct xp_device *a, const struct xp_device *b)
 {
 	if (a->cls != b->cls || a->health != b->health || a->mode != b->mode ||
-	    a->mem_overcommit != b->mem_overcommit || a->vendor != b->vendor ||
-	    a->model != b->model || a->arch != b->arch || a->cc != b->cc ||
-	    a->mem_mib != b->mem_mib || a->mem_bw_mb_s != b->mem_bw_mb_s ||
+	    a->replicas != b->replicas || a->mem_overcommit != b->mem_overcommit ||
+	    a->vendor != b->vendor || a->model != b->model || a->arch != b->arch ||
+	    a->cc != b->cc || a->mem_mib != b->mem_mib || a->mem_bw_mb_s != b->mem_bw_mb_s ||
 	    memcmp(a->peak_gflops, b->peak_gflops, sizeof(a->peak_gflops)) != 0 ||
 	    a->tdp_w != b->tdp_w || a->idle_w != b->idle_w || a->numa != b->numa ||
 	    a->island != b->island || !str_eq(a->uuid, b->uuid) ||
@@ -619,6 +619,11 @@ static json_t *device_json(const struct xp_cluster *c, const struct xp_device *d
 		put_str(o, "health", xp_health_name(d->health));
 	if (d->mode != XP_MODE_SHARED)
 		put_str(o, "mode", xp_mode_name(d->mode));
+	if (d->mode == XP_MODE_TIMESLICE && d->replicas) {
+		json_t *ts = json_object();
+		json_object_set_new(ts, "replicas", json_integer(d->replicas));
+		json_object_set_new(o, "timeslice", ts);
+	}
 	if (d->mem_overcommit && d->mem_overcommit != XP_OVERCOMMIT_NONE) {
 		json_t *oc = json_object();
 		json_object_set_new(oc, "memory", json_real(d->mem_overcommit / 100.0));

@@ -98,6 +98,7 @@ static int fake_enumerate(struct xp_hal_family *f, struct xp_cluster *c, struct 
 		d->cls = sd->cls;
 		d->health = sd->health;
 		d->mode = sd->mode;
+		d->replicas = sd->replicas;
 		d->mem_overcommit = sd->mem_overcommit;
 		d->vendor = resym(c, f->desc, sd->vendor);
 		d->model = resym(c, f->desc, sd->model);

@@ -304,6 +304,12 @@ void xp_api_devices(struct xp_ctl *ctl, struct xp_cmd *cmd)
 				"jobs", jobs);
 			json_object_set_new(dj, "mode", json_string(xp_mode_name(dv->mode)));
 			json_object_set_new(dj, "isolated", json_boolean(dv->mode != XP_MODE_TIMESLICE));
+			if (dv->mode == XP_MODE_TIMESLICE) { /* said plainly, for every reader */
+				json_object_set_new(dj, "not_isolated",
+						    json_string("memory, compute"));
+				json_object_set_new(dj, "replicas",
+						    json_integer(dv->replicas ? dv->replicas : 1));
+			}
 			if (dv->mem_overcommit && dv->mem_overcommit != XP_OVERCOMMIT_NONE)
 				json_object_set_new(dj, "memory_admitted_mib",
 						    json_integer((json_int_t)xp_dev_admit_mib(dv)));

@@ -402,6 +402,8 @@ void xp_api_node_assignments(struct xp_ctl *ctl, struct xp_cmd *cmd)
 			json_object_set_new(e, "workdir", json_string(j->spec.workdir));
 		if (j->spec.vgpu_off)
 			json_object_set_new(e, "vgpu", json_string("off"));
+		if (j->spec.priority) /* served first on a contended GPU (the vGPU board) */
+			json_object_set_new(e, "priority", json_integer(j->spec.priority));
 		if (j->spec.svc.name) /* a service's replica: its port and check */
 			json_object_set_new(e, "service", assign_service(&j->spec.svc));
 		if (xp_job_elastic(j)) /* the agent stops a replica with it first */

@@ -249,16 +249,18 @@ uint64_t xv_used(int dev)
 	return u;
 }
 
-int64_t xv_refill(int dev)
+int64_t xv_refill(int dev, uint32_t *eff)
 {
 	struct xv_account *a = xv.acct;
 	struct xv_dev *d = &a->dev[dev];
 	int64_t now = xv.now();
+	uint32_t milli = dev == 0 ? xv_board_share(d->milli, now) : d->milli;
+	*eff = milli;
 	lock(a);
 	reap_if_due(a);
 	int64_t dt = now - d->refill_ns;
 	if (dt > 0) {
-		int64_t add = dt * d->milli / 1000, depth = XV_WINDOW * d->milli / 1000;
+		int64_t add = dt * milli / 1000, depth = XV_WINDOW * milli / 1000;
 		int64_t b = atomic_load(&d->budget_ns), nb;
 		do {
 			nb = b + add > depth ? (b > depth ? b : depth) : b + add;

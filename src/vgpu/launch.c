@@ -23,6 +23,11 @@
  * launch waits for its probe, once, so that the mean exists. The error and
  * reaction time are in docs/design/vgpu.md.
  *
+ * Under contention a job's bucket fills at its effective share, which a
+ * job of higher priority on the same GPU may lower (board.c): the launch
+ * path only tells the board, on every 16th launch of a shape and when
+ * throttled, that the job still launches.
+ *
  * Launches into a stream being captured are not charged: they run later,
  * as a graph, and are charged then. The share applies to the process's
  * device 0 (a fraction of a GPU is one device).
@@ -164,18 +169,26 @@ static int capturing(CUstream s)
 	return yes;
 }
 
-/* the bucket is empty: refill, and sleep until the debt is repaid */
+/* the bucket is empty: refill, and sleep until the debt is repaid; while
+ * jobs of higher priority hold part of the share back (board.c), look
+ * again every XV_WINDOW / 10 rather than sleep for the whole debt at a
+ * share that may come back any moment */
 static void throttle(struct xv_dev *d)
 {
+	xv_board_active();
 	for (;;) {
-		int64_t left = xv_refill(0);
+		uint32_t eff;
+		int64_t left = xv_refill(0, &eff);
 		if (left >= 0)
 			return;
 		if (pthread_mutex_trylock(&pmu) == 0) {
 			poll();
 			pthread_mutex_unlock(&pmu);
 		}
-		xv.sleep_until(xv.now() + (-left) * 1000 / d->milli + 1);
+		int64_t wait = eff ? (-left) * 1000 / eff + 1 : XV_WINDOW / 10;
+		if (eff < d->milli && wait > XV_WINDOW / 10)
+			wait = XV_WINDOW / 10;
+		xv.sleep_until(xv.now() + wait);
 	}
 }
 
@@ -217,6 +230,8 @@ static void gate_enter(struct gate *g, uint64_t key, CUstream s, int ptsz)
 	g->charged = c;
 	if (before - c < 0)
 		throttle(d);
+	else if (!(n & 15)) /* every 16th launch of a shape: it still contends */
+		xv_board_active();
 	if ((known >= NSAMPLE && (n & 15)) || pthread_mutex_trylock(&pmu) != 0)
 		return;
 	if (!pready)

@@ -10,6 +10,8 @@
  *   XPOOL_VGPU_ACCOUNT=PATH                the job's account file (else private)
  *   XPOOL_VGPU_CONTEXT_MIB=n               charged against the cap for each process's
  *                                          context on a device (default 0)
+ *   XPOOL_VGPU_BOARD=PATH                  the GPU's board, shared by its jobs (board.c)
+ *   XPOOL_VGPU_PRIORITY=n                  the job's priority there (default 0)
  * Neither limit set: the library answers every lookup with the real
  * function, so it costs nothing.
  *
@@ -216,6 +218,9 @@ static void init_limits(void)
 	/* registered even without a driver: the agent checks that it was loaded */
 	if (xv_register() < 0)
 		xv_log("no free slot in the job's account: this process's allocations fail");
+	if (xv.compute_limited)
+		xv_board_open(getenv("XPOOL_VGPU_BOARD"), getenv("XPOOL_VGPU_ACCOUNT"),
+			      getenv("XPOOL_VGPU_PRIORITY"), a->dev[0].milli);
 	pthread_atfork(NULL, NULL, after_fork_child);
 }
 

@@ -16,6 +16,9 @@
  *              nvmlDeviceGetMemoryInfo reporting the cap
  *   launch.c   the launch hooks, the device-time bucket, the probes
  *              (event pairs) that measure kernels, stream capture
+ *   board.c    priority between the jobs on one GPU: a file per GPU where
+ *              each job says its priority, share and when it last
+ *              launched; a bucket fills at its effective share
  *
  * Threads: any application thread may enter any hook. The account is
  * shared with the job's other processes: its mutex (process-shared,
@@ -93,8 +96,19 @@ void xv_unreserve(int dev, uint64_t bytes);
 void xv_alloc_failed(int dev, uint64_t bytes, int rc);
 /* The job's used bytes on dev, reclaiming the dead first when due. */
 uint64_t xv_used(int dev);
-/* Refill dev's bucket to now; its balance after. */
-int64_t xv_refill(int dev);
+/* Refill dev's bucket to now at its effective share (board.c, device 0;
+ * the share elsewhere), put in *eff; its balance after. */
+int64_t xv_refill(int dev, uint32_t *eff);
+
+/* board.c */
+/* Take this job's slot on the GPU's board at path (NULL: no board, no
+ * priority): its identity is the account file acct; prio the job's
+ * priority (XPOOL_VGPU_PRIORITY), milli its share on the GPU. */
+void xv_board_open(const char *path, const char *acct, const char *prio, uint32_t milli);
+void xv_board_active(void); /* this job launched: it contends */
+/* The share this job's bucket fills at now: milli less what contending
+ * jobs of higher priority are entitled to; milli without a board. */
+uint32_t xv_board_share(uint32_t milli, int64_t now);
 
 /* resolve.c */
 void xv_bind_dlsym(void); /* the real dlsym, by version (ours hides it) */

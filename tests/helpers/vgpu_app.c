@@ -16,7 +16,8 @@
  *                              what the driver reports
  *   vgpu_app run S GRID US MODE  launch until the simulated clock passes S s;
  *                              kernels of GRID and 2*GRID blocks of US us;
- *                              MODE eager|graph|ex|coop; print busy and now
+ *                              MODE eager|graph|ex|coop, or idle (sleep until
+ *                              then, launching nothing); print busy and now
  *   vgpu_app hold MIB          allocate MIB, print "held", wait to be killed
  *   vgpu_app reclaim MIB       after a line on stdin, allocate MIB, retrying
  *                              every 10 ms simulated; print how long it took
@@ -246,6 +247,8 @@ static int cmd_run(double secs, unsigned grid, unsigned us, const char *mode)
 		cu.end(s, &g);
 		cu.inst(&ge, g, 0);
 	}
+	if (!strcmp(mode, "idle"))
+		cu.sleep(horizon);
 	for (unsigned long i = 0; cu.clock() < horizon; i++) {
 		unsigned gx = grid * (unsigned)(1 + i % 2);
 		CUlaunchConfig c = { gx, 1, 1, 128, 1, 1, 0, s, NULL, 0 };

@@ -68,6 +68,16 @@ uint16_t xp_share_by_mem(uint64_t dev_mem_mib, uint64_t mem_mib)
 	return (uint16_t)(m ? m : 1);
 }
 
+uint16_t xp_slot_milli(const struct xp_device *d, uint16_t dev_count, uint16_t dev_milli,
+		       int by_mem, uint64_t dev_mem_mib)
+{
+	if (by_mem)
+		return xp_share_by_mem(dev_mem_mib, d->mem_mib);
+	if (dev_count == 1 && dev_milli >= XP_MILLI && d->mode == XP_MODE_TIMESLICE)
+		return xp_replica_milli(d->replicas);
+	return dev_milli;
+}
+
 uint64_t xp_dev_admit_mib(const struct xp_device *d)
 {
 	unsigned f = d->mem_overcommit ? d->mem_overcommit : XP_OVERCOMMIT_NONE;

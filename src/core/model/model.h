@@ -59,7 +59,10 @@ enum xp_health { XP_HEALTH_OK, XP_HEALTH_DEGRADED, XP_HEALTH_UNHEALTHY, XP_HEALT
  *   whole      one job at a time, the whole device
  *   timeslice  fractions, time-sliced by the driver with nothing isolated:
  *              no memory cap and no compute share is enforced (NVIDIA's
- *              time-slicing); for devices the interposer cannot serve
+ *              time-slicing); for devices the interposer cannot serve.
+ *              With replicas N (xp_device.replicas, 2..XP_TIMESLICE_MAX)
+ *              a request for one whole device takes one replica,
+ *              XP_MILLI / N of it, so N such jobs share it at once
  *   mig        partitioned (MIG); takes partition requests only
  */
 enum xp_dev_mode { XP_MODE_SHARED, XP_MODE_WHOLE, XP_MODE_TIMESLICE, XP_MODE_MIG, XP_MODE_N };
@@ -71,6 +74,9 @@ enum xp_dev_mode { XP_MODE_SHARED, XP_MODE_WHOLE, XP_MODE_TIMESLICE, XP_MODE_MIG
  * factor in hundredths (100 = none, the most XP_OVERCOMMIT_MAX). */
 #define XP_OVERCOMMIT_NONE 100
 #define XP_OVERCOMMIT_MAX  1000
+/* Time-slicing replicas of one device: the most. With floor(XP_MILLI / N)
+ * milli a replica, N fit and N + 1 do not for every N up to 31 (and 32). */
+#define XP_TIMESLICE_MAX 32
 
 /* Precisions for peak throughput figures. */
 enum xp_prec {
@@ -120,6 +126,8 @@ struct xp_device {
 	uint8_t cls;		 /* enum xp_dev_class */
 	uint8_t health;		 /* enum xp_health */
 	uint8_t mode;		 /* enum xp_dev_mode */
+	uint8_t replicas;	 /* mode timeslice: one-device whole slots at once;
+				  * 0 or 1 = a whole slot takes the device */
 	uint16_t mem_overcommit; /* hundredths; 0 = not set here (100 = none) */
 	xp_sym vendor, model, arch;
 	uint32_t cc;	      /* compute capability x100 ("8.0" -> 800); 0 = unset */
@@ -215,6 +223,17 @@ int xp_mode_parse(const char *s);
 /* Compute milli of a share sized by memory on a device with mem_mib:
  * dev_mem / mem_mib x XP_MILLI, rounded up, in 1..XP_MILLI. */
 uint16_t xp_share_by_mem(uint64_t dev_mem_mib, uint64_t mem_mib);
+/* Compute milli of one time-slicing replica of a device with `replicas`
+ * (XP_MILLI when it has none). */
+static inline uint16_t xp_replica_milli(unsigned replicas)
+{
+	return replicas > 1 ? (uint16_t)(XP_MILLI / replicas) : XP_MILLI;
+}
+/* Compute milli one slot of a request takes on device d: a share sized by
+ * memory its part of d's memory; one whole device, a replica of a
+ * time-sliced d; else the request's milli. */
+uint16_t xp_slot_milli(const struct xp_device *d, uint16_t dev_count, uint16_t dev_milli,
+		       int by_mem, uint64_t dev_mem_mib);
 /* Device memory the scheduler admits on d: physical x its overcommit. */
 uint64_t xp_dev_admit_mib(const struct xp_device *d);
 

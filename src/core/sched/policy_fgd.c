@@ -144,8 +144,14 @@ static int32_t score_with(const struct xp_sched *s, const struct measure *me, ui
 	if (m->req.dev_count) {
 		xp_pick_lowest(s, n, m, &a);
 		for (uint16_t i = 0; i < a.ndev; i++) {
-			fm[a.devs[i]] = 0;
-			fmem[a.devs[i]] = 0;
+			uint16_t milli = xp_dev_milli(&dv[a.devs[i]], &m->req);
+			if (milli >= XP_MILLI) {
+				fm[a.devs[i]] = 0;
+				fmem[a.devs[i]] = 0;
+			} else { /* one replica of a time-sliced device */
+				fm[a.devs[i]] = (uint16_t)(fm[a.devs[i]] - milli);
+				fmem[a.devs[i]] -= m->req.dev_mem_mib;
+			}
 		}
 	}
 	return quantise(me, measure_now(s, me, n) -

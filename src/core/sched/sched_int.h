@@ -25,6 +25,8 @@ struct xp_dstate {
 	uint8_t ok;    /* healthy: may take work, counts as capacity */
 	uint8_t accel; /* class is not cpu */
 	uint8_t mode;  /* enum xp_dev_mode */
+	uint16_t rep;  /* milli of one time-slicing replica (xp_replica_milli);
+			* XP_MILLI when the device has none */
 	uint64_t free_mem;
 	uint64_t mem;  /* device memory admitted: physical x overcommit */
 	uint64_t phys; /* physical device memory: the most one request may ask */
@@ -71,8 +73,9 @@ struct xp_shape {
 	uint64_t *tmask;       /* [ntypes] devices matching req.sel */
 	uint8_t tag;
 	uint8_t sharing; /* one device, a fraction of it */
-	uint8_t fitk;	 /* how a device's fit is checked (frag.c): 0 sized by memory,
-			  * 1 a whole device, 2 a fraction */
+	uint8_t fitk;	 /* how a device's fit is checked (frag.c): 0 any (sized by
+			  * memory, or one whole device where some device is
+			  * time-sliced into replicas), 1 a whole device, 2 a fraction */
 	double p;	 /* probability, for workload shapes */
 };
 
@@ -106,6 +109,7 @@ struct xp_sched {
 	/* normalisers of the OpenB-era policies: largest node CPU and device milli */
 	double max_cpu, max_milli;
 	uint8_t modes; /* some device is not in mode shared */
+	uint8_t reps;  /* some device is time-sliced into replicas */
 	struct xp_index *idx;
 	/* the weighted policy's per-node numbers (policy_weighted.c) */
 	uint32_t *w_ppw, *w_net, *w_fail;
@@ -125,10 +129,13 @@ static inline uint64_t xp_shape_mask(const struct xp_sched *s, uint32_t n, const
 }
 
 /* Compute milli one slot of r takes on device d (a share sized by memory
- * takes its part of this device's physical memory). */
+ * takes its part of this device's physical memory; one whole device of a
+ * time-sliced device with replicas, one replica: xp_slot_milli). */
 static inline uint16_t xp_dev_milli(const struct xp_dstate *d, const struct xp_request *r)
 {
-	return r->by_mem ? xp_share_by_mem(r->dev_mem_mib, d->phys) : r->dev_milli;
+	if (r->by_mem)
+		return xp_share_by_mem(r->dev_mem_mib, d->phys);
+	return r->dev_count == 1 && r->dev_milli >= XP_MILLI ? d->rep : r->dev_milli;
 }
 
 /* Can device d, with fm milli and fmem MiB free, take one slot of r

@@ -126,9 +126,9 @@ static void build_types(struct xp_sched *s)
 		xp_sb_reset(&b);
 		for (uint16_t d = 0; d < node->ndevs; d++) {
 			const struct xp_device *dv = &node->devs[d];
-			xp_sb_printf(&b, "%u:%u:%u:%llu:%u:%u:%u;", dv->cls, dv->vendor, dv->model,
-				     (unsigned long long)dv->mem_mib, dv->cc, dv->mode,
-				     dv->mem_overcommit);
+			xp_sb_printf(&b, "%u:%u:%u:%llu:%u:%u:%u:%u;", dv->cls, dv->vendor,
+				     dv->model, (unsigned long long)dv->mem_mib, dv->cc, dv->mode,
+				     dv->mem_overcommit, dv->replicas);
 		}
 		xp_sym id = xp_strtab_intern(sig, b.s);
 		uint32_t t = id - 1;
@@ -144,6 +144,7 @@ static void build_types(struct xp_sched *s)
 				if (a->cls != z->cls || a->vendor != z->vendor ||
 				    a->model != z->model || a->mem_mib != z->mem_mib ||
 				    a->cc != z->cc || a->mode != z->mode ||
+				    a->replicas != z->replicas ||
 				    a->mem_overcommit != z->mem_overcommit)
 					s->type_homog[s->ntypes] = 0;
 			}
@@ -225,6 +226,10 @@ struct xp_sched *xp_sched_create(const struct xp_cluster *c, const struct xp_sch
 			ds->accel = node->devs[d].cls != XP_CLASS_CPU;
 			ds->mode = node->devs[d].mode;
 			s->modes |= ds->mode != XP_MODE_SHARED;
+			ds->rep = ds->mode == XP_MODE_TIMESLICE
+					  ? xp_replica_milli(node->devs[d].replicas)
+					  : XP_MILLI;
+			s->reps |= ds->rep < XP_MILLI;
 			ds->phys = node->devs[d].mem_mib;
 			ds->mem = ds->free_mem = xp_dev_admit_mib(&node->devs[d]);
 			if (ds->accel)
@@ -341,7 +346,9 @@ void xp_shape_init(const struct xp_sched *s, struct xp_shape *m, const struct xp
 	}
 	m->tag = xp_request_tag(r->dev_count, r->dev_milli);
 	m->sharing = r->dev_count == 1 && (r->dev_milli < XP_MILLI || r->by_mem);
-	m->fitk = r->by_mem ? 0 : r->dev_milli >= XP_MILLI ? 1 : 2;
+	/* one whole device may be a replica of a time-sliced one: judged per device */
+	int replica = s->reps && r->dev_count == 1 && r->dev_milli >= XP_MILLI;
+	m->fitk = r->by_mem || replica ? 0 : r->dev_milli >= XP_MILLI ? 1 : 2;
 	m->tmask = XNEWV(uint64_t, s->ntypes ? s->ntypes : 1);
 	for (uint32_t t = 0; t < s->ntypes; t++) {
 		const struct xp_node *node = &s->c->nodes[s->type_node[t]];
@@ -455,7 +462,7 @@ void xp_alloc_fill(struct xp_alloc *a, uint32_t n, const struct xp_request *r)
 
 void xp_alloc_settle(const struct xp_sched *s, struct xp_alloc *a, const struct xp_request *r)
 {
-	if (r->by_mem && a->ndev)
+	if (a->ndev == 1 && !a->mig)
 		a->dev_milli = xp_dev_milli(&s->dev[s->ns[a->node].dev0 + a->devs[0]], r);
 }
 
@@ -586,7 +593,7 @@ int xp_sched_alloc_fits(const struct xp_sched *s, const struct xp_alloc *a, stru
 					       name, a->devs[i]);
 		struct xp_request r;
 		xp_request_init(&r);
-		r.dev_count = 1;
+		r.dev_count = a->ndev; /* a whole slot of several is never a replica */
 		r.dev_milli = a->dev_milli;
 		r.dev_mem_mib = a->dev_milli >= XP_MILLI ? 0 : a->dev_mem_mib;
 		if (!xp_dev_fits(&s->dev[ns->dev0 + a->devs[i]], &r))

@@ -485,16 +485,18 @@ int xp_allocs_parse(struct xp_state *st, json_t *arr, struct xp_alloc *a, uint32
 }
 
 /* The compute milli j's allocation x must take per device: a share sized
- * by memory takes its part of the device it landed on, a MIG slice its
+ * by memory takes its part of the device it landed on, one whole device of
+ * a time-sliced device with replicas one replica, a MIG slice its
  * profile's (mig: any chooses the profile where it is placed). */
 static uint16_t alloc_milli(const struct xp_state *st, const struct xp_job *j,
 			    const struct xp_alloc *x)
 {
 	if (x->mig) /* a MIG slice counts its profile's compute slices / 7 */
 		return xp_mig_kind_milli(x->mig - 1);
-	if (!j->req.by_mem || x->devs[0] >= st->c->nodes[x->node].ndevs)
+	if (x->ndev != 1 || x->devs[0] >= st->c->nodes[x->node].ndevs)
 		return j->req.dev_milli;
-	return xp_share_by_mem(j->req.dev_mem_mib, st->c->nodes[x->node].devs[x->devs[0]].mem_mib);
+	return xp_slot_milli(&st->c->nodes[x->node].devs[x->devs[0]], j->req.dev_count,
+			     j->req.dev_milli, j->req.by_mem, j->req.dev_mem_mib);
 }
 
 int xp_alloc_matches(const struct xp_state *st, const struct xp_job *j, const struct xp_alloc *x)
@@ -502,6 +504,8 @@ int xp_alloc_matches(const struct xp_state *st, const struct xp_job *j, const st
 	return x->cpu_milli == j->req.cpu_milli && x->mem_mib == j->req.mem_mib &&
 	       x->ndev == j->req.dev_count && !x->mig == !j->req.mig &&
 	       (!x->ndev || x->dev_milli == alloc_milli(st, j, x) ||
+		/* whole devices of a colocated gang, replicas or not */
+		(x->dev_milli == XP_MILLI && j->req.dev_milli >= XP_MILLI && !j->req.by_mem) ||
 		/* journals before mig: any held the request's milli */
 		(x->mig && !j->req.mig_any && x->dev_milli == j->req.dev_milli));
 }

@@ -6,7 +6,8 @@
 #             interleaved; medians and the ratio.
 #   failover  two `xpool server --store etcd --lease 2s` and 64 clients
 #             submitting with idempotency keys through both addresses
-#             (xp_bench_failover); HA_CYCLES (100) times the leader is killed
+#             (xp_bench_failover), each pausing HA_PACE_MS (200) after each
+#             acknowledgement; HA_CYCLES (100) times the leader is killed
 #             (-9) at a random moment and started again as a follower. Then
 #             every acknowledged key is checked (its job is there, under its
 #             id) and the jobs counted (none doubled). Takeover: from the kill
@@ -24,6 +25,7 @@ FO=$BUILD/bench/controller/xp_bench_failover
 RUNS=${RUNS:-3}
 CYCLES=${HA_CYCLES:-100}
 CLIENTS=${HA_CLIENTS:-64}
+PACE=${HA_PACE_MS:-200} # each client waits this long after each acknowledgement
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 XPOOL_TOKEN= # devlib.sh's helpers, and its T (removed on exit)
 . "$SRC/tests/devlib.sh"
@@ -100,7 +102,7 @@ failover() {
 	SPIDS="$PID_A $PID_B"
 	: >"$T/acked.log"
 	"$FO" --addr "http://127.0.0.1:$PORT_A,http://127.0.0.1:$PORT_B" --token-file "$T/A/admin.token" \
-		--clients "$CLIENTS" --stop-file "$T/stop" --out "$T/acked.log" >"$T/fo.out" 2>&1 &
+		--clients "$CLIENTS" --pace-ms "$PACE" --stop-file "$T/stop" --out "$T/acked.log" >"$T/fo.out" 2>&1 &
 	FOPID=$!
 	L=A F=B
 	: >"$T/kills"
@@ -116,7 +118,7 @@ failover() {
 		until_ok 60 role_is "$fp" leader || { echo "cycle $c: $F did not take over"; break; }
 		start_ctl "$L"
 		eval "lp=\$PORT_$L"
-		until_ok 60 role_is "$lp" follower || { echo "cycle $c: $L did not follow again"; break; }
+		until_ok 120 role_is "$lp" follower || { echo "cycle $c: $L did not follow again"; break; }
 		SPIDS="$PID_A $PID_B"
 		x=$L L=$F F=$x
 		c=$((c + 1))

@@ -4,6 +4,7 @@
  * (bench/ha.sh, make bench).
  *
  *   xp_bench_failover --addr A,B --token-file F --clients N --stop-file S --out LOG
+ *                     [--pace-ms P]
  *   xp_bench_failover --addr A,B --token-file F --verify LOG
  *
  * Submit: N threads, each with its own client over every address (the
@@ -11,7 +12,9 @@
  * answers 307), submit jobs named "ha" with Idempotency-Key "k<thread>-<j>";
  * a submit that fails is sent again with the same key (every 20 ms) until
  * it is acknowledged (201, or 200: the key's job already exists). A thread
- * stops before its next key once the file S exists. Each acknowledgement is
+ * stops before its next key once the file S exists; with --pace-ms it waits P ms
+ * after each acknowledgement (so that the state, which a restarted follower
+ * replays, grows at a steady rate rather than as fast as the leader takes). Each acknowledgement is
  * one LOG line: "KEY ID SENT_MS WALL_MS", epoch milliseconds of the request
  * that was acknowledged and of its reply (a request sent after a leader was
  * killed can only be acknowledged by the next one: bench/ha.sh measures the
@@ -46,7 +49,7 @@ static const char BODY[] = "{\"name\":\"ha\",\"command\":[\"sleep\",\"0\"],"
 
 struct opts {
 	const char *addr, *token, *stop, *out, *verify;
-	int clients;
+	int clients, pace_ms;
 };
 
 struct worker {
@@ -115,6 +118,10 @@ static void *worker_main(void *arg)
 		fflush(w->log);
 		pthread_mutex_unlock(w->log_mu);
 		w->acked++;
+		if (w->o->pace_ms > 0) {
+			struct timespec ts = { w->o->pace_ms / 1000, (w->o->pace_ms % 1000) * 1000000L };
+			nanosleep(&ts, NULL);
+		}
 	}
 	xp_client_destroy(c);
 	return NULL;
@@ -225,6 +232,8 @@ int main(int argc, char **argv)
 			o.stop = argv[i + 1];
 		else if (!strcmp(argv[i], "--out"))
 			o.out = argv[i + 1];
+		else if (!strcmp(argv[i], "--pace-ms"))
+			o.pace_ms = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--verify"))
 			o.verify = argv[i + 1];
 	}

@@ -6,6 +6,8 @@
 #   make test         the whole test suite; SANITIZE=1 for address+undefined,
 #                     TSAN=1 the threaded tests under ThreadSanitizer
 #   make bench        benchmark figures (medians of several runs)
+#   make install      binaries, systemd units, /etc/xpool configs (PREFIX,
+#                     default /usr/local; DESTDIR stages; docs/deploy.md)
 #   make fuzz         every parser harness under libFuzzer, FUZZ_SECONDS each
 #                     (default 60; clang, build-fuzz/; docs/design/fuzzing.md)
 
@@ -25,7 +27,9 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 OPENB ?= ../shared/traces/openb
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps build run run-sim test bench fuzz clean
+PREFIX ?= /usr/local
+
+.PHONY: all deps build run run-sim test bench fuzz clean install
 
 all: build
 
@@ -55,6 +59,9 @@ test: build
 
 bench: build
 	./bench/run.sh $(BUILD)
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 # its own build folder (clang, libFuzzer): the harnesses only
 fuzz:

@@ -55,6 +55,9 @@ static int load_config(const char *path, struct xp_flag *flags, struct xp_err *e
 					    "overcommit-memory",
 					    "tls-cert",
 					    "tls-key",
+					    "store",
+					    "lease",
+					    "advertise",
 					    NULL };
 	struct xp_tree *t = NULL;
 	char *buf;

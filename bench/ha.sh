@@ -34,11 +34,11 @@ command -v etcd >/dev/null 2>&1 || [ -x /usr/bin/etcd ] || {
 	echo "bench/ha.sh: etcd is not installed (scripts/deps.sh installs etcd-server)"
 	exit 0
 }
-SPIDS= FOPID=
+SPIDS= FOPID= PID_A= PID_B=
 cleanup() {
 	[ -n "$FOPID" ] && kill "$FOPID" 2>/dev/null
-	for p in $SPIDS; do kill "$p" 2>/dev/null; done
-	for p in $SPIDS $FOPID; do wait "$p" 2>/dev/null; done
+	for p in $SPIDS $PID_A $PID_B; do kill "$p" 2>/dev/null; done
+	for p in $SPIDS $PID_A $PID_B $FOPID; do wait "$p" 2>/dev/null; done
 	etcd_stop
 	rm -rf "$T"
 }

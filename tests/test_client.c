@@ -695,6 +695,67 @@ static void test_wire(void **state)
 	free(r3);
 }
 
+#define EPOCH_REPLY(e) "HTTP/1.1 200 OK\r\nX-Xpool-Role: leader\r\nX-Xpool-Epoch: " e "\r\n" \
+			"Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+
+/* HA: once epoch 7 answered, a reply from epoch 5 (a replaced leader) is refused, and a
+ * client of several controllers goes on to the next for it. */
+static void test_epoch(void **state)
+{
+	struct fake f = { 0 }, g = { 0 };
+	struct xp_err err = { 0 };
+	char *resp = NULL;
+	size_t rlen = 0;
+	long status = 0;
+	f.replies[0] = EPOCH_REPLY("5");
+	f.replies[1] = EPOCH_REPLY("7");
+	f.replies[2] = EPOCH_REPLY("5");
+	f.replies[3] = EPOCH_REPLY("7");
+	f.nreplies = 4;
+	struct xp_client *c = fake_start(&f, "t");
+	for (int i = 0; i < 4; i++) {
+		int rc = xp_client_request(c, "GET", "/v1/queues", NULL, NULL, 0, &status, &resp,
+					   &rlen, &err);
+		free(resp);
+		resp = NULL;
+		if (i == 2) { /* epoch 5 after 7 */
+			assert_int_equal(rc, XP_EUNAVAIL);
+			assert_non_null(strstr(err.text, "epoch 5, but epoch 7 leads now"));
+		} else {
+			assert_int_equal(rc, 0);
+			assert_int_equal(status, 200);
+		}
+	}
+	fake_stop(&f, c);
+
+	/* a router over A then B: A answers as epoch 9, then (replaced meanwhile) as epoch 4;
+	 * the router does not use that answer and takes B's (epoch 11) */
+	memset(&f, 0, sizeof(f));
+	f.replies[0] = EPOCH_REPLY("9");
+	f.replies[1] = EPOCH_REPLY("4");
+	f.nreplies = 2;
+	g.replies[0] = EPOCH_REPLY("11");
+	g.nreplies = 1;
+	struct xp_client *ca = fake_start(&f, "t"), *cb = fake_start(&g, "t");
+	char addrs[128];
+	snprintf(addrs, sizeof(addrs), "127.0.0.1:%d,127.0.0.1:%d", f.port, g.port);
+	struct xp_client *r = xp_client_create(addrs, "t", &err);
+	assert_non_null(r);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(xp_client_request(r, "GET", "/v1/queues", NULL, NULL, 0, &status,
+						   &resp, &rlen, &err), 0);
+		assert_int_equal(status, 200);
+		free(resp);
+		resp = NULL;
+	}
+	xp_client_destroy(r);
+	(void)state;
+	fake_stop(&f, ca);
+	fake_stop(&g, cb);
+	assert_int_equal(f.nreq, 2); /* A answered both; B the second (after the joins) */
+	assert_int_equal(g.nreq, 1);
+}
+
 static void test_wire_post_without_body(void **state)
 {
 	struct fake f = { 0 };
@@ -1128,6 +1189,7 @@ int main(void)
 		cmocka_unit_test(test_sse_parser),
 		cmocka_unit_test(test_cannot_reach),
 		cmocka_unit_test(test_wire),
+		cmocka_unit_test(test_epoch),
 		cmocka_unit_test(test_wire_post_without_body),
 		cmocka_unit_test(test_wire_stream),
 		cmocka_unit_test(test_wire_framing),

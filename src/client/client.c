@@ -47,6 +47,10 @@ struct xp_client {
 	 * there, so sending it elsewhere is safe. */
 	struct xp_client **peer;
 	size_t npeer, cur;
+	/* HA: the highest leader epoch (X-Xpool-Epoch) seen; a reply from a lower one comes from
+	 * a leader that has been replaced (paused, cut off) and is not used */
+	long long max_epoch;
+	int stale; /* the last reply was such a one */
 };
 
 /* ---- addresses ---- */
@@ -444,9 +448,14 @@ static int perform(struct xp_client *c, const struct transfer *t, long *status, 
 		int rc = 0;
 		for (size_t k = 0; k < c->npeer; k++) {
 			size_t i = (c->cur + k) % c->npeer;
-			rc = perform(c->peer[i], t, status, aborted, err);
+			struct xp_client *p = c->peer[i];
+			if (p->max_epoch < c->max_epoch)
+				p->max_epoch = c->max_epoch;
+			rc = perform(p, t, status, aborted, err);
+			if (p->max_epoch > c->max_epoch)
+				c->max_epoch = p->max_epoch;
 			c->cur = i;
-			if (rc == 0 && *status == 307) /* a follower: the leader is another */
+			if ((rc == 0 && *status == 307) || p->stale) /* another leads */
 				continue;
 			if (rc != XP_EUNAVAIL || *aborted || !err || !strstr(err->text, ": connect: "))
 				break;
@@ -459,7 +468,17 @@ static int perform(struct xp_client *c, const struct transfer *t, long *status, 
 			return rc;
 		open_h1(c);
 	}
-	return perform_h1(c, t, status, aborted, err);
+	int rc = perform_h1(c, t, status, aborted, err);
+	long long epoch = xp_http1_epoch(c->h1);
+	c->stale = rc == 0 && epoch > 0 && epoch < c->max_epoch;
+	if (c->stale)
+		return xp_errf(err, XP_EUNAVAIL,
+			       "%s answered as the leader of epoch %lld, but epoch %lld leads now: "
+			       "a replaced leader's answer is not used",
+			       c->base, epoch, c->max_epoch);
+	if (rc == 0 && epoch > c->max_epoch)
+		c->max_epoch = epoch;
+	return rc;
 }
 
 /* The status and Content-Type of the reply being received */

@@ -228,6 +228,147 @@ static int wait_for_stop(const char *verb, struct xp_ctl *ctl, const sigset_t *s
 	return 0;
 }
 
+/* what serving shows: the data directory, then (xpool dev) the local
+ * agent started unless --no-agent; what to do next comes last: the
+ * address, the token, the export line and the dashboard. The agent's pid,
+ * or -1 */
+static pid_t announce(struct xp_ctl *ctl, int dev, int with_agent, const char *data,
+		      const sigset_t *set)
+{
+	printf("data: %s\n", data);
+	fflush(stdout);
+	pid_t agent = -1;
+	if (dev && with_agent)
+		agent = start_local_agent(ctl, data, set);
+	printf("serving until interrupted (%zu nodes, %zu jobs)\n", ctl->start_nodes,
+	       ctl->start_jobs);
+	printf("address: http://%s\n", ctl->addr);
+	if (ctl->admin_token[0])
+		printf("admin token: %s\n", ctl->admin_token);
+	else
+		printf("admin token: in %s/admin.token\n", data);
+	if (dev && ctl->admin_token[0]) {
+		printf("  export XPOOL_ADDR=%s XPOOL_TOKEN=%s\n", ctl->addr, ctl->admin_token);
+		printf("dashboard: http://%s/ui#token=%s\n", ctl->addr, ctl->admin_token);
+	} else {
+		printf("dashboard: http://%s/ui\n", ctl->addr);
+	}
+	fflush(stdout);
+	return agent;
+}
+
+/* the durations and sizes among the flags: -1 with err filled for a bad
+ * value */
+static int limits_from_flags(struct xp_flag *flags, struct xp_ctl_opts *o, struct xp_err *err)
+{
+	const struct {
+		const char *flag;
+		int64_t min, max;
+		int *out;
+	} durs[] = { { "heartbeat", 10, 600000, &o->heartbeat_ms },
+		     { "lost-after", 100, 3600000, &o->lost_ms },
+		     { "alert-group-wait", 1, 3600000, &o->alert_group_wait_ms },
+		     { "alert-interval", 1, 86400000, &o->alert_interval_ms },
+		     { "alert-repeat", 1000, 604800000, &o->alert_repeat_ms },
+		     { "alert-starved", 1000, 604800000, &o->alert_starved_ms } };
+	for (size_t i = 0; i < sizeof(durs) / sizeof(durs[0]); i++) {
+		const char *v = xp_flag_get(flags, durs[i].flag)->sval;
+		int64_t ms;
+		if (!v)
+			continue;
+		if (xp_duration_parse(v, durs[i].max, &ms) < 0 || ms < durs[i].min) {
+			xp_errf(err, XP_EINVAL,
+				"--%s: expected a duration %lldms..%llds, got '%s'", durs[i].flag,
+				(long long)durs[i].min, (long long)durs[i].max / 1000, v);
+			return -1;
+		}
+		*durs[i].out = (int)ms;
+	}
+	if (xp_flag_get(flags, "keep-finished")->sval) {
+		int64_t ms;
+		const char *v = xp_flag_get(flags, "keep-finished")->sval;
+		if (xp_duration_parse(v, 3650LL * 86400 * 1000, &ms) < 0 || ms < 1000) {
+			xp_errf(err, XP_EINVAL,
+				"--keep-finished: expected a duration 1s..3650d, got '%s'", v);
+			return -1;
+		}
+		o->keep_finished_ms = ms;
+	}
+	size_t maxfin = 0;
+	if (size_flag(flags, "max-finished", 1, 100000000, &maxfin, err) < 0)
+		return -1;
+	o->max_finished = maxfin;
+	if (xp_flag_get(flags, "suspect-after")->sval) {
+		long v;
+		if (xp_parse_int_flag("suspect-after", xp_flag_get(flags, "suspect-after")->sval, 1,
+				      1000, &v, err) < 0)
+			return -1;
+		o->suspect_beats = (int)v;
+	}
+	if (o->lost_ms && o->lost_ms <= (o->heartbeat_ms ? o->heartbeat_ms : 5000)) {
+		xp_errf(err, XP_EINVAL, "--lost-after must be longer than --heartbeat");
+		return -1;
+	}
+	if (xp_flag_get(flags, "tick")->sval) {
+		int64_t ms;
+		if (xp_duration_parse(xp_flag_get(flags, "tick")->sval, 60000, &ms) < 0 || ms < 1) {
+			xp_errf(err, XP_EINVAL, "--tick: expected a duration 1ms..60s, got '%s'",
+				xp_flag_get(flags, "tick")->sval);
+			return -1;
+		}
+		o->tick_ms = (int)ms;
+	}
+	size_t snap = 0;
+	if (size_flag(flags, "body-limit", 1024, 1L << 30, &o->body_limit, err) < 0 ||
+	    size_flag(flags, "max-per-cycle", 1, 1000000, &o->max_per_cycle, err) < 0 ||
+	    size_flag(flags, "snapshot-every", 1, 100000000, &snap, err) < 0 ||
+	    size_flag(flags, "event-ring", 16, 100000000, &o->event_ring, err) < 0 ||
+	    size_flag(flags, "max-connections", 1, 100000, &o->max_connections, err) < 0 ||
+	    size_flag(flags, "max-strangers", 1, 100000, &o->max_strangers, err) < 0)
+		return -1;
+	o->snapshot_every = snap;
+	return 0;
+}
+
+/* the controller's options from the flags after --data: -1 with err
+ * filled for a bad value (a usage error) */
+static int opts_from_flags(struct xp_flag *flags, struct xp_ctl_opts *o, struct xp_err *err)
+{
+	o->listen = xp_flag_get(flags, "listen")->sval;
+	o->cluster = xp_flag_get(flags, "cluster")->sval;
+	o->policy = xp_flag_get(flags, "policy")->sval;
+	o->sync = !xp_flag_get(flags, "no-sync")->bval;
+	o->recover = xp_flag_get(flags, "recover")->bval;
+	o->on_fatal = on_fatal;
+	o->alert_webhook = xp_flag_get(flags, "alert-webhook")->sval;
+	o->metrics_public = xp_flag_get(flags, "metrics-public")->bval;
+	o->overcommit_memory = xp_flag_get(flags, "overcommit-memory")->sval;
+	struct xp_oc_rules oc;
+	if (o->overcommit_memory && xp_oc_rules_parse(o->overcommit_memory, &oc, err) < 0) {
+		char why[sizeof(err->text)];
+		snprintf(why, sizeof(why), "%s", err->text);
+		xp_errf(err, XP_EINVAL, "--overcommit-memory: %s", why);
+		return -1;
+	}
+	if (o->alert_webhook && strncmp(o->alert_webhook, "http://", 7) &&
+	    strncmp(o->alert_webhook, "https://", 8)) {
+		xp_errf(err, XP_EINVAL,
+			"--alert-webhook: expected an http:// or https:// URL, got '%s'",
+			o->alert_webhook);
+		return -1;
+	}
+	if (!xp_policy_find(o->policy)) {
+		xp_errf(err, XP_EINVAL, "--policy: unknown policy '%s'", o->policy);
+		return -1;
+	}
+	if (xp_flag_get(flags, "weights")->given &&
+	    xp_weights_parse(xp_flag_get(flags, "weights")->sval, o->weights, err) < 0) {
+		xp_err_prefix(err, "--weights: ");
+		return -1;
+	}
+	return limits_from_flags(flags, o, err);
+}
+
 static int serve(const char *verb, int dev, int argc, char **argv)
 {
 	struct xp_flag flags[] = {
@@ -331,104 +472,8 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		xp_errf(&err, XP_EINVAL, "--data DIR is required");
 		goto usage;
 	}
-	o.listen = xp_flag_get(flags, "listen")->sval;
-	o.cluster = xp_flag_get(flags, "cluster")->sval;
-	o.policy = xp_flag_get(flags, "policy")->sval;
-	o.sync = !xp_flag_get(flags, "no-sync")->bval;
-	o.recover = xp_flag_get(flags, "recover")->bval;
-	o.on_fatal = on_fatal;
-	o.alert_webhook = xp_flag_get(flags, "alert-webhook")->sval;
-	o.metrics_public = xp_flag_get(flags, "metrics-public")->bval;
-	o.overcommit_memory = xp_flag_get(flags, "overcommit-memory")->sval;
-	struct xp_oc_rules oc;
-	if (o.overcommit_memory && xp_oc_rules_parse(o.overcommit_memory, &oc, &err) < 0) {
-		char why[sizeof(err.text)];
-		snprintf(why, sizeof(why), "%s", err.text);
-		xp_errf(&err, XP_EINVAL, "--overcommit-memory: %s", why);
+	if (opts_from_flags(flags, &o, &err) < 0)
 		goto usage;
-	}
-	if (o.alert_webhook && strncmp(o.alert_webhook, "http://", 7) &&
-	    strncmp(o.alert_webhook, "https://", 8)) {
-		xp_errf(&err, XP_EINVAL,
-			"--alert-webhook: expected an http:// or https:// URL, got '%s'",
-			o.alert_webhook);
-		goto usage;
-	}
-	if (!xp_policy_find(o.policy)) {
-		xp_errf(&err, XP_EINVAL, "--policy: unknown policy '%s'", o.policy);
-		goto usage;
-	}
-	if (xp_flag_get(flags, "weights")->given &&
-	    xp_weights_parse(xp_flag_get(flags, "weights")->sval, o.weights, &err) < 0) {
-		xp_err_prefix(&err, "--weights: ");
-		goto usage;
-	}
-	const struct {
-		const char *flag;
-		int64_t min, max;
-		int *out;
-	} durs[] = { { "heartbeat", 10, 600000, &o.heartbeat_ms },
-		     { "lost-after", 100, 3600000, &o.lost_ms },
-		     { "alert-group-wait", 1, 3600000, &o.alert_group_wait_ms },
-		     { "alert-interval", 1, 86400000, &o.alert_interval_ms },
-		     { "alert-repeat", 1000, 604800000, &o.alert_repeat_ms },
-		     { "alert-starved", 1000, 604800000, &o.alert_starved_ms } };
-	for (size_t i = 0; i < sizeof(durs) / sizeof(durs[0]); i++) {
-		const char *v = xp_flag_get(flags, durs[i].flag)->sval;
-		int64_t ms;
-		if (!v)
-			continue;
-		if (xp_duration_parse(v, durs[i].max, &ms) < 0 || ms < durs[i].min) {
-			xp_errf(&err, XP_EINVAL,
-				"--%s: expected a duration %lldms..%llds, got '%s'", durs[i].flag,
-				(long long)durs[i].min, (long long)durs[i].max / 1000, v);
-			goto usage;
-		}
-		*durs[i].out = (int)ms;
-	}
-	if (xp_flag_get(flags, "keep-finished")->sval) {
-		int64_t ms;
-		const char *v = xp_flag_get(flags, "keep-finished")->sval;
-		if (xp_duration_parse(v, 3650LL * 86400 * 1000, &ms) < 0 || ms < 1000) {
-			xp_errf(&err, XP_EINVAL,
-				"--keep-finished: expected a duration 1s..3650d, got '%s'", v);
-			goto usage;
-		}
-		o.keep_finished_ms = ms;
-	}
-	size_t maxfin = 0;
-	if (size_flag(flags, "max-finished", 1, 100000000, &maxfin, &err) < 0)
-		goto usage;
-	o.max_finished = maxfin;
-	if (xp_flag_get(flags, "suspect-after")->sval) {
-		long v;
-		if (xp_parse_int_flag("suspect-after", xp_flag_get(flags, "suspect-after")->sval, 1,
-				      1000, &v, &err) < 0)
-			goto usage;
-		o.suspect_beats = (int)v;
-	}
-	if (o.lost_ms && o.lost_ms <= (o.heartbeat_ms ? o.heartbeat_ms : 5000)) {
-		xp_errf(&err, XP_EINVAL, "--lost-after must be longer than --heartbeat");
-		goto usage;
-	}
-	if (xp_flag_get(flags, "tick")->sval) {
-		int64_t ms;
-		if (xp_duration_parse(xp_flag_get(flags, "tick")->sval, 60000, &ms) < 0 || ms < 1) {
-			xp_errf(&err, XP_EINVAL, "--tick: expected a duration 1ms..60s, got '%s'",
-				xp_flag_get(flags, "tick")->sval);
-			goto usage;
-		}
-		o.tick_ms = (int)ms;
-	}
-	size_t snap = 0;
-	if (size_flag(flags, "body-limit", 1024, 1L << 30, &o.body_limit, &err) < 0 ||
-	    size_flag(flags, "max-per-cycle", 1, 1000000, &o.max_per_cycle, &err) < 0 ||
-	    size_flag(flags, "snapshot-every", 1, 100000000, &snap, &err) < 0 ||
-	    size_flag(flags, "event-ring", 16, 100000000, &o.event_ring, &err) < 0 ||
-	    size_flag(flags, "max-connections", 1, 100000, &o.max_connections, &err) < 0 ||
-	    size_flag(flags, "max-strangers", 1, 100000, &o.max_strangers, &err) < 0)
-		goto usage;
-	o.snapshot_every = snap;
 
 	/* every thread inherits the mask; this one waits for the signal (SIGUSR1: on_fatal) */
 	sigemptyset(&set);
@@ -441,26 +486,7 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		status = xp_cli_fail(verb, &err, 1);
 		goto out;
 	}
-	/* what to do next comes last: the export line and the dashboard */
-	printf("data: %s\n", o.data);
-	fflush(stdout);
-	pid_t agent = -1;
-	if (dev && !xp_flag_get(flags, "no-agent")->bval)
-		agent = start_local_agent(ctl, o.data, &set);
-	printf("serving until interrupted (%zu nodes, %zu jobs)\n", ctl->start_nodes,
-	       ctl->start_jobs);
-	printf("address: http://%s\n", ctl->addr);
-	if (ctl->admin_token[0])
-		printf("admin token: %s\n", ctl->admin_token);
-	else
-		printf("admin token: in %s/admin.token\n", o.data);
-	if (dev && ctl->admin_token[0]) {
-		printf("  export XPOOL_ADDR=%s XPOOL_TOKEN=%s\n", ctl->addr, ctl->admin_token);
-		printf("dashboard: http://%s/ui#token=%s\n", ctl->addr, ctl->admin_token);
-	} else {
-		printf("dashboard: http://%s/ui\n", ctl->addr);
-	}
-	fflush(stdout);
+	pid_t agent = announce(ctl, dev, !xp_flag_get(flags, "no-agent")->bval, o.data, &set);
 	int failed = wait_for_stop(verb, ctl, &set);
 	if (agent > 0) { /* first the agent (it ends its tasks), then the controller */
 		kill(agent, SIGTERM);

@@ -17,7 +17,7 @@
 #include "flags.h"
 #include "../lib/fileio.h"
 
-int xp_cmd_agent(int argc, char **argv)
+int xp_verb_agent(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
 		{ "server", XP_FLAG_STR, "ADDR",

@@ -108,7 +108,7 @@ static int bench_cell(const struct xp_cluster *c, const struct xp_openb_trace *t
 	return 0;
 }
 
-int xp_cmd_sim_bench(int argc, char **argv)
+int xp_verb_sim_bench(int argc, char **argv)
 {
 	char nodes_path[4096], pods_path[4096];
 	struct xp_flag flags[] = {

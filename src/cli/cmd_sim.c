@@ -23,12 +23,12 @@
 #include "cli.h"
 #include "flags.h"
 
-int xp_cmd_sim_bench(int argc, char **argv);
-int xp_cmd_sim_tenants(int argc, char **argv);
-int xp_cmd_sim_gavel(int argc, char **argv);
-int xp_cmd_sim_share(int argc, char **argv);
-int xp_cmd_sim_mig(int argc, char **argv);
-int xp_cmd_sim_serving(int argc, char **argv);
+int xp_verb_sim_bench(int argc, char **argv);
+int xp_verb_sim_tenants(int argc, char **argv);
+int xp_verb_sim_gavel(int argc, char **argv);
+int xp_verb_sim_share(int argc, char **argv);
+int xp_verb_sim_mig(int argc, char **argv);
+int xp_verb_sim_serving(int argc, char **argv);
 
 static const char *const paper_workloads[] = {
 	"default",    "cpu050",	    "cpu100",	   "cpu200",	 "cpu250",     "gpushare40",
@@ -615,7 +615,7 @@ out:
 	return status;
 }
 
-int xp_cmd_sim(int argc, char **argv)
+int xp_verb_sim(int argc, char **argv)
 {
 	static const struct {
 		const char *name;
@@ -625,21 +625,21 @@ int xp_cmd_sim(int argc, char **argv)
 		{ "openb", cmd_openb, "replay the OpenB trace under the FGD paper's protocol" },
 		{ "compare", cmd_compare, "our results beside the published ones" },
 		{ "plot", cmd_plot, "the FGD paper's Fig. 9a from results, as SVG" },
-		{ "gavel", xp_cmd_sim_gavel,
+		{ "gavel", xp_verb_sim_gavel,
 		  "Gavel's round-based simulator: FIFO, LAS, Gavel, xpool (JCT)" },
 		{ "gavel-trace", cmd_gavel_trace,
 		  "Gavel's synthetic trace, drawn as CPython draws it (TSV)" },
 		{ "workload", cmd_workload,
 		  "the target workload M and empty-cluster fragmentation" },
-		{ "bench", xp_cmd_sim_bench,
+		{ "bench", xp_verb_sim_bench,
 		  "placement throughput on synthetic OpenB-like clusters" },
-		{ "tenants", xp_cmd_sim_tenants,
+		{ "tenants", xp_verb_sim_tenants,
 		  "a multi-tenant trace through queues, quotas, preemption, backfill" },
-		{ "share", xp_cmd_sim_share,
+		{ "share", xp_verb_sim_share,
 		  "GenAI pods packed whole, as enforced GPU fractions, overcommitted" },
-		{ "mig", xp_cmd_sim_mig,
+		{ "mig", xp_verb_sim_mig,
 		  "MIG slices: static layouts vs first-fit, HAMi best-fit, xpool" },
-		{ "serving", xp_cmd_sim_serving,
+		{ "serving", xp_verb_sim_serving,
 		  "an inference service and elastic training on one pool: static, reactive, xpool" },
 		{ NULL, NULL, NULL },
 	};

@@ -302,7 +302,7 @@ static void print_csv(const struct run *runs, size_t nruns)
 	}
 }
 
-int xp_cmd_sim_gavel(int argc, char **argv)
+int xp_verb_sim_gavel(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
 		{ "policy", XP_FLAG_STR, "P[,P...]",

@@ -211,7 +211,7 @@ static int run_modes(struct xp_tsim_opts *o, const int *modes, int nm, int json)
 	return status;
 }
 
-int xp_cmd_sim_tenants(int argc, char **argv)
+int xp_verb_sim_tenants(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
 		{ "nodes", XP_FLAG_STR, "N", "nodes of 8 GPUs (default 10000)" },

@@ -761,7 +761,7 @@ static int print_job_reply(struct xp_cli *x, json_t *reply, const char *resp, in
 	return 0;
 }
 
-int xp_cmd_submit(int argc, char **argv)
+int xp_verb_submit(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
 		{ "file", XP_FLAG_STR, "FILE",

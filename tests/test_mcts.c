@@ -14,7 +14,7 @@
  *   the greedy plan's; and the same inputs give the same plan.
  *
  * The mcts core keeps memos of scores and F_n(M) by node state (index.c,
- * state.c); through the harness's random operation streams (places,
+ * capacity.c); through the harness's random operation streams (places,
  * direct commits, releases, node and device toggles) its single decisions
  * and observers equal the reference model's xpool, with the index, a plain
  * scan and a 4 KiB index.

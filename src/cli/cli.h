@@ -2,7 +2,9 @@
  * cli: the map of the xpool command line. main.c dispatches a verb to its
  * cmd_*.c file; each command parses its own flags (flags.h), prints results
  * to stdout and errors to stderr as "xpool <verb>: <what failed>", and
- * returns the process exit status (0 ok, 1 failure, 2 bad usage).
+ * returns the process exit status (0 ok, 1 failure, 2 bad usage). A
+ * verb's entry point is xp_verb_NAME (not xp_cmd_: in src/server a struct
+ * xp_cmd is a command for the owner thread).
  *
  * Beyond the verbs declared below: main.c is xpool's verb table,
  * main_daemon.c xpoold's (server, dev, agent), verbs.c the top level both
@@ -27,55 +29,55 @@
 #define XP_VERSION "0.1.0"
 
 /* cmd_sim.c */
-int xp_cmd_sim(int argc, char **argv);
+int xp_verb_sim(int argc, char **argv);
 /* cmd_cluster.c */
-int xp_cmd_cluster(int argc, char **argv);
+int xp_verb_cluster(int argc, char **argv);
 /* cmd_server.c */
-int xp_cmd_server(int argc, char **argv);
-int xp_cmd_dev(int argc, char **argv);
+int xp_verb_server(int argc, char **argv);
+int xp_verb_dev(int argc, char **argv);
 /* cmd_agent.c */
-int xp_cmd_agent(int argc, char **argv);
+int xp_verb_agent(int argc, char **argv);
 
 /* The client verbs (docs/cli.md): each talks to the controller through
  * src/client/client.h. cmd_submit.c */
-int xp_cmd_submit(int argc, char **argv);
+int xp_verb_submit(int argc, char **argv);
 /* cmd_jobs.c */
-int xp_cmd_jobs(int argc, char **argv);
-int xp_cmd_job(int argc, char **argv);
+int xp_verb_jobs(int argc, char **argv);
+int xp_verb_job(int argc, char **argv);
 /* cmd_jobedit.c: what changes jobs after submit */
-int xp_cmd_cancel(int argc, char **argv);
-int xp_cmd_hold(int argc, char **argv);
-int xp_cmd_release(int argc, char **argv);
-int xp_cmd_update(int argc, char **argv);
-int xp_cmd_explain(int argc, char **argv);
-int xp_cmd_logs(int argc, char **argv);
+int xp_verb_cancel(int argc, char **argv);
+int xp_verb_hold(int argc, char **argv);
+int xp_verb_release(int argc, char **argv);
+int xp_verb_update(int argc, char **argv);
+int xp_verb_explain(int argc, char **argv);
+int xp_verb_logs(int argc, char **argv);
 /* cmd_nodes.c */
-int xp_cmd_nodes(int argc, char **argv);
-int xp_cmd_node(int argc, char **argv);
-int xp_cmd_cordon(int argc, char **argv);
-int xp_cmd_uncordon(int argc, char **argv);
-int xp_cmd_drain(int argc, char **argv);
-int xp_cmd_devices(int argc, char **argv);
-int xp_cmd_cost(int argc, char **argv);
-int xp_cmd_prices(int argc, char **argv);
-int xp_cmd_count(int argc, char **argv);
-int xp_cmd_alerts(int argc, char **argv);
-int xp_cmd_top(int argc, char **argv);
-int xp_cmd_forecast(int argc, char **argv);
-int xp_cmd_advise(int argc, char **argv);
+int xp_verb_nodes(int argc, char **argv);
+int xp_verb_node(int argc, char **argv);
+int xp_verb_cordon(int argc, char **argv);
+int xp_verb_uncordon(int argc, char **argv);
+int xp_verb_drain(int argc, char **argv);
+int xp_verb_devices(int argc, char **argv);
+int xp_verb_cost(int argc, char **argv);
+int xp_verb_prices(int argc, char **argv);
+int xp_verb_count(int argc, char **argv);
+int xp_verb_alerts(int argc, char **argv);
+int xp_verb_top(int argc, char **argv);
+int xp_verb_forecast(int argc, char **argv);
+int xp_verb_advise(int argc, char **argv);
 /* cmd_admin.c */
-int xp_cmd_services(int argc, char **argv);
-int xp_cmd_service(int argc, char **argv);
-int xp_cmd_proxy_config(int argc, char **argv);
-int xp_cmd_proxy_sync(int argc, char **argv);
-int xp_cmd_queues(int argc, char **argv);
-int xp_cmd_queue(int argc, char **argv);
-int xp_cmd_tenants(int argc, char **argv);
-int xp_cmd_tenant(int argc, char **argv);
-int xp_cmd_tokens(int argc, char **argv);
-int xp_cmd_token(int argc, char **argv);
+int xp_verb_services(int argc, char **argv);
+int xp_verb_service(int argc, char **argv);
+int xp_verb_proxy_config(int argc, char **argv);
+int xp_verb_proxy_sync(int argc, char **argv);
+int xp_verb_queues(int argc, char **argv);
+int xp_verb_queue(int argc, char **argv);
+int xp_verb_tenants(int argc, char **argv);
+int xp_verb_tenant(int argc, char **argv);
+int xp_verb_tokens(int argc, char **argv);
+int xp_verb_token(int argc, char **argv);
 /* cmd_events.c */
-int xp_cmd_events(int argc, char **argv);
+int xp_verb_events(int argc, char **argv);
 
 /* cmd_submit.c: a time limit as spec.time_limit takes it - Slurm's MM,
  * MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS (a bare number is minutes, as

@@ -81,7 +81,7 @@ out:
 	return xp_cli_end(&x, status);
 }
 
-int xp_cmd_tenants(int argc, char **argv)
+int xp_verb_tenants(int argc, char **argv)
 {
 	static const struct xp_cli_verb verb = {
 		"tenants",
@@ -96,7 +96,7 @@ int xp_cmd_tenants(int argc, char **argv)
 	return list_verb(argc, argv, &verb, "/v1/tenants", "tenants", hdr, members);
 }
 
-int xp_cmd_tokens(int argc, char **argv)
+int xp_verb_tokens(int argc, char **argv)
 {
 	static const struct xp_cli_verb verb = {
 		"tokens",
@@ -186,7 +186,7 @@ out:
 	return xp_cli_end(&x, status);
 }
 
-int xp_cmd_tenant(int argc, char **argv)
+int xp_verb_tenant(int argc, char **argv)
 {
 	static const struct xp_cli_sub subs[] = {
 		{ "create", tenant_create, "create a tenant (admin)" },
@@ -293,7 +293,7 @@ static int token_revoke(int argc, char **argv)
 	return xp_cli_delete_named(argc, argv, &verb, "/v1/tokens/", "token ID", 1);
 }
 
-int xp_cmd_token(int argc, char **argv)
+int xp_verb_token(int argc, char **argv)
 {
 	static const struct xp_cli_sub subs[] = {
 		{ "create", token_create, "create an API token (admin)" },

@@ -46,7 +46,7 @@ static void print_forecast(const json_t *rep)
 		printf("  %s  %.3f\n", xp_cli_jstr(f, "at"), json_real_value(json_object_get(f, "value")));
 }
 
-int xp_cmd_forecast(int argc, char **argv)
+int xp_verb_forecast(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
 		{ "tenant", XP_FLAG_STR, "TENANT", "this tenant's cost (default: yours; admin: the pool)" },
@@ -94,7 +94,7 @@ static void print_advice(const json_t *rep)
 		printf("not judged: %s\n", json_string_value(a));
 }
 
-int xp_cmd_advise(int argc, char **argv)
+int xp_verb_advise(int argc, char **argv)
 {
 	struct xp_flag flags[] = { XP_CLIENT_FLAGS, { NULL, 0, NULL, NULL } };
 	static const struct xp_cli_verb verb = {

@@ -52,7 +52,7 @@ static int device_flags(struct xp_flag *flags, struct xp_agent_opts *o, struct x
 	return 0;
 }
 
-int xp_cmd_agent(int argc, char **argv)
+int xp_verb_agent(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
 		{ "server", XP_FLAG_STR, "ADDR",

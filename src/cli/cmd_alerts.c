@@ -45,7 +45,7 @@ static void print_alerts(const json_t *rep)
 	       (long long)json_integer_value(json_object_get(s, "failed")));
 }
 
-int xp_cmd_alerts(int argc, char **argv)
+int xp_verb_alerts(int argc, char **argv)
 {
 	struct xp_flag flags[] = { XP_CLIENT_FLAGS, { NULL, 0, NULL, NULL } };
 	static const struct xp_cli_verb verb = {

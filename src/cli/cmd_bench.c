@@ -29,7 +29,86 @@ static const char *openb_file(const char *file, char *buf, size_t len)
 	return buf;
 }
 
-int xp_cmd_sim_bench(int argc, char **argv)
+/* the numbers of a bench: runs per cell, decisions per run (and in
+ * plain-scan mode), the batch window and budget, the fill */
+struct bench_plan {
+	long runs, maxd, scand, window, budget;
+	double fill;
+};
+
+static int parse_plan(struct xp_flag *flags, struct bench_plan *b, struct xp_err *err)
+{
+	if (xp_parse_int_flag("runs", xp_flag_get(flags, "runs")->sval, 1, 100, &b->runs, err) <
+		    0 ||
+	    xp_parse_int_flag("max-decisions", xp_flag_get(flags, "max-decisions")->sval, 0,
+			      100000000, &b->maxd, err) < 0 ||
+	    xp_parse_int_flag("scan-decisions", xp_flag_get(flags, "scan-decisions")->sval, 0,
+			      10000000, &b->scand, err) < 0 ||
+	    xp_parse_int_flag("window", xp_flag_get(flags, "window")->sval, 1, 1000000,
+			      &b->window, err) < 0 ||
+	    xp_parse_int_flag("budget", xp_flag_get(flags, "budget")->sval, 0, 1000000,
+			      &b->budget, err) < 0 ||
+	    xp_parse_double_flag("fill", xp_flag_get(flags, "fill")->sval, 0, 1000, &b->fill,
+				 err) < 0)
+		return -1;
+	return 0;
+}
+
+/* one cell, a policy on a cluster of n nodes: b->runs timed runs (seeds
+ * 1..runs) and the plain-scan baseline, printed as a row; -1 with err
+ * filled when a run fails */
+static int bench_cell(const struct xp_cluster *c, const struct xp_openb_trace *t,
+		      const struct xp_wshape *m, size_t nm, const char *pol, size_t n,
+		      const struct bench_plan *b, int csv, struct xp_err *err)
+{
+	long runs = b->runs;
+	double *rate = XNEWV(double, (size_t)runs), scan_rate = 0;
+	struct xp_bench_result r = { 0 };
+	for (long k = 0; k < runs; k++) {
+		struct xp_bench_opts o = { .policy = pol,
+					   .nodes = n,
+					   .fill = b->fill,
+					   .max_decisions = (size_t)b->maxd,
+					   .seed = (uint64_t)k + 1,
+					   .window = (size_t)b->window,
+					   .budget = (uint32_t)b->budget };
+		if (xp_bench_run(c, t, m, nm, &o, &r, err) < 0) {
+			free(rate);
+			return -1;
+		}
+		rate[k] = (double)r.decisions / (r.secs > 0 ? r.secs : 1e-9);
+	}
+	if (b->scand > 0) {
+		struct xp_bench_result sr;
+		struct xp_bench_opts o = { .policy = pol,
+					   .nodes = n,
+					   .fill = b->fill,
+					   .max_decisions = (size_t)b->scand,
+					   .seed = 1,
+					   .no_index = 1 };
+		if (xp_bench_run(c, t, m, nm, &o, &sr, err) == 0)
+			scan_rate = (double)sr.decisions / (sr.secs > 0 ? sr.secs : 1e-9);
+	}
+	qsort(rate, (size_t)runs, sizeof(double), cmp_double);
+	double med = rate[runs / 2];
+	if (runs % 2 == 0)
+		med = (rate[runs / 2 - 1] + rate[runs / 2]) / 2;
+	double rss = (double)xp_peak_rss_kib() / 1024;
+	if (csv)
+		printf("%zu,%s,%zu,%.0f,%.0f,%.0f,%.0f,%.1f,%.2f,%.0f\n", n, pol, r.decisions, med,
+		       rate[0], rate[runs - 1], scan_rate, scan_rate > 0 ? med / scan_rate : 0,
+		       r.unalloc_pct, rss);
+	else
+		printf("%9zu %-8s %10zu %14.0f %10.0f..%-11.0f %12.0f %7.0fx "
+		       "%9.2f\n",
+		       n, pol, r.decisions, med, rate[0], rate[runs - 1], scan_rate,
+		       scan_rate > 0 ? med / scan_rate : 0, r.unalloc_pct);
+	fflush(stdout);
+	free(rate);
+	return 0;
+}
+
+int xp_verb_sim_bench(int argc, char **argv)
 {
 	char nodes_path[4096], pods_path[4096];
 	struct xp_flag flags[] = {
@@ -54,8 +133,7 @@ int xp_cmd_sim_bench(int argc, char **argv)
 	struct xp_wshape *m = NULL;
 	size_t nm = 0, nsizes = 0, npols = 0;
 	char **sizes = NULL, **pols = NULL;
-	long runs, maxd, scand, window, budget;
-	double fill;
+	struct bench_plan b;
 	int help, status = 1, csv;
 
 	xp_flag_get(flags, "nodes")->sval = (char *)"1000,10000,100000";
@@ -85,17 +163,7 @@ int xp_cmd_sim_bench(int argc, char **argv)
 		goto out;
 	}
 	csv = xp_flag_get(flags, "csv")->bval;
-	if (xp_parse_int_flag("runs", xp_flag_get(flags, "runs")->sval, 1, 100, &runs, &err) < 0 ||
-	    xp_parse_int_flag("max-decisions", xp_flag_get(flags, "max-decisions")->sval, 0,
-			      100000000, &maxd, &err) < 0 ||
-	    xp_parse_int_flag("scan-decisions", xp_flag_get(flags, "scan-decisions")->sval, 0,
-			      10000000, &scand, &err) < 0 ||
-	    xp_parse_int_flag("window", xp_flag_get(flags, "window")->sval, 1, 1000000, &window,
-			      &err) < 0 ||
-	    xp_parse_int_flag("budget", xp_flag_get(flags, "budget")->sval, 0, 1000000, &budget,
-			      &err) < 0 ||
-	    xp_parse_double_flag("fill", xp_flag_get(flags, "fill")->sval, 0, 1000, &fill, &err) <
-		    0) {
+	if (parse_plan(flags, &b, &err) < 0) {
 		status = xp_cli_fail("sim bench", &err, 2);
 		goto out;
 	}
@@ -129,56 +197,12 @@ int xp_cmd_sim_bench(int argc, char **argv)
 	for (size_t i = 0; i < nsizes; i++) {
 		size_t n = (size_t)strtoull(sizes[i], NULL, 10);
 		struct xp_cluster *c = xp_bench_cluster(openb, n, 1);
-		for (size_t p = 0; p < npols; p++) {
-			double *rate = XNEWV(double, (size_t)runs), scan_rate = 0;
-			struct xp_bench_result r = { 0 };
-			for (long k = 0; k < runs; k++) {
-				struct xp_bench_opts o = { .policy = pols[p],
-							   .nodes = n,
-							   .fill = fill,
-							   .max_decisions = (size_t)maxd,
-							   .seed = (uint64_t)k + 1,
-							   .window = (size_t)window,
-							   .budget = (uint32_t)budget };
-				if (xp_bench_run(c, t, m, nm, &o, &r, &err) < 0) {
-					free(rate);
-					xp_cluster_destroy(c);
-					status = xp_cli_fail("sim bench", &err, 1);
-					goto out;
-				}
-				rate[k] = (double)r.decisions / (r.secs > 0 ? r.secs : 1e-9);
+		for (size_t p = 0; p < npols; p++)
+			if (bench_cell(c, t, m, nm, pols[p], n, &b, csv, &err) < 0) {
+				xp_cluster_destroy(c);
+				status = xp_cli_fail("sim bench", &err, 1);
+				goto out;
 			}
-			if (scand > 0) {
-				struct xp_bench_result sr;
-				struct xp_bench_opts o = { .policy = pols[p],
-							   .nodes = n,
-							   .fill = fill,
-							   .max_decisions = (size_t)scand,
-							   .seed = 1,
-							   .no_index = 1 };
-				if (xp_bench_run(c, t, m, nm, &o, &sr, &err) == 0)
-					scan_rate = (double)sr.decisions /
-						    (sr.secs > 0 ? sr.secs : 1e-9);
-			}
-			qsort(rate, (size_t)runs, sizeof(double), cmp_double);
-			double med = rate[runs / 2];
-			if (runs % 2 == 0)
-				med = (rate[runs / 2 - 1] + rate[runs / 2]) / 2;
-			double rss = (double)xp_peak_rss_kib() / 1024;
-			if (csv)
-				printf("%zu,%s,%zu,%.0f,%.0f,%.0f,%.0f,%.1f,%.2f,%.0f\n", n,
-				       pols[p], r.decisions, med, rate[0], rate[runs - 1],
-				       scan_rate, scan_rate > 0 ? med / scan_rate : 0,
-				       r.unalloc_pct, rss);
-			else
-				printf("%9zu %-8s %10zu %14.0f %10.0f..%-11.0f %12.0f %7.0fx "
-				       "%9.2f\n",
-				       n, pols[p], r.decisions, med, rate[0], rate[runs - 1],
-				       scan_rate, scan_rate > 0 ? med / scan_rate : 0,
-				       r.unalloc_pct);
-			fflush(stdout);
-			free(rate);
-		}
 		xp_cluster_destroy(c);
 	}
 	if (!csv)

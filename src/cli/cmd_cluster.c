@@ -73,7 +73,7 @@ static void summarise(const struct xp_cluster *c)
 	free(t);
 }
 
-int xp_cmd_cluster(int argc, char **argv)
+int xp_verb_cluster(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
 		{ "file", XP_FLAG_STR, "FILE", "cluster descriptor, YAML or JSON", 'f' },

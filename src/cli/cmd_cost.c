@@ -65,7 +65,7 @@ void xp_cli_print_cost(const json_t *rep)
 	xp_table_destroy(t);
 }
 
-int xp_cmd_cost(int argc, char **argv)
+int xp_verb_cost(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
 		{ "by", XP_FLAG_STR, "WHAT", "group by tenant (default), queue or job" },
@@ -220,7 +220,7 @@ out:
 	return xp_cli_end(&x, status);
 }
 
-int xp_cmd_prices(int argc, char **argv)
+int xp_verb_prices(int argc, char **argv)
 {
 	static const struct xp_cli_sub subs[] = {
 		{ "set", prices_set, "replace the price table (admin)" },
@@ -231,7 +231,7 @@ int xp_cmd_prices(int argc, char **argv)
 	return prices_show(argc, argv);
 }
 
-int xp_cmd_count(int argc, char **argv)
+int xp_verb_count(int argc, char **argv)
 {
 	struct xp_flag flags[] = { XP_CLIENT_FLAGS, { NULL, 0, NULL, NULL } };
 	static const struct xp_cli_verb verb = {

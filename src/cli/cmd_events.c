@@ -253,7 +253,7 @@ static int follow(struct xp_cli *x, const char *since)
 	return status;
 }
 
-int xp_cmd_events(int argc, char **argv)
+int xp_verb_events(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
 		{ "since", XP_FLAG_STR, "SEQ", "only events after this sequence number" },

@@ -42,17 +42,17 @@ static int exec_daemon(const char *verb, int argc, char **argv)
 	return 1;
 }
 
-int xp_cmd_server(int argc, char **argv)
+int xp_verb_server(int argc, char **argv)
 {
 	return exec_daemon("server", argc, argv);
 }
 
-int xp_cmd_dev(int argc, char **argv)
+int xp_verb_dev(int argc, char **argv)
 {
 	return exec_daemon("dev", argc, argv);
 }
 
-int xp_cmd_agent(int argc, char **argv)
+int xp_verb_agent(int argc, char **argv)
 {
 	return exec_daemon("agent", argc, argv);
 }

@@ -86,7 +86,7 @@ out:
 	return xp_cli_end(&x, status);
 }
 
-int xp_cmd_hold(int argc, char **argv)
+int xp_verb_hold(int argc, char **argv)
 {
 	static const struct xp_cli_verb verb = {
 		"hold",
@@ -101,7 +101,7 @@ int xp_cmd_hold(int argc, char **argv)
 	return hold_verb(argc, argv, &verb, "/hold", "held");
 }
 
-int xp_cmd_release(int argc, char **argv)
+int xp_verb_release(int argc, char **argv)
 {
 	static const struct xp_cli_verb verb = {
 		"release",
@@ -114,7 +114,7 @@ int xp_cmd_release(int argc, char **argv)
 	return hold_verb(argc, argv, &verb, "/release", "released");
 }
 
-int xp_cmd_update(int argc, char **argv)
+int xp_verb_update(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
 		{ "name", XP_FLAG_STR, "NAME", "a new name" },
@@ -218,7 +218,7 @@ static int select_jobs(struct xp_cli *x, struct xp_flag *flags, long long **ids,
 	return 0;
 }
 
-int xp_cmd_cancel(int argc, char **argv)
+int xp_verb_cancel(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
 		{ "state", XP_FLAG_STR, "STATES", "pending and/or running (comma list)" },

@@ -155,7 +155,7 @@ static void print_workflow(const json_t *list)
 	xp_table_destroy(t);
 }
 
-int xp_cmd_jobs(int argc, char **argv)
+int xp_verb_jobs(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
 		{ "state", XP_FLAG_STR, "STATES",
@@ -590,7 +590,7 @@ static void describe_job_by_id(long long id, const json_t *job)
 	describe_job(job);
 }
 
-int xp_cmd_job(int argc, char **argv)
+int xp_verb_job(int argc, char **argv)
 {
 	return show_one(argc, argv, &job_verb, "", describe_job_by_id);
 }
@@ -658,7 +658,7 @@ static void print_explain(long long id, const json_t *e)
 	json_array_foreach(reasons, i, r) reason_line(r);
 }
 
-int xp_cmd_explain(int argc, char **argv)
+int xp_verb_explain(int argc, char **argv)
 {
 	static const struct xp_cli_verb verb = {
 		"explain",
@@ -672,7 +672,7 @@ int xp_cmd_explain(int argc, char **argv)
 	return show_one(argc, argv, &verb, "/explain", print_explain);
 }
 
-int xp_cmd_logs(int argc, char **argv)
+int xp_verb_logs(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
 		XP_CLIENT_FLAGS,

@@ -75,7 +75,7 @@ static void print_nodes(const json_t *list)
 	xp_table_destroy(t);
 }
 
-int xp_cmd_nodes(int argc, char **argv)
+int xp_verb_nodes(int argc, char **argv)
 {
 	struct xp_flag flags[] = { XP_CLIENT_FLAGS, { NULL, 0, NULL, NULL } };
 	static const struct xp_cli_verb verb = {
@@ -302,7 +302,7 @@ static void describe_node(const json_t *n, const json_t *devices)
 	}
 }
 
-int xp_cmd_node(int argc, char **argv)
+int xp_verb_node(int argc, char **argv)
 {
 	struct xp_flag flags[] = { XP_CLIENT_FLAGS, { NULL, 0, NULL, NULL } };
 	static const struct xp_cli_verb verb = {
@@ -396,7 +396,7 @@ out:
 	return xp_cli_end(&x, status);
 }
 
-int xp_cmd_cordon(int argc, char **argv)
+int xp_verb_cordon(int argc, char **argv)
 {
 	static const struct xp_cli_verb verb = {
 		"cordon",
@@ -409,7 +409,7 @@ int xp_cmd_cordon(int argc, char **argv)
 	return set_state(argc, argv, &verb, "cordoned", "cordoned");
 }
 
-int xp_cmd_uncordon(int argc, char **argv)
+int xp_verb_uncordon(int argc, char **argv)
 {
 	static const struct xp_cli_verb verb = {
 		"uncordon",
@@ -422,7 +422,7 @@ int xp_cmd_uncordon(int argc, char **argv)
 	return set_state(argc, argv, &verb, "ready", "uncordoned");
 }
 
-int xp_cmd_drain(int argc, char **argv)
+int xp_verb_drain(int argc, char **argv)
 {
 	static const struct xp_cli_verb verb = {
 		"drain",
@@ -436,7 +436,7 @@ int xp_cmd_drain(int argc, char **argv)
 	return set_state(argc, argv, &verb, "draining", "draining");
 }
 
-int xp_cmd_devices(int argc, char **argv)
+int xp_verb_devices(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
 		{ "node", XP_FLAG_STR, "NAME", "only this node's devices" },

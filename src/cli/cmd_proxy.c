@@ -66,7 +66,7 @@ static int proxied(struct xp_cli *x, json_t **out)
 	return 0;
 }
 
-int xp_cmd_proxy_config(int argc, char **argv)
+int xp_verb_proxy_config(int argc, char **argv)
 {
 	static const struct xp_cli_verb verb = {
 		"service proxy-config",
@@ -521,7 +521,7 @@ static void wait_change(struct xp_cli *x, const struct backend *bs, size_t nb, l
 	nanosleep(&ts, NULL);
 }
 
-int xp_cmd_proxy_sync(int argc, char **argv)
+int xp_verb_proxy_sync(int argc, char **argv)
 {
 	static const struct xp_cli_verb verb = {
 		"service proxy-sync",

@@ -40,7 +40,7 @@ static void quota_cell(struct xp_table *t, const json_t *q)
 	xp_sb_free(&sb);
 }
 
-int xp_cmd_queues(int argc, char **argv)
+int xp_verb_queues(int argc, char **argv)
 {
 	static const struct xp_cli_verb verb = {
 		"queues",
@@ -290,7 +290,7 @@ static int queue_delete(int argc, char **argv)
 	return xp_cli_delete_named(argc, argv, &verb, "/v1/queues/", "queue NAME", 0);
 }
 
-int xp_cmd_queue(int argc, char **argv)
+int xp_verb_queue(int argc, char **argv)
 {
 	static const struct xp_cli_sub subs[] = {
 		{ "create", queue_create, "create a queue (admin)" },

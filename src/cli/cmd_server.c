@@ -644,12 +644,12 @@ out:
 	return status;
 }
 
-int xp_cmd_server(int argc, char **argv)
+int xp_verb_server(int argc, char **argv)
 {
 	return serve("server", 0, argc, argv);
 }
 
-int xp_cmd_dev(int argc, char **argv)
+int xp_verb_dev(int argc, char **argv)
 {
 	return serve("dev", 1, argc, argv);
 }

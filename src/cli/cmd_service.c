@@ -83,7 +83,7 @@ static void print_services(const json_t *reply)
 	}
 }
 
-int xp_cmd_services(int argc, char **argv)
+int xp_verb_services(int argc, char **argv)
 {
 	static const struct xp_cli_verb verb = {
 		"services",
@@ -385,7 +385,7 @@ out:
 	return xp_cli_end(&x, status);
 }
 
-int xp_cmd_service(int argc, char **argv)
+int xp_verb_service(int argc, char **argv)
 {
 	static const struct xp_cli_sub subs[] = {
 		{ "create", service_create, "create a service from a file" },
@@ -396,8 +396,8 @@ int xp_cmd_service(int argc, char **argv)
 		{ "scale", service_scale, "set how many replicas it keeps" },
 		{ "delete", service_delete, "delete a service and its replicas" },
 		{ "endpoints", service_endpoints, "its ready replicas" },
-		{ "proxy-config", xp_cmd_proxy_config, "an HAProxy configuration for services" },
-		{ "proxy-sync", xp_cmd_proxy_sync,
+		{ "proxy-config", xp_verb_proxy_config, "an HAProxy configuration for services" },
+		{ "proxy-sync", xp_verb_proxy_sync,
 		  "keep a running HAProxy's servers in step with the endpoints" },
 		{ NULL, NULL, NULL },
 	};

@@ -23,12 +23,12 @@
 #include "cli.h"
 #include "flags.h"
 
-int xp_cmd_sim_bench(int argc, char **argv);
-int xp_cmd_sim_tenants(int argc, char **argv);
-int xp_cmd_sim_gavel(int argc, char **argv);
-int xp_cmd_sim_share(int argc, char **argv);
-int xp_cmd_sim_mig(int argc, char **argv);
-int xp_cmd_sim_serving(int argc, char **argv);
+int xp_verb_sim_bench(int argc, char **argv);
+int xp_verb_sim_tenants(int argc, char **argv);
+int xp_verb_sim_gavel(int argc, char **argv);
+int xp_verb_sim_share(int argc, char **argv);
+int xp_verb_sim_mig(int argc, char **argv);
+int xp_verb_sim_serving(int argc, char **argv);
 
 static const char *const paper_workloads[] = {
 	"default",    "cpu050",	    "cpu100",	   "cpu200",	 "cpu250",     "gpushare40",
@@ -132,6 +132,97 @@ static int batch_flags(struct xp_flag *flags, struct xp_grid *g, struct xp_err *
 	return 0;
 }
 
+/* the grid's policies, seeds, tuning, tie-break, threads and batch
+ * planning from the flags: -1 with err filled for a bad value */
+static int grid_from_flags(struct xp_flag *flags, struct xp_grid *g, char ***pols,
+			   size_t *npols, struct xp_err *err)
+{
+	long jobs = sysconf(_SC_NPROCESSORS_ONLN), j;
+	const char *pspec = xp_flag_get(flags, "policy")->sval;
+	if (!strcmp(pspec, "paper"))
+		pspec = paper_policies;
+	*pols = xp_split_list(pspec, npols);
+	g->policies = XNEWV(const struct xp_policy_ops *, *npols);
+	for (size_t i = 0; i < *npols; i++) {
+		g->policies[i] = xp_policy_find((*pols)[i]);
+		if (!g->policies[i])
+			return xp_errf(err, XP_EINVAL, "--policy: unknown policy '%s' (see --help)",
+				       (*pols)[i]);
+	}
+	g->npolicies = *npols;
+	if (xp_parse_seeds(xp_flag_get(flags, "seeds")->sval, &g->seeds, &g->nseeds, err) < 0 ||
+	    xp_parse_double_flag("tune", xp_flag_get(flags, "tune")->sval, 0, 100, &g->tune, err) <
+		    0)
+		return -1;
+	static const char *const tiebreaks[] = { "rank", "random", NULL }; /* enum xp_tiebreak */
+	if (xp_flag_choice(flags, "tiebreak", tiebreaks, &g->tiebreak, err) < 0)
+		return -1;
+	if (xp_flag_get(flags, "jobs")->given) {
+		if (xp_parse_int_flag("jobs", xp_flag_get(flags, "jobs")->sval, 1, 1024, &j,
+				      err) < 0)
+			return -1;
+		jobs = j;
+	}
+	g->threads = jobs > 0 ? (int)jobs : 1;
+	g->no_index = xp_flag_get(flags, "no-index")->bval;
+	g->bound = xp_flag_get(flags, "bound")->bval;
+	return batch_flags(flags, g, err);
+}
+
+/* the cluster (--nodes) and each workload (--pods) with its request
+ * shapes into the grid: -1 with err filled */
+static int load_traces(struct xp_flag *flags, struct xp_grid *g, struct xp_cluster **c,
+		       char ***pods, size_t *npods, struct xp_err *err)
+{
+	*c = xp_openb_load_nodes(xp_flag_get(flags, "nodes")->sval, err);
+	if (!*c)
+		return -1;
+	*pods = resolve_pods(xp_flag_get(flags, "pods")->sval, npods);
+	g->c = *c;
+	g->traces = XNEWV(struct xp_openb_trace *, *npods);
+	g->m = XNEWV(struct xp_wshape *, *npods);
+	g->nm = XNEWV(size_t, *npods);
+	for (size_t i = 0; i < *npods; i++) {
+		g->traces[i] = xp_openb_load_pods((*pods)[i], *c, err);
+		g->ntraces = i + 1;
+		if (!g->traces[i] ||
+		    xp_openb_workload(g->traces[i], &g->m[i], &g->nm[i], err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* the grid's CSVs into --out, the time it took on stderr, and the table of
+ * ours (beside --published's): -1 with err filled */
+static int report_grid(struct xp_flag *flags, const struct xp_grid *g,
+		       const struct xp_grid_cell *cells, uint64_t t0, struct xp_err *err)
+{
+	double wall = (double)(xp_mono_ns() - t0) / 1e9, cpu = 0;
+	size_t n = g->ntraces * g->npolicies * g->nseeds;
+	const char *dir = xp_flag_get(flags, "out")->sval;
+	for (size_t i = 0; i < n; i++)
+		cpu += (double)cells[i].res.cpu_ns / 1e9;
+	if (xp_grid_write(dir, g, cells, err) < 0)
+		return -1;
+	fprintf(stderr, "sim: %zu runs in %.1f s wall, %.1f s CPU on %d threads; results in %s/\n",
+		n, wall, cpu, g->threads, dir);
+	struct xp_cmp_opts co = { .ours = dir,
+				  .published = xp_flag_get(flags, "published")->given
+						       ? xp_flag_get(flags, "published")->sval
+						       : NULL, /* ours alone */
+				  .format = XP_CMP_TEXT,
+				  .points = { 100, 130 },
+				  .npoints = 2 };
+	struct xp_cmp_summary sum;
+	if (xp_compare(&co, stdout, &sum, err) < 0)
+		return -1;
+	if (xp_flag_get(flags, "published")->given)
+		printf("\n%d cells compared with published results, %d outside the gate "
+		       "max(2 sd, 0.5 points)\n",
+		       sum.cells, sum.outside);
+	return 0;
+}
+
 static int cmd_openb(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
@@ -176,7 +267,6 @@ static int cmd_openb(int argc, char **argv)
 	char **pods = NULL, **pols = NULL;
 	size_t npods = 0, npols = 0;
 	int help, status = 1;
-	long jobs = sysconf(_SC_NPROCESSORS_ONLN);
 	struct progress prog = { 0 };
 	char *nodes_default = default_path("openb_node_list_gpu_node.csv");
 
@@ -209,108 +299,21 @@ static int cmd_openb(int argc, char **argv)
 		status = 0;
 		goto out;
 	}
-	/* flags -> grid */
-	{
-		long j;
-		const char *pspec = xp_flag_get(flags, "policy")->sval;
-		if (!strcmp(pspec, "paper"))
-			pspec = paper_policies;
-		pols = xp_split_list(pspec, &npols);
-		g.policies = XNEWV(const struct xp_policy_ops *, npols);
-		for (size_t i = 0; i < npols; i++) {
-			g.policies[i] = xp_policy_find(pols[i]);
-			if (!g.policies[i]) {
-				xp_errf(&err, XP_EINVAL,
-					"--policy: unknown policy '%s' (see --help)", pols[i]);
-				status = xp_cli_fail("sim openb", &err, 2);
-				goto out;
-			}
-		}
-		g.npolicies = npols;
-		if (xp_parse_seeds(xp_flag_get(flags, "seeds")->sval, &g.seeds, &g.nseeds, &err) <
-			    0 ||
-		    xp_parse_double_flag("tune", xp_flag_get(flags, "tune")->sval, 0, 100, &g.tune,
-					 &err) < 0) {
-			status = xp_cli_fail("sim openb", &err, 2);
-			goto out;
-		}
-		static const char *const tiebreaks[] = { "rank", "random",
-							 NULL }; /* enum xp_tiebreak */
-		if (xp_flag_choice(flags, "tiebreak", tiebreaks, &g.tiebreak, &err) < 0) {
-			status = xp_cli_fail("sim openb", &err, 2);
-			goto out;
-		}
-		if (xp_flag_get(flags, "jobs")->given) {
-			if (xp_parse_int_flag("jobs", xp_flag_get(flags, "jobs")->sval, 1, 1024, &j,
-					      &err) < 0) {
-				status = xp_cli_fail("sim openb", &err, 2);
-				goto out;
-			}
-			jobs = j;
-		}
-		g.threads = jobs > 0 ? (int)jobs : 1;
-		g.no_index = xp_flag_get(flags, "no-index")->bval;
-		g.bound = xp_flag_get(flags, "bound")->bval;
-		if (batch_flags(flags, &g, &err) < 0) {
-			status = xp_cli_fail("sim openb", &err, 2);
-			goto out;
-		}
-	}
-	c = xp_openb_load_nodes(xp_flag_get(flags, "nodes")->sval, &err);
-	if (!c) {
-		status = xp_cli_fail("sim openb", &err, 1);
+	if (grid_from_flags(flags, &g, &pols, &npols, &err) < 0) {
+		status = xp_cli_fail("sim openb", &err, 2);
 		goto out;
 	}
-	pods = resolve_pods(xp_flag_get(flags, "pods")->sval, &npods);
-	g.c = c;
-	g.traces = XNEWV(struct xp_openb_trace *, npods);
-	g.m = XNEWV(struct xp_wshape *, npods);
-	g.nm = XNEWV(size_t, npods);
-	for (size_t i = 0; i < npods; i++) {
-		g.traces[i] = xp_openb_load_pods(pods[i], c, &err);
-		g.ntraces = i + 1;
-		if (!g.traces[i] || xp_openb_workload(g.traces[i], &g.m[i], &g.nm[i], &err) < 0) {
-			status = xp_cli_fail("sim openb", &err, 1);
-			goto out;
-		}
+	if (load_traces(flags, &g, &c, &pods, &npods, &err) < 0) {
+		status = xp_cli_fail("sim openb", &err, 1);
+		goto out;
 	}
 	prog.t0 = xp_mono_ns();
 	prog.tty = isatty(2);
 	g.progress = on_progress;
 	g.ctx = &prog;
-	if (xp_grid_run(&g, &cells, &err) < 0) {
+	if (xp_grid_run(&g, &cells, &err) < 0 || report_grid(flags, &g, cells, prog.t0, &err) < 0) {
 		status = xp_cli_fail("sim openb", &err, 1);
 		goto out;
-	}
-	{
-		double wall = (double)(xp_mono_ns() - prog.t0) / 1e9, cpu = 0;
-		size_t n = g.ntraces * g.npolicies * g.nseeds;
-		const char *dir = xp_flag_get(flags, "out")->sval;
-		for (size_t i = 0; i < n; i++)
-			cpu += (double)cells[i].res.cpu_ns / 1e9;
-		if (xp_grid_write(dir, &g, cells, &err) < 0) {
-			status = xp_cli_fail("sim openb", &err, 1);
-			goto out;
-		}
-		fprintf(stderr,
-			"sim: %zu runs in %.1f s wall, %.1f s CPU on %d threads; results in %s/\n",
-			n, wall, cpu, g.threads, dir);
-		struct xp_cmp_opts co = { .ours = dir,
-					  .published = xp_flag_get(flags, "published")->given
-							       ? xp_flag_get(flags, "published")->sval
-							       : NULL, /* ours alone */
-					  .format = XP_CMP_TEXT,
-					  .points = { 100, 130 },
-					  .npoints = 2 };
-		struct xp_cmp_summary sum;
-		if (xp_compare(&co, stdout, &sum, &err) < 0) {
-			status = xp_cli_fail("sim openb", &err, 1);
-			goto out;
-		}
-		if (xp_flag_get(flags, "published")->given)
-			printf("\n%d cells compared with published results, %d outside the gate "
-			       "max(2 sd, 0.5 points)\n",
-			       sum.cells, sum.outside);
 	}
 	status = 0;
 out:
@@ -612,7 +615,7 @@ out:
 	return status;
 }
 
-int xp_cmd_sim(int argc, char **argv)
+int xp_verb_sim(int argc, char **argv)
 {
 	static const struct {
 		const char *name;
@@ -622,21 +625,21 @@ int xp_cmd_sim(int argc, char **argv)
 		{ "openb", cmd_openb, "replay the OpenB trace under the FGD paper's protocol" },
 		{ "compare", cmd_compare, "our results beside the published ones" },
 		{ "plot", cmd_plot, "the FGD paper's Fig. 9a from results, as SVG" },
-		{ "gavel", xp_cmd_sim_gavel,
+		{ "gavel", xp_verb_sim_gavel,
 		  "Gavel's round-based simulator: FIFO, LAS, Gavel, xpool (JCT)" },
 		{ "gavel-trace", cmd_gavel_trace,
 		  "Gavel's synthetic trace, drawn as CPython draws it (TSV)" },
 		{ "workload", cmd_workload,
 		  "the target workload M and empty-cluster fragmentation" },
-		{ "bench", xp_cmd_sim_bench,
+		{ "bench", xp_verb_sim_bench,
 		  "placement throughput on synthetic OpenB-like clusters" },
-		{ "tenants", xp_cmd_sim_tenants,
+		{ "tenants", xp_verb_sim_tenants,
 		  "a multi-tenant trace through queues, quotas, preemption, backfill" },
-		{ "share", xp_cmd_sim_share,
+		{ "share", xp_verb_sim_share,
 		  "GenAI pods packed whole, as enforced GPU fractions, overcommitted" },
-		{ "mig", xp_cmd_sim_mig,
+		{ "mig", xp_verb_sim_mig,
 		  "MIG slices: static layouts vs first-fit, HAMi best-fit, xpool" },
-		{ "serving", xp_cmd_sim_serving,
+		{ "serving", xp_verb_sim_serving,
 		  "an inference service and elastic training on one pool: static, reactive, xpool" },
 		{ NULL, NULL, NULL },
 	};

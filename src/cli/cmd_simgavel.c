@@ -152,7 +152,157 @@ static int plot(const char *path, const struct run *runs, size_t npol, size_t ne
 	return rc;
 }
 
-int xp_cmd_sim_gavel(int argc, char **argv)
+/* what the flags ask for: the runs' axes, the window, the worker threads */
+struct plan {
+	char **pols;
+	double *rv, *ew;
+	uint64_t *seeds;
+	size_t npol, nrate, new, nseeds;
+	long lo, hi, threads;
+};
+
+static void plan_free(struct plan *pl)
+{
+	free(pl->rv);
+	free(pl->ew);
+	free(pl->seeds);
+	xp_free_list(pl->pols, pl->npol);
+}
+
+/* --policy (checked against --no-share), --rates, --seeds, --window,
+ * --energy-weights and --jobs, in that order */
+static int parse_plan(struct xp_flag *flags, struct plan *pl, struct xp_err *err)
+{
+	const char *f = xp_flag_get(flags, "policy")->sval;
+	pl->pols = xp_split_list(f ? f : "fifo,gavel-fifo,las,gavel-las,xpool", &pl->npol);
+	for (size_t i = 0; i < pl->npol; i++)
+		if (xp_gavel_policy_parse(pl->pols[i]) < 0)
+			return xp_errf(err, XP_EINVAL,
+				       "--policy: unknown '%s' (fifo, gavel-fifo, las, gavel-las, "
+				       "xpool, gavel-las-ss)",
+				       pl->pols[i]);
+		else if (xp_gavel_policy_parse(pl->pols[i]) == XP_GP_LAS_SS &&
+			 xp_flag_get(flags, "no-share")->bval)
+			return xp_errf(
+				err, XP_EINVAL,
+				"--policy gavel-las-ss shares GPUs: it cannot run with --no-share");
+	f = xp_flag_get(flags, "rates")->sval;
+	if (xp_parse_doubles_flag("rates", f ? f : "0.4,2,4", 0.001, 1000, &pl->rv, &pl->nrate,
+				  err) < 0)
+		return -1;
+	if ((f = xp_flag_get(flags, "seeds")->sval)) {
+		if (xp_parse_seeds(f, &pl->seeds, &pl->nseeds, err) < 0)
+			return -1;
+	} else {
+		pl->seeds = xcalloc(1, sizeof(*pl->seeds));
+		pl->nseeds = 1;
+	}
+	int used = 0;
+	pl->lo = 4000;
+	pl->hi = 5000;
+	pl->threads = sysconf(_SC_NPROCESSORS_ONLN);
+	if ((f = xp_flag_get(flags, "window")->sval) &&
+	    (sscanf(f, "%ld-%ld%n", &pl->lo, &pl->hi, &used) != 2 || f[used] || pl->lo < 0 ||
+	     pl->hi <= pl->lo || pl->hi > 10000000))
+		return xp_errf(err, XP_EINVAL,
+			       "--window: expected LO-HI with 0 <= LO < HI, got '%s'", f);
+	f = xp_flag_get(flags, "energy-weights")->sval;
+	if (xp_parse_doubles_flag("energy-weights", f ? f : "0", 0, 1.5, &pl->ew, &pl->new,
+				  err) < 0)
+		return -1;
+	if ((f = xp_flag_get(flags, "jobs")->sval) &&
+	    xp_parse_int_flag("jobs", f, 1, 1024, &pl->threads, err) < 0)
+		return -1;
+	return 0;
+}
+
+/* the configuration every run starts from: --active, --cluster,
+ * --max-active. 0, or the exit status (2) with err filled */
+static int base_config(struct xp_flag *flags, struct xp_gavel_cfg *base, struct xp_err *err)
+{
+	const char *f;
+	xp_gavel_cfg_default(base);
+	double active = 0.8;
+	if ((f = xp_flag_get(flags, "active")->sval) &&
+	    xp_parse_double_flag("active", f, 0.01, 1, &active, err) < 0)
+		return 2;
+	if ((f = xp_flag_get(flags, "cluster")->sval)) {
+		struct xp_cluster *cl = xp_descriptor_load_file(f, err);
+		int rc = !cl || xp_gavel_cfg_cluster(base, cl, active, err) < 0;
+		xp_cluster_destroy(cl);
+		if (rc)
+			return 2;
+	} else if (xp_flag_get(flags, "active")->sval)
+		for (int k = 0; k < XP_GAVEL_TYPES; k++)
+			base->power.busy_w[k] *= active / 0.8;
+	long maxact = 2000;
+	if ((f = xp_flag_get(flags, "max-active")->sval) &&
+	    xp_parse_int_flag("max-active", f, 10, 1000000, &maxact, err) < 0)
+		return 2;
+	base->max_active = (size_t)maxact;
+	return 0;
+}
+
+/* one run per policy x energy weight x rate x seed, in that order */
+static struct run *plan_runs(const struct plan *pl, const struct xp_gavel_cfg *base,
+			     struct xp_gavel_colo *colo, int multi_gpu, size_t *nruns)
+{
+	*nruns = pl->npol * pl->new * pl->nrate * pl->nseeds;
+	struct run *runs = xcalloc(*nruns, sizeof(*runs));
+	size_t r = 0;
+	for (size_t p = 0; p < pl->npol; p++)
+		for (size_t e = 0; e < pl->new; e++)
+			for (size_t q = 0; q < pl->nrate; q++)
+				for (size_t s = 0; s < pl->nseeds; s++, r++) {
+					struct xp_gavel_cfg *c = &runs[r].cfg;
+					*c = *base;
+					c->policy = xp_gavel_policy_parse(pl->pols[p]);
+					c->rate = pl->rv[q];
+					c->seed = (unsigned)pl->seeds[s];
+					c->multi_gpu = multi_gpu;
+					c->win_lo = (size_t)pl->lo;
+					c->win_hi = (size_t)pl->hi;
+					c->colo = colo;
+					c->energy_weight = pl->ew[e];
+				}
+	return runs;
+}
+
+/* the runs on up to `threads` workers (this thread when none starts) */
+static void run_all(const struct xp_gavel_matrix *m, struct run *runs, size_t nruns,
+		    long threads)
+{
+	struct pool pool = { m, runs, nruns, 0, PTHREAD_MUTEX_INITIALIZER };
+	size_t nt = (size_t)threads < nruns ? (size_t)threads : nruns;
+	pthread_t *th = xcalloc(nt, sizeof(*th));
+	size_t started = 0;
+	while (started < nt && pthread_create(&th[started], NULL, worker, &pool) == 0)
+		started++;
+	if (started == 0) /* no thread at all: this one does the work */
+		worker(&pool);
+	for (size_t i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	free(th);
+}
+
+static void print_csv(const struct run *runs, size_t nruns)
+{
+	printf("policy,energy_weight,rate,seed,multi_gpu,avg_jct_h,p50_jct_h,p99_jct_h,"
+	       "makespan_h,util,"
+	       "ftf_mean,ftf_max,energy_kwh,idle_kwh,decision_ms,saturated\n");
+	for (size_t i = 0; i < nruns; i++) {
+		const struct xp_gavel_result *x = &runs[i].res;
+		const struct xp_gavel_cfg *c = &runs[i].cfg;
+		printf("%s,%g,%g,%u,%d,%.4f,%.4f,%.4f,%.2f,%.4f,%.4f,%.4f,%.3f,%.1f,%.4f,%"
+		       "d\n",
+		       xp_gavel_policy_name(c->policy), c->energy_weight, c->rate, c->seed,
+		       c->multi_gpu, x->avg_jct_h, x->p50_jct_h, x->p99_jct_h, x->end_h,
+		       (x->util[0] + x->util[1] + x->util[2]) / 3, x->ftf_mean, x->ftf_max,
+		       x->job_kwh, x->idle_kwh, x->decision_ms, x->saturated);
+	}
+}
+
+int xp_verb_sim_gavel(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
 		{ "policy", XP_FLAG_STR, "P[,P...]",
@@ -184,13 +334,13 @@ int xp_cmd_sim_gavel(int argc, char **argv)
 	int help, status = 2;
 	char *mdef = xp_cli_shared_path("traces/gavel/gavel_isolated_throughputs.csv");
 	char *cdef = xp_cli_shared_path("traces/gavel/gavel_colocated_throughputs.csv");
-	char **pols = NULL;
-	size_t npol = 0, nrate = 0, new = 0, nseeds = 1, nruns = 0;
-	uint64_t *seeds = NULL;
-	double *rv = NULL, *ew = NULL;
+	struct plan pl = { 0 };
+	size_t nruns = 0;
 	struct run *runs = NULL;
 	static struct xp_gavel_matrix m;
 	struct xp_gavel_colo *colo = NULL;
+	struct xp_gavel_cfg base;
+	const char *f;
 	xp_flag_get(flags, "matrix")->sval = mdef;
 	xp_flag_get(flags, "colo")->sval = cdef;
 	if (xp_flags_parse(flags, argc, argv, &help, &err) < 0)
@@ -203,44 +353,7 @@ int xp_cmd_sim_gavel(int argc, char **argv)
 		status = 0;
 		goto out;
 	}
-	const char *f = xp_flag_get(flags, "policy")->sval;
-	pols = xp_split_list(f ? f : "fifo,gavel-fifo,las,gavel-las,xpool", &npol);
-	for (size_t i = 0; i < npol; i++)
-		if (xp_gavel_policy_parse(pols[i]) < 0) {
-			xp_errf(&err, XP_EINVAL,
-				"--policy: unknown '%s' (fifo, gavel-fifo, las, gavel-las, xpool, "
-				"gavel-las-ss)",
-				pols[i]);
-			goto fail;
-		} else if (xp_gavel_policy_parse(pols[i]) == XP_GP_LAS_SS &&
-			   xp_flag_get(flags, "no-share")->bval) {
-			xp_errf(&err, XP_EINVAL,
-				"--policy gavel-las-ss shares GPUs: it cannot run with --no-share");
-			goto fail;
-		}
-	f = xp_flag_get(flags, "rates")->sval;
-	if (xp_parse_doubles_flag("rates", f ? f : "0.4,2,4", 0.001, 1000, &rv, &nrate, &err) < 0)
-		goto fail;
-	if ((f = xp_flag_get(flags, "seeds")->sval)) {
-		if (xp_parse_seeds(f, &seeds, &nseeds, &err) < 0)
-			goto fail;
-	} else {
-		seeds = xcalloc(1, sizeof(*seeds));
-		nseeds = 1;
-	}
-	long lo = 4000, hi = 5000, threads = sysconf(_SC_NPROCESSORS_ONLN);
-	int used = 0;
-	if ((f = xp_flag_get(flags, "window")->sval) &&
-	    (sscanf(f, "%ld-%ld%n", &lo, &hi, &used) != 2 || f[used] || lo < 0 || hi <= lo ||
-	     hi > 10000000)) {
-		xp_errf(&err, XP_EINVAL, "--window: expected LO-HI with 0 <= LO < HI, got '%s'", f);
-		goto fail;
-	}
-	f = xp_flag_get(flags, "energy-weights")->sval;
-	if (xp_parse_doubles_flag("energy-weights", f ? f : "0", 0, 1.5, &ew, &new, &err) < 0)
-		goto fail;
-	if (((f = xp_flag_get(flags, "jobs")->sval) &&
-	     xp_parse_int_flag("jobs", f, 1, 1024, &threads, &err) < 0))
+	if (parse_plan(flags, &pl, &err) < 0)
 		goto fail;
 	if (xp_gavel_load(xp_flag_get(flags, "matrix")->sval, &m, &err) < 0) {
 		status = xp_cli_fail("sim gavel", &err, 1);
@@ -253,80 +366,23 @@ int xp_cmd_sim_gavel(int argc, char **argv)
 			goto out;
 		}
 	}
-	struct xp_gavel_cfg base;
-	xp_gavel_cfg_default(&base);
-	double active = 0.8;
-	if ((f = xp_flag_get(flags, "active")->sval) &&
-	    xp_parse_double_flag("active", f, 0.01, 1, &active, &err) < 0)
-		goto fail;
-	if ((f = xp_flag_get(flags, "cluster")->sval)) {
-		struct xp_cluster *cl = xp_descriptor_load_file(f, &err);
-		if (!cl || xp_gavel_cfg_cluster(&base, cl, active, &err) < 0) {
-			xp_cluster_destroy(cl);
-			status = xp_cli_fail("sim gavel", &err, 2);
-			goto out;
-		}
-		xp_cluster_destroy(cl);
-	} else if (xp_flag_get(flags, "active")->sval)
-		for (int k = 0; k < XP_GAVEL_TYPES; k++)
-			base.power.busy_w[k] *= active / 0.8;
-	long maxact = 2000;
-	if ((f = xp_flag_get(flags, "max-active")->sval) &&
-	    xp_parse_int_flag("max-active", f, 10, 1000000, &maxact, &err) < 0)
-		goto fail;
-	base.max_active = (size_t)maxact;
-	nruns = npol * new *nrate *nseeds;
-	runs = xcalloc(nruns, sizeof(*runs));
-	size_t r = 0;
-	for (size_t p = 0; p < npol; p++)
-		for (size_t e = 0; e < new; e++)
-			for (size_t q = 0; q < nrate; q++)
-				for (size_t s = 0; s < nseeds; s++, r++) {
-					struct xp_gavel_cfg *c = &runs[r].cfg;
-					*c = base;
-					c->policy = xp_gavel_policy_parse(pols[p]);
-					c->rate = rv[q];
-					c->seed = (unsigned)seeds[s];
-					c->multi_gpu = xp_flag_get(flags, "multi-gpu")->bval;
-					c->win_lo = (size_t)lo;
-					c->win_hi = (size_t)hi;
-					c->colo = colo;
-					c->energy_weight = ew[e];
-				}
-	struct pool pool = { &m, runs, nruns, 0, PTHREAD_MUTEX_INITIALIZER };
-	size_t nt = (size_t)threads < nruns ? (size_t)threads : nruns;
-	pthread_t *th = xcalloc(nt, sizeof(*th));
-	size_t started = 0;
-	while (started < nt && pthread_create(&th[started], NULL, worker, &pool) == 0)
-		started++;
-	if (started == 0) /* no thread at all: this one does the work */
-		worker(&pool);
-	for (size_t i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
-	free(th);
+	if ((status = base_config(flags, &base, &err))) {
+		status = xp_cli_fail("sim gavel", &err, status);
+		goto out;
+	}
+	runs = plan_runs(&pl, &base, colo, xp_flag_get(flags, "multi-gpu")->bval, &nruns);
+	run_all(&m, runs, nruns, pl.threads);
 	for (size_t i = 0; i < nruns; i++)
 		if (runs[i].rc < 0) {
 			status = xp_cli_fail("sim gavel", &runs[i].err, 1);
 			goto out;
 		}
-	if (xp_flag_get(flags, "csv")->bval) {
-		printf("policy,energy_weight,rate,seed,multi_gpu,avg_jct_h,p50_jct_h,p99_jct_h,"
-		       "makespan_h,util,"
-		       "ftf_mean,ftf_max,energy_kwh,idle_kwh,decision_ms,saturated\n");
-		for (size_t i = 0; i < nruns; i++) {
-			const struct xp_gavel_result *x = &runs[i].res;
-			const struct xp_gavel_cfg *c = &runs[i].cfg;
-			printf("%s,%g,%g,%u,%d,%.4f,%.4f,%.4f,%.2f,%.4f,%.4f,%.4f,%.3f,%.1f,%.4f,%"
-			       "d\n",
-			       xp_gavel_policy_name(c->policy), c->energy_weight, c->rate, c->seed,
-			       c->multi_gpu, x->avg_jct_h, x->p50_jct_h, x->p99_jct_h, x->end_h,
-			       (x->util[0] + x->util[1] + x->util[2]) / 3, x->ftf_mean, x->ftf_max,
-			       x->job_kwh, x->idle_kwh, x->decision_ms, x->saturated);
-		}
-	} else
-		summary(runs, nruns, nseeds);
+	if (xp_flag_get(flags, "csv")->bval)
+		print_csv(runs, nruns);
+	else
+		summary(runs, nruns, pl.nseeds);
 	if ((f = xp_flag_get(flags, "plot")->sval) &&
-	    plot(f, runs, npol, new, nrate, nseeds, &err) < 0) {
+	    plot(f, runs, pl.npol, pl.new, pl.nrate, pl.nseeds, &err) < 0) {
 		status = xp_cli_fail("sim gavel", &err, 1);
 		goto out;
 	}
@@ -336,11 +392,8 @@ fail:
 	status = xp_cli_fail("sim gavel", &err, 2);
 out:
 	free(runs);
-	free(rv);
-	free(ew);
 	free(colo);
-	free(seeds);
-	xp_free_list(pols, npol);
+	plan_free(&pl);
 	free(mdef);
 	free(cdef);
 	xp_flags_free(flags);

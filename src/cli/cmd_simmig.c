@@ -273,7 +273,7 @@ static int parse(struct xp_flag *flags, int argc, char **argv, struct args *a, i
 	return numbers(flags, a) < 0 ? 2 : 0;
 }
 
-int xp_cmd_sim_mig(int argc, char **argv)
+int xp_verb_sim_mig(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
 		{ "stream", XP_FLAG_STR, "WHICH", "openb, genai or both (default)" },

@@ -297,7 +297,7 @@ static int run(const struct args *a, struct xp_err *err)
 	return rc;
 }
 
-int xp_cmd_sim_serving(int argc, char **argv)
+int xp_verb_sim_serving(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
 		{ "load", XP_FLAG_STR, "FILE",

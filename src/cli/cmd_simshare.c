@@ -58,7 +58,7 @@ static json_t *result_json(const struct xp_share_opts *o, const struct xp_share_
 			 "too_big", (int)r->too_big, "modes", modes);
 }
 
-int xp_cmd_sim_share(int argc, char **argv)
+int xp_verb_sim_share(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
 		{ "trace", XP_FLAG_STR, "DIR", "the trace (default ../shared/traces/genai2026)" },

@@ -76,7 +76,142 @@ static json_t *result_json(const struct xp_tsim_opts *o, const struct xp_tsim_re
 			 (json_int_t)r->unstarted, "wall_s", r->wall_s, "tenants", ts, "kinds", ks);
 }
 
-int xp_cmd_sim_tenants(int argc, char **argv)
+/* the run's options from the flags (--prices read into *prices, which
+ * o->prices borrows): 0, or the exit status when one is bad (said) */
+static int opts_from_flags(struct xp_flag *flags, struct xp_tsim_opts *o, char **prices,
+			   struct xp_err *err)
+{
+	const char *f;
+	int64_t v;
+	double load;
+	if ((f = xp_flag_get(flags, "nodes")->sval) && (num("nodes", f, 1, 1000000, &v) < 0))
+		return 2;
+	if (f)
+		o->nodes = (uint32_t)v;
+	if ((f = xp_flag_get(flags, "jobs")->sval) && (num("jobs", f, 1, 10000000, &v) < 0))
+		return 2;
+	if (f)
+		o->jobs = (uint32_t)v;
+	if ((f = xp_flag_get(flags, "tenants")->sval) &&
+	    (num("tenants", f, 2, XP_TSIM_MAX_TENANTS, &v) < 0))
+		return 2;
+	if (f)
+		o->tenants = (uint32_t)v;
+	if ((f = xp_flag_get(flags, "seed")->sval) && (num("seed", f, 0, INT64_MAX, &v) < 0))
+		return 2;
+	if (f)
+		o->seed = (uint64_t)v;
+	if ((f = xp_flag_get(flags, "load")->sval)) {
+		if (xp_parse_double(f, &load) < 0 || load <= 0 || load > 10) {
+			fprintf(stderr,
+				"xpool sim tenants: --load: expected a number in (0, 10], got "
+				"'%s'\n",
+				f);
+			return 2;
+		}
+		o->load = load;
+	}
+	if ((f = xp_flag_get(flags, "policy")->sval))
+		o->policy = f;
+	if ((f = xp_flag_get(flags, "aging")->sval) &&
+	    (xp_duration_parse(f, 366LL * 86400000, &o->aging_ms) < 0 || o->aging_ms < 1000)) {
+		fprintf(stderr,
+			"xpool sim tenants: --aging: expected a duration of 1s or more, got "
+			"'%s'\n",
+			f);
+		return 2;
+	}
+	if ((f = xp_flag_get(flags, "prices")->sval)) {
+		size_t len;
+		if (xp_read_file(f, 1u << 20, prices, &len, err) < 0)
+			return xp_cli_fail("sim tenants", err, 2);
+		o->prices = *prices;
+	}
+	if ((f = xp_flag_get(flags, "report")->sval)) {
+		if (strcmp(f, "cost")) {
+			fprintf(stderr, "xpool sim tenants: --report: expected cost, got '%s'\n", f);
+			return 2;
+		}
+		o->report_cost = 1;
+	}
+	if ((f = xp_flag_get(flags, "plot")->sval)) {
+		if (mkdir(f, 0755) < 0 && errno != EEXIST) {
+			fprintf(stderr, "xpool sim tenants: --plot: cannot create %s: %s\n", f,
+				strerror(errno));
+			return 1;
+		}
+		o->plot_dir = f;
+	}
+	return 0;
+}
+
+/* --mode's list (all three when absent) into modes: their count, or -1
+ * (said) */
+static int parse_modes(const char *ml, int *modes)
+{
+	int nm = 0;
+	if (!ml) {
+		for (int m = 0; m < XP_TSIM_NMODES; m++)
+			modes[nm++] = m;
+		return nm;
+	}
+	size_t n;
+	char **list = xp_split_list(ml, &n);
+	for (size_t i = 0; i < n; i++) {
+		int m = xp_tsim_mode_parse(list[i]);
+		if (m < 0 || nm == XP_TSIM_NMODES) {
+			fprintf(stderr,
+				"xpool sim tenants: --mode: expected xpool, noborrow or "
+				"fifo, "
+				"got '%s'\n",
+				list[i]);
+			xp_free_list(list, n);
+			return -1;
+		}
+		modes[nm++] = m;
+	}
+	xp_free_list(list, n);
+	return nm;
+}
+
+/* one run per mode, each printed as a table (and its metered cost), or
+ * all as one JSON array at the end: the exit status */
+static int run_modes(struct xp_tsim_opts *o, const int *modes, int nm, int json)
+{
+	struct xp_err err = { 0 };
+	json_t *all = json_array();
+	int status = 0;
+	for (int i = 0; i < nm && status == 0; i++) {
+		struct xp_tsim_result r;
+		o->mode = modes[i];
+		if (xp_tsim_run(o, &r, &err) < 0) {
+			status = xp_cli_fail("sim tenants", &err, 1);
+			break;
+		}
+		json_error_t je;
+		json_t *cost = r.cost ? json_loads(r.cost, 0, &je) : NULL;
+		free(r.cost);
+		if (json) {
+			json_t *one = result_json(o, &r);
+			if (cost)
+				json_object_set(one, "cost", cost);
+			json_array_append_new(all, one);
+		} else {
+			print_table(o, &r);
+			if (cost) {
+				printf("\nmetered (%s):\n", xp_tsim_mode_name(o->mode));
+				xp_cli_print_cost(cost);
+			}
+		}
+		json_decref(cost);
+	}
+	if (json && status == 0)
+		xp_cli_print_json(all);
+	json_decref(all);
+	return status;
+}
+
+int xp_verb_sim_tenants(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
 		{ "nodes", XP_FLAG_STR, "N", "nodes of 8 GPUs (default 10000)" },
@@ -103,8 +238,6 @@ int xp_cmd_sim_tenants(int argc, char **argv)
 	char *prices = NULL;
 	struct xp_err err = { 0 };
 	int help, status = 2;
-	int64_t v;
-	double load;
 
 	xp_tsim_defaults(&o);
 	if (xp_flags_parse(flags, argc, argv, &help, &err) < 0) {
@@ -123,126 +256,19 @@ int xp_cmd_sim_tenants(int argc, char **argv)
 		status = 0;
 		goto out;
 	}
-	const char *f;
-	if ((f = xp_flag_get(flags, "nodes")->sval) && (num("nodes", f, 1, 1000000, &v) < 0))
+	if ((status = opts_from_flags(flags, &o, &prices, &err)))
 		goto out;
-	if (f)
-		o.nodes = (uint32_t)v;
-	if ((f = xp_flag_get(flags, "jobs")->sval) && (num("jobs", f, 1, 10000000, &v) < 0))
-		goto out;
-	if (f)
-		o.jobs = (uint32_t)v;
-	if ((f = xp_flag_get(flags, "tenants")->sval) &&
-	    (num("tenants", f, 2, XP_TSIM_MAX_TENANTS, &v) < 0))
-		goto out;
-	if (f)
-		o.tenants = (uint32_t)v;
-	if ((f = xp_flag_get(flags, "seed")->sval) && (num("seed", f, 0, INT64_MAX, &v) < 0))
-		goto out;
-	if (f)
-		o.seed = (uint64_t)v;
-	if ((f = xp_flag_get(flags, "load")->sval)) {
-		if (xp_parse_double(f, &load) < 0 || load <= 0 || load > 10) {
-			fprintf(stderr,
-				"xpool sim tenants: --load: expected a number in (0, 10], got "
-				"'%s'\n",
-				f);
-			goto out;
-		}
-		o.load = load;
-	}
-	if ((f = xp_flag_get(flags, "policy")->sval))
-		o.policy = f;
-	if ((f = xp_flag_get(flags, "aging")->sval) &&
-	    (xp_duration_parse(f, 366LL * 86400000, &o.aging_ms) < 0 || o.aging_ms < 1000)) {
-		fprintf(stderr,
-			"xpool sim tenants: --aging: expected a duration of 1s or more, got "
-			"'%s'\n",
-			f);
-		goto out;
-	}
-	if ((f = xp_flag_get(flags, "prices")->sval)) {
-		size_t len;
-		if (xp_read_file(f, 1u << 20, &prices, &len, &err) < 0) {
-			status = xp_cli_fail("sim tenants", &err, 2);
-			goto out;
-		}
-		o.prices = prices;
-	}
-	if ((f = xp_flag_get(flags, "report")->sval)) {
-		if (strcmp(f, "cost")) {
-			fprintf(stderr, "xpool sim tenants: --report: expected cost, got '%s'\n", f);
-			goto out;
-		}
-		o.report_cost = 1;
-	}
-	if ((f = xp_flag_get(flags, "plot")->sval)) {
-		if (mkdir(f, 0755) < 0 && errno != EEXIST) {
-			fprintf(stderr, "xpool sim tenants: --plot: cannot create %s: %s\n", f,
-				strerror(errno));
-			status = 1;
-			goto out;
-		}
-		o.plot_dir = f;
-	}
+	status = 2;
 	const char *fmt = xp_flag_get(flags, "output")->sval;
 	if (fmt && strcmp(fmt, "table") && strcmp(fmt, "json")) {
 		fprintf(stderr, "xpool sim tenants: -o: expected table or json, got '%s'\n", fmt);
 		goto out;
 	}
-	int json = fmt && !strcmp(fmt, "json");
-	int modes[XP_TSIM_NMODES], nm = 0;
-	const char *ml = xp_flag_get(flags, "mode")->sval;
-	if (!ml) {
-		for (int m = 0; m < XP_TSIM_NMODES; m++)
-			modes[nm++] = m;
-	} else {
-		size_t n;
-		char **list = xp_split_list(ml, &n);
-		for (size_t i = 0; i < n; i++) {
-			int m = xp_tsim_mode_parse(list[i]);
-			if (m < 0 || nm == XP_TSIM_NMODES) {
-				fprintf(stderr,
-					"xpool sim tenants: --mode: expected xpool, noborrow or "
-					"fifo, "
-					"got '%s'\n",
-					list[i]);
-				xp_free_list(list, n);
-				goto out;
-			}
-			modes[nm++] = m;
-		}
-		xp_free_list(list, n);
-	}
-	json_t *all = json_array();
-	status = 0;
-	for (int i = 0; i < nm && status == 0; i++) {
-		struct xp_tsim_result r;
-		o.mode = modes[i];
-		if (xp_tsim_run(&o, &r, &err) < 0) {
-			status = xp_cli_fail("sim tenants", &err, 1);
-			break;
-		}
-		json_error_t je;
-		json_t *cost = r.cost ? json_loads(r.cost, 0, &je) : NULL;
-		free(r.cost);
-		if (json) {
-			json_t *one = result_json(&o, &r);
-			if (cost)
-				json_object_set(one, "cost", cost);
-			json_array_append_new(all, one);
-		} else {
-			print_table(&o, &r);
-			if (cost) {
-				printf("\nmetered (%s):\n", xp_tsim_mode_name(o.mode));
-				xp_cli_print_cost(cost);
-			}
-		}
-		json_decref(cost);
-	}
-	if (json && status == 0)
-		xp_cli_print_json(all);
-	json_decref(all);
+	int modes[XP_TSIM_NMODES];
+	int nm = parse_modes(xp_flag_get(flags, "mode")->sval, modes);
+	if (nm < 0)
+		goto out;
+	status = run_modes(&o, modes, nm, fmt && !strcmp(fmt, "json"));
 out:
 	free(prices);
 	xp_flags_free(flags);

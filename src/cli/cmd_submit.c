@@ -674,7 +674,94 @@ static void print_request(json_t *spec)
 	putchar('\n');
 }
 
-int xp_cmd_submit(int argc, char **argv)
+/* -f FILE alone (no spec flag, no command) and a printable
+ * --idempotency-key of 1..IDEMPOTENCY_MAX: 0, or -1 when refused (said) */
+static int check_submit_flags(struct xp_cli *x, struct xp_flag *flags)
+{
+	if (xp_flag_get(flags, "file")->given) {
+		for (const char *const *s = spec_flags; *s; s++)
+			if (xp_flag_get(flags, *s)->given) {
+				xp_cli_errorf(x, 2,
+					      "-f FILE cannot be combined with --%s (put it "
+					      "in the file)",
+					      *s);
+				return -1;
+			}
+		if (x->nrest) {
+			xp_cli_errorf(x, 2, "-f FILE cannot be combined with a command after --");
+			return -1;
+		}
+	}
+	const char *key = xp_flag_get(flags, "idempotency-key")->sval;
+	if (key) {
+		size_t kl = strlen(key);
+		int ok = kl >= 1 && kl <= IDEMPOTENCY_MAX;
+		for (size_t i = 0; ok && i < kl; i++)
+			ok = isprint((unsigned char)key[i]);
+		if (!ok) {
+			xp_cli_errorf(x, 2,
+				      "--idempotency-key: expected 1..%d printable characters, "
+				      "got '%s'",
+				      IDEMPOTENCY_MAX, key);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* POST the body to /v1/workflows (wf) or /v1/jobs with the idempotency
+ * key: the HTTP status, or < 0 with x->err naming the file, not the
+ * "request", when the body came from one */
+static int post_spec(struct xp_cli *x, const struct xp_flag *file, const char *key,
+		     const char *ctype, const char *body, size_t len, int wf, char **resp,
+		     size_t *rlen)
+{
+	struct xp_sb keyh = { 0 };
+	const char *headers[3] = { "Accept: application/json", NULL, NULL };
+	if (key) {
+		xp_sb_printf(&keyh, "Idempotency-Key: %s", key);
+		headers[1] = keyh.s;
+	}
+	int code = xp_client_call(x->client, "POST", wf ? "/v1/workflows" : "/v1/jobs", headers,
+				  ctype, body, len, resp, rlen, &x->err);
+	xp_sb_free(&keyh);
+	/* the controller names the body "request": name the file instead */
+	if (code < 0 && file->given && !strncmp(x->err.text, "request:", 8)) {
+		char t[XP_ERR_TEXT_MAX];
+		snprintf(t, sizeof(t), "%s", x->err.text + 8);
+		xp_errf(&x->err, x->err.code, "%.200s:%.300s",
+			strcmp(file->sval, "-") ? file->sval : "stdin", t);
+	}
+	return code;
+}
+
+/* a job's reply (code 201, or 200 for a repeated idempotency key): JSON,
+ * its id alone (quiet), or a line and the request. The exit status */
+static int print_job_reply(struct xp_cli *x, json_t *reply, const char *resp, int code,
+			   int quiet)
+{
+	long long id;
+	if (!reply || xp_cli_jint(reply, "id", &id) < 0)
+		return xp_cli_errorf(x, 1, "the controller's reply has no job id: %.200s", resp);
+	if (x->json)
+		xp_cli_print_json(reply);
+	else if (quiet)
+		printf("%lld\n", id);
+	else if (code == 200)
+		printf("job %lld already submitted with this idempotency key (%s, %s)\n", id,
+		       xp_cli_jstr(reply, "name") ? xp_cli_jstr(reply, "name") : "-",
+		       xp_cli_jstr(reply, "state") ? xp_cli_jstr(reply, "state") : "-");
+	else {
+		printf("job %lld submitted (%s, queue %s, %s)\n", id,
+		       xp_cli_jstr(reply, "name") ? xp_cli_jstr(reply, "name") : "-",
+		       xp_cli_jstr(reply, "queue") ? xp_cli_jstr(reply, "queue") : "-",
+		       xp_cli_jstr(reply, "state") ? xp_cli_jstr(reply, "state") : "-");
+		print_request(json_object_get(reply, "spec"));
+	}
+	return 0;
+}
+
+int xp_verb_submit(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
 		{ "file", XP_FLAG_STR, "FILE",
@@ -759,34 +846,8 @@ int xp_cmd_submit(int argc, char **argv)
 	if (xp_cli_start(&x, &verb, flags, argc, argv))
 		return xp_cli_end(&x, x.status);
 	struct xp_flag *file = xp_flag_get(flags, "file");
-	if (file->given) {
-		for (const char *const *s = spec_flags; *s; s++)
-			if (xp_flag_get(flags, *s)->given) {
-				xp_cli_errorf(&x, 2,
-					      "-f FILE cannot be combined with --%s (put it "
-					      "in the file)",
-					      *s);
-				goto out;
-			}
-		if (x.nrest) {
-			xp_cli_errorf(&x, 2, "-f FILE cannot be combined with a command after --");
-			goto out;
-		}
-	}
-	const char *key = xp_flag_get(flags, "idempotency-key")->sval;
-	if (key) {
-		size_t kl = strlen(key);
-		int ok = kl >= 1 && kl <= IDEMPOTENCY_MAX;
-		for (size_t i = 0; ok && i < kl; i++)
-			ok = isprint((unsigned char)key[i]);
-		if (!ok) {
-			xp_cli_errorf(&x, 2,
-				      "--idempotency-key: expected 1..%d printable characters, "
-				      "got '%s'",
-				      IDEMPOTENCY_MAX, key);
-			goto out;
-		}
-	}
+	if (check_submit_flags(&x, flags) < 0)
+		goto out;
 	if (file->given) {
 		if (read_spec_file(&x, file->sval, &body, &len) < 0) {
 			status = 1;
@@ -811,53 +872,18 @@ int xp_cmd_submit(int argc, char **argv)
 		status = x.status;
 		goto out;
 	}
-	struct xp_sb keyh = { 0 };
-	const char *headers[3] = { "Accept: application/json", NULL, NULL };
-	if (key) {
-		xp_sb_printf(&keyh, "Idempotency-Key: %s", key);
-		headers[1] = keyh.s;
-	}
 	int wf = file->given && is_workflow(body, len);
-	int code = xp_client_call(x.client, "POST", wf ? "/v1/workflows" : "/v1/jobs", headers,
-				  ctype, body, len, &resp, &rlen, &x.err);
-	xp_sb_free(&keyh);
+	int code = post_spec(&x, file, xp_flag_get(flags, "idempotency-key")->sval, ctype, body,
+			     len, wf, &resp, &rlen);
 	if (code < 0) {
-		/* the controller names the body "request": name the file instead */
-		if (file->given && !strncmp(x.err.text, "request:", 8)) {
-			char t[XP_ERR_TEXT_MAX];
-			snprintf(t, sizeof(t), "%s", x.err.text + 8);
-			xp_errf(&x.err, x.err.code, "%.200s:%.300s",
-				strcmp(file->sval, "-") ? file->sval : "stdin", t);
-		}
 		status = xp_cli_fail_api(&x);
 		goto out;
 	}
 	reply = json_loadb(resp, rlen, 0, NULL);
-	if (wf) {
+	if (wf)
 		status = print_workflow_reply(&x, reply, xp_flag_get(flags, "quiet")->given, resp);
-		goto out;
-	}
-	long long id;
-	if (!reply || xp_cli_jint(reply, "id", &id) < 0) {
-		status = xp_cli_errorf(&x, 1, "the controller's reply has no job id: %.200s", resp);
-		goto out;
-	}
-	if (x.json)
-		xp_cli_print_json(reply);
-	else if (xp_flag_get(flags, "quiet")->given)
-		printf("%lld\n", id);
-	else if (code == 200)
-		printf("job %lld already submitted with this idempotency key (%s, %s)\n", id,
-		       xp_cli_jstr(reply, "name") ? xp_cli_jstr(reply, "name") : "-",
-		       xp_cli_jstr(reply, "state") ? xp_cli_jstr(reply, "state") : "-");
-	else {
-		printf("job %lld submitted (%s, queue %s, %s)\n", id,
-		       xp_cli_jstr(reply, "name") ? xp_cli_jstr(reply, "name") : "-",
-		       xp_cli_jstr(reply, "queue") ? xp_cli_jstr(reply, "queue") : "-",
-		       xp_cli_jstr(reply, "state") ? xp_cli_jstr(reply, "state") : "-");
-		print_request(json_object_get(reply, "spec"));
-	}
-	status = 0;
+	else
+		status = print_job_reply(&x, reply, resp, code, xp_flag_get(flags, "quiet")->given);
 out:
 	json_decref(spec);
 	json_decref(reply);

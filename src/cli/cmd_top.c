@@ -125,7 +125,7 @@ out:
 	return rc;
 }
 
-int xp_cmd_top(int argc, char **argv)
+int xp_verb_top(int argc, char **argv)
 {
 	struct xp_flag flags[] = {
 		{ "class", XP_FLAG_STR, "CLASS", "only devices of this class (gpu, npu, ...)" },

@@ -7,9 +7,10 @@
 #include "cli.h"
 
 static const struct xp_cli_sub verbs[] = {
-	{ "server", xp_cmd_server, "the controller: HTTP API, durable journal, scheduling" },
-	{ "agent", xp_cmd_agent, "the node agent: discover devices, register, run assigned tasks" },
-	{ "dev", xp_cmd_dev, "a controller with emulated nodes on a fresh data directory" },
+	{ "server", xp_verb_server, "the controller: HTTP API, durable journal, scheduling" },
+	{ "agent", xp_verb_agent,
+	  "the node agent: discover devices, register, run assigned tasks" },
+	{ "dev", xp_verb_dev, "a controller with emulated nodes on a fresh data directory" },
 	{ NULL, NULL, NULL },
 };
 

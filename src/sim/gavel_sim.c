@@ -468,122 +468,106 @@ static double median(double *v, size_t n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-int xp_gavel_simulate(const struct xp_gavel_matrix *m, const struct xp_gavel_cfg *cfg,
-		      struct xp_gavel_result *res, struct xp_err *err)
+/* what the rounds add up to: when the last one started and ended, GPU
+ * busy time (in all, and from the window's first arrival), the energy
+ * from then, and how many of the window's jobs are done */
+struct tally {
+	double round_start, round_end, busy_s[GT], busy_win[GT], win_start, ebusy;
+	size_t done_in_win;
+};
+
+/* The round that ran ends with its last job (or, with none running, the
+ * clock goes to the next arrival); each placement's GPU time, energy and
+ * progress are credited to its jobs, and those done leave */
+static void end_round(struct gsim *s, const struct runvec *run, struct tally *t)
 {
-	if (cfg->win_hi <= cfg->win_lo || !(cfg->rate > 0) || !(cfg->round_s > 0))
-		return xp_errf(err, XP_EINVAL, "gavel: window, rate and round must be positive");
+	const struct xp_gavel_cfg *cfg = s->cfg;
 	int ss = cfg->policy == XP_GP_LAS_SS;
-	if (ss && !cfg->colo)
-		return xp_errf(err, XP_EINVAL, "gavel: gavel-las-ss needs the co-location table");
-	struct gsim s = { 0 };
-	s.m = m;
-	s.cfg = cfg;
-	xp_pyrand_seed(&s.shuffler, (uint64_t)cfg->seed + 5);
-	xp_pyrand_seed(&s.fifo_rng, cfg->seed);
-	/* xpool's learned sizes: 1 s to 10^9 s in 5 % steps */
-	if (cfg->policy == XP_GP_XPOOL)
-		xp_gittins_init(&s.git, 1, 1e9, 48);
-	memset(res, 0, sizeof(*res));
-	struct runvec run = { 0 };
-	int rc = 0;
-	XP_VEC(double) dec = { 0 };
-	double round_start = 0, round_end = -1, busy_s[GT] = { 0 }, busy_win[GT] = { 0 };
-	double win_start = -1, ebusy = 0;
-	size_t done_in_win = 0, nwin = cfg->win_hi - cfg->win_lo;
-	s.now = 0;
-	for (;;) {
-		/* the round that ran ends with its last job */
-		if (run.n) {
-			double mx = 0;
-			for (size_t i = 0; i < run.n; i++)
-				if (run.v[i].end > mx)
-					mx = run.v[i].end;
-			if (round_end >= 0)
-				round_start = round_end;
-			round_end = mx;
-			s.now = mx;
-		} else
-			s.now = next_arrival(&s);
-		for (size_t i = 0; i < run.n; i++) {
-			struct running *r = &run.v[i];
-			/* the GPUs draw busy power from the round's start until the
-			 * placement's last job ends */
-			double gs = (r->end - r->start) * s.jobs.v[r->a].sf;
-			double wh = cfg->power.busy_w[r->k] * gs;
-			busy_s[r->k] += gs;
-			if (win_start >= 0 && r->start >= win_start) {
-				busy_win[r->k] += gs;
-				ebusy += wh;
+	if (run->n) {
+		double mx = 0;
+		for (size_t i = 0; i < run->n; i++)
+			if (run->v[i].end > mx)
+				mx = run->v[i].end;
+		if (t->round_end >= 0)
+			t->round_start = t->round_end;
+		t->round_end = mx;
+		s->now = mx;
+	} else
+		s->now = next_arrival(s);
+	for (size_t i = 0; i < run->n; i++) {
+		const struct running *r = &run->v[i];
+		/* the GPUs draw busy power from the round's start until the
+		 * placement's last job ends */
+		double gs = (r->end - r->start) * s->jobs.v[r->a].sf;
+		double wh = cfg->power.busy_w[r->k] * gs;
+		t->busy_s[r->k] += gs;
+		if (t->win_start >= 0 && r->start >= t->win_start) {
+			t->busy_win[r->k] += gs;
+			t->ebusy += wh;
+		}
+		/* Gavel credits a pair's time to the pair, as the longer
+		 * of its two, and ends both jobs' leases at that time */
+		int combo = ss && r->b >= 0;
+		if (combo) {
+			xp_gavel_ss_find(s, r->a, r->b)->jt[r->k] += r->end - t->round_start;
+			s->wt[r->k] += r->end - t->round_start;
+		}
+		for (int w = 0; w < (r->b < 0 ? 1 : 2); w++) {
+			struct gjob *j = &s->jobs.v[w ? r->b : r->a];
+			double exec = r->fin[w] - t->round_start;
+			j->done += r->steps[w];
+			j->served += r->steps[w] / j->best;
+			j->energy_j += r->b < 0 ? wh : wh / 2;
+			if (!combo) {
+				j->jt[r->k] += exec;
+				s->wt[r->k] += exec;
 			}
-			/* Gavel credits a pair's time to the pair, as the longer
-			 * of its two, and ends both jobs' leases at that time */
-			int combo = ss && r->b >= 0;
-			if (combo) {
-				xp_gavel_ss_find(&s, r->a, r->b)->jt[r->k] += r->end - round_start;
-				s.wt[r->k] += r->end - round_start;
-			}
-			for (int w = 0; w < (r->b < 0 ? 1 : 2); w++) {
-				struct gjob *j = &s.jobs.v[w ? r->b : r->a];
-				double exec = r->fin[w] - round_start;
-				j->done += r->steps[w];
-				j->served += r->steps[w] / j->best;
-				j->energy_j += r->b < 0 ? wh : wh / 2;
-				if (!combo) {
-					j->jt[r->k] += exec;
-					s.wt[r->k] += exec;
-				}
-				j->last_k = r->k;
-				if (j->total - j->done <= 0) {
-					j->finish = combo ? r->end : r->fin[w];
-					j->active = 0;
-					s.need_update = 1;
-					if (cfg->policy == XP_GP_XPOOL)
-						xp_gittins_finished(&s.git, j->served * j->sf);
-					size_t id = (size_t)(j - s.jobs.v);
-					if (id >= cfg->win_lo && id < cfg->win_hi)
-						done_in_win++;
-				}
+			j->last_k = r->k;
+			if (j->total - j->done <= 0) {
+				j->finish = combo ? r->end : r->fin[w];
+				j->active = 0;
+				s->need_update = 1;
+				if (cfg->policy == XP_GP_XPOOL)
+					xp_gittins_finished(&s->git, j->served * j->sf);
+				size_t id = (size_t)(j - s->jobs.v);
+				if (id >= cfg->win_lo && id < cfg->win_hi)
+					t->done_in_win++;
 			}
 		}
-		if (done_in_win == nwin)
-			break;
-		size_t w = 0;
-		for (size_t i = 0; i < s.act.n; i++)
-			if (s.jobs.v[s.act.v[i]].active)
-				s.act.v[w++] = s.act.v[i];
-		s.act.n = w;
-		if (ss)
-			xp_gavel_ss_drop(&s);
-		while (next_arrival(&s) <= s.now) {
-			if (s.next == cfg->win_lo)
-				win_start = s.trace[s.next].arrival_s;
-			add_job(&s);
-		}
-		if (s.act.n > cfg->max_active) {
-			res->saturated = 1;
-			break;
-		}
-		s.plan.n = 0;
-		uint64_t t0 = xp_thread_cpu_ns();
-		if (cfg->policy == XP_GP_XPOOL)
-			xp_gavel_xpool_plan(&s);
-		else
-			gavel_plan(&s);
-		xp_vec_push(&dec, (double)(xp_thread_cpu_ns() - t0) / 1e6);
-		if (cfg->check && check_plan(&s, err) < 0) {
-			rc = -1;
-			break;
-		}
-		start_round(&s, &run);
-		res->rounds++;
 	}
-	/* results */
+}
+
+/* The active list without the finished jobs, then the arrivals up to now
+ * (the window's first marks its start): 1 when more are active than
+ * cfg->max_active (saturated), else 0 */
+static int admit(struct gsim *s, struct tally *t)
+{
+	size_t w = 0;
+	for (size_t i = 0; i < s->act.n; i++)
+		if (s->jobs.v[s->act.v[i]].active)
+			s->act.v[w++] = s->act.v[i];
+	s->act.n = w;
+	if (s->cfg->policy == XP_GP_LAS_SS)
+		xp_gavel_ss_drop(s);
+	while (next_arrival(s) <= s->now) {
+		if (s->next == s->cfg->win_lo)
+			t->win_start = s->trace[s->next].arrival_s;
+		add_job(s);
+	}
+	return s->act.n > s->cfg->max_active;
+}
+
+/* the window's JCTs, finish-time fairness, energy, utilisation and idle
+ * energy into res */
+static void results(const struct gsim *s, const struct tally *t, struct xp_gavel_result *res)
+{
+	const struct xp_gavel_cfg *cfg = s->cfg;
+	size_t nwin = cfg->win_hi - cfg->win_lo;
 	double *jct = xcalloc(nwin + 1, sizeof(*jct)), sum = 0, ftf = 0, ftfmax = 0, kwh = 0;
 	double end = 0;
 	size_t n = 0;
-	for (size_t id = cfg->win_lo; id < cfg->win_hi && id < s.jobs.n; id++) {
-		const struct gjob *j = &s.jobs.v[id];
+	for (size_t id = cfg->win_lo; id < cfg->win_hi && id < s->jobs.n; id++) {
+		const struct gjob *j = &s->jobs.v[id];
 		if (j->finish < 0)
 			continue;
 		double c = j->finish - j->arrival, alone = j->total / j->best;
@@ -608,20 +592,67 @@ int xp_gavel_simulate(const struct xp_gavel_matrix *m, const struct xp_gavel_cfg
 		res->ftf_max = ftfmax;
 		res->job_kwh = kwh / (double)n;
 	}
-	res->end_h = (n && !res->saturated ? end : s.now) / 3600;
+	res->end_h = (n && !res->saturated ? end : s->now) / 3600;
 	for (int k = 0; k < GT; k++)
-		res->util[k] = s.now > 0 && cfg->gpus[k] ? busy_s[k] / (s.now * cfg->gpus[k]) : 0;
-	if (win_start >= 0 && s.now > win_start) {
-		double span = s.now - win_start, idle = 0;
-		res->busy_kwh = ebusy / 3.6e6;
+		res->util[k] =
+			s->now > 0 && cfg->gpus[k] ? t->busy_s[k] / (s->now * cfg->gpus[k]) : 0;
+	if (t->win_start >= 0 && s->now > t->win_start) {
+		double span = s->now - t->win_start, idle = 0;
+		res->busy_kwh = t->ebusy / 3.6e6;
 		for (int k = 0; k < GT; k++) {
-			double free_s = cfg->gpus[k] * span - busy_win[k];
+			double free_s = cfg->gpus[k] * span - t->busy_win[k];
 			idle += cfg->power.idle_w[k] * (free_s > 0 ? free_s : 0);
 		}
 		res->idle_kwh = idle / 3.6e6;
 	}
-	res->decision_ms = median(dec.v, dec.n);
 	free(jct);
+}
+
+int xp_gavel_simulate(const struct xp_gavel_matrix *m, const struct xp_gavel_cfg *cfg,
+		      struct xp_gavel_result *res, struct xp_err *err)
+{
+	if (cfg->win_hi <= cfg->win_lo || !(cfg->rate > 0) || !(cfg->round_s > 0))
+		return xp_errf(err, XP_EINVAL, "gavel: window, rate and round must be positive");
+	if (cfg->policy == XP_GP_LAS_SS && !cfg->colo)
+		return xp_errf(err, XP_EINVAL, "gavel: gavel-las-ss needs the co-location table");
+	struct gsim s = { 0 };
+	s.m = m;
+	s.cfg = cfg;
+	xp_pyrand_seed(&s.shuffler, (uint64_t)cfg->seed + 5);
+	xp_pyrand_seed(&s.fifo_rng, cfg->seed);
+	/* xpool's learned sizes: 1 s to 10^9 s in 5 % steps */
+	if (cfg->policy == XP_GP_XPOOL)
+		xp_gittins_init(&s.git, 1, 1e9, 48);
+	memset(res, 0, sizeof(*res));
+	struct runvec run = { 0 };
+	int rc = 0;
+	XP_VEC(double) dec = { 0 };
+	struct tally t = { .round_end = -1, .win_start = -1 };
+	s.now = 0;
+	for (;;) {
+		end_round(&s, &run, &t);
+		if (t.done_in_win == cfg->win_hi - cfg->win_lo)
+			break;
+		if (admit(&s, &t)) {
+			res->saturated = 1;
+			break;
+		}
+		s.plan.n = 0;
+		uint64_t t0 = xp_thread_cpu_ns();
+		if (cfg->policy == XP_GP_XPOOL)
+			xp_gavel_xpool_plan(&s);
+		else
+			gavel_plan(&s);
+		xp_vec_push(&dec, (double)(xp_thread_cpu_ns() - t0) / 1e6);
+		if (cfg->check && check_plan(&s, err) < 0) {
+			rc = -1;
+			break;
+		}
+		start_round(&s, &run);
+		res->rounds++;
+	}
+	results(&s, &t, res);
+	res->decision_ms = median(dec.v, dec.n);
 	xp_vec_free(&run);
 	xp_vec_free(&dec);
 	xp_vec_free(&s.jobs);

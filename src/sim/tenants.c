@@ -306,164 +306,172 @@ static int cmp_d(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int xp_tsim_run(const struct xp_tsim_opts *o, struct xp_tsim_result *r, struct xp_err *err)
-{
-	struct xp_state_opts so = { .policy = o->policy, .fifo = o->mode == XP_TSIM_FIFO };
-	struct sim s;
-	double share[XP_TSIM_MAX_TENANTS], wsum = 0;
-	uint64_t t_start = xp_mono_ns();
+/* what a run accumulates between its steps: the integrals over time of
+ * utilisation and fairness, and the plots' points */
+struct tally {
+	double gpus, share[XP_TSIM_MAX_TENANTS];
+	long tix[XP_TSIM_MAX_TENANTS]; /* each tenant's index in the state */
+	double used_int, wait_time, used_wait, jain_int, jain_time, last_used, last_jain;
+	int last_contended;
+	int64_t last_t, next_m; /* the last step; when to estimate M again */
+	XP_VEC(double) ph, pu, pf; /* plots: hours, utilisation, frag */
+};
 
-	if (o->tenants < 2 || o->tenants > XP_TSIM_MAX_TENANTS || o->nodes < 1 || o->jobs < 1 ||
-	    o->mode < 0 || o->mode >= XP_TSIM_NMODES || o->load <= 0 || o->tick_ms < 1)
-		return xp_errf(err, XP_EINVAL, "tenants 2..%d, nodes and jobs >= 1, load > 0",
-			       XP_TSIM_MAX_TENANTS);
-	memset(r, 0, sizeof(*r));
-	memset(&s, 0, sizeof(s));
-	s.o = o;
-	s.st = xp_state_create(&so, err);
-	if (!s.st)
+/* the state, the trace, the cluster, the prices and the tenants' shares;
+ * < 0 with s->st NULL when the state could not be made */
+static int start_run(struct sim *s, struct tally *a, struct xp_tsim_result *r, struct xp_err *err)
+{
+	const struct xp_tsim_opts *o = s->o;
+	struct xp_state_opts so = { .policy = o->policy, .fifo = o->mode == XP_TSIM_FIFO };
+	double wsum = 0;
+	s->st = xp_state_create(&so, err);
+	if (!s->st)
 		return err ? err->code : XP_EINVAL;
 	for (uint32_t i = 0; i < o->tenants; i++)
 		wsum += o->tenants - i;
 	for (uint32_t i = 0; i < o->tenants; i++)
-		share[i] = (o->tenants - i) / wsum;
-	s.j = XNEWV(struct xp_tsim_job, o->jobs);
-	xp_tsim_gen(o, 8.0 * o->nodes, s.j, &r->span_h);
-	qsort(s.j, o->jobs, sizeof(*s.j), cmp_arrive);
+		a->share[i] = (o->tenants - i) / wsum;
+	s->j = XNEWV(struct xp_tsim_job, o->jobs);
+	xp_tsim_gen(o, 8.0 * o->nodes, s->j, &r->span_h);
+	qsort(s->j, o->jobs, sizeof(*s->j), cmp_arrive);
 	for (uint32_t k = 0; k < o->jobs; k++)
-		s.j[k].arrive += T0;
-	int rc = setup(&s, share);
+		s->j[k].arrive += T0;
+	int rc = setup(s, a->share);
 	if (rc == 0 && o->prices) {
 		struct xp_prices p;
 		if ((rc = xp_prices_parse("--prices", o->prices, strlen(o->prices), -1, &p,
-					    &s.err)) == 0) {
+					    &s->err)) == 0) {
 			json_t *pj = xp_prices_json(&p);
-			rc = apply(&s, T0, "prices.set", json_dumps(pj, JSON_COMPACT));
+			rc = apply(s, T0, "prices.set", json_dumps(pj, JSON_COMPACT));
 			json_decref(pj);
 		}
 	}
-	s.base = s.st->next_job_id;
-	long tix[XP_TSIM_MAX_TENANTS];
+	s->base = s->st->next_job_id;
 	for (uint32_t i = 0; i < o->tenants; i++) {
 		char name[32];
 		snprintf(name, sizeof(name), "t%u", i);
-		tix[i] = rc == 0 ? xp_state_tenant(s.st, name) : 0;
+		a->tix[i] = rc == 0 ? xp_state_tenant(s->st, name) : 0;
 	}
+	a->gpus = 8.0 * o->nodes;
+	a->next_m = a->last_t = T0;
+	return rc;
+}
 
-	double gpus = 8.0 * o->nodes, used_int = 0, wait_time = 0, used_wait = 0;
-	XP_VEC(double) ph = { 0 }, pu = { 0 }, pf = { 0 }; /* plots: hours, utilisation, frag */
-	int64_t next_m = T0;				       /* when to estimate M again */
-	double jain_int = 0, jain_time = 0, last_used = 0, last_jain = 0;
-	int last_contended = 0;
-	int64_t last_t = T0;
-	uint32_t ai = 0;
-	struct xp_rng rng;
-	xp_rng_seed(&rng, o->seed);
-	while (rc == 0 && (ai < o->jobs || s.heap.h.n)) {
-		int64_t next = ai < o->jobs ? s.j[ai].arrive : INT64_MAX;
-		if (s.heap.h.n && s.heap.h.v[0].due < next)
-			next = s.heap.h.v[0].due;
-		int64_t t = T0 + ((next - T0 + o->tick_ms - 1) / o->tick_ms) * o->tick_ms;
-		/* what held since the last step */
-		double dt = (double)(t - last_t);
-		int64_t span_end = T0 + (int64_t)(r->span_h * 3600000);
-		if (last_t < span_end) /* utilisation over the span load is offered in */
-			used_int += last_used * (double)((t < span_end ? t : span_end) - last_t);
-		if (last_contended) {
-			wait_time += dt;
-			used_wait += last_used * dt;
-			jain_int += last_jain * dt;
-			jain_time += dt;
+/* what held from the last step until t: utilisation over the span load is
+ * offered in, and while jobs wait, utilisation and Jain's index */
+static void hold_until(struct tally *a, const struct xp_tsim_result *r, int64_t t)
+{
+	double dt = (double)(t - a->last_t);
+	int64_t span_end = T0 + (int64_t)(r->span_h * 3600000);
+	if (a->last_t < span_end)
+		a->used_int += a->last_used * (double)((t < span_end ? t : span_end) - a->last_t);
+	if (a->last_contended) {
+		a->wait_time += dt;
+		a->used_wait += a->last_used * dt;
+		a->jain_int += a->last_jain * dt;
+		a->jain_time += dt;
+	}
+	a->last_t = t;
+}
+
+/* the step at t: the arrivals submitted, the completions finished, then
+ * the cycle until it has nothing more to do */
+static int step(struct sim *s, int64_t t, uint32_t *ai, struct xp_rng *rng,
+		struct xp_tsim_result *r)
+{
+	const struct xp_tsim_opts *o = s->o;
+	int rc = 0;
+	while (rc == 0 && *ai < o->jobs && s->j[*ai].arrive <= t)
+		rc = submit(s, &s->j[(*ai)++]);
+	while (rc == 0 && xp_due_ready(&s->heap, t)) {
+		struct xp_due e = xp_due_pop(&s->heap);
+		struct xp_job *jb = xp_state_job(s->st, e.job);
+		if (!jb || jb->state != XP_JOB_RUNNING || jb->attempts != e.attempt)
+			continue; /* preempted meanwhile: that attempt is gone */
+		rc = apply(s, e.due, "job.finish",
+			   xp_rec_job_finish(e.job, XP_JOB_SUCCEEDED, 0, NULL));
+	}
+	uint64_t placed0 = s->st->placed;
+	for (int k = 0; rc == 0 && k < 100000 && xp_state_cycle_more(s->st); k++) {
+		long n = xp_state_cycle(s->st, t, 1u << 30, rng, emit, s);
+		if (n < 0)
+			rc = (int)n;
+		r->cycles++;
+	}
+	if (rc == 0 && o->check && (rc = xp_state_check(s->st, &s->err)) < 0)
+		s->failed = 1;
+	/* the starts of this step */
+	if (s->st->placed != placed0)
+		for (size_t i = 0; i < s->st->jobs.n; i++) {
+			struct xp_job *jb = s->st->jobs.v[i];
+			if (jb->state == XP_JOB_RUNNING && jb->started_at == t)
+				start_seen(s, jb);
 		}
-		last_t = t;
-		s.now = t;
-		while (rc == 0 && ai < o->jobs && s.j[ai].arrive <= t)
-			rc = submit(&s, &s.j[ai++]);
-		while (rc == 0 && xp_due_ready(&s.heap, t)) {
-			struct xp_due e = xp_due_pop(&s.heap);
-			struct xp_job *jb = xp_state_job(s.st, e.job);
-			if (!jb || jb->state != XP_JOB_RUNNING || jb->attempts != e.attempt)
-				continue; /* preempted meanwhile: that attempt is gone */
-			rc = apply(&s, e.due, "job.finish",
-				   xp_rec_job_finish(e.job, XP_JOB_SUCCEEDED, 0, NULL));
-		}
-		uint64_t placed0 = s.st->placed;
-		for (int k = 0; rc == 0 && k < 100000 && xp_state_cycle_more(s.st); k++) {
-			long n = xp_state_cycle(s.st, t, 1u << 30, &rng, emit, &s);
-			if (n < 0)
-				rc = (int)n;
-			r->cycles++;
-		}
-		if (rc == 0 && o->check && (rc = xp_state_check(s.st, &s.err)) < 0)
-			s.failed = 1;
-		/* the starts of this step, and who waits (has pending jobs) */
-		uint8_t demand[XP_TSIM_MAX_TENANTS + 1] = { 0 };
-		for (size_t i = 0; i < s.st->jobs.n; i++) {
-			struct xp_job *jb = s.st->jobs.v[i];
-			if (jb->state == XP_JOB_RUNNING && jb->started_at == t &&
-			    s.st->placed != placed0)
-				start_seen(&s, jb);
-			if (jb->state == XP_JOB_PENDING) /* it wants more than it has */
-				for (uint32_t k = 0; k < o->tenants; k++)
-					demand[k] |= (long)jb->tenant == tix[k];
-		}
-		/* the state until the next step */
-		double used = 0, sx = 0, sx2 = 0;
-		int nd = 0, pending = s.st->count[XP_JOB_PENDING] != 0;
+	return rc;
+}
+
+/* the state after the step at t, held until the next: GPUs used, whether
+ * tenants contend, Jain's index over those that wait (usage / share), and
+ * the plots' points */
+static void measure(struct sim *s, struct tally *a, int64_t t, int rc)
+{
+	const struct xp_tsim_opts *o = s->o;
+	uint8_t demand[XP_TSIM_MAX_TENANTS + 1] = { 0 }; /* who has pending jobs */
+	for (size_t i = 0; i < s->st->jobs.n; i++) {
+		struct xp_job *jb = s->st->jobs.v[i];
+		if (jb->state == XP_JOB_PENDING) /* it wants more than it has */
+			for (uint32_t k = 0; k < o->tenants; k++)
+				demand[k] |= (long)jb->tenant == a->tix[k];
+	}
+	double used = 0, sx = 0, sx2 = 0;
+	int nd = 0, pending = s->st->count[XP_JOB_PENDING] != 0;
+	for (uint32_t i = 0; i < o->tenants; i++)
+		used += (double)s->st->tenants.v[a->tix[i]].usage[XP_RES_DEV + XP_CLASS_GPU] /
+			1000.0;
+	if (pending) {
 		for (uint32_t i = 0; i < o->tenants; i++)
-			used += (double)s.st->tenants.v[tix[i]].usage[XP_RES_DEV + XP_CLASS_GPU] /
-				1000.0;
-		if (pending) { /* Jain over the tenants that wait: usage / share */
-			for (uint32_t i = 0; i < o->tenants; i++)
-				if (demand[i]) {
-					double x = (double)s.st->tenants.v[tix[i]]
-							   .usage[XP_RES_DEV + XP_CLASS_GPU] /
-						   1000.0 / (share[i] * gpus);
-					sx += x;
-					sx2 += x * x;
-					nd++;
-				}
-		}
-		if (o->plot_dir && rc == 0) {
-			if (t >= next_m) { /* M from the last day's jobs, as the controller */
-				struct xp_err e2 = { 0 };
-				xp_state_estimate_workload(s.st, t - 86400000LL, &e2);
-				next_m = t + 3600000;
+			if (demand[i]) {
+				double x = (double)s->st->tenants.v[a->tix[i]]
+						   .usage[XP_RES_DEV + XP_CLASS_GPU] /
+					   1000.0 / (a->share[i] * a->gpus);
+				sx += x;
+				sx2 += x * x;
+				nd++;
 			}
-			double idle = gpus - used;
-			xp_vec_push(&ph, (double)(t - T0) / 3600000.0);
-			xp_vec_push(&pu, used / gpus);
-			xp_vec_push(&pf, idle > 0 && !s.st->sched_stale
-						 ? xp_sched_frag(s.st->sched) / (idle * 1000.0)
-						 : 0);
+	}
+	if (o->plot_dir && rc == 0) {
+		if (t >= a->next_m) { /* M from the last day's jobs, as the controller */
+			struct xp_err e2 = { 0 };
+			xp_state_estimate_workload(s->st, t - 86400000LL, &e2);
+			a->next_m = t + 3600000;
 		}
-		last_used = used;
-		last_contended = pending && nd > 1;
-		last_jain = sx2 > 0 ? sx * sx / (nd * sx2) : 1;
+		double idle = a->gpus - used;
+		xp_vec_push(&a->ph, (double)(t - T0) / 3600000.0);
+		xp_vec_push(&a->pu, used / a->gpus);
+		xp_vec_push(&a->pf, idle > 0 && !s->st->sched_stale
+					    ? xp_sched_frag(s->st->sched) / (idle * 1000.0)
+					    : 0);
 	}
-	if (rc < 0 || s.failed) {
-		if (err)
-			*err = s.err;
-		rc = rc < 0 ? rc : XP_EINTERNAL;
-	}
-	double makespan = (double)(last_t - T0);
-	r->tenants = o->tenants;
-	r->util = r->span_h > 0 ? used_int / (gpus * r->span_h * 3600000) : 0;
-	r->util_waiting = wait_time > 0 ? used_wait / (gpus * wait_time) : 0;
-	r->jain = jain_time > 0 ? jain_int / jain_time : 1;
-	r->preemptions = s.preemptions;
-	r->makespan_h = makespan / 3600000;
+	a->last_used = used;
+	a->last_contended = pending && nd > 1;
+	a->last_jain = sx2 > 0 ? sx * sx / (nd * sx2) : 1;
+}
+
+/* per tenant, then per job kind (batch 0, training 5, inference 10): jobs,
+ * GPU-hours, and the waits of those that started */
+static void tally_waits(const struct sim *s, const struct tally *a, struct xp_tsim_result *r)
+{
+	const struct xp_tsim_opts *o = s->o;
 	double *w = XNEWV(double, o->jobs);
 	for (uint32_t i = 0; i < o->tenants + XP_TSIM_NKINDS; i++) {
-		/* per tenant, then per job kind (batch 0, training 5, inference 10) */
 		int by_kind = i >= o->tenants;
 		uint32_t kind = i - o->tenants;
 		struct xp_tsim_tenant *tt = by_kind ? &r->kind[kind] : &r->t[i];
 		size_t n = 0;
 		double sum = 0;
-		tt->share = by_kind ? 0 : share[i];
+		tt->share = by_kind ? 0 : a->share[i];
 		for (uint32_t k = 0; k < o->jobs; k++) {
-			const struct xp_tsim_job *x = &s.j[k];
+			const struct xp_tsim_job *x = &s->j[k];
 			int kx = xp_tsim_kind(x);
 			if (by_kind ? kx != (int)kind : x->tenant != i)
 				continue;
@@ -486,13 +494,58 @@ int xp_tsim_run(const struct xp_tsim_opts *o, struct xp_tsim_result *r, struct x
 		}
 	}
 	free(w);
+}
+
+int xp_tsim_run(const struct xp_tsim_opts *o, struct xp_tsim_result *r, struct xp_err *err)
+{
+	struct sim s;
+	struct tally a;
+	uint64_t t_start = xp_mono_ns();
+
+	if (o->tenants < 2 || o->tenants > XP_TSIM_MAX_TENANTS || o->nodes < 1 || o->jobs < 1 ||
+	    o->mode < 0 || o->mode >= XP_TSIM_NMODES || o->load <= 0 || o->tick_ms < 1)
+		return xp_errf(err, XP_EINVAL, "tenants 2..%d, nodes and jobs >= 1, load > 0",
+			       XP_TSIM_MAX_TENANTS);
+	memset(r, 0, sizeof(*r));
+	memset(&s, 0, sizeof(s));
+	memset(&a, 0, sizeof(a));
+	s.o = o;
+	int rc = start_run(&s, &a, r, err);
+	if (!s.st)
+		return rc;
+	uint32_t ai = 0;
+	struct xp_rng rng;
+	xp_rng_seed(&rng, o->seed);
+	while (rc == 0 && (ai < o->jobs || s.heap.h.n)) {
+		int64_t next = ai < o->jobs ? s.j[ai].arrive : INT64_MAX;
+		if (s.heap.h.n && s.heap.h.v[0].due < next)
+			next = s.heap.h.v[0].due;
+		int64_t t = T0 + ((next - T0 + o->tick_ms - 1) / o->tick_ms) * o->tick_ms;
+		hold_until(&a, r, t);
+		s.now = t;
+		rc = step(&s, t, &ai, &rng, r);
+		measure(&s, &a, t, rc);
+	}
+	if (rc < 0 || s.failed) {
+		if (err)
+			*err = s.err;
+		rc = rc < 0 ? rc : XP_EINTERNAL;
+	}
+	double makespan = (double)(a.last_t - T0);
+	r->tenants = o->tenants;
+	r->util = r->span_h > 0 ? a.used_int / (a.gpus * r->span_h * 3600000) : 0;
+	r->util_waiting = a.wait_time > 0 ? a.used_wait / (a.gpus * a.wait_time) : 0;
+	r->jain = a.jain_time > 0 ? a.jain_int / a.jain_time : 1;
+	r->preemptions = s.preemptions;
+	r->makespan_h = makespan / 3600000;
+	tally_waits(&s, &a, r);
 	free(s.j);
 	xp_due_free(&s.heap);
 	if (rc == 0 && o->plot_dir)
-		rc = plots(&s, o, tix, ph.v, pu.v, pf.v, ph.n);
-	xp_vec_free(&ph);
-	xp_vec_free(&pu);
-	xp_vec_free(&pf);
+		rc = plots(&s, o, a.tix, a.ph.v, a.pu.v, a.pf.v, a.ph.n);
+	xp_vec_free(&a.ph);
+	xp_vec_free(&a.pu);
+	xp_vec_free(&a.pf);
 	if (rc == 0 && (o->prices || o->report_cost)) {
 		json_t *rep = xp_meter_report(s.st, XP_METER_TENANT, T0, s.now + 1, s.now, -1);
 		r->cost = json_dumps(rep, JSON_COMPACT | JSON_PRESERVE_ORDER);

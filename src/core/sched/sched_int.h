@@ -161,7 +161,7 @@ static inline int xp_dev_fits(const struct xp_dstate *d, const struct xp_request
 	return d->ok && xp_dev_fits_as(d, d->free_milli, d->free_mem, r);
 }
 
-/* state.c */
+/* fit.c: shapes, feasibility, device choice (capacity.c keeps the capacity) */
 void xp_shape_init(const struct xp_sched *s, struct xp_shape *m, const struct xp_request *r);
 void xp_shape_free(struct xp_shape *m);
 int xp_shape_eq(const struct xp_request *a, const struct xp_request *b);

@@ -34,11 +34,12 @@ command -v etcd >/dev/null 2>&1 || [ -x /usr/bin/etcd ] || {
 	echo "bench/ha.sh: etcd is not installed (scripts/deps.sh installs etcd-server)"
 	exit 0
 }
-SPIDS= FOPID= PID_A= PID_B=
+SPIDS= FOPID=
 cleanup() {
 	[ -n "$FOPID" ] && kill "$FOPID" 2>/dev/null
-	for p in $SPIDS $PID_A $PID_B; do kill "$p" 2>/dev/null; done
-	for p in $SPIDS $PID_A $PID_B $FOPID; do wait "$p" 2>/dev/null; done
+	for p in $SPIDS; do kill "$p" 2>/dev/null; done
+	for p in $SPIDS $FOPID; do wait "$p" 2>/dev/null; done
+	ctl_stop_all
 	etcd_stop
 	rm -rf "$T"
 }
@@ -76,16 +77,6 @@ rate() {
 }
 
 # ------------------------------------------------------------ failover --
-role_is() {
-	curl -s -m 5 -D - -o /dev/null -H "Authorization: Bearer $XPOOL_TOKEN" \
-		"http://127.0.0.1:$1/v1/queues" | tr -d '\r' | grep -qi "^x-xpool-role: $2\$"
-}
-start_ctl() { # A|B
-	eval "port=\$PORT_$1"
-	"$XP" server --data "$T/$1" --listen "127.0.0.1:$port" --store "$ETCD_URL/failover" \
-		--lease 2s >>"$T/$1.out" 2>>"$T/$1.err" &
-	eval "PID_$1=$!"
-}
 acked() { wc -l <"$T/acked.log"; }
 acked_past() { [ "$(acked)" -ge "$1" ]; }
 failover() {
@@ -93,13 +84,12 @@ failover() {
 	PORT_A=$FREE_PORT
 	free_port
 	PORT_B=$FREE_PORT
-	start_ctl A
+	ctl_start A failover
 	until_ok 60 test -s "$T/A/admin.token" || { echo "A did not lead: $(cat "$T/A.err")"; exit 1; }
 	XPOOL_TOKEN=$(cat "$T/A/admin.token")
 	until_ok 60 role_is "$PORT_A" leader || { echo "A does not lead"; exit 1; }
-	start_ctl B
+	ctl_start B failover
 	until_ok 60 role_is "$PORT_B" follower || { echo "B does not follow"; exit 1; }
-	SPIDS="$PID_A $PID_B"
 	: >"$T/acked.log"
 	"$FO" --addr "http://127.0.0.1:$PORT_A,http://127.0.0.1:$PORT_B" --token-file "$T/A/admin.token" \
 		--clients "$CLIENTS" --pace-ms "$PACE" --stop-file "$T/stop" --out "$T/acked.log" >"$T/fo.out" 2>&1 &
@@ -110,17 +100,16 @@ failover() {
 	while [ "$c" -le "$CYCLES" ]; do
 		until_ok 60 acked_past $(($(acked) + CLIENTS)) || { echo "cycle $c: no progress"; break; }
 		sleep "0.$(awk -v s="$$$c" 'BEGIN { srand(s); printf "%03d", int(rand() * 1000) }')"
-		eval "victim=\$PID_$L"
+		eval "victim=\$CPID_$L"
 		echo "$(($(date +%s%N) / 1000000))" >>"$T/kills"
 		kill -9 "$victim"
 		wait "$victim" 2>/dev/null
 		eval "fp=\$PORT_$F"
 		until_ok 60 role_is "$fp" leader || { echo "cycle $c: $F did not take over"; break; }
-		start_ctl "$L"
+		ctl_start "$L" failover
 		eval "lp=\$PORT_$L"
 		until_ok 120 role_is "$lp" follower || { echo "cycle $c: $L did not follow again"; break; }
-		SPIDS="$PID_A $PID_B"
-		x=$L L=$F F=$x
+			x=$L L=$F F=$x
 		c=$((c + 1))
 	done
 	until_ok 60 acked_past $(($(acked) + CLIENTS)) # the last takeover's first acks

@@ -21,10 +21,11 @@ if ! command -v etcd >/dev/null 2>&1 && [ ! -x /usr/bin/etcd ]; then
 	echo "SKIP: etcd is not installed (scripts/deps.sh installs etcd-server)"
 	exit 77
 fi
-CPID_A= CPID_B= SUBS=
+SUBS=
 cleanup() {
-	for p in $SUBS $CPID_A $CPID_B; do kill "$p" 2>/dev/null; done
-	for p in $SUBS $CPID_A $CPID_B; do wait "$p" 2>/dev/null; done
+	for p in $SUBS; do kill "$p" 2>/dev/null; done
+	for p in $SUBS; do wait "$p" 2>/dev/null; done
+	ctl_stop_all
 	etcd_stop
 	rm -rf "$T"
 }
@@ -36,25 +37,15 @@ free_port
 PORT_B=$FREE_PORT
 ADDRS="http://127.0.0.1:$PORT_A,http://127.0.0.1:$PORT_B"
 
-start_ctl() { # A|B
-	eval "port=\$PORT_$1"
-	"$XP" server --data "$T/$1" --listen "127.0.0.1:$port" --store "$ETCD_URL/ha-test" \
-		--lease 2s >>"$T/$1.out" 2>>"$T/$1.err" &
-	eval "CPID_$1=$!"
-}
-role_is() { # PORT ROLE: the controller there answers as ROLE (X-Xpool-Role)
-	curl -s -m 5 -D - -o /dev/null -H "Authorization: Bearer $XPOOL_TOKEN" \
-		"http://127.0.0.1:$1/v1/queues" | tr -d '\r' | grep -qi "^x-xpool-role: $2\$"
-}
 leads() { eval "role_is \$PORT_$1 leader"; }
 follows() { eval "role_is \$PORT_$1 follower"; }
 
-start_ctl A
+ctl_start A ha-test
 until_ok 60 test -s "$T/A/admin.token" || { echo "FAIL: A did not lead: $(cat "$T/A.err")"; exit 1; }
 XPOOL_TOKEN=$(cat "$T/A/admin.token")
 export XPOOL_TOKEN
 until_ok 60 leads A || { echo "FAIL: A does not answer: $(cat "$T/A.err")"; exit 1; }
-start_ctl B
+ctl_start B ha-test
 until_ok 60 follows B || { echo "FAIL: B does not follow: $(cat "$T/B.err")"; exit 1; }
 
 # submitter I: keys cI-1, cI-2, ... each retried until acknowledged
@@ -95,7 +86,7 @@ for cycle in 1 2 3; do
 	t1=$(now_ms)
 	echo "cycle $cycle: $LEADER killed, $STANDBY acknowledged a submit $((t1 - t0)) ms later"
 	until_ok 60 leads "$STANDBY" || fail "cycle $cycle: $STANDBY does not answer"
-	start_ctl "$LEADER" # back as a follower
+	ctl_start "$LEADER" ha-test # back as a follower
 	until_ok 60 follows "$LEADER" || fail "cycle $cycle: $LEADER did not follow again"
 	x=$LEADER LEADER=$STANDBY STANDBY=$x
 done

@@ -18,10 +18,8 @@ if ! command -v etcd >/dev/null 2>&1 && [ ! -x /usr/bin/etcd ]; then
 	exit 77
 fi
 [ -x "$SUB" ] || { echo "FAIL: $SUB missing (built with the benchmarks)"; exit 1; }
-CPID_A= CPID_B=
 cleanup() {
-	for p in $CPID_A $CPID_B; do kill -9 "$p" 2>/dev/null; done
-	for p in $CPID_A $CPID_B; do wait "$p" 2>/dev/null; done
+	ctl_stop_all
 	etcd_stop
 	rm -rf "$T"
 }
@@ -32,21 +30,11 @@ free_port
 PORT_A=$FREE_PORT
 free_port
 PORT_B=$FREE_PORT
-start_ctl() {
-	eval "port=\$PORT_$1"
-	"$XP" server --data "$T/$1" --listen "127.0.0.1:$port" --store "$ETCD_URL/ns" \
-		--lease 2s >>"$T/$1.out" 2>>"$T/$1.err" &
-	eval "CPID_$1=$!"
-}
-role_is() {
-	curl -s -m 5 -D - -o /dev/null -H "Authorization: Bearer $XPOOL_TOKEN" \
-		"http://127.0.0.1:$1/v1/queues" | tr -d '\r' | grep -qi "^x-xpool-role: $2\$"
-}
-start_ctl A
+ctl_start A ns
 until_ok 60 test -s "$T/A/admin.token" || { echo "FAIL: A did not lead: $(cat "$T/A.err")"; exit 1; }
 XPOOL_TOKEN=$(cat "$T/A/admin.token")
 export XPOOL_TOKEN
-start_ctl B
+ctl_start B ns
 until_ok 60 role_is "$PORT_B" follower || { echo "FAIL: B does not follow: $(cat "$T/B.err")"; exit 1; }
 
 # fill etcd: some of these are refused once the alarm is raised

@@ -18,10 +18,8 @@ if ! command -v etcd >/dev/null 2>&1 && [ ! -x /usr/bin/etcd ]; then
 	echo "SKIP: etcd is not installed (scripts/deps.sh installs etcd-server)"
 	exit 77
 fi
-CPID_A= CPID_B=
 cleanup() {
-	for p in $CPID_A $CPID_B; do kill "$p" 2>/dev/null; done
-	for p in $CPID_A $CPID_B; do wait "$p" 2>/dev/null; done
+	ctl_stop_all
 	etcd_stop
 	rm -rf "$T"
 }
@@ -33,22 +31,15 @@ free_port
 PORT_B=$FREE_PORT
 XPOOL_ADDR="http://127.0.0.1:$PORT_A,http://127.0.0.1:$PORT_B"
 export XPOOL_ADDR
-start_ctl() {
-	eval "port=\$PORT_$1"
-	"$XP" server --data "$T/$1" --listen "127.0.0.1:$port" --store "$ETCD_URL/q" \
-		--lease 2s >>"$T/$1.out" 2>>"$T/$1.err" &
-	eval "CPID_$1=$!"
-}
 headers() { # PORT: the reply headers of a read there
 	curl -s -m 5 -D - -o /dev/null -H "Authorization: Bearer $XPOOL_TOKEN" \
 		"http://127.0.0.1:$1/v1/queues" | tr -d '\r'
 }
-role_is() { headers "$1" | grep -qi "^x-xpool-role: $2\$"; }
-start_ctl A
+ctl_start A q
 until_ok 60 test -s "$T/A/admin.token" || { echo "FAIL: A did not lead: $(cat "$T/A.err")"; exit 1; }
 XPOOL_TOKEN=$(cat "$T/A/admin.token")
 export XPOOL_TOKEN
-start_ctl B
+ctl_start B q
 until_ok 60 role_is "$PORT_B" follower || { echo "FAIL: B does not follow: $(cat "$T/B.err")"; exit 1; }
 submit() { "$XP" submit --cpu 1 --name "$1" --idempotency-key "$1" -- true >"$T/sub.out" 2>&1; }
 ok=0

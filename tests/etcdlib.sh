@@ -8,6 +8,12 @@
 #   etcd_restart_member I  start member I again on its data
 #   etcd_stop            stop every member
 #   free_port            a TCP port nothing listens on (in $FREE_PORT)
+#   ctl_start NAME PREFIX  start `$XP server` NAME: data $T/NAME, listening on
+#                        $PORT_NAME, the store $ETCD_URL/PREFIX, a 2 s lease;
+#                        CPID_NAME its pid; output in $T/NAME.out, .err
+#   role_is PORT ROLE    the controller on PORT answers a read as ROLE
+#                        (X-Xpool-Role: leader or follower; $XPOOL_TOKEN)
+#   ctl_stop_all         SIGKILL every controller ctl_start started
 # ETCD_EXTRA: more flags for the members started from then on.
 etcd_bin=$(command -v etcd || echo /usr/bin/etcd)
 ETCD_PIDS=
@@ -81,5 +87,25 @@ etcd_stop() {
 		[ -n "$p" ] && kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
 		eval "ETCD_PID_$i="
 		i=$((i + 1))
+	done
+}
+
+CTL_NAMES=
+ctl_start() {
+	eval "port=\$PORT_$1"
+	"$XP" server --data "$T/$1" --listen "127.0.0.1:$port" --store "$ETCD_URL/$2" \
+		--lease 2s >>"$T/$1.out" 2>>"$T/$1.err" &
+	eval "CPID_$1=$!"
+	case " $CTL_NAMES " in *" $1 "*) ;; *) CTL_NAMES="$CTL_NAMES $1" ;; esac
+}
+role_is() {
+	curl -s -m 5 -D - -o /dev/null -H "Authorization: Bearer $XPOOL_TOKEN" \
+		"http://127.0.0.1:$1/v1/queues" | tr -d '\r' | grep -qi "^x-xpool-role: $2\$"
+}
+ctl_stop_all() {
+	for n in $CTL_NAMES; do
+		eval "p=\${CPID_$n:-}"
+		[ -n "$p" ] && kill -9 "$p" 2>/dev/null && wait "$p" 2>/dev/null
+		eval "CPID_$n="
 	done
 }

@@ -80,16 +80,7 @@ rate() {
 acked() { wc -l <"$T/acked.log"; }
 acked_past() { [ "$(acked)" -ge "$1" ]; }
 failover() {
-	free_port
-	PORT_A=$FREE_PORT
-	free_port
-	PORT_B=$FREE_PORT
-	ctl_start A failover
-	until_ok 60 test -s "$T/A/admin.token" || { echo "A did not lead: $(cat "$T/A.err")"; exit 1; }
-	XPOOL_TOKEN=$(cat "$T/A/admin.token")
-	until_ok 60 role_is "$PORT_A" leader || { echo "A does not lead"; exit 1; }
-	ctl_start B failover
-	until_ok 60 role_is "$PORT_B" follower || { echo "B does not follow"; exit 1; }
+	ha_pair failover || exit 1
 	: >"$T/acked.log"
 	"$FO" --addr "http://127.0.0.1:$PORT_A,http://127.0.0.1:$PORT_B" --token-file "$T/A/admin.token" \
 		--clients "$CLIENTS" --pace-ms "$PACE" --stop-file "$T/stop" --out "$T/acked.log" >"$T/fo.out" 2>&1 &

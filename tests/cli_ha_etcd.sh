@@ -31,22 +31,10 @@ cleanup() {
 }
 trap cleanup EXIT
 etcd_start 1 || exit 1
-free_port
-PORT_A=$FREE_PORT
-free_port
-PORT_B=$FREE_PORT
+ha_pair ha-test || exit 1
 ADDRS="http://127.0.0.1:$PORT_A,http://127.0.0.1:$PORT_B"
-
 leads() { eval "role_is \$PORT_$1 leader"; }
 follows() { eval "role_is \$PORT_$1 follower"; }
-
-ctl_start A ha-test
-until_ok 60 test -s "$T/A/admin.token" || { echo "FAIL: A did not lead: $(cat "$T/A.err")"; exit 1; }
-XPOOL_TOKEN=$(cat "$T/A/admin.token")
-export XPOOL_TOKEN
-until_ok 60 leads A || { echo "FAIL: A does not answer: $(cat "$T/A.err")"; exit 1; }
-ctl_start B ha-test
-until_ok 60 follows B || { echo "FAIL: B does not follow: $(cat "$T/B.err")"; exit 1; }
 
 # submitter I: keys cI-1, cI-2, ... each retried until acknowledged
 submitter() {

@@ -26,16 +26,7 @@ cleanup() {
 trap cleanup EXIT
 ETCD_EXTRA="--quota-backend-bytes 1048576"
 etcd_start 1 || exit 1
-free_port
-PORT_A=$FREE_PORT
-free_port
-PORT_B=$FREE_PORT
-ctl_start A ns
-until_ok 60 test -s "$T/A/admin.token" || { echo "FAIL: A did not lead: $(cat "$T/A.err")"; exit 1; }
-XPOOL_TOKEN=$(cat "$T/A/admin.token")
-export XPOOL_TOKEN
-ctl_start B ns
-until_ok 60 role_is "$PORT_B" follower || { echo "FAIL: B does not follow: $(cat "$T/B.err")"; exit 1; }
+ha_pair ns || exit 1
 
 # fill etcd: some of these are refused once the alarm is raised
 line=$("$SUB" --addr "127.0.0.1:$PORT_A" --token-file "$T/A/admin.token" --clients 4 --jobs 4000 2>"$T/sub.err")

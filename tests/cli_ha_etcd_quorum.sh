@@ -25,22 +25,13 @@ cleanup() {
 }
 trap cleanup EXIT
 etcd_start 3 || exit 1
-free_port
-PORT_A=$FREE_PORT
-free_port
-PORT_B=$FREE_PORT
+ha_pair q || exit 1
 XPOOL_ADDR="http://127.0.0.1:$PORT_A,http://127.0.0.1:$PORT_B"
 export XPOOL_ADDR
 headers() { # PORT: the reply headers of a read there
 	curl -s -m 5 -D - -o /dev/null -H "Authorization: Bearer $XPOOL_TOKEN" \
 		"http://127.0.0.1:$1/v1/queues" | tr -d '\r'
 }
-ctl_start A q
-until_ok 60 test -s "$T/A/admin.token" || { echo "FAIL: A did not lead: $(cat "$T/A.err")"; exit 1; }
-XPOOL_TOKEN=$(cat "$T/A/admin.token")
-export XPOOL_TOKEN
-ctl_start B q
-until_ok 60 role_is "$PORT_B" follower || { echo "FAIL: B does not follow: $(cat "$T/B.err")"; exit 1; }
 submit() { "$XP" submit --cpu 1 --name "$1" --idempotency-key "$1" -- true >"$T/sub.out" 2>&1; }
 ok=0
 for i in 1 2 3 4 5; do until_ok 30 submit "before-$i" && ok=$((ok + 1)); done

@@ -14,6 +14,10 @@
 #   role_is PORT ROLE    the controller on PORT answers a read as ROLE
 #                        (X-Xpool-Role: leader or follower; $XPOOL_TOKEN)
 #   ctl_stop_all         SIGKILL every controller ctl_start started
+#   ha_pair PREFIX       controllers A (the leader: it bootstraps the store;
+#                        XPOOL_TOKEN exported from its admin.token) and B (a
+#                        follower) on free ports PORT_A, PORT_B; says why and
+#                        returns 1 when one does not come up in 60 s
 # ETCD_EXTRA: more flags for the members started from then on.
 etcd_bin=$(command -v etcd || echo /usr/bin/etcd)
 ETCD_PIDS=
@@ -108,4 +112,17 @@ ctl_stop_all() {
 		[ -n "$p" ] && kill -9 "$p" 2>/dev/null && wait "$p" 2>/dev/null
 		eval "CPID_$n="
 	done
+}
+ha_pair() {
+	free_port
+	PORT_A=$FREE_PORT
+	free_port
+	PORT_B=$FREE_PORT
+	ctl_start A "$1"
+	until_ok 60 test -s "$T/A/admin.token" || { echo "FAIL: A did not lead: $(cat "$T/A.err")"; return 1; }
+	XPOOL_TOKEN=$(cat "$T/A/admin.token")
+	export XPOOL_TOKEN
+	until_ok 60 role_is "$PORT_A" leader || { echo "FAIL: A does not lead: $(cat "$T/A.err")"; return 1; }
+	ctl_start B "$1"
+	until_ok 60 role_is "$PORT_B" follower || { echo "FAIL: B does not follow: $(cat "$T/B.err")"; return 1; }
 }

@@ -18,7 +18,10 @@
 #                        XPOOL_TOKEN exported from its admin.token) and B (a
 #                        follower) on free ports PORT_A, PORT_B; says why and
 #                        returns 1 when one does not come up in 60 s
-# ETCD_EXTRA: more flags for the members started from then on.
+# ETCD_EXTRA: more flags for the members started from then on. ETCD_TLS=1
+# before etcd_start: the members serve clients over TLS with a certificate
+# from a CA of the test's own ($T/etcd/ca.pem, made by xp-tls-certs beside
+# $XP); ETCD_URL is then etcds://... CTL_EXTRA: more flags for ctl_start.
 etcd_bin=$(command -v etcd || echo /usr/bin/etcd)
 ETCD_PIDS=
 free_port() {
@@ -37,7 +40,8 @@ etcd_member_cmd() { # I: start member I in the background
 	shift "$i"
 	pp=$1
 	"$etcd_bin" --logger zap --log-level error --name "m$i" --data-dir "$T/etcd/m$i" \
-		--listen-client-urls "http://127.0.0.1:$cp" --advertise-client-urls "http://127.0.0.1:$cp" \
+		--listen-client-urls "$ETCD_SCHEME://127.0.0.1:$cp" --advertise-client-urls "$ETCD_SCHEME://127.0.0.1:$cp" \
+		$ETCD_TLS_FLAGS \
 		--listen-peer-urls "http://127.0.0.1:$pp" --initial-advertise-peer-urls "http://127.0.0.1:$pp" \
 		--initial-cluster "$ETCD_CLUSTER" --initial-cluster-state new \
 		--experimental-enable-lease-checkpoint \
@@ -45,13 +49,25 @@ etcd_member_cmd() { # I: start member I in the background
 		>>"$T/etcd/m$i.log" 2>&1 &
 	eval "ETCD_PID_$i=$!"
 }
-etcd_healthy() { curl -s -m 2 "http://127.0.0.1:$1/health" | grep -q '"health":"true"'; }
+etcd_healthy() {
+	curl -s -m 2 ${ETCD_CURL_CA:-} "$ETCD_SCHEME://127.0.0.1:$1/health" | grep -q '"health":"true"'
+}
 etcd_all_healthy() {
 	for p in $ETCD_CP; do etcd_healthy "$p" || return 1; done
 }
+ETCD_SCHEME=http ETCD_TLS_FLAGS= ETCD_CURL_CA=
 etcd_start() {
 	n=$1
 	mkdir -p "$T/etcd"
+	if [ "${ETCD_TLS:-0}" = 1 ]; then
+		certs=$(dirname "$XP")/xp-tls-certs
+		"$certs" ca "$T/etcd/ca.pem" "$T/etcd/ca.key" etcd-test-ca &&
+			"$certs" cert "$T/etcd/ca.pem" "$T/etcd/ca.key" "$T/etcd/m.pem" "$T/etcd/m.key" \
+				127.0.0.1 localhost || return 1
+		ETCD_SCHEME=https
+		ETCD_TLS_FLAGS="--cert-file $T/etcd/m.pem --key-file $T/etcd/m.key"
+		ETCD_CURL_CA="--cacert $T/etcd/ca.pem"
+	fi
 	ETCD_CP= ETCD_PP= ETCD_CLUSTER= ETCD_URL=
 	i=0
 	while [ "$i" -lt "$n" ]; do
@@ -65,7 +81,7 @@ etcd_start() {
 		ETCD_URL="${ETCD_URL:+$ETCD_URL,}127.0.0.1:$c"
 		i=$((i + 1))
 	done
-	ETCD_URL="etcd://$ETCD_URL"
+	ETCD_URL="etcd$([ "$ETCD_SCHEME" = https ] && echo s)://$ETCD_URL"
 	ETCD_N=$n
 	i=0
 	while [ "$i" -lt "$n" ]; do
@@ -98,7 +114,7 @@ CTL_NAMES=
 ctl_start() {
 	eval "port=\$PORT_$1"
 	"$XP" server --data "$T/$1" --listen "127.0.0.1:$port" --store "$ETCD_URL/$2" \
-		--lease 2s >>"$T/$1.out" 2>>"$T/$1.err" &
+		--lease 2s ${CTL_EXTRA:-} >>"$T/$1.out" 2>>"$T/$1.err" &
 	eval "CPID_$1=$!"
 	case " $CTL_NAMES " in *" $1 "*) ;; *) CTL_NAMES="$CTL_NAMES $1" ;; esac
 }

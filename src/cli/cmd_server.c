@@ -58,6 +58,7 @@ static int load_config(const char *path, struct xp_flag *flags, struct xp_err *e
 					    "store",
 					    "lease",
 					    "advertise",
+					    "etcd-ca",
 					    NULL };
 	struct xp_tree *t = NULL;
 	char *buf;
@@ -276,7 +277,7 @@ static void on_fatal(void *arg)
 
 /* --store etcd://: while another controller leads, say so when the leader changes, and give
  * up on SIGINT or SIGTERM (blocked in every thread, so they wait as pending signals). */
-static int standby(void *arg, const char *leader)
+static int standby(void *arg, const char *leader, const char *why)
 {
 	char *last = arg;
 	sigset_t pend;
@@ -284,6 +285,9 @@ static int standby(void *arg, const char *leader)
 		fprintf(stderr, "xpool server: standby: the leader is %s\n",
 			leader[0] ? leader : "(no address)");
 		snprintf(last, 256, "%s", leader);
+	} else if (!leader && why && (last[0] != '\1' || strcmp(last + 1, why))) {
+		fprintf(stderr, "xpool server: waiting for etcd: %s\n", why);
+		snprintf(last, 256, "\1%s", why); /* said once until it changes */
 	}
 	sigpending(&pend);
 	return sigismember(&pend, SIGINT) || sigismember(&pend, SIGTERM);
@@ -374,8 +378,12 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		{ "no-sync", XP_FLAG_BOOL, NULL,
 		  "do not fsync commits (benchmarks only: a crash loses acknowledged work)" },
 		{ "store", XP_FLAG_STR, "URL",
-		  "etcd://HOST:PORT[,...][/PREFIX]: keep the journal in etcd and take turns with "
+		  "etcd://HOST:PORT[,...][/PREFIX] (etcds:// for TLS): keep the journal in etcd and "
+		  "take turns with "
 		  "other controllers as leader (docs/design/ha.md); default: SQLite in --data" },
+		{ "etcd-ca", XP_FLAG_STR, "FILE",
+		  "--store etcds://: the CA that etcd's certificates are verified against "
+		  "(default: the system's)" },
 		{ "lease", XP_FLAG_STR, "DURATION",
 		  "--store etcd: the leader's lease; a standby takes over this long after the "
 		  "leader stops renewing it (default 5s, at least 2s)" },
@@ -547,9 +555,14 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		xp_errf(&err, XP_EINVAL, "--store: xpool dev keeps its journal in SQLite");
 		goto usage;
 	}
-	if (o.store && strncmp(o.store, "etcd://", 7)) {
-		xp_errf(&err, XP_EINVAL, "--store: expected etcd://HOST:PORT[,...], got '%s'",
-			o.store);
+	if (o.store && strncmp(o.store, "etcd://", 7) && strncmp(o.store, "etcds://", 8)) {
+		xp_errf(&err, XP_EINVAL,
+			"--store: expected etcd://HOST:PORT[,...] or etcds://..., got '%s'", o.store);
+		goto usage;
+	}
+	o.etcd_ca = xp_flag_get(flags, "etcd-ca")->sval;
+	if (o.etcd_ca && (!o.store || strncmp(o.store, "etcds://", 8))) {
+		xp_errf(&err, XP_EINVAL, "--etcd-ca goes with --store etcds://");
 		goto usage;
 	}
 	if (xp_flag_get(flags, "lease")->sval) {
@@ -587,7 +600,7 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 again:
 	if (xp_ctl_start(&o, &ctl, &err) < 0) {
-		if (o.store && err.code == XP_EUNAVAIL && !standby(leader_seen, NULL)) {
+		if (o.store && err.code == XP_EUNAVAIL && !standby(leader_seen, NULL, NULL)) {
 			fprintf(stderr, "xpool server: %s; trying again\n", err.text);
 			sleep(1);
 			goto again;

@@ -219,6 +219,7 @@ int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err
 	ctl->o.store_vfs = ctl->own[4] = o->store_vfs ? xstrdup(o->store_vfs) : NULL;
 	ctl->o.store = ctl->own[6] = o->store ? xstrdup(o->store) : NULL;
 	ctl->o.advertise = ctl->own[7] = o->advertise ? xstrdup(o->advertise) : NULL;
+	ctl->o.etcd_ca = ctl->own[8] = o->etcd_ca ? xstrdup(o->etcd_ca) : NULL;
 	ctl->o.overcommit_memory = ctl->own[5] =
 		o->overcommit_memory ? xstrdup(o->overcommit_memory) : NULL;
 	if (!ctl->o.body_limit)
@@ -274,6 +275,7 @@ int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err
 	sto.recover = ctl->o.recover;
 	sto.vfs = ctl->o.store_vfs;
 	sto.etcd = ctl->o.store;
+	sto.etcd_ca = ctl->o.etcd_ca;
 	sto.lease_ms = ctl->o.lease_ms;
 	sto.advertise = ctl->o.advertise;
 	sto.standby = ctl->o.standby;

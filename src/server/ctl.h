@@ -105,9 +105,10 @@ struct xp_ctl_opts {
 	 * start then waits until this controller leads (standby: called meanwhile, about every
 	 * 100 ms; nonzero gives up). NULL: SQLite in data. */
 	const char *store;
+	const char *etcd_ca;   /* etcds://: the CA file etcd's members are verified against */
 	int lease_ms;	       /* etcd: the leader's lease TTL (default 5000, at least 2000) */
 	const char *advertise; /* etcd: this controller's address, kept in the leader key */
-	int (*standby)(void *arg, const char *leader);
+	int (*standby)(void *arg, const char *leader, const char *why);
 	void *standby_arg;
 	const char *overcommit_memory; /* xp_oc_rules text for nodes that do not set their own
 					* (`--overcommit-memory`); NULL: none */
@@ -331,7 +332,7 @@ void xp_park_destroy(struct xp_ctl *ctl);
 
 struct xp_ctl {
 	struct xp_ctl_opts o;
-	char *own[8]; /* copies of o's strings */
+	char *own[9]; /* copies of o's strings */
 	struct xp_oc_rules oc; /* o.overcommit_memory, parsed */
 	struct xp_store *store;
 	struct xp_state *st;

@@ -190,7 +190,8 @@ static void role_headers(struct xp_ctl *ctl, struct MHD_Response *r)
 	if (!ctl->o.store || !ctl->store)
 		return;
 	if (atomic_load(&ctl->follower)) {
-		int stale = xp_ctl_now() - atomic_load(&ctl->follow_ok_ms) > 1000;
+		int stale = xp_ctl_now() - atomic_load(&ctl->follow_ok_ms) > 1000 ||
+			    xp_store_quorum_age_ms(ctl->store) > 1000;
 		MHD_add_response_header(r, "X-Xpool-Role", "follower");
 		MHD_add_response_header(r, "X-Xpool-Stale", stale ? "true" : "false");
 	} else {
@@ -261,6 +262,9 @@ static enum MHD_Result to_leader(struct conn *k, const char *url)
 {
 	char leader[256], loc[768];
 	xp_store_leader(k->ctl->store, leader, sizeof(leader));
+	if (leader[0] && k->ctl->o.advertise && !strcmp(leader, k->ctl->o.advertise))
+		return xp_http_error(k, XP_EUNAVAIL, NULL,
+				     "this controller is taking the lead; retry");
 	if (!leader[0])
 		return xp_http_error(k, XP_EUNAVAIL, NULL,
 				     "no leader: this controller follows, and etcd names no leader "

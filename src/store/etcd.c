@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "client/http1.h"
+#include "client/tls.h"
 #include "lib/base64.h"
 #include "lib/xalloc.h"
 
@@ -19,6 +20,9 @@
 
 struct xp_etcd {
 	char *url, *prefix;
+	char *ca;			/* etcds://: the CA file (NULL: the system's CAs) */
+	struct xp_tls_trust *trust; /* etcds://: what the members are verified against */
+	int serializable;	    /* ranges answered by the member alone (xp_etcd_set_serializable) */
 	char *host[MAX_ENDPOINTS], *port[MAX_ENDPOINTS];
 	struct xp_http1 *h[MAX_ENDPOINTS];
 	int n, cur;
@@ -46,18 +50,31 @@ static int add_endpoint(struct xp_etcd *e, const char *s, size_t len, struct xp_
 	return 0;
 }
 
-int xp_etcd_create(const char *url, struct xp_etcd **out, struct xp_err *err)
+/* etcds://: every connection verified against the CA file (NULL: the system's) */
+static int use_tls(struct xp_etcd *e, const char *ca, struct xp_err *err)
+{
+	int rc = xp_tls_trust_load(ca, &e->trust, err);
+	if (rc < 0)
+		return rc;
+	e->ca = ca ? xstrdup(ca) : NULL;
+	for (int i = 0; i < e->n; i++)
+		xp_http1_set_tls(e->h[i], e->trust);
+	return 0;
+}
+
+int xp_etcd_create(const char *url, const char *ca, struct xp_etcd **out, struct xp_err *err)
 {
 	struct xp_etcd *e = XNEW(struct xp_etcd);
 	const char *p = url;
-	int rc = 0;
+	int rc = 0, tls = !strncmp(p, "etcds://", 8);
 	e->url = xstrdup(url);
-	if (strncmp(p, "etcd://", 7) != 0) {
-		rc = xp_errf(err, XP_EINVAL, "store '%s': expected etcd://HOST:PORT[,...][/PREFIX]",
+	if (strncmp(p, "etcd://", 7) != 0 && !tls) {
+		rc = xp_errf(err, XP_EINVAL,
+			     "store '%s': expected etcd://HOST:PORT[,...][/PREFIX] (etcds:// for TLS)",
 			     url);
 		goto fail;
 	}
-	p += 7;
+	p += tls ? 8 : 7;
 	size_t hosts = strcspn(p, "/");
 	for (const char *q = p; rc == 0 && q < p + hosts;) {
 		size_t n = strcspn(q, ",/");
@@ -76,6 +93,8 @@ int xp_etcd_create(const char *url, struct xp_etcd **out, struct xp_err *err)
 		strcat(e->prefix, "/");
 	for (int i = 0; i < e->n; i++)
 		e->h[i] = xp_http1_create(e->host[i], e->port[i]);
+	if (tls && (rc = use_tls(e, ca, err)) < 0)
+		goto fail;
 	*out = e;
 	return 0;
 fail:
@@ -96,6 +115,11 @@ struct xp_etcd *xp_etcd_dup(const struct xp_etcd *o)
 		e->port[i] = xstrdup(o->port[i]);
 		e->h[i] = xp_http1_create(e->host[i], e->port[i]);
 	}
+	if (o->trust) { /* loaded once already: it loads again */
+		struct xp_err err = { 0 };
+		if (use_tls(e, o->ca, &err) < 0)
+			fprintf(stderr, "xpool: etcd %s: %s\n", e->url, err.text);
+	}
 	return e;
 }
 
@@ -108,9 +132,16 @@ void xp_etcd_destroy(struct xp_etcd *e)
 		free(e->host[i]);
 		free(e->port[i]);
 	}
+	xp_tls_trust_free(e->trust);
+	free(e->ca);
 	free(e->url);
 	free(e->prefix);
 	free(e);
+}
+
+void xp_etcd_set_serializable(struct xp_etcd *e, int on)
+{
+	e->serializable = on;
 }
 
 const char *xp_etcd_prefix(const struct xp_etcd *e)
@@ -229,6 +260,8 @@ int xp_etcd_range(struct xp_etcd *e, const char *key, size_t klen, const char *e
 	}
 	if (limit > 0)
 		xp_sb_printf(&b, ",\"limit\":\"%ld\"", limit);
+	if (e->serializable)
+		xp_sb_puts(&b, ",\"serializable\":true");
 	xp_sb_putc(&b, '}');
 	int rc = xp_etcd_post(e, "/v3/kv/range", b.s, b.len, timeout_ms, (void **)&o, err);
 	xp_sb_free(&b);
@@ -368,8 +401,19 @@ int xp_etcd_keepalive(struct xp_etcd *e, int64_t id, long timeout_ms, int64_t *t
 			      err);
 	if (rc < 0)
 		return rc;
-	/* a stream of {"result": ...}; one request, one result */
-	*ttl = int_field(json_object_get(o, "result"), "TTL");
+	/* a stream of {"result": ...}; one request, one result - or {"error": ...} */
+	json_t *res = json_object_get(o, "result");
+	if (!json_is_object(res)) {
+		json_t *e_ = json_object_get(o, "error");
+		const char *m = json_string_value(json_object_get(e_, "message"));
+		if (!m)
+			m = json_string_value(e_);
+		rc = xp_errf(err, XP_EUNAVAIL, "etcd %s: keepalive: %s", e->url,
+			     m ? m : "no result in the reply");
+		json_decref(o);
+		return rc;
+	}
+	*ttl = int_field(res, "TTL");
 	json_decref(o);
 	return 0;
 }
@@ -396,7 +440,7 @@ int xp_etcd_compact(struct xp_etcd *e, int64_t rev, struct xp_err *err)
 
 size_t xp_etcd_prefix_end(const char *p, size_t n, char *out)
 {
-	memcpy(out, p, n);
+	memmove(out, p, n); /* out may be p */
 	out[n - 1] = (char)(out[n - 1] + 1);
 	out[n] = '\0';
 	return n;

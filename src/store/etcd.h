@@ -10,7 +10,8 @@
  * come as JSON strings and are never parsed as doubles; default values are
  * left out (a failed txn has no "succeeded", an empty range no "kvs").
  *
- * Endpoints: an address list "etcd://host:port,host:port[/prefix]". A call
+ * Endpoints: an address list "etcd://host:port,host:port[/prefix]"
+ * ("etcds://" for TLS, every member verified against a CA file). A call
  * goes to the current endpoint; when it cannot be reached, did not answer
  * in time, or says it has no leader, the call goes once to each next one
  * in turn. Every call this module makes is safe to repeat (puts of the
@@ -39,12 +40,16 @@ struct xp_etcd_kv {
 };
 typedef int (*xp_etcd_kv_fn)(void *ctx, const struct xp_etcd_kv *kv);
 
-/* Parse url ("etcd://h:p[,h:p...][/prefix]", prefix default "/xpool/", always ending in '/').
- * 0 or XP_EINVAL naming what is wrong. */
-int xp_etcd_create(const char *url, struct xp_etcd **out, struct xp_err *err);
+/* Parse url ("etcd://h:p[,h:p...][/prefix]", prefix default "/xpool/", always ending in '/';
+ * "etcds://" speaks TLS, verifying each member against ca, NULL: the system's CAs). 0, or
+ * XP_EINVAL naming what is wrong, or the CA file's error. */
+int xp_etcd_create(const char *url, const char *ca, struct xp_etcd **out, struct xp_err *err);
 struct xp_etcd *xp_etcd_dup(const struct xp_etcd *e); /* same endpoints, own connection */
 void xp_etcd_destroy(struct xp_etcd *e);
 const char *xp_etcd_prefix(const struct xp_etcd *e);
+/* on: ranges are answered by the member that gets them, from what it has (no quorum read:
+ * fast, and answered without quorum, maybe stale); off (default): linearizable. */
+void xp_etcd_set_serializable(struct xp_etcd *e, int on);
 const char *xp_etcd_url(const struct xp_etcd *e); /* as given, for messages */
 
 /* POST path with the JSON body; on a 200 the parsed reply goes to *out (a json_t *, the caller

@@ -50,11 +50,13 @@ struct xp_store_opts {
 	 * then campaigns for leadership and returns once this process leads; every write is
 	 * fenced by the epoch, and losing the lease fails the store (the controller steps down). */
 	const char *etcd;
+	const char *etcd_ca;   /* etcds://: the CA file the members are verified against */
 	long lease_ms;	       /* etcd: the leader's lease TTL in ms, at least 2000 (default 5000) */
 	const char *advertise; /* etcd: the leader key's value: this controller's address */
-	/* etcd: called about every 100 ms while another controller leads (leader: its address,
-	 * NULL when etcd did not answer); nonzero gives up (open fails with XP_EUNAVAIL) */
-	int (*standby)(void *arg, const char *leader);
+	/* etcd: called about every 100 ms while open waits - for etcd (leader NULL, why: what
+	 * failed) or, without follow, for another controller to stop leading (leader: its
+	 * address); nonzero gives up (open fails with XP_EUNAVAIL) */
+	int (*standby)(void *arg, const char *leader, const char *why);
 	void *standby_arg;
 	/* etcd, follow mode: open returns at once without leading (load, then read what the
 	 * leader appends with xp_store_read); the campaign runs on a thread of its own and calls
@@ -153,6 +155,9 @@ int xp_store_leader(struct xp_store *s, char *buf, size_t n);
  * no quorum, out of space: "... mvcc: database space exceeded"); new writes should be
  * refused with it rather than queued. Any thread. */
 int xp_store_stalled(struct xp_store *s, struct xp_err *err);
+/* etcd, follow mode: ms since etcd last answered a read through its quorum (the campaign's
+ * look at the leader key, every 100 ms); 0 for SQLite. Any thread. */
+long long xp_store_quorum_age_ms(const struct xp_store *s);
 /* etcd, follow mode, after on_lead: this store has applied every record up to seq, which must
  * be the last in etcd (XP_ESTATE otherwise); appends go on from seq + 1. */
 int xp_store_promote(struct xp_store *s, uint64_t seq, struct xp_err *err);

@@ -57,7 +57,10 @@ struct xp_store_etcd {
 	struct xp_etcd *w;  /* the store thread's connection */
 	struct xp_etcd *r;  /* readers' (under rmu) */
 	struct xp_etcd *ka; /* the keepalive thread's */
-	int64_t lease, epoch;
+	struct xp_etcd *fr; /* a follower's polls: serializable (under rmu) */
+	int64_t lease;
+	_Atomic int64_t epoch; /* the leader key's create revision once this store leads */
+	_Atomic uint64_t linear_ok; /* monotonic ns: etcd last answered a quorum read */
 	long ttl_ms;
 	char *pre; /* the prefix */
 	char *leader_key;
@@ -132,6 +135,8 @@ static void *keepalive_main(void *arg)
 		int rc = lease ? xp_etcd_keepalive(x->ka, lease, period, &ttl, &err) : -1;
 		uint64_t now = xp_mono_ns();
 		char why[XP_ERR_TEXT_MAX + 128] = "";
+		if (lease != atomic_load(&x->lease_id)) /* regranted meanwhile: about an old one */
+			rc = -1, ttl = 1, atomic_store(&x->last_ok, now);
 		if (rc == 0 && ttl > 0)
 			atomic_store(&x->last_ok, now);
 		else if (rc == 0)
@@ -145,10 +150,13 @@ static void *keepalive_main(void *arg)
 				 err.text[0] ? err.text : "no answer");
 		}
 		/* a follower's lost lease costs nothing: its campaign takes a new one */
-		if (why[0] && !atomic_exchange(&x->lost, 1) && atomic_load(&x->leading))
+		int failed = 0;
+		if (why[0] && !atomic_exchange(&x->lost, 1) && atomic_load(&x->leading)) {
 			fail_store(s, XP_EUNAVAIL, why);
+			failed = 1;
+		}
 		pthread_mutex_lock(&x->ka_mu);
-		if (x->ka_stop || (atomic_load(&x->lost) && atomic_load(&x->leading)))
+		if (x->ka_stop || failed)
 			break;
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -164,12 +172,15 @@ static void *keepalive_main(void *arg)
 struct leader_ctx {
 	char who[256];
 	int found;
+	int64_t lease, create_rev;
 };
 
 static int on_leader(void *ctx, const struct xp_etcd_kv *kv)
 {
 	struct leader_ctx *lc = ctx;
 	lc->found = 1;
+	lc->lease = kv->lease;
+	lc->create_rev = kv->create_rev;
 	snprintf(lc->who, sizeof(lc->who), "%.*s", (int)kv->vlen, kv->value);
 	return 0;
 }
@@ -196,20 +207,38 @@ static int regrant(struct xp_store_etcd *x, struct xp_etcd *c, struct xp_err *er
 	return rc;
 }
 
+/* This store holds the leader key, created at revision rev: it leads. */
+static int lead(struct xp_store_etcd *x, int64_t rev, const char *me)
+{
+	atomic_store(&x->epoch, rev);
+	atomic_store(&x->leading, 1);
+	pthread_mutex_lock(&x->ka_mu);
+	snprintf(x->seen, sizeof(x->seen), "%s", me);
+	x->seen_known = 1;
+	pthread_mutex_unlock(&x->ka_mu);
+	return 0;
+}
+
 /* Campaign until this controller holds the leader key (c: the calling thread's connection).
  * Gives up when standby says so or the store closes. */
-static int campaign(struct xp_store *s, struct xp_etcd *c, int (*standby)(void *, const char *),
+static int campaign(struct xp_store *s, struct xp_etcd *c,
+		    int (*standby)(void *, const char *, const char *),
 		    void *arg, struct xp_err *err)
 {
 	struct xp_store_etcd *x = s->etcd;
 	const char *me = x->advertise ? x->advertise : "";
 	size_t kl = strlen(x->leader_key);
 	for (;;) {
-		struct leader_ctx lc = { "", 0 };
+		struct leader_ctx lc = { "", 0, 0, 0 };
 		int rc = atomic_load(&x->lost) ? regrant(x, c, err) : 0;
 		if (rc == 0)
 			rc = xp_etcd_range(c, x->leader_key, kl, NULL, 0, 0, 2000, on_leader, &lc,
 					   NULL, NULL, err);
+		if (rc == 0)
+			atomic_store(&x->linear_ok, xp_mono_ns());
+		/* our own key under our lease: a campaign txn whose reply was lost landed */
+		if (rc == 0 && lc.found && lc.lease == x->lease && !atomic_load(&x->lost))
+			return lead(x, lc.create_rev, me);
 		pthread_mutex_lock(&x->ka_mu);
 		snprintf(x->seen, sizeof(x->seen), "%s", lc.who);
 		x->seen_known = rc == 0 && lc.found;
@@ -223,17 +252,11 @@ static int campaign(struct xp_store *s, struct xp_etcd *c, int (*standby)(void *
 			xp_etcd_txn_put(&t, x->leader_key, kl, me, strlen(me), x->lease);
 			rc = xp_etcd_txn_run(c, &t, 2000, &ok, &rev, err);
 			xp_etcd_txn_free(&t);
-			if (rc == 0 && ok) {
-				x->epoch = rev;
-				atomic_store(&x->leading, 1);
-				pthread_mutex_lock(&x->ka_mu);
-				snprintf(x->seen, sizeof(x->seen), "%s", me);
-				x->seen_known = 1;
-				pthread_mutex_unlock(&x->ka_mu);
-				return 0;
-			}
+			if (rc == 0 && ok)
+				return lead(x, rev, me);
 		}
-		if ((standby && standby(arg, rc < 0 ? NULL : lc.who)) || stopping(x))
+		if ((standby && standby(arg, rc < 0 ? NULL : lc.who, rc < 0 ? err->text : NULL)) ||
+		    stopping(x))
 			return xp_errf(err, XP_EUNAVAIL, "%s: stopped while waiting to lead", s->path);
 		sleep_ms(100);
 	}
@@ -267,6 +290,13 @@ int xp_store_leader(struct xp_store *s, char *buf, size_t n)
 	return atomic_load(&x->leading);
 }
 
+long long xp_store_quorum_age_ms(const struct xp_store *s)
+{
+	if (!s->etcd)
+		return 0;
+	return (long long)((xp_mono_ns() - atomic_load(&s->etcd->linear_ok)) / 1000000);
+}
+
 int xp_store_stalled(struct xp_store *s, struct xp_err *err)
 {
 	struct xp_store_etcd *x = s->etcd;
@@ -277,6 +307,14 @@ int xp_store_stalled(struct xp_store *s, struct xp_err *err)
 	if (x->stall[0])
 		rc = xp_errf(err, XP_EUNAVAIL, "%s: writes wait for etcd: %s", s->path, x->stall);
 	pthread_mutex_unlock(&x->ka_mu);
+	/* a leader that has not renewed its lease for 3/4 of it may have been replaced
+	 * already (paused, cut off): it answers nothing, reads included, until it knows */
+	uint64_t quiet = xp_mono_ns() - atomic_load(&x->last_ok);
+	if (rc == 0 && atomic_load(&x->leading) && quiet > (uint64_t)x->ttl_ms * 750000)
+		rc = xp_errf(err, XP_EUNAVAIL,
+			     "%s: the leader's lease was last renewed %llu ms ago; it may lead no "
+			     "more",
+			     s->path, (unsigned long long)(quiet / 1000000));
 	return rc;
 }
 
@@ -297,49 +335,6 @@ int xp_store_promote(struct xp_store *s, uint64_t seq, struct xp_err *err)
 		return rc;
 	atomic_store(&s->last_seq, seq);
 	atomic_store(&s->durable_seq, seq);
-	return 0;
-}
-
-static int on_last(void *ctx, const struct xp_etcd_kv *kv)
-{
-	uint64_t *seq = ctx;
-	const char *p = memrchr(kv->key, '/', kv->klen);
-	*seq = p ? strtoull(p + 1, NULL, 10) : 0;
-	return 0;
-}
-
-/* The highest journal seq in etcd (0: none), and the snapshot's. */
-static int find_last(struct xp_store *s, struct xp_etcd *c, uint64_t *last, struct xp_err *err)
-{
-	struct xp_store_etcd *x = s->etcd;
-	char k[512], e[512];
-	json_t *o = NULL;
-	uint64_t js = 0;
-	size_t kl = (size_t)snprintf(k, sizeof(k), "%sj/", x->pre);
-	xp_etcd_prefix_end(k, kl, e);
-	struct xp_sb b = { 0 };
-	/* a range sorted backwards: built here, the one caller that needs it */
-	xp_sb_puts(&b, "{\"key\":\"");
-	xp_b64_put(&b, k, kl);
-	xp_sb_puts(&b, "\",\"range_end\":\"");
-	xp_b64_put(&b, e, kl);
-	xp_sb_puts(&b, "\",\"limit\":\"1\",\"sort_order\":\"DESCEND\",\"sort_target\":\"KEY\","
-		       "\"keys_only\":true}");
-	int rc = xp_etcd_post(c, "/v3/kv/range", b.s, b.len, 5000, (void **)&o, err);
-	xp_sb_free(&b);
-	if (rc < 0)
-		return rc;
-	json_t *kv = json_array_get(json_object_get(o, "kvs"), 0);
-	if (kv) {
-		char key[600];
-		const char *s64 = json_string_value(json_object_get(kv, "key"));
-		long n = s64 && strlen(s64) < 780 ? xp_b64_decode(s64, strlen(s64), key) : -1;
-		struct xp_etcd_kv one = { .key = key, .klen = n > 0 ? (size_t)n : 0 };
-		if (n > 0)
-			on_last(&js, &one);
-	}
-	json_decref(o);
-	*last = js > x->snap_seq ? js : x->snap_seq;
 	return 0;
 }
 
@@ -385,6 +380,53 @@ static int read_manifest(struct xp_store *s, struct xp_etcd *c, struct manifest 
 	return rc;
 }
 
+static int on_last(void *ctx, const struct xp_etcd_kv *kv)
+{
+	uint64_t *seq = ctx;
+	const char *p = memrchr(kv->key, '/', kv->klen);
+	*seq = p ? strtoull(p + 1, NULL, 10) : 0;
+	return 0;
+}
+
+/* The highest journal seq in etcd (0: none), and the snapshot's. */
+static int find_last(struct xp_store *s, struct xp_etcd *c, uint64_t *last, struct xp_err *err)
+{
+	struct xp_store_etcd *x = s->etcd;
+	char k[512], e[512];
+	json_t *o = NULL;
+	uint64_t js = 0;
+	size_t kl = (size_t)snprintf(k, sizeof(k), "%sj/", x->pre);
+	xp_etcd_prefix_end(k, kl, e);
+	struct xp_sb b = { 0 };
+	/* a range sorted backwards: built here, the one caller that needs it */
+	xp_sb_puts(&b, "{\"key\":\"");
+	xp_b64_put(&b, k, kl);
+	xp_sb_puts(&b, "\",\"range_end\":\"");
+	xp_b64_put(&b, e, kl);
+	xp_sb_puts(&b, "\",\"limit\":\"1\",\"sort_order\":\"DESCEND\",\"sort_target\":\"KEY\","
+		       "\"keys_only\":true}");
+	int rc = xp_etcd_post(c, "/v3/kv/range", b.s, b.len, 5000, (void **)&o, err);
+	xp_sb_free(&b);
+	struct manifest m;
+	if (rc == 0 && (rc = read_manifest(s, c, &m, err)) < 0)
+		json_decref(o);
+	if (rc < 0)
+		return rc;
+	atomic_store(&x->snap_seq, m.found ? m.seq : 0);
+	json_t *kv = json_array_get(json_object_get(o, "kvs"), 0);
+	if (kv) {
+		char key[600];
+		const char *s64 = json_string_value(json_object_get(kv, "key"));
+		long n = s64 && strlen(s64) < 780 ? xp_b64_decode(s64, strlen(s64), key) : -1;
+		struct xp_etcd_kv one = { .key = key, .klen = n > 0 ? (size_t)n : 0 };
+		if (n > 0)
+			on_last(&js, &one);
+	}
+	json_decref(o);
+	*last = js > m.seq ? js : m.seq;
+	return 0;
+}
+
 /* ---- open and close ----------------------------------------------------------------------- */
 
 int xp_store_etcd_open(const struct xp_store_opts *o, struct xp_store **out, struct xp_err *err)
@@ -409,12 +451,15 @@ int xp_store_etcd_open(const struct xp_store_opts *o, struct xp_store **out, str
 	pthread_cond_init(&s->durable_cv, NULL);
 	pthread_mutex_init(&x->ka_mu, NULL);
 	pthread_cond_init(&x->ka_cv, NULL);
+	atomic_store(&x->linear_ok, xp_mono_ns());
 	x->ttl_ms = o->lease_ms >= 2000 ? o->lease_ms : o->lease_ms ? 2000 : 5000;
-	if ((rc = xp_etcd_create(o->etcd, &e, err)) < 0)
+	if ((rc = xp_etcd_create(o->etcd, o->etcd_ca, &e, err)) < 0)
 		goto fail;
 	x->w = e;
 	x->r = xp_etcd_dup(e);
 	x->ka = xp_etcd_dup(e);
+	x->fr = xp_etcd_dup(e);
+	xp_etcd_set_serializable(x->fr, 1);
 	x->pre = xstrdup(xp_etcd_prefix(e));
 	x->leader_key = xmalloc(strlen(x->pre) + 8);
 	sprintf(x->leader_key, "%sleader", x->pre);
@@ -423,7 +468,7 @@ int xp_store_etcd_open(const struct xp_store_opts *o, struct xp_store **out, str
 	x->lead_arg = o->lead_arg;
 	/* etcd may be away (no quorum): wait for it as long as standby lets us */
 	while ((rc = regrant(x, x->w, err)) == XP_EUNAVAIL && o->standby &&
-	       !o->standby(o->standby_arg, NULL))
+	       !o->standby(o->standby_arg, NULL, err->text))
 		sleep_ms(500);
 	if (rc < 0)
 		goto fail;
@@ -437,7 +482,7 @@ int xp_store_etcd_open(const struct xp_store_opts *o, struct xp_store **out, str
 		goto fail;
 	if ((rc = read_manifest(s, x->w, &m, err)) < 0)
 		goto fail;
-	x->snap_seq = m.found ? m.seq : 0;
+	atomic_store(&x->snap_seq, m.found ? m.seq : 0);
 	if (!o->follow && (rc = find_last(s, x->w, &last, err)) < 0)
 		goto fail;
 	atomic_store(&s->last_seq, last);
@@ -465,7 +510,7 @@ fail:
 
 int64_t xp_store_epoch(const struct xp_store *s)
 {
-	return s->etcd ? s->etcd->epoch : 0;
+	return s->etcd ? atomic_load(&s->etcd->epoch) : 0;
 }
 
 /* After the store thread has stopped: stop renewing, give the lease back (the leader key goes
@@ -489,6 +534,7 @@ void xp_store_etcd_close(struct xp_store *s)
 	xp_etcd_destroy(x->w);
 	xp_etcd_destroy(x->r);
 	xp_etcd_destroy(x->ka);
+	xp_etcd_destroy(x->fr);
 	pthread_mutex_destroy(&x->ka_mu);
 	pthread_cond_destroy(&x->ka_cv);
 	free(x->pre);
@@ -525,7 +571,7 @@ static int run_guarded(struct xp_store *s, struct xp_etcd_txn *t, int64_t *rev, 
 			snprintf(msg, msgsz,
 				 "fenced: %s is no longer this controller's (epoch %" PRId64
 				 "): another controller leads",
-				 x->leader_key, x->epoch);
+				 x->leader_key, atomic_load(&x->epoch));
 			return XP_ESTATE;
 		}
 		if (rc != XP_EUNAVAIL) {
@@ -552,7 +598,7 @@ static int run_guarded(struct xp_store *s, struct xp_etcd_txn *t, int64_t *rev, 
 static void txn_guarded(struct xp_store_etcd *x, struct xp_etcd_txn *t)
 {
 	xp_etcd_txn_start(t);
-	xp_etcd_txn_created(t, x->leader_key, strlen(x->leader_key), x->epoch);
+	xp_etcd_txn_created(t, x->leader_key, strlen(x->leader_key), atomic_load(&x->epoch));
 }
 
 static int write_records(struct xp_store *s, struct xp_store_item **itp, char *msg, size_t msgsz)
@@ -625,10 +671,15 @@ static int write_snapshot(struct xp_store *s, const struct xp_store_item *it, ch
 			  xp_store_snap_crc(it->seq, it->at, it->body, it->len));
 	size_t kl = (size_t)snprintf(k, sizeof(k), "%ssnap", x->pre);
 	xp_etcd_txn_put(&t, k, kl, man, (size_t)ml, 0);
-	if (x->snap_seq && x->snap_seq != it->seq) {
-		kl = (size_t)snprintf(k, sizeof(k), "%ss/%020" PRIu64 "/", x->pre, x->snap_seq);
-		xp_etcd_prefix_end(k, kl, e);
-		xp_etcd_txn_delete(&t, k, kl, e, kl);
+	{ /* every other snapshot's chunks: [s/, s/<seq>/) and [after s/<seq>/, after s/) */
+		char mine[512], after[512], top[512];
+		size_t ml2 = (size_t)snprintf(mine, sizeof(mine), "%ss/%020" PRIu64 "/", x->pre,
+					      it->seq);
+		kl = (size_t)snprintf(k, sizeof(k), "%ss/", x->pre);
+		xp_etcd_prefix_end(mine, ml2, after);
+		xp_etcd_prefix_end(k, kl, top);
+		xp_etcd_txn_delete(&t, k, kl, mine, ml2);
+		xp_etcd_txn_delete(&t, after, ml2, top, kl);
 	}
 	kl = (size_t)snprintf(k, sizeof(k), "%sj/", x->pre);
 	size_t el = jkey(x, it->seq + 1, e, sizeof(e));
@@ -637,7 +688,7 @@ static int write_snapshot(struct xp_store *s, const struct xp_store_item *it, ch
 	xp_etcd_txn_free(&t);
 	if (rc == 0) {
 		struct xp_err err = { 0 };
-		x->snap_seq = it->seq;
+		atomic_store(&x->snap_seq, it->seq);
 		xp_etcd_compact(x->w, rev, &err); /* history only; a failure costs space */
 	}
 	return rc;
@@ -710,7 +761,8 @@ static int on_journal(void *ctx, const struct xp_etcd_kv *kv)
 
 /* Records from seq from on, pages of PAGE, until the end or j->limit; each page within
  * timeout_ms (a follower's poll must not hold its owner long when etcd is away). */
-static int read_journal(struct xp_store *s, uint64_t from, long timeout_ms, struct jread *j)
+static int read_journal(struct xp_store *s, struct xp_etcd *c, uint64_t from, long timeout_ms,
+			struct jread *j)
 {
 	struct xp_store_etcd *x = s->etcd;
 	char k[512], e[512];
@@ -720,7 +772,7 @@ static int read_journal(struct xp_store *s, uint64_t from, long timeout_ms, stru
 		size_t before = j->n;
 		size_t kl = jkey(x, from, k, sizeof(k));
 		long page = j->limit && j->limit - j->n < PAGE ? (long)(j->limit - j->n) : PAGE;
-		int rc = xp_etcd_range(x->r, k, kl, e, el, page, timeout_ms, on_journal, j, &more,
+		int rc = xp_etcd_range(c, k, kl, e, el, page, timeout_ms, on_journal, j, &more,
 				       NULL, j->err);
 		if (rc < 0)
 			return rc;
@@ -790,7 +842,7 @@ int xp_store_etcd_load(struct xp_store *s, xp_store_snap_fn snap, xp_store_rec_f
 		rc = load_snapshot(s, &m, snap, ctx, err);
 	j.next = m.found ? m.seq + 1 : 1;
 	if (rc == 0)
-		rc = read_journal(s, j.next, 10000, &j);
+		rc = read_journal(s, s->etcd->r, j.next, 10000, &j);
 	pthread_mutex_unlock(&s->rmu);
 	if (rc == 0 && j.next - 1 < atomic_load(&s->last_seq))
 		rc = xp_errf(err, XP_ECORRUPT, "%s: the journal ends at seq %" PRIu64
@@ -798,6 +850,18 @@ int xp_store_etcd_load(struct xp_store *s, xp_store_snap_fn snap, xp_store_rec_f
 			     atomic_load(&s->last_seq));
 	if (rc < 0 && j.cb_rc < 0 && err->text[0])
 		xp_err_prefix(err, "%s: seq %" PRIu64 ": ", s->path, j.next);
+	if (rc == XP_ECORRUPT && j.cb_rc == 0) { /* a snapshot taken meanwhile? start again */
+		struct manifest now;
+		struct xp_err e2 = { 0 };
+		pthread_mutex_lock(&s->rmu);
+		int r2 = read_manifest(s, s->etcd->r, &now, &e2);
+		pthread_mutex_unlock(&s->rmu);
+		if (r2 == 0 && now.found && (!m.found || now.seq != m.seq))
+			rc = xp_errf(err, XP_EUNAVAIL,
+				     "%s: the leader took a snapshot (seq %" PRIu64
+				     ") during the load; starting again",
+				     s->path, now.seq);
+	}
 	return rc;
 }
 
@@ -808,11 +872,23 @@ long xp_store_etcd_read(struct xp_store *s, uint64_t since, size_t limit, xp_sto
 			   .next = since + 1 };
 	if (limit == 0)
 		return 0;
+	struct xp_store_etcd *x = s->etcd;
+	struct manifest m = { 0 };
+	struct xp_err merr = { 0 };
+	/* a follower polls the member it reaches, quorum or not (fast; X-Xpool-Stale says
+	 * how current); the leader and a catching-up follower read through the quorum */
+	int leading = atomic_load(&x->leading);
 	pthread_mutex_lock(&s->rmu);
-	int rc = read_journal(s, since + 1, 1500, &j);
+	int rc = read_journal(s, leading ? x->r : x->fr, since + 1, 1500, &j);
+	/* nothing, or a gap, right after since: was it pruned behind a newer snapshot? */
+	if ((rc == 0 && j.n == 0) || (rc == XP_ECORRUPT && j.n == 0))
+		if (read_manifest(s, leading ? x->r : x->fr, &m, &merr) == 0 && m.found)
+			atomic_store(&x->snap_seq, m.seq);
 	pthread_mutex_unlock(&s->rmu);
-	if (rc == XP_ECORRUPT && j.n == 0 && since < s->etcd->snap_seq)
-		return xp_errf(err, XP_ENOENT, "%s: records after seq %" PRIu64 " were pruned",
-			       s->path, since);
+	if (j.n == 0 && (rc == 0 || rc == XP_ECORRUPT) && m.found && since < m.seq)
+		return xp_errf(err, XP_ENOENT,
+			       "%s: records after seq %" PRIu64 " were pruned (snapshot at %" PRIu64
+			       ")",
+			       s->path, since, m.seq);
 	return rc < 0 ? rc : (long)j.n;
 }

@@ -289,7 +289,7 @@ int xp_etcd_range(struct xp_etcd *e, const char *key, size_t klen, const char *e
 		x.create_rev = int_field(kv, "create_revision");
 		x.mod_rev = int_field(kv, "mod_revision");
 		x.lease = int_field(kv, "lease");
-		rc = fn(ctx, &x);
+		rc = fn ? fn(ctx, &x) : 0;
 	}
 	free(kb);
 	free(vb);

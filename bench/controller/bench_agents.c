@@ -5,7 +5,7 @@
  *   xp_bench_agents --addr ADDR (--token T | --token-file F) [--agents N]
  *                   [--devices D] [--period S[,S...]] [--seconds S[,S...]] [--warmup S]
  *                   [--threads T] [--watchers W] [--watch-wait S]
- *                   [--server-pid PID] [--stop-p99-ms MS]
+ *                   [--server-pid PID] [--stop-p99-ms MS] [--sources K]
  *
  * Phase 1, registration: T threads POST one one-node descriptor each to
  * /v1/agents, nodes agent-00000 .. agent-(N-1), each with D fake A100s.
@@ -86,6 +86,7 @@ struct opts {
 	size_t nperiods, nseconds;
 	double warmup; /* < 0: one period, at least 1 s */
 	int watch_wait;
+	size_t sources; /* watchers bind to 127.0.0.1 .. 127.0.0.SOURCES, round robin */
 	long server_pid;
 	double stop_p99_ms;
 };
@@ -533,6 +534,13 @@ static struct watchers *watchers_start(const struct opts *o, uint64_t t0, uint64
 		curl_easy_setopt(w->h, CURLOPT_TIMEOUT_MS, (long)(o->watch_wait + 15) * 1000);
 		curl_easy_setopt(w->h, CURLOPT_TCP_KEEPALIVE, 1L);
 		curl_easy_setopt(w->h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+		if (o->sources > 1) {
+			/* one source address has ~28,000 ephemeral ports: spread the
+			   polls over several loopback addresses ("host!" = no lookup) */
+			char src[48];
+			snprintf(src, sizeof(src), "host!127.0.0.%zu", 1 + i % o->sources);
+			curl_easy_setopt(w->h, CURLOPT_INTERFACE, src);
+		}
 	}
 	pthread_mutex_init(&ws->mu, NULL);
 	ws->t0 = t0;
@@ -798,12 +806,14 @@ static void usage(FILE *f)
 		"                       [--devices D] [--period S[,S...]] [--seconds S[,S...]]\n"
 		"                       [--warmup S]\n"
 		"                       [--threads T] [--watchers W] [--watch-wait S]\n"
-		"                       [--server-pid PID] [--stop-p99-ms MS]\n"
+		"                       [--server-pid PID] [--stop-p99-ms MS] [--sources K]\n"
 		"Registers N agent nodes (POST /v1/agents), then each beats once per period\n"
 		"(POST /v1/nodes/NAME/heartbeat) on an open-loop schedule over T kept-alive\n"
 		"connections; W long polls watch assignments meanwhile. Defaults: 10000 agents,\n"
 		"8 devices, period 5 s, 30 s measured after one period of warm-up, 32 threads,\n"
-		"0 watchers (wait 30 s). A period list is a ramp on the same server.\n");
+		"0 watchers (wait 30 s). A period list is a ramp on the same server. With\n"
+		"--sources K the watchers bind to 127.0.0.1 .. 127.0.0.K in turn (one source\n"
+		"address has ~28,000 ephemeral ports).\n");
 }
 
 int main(int argc, char **argv)
@@ -822,6 +832,7 @@ int main(int argc, char **argv)
 		{ "watch-wait", required_argument, NULL, 'W' },
 		{ "server-pid", required_argument, NULL, 'P' },
 		{ "stop-p99-ms", required_argument, NULL, 'S' },
+		{ "sources", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -884,6 +895,9 @@ int main(int argc, char **argv)
 		case 'S':
 			o.stop_p99_ms = strtod(optarg, NULL);
 			break;
+		case 'o':
+			o.sources = strtoul(optarg, NULL, 10);
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -892,7 +906,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!o.token || o.agents < 1 || o.agents > 99999 || o.devices > 64 || o.threads < 1 ||
+	if (!o.token || o.agents < 1 || o.agents > 1000000 || o.sources > 254 || o.devices > 64 || o.threads < 1 ||
 	    o.threads > 4096 || o.watch_wait < 3 || o.watch_wait > 120 || optind != argc) {
 		usage(stderr);
 		return 2;

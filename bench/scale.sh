@@ -173,7 +173,7 @@ load() {
 		wait_line
 		sleep 2
 		echo "$ms" >>"$OUT/${tag}_restart_ms.txt"
-		echo "  [$tag] restart $r: first authenticated read after $ms ms; RSS $(($(proc "$SERVER_PID" VmRSS) / 1024)) MiB, $(proc "$SERVER_PID" Threads) threads"
+		echo "  [$tag] restart $r: first authenticated read after $ms ms; RSS $(($(proc "$SERVER_PID" VmRSS) / 1024)) MiB (peak $(($(proc "$SERVER_PID" VmHWM) / 1024))), $(proc "$SERVER_PID" Threads) threads"
 		stop_server
 		r=$((r + 1))
 	done

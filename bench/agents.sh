@@ -33,6 +33,10 @@
 # ramp's ceiling is the machine's, not the controller's alone. The binaries
 # are copied to a temp dir first; every process started here is stopped by
 # its PID on exit, and the temp dir is removed.
+# 100,000 agents (docs/results/scale.md): one source address has ~28,000
+# ephemeral ports, so BENCH_AGENT_SOURCES (1) spreads the watchers over
+# 127.0.0.1 .. 127.0.0.K (xp_bench_agents --sources), and as root the hard
+# open-file limit is raised to BENCH_AGENT_NOFILE (1048576) first.
 # Quick look: BENCH_RUNS=1 BENCH_AGENTS=2000 BENCH_AGENT_SECONDS=5 BENCH_AGENT_WATCHERS=2000
 #   BENCH_AGENT_WATCH_PROBE= ./bench/agents.sh build
 set -eu
@@ -48,6 +52,8 @@ WATCHERS=${BENCH_AGENT_WATCHERS:-10000}
 WATCH_WINDOW=${BENCH_AGENT_WATCH_SECONDS:-30}
 PROBE=${BENCH_AGENT_WATCH_PROBE-16000 17000}
 PROBE_WINDOW=${BENCH_AGENT_PROBE_SECONDS:-25}
+SOURCES=${BENCH_AGENT_SOURCES:-1}
+NOFILE=${BENCH_AGENT_NOFILE:-1048576}
 P99_LIMIT=200
 OUT=${BENCH_OUT:-out/bench}/agents
 mkdir -p "$OUT"
@@ -80,6 +86,8 @@ done
 XP=$TMP/xpool
 BA=$TMP/xp_bench_agents
 # one descriptor per connection, on both sides (dash and bash both have -n, -H)
+# shellcheck disable=SC3045
+[ "$(id -u)" != 0 ] || ulimit -Hn "$NOFILE" 2>/dev/null || true
 # shellcheck disable=SC3045
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
@@ -122,7 +130,7 @@ bench() {
 	shift
 	rc=0
 	"$BA" --addr "$ADDR" --token-file "$TMP/data/admin.token" --server-pid "$SERVER_PID" \
-		--agents "$AGENTS" --devices "$DEVICES" --threads "$THREADS" "$@" \
+		--agents "$AGENTS" --devices "$DEVICES" --threads "$THREADS" --sources "$SOURCES" "$@" \
 		>"$log" 2>"$log.err" || rc=$?
 	sed -n 's/^# /      /p' "$log"
 	sed 's/^/      stderr: /' "$log.err"

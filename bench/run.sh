@@ -35,6 +35,10 @@
 #      (64 clients, median of BENCH_RUNS), and 100 kills of the leader under
 #      64 clients with idempotency keys: lost or doubled jobs, takeover
 #      median and max (bench/ha.sh, docs/results/ha.md).
+#   12. scale: 100,000 emulated agents' heartbeats, one scheduling pass at
+#      100,000 nodes (100,000 and 1,000,000 pending jobs), restart to
+#      serving at 10,000 nodes and 100,000 jobs, RSS at 100,000 nodes and
+#      1,000,000 jobs (bench/scale.sh, docs/results/scale.md; ~25 min).
 set -eu
 BUILD=${1:-build}
 XP="$BUILD/xpool"
@@ -117,3 +121,6 @@ echo "== 10. services: load step to a second ready replica, the Azure LLM hour a
 
 echo "== 11. HA on etcd: durable submits/s beside SQLite, 100 kills of the leader under 64 clients (bench/ha.sh, docs/results/ha.md)"
 RUNS=$RUNS ./bench/ha.sh "$BUILD"
+
+echo "== 12. scale: 100,000 agents, 100,000 nodes, 1,000,000 jobs, restart to serving (bench/scale.sh, docs/results/scale.md)"
+./bench/scale.sh "$BUILD"

@@ -5,7 +5,7 @@
  *   xp_bench_agents --addr ADDR (--token T | --token-file F) [--agents N]
  *                   [--devices D] [--period S[,S...]] [--seconds S[,S...]] [--warmup S]
  *                   [--threads T] [--watchers W] [--watch-wait S]
- *                   [--server-pid PID] [--stop-p99-ms MS]
+ *                   [--server-pid PID] [--stop-p99-ms MS] [--sources K]
  *
  * Phase 1, registration: T threads POST one one-node descriptor each to
  * /v1/agents, nodes agent-00000 .. agent-(N-1), each with D fake A100s.
@@ -56,6 +56,7 @@
 #define _GNU_SOURCE
 #include <curl/curl.h>
 #include <dirent.h>
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -64,6 +65,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -86,6 +88,7 @@ struct opts {
 	size_t nperiods, nseconds;
 	double warmup; /* < 0: one period, at least 1 s */
 	int watch_wait;
+	size_t sources; /* watchers bind to 127.0.0.1 .. 127.0.0.SOURCES, round robin */
 	long server_pid;
 	double stop_p99_ms;
 };
@@ -404,6 +407,7 @@ struct watchers {
 	pthread_mutex_t mu;
 	char first_error[512];
 	pthread_t tid;
+	int leak; /* the handles are left to the process's exit (watch_main) */
 };
 
 static size_t watch_write(char *p, size_t sz, size_t n, void *ud)
@@ -437,12 +441,52 @@ static void watch_fail(struct watchers *ws, const char *what)
 	}
 }
 
+/* libcurl's socket interface on an epoll set: each round costs what became
+ * ready, not every open poll (curl_multi_perform/_poll walk them all, so
+ * 30,000 polls were the most one thread opened in 45 s on 2 cores). */
+struct wloop {
+	int ep;
+	uint64_t deadline; /* libcurl's timer (mono ns), UINT64_MAX: none */
+};
+
+static int watch_sock(CURL *e, curl_socket_t fd, int what, void *up, void *sp)
+{
+	struct wloop *l = up;
+	struct epoll_event ev = { 0 };
+	(void)e;
+	if (what == CURL_POLL_REMOVE) {
+		epoll_ctl(l->ep, EPOLL_CTL_DEL, fd, NULL);
+		return 0;
+	}
+	ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
+	ev.data.fd = fd;
+	if (epoll_ctl(l->ep, sp ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev) < 0 && errno == EEXIST)
+		epoll_ctl(l->ep, EPOLL_CTL_MOD, fd, &ev);
+	return 0;
+}
+
+static int watch_timer(CURLM *m, long ms, void *up)
+{
+	struct wloop *l = up;
+	(void)m;
+	l->deadline = ms < 0 ? UINT64_MAX : xp_mono_ns() + (uint64_t)ms * 1000000ull;
+	return 0;
+}
+
 static void *watch_main(void *arg)
 {
 	struct watchers *ws = arg;
 	size_t nw = ws->o->watchers, started = 0;
+	struct wloop l = { .ep = epoll_create1(0), .deadline = UINT64_MAX };
+	struct epoll_event evs[1024];
+	uint64_t retry_at = 0;
+	int running = 0;
 	CURLM *m = curl_multi_init();
 	curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, (long)nw + 16);
+	curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, watch_sock);
+	curl_multi_setopt(m, CURLMOPT_SOCKETDATA, &l);
+	curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, watch_timer);
+	curl_multi_setopt(m, CURLMOPT_TIMERDATA, &l);
 	while (!atomic_load(&ws->stop)) {
 		uint64_t now = xp_mono_ns();
 		/* first issues, spread over the warm-up */
@@ -450,12 +494,30 @@ static void *watch_main(void *arg)
 		       ws->t0 + (uint64_t)((double)started * (double)ws->spread_ns / (double)nw) <=
 			       now)
 			watch_issue(ws, &ws->w[started++], m);
-		/* retries after a failure */
-		for (size_t i = 0; i < started; i++)
-			if (!ws->w[i].active && ws->w[i].next_at <= now)
-				watch_issue(ws, &ws->w[i], m);
-		int running = 0;
-		curl_multi_perform(m, &running);
+		/* retries after a failure, looked for every 100 ms */
+		if (now >= retry_at) {
+			for (size_t i = 0; i < started; i++)
+				if (!ws->w[i].active && ws->w[i].next_at <= now)
+					watch_issue(ws, &ws->w[i], m);
+			retry_at = now + 100000000ull;
+		}
+		now = xp_mono_ns();
+		int wait_ms = 20;
+		if (l.deadline <= now)
+			wait_ms = 0;
+		else if (l.deadline - now < 20000000ull)
+			wait_ms = (int)((l.deadline - now) / 1000000ull);
+		int n = epoll_wait(l.ep, evs, 1024, wait_ms);
+		for (int i = 0; i < n; i++) {
+			int fl = (evs[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) |
+				 (evs[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
+				 (evs[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
+			curl_multi_socket_action(m, evs[i].data.fd, fl, &running);
+		}
+		if (l.deadline <= xp_mono_ns()) {
+			l.deadline = UINT64_MAX;
+			curl_multi_socket_action(m, CURL_SOCKET_TIMEOUT, 0, &running);
+		}
 		CURLMsg *msg;
 		int left;
 		while ((msg = curl_multi_info_read(m, &left))) {
@@ -485,7 +547,8 @@ static void *watch_main(void *arg)
 					    (uint64_t)(ws->o->watch_wait - 2) * 1000000000ull)
 					atomic_fetch_add(&ws->early, 1);
 				w->since = nv;
-				w->next_at = now;
+				/* re-issued at once, not at the next retry scan */
+				watch_issue(ws, w, m);
 			} else {
 				char what[512];
 				snprintf(what, sizeof(what), "%s (HTTP %ld) %.300s",
@@ -496,12 +559,19 @@ static void *watch_main(void *arg)
 			}
 			json_decref(r);
 		}
-		curl_multi_poll(m, NULL, 0, 20, NULL);
+	}
+	/* removing a handle costs libcurl O(handles): 100,000 open polls took
+	 * minutes to take down one by one, so past 10,000 they are left to the
+	 * process's exit, which follows */
+	if (nw > 10000) {
+		ws->leak = 1;
+		return NULL;
 	}
 	for (size_t i = 0; i < nw; i++)
 		if (ws->w[i].active)
 			curl_multi_remove_handle(m, ws->w[i].h);
 	curl_multi_cleanup(m);
+	close(l.ep);
 	return NULL;
 }
 
@@ -533,6 +603,13 @@ static struct watchers *watchers_start(const struct opts *o, uint64_t t0, uint64
 		curl_easy_setopt(w->h, CURLOPT_TIMEOUT_MS, (long)(o->watch_wait + 15) * 1000);
 		curl_easy_setopt(w->h, CURLOPT_TCP_KEEPALIVE, 1L);
 		curl_easy_setopt(w->h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+		if (o->sources > 1) {
+			/* one source address has ~28,000 ephemeral ports: spread the
+			   polls over several loopback addresses ("host!" = no lookup) */
+			char src[48];
+			snprintf(src, sizeof(src), "host!127.0.0.%zu", 1 + i % o->sources);
+			curl_easy_setopt(w->h, CURLOPT_INTERFACE, src);
+		}
 	}
 	pthread_mutex_init(&ws->mu, NULL);
 	ws->t0 = t0;
@@ -550,6 +627,8 @@ static void watchers_stop(struct watchers *ws)
 		return;
 	atomic_store(&ws->stop, 1);
 	pthread_join(ws->tid, NULL);
+	if (ws->leak)
+		return;
 	for (size_t i = 0; i < ws->o->watchers; i++) {
 		curl_easy_cleanup(ws->w[i].h);
 		xp_sb_free(&ws->w[i].buf);
@@ -798,12 +877,14 @@ static void usage(FILE *f)
 		"                       [--devices D] [--period S[,S...]] [--seconds S[,S...]]\n"
 		"                       [--warmup S]\n"
 		"                       [--threads T] [--watchers W] [--watch-wait S]\n"
-		"                       [--server-pid PID] [--stop-p99-ms MS]\n"
+		"                       [--server-pid PID] [--stop-p99-ms MS] [--sources K]\n"
 		"Registers N agent nodes (POST /v1/agents), then each beats once per period\n"
 		"(POST /v1/nodes/NAME/heartbeat) on an open-loop schedule over T kept-alive\n"
 		"connections; W long polls watch assignments meanwhile. Defaults: 10000 agents,\n"
 		"8 devices, period 5 s, 30 s measured after one period of warm-up, 32 threads,\n"
-		"0 watchers (wait 30 s). A period list is a ramp on the same server.\n");
+		"0 watchers (wait 30 s). A period list is a ramp on the same server. With\n"
+		"--sources K the watchers bind to 127.0.0.1 .. 127.0.0.K in turn (one source\n"
+		"address has ~28,000 ephemeral ports).\n");
 }
 
 int main(int argc, char **argv)
@@ -822,6 +903,7 @@ int main(int argc, char **argv)
 		{ "watch-wait", required_argument, NULL, 'W' },
 		{ "server-pid", required_argument, NULL, 'P' },
 		{ "stop-p99-ms", required_argument, NULL, 'S' },
+		{ "sources", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -884,6 +966,9 @@ int main(int argc, char **argv)
 		case 'S':
 			o.stop_p99_ms = strtod(optarg, NULL);
 			break;
+		case 'o':
+			o.sources = strtoul(optarg, NULL, 10);
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -892,7 +977,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!o.token || o.agents < 1 || o.agents > 99999 || o.devices > 64 || o.threads < 1 ||
+	if (!o.token || o.agents < 1 || o.agents > 1000000 || o.sources > 254 || o.devices > 64 || o.threads < 1 ||
 	    o.threads > 4096 || o.watch_wait < 3 || o.watch_wait > 120 || optind != argc) {
 		usage(stderr);
 		return 2;

@@ -99,7 +99,7 @@ static long cycle(struct bench *b)
 }
 
 /* nodes, blockers, M queued jobs tried once (not with bf: the backfill
- * scenario's pass is the first); returns the blockers' ids in ids[2] */
+ * scenario's pass is the first); the blockers' ids are ids[0] .. ids[1] - 1 */
 static void build(struct bench *b, const struct xp_cluster *c, const char *policy, size_t jobs,
 		  uint64_t ids[2], int bf)
 {
@@ -131,24 +131,30 @@ static void build(struct bench *b, const struct xp_cluster *c, const char *polic
 		mem[k] = (long long)n->mem_mib;
 		gpus[k] = n->ndevs;
 	}
+	/* a gang job has at most 1024 replicas (jobspec.c): a shape of more
+	 * nodes is held by several blockers, ids ids[0] .. ids[1] - 1 */
+	ids[0] = b->st->next_job_id;
 	for (int k = 0; k < 2; k++) {
 		int part = bf && k == 0 ? 2 : 1; /* backfill: half of each A100 node */
-		ids[k] = b->st->next_job_id;
-		snprintf(text, sizeof(text),
-			 "{\"name\":\"block%s\",\"replicas\":%zu,\"resources\":{\"cpu\":%d,"
-			 "\"memory\":%lld,\"devices\":{\"count\":%d,\"class\":\"gpu\",\"models\":"
-			 "[\"%s\"]}},\"duration\":\"1h\"%s}",
-			 /* one half-replica a node: a core over half, so two never pair up */
-			 model[k], per[k], cpu[k] / part + (part > 1), mem[k] / part,
-			 gpus[k] / part, model[k],
-			 !bf	  ? ""
-			 : k == 0 ? ",\"time_limit\":\"1h\""
-				  : ",\"time_limit\":\"2h\"");
-		submit(b, text);
+		for (size_t done = 0; done < per[k]; done += 1024) {
+			size_t reps = per[k] - done < 1024 ? per[k] - done : 1024;
+			snprintf(text, sizeof(text),
+				 "{\"name\":\"block%s\",\"replicas\":%zu,\"resources\":{\"cpu\":%d,"
+				 "\"memory\":%lld,\"devices\":{\"count\":%d,\"class\":\"gpu\","
+				 "\"models\":[\"%s\"]}},\"duration\":\"1h\"%s}",
+				 /* one half-replica a node: a core over half, so two never pair up */
+				 model[k], reps, cpu[k] / part + (part > 1), mem[k] / part,
+				 gpus[k] / part, model[k],
+				 !bf	  ? ""
+				 : k == 0 ? ",\"time_limit\":\"1h\""
+					  : ",\"time_limit\":\"2h\"");
+			submit(b, text);
+		}
 	}
+	ids[1] = b->st->next_job_id;
 	cycle(b);
-	for (int k = 0; k < 2; k++)
-		if (xp_state_job(b->st, ids[k])->state != XP_JOB_RUNNING)
+	for (uint64_t id = ids[0]; id < ids[1]; id++)
+		if (xp_state_job(b->st, id)->state != XP_JOB_RUNNING)
 			die("a blocker did not start: the cluster is not as expected", NULL);
 	for (size_t i = 0; i < jobs; i++) {
 		if (!xp_mix_spec(i, "0s", text, sizeof(text)))
@@ -255,8 +261,8 @@ int main(int argc, char **argv)
 
 	for (int r = 0; r < runs; r++) {
 		build(&b, c, policy, jobs, ids, 0);
-		for (int k = 0; k < 2; k++)
-			apply(&b, "job.cancel", xp_rec_job_cancel(ids[k], "released"));
+		for (uint64_t id = ids[0]; id < ids[1]; id++)
+			apply(&b, "job.cancel", xp_rec_job_cancel(id, "released"));
 		tried0 = b.st->placed + b.st->unplaced;
 		t0 = xp_mono_ns();
 		placed = cycle(&b);

@@ -546,7 +546,7 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 	    size_flag(flags, "max-per-cycle", 1, 1000000, &o.max_per_cycle, &err) < 0 ||
 	    size_flag(flags, "snapshot-every", 1, 100000000, &snap, &err) < 0 ||
 	    size_flag(flags, "event-ring", 16, 100000000, &o.event_ring, &err) < 0 ||
-	    size_flag(flags, "max-connections", 1, 100000, &o.max_connections, &err) < 0 ||
+	    size_flag(flags, "max-connections", 1, 1000000, &o.max_connections, &err) < 0 ||
 	    size_flag(flags, "max-strangers", 1, 100000, &o.max_strangers, &err) < 0)
 		goto usage;
 	o.snapshot_every = snap;

@@ -607,8 +607,32 @@ static void follow(struct xp_ctl *ctl)
 	}
 }
 
+/* The scheduler is rebuilt over every node when nodes change (apply.c,
+ * xp_state_sched): O(nodes), about 0.1 s at 100,000 nodes. While agents
+ * register, every owner batch changed the nodes and the next cycle rebuilt,
+ * so registering N agents cost O(N^2) (docs/results/scale.md). A cycle
+ * rebuilds at most once per 5x the last rebuild's time, so rebuilds take at
+ * most a fifth of the owner; meanwhile the cycle waits (the owner ticks every
+ * --tick). Records that need the scheduler (job.start) still rebuild at once.
+ * Small clusters rebuild in microseconds: no visible delay. */
+static int sched_paced(struct xp_ctl *ctl)
+{
+	if (!ctl->st->sched_stale)
+		return 1;
+	uint64_t t0 = xp_mono_ns();
+	if (t0 < ctl->sched_next)
+		return 0;
+	struct xp_err err = { 0 };
+	if (xp_state_sched(ctl->st, &err) < 0)
+		return 1; /* the cycle meets the error again and reports it */
+	ctl->sched_next = t0 + 5 * (xp_mono_ns() - t0);
+	return 1;
+}
+
 static int cycle(struct xp_ctl *ctl)
 {
+	if (!sched_paced(ctl))
+		return 0;
 	uint64_t t0 = xp_mono_ns();
 	long placed = xp_state_cycle(ctl->st, xp_ctl_now(), ctl->o.max_per_cycle, &ctl->rng,
 				     cycle_emit, ctl);

@@ -54,7 +54,7 @@ for i in 1 2 3; do
 	echo "no quorum, submit $i: $(head -n 1 "$T/sub.out")"
 done
 [ $acked -eq 0 ] || fail "$acked submits acknowledged without quorum"
-grep -q "503\|unavailable\|no leader\|cannot reach" "$T/sub.out" ||
+grep -q "503\|unavailable\|no leader\|cannot reach\|may lead no more\|wait for etcd" "$T/sub.out" ||
 	fail "a write without quorum: '$(cat "$T/sub.out")', want a 503"
 
 # quorum back: service recovers, nothing acknowledged is lost

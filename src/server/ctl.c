@@ -106,7 +106,10 @@ static int write_admin_token(const char *dir, const char *token, struct xp_err *
 	return xp_afile_commit(&f, err);
 }
 
-static int bootstrap(struct xp_ctl *ctl, struct xp_err *err)
+/* A fresh store's first records; the admin token goes to DATA/admin.token, and into
+ * ctl->admin_token (the banner's) only when banner is set: a follower promoted later runs this
+ * on the owner thread while the banner is being printed. */
+static int bootstrap(struct xp_ctl *ctl, int banner, struct xp_err *err)
 {
 	char token[80], sha[65];
 	int rc;
@@ -125,7 +128,8 @@ static int bootstrap(struct xp_ctl *ctl, struct xp_err *err)
 		return xp_errf(err, rc, "the journal could not be written");
 	if ((rc = write_admin_token(ctl->o.data, token, err)) < 0)
 		return rc;
-	snprintf(ctl->admin_token, sizeof(ctl->admin_token), "%s", token);
+	if (banner)
+		snprintf(ctl->admin_token, sizeof(ctl->admin_token), "%s", token);
 	return 0;
 }
 
@@ -198,7 +202,7 @@ int xp_ctl_promote(struct xp_ctl *ctl, struct xp_err *err)
 		return rc;
 	atomic_store(&ctl->follower, 0);
 	after_load(ctl);
-	if ((rc = bootstrap(ctl, err)) < 0 || (rc = register_cluster(ctl, err)) < 0)
+	if ((rc = bootstrap(ctl, 0, err)) < 0 || (rc = register_cluster(ctl, err)) < 0)
 		return rc;
 	fprintf(stderr, "xpool server: leading at epoch %lld, seq %llu\n",
 		(long long)xp_store_epoch(ctl->store), (unsigned long long)ctl->st->seq);
@@ -296,7 +300,7 @@ int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err
 							       : xp_store_durable_seq(ctl->store));
 	atomic_store(&ctl->follow_ok_ms, xp_ctl_now());
 	if (!atomic_load(&ctl->follower) &&
-	    ((rc = bootstrap(ctl, err)) < 0 || (rc = register_cluster(ctl, err)) < 0))
+	    ((rc = bootstrap(ctl, 1, err)) < 0 || (rc = register_cluster(ctl, err)) < 0))
 		goto fail;
 	if ((rc = xp_state_check(ctl->st, err)) < 0)
 		goto fail;

@@ -589,6 +589,8 @@ static void follow(struct xp_ctl *ctl)
 	struct xp_err err = { 0 };
 	int64_t now = xp_ctl_now();
 	int rc = 0;
+	if (!atomic_load(&ctl->ready)) /* start has not finished (the HTTP front, its parking) */
+		return;
 	if (atomic_load(&ctl->lead_won)) {
 		if ((rc = xp_ctl_promote(ctl, &err)) < 0)
 			fprintf(stderr, "xpool server: cannot take the lead: %s\n", err.text);

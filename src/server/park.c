@@ -166,7 +166,9 @@ int xp_park_if(struct xp_ctl *ctl, struct xp_park *p, struct MHD_Connection *c, 
 
 void xp_park_wake(struct xp_ctl *ctl, uint32_t key)
 {
-	struct xp_parking *k = ctl->parking;
+	/* the owner starts before the HTTP front (and its parking): acquire what start
+	 * published */
+	struct xp_parking *k = __atomic_load_n(&ctl->parking, __ATOMIC_ACQUIRE);
 	if (!k)
 		return;
 	size_t b = bucket_of(key);
@@ -222,7 +224,7 @@ int xp_park_start(struct xp_ctl *ctl, struct xp_err *err)
 		return xp_errf(err, -rc, "cannot start the long-poll timer: %s", strerror(rc));
 	}
 	k->timer_started = 1;
-	ctl->parking = k;
+	__atomic_store_n(&ctl->parking, k, __ATOMIC_RELEASE); /* the owner may wake already */
 	return 0;
 }
 

@@ -305,7 +305,7 @@ static void test_grow_and_shrink(void **state)
 	wait_job(e, el, "running", 4); /* grew into what a left */
 	check_epoch(e, 1, 4);
 	struct epoch_want ck = { "c", 0, 2 }; /* epoch 0 was told to checkpoint */
-	if (!wait_until(e, all_written, &ck, 10000))
+	if (!wait_until(e, all_written, &ck, 60000))
 		fail_msg("epoch 0's replicas got no checkpoint signal");
 
 	long long h =
@@ -316,7 +316,7 @@ static void test_grow_and_shrink(void **state)
 	check_epoch(e, 2, 2);
 	ck.epoch = 1;
 	ck.n = 4; /* the two that left and the two that stayed */
-	if (!wait_until(e, all_written, &ck, 10000))
+	if (!wait_until(e, all_written, &ck, 60000))
 		fail_msg("epoch 1's replicas got no checkpoint signal");
 	json_t *j = job(e, el);
 	json_t *x = json_object_get(j, "elastic");

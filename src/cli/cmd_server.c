@@ -318,83 +318,232 @@ static int wait_for_stop(const char *verb, struct xp_ctl *ctl, const sigset_t *s
 	return 0;
 }
 
+/* The banner, what to do next last (the export line, the dashboard); xpool dev's local agent
+ * started before it (its pid, or -1). */
+static pid_t announce(struct xp_ctl *ctl, const struct xp_ctl_opts *o, int dev, int local_agent,
+		      const char *ca, const sigset_t *set)
+{
+	/* what to do next comes last: the export line and the dashboard */
+	printf("data: %s\n", o->data);
+	if (o->store) /* the owner takes the lead when the campaign wins ("leading at epoch") */
+		fprintf(stderr, "xpool server: following %s, campaigning\n", o->store);
+	fflush(stdout);
+	pid_t agent = -1;
+	if (local_agent)
+		agent = start_local_agent(ctl, o->data, ca, set);
+	const char *scheme = o->tls_cert ? "https" : "http";
+	printf("serving until interrupted (%zu nodes, %zu jobs)\n", ctl->start_nodes,
+	       ctl->start_jobs);
+	printf("address: %s://%s\n", scheme, ctl->addr);
+	if (ctl->admin_token[0])
+		printf("admin token: %s\n", ctl->admin_token);
+	else
+		printf("admin token: in %s/admin.token\n", o->data);
+	if (ca)
+		dev_client_config(o->data, ctl, ca);
+	if (dev && ctl->admin_token[0]) {
+		char url[128];
+		reach_url(ctl, 1, url, sizeof(url));
+		printf("  export XPOOL_ADDR=%s XPOOL_TOKEN=%s%s%s\n", ca ? url : ctl->addr,
+		       ctl->admin_token, ca ? " XPOOL_CA=" : "", ca ? ca : "");
+		printf("dashboard: %s://%s/ui#token=%s\n", scheme, ctl->addr, ctl->admin_token);
+	} else {
+		printf("dashboard: %s://%s/ui\n", scheme, ctl->addr);
+	}
+	fflush(stdout);
+	return agent;
+}
+
+/* the durations and counts of liveness, alerts, forgetting and the tick into o; -1 with err naming the flag */
+static int time_flags(struct xp_flag *flags, struct xp_ctl_opts *o, struct xp_err *err)
+{
+	const struct {
+		const char *flag;
+		int64_t min, max;
+		int *out;
+	} durs[] = { { "heartbeat", 10, 600000, &o->heartbeat_ms },
+		     { "lost-after", 100, 3600000, &o->lost_ms },
+		     { "alert-group-wait", 1, 3600000, &o->alert_group_wait_ms },
+		     { "alert-interval", 1, 86400000, &o->alert_interval_ms },
+		     { "alert-repeat", 1000, 604800000, &o->alert_repeat_ms },
+		     { "alert-starved", 1000, 604800000, &o->alert_starved_ms } };
+	for (size_t i = 0; i < sizeof(durs) / sizeof(durs[0]); i++) {
+		const char *v = xp_flag_get(flags, durs[i].flag)->sval;
+		int64_t ms;
+		if (!v)
+			continue;
+		if (xp_duration_parse(v, durs[i].max, &ms) < 0 || ms < durs[i].min) {
+			xp_errf(err, XP_EINVAL,
+				"--%s: expected a duration %lldms..%llds, got '%s'", durs[i].flag,
+				(long long)durs[i].min, (long long)durs[i].max / 1000, v);
+			return -1;
+		}
+		*durs[i].out = (int)ms;
+	}
+	if (xp_flag_get(flags, "keep-finished")->sval) {
+		int64_t ms;
+		const char *v = xp_flag_get(flags, "keep-finished")->sval;
+		if (xp_duration_parse(v, 3650LL * 86400 * 1000, &ms) < 0 || ms < 1000) {
+			xp_errf(err, XP_EINVAL,
+				"--keep-finished: expected a duration 1s..3650d, got '%s'", v);
+			return -1;
+		}
+		o->keep_finished_ms = ms;
+	}
+	size_t maxfin = 0;
+	if (size_flag(flags, "max-finished", 1, 100000000, &maxfin, err) < 0)
+		return -1;
+	o->max_finished = maxfin;
+	if (xp_flag_get(flags, "suspect-after")->sval) {
+		long v;
+		if (xp_parse_int_flag("suspect-after", xp_flag_get(flags, "suspect-after")->sval, 1,
+				      1000, &v, err) < 0)
+			return -1;
+		o->suspect_beats = (int)v;
+	}
+	if (o->lost_ms && o->lost_ms <= (o->heartbeat_ms ? o->heartbeat_ms : 5000)) {
+		xp_errf(err, XP_EINVAL, "--lost-after must be longer than --heartbeat");
+		return -1;
+	}
+	if (xp_flag_get(flags, "tick")->sval) {
+		int64_t ms;
+		if (xp_duration_parse(xp_flag_get(flags, "tick")->sval, 60000, &ms) < 0 || ms < 1) {
+			xp_errf(err, XP_EINVAL, "--tick: expected a duration 1ms..60s, got '%s'",
+				xp_flag_get(flags, "tick")->sval);
+			return -1;
+		}
+		o->tick_ms = (int)ms;
+	}
+	return 0;
+}
+
+/* the size limits into o; -1 with err naming the flag */
+static int size_flags(struct xp_flag *flags, struct xp_ctl_opts *o, struct xp_err *err)
+{
+	size_t snap = 0;
+	if (size_flag(flags, "body-limit", 1024, 1L << 30, &o->body_limit, err) < 0 ||
+	    size_flag(flags, "max-per-cycle", 1, 1000000, &o->max_per_cycle, err) < 0 ||
+	    size_flag(flags, "snapshot-every", 1, 100000000, &snap, err) < 0 ||
+	    size_flag(flags, "event-ring", 16, 100000000, &o->event_ring, err) < 0 ||
+	    size_flag(flags, "max-connections", 1, 1000000, &o->max_connections, err) < 0 ||
+	    size_flag(flags, "max-strangers", 1, 100000, &o->max_strangers, err) < 0)
+		return -1;
+	o->snapshot_every = snap;
+	return 0;
+}
+
+/* --store, --etcd-ca and --lease into o (xpool dev keeps SQLite); -1 with err naming the flag */
+static int store_flags(struct xp_flag *flags, int dev, struct xp_ctl_opts *o, struct xp_err *err)
+{
+	o->store = xp_flag_get(flags, "store")->sval;
+	if (o->store && dev) {
+		xp_errf(err, XP_EINVAL, "--store: xpool dev keeps its journal in SQLite");
+		return -1;
+	}
+	if (o->store && strncmp(o->store, "etcd://", 7) && strncmp(o->store, "etcds://", 8)) {
+		xp_errf(err, XP_EINVAL,
+			"--store: expected etcd://HOST:PORT[,...] or etcds://..., got '%s'", o->store);
+		return -1;
+	}
+	o->etcd_ca = xp_flag_get(flags, "etcd-ca")->sval;
+	if (o->etcd_ca && (!o->store || strncmp(o->store, "etcds://", 8))) {
+		xp_errf(err, XP_EINVAL, "--etcd-ca goes with --store etcds://");
+		return -1;
+	}
+	if (xp_flag_get(flags, "lease")->sval) {
+		int64_t ms;
+		if (xp_duration_parse(xp_flag_get(flags, "lease")->sval, 600000, &ms) < 0 ||
+		    ms < 2000) {
+			xp_errf(err, XP_EINVAL, "--lease: expected a duration 2s..600s, got '%s'",
+				xp_flag_get(flags, "lease")->sval);
+			return -1;
+		}
+		o->lease_ms = (int)ms;
+	}
+	return 0;
+}
+
+/* The flags of xpool server and xpool dev (serve() copies them). */
+static const struct xp_flag server_flags[] = {
+	{ "data", XP_FLAG_STR, "DIR", "data directory (required)" }, /* dev: see serve */
+	{ "listen", XP_FLAG_STR, "HOST:PORT",
+	  "address to serve on; port 0 picks a free one" },
+	{ "config", XP_FLAG_STR, "FILE", "YAML settings with these flags' names as keys" },
+	{ "cluster", XP_FLAG_STR, "FILE",
+	  "cluster descriptor of emulated nodes to register" },
+	{ "policy", XP_FLAG_STR, "P", "placement policy (see xpool sim openb --help)" },
+	{ "weights", XP_FLAG_STR, "F=W,...",
+	  "--policy weighted: factor weights, of priority, affinity, energy, network, "
+	  "health "
+	  "(default 0.3,0.25,0.2,0.15,0.1)" },
+	{ "body-limit", XP_FLAG_STR, "BYTES", "largest request body" },
+	{ "tick", XP_FLAG_STR, "DURATION", "scheduling timer" },
+	{ "max-per-cycle", XP_FLAG_STR, "N", "placement attempts per cycle step" },
+	{ "snapshot-every", XP_FLAG_STR, "N", "journal records between snapshots" },
+	{ "event-ring", XP_FLAG_STR, "N", "events kept in memory for resuming watchers" },
+	{ "max-connections", XP_FLAG_STR, "N", "concurrent HTTP connections" },
+	{ "max-strangers", XP_FLAG_STR, "N",
+	  "connections one address may hold before their request is admitted (a token "
+	  "checked), default 64: more are closed at accept" },
+	{ "heartbeat", XP_FLAG_STR, "DURATION", "agents' heartbeat period (default 5s)" },
+	{ "suspect-after", XP_FLAG_STR, "N",
+	  "missed heartbeats before a node is suspect (3)" },
+	{ "lost-after", XP_FLAG_STR, "DURATION",
+	  "silence before an agent's node is lost and its jobs requeue (40s)" },
+	{ "keep-finished", XP_FLAG_STR, "DURATION",
+	  "finished jobs are forgotten after this (24h)" },
+	{ "max-finished", XP_FLAG_STR, "N", "and beyond this many, oldest first (100000)" },
+	{ "alert-webhook", XP_FLAG_STR, "URL",
+	  "POST alert notifications here as JSON (default: log them)" },
+	{ "alert-group-wait", XP_FLAG_STR, "DURATION",
+	  "a new alert group waits this long for company (30s)" },
+	{ "alert-interval", XP_FLAG_STR, "DURATION",
+	  "later changes of a group are sent at most this often (5m)" },
+	{ "alert-repeat", XP_FLAG_STR, "DURATION",
+	  "a group still firing is sent again after this (4h)" },
+	{ "alert-starved", XP_FLAG_STR, "DURATION",
+	  "a queue with work pending and none running this long alerts (10m)" },
+	{ "overcommit-memory", XP_FLAG_STR, "RULES",
+	  "admit device memory up to F x physical on nodes that set no factor: F, or "
+	  "CLASS=F / MODEL=F items (gpu=1.5,A100-SXM4-80GB=1.2)" },
+	{ "metrics-public", XP_FLAG_BOOL, NULL,
+	  "serve /metrics without a token: the series of jobs, nodes and devices, never "
+	  "those naming queues or tenants (an admin token gets those)" },
+	{ "tls-cert", XP_FLAG_STR, "FILE",
+	  "serve https:// only, with this PEM certificate (chain); with --tls-key" },
+	{ "tls-key", XP_FLAG_STR, "FILE", "the PEM private key of --tls-cert" },
+	{ "tls", XP_FLAG_BOOL, NULL,
+	  "xpool dev: serve https:// with a CA and certificate made in DATA/tls (kept "
+	  "for the next start); clients verify against DATA/tls/ca.pem" },
+	{ "no-agent", XP_FLAG_BOOL, NULL,
+	  "xpool dev: do not start the local agent (real CPU and GPUs of this machine)" },
+	{ "no-sync", XP_FLAG_BOOL, NULL,
+	  "do not fsync commits (benchmarks only: a crash loses acknowledged work)" },
+	{ "store", XP_FLAG_STR, "URL",
+	  "etcd://HOST:PORT[,...][/PREFIX] (etcds:// for TLS): keep the journal in etcd and "
+	  "take turns with "
+	  "other controllers as leader (docs/design/ha.md); default: SQLite in --data" },
+	{ "etcd-ca", XP_FLAG_STR, "FILE",
+	  "--store etcds://: the CA that etcd's certificates are verified against "
+	  "(default: the system's)" },
+	{ "lease", XP_FLAG_STR, "DURATION",
+	  "--store etcd: the leader's lease; a standby takes over this long after the "
+	  "leader stops renewing it (default 5s, at least 2s)" },
+	{ "advertise", XP_FLAG_STR, "URL",
+	  "--store etcd: this controller's address as the others and clients should "
+	  "reach it (default http://LISTEN, https:// with --tls-cert)" },
+	{ "recover", XP_FLAG_BOOL, NULL,
+	  "start on a damaged store: drop what fails its checksums or the seal, keep the "
+	  "good prefix, and say what was dropped (docs/design/store.md)" },
+	{ NULL, 0, NULL, NULL },
+};
+
 static int serve(const char *verb, int dev, int argc, char **argv)
 {
-	struct xp_flag flags[] = {
-		{ "data", XP_FLAG_STR, "DIR",
-		  dev ? "data directory (default: a fresh one in /tmp)"
-		      : "data directory (required)" },
-		{ "listen", XP_FLAG_STR, "HOST:PORT",
-		  "address to serve on; port 0 picks a free one" },
-		{ "config", XP_FLAG_STR, "FILE", "YAML settings with these flags' names as keys" },
-		{ "cluster", XP_FLAG_STR, "FILE",
-		  "cluster descriptor of emulated nodes to register" },
-		{ "policy", XP_FLAG_STR, "P", "placement policy (see xpool sim openb --help)" },
-		{ "weights", XP_FLAG_STR, "F=W,...",
-		  "--policy weighted: factor weights, of priority, affinity, energy, network, "
-		  "health "
-		  "(default 0.3,0.25,0.2,0.15,0.1)" },
-		{ "body-limit", XP_FLAG_STR, "BYTES", "largest request body" },
-		{ "tick", XP_FLAG_STR, "DURATION", "scheduling timer" },
-		{ "max-per-cycle", XP_FLAG_STR, "N", "placement attempts per cycle step" },
-		{ "snapshot-every", XP_FLAG_STR, "N", "journal records between snapshots" },
-		{ "event-ring", XP_FLAG_STR, "N", "events kept in memory for resuming watchers" },
-		{ "max-connections", XP_FLAG_STR, "N", "concurrent HTTP connections" },
-		{ "max-strangers", XP_FLAG_STR, "N",
-		  "connections one address may hold before their request is admitted (a token "
-		  "checked), default 64: more are closed at accept" },
-		{ "heartbeat", XP_FLAG_STR, "DURATION", "agents' heartbeat period (default 5s)" },
-		{ "suspect-after", XP_FLAG_STR, "N",
-		  "missed heartbeats before a node is suspect (3)" },
-		{ "lost-after", XP_FLAG_STR, "DURATION",
-		  "silence before an agent's node is lost and its jobs requeue (40s)" },
-		{ "keep-finished", XP_FLAG_STR, "DURATION",
-		  "finished jobs are forgotten after this (24h)" },
-		{ "max-finished", XP_FLAG_STR, "N", "and beyond this many, oldest first (100000)" },
-		{ "alert-webhook", XP_FLAG_STR, "URL",
-		  "POST alert notifications here as JSON (default: log them)" },
-		{ "alert-group-wait", XP_FLAG_STR, "DURATION",
-		  "a new alert group waits this long for company (30s)" },
-		{ "alert-interval", XP_FLAG_STR, "DURATION",
-		  "later changes of a group are sent at most this often (5m)" },
-		{ "alert-repeat", XP_FLAG_STR, "DURATION",
-		  "a group still firing is sent again after this (4h)" },
-		{ "alert-starved", XP_FLAG_STR, "DURATION",
-		  "a queue with work pending and none running this long alerts (10m)" },
-		{ "overcommit-memory", XP_FLAG_STR, "RULES",
-		  "admit device memory up to F x physical on nodes that set no factor: F, or "
-		  "CLASS=F / MODEL=F items (gpu=1.5,A100-SXM4-80GB=1.2)" },
-		{ "metrics-public", XP_FLAG_BOOL, NULL,
-		  "serve /metrics without a token: the series of jobs, nodes and devices, never "
-		  "those naming queues or tenants (an admin token gets those)" },
-		{ "tls-cert", XP_FLAG_STR, "FILE",
-		  "serve https:// only, with this PEM certificate (chain); with --tls-key" },
-		{ "tls-key", XP_FLAG_STR, "FILE", "the PEM private key of --tls-cert" },
-		{ "tls", XP_FLAG_BOOL, NULL,
-		  "xpool dev: serve https:// with a CA and certificate made in DATA/tls (kept "
-		  "for the next start); clients verify against DATA/tls/ca.pem" },
-		{ "no-agent", XP_FLAG_BOOL, NULL,
-		  "xpool dev: do not start the local agent (real CPU and GPUs of this machine)" },
-		{ "no-sync", XP_FLAG_BOOL, NULL,
-		  "do not fsync commits (benchmarks only: a crash loses acknowledged work)" },
-		{ "store", XP_FLAG_STR, "URL",
-		  "etcd://HOST:PORT[,...][/PREFIX] (etcds:// for TLS): keep the journal in etcd and "
-		  "take turns with "
-		  "other controllers as leader (docs/design/ha.md); default: SQLite in --data" },
-		{ "etcd-ca", XP_FLAG_STR, "FILE",
-		  "--store etcds://: the CA that etcd's certificates are verified against "
-		  "(default: the system's)" },
-		{ "lease", XP_FLAG_STR, "DURATION",
-		  "--store etcd: the leader's lease; a standby takes over this long after the "
-		  "leader stops renewing it (default 5s, at least 2s)" },
-		{ "advertise", XP_FLAG_STR, "URL",
-		  "--store etcd: this controller's address as the others and clients should "
-		  "reach it (default http://LISTEN, https:// with --tls-cert)" },
-		{ "recover", XP_FLAG_BOOL, NULL,
-		  "start on a damaged store: drop what fails its checksums or the seal, keep the "
-		  "good prefix, and say what was dropped (docs/design/store.md)" },
-		{ NULL, 0, NULL, NULL },
-	};
+	struct xp_flag flags[sizeof(server_flags) / sizeof(server_flags[0])];
+	memcpy(flags, server_flags, sizeof(flags));
+	if (dev)
+		xp_flag_get(flags, "data")->help = "data directory (default: a fresh one in /tmp)";
 	struct xp_ctl_opts o = { 0 };
 	struct xp_err err = { 0 };
 	struct xp_ctl *ctl = NULL;
@@ -484,97 +633,9 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		xp_err_prefix(&err, "--weights: ");
 		goto usage;
 	}
-	const struct {
-		const char *flag;
-		int64_t min, max;
-		int *out;
-	} durs[] = { { "heartbeat", 10, 600000, &o.heartbeat_ms },
-		     { "lost-after", 100, 3600000, &o.lost_ms },
-		     { "alert-group-wait", 1, 3600000, &o.alert_group_wait_ms },
-		     { "alert-interval", 1, 86400000, &o.alert_interval_ms },
-		     { "alert-repeat", 1000, 604800000, &o.alert_repeat_ms },
-		     { "alert-starved", 1000, 604800000, &o.alert_starved_ms } };
-	for (size_t i = 0; i < sizeof(durs) / sizeof(durs[0]); i++) {
-		const char *v = xp_flag_get(flags, durs[i].flag)->sval;
-		int64_t ms;
-		if (!v)
-			continue;
-		if (xp_duration_parse(v, durs[i].max, &ms) < 0 || ms < durs[i].min) {
-			xp_errf(&err, XP_EINVAL,
-				"--%s: expected a duration %lldms..%llds, got '%s'", durs[i].flag,
-				(long long)durs[i].min, (long long)durs[i].max / 1000, v);
-			goto usage;
-		}
-		*durs[i].out = (int)ms;
-	}
-	if (xp_flag_get(flags, "keep-finished")->sval) {
-		int64_t ms;
-		const char *v = xp_flag_get(flags, "keep-finished")->sval;
-		if (xp_duration_parse(v, 3650LL * 86400 * 1000, &ms) < 0 || ms < 1000) {
-			xp_errf(&err, XP_EINVAL,
-				"--keep-finished: expected a duration 1s..3650d, got '%s'", v);
-			goto usage;
-		}
-		o.keep_finished_ms = ms;
-	}
-	size_t maxfin = 0;
-	if (size_flag(flags, "max-finished", 1, 100000000, &maxfin, &err) < 0)
+	if (time_flags(flags, &o, &err) < 0 || size_flags(flags, &o, &err) < 0 ||
+	    store_flags(flags, dev, &o, &err) < 0)
 		goto usage;
-	o.max_finished = maxfin;
-	if (xp_flag_get(flags, "suspect-after")->sval) {
-		long v;
-		if (xp_parse_int_flag("suspect-after", xp_flag_get(flags, "suspect-after")->sval, 1,
-				      1000, &v, &err) < 0)
-			goto usage;
-		o.suspect_beats = (int)v;
-	}
-	if (o.lost_ms && o.lost_ms <= (o.heartbeat_ms ? o.heartbeat_ms : 5000)) {
-		xp_errf(&err, XP_EINVAL, "--lost-after must be longer than --heartbeat");
-		goto usage;
-	}
-	if (xp_flag_get(flags, "tick")->sval) {
-		int64_t ms;
-		if (xp_duration_parse(xp_flag_get(flags, "tick")->sval, 60000, &ms) < 0 || ms < 1) {
-			xp_errf(&err, XP_EINVAL, "--tick: expected a duration 1ms..60s, got '%s'",
-				xp_flag_get(flags, "tick")->sval);
-			goto usage;
-		}
-		o.tick_ms = (int)ms;
-	}
-	size_t snap = 0;
-	if (size_flag(flags, "body-limit", 1024, 1L << 30, &o.body_limit, &err) < 0 ||
-	    size_flag(flags, "max-per-cycle", 1, 1000000, &o.max_per_cycle, &err) < 0 ||
-	    size_flag(flags, "snapshot-every", 1, 100000000, &snap, &err) < 0 ||
-	    size_flag(flags, "event-ring", 16, 100000000, &o.event_ring, &err) < 0 ||
-	    size_flag(flags, "max-connections", 1, 1000000, &o.max_connections, &err) < 0 ||
-	    size_flag(flags, "max-strangers", 1, 100000, &o.max_strangers, &err) < 0)
-		goto usage;
-	o.snapshot_every = snap;
-	o.store = xp_flag_get(flags, "store")->sval;
-	if (o.store && dev) {
-		xp_errf(&err, XP_EINVAL, "--store: xpool dev keeps its journal in SQLite");
-		goto usage;
-	}
-	if (o.store && strncmp(o.store, "etcd://", 7) && strncmp(o.store, "etcds://", 8)) {
-		xp_errf(&err, XP_EINVAL,
-			"--store: expected etcd://HOST:PORT[,...] or etcds://..., got '%s'", o.store);
-		goto usage;
-	}
-	o.etcd_ca = xp_flag_get(flags, "etcd-ca")->sval;
-	if (o.etcd_ca && (!o.store || strncmp(o.store, "etcds://", 8))) {
-		xp_errf(&err, XP_EINVAL, "--etcd-ca goes with --store etcds://");
-		goto usage;
-	}
-	if (xp_flag_get(flags, "lease")->sval) {
-		int64_t ms;
-		if (xp_duration_parse(xp_flag_get(flags, "lease")->sval, 600000, &ms) < 0 ||
-		    ms < 2000) {
-			xp_errf(&err, XP_EINVAL, "--lease: expected a duration 2s..600s, got '%s'",
-				xp_flag_get(flags, "lease")->sval);
-			goto usage;
-		}
-		o.lease_ms = (int)ms;
-	}
 	char advertise[300], leader_seen[256] = "";
 	snprintf(advertise, sizeof(advertise), "%s://%s", o.tls_cert ? "https" : "http", o.listen);
 	o.advertise = xp_flag_get(flags, "advertise")->sval ? xp_flag_get(flags, "advertise")->sval
@@ -608,34 +669,7 @@ again:
 		status = xp_cli_fail(verb, &err, 1);
 		goto out;
 	}
-	/* what to do next comes last: the export line and the dashboard */
-	printf("data: %s\n", o.data);
-	if (o.store) /* the owner takes the lead when the campaign wins ("leading at epoch") */
-		fprintf(stderr, "xpool server: following %s, campaigning\n", o.store);
-	fflush(stdout);
-	pid_t agent = -1;
-	if (dev && !xp_flag_get(flags, "no-agent")->bval)
-		agent = start_local_agent(ctl, o.data, ca, &set);
-	const char *scheme = o.tls_cert ? "https" : "http";
-	printf("serving until interrupted (%zu nodes, %zu jobs)\n", ctl->start_nodes,
-	       ctl->start_jobs);
-	printf("address: %s://%s\n", scheme, ctl->addr);
-	if (ctl->admin_token[0])
-		printf("admin token: %s\n", ctl->admin_token);
-	else
-		printf("admin token: in %s/admin.token\n", o.data);
-	if (ca)
-		dev_client_config(o.data, ctl, ca);
-	if (dev && ctl->admin_token[0]) {
-		char url[128];
-		reach_url(ctl, 1, url, sizeof(url));
-		printf("  export XPOOL_ADDR=%s XPOOL_TOKEN=%s%s%s\n", ca ? url : ctl->addr,
-		       ctl->admin_token, ca ? " XPOOL_CA=" : "", ca ? ca : "");
-		printf("dashboard: %s://%s/ui#token=%s\n", scheme, ctl->addr, ctl->admin_token);
-	} else {
-		printf("dashboard: %s://%s/ui\n", scheme, ctl->addr);
-	}
-	fflush(stdout);
+	pid_t agent = announce(ctl, &o, dev, dev && !xp_flag_get(flags, "no-agent")->bval, ca, &set);
 	int failed = wait_for_stop(verb, ctl, &set);
 	if (agent > 0) { /* first the agent (it ends its tasks), then the controller */
 		kill(agent, SIGTERM);

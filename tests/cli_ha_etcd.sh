@@ -17,19 +17,9 @@ set -u
 XP=$1 SRC=$3
 . "$SRC/tests/devlib.sh" # T, fail, until_ok (its dev server is not used)
 . "$SRC/tests/etcdlib.sh"
-if ! command -v etcd >/dev/null 2>&1 && [ ! -x /usr/bin/etcd ]; then
-	echo "SKIP: etcd is not installed (scripts/deps.sh installs etcd-server)"
-	exit 77
-fi
 SUBS=
-cleanup() {
-	for p in $SUBS; do kill "$p" 2>/dev/null; done
-	for p in $SUBS; do wait "$p" 2>/dev/null; done
-	ctl_stop_all
-	etcd_stop
-	rm -rf "$T"
-}
-trap cleanup EXIT
+ETCD_TEST_CLEANUP='for p in $SUBS; do kill "$p" 2>/dev/null; done; for p in $SUBS; do wait "$p" 2>/dev/null; done'
+etcd_test_setup
 etcd_start 1 || exit 1
 ha_pair ha-test || exit 1
 ADDRS="http://127.0.0.1:$PORT_A,http://127.0.0.1:$PORT_B"

@@ -13,17 +13,8 @@ XP=$1 SRC=$3
 SUB=$(dirname "$XP")/bench/controller/xp_bench_submit
 . "$SRC/tests/devlib.sh"
 . "$SRC/tests/etcdlib.sh"
-if ! command -v etcd >/dev/null 2>&1 && [ ! -x /usr/bin/etcd ]; then
-	echo "SKIP: etcd is not installed (scripts/deps.sh installs etcd-server)"
-	exit 77
-fi
 [ -x "$SUB" ] || { echo "FAIL: $SUB missing (built with the benchmarks)"; exit 1; }
-cleanup() {
-	ctl_stop_all
-	etcd_stop
-	rm -rf "$T"
-}
-trap cleanup EXIT
+etcd_test_setup
 ETCD_EXTRA="--quota-backend-bytes 1048576"
 etcd_start 1 || exit 1
 ha_pair ns || exit 1

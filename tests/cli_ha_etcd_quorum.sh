@@ -14,16 +14,7 @@ set -u
 XP=$1 SRC=$3
 . "$SRC/tests/devlib.sh"
 . "$SRC/tests/etcdlib.sh"
-if ! command -v etcd >/dev/null 2>&1 && [ ! -x /usr/bin/etcd ]; then
-	echo "SKIP: etcd is not installed (scripts/deps.sh installs etcd-server)"
-	exit 77
-fi
-cleanup() {
-	ctl_stop_all
-	etcd_stop
-	rm -rf "$T"
-}
-trap cleanup EXIT
+etcd_test_setup
 etcd_start 3 || exit 1
 ha_pair q || exit 1
 XPOOL_ADDR="http://127.0.0.1:$PORT_A,http://127.0.0.1:$PORT_B"

@@ -10,16 +10,7 @@ set -u
 XP=$1 SRC=$3
 . "$SRC/tests/devlib.sh"
 . "$SRC/tests/etcdlib.sh"
-if ! command -v etcd >/dev/null 2>&1 && [ ! -x /usr/bin/etcd ]; then
-	echo "SKIP: etcd is not installed (scripts/deps.sh installs etcd-server)"
-	exit 77
-fi
-cleanup() {
-	ctl_stop_all
-	etcd_stop
-	rm -rf "$T"
-}
-trap cleanup EXIT
+etcd_test_setup
 ETCD_TLS=1
 etcd_start 1 || exit 1
 case $ETCD_URL in etcds://*) ;; *) echo "FAIL: not an etcds:// address: $ETCD_URL"; exit 1 ;; esac

@@ -18,6 +18,9 @@
 #                        XPOOL_TOKEN exported from its admin.token) and B (a
 #                        follower) on free ports PORT_A, PORT_B; says why and
 #                        returns 1 when one does not come up in 60 s
+#   etcd_test_setup      for a test script: exit 77 (skipped, saying why) when
+#                        etcd is not installed; on exit, run $ETCD_TEST_CLEANUP
+#                        (if set), stop the controllers and etcd, remove $T
 # ETCD_EXTRA: more flags for the members started from then on. ETCD_TLS=1
 # before etcd_start: the members serve clients over TLS with a certificate
 # from a CA of the test's own ($T/etcd/ca.pem, made by xp-tls-certs beside
@@ -141,4 +144,11 @@ ha_pair() {
 	until_ok 60 role_is "$PORT_A" leader || { echo "FAIL: A does not lead: $(cat "$T/A.err")"; return 1; }
 	ctl_start B "$1"
 	until_ok 60 role_is "$PORT_B" follower || { echo "FAIL: B does not follow: $(cat "$T/B.err")"; return 1; }
+}
+etcd_test_setup() {
+	if ! command -v etcd >/dev/null 2>&1 && [ ! -x /usr/bin/etcd ]; then
+		echo "SKIP: etcd is not installed (scripts/deps.sh installs etcd-server)"
+		exit 77
+	fi
+	trap 'eval "${ETCD_TEST_CLEANUP:-:}"; ctl_stop_all; etcd_stop; rm -rf "$T"' EXIT
 }

@@ -21,6 +21,10 @@ SUBS=
 ETCD_TEST_CLEANUP='for p in $SUBS; do kill "$p" 2>/dev/null; done; for p in $SUBS; do wait "$p" 2>/dev/null; done'
 etcd_test_setup
 etcd_start 1 || exit 1
+# a body etcd could not take in one record is refused at start, not at the first such request
+"$XP" server --data "$T/big" --store "$ETCD_URL/big" --body-limit 2000000 >"$T/big.out" 2>&1
+[ $? -eq 2 ] && grep -q "at most 786432 bytes with --store etcd" "$T/big.out" ||
+	fail "--body-limit over etcd's limit was not refused: $(cat "$T/big.out")"
 ha_pair ha-test || exit 1
 ADDRS="http://127.0.0.1:$PORT_A,http://127.0.0.1:$PORT_B"
 leads() { eval "role_is \$PORT_$1 leader"; }

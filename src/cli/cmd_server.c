@@ -445,6 +445,11 @@ static int store_flags(struct xp_flag *flags, int dev, struct xp_ctl_opts *o, st
 			"--store: expected etcd://HOST:PORT[,...] or etcds://..., got '%s'", o->store);
 		return -1;
 	}
+	if (o->store && o->body_limit > XP_CTL_ETCD_BODY_MAX)
+		return xp_errf(err, XP_EINVAL,
+			       "--body-limit: at most %d bytes with --store etcd (etcd takes 1.5 MiB a "
+			       "request), got %zu",
+			       XP_CTL_ETCD_BODY_MAX, o->body_limit);
 	o->etcd_ca = xp_flag_get(flags, "etcd-ca")->sval;
 	if (o->etcd_ca && (!o->store || strncmp(o->store, "etcds://", 8))) {
 		xp_errf(err, XP_EINVAL, "--etcd-ca goes with --store etcds://");

@@ -230,7 +230,7 @@ int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err
 	ctl->o.overcommit_memory = ctl->own[5] =
 		o->overcommit_memory ? xstrdup(o->overcommit_memory) : NULL;
 	if (!ctl->o.body_limit)
-		ctl->o.body_limit = 1 << 20;
+		ctl->o.body_limit = ctl->o.store ? XP_CTL_ETCD_BODY_MAX : 1 << 20;
 	if (ctl->o.tick_ms <= 0)
 		ctl->o.tick_ms = 50;
 	if (!ctl->o.max_per_cycle)

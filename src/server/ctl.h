@@ -71,6 +71,10 @@
 #include "../store/store.h"
 
 #define XP_CTL_DEFAULT_PORT 7700
+/* --store etcd: the largest request body (and the default). etcd takes 1.5 MiB a request and
+ * the store puts at most 1 MiB of records in one txn: a record is a body and what the
+ * controller adds, so bodies stay well under it (a bigger record would fail the leader). */
+#define XP_CTL_ETCD_BODY_MAX (768 * 1024)
 
 struct xp_ctl_opts {
 	const char *data;	  /* data directory (required) */

@@ -397,8 +397,11 @@ int xp_etcd_keepalive(struct xp_etcd *e, int64_t id, long timeout_ms, int64_t *t
 	char body[64];
 	json_t *o = NULL;
 	int n = snprintf(body, sizeof(body), "{\"ID\":\"%" PRId64 "\"}", id);
-	int rc = xp_etcd_post(e, "/v3/lease/keepalive", body, (size_t)n, timeout_ms, (void **)&o,
-			      err);
+	/* timeout_ms bounds the whole renewal, every endpoint tried included: the leader judges
+	 * its lease by when the last one answered */
+	long each = timeout_ms / (e->n ? e->n : 1);
+	int rc = xp_etcd_post(e, "/v3/lease/keepalive", body, (size_t)n, each < 100 ? 100 : each,
+			      (void **)&o, err);
 	if (rc < 0)
 		return rc;
 	/* a stream of {"result": ...}; one request, one result - or {"error": ...} */

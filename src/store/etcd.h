@@ -84,7 +84,8 @@ int xp_etcd_txn_run(struct xp_etcd *e, struct xp_etcd_txn *t, long timeout_ms, i
 		    int64_t *rev, struct xp_err *err);
 void xp_etcd_txn_free(struct xp_etcd_txn *t);
 
-/* Leases. keepalive: *ttl the seconds left (0: the lease is gone). */
+/* Leases. keepalive: *ttl the seconds left (0: the lease is gone); timeout_ms bounds the
+ * whole call, shared among the endpoints (at least 100 ms each). */
 int xp_etcd_grant(struct xp_etcd *e, long ttl_s, int64_t *id, struct xp_err *err);
 int xp_etcd_keepalive(struct xp_etcd *e, int64_t id, long timeout_ms, int64_t *ttl,
 		      struct xp_err *err);

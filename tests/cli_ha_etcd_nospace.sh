@@ -28,7 +28,7 @@ ADDRS="http://127.0.0.1:$PORT_A,http://127.0.0.1:$PORT_B"
 "$FO" --addr "$ADDRS" --token-file "$T/A/admin.token" --clients 4 --stop-file "$T/stop" \
 	--out "$T/acked.log" >"$T/fo.out" 2>&1 &
 FOPID=$!
-ETCD_TEST_CLEANUP='kill $FOPID 2>/dev/null; wait $FOPID 2>/dev/null'
+ETCD_TEST_CLEANUP='[ -z "$FOPID" ] || { kill "$FOPID" 2>/dev/null; wait "$FOPID" 2>/dev/null; }'
 XPOOL_ADDR="http://127.0.0.1:$PORT_A"
 export XPOOL_ADDR
 refused() {

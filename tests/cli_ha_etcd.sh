@@ -117,7 +117,11 @@ until_ok 60 leads "$STANDBY" || fail "$STANDBY did not take over from the paused
 XPOOL_ADDR="http://127.0.0.1:$port" "$XP" submit --cpu 1 --name stale-write -- true \
 	>"$T/stale.out" 2>&1 &
 stale=$!
-sleep 0.3 # (the request waits in the paused process's socket either way)
+# the client is connected (the paused process's kernel accepted it): an established
+# connection to the port in /proc/net/tcp (remote address field, state 01)
+hexport=$(printf '%04X' "$port")
+connected() { awk -v p=":$hexport" '$3 ~ p"$" && $4 == "01" { f = 1 } END { exit !f }' /proc/net/tcp; }
+until_ok 30 connected || fail "the stale submit did not connect to the paused leader"
 kill -CONT "$paused"
 wait "$stale"
 src=$?

@@ -419,11 +419,7 @@ void xp_store_close(struct xp_store *s)
 	 * the file and removes it. */
 	sqlite3_close(s->rdb);
 	sqlite3_close(s->db);
-	while (s->qhead) {
-		struct xp_store_item *it = s->qhead;
-		s->qhead = it->next;
-		free(it);
-	}
+	xp_store_free_items(s->qhead);
 	free(s->w);
 	if (s->seal_fd >= 0)
 		close(s->seal_fd);

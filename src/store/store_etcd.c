@@ -105,12 +105,7 @@ static void fail_store(struct xp_store *s, int code, const char *text)
 	if (!s->failed) {
 		s->failed = code;
 		snprintf(s->fail_text, sizeof(s->fail_text), "%s", text);
-		struct xp_store_item *it = s->qhead;
-		while (it) {
-			struct xp_store_item *next = it->next;
-			free(it);
-			it = next;
-		}
+		xp_store_free_items(s->qhead);
 		s->qhead = s->qtail = NULL;
 		s->qlen = 0;
 	}

@@ -179,6 +179,8 @@ int xp_store_repair(struct xp_store *s, const struct xp_store_info *info, struct
 
 /* store_thread.c */
 void *xp_store_thread_main(void *arg);
+/* store_thread.c: free a list of queued items. */
+void xp_store_free_items(struct xp_store_item *it);
 
 /* store_read.c: prepare the read connection's statements. */
 int xp_store_read_prepare(struct xp_store *s, struct xp_err *err);

@@ -119,7 +119,7 @@ static int seal_batch(struct xp_store *s, uint64_t seq, uint32_t crc)
 	return rc;
 }
 
-static void free_items(struct xp_store_item *it)
+void xp_store_free_items(struct xp_store_item *it)
 {
 	while (it) {
 		struct xp_store_item *next = it->next;
@@ -163,7 +163,7 @@ static void commit_batch(struct xp_store *s, struct xp_store_item *batch)
 		nrec++;
 	}
 	if (failed) { /* a batch that was queued before the failure was seen */
-		free_items(batch);
+		xp_store_free_items(batch);
 		return;
 	}
 	pthread_mutex_unlock(&s->mu);
@@ -179,7 +179,7 @@ static void commit_batch(struct xp_store *s, struct xp_store_item *batch)
 			seal = seal_batch(s, last, crc);
 	}
 	double secs = (double)(xp_mono_ns() - t0) / 1e9;
-	free_items(batch);
+	xp_store_free_items(batch);
 	pthread_mutex_lock(&s->mu);
 
 	if (rc == SQLITE_OK && seal == 0) {
@@ -209,7 +209,7 @@ static void commit_batch(struct xp_store *s, struct xp_store_item *batch)
 				 "%s: commit of a snapshot failed: %s", s->path, msg);
 	}
 	if (s->failed) {
-		free_items(s->qhead);
+		xp_store_free_items(s->qhead);
 		s->qhead = s->qtail = NULL;
 		s->qlen = 0;
 	}

@@ -855,8 +855,8 @@ static unsigned mig_instances(struct xp_hal_mig *m)
 	struct xp_cluster *c = xp_hal_discover(h, "x", NULL, &err);
 	assert_non_null(c);
 	/* the agent makes an instance in two NVML calls: a list between them
-	 * fails, and is tried again (5 s of wall time at most) */
-	int64_t end = xp_test_now_ms() + 5000;
+	 * fails, and is tried again (60 s of wall time at most) */
+	int64_t end = xp_test_now_ms() + 60000;
 	int rc;
 	while ((rc = xp_hal_mig_list(h, 0, m, &err)) < 0 && xp_test_now_ms() < end)
 		usleep(10000);

@@ -213,12 +213,12 @@ static struct xp_hal *hal_open(void)
 
 /* The instances on GPU 0. The agent makes an instance in two NVML calls
  * (the GPU instance, then its compute instance): a list between them sees
- * a GPU instance without one and fails, so it is tried again, for 5 s of
+ * a GPU instance without one and fails, so it is tried again, for 60 s of
  * wall time at most. */
 static unsigned instances(struct xp_hal_mig *m)
 {
 	struct xp_err err = { 0 };
-	int64_t end = xp_test_now_ms() + 5000;
+	int64_t end = xp_test_now_ms() + 60000;
 	for (;;) {
 		struct xp_hal *h = hal_open();
 		int rc = xp_hal_mig_list(h, 0, m, &err);

@@ -24,7 +24,9 @@
 # ETCD_EXTRA: more flags for the members started from then on. ETCD_TLS=1
 # before etcd_start: the members serve clients over TLS with a certificate
 # from a CA of the test's own ($T/etcd/ca.pem, made by xp-tls-certs beside
-# $XP); ETCD_URL is then etcds://... CTL_EXTRA: more flags for ctl_start.
+# $XP); ETCD_URL is then etcds://... ETCD_MTLS=1 as well: the members also
+# ask every client for a certificate of that CA (--client-cert-auth).
+# CTL_EXTRA: more flags for ctl_start.
 etcd_bin=$(command -v etcd || echo /usr/bin/etcd)
 ETCD_PIDS=
 free_port() {
@@ -70,6 +72,10 @@ etcd_start() {
 		ETCD_SCHEME=https
 		ETCD_TLS_FLAGS="--cert-file $T/etcd/m.pem --key-file $T/etcd/m.key"
 		ETCD_CURL_CA="--cacert $T/etcd/ca.pem"
+		if [ "${ETCD_MTLS:-0}" = 1 ]; then
+			ETCD_TLS_FLAGS="$ETCD_TLS_FLAGS --client-cert-auth --trusted-ca-file $T/etcd/ca.pem"
+			ETCD_CURL_CA="$ETCD_CURL_CA --cert $T/etcd/m.pem --key $T/etcd/m.key"
+		fi
 	fi
 	ETCD_CP= ETCD_PP= ETCD_CLUSTER= ETCD_URL=
 	i=0

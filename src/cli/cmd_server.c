@@ -59,6 +59,8 @@ static int load_config(const char *path, struct xp_flag *flags, struct xp_err *e
 					    "lease",
 					    "advertise",
 					    "etcd-ca",
+					    "etcd-cert",
+					    "etcd-key",
 					    NULL };
 	struct xp_tree *t = NULL;
 	char *buf;
@@ -432,7 +434,7 @@ static int size_flags(struct xp_flag *flags, struct xp_ctl_opts *o, struct xp_er
 	return 0;
 }
 
-/* --store, --etcd-ca and --lease into o (xpool dev keeps SQLite); -1 with err naming the flag */
+/* --store, --etcd-ca/-cert/-key and --lease into o (xpool dev keeps SQLite); -1 with err naming the flag */
 static int store_flags(struct xp_flag *flags, int dev, struct xp_ctl_opts *o, struct xp_err *err)
 {
 	o->store = xp_flag_get(flags, "store")->sval;
@@ -451,10 +453,14 @@ static int store_flags(struct xp_flag *flags, int dev, struct xp_ctl_opts *o, st
 			       "request), got %zu",
 			       XP_CTL_ETCD_BODY_MAX, o->body_limit);
 	o->etcd_ca = xp_flag_get(flags, "etcd-ca")->sval;
-	if (o->etcd_ca && (!o->store || strncmp(o->store, "etcds://", 8))) {
-		xp_errf(err, XP_EINVAL, "--etcd-ca goes with --store etcds://");
-		return -1;
-	}
+	o->etcd_cert = xp_flag_get(flags, "etcd-cert")->sval;
+	o->etcd_key = xp_flag_get(flags, "etcd-key")->sval;
+	int tls = o->store && !strncmp(o->store, "etcds://", 8);
+	const char *which = o->etcd_ca ? "--etcd-ca" : o->etcd_cert ? "--etcd-cert" : "--etcd-key";
+	if ((o->etcd_ca || o->etcd_cert || o->etcd_key) && !tls)
+		return xp_errf(err, XP_EINVAL, "%s goes with --store etcds://", which);
+	if (!o->etcd_cert != !o->etcd_key)
+		return xp_errf(err, XP_EINVAL, "--etcd-cert and --etcd-key go together");
 	if (xp_flag_get(flags, "lease")->sval) {
 		int64_t ms;
 		if (xp_duration_parse(xp_flag_get(flags, "lease")->sval, 600000, &ms) < 0 ||
@@ -531,6 +537,10 @@ static const struct xp_flag server_flags[] = {
 	{ "etcd-ca", XP_FLAG_STR, "FILE",
 	  "--store etcds://: the CA that etcd's certificates are verified against "
 	  "(default: the system's)" },
+	{ "etcd-cert", XP_FLAG_STR, "FILE",
+	  "--store etcds://: the client certificate (PEM) shown to etcd members that run "
+	  "with --client-cert-auth; with --etcd-key" },
+	{ "etcd-key", XP_FLAG_STR, "FILE", "--store etcds://: the private key of --etcd-cert" },
 	{ "lease", XP_FLAG_STR, "DURATION",
 	  "--store etcd: the leader's lease; a standby takes over this long after the "
 	  "leader stops renewing it (default 5s, at least 2s)" },

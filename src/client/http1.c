@@ -47,6 +47,7 @@ struct xp_http1 {
 	char *host, *port;	    /* host without brackets */
 	char *hostport;		    /* for the Host header */
 	char *url;		    /* "http(s)://host:port", for messages */
+	const char *peer;	    /* what the server is, for messages: "the controller" */
 	int fd;			    /* -1: not connected */
 	struct xp_tls_trust *trust; /* https://: the CAs (borrowed); NULL: plain */
 	struct xp_tls *tls;	    /* the TLS session on fd */
@@ -71,7 +72,13 @@ struct xp_http1 *xp_http1_create(const char *host, const char *port)
 	xp_sb_printf(&hp, "http://%s", h->hostport);
 	h->url = xp_sb_steal(&hp);
 	h->fd = -1;
+	h->peer = "the controller";
 	return h;
+}
+
+void xp_http1_set_peer(struct xp_http1 *h, const char *peer)
+{
+	h->peer = peer;
 }
 
 static void drop(struct xp_http1 *h)
@@ -149,9 +156,9 @@ static int fail(struct xp_http1 *h, struct xp_err *err, const char *what, int e)
 	if (e == ECANCELED)
 		return xp_errf(err, XP_EUNAVAIL, "interrupted");
 	if (e == ETIMEDOUT)
-		return xp_errf(err, XP_EUNAVAIL, "the controller at %s did not answer in time (%s)",
+		return xp_errf(err, XP_EUNAVAIL, "%s at %s did not answer in time (%s)", h->peer,
 			       h->url, what);
-	return xp_errf(err, XP_EUNAVAIL, "cannot reach the controller at %s: %s: %s", h->url, what,
+	return xp_errf(err, XP_EUNAVAIL, "cannot reach %s at %s: %s: %s", h->peer, h->url, what,
 		       why);
 }
 
@@ -179,7 +186,7 @@ static int open_conn(struct xp_http1 *h, long connect_ms, const struct clockc *c
 	hints.ai_socktype = SOCK_STREAM;
 	int g = getaddrinfo(h->host, h->port, &hints, &res);
 	if (g != 0)
-		return xp_errf(err, XP_EUNAVAIL, "cannot reach the controller at %s: %s", h->url,
+		return xp_errf(err, XP_EUNAVAIL, "cannot reach %s at %s: %s", h->peer, h->url,
 			       gai_strerror(g));
 	int e = ECONNREFUSED;
 	struct clockc cc2 = *cc;

@@ -33,6 +33,9 @@ struct xp_http1 *xp_http1_create(const char *host, const char *port);
  * against trust's CAs (borrowed: it outlives h). */
 void xp_http1_set_tls(struct xp_http1 *h, struct xp_tls_trust *trust);
 void xp_http1_destroy(struct xp_http1 *h);
+/* What the server is in error texts ("cannot reach PEER at URL: ..."); a
+ * static string; default "the controller". */
+void xp_http1_set_peer(struct xp_http1 *h, const char *peer);
 
 /* One request on the kept-alive connection (opened as needed). When a
  * reused connection fails to send, or ends (EOF or reset) before the first

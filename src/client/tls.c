@@ -42,6 +42,8 @@ static struct {
 	int (*trust_mem)(gnutls_certificate_credentials_t, const gnutls_datum_t *,
 			 gnutls_x509_crt_fmt_t);
 	int (*system_trust)(gnutls_certificate_credentials_t);
+	int (*key_mem2)(gnutls_certificate_credentials_t, const gnutls_datum_t *,
+			const gnutls_datum_t *, gnutls_x509_crt_fmt_t, const char *, unsigned);
 	int (*init)(gnutls_session_t *, unsigned int);
 	void (*deinit)(gnutls_session_t);
 	int (*default_priority)(gnutls_session_t);
@@ -86,6 +88,7 @@ static void gt_open(void)
 	SYM(cred_free, "gnutls_certificate_free_credentials");
 	SYM(trust_mem, "gnutls_certificate_set_x509_trust_mem");
 	SYM(system_trust, "gnutls_certificate_set_x509_system_trust");
+	SYM(key_mem2, "gnutls_certificate_set_x509_key_mem2");
 	SYM(init, "gnutls_init");
 	SYM(deinit, "gnutls_deinit");
 	SYM(default_priority, "gnutls_set_default_priority");
@@ -154,6 +157,31 @@ int xp_tls_trust_load(const char *ca_file, struct xp_tls_trust **out, struct xp_
 	}
 	t->from = xstrdup(ca_file ? ca_file : "the system's CA certificates");
 	*out = t;
+	return 0;
+}
+
+int xp_tls_trust_identity(struct xp_tls_trust *t, const char *cert_file, const char *key_file,
+			  struct xp_err *err)
+{
+	char *cert = NULL, *key = NULL;
+	size_t cl = 0, kl = 0;
+	if (xp_read_file(cert_file, CA_FILE_MAX, &cert, &cl, err) < 0) {
+		xp_err_prefix(err, "client certificate: ");
+		return err->code;
+	}
+	if (xp_read_file(key_file, CA_FILE_MAX, &key, &kl, err) < 0) {
+		free(cert);
+		xp_err_prefix(err, "client key: ");
+		return err->code;
+	}
+	gnutls_datum_t c = { (unsigned char *)cert, (unsigned)cl };
+	gnutls_datum_t k = { (unsigned char *)key, (unsigned)kl };
+	int n = gt.key_mem2(t->cred, &c, &k, GNUTLS_X509_FMT_PEM, NULL, 0);
+	free(cert);
+	free(key);
+	if (n < 0)
+		return xp_errf(err, XP_EINVAL, "client certificate %s with key %s: %s", cert_file,
+			       key_file, gt.strerror(n));
 	return 0;
 }
 
@@ -267,7 +295,11 @@ static ssize_t io_result(struct xp_tls *s, ssize_t r)
 		errno = r == GNUTLS_E_PULL_ERROR ? ECONNRESET : EPIPE;
 		return -1;
 	}
-	snprintf(s->why, sizeof(s->why), "TLS: %s", gt.strerror((int)r));
+	if (r == GNUTLS_E_FATAL_ALERT_RECEIVED) /* TLS 1.3: a refused client certificate */
+		snprintf(s->why, sizeof(s->why), "TLS: the peer sent the alert '%s'",
+			 gt.alert_name(gt.alert_get(s->s)));
+	else
+		snprintf(s->why, sizeof(s->why), "TLS: %s", gt.strerror((int)r));
 	errno = EPROTO;
 	return -1;
 }

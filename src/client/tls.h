@@ -33,6 +33,13 @@ struct xp_tls;
 int xp_tls_trust_load(const char *ca_file, struct xp_tls_trust **out, struct xp_err *err);
 void xp_tls_trust_free(struct xp_tls_trust *t);
 
+/* Present the certificate of cert_file (PEM, its chain may follow) with the
+ * private key of key_file when a peer asks for one (etcd's
+ * --client-cert-auth). Errors name the file and GnuTLS's reason (unreadable,
+ * not PEM, the key not matching the certificate). */
+int xp_tls_trust_identity(struct xp_tls_trust *t, const char *cert_file, const char *key_file,
+			  struct xp_err *err);
+
 /* A client session on fd for host (a name or an IP literal, no brackets). */
 int xp_tls_start(struct xp_tls_trust *trust, int fd, const char *host, struct xp_tls **out,
 		 struct xp_err *err);

@@ -227,6 +227,8 @@ int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err
 	ctl->o.store = ctl->own[6] = o->store ? xstrdup(o->store) : NULL;
 	ctl->o.advertise = ctl->own[7] = o->advertise ? xstrdup(o->advertise) : NULL;
 	ctl->o.etcd_ca = ctl->own[8] = o->etcd_ca ? xstrdup(o->etcd_ca) : NULL;
+	ctl->o.etcd_cert = ctl->own[9] = o->etcd_cert ? xstrdup(o->etcd_cert) : NULL;
+	ctl->o.etcd_key = ctl->own[10] = o->etcd_key ? xstrdup(o->etcd_key) : NULL;
 	ctl->o.overcommit_memory = ctl->own[5] =
 		o->overcommit_memory ? xstrdup(o->overcommit_memory) : NULL;
 	if (!ctl->o.body_limit)
@@ -283,6 +285,8 @@ int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err
 	sto.vfs = ctl->o.store_vfs;
 	sto.etcd = ctl->o.store;
 	sto.etcd_ca = ctl->o.etcd_ca;
+	sto.etcd_cert = ctl->o.etcd_cert;
+	sto.etcd_key = ctl->o.etcd_key;
 	sto.lease_ms = ctl->o.lease_ms;
 	sto.advertise = ctl->o.advertise;
 	sto.standby = ctl->o.standby;

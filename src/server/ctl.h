@@ -110,6 +110,7 @@ struct xp_ctl_opts {
 	 * 100 ms; nonzero gives up). NULL: SQLite in data. */
 	const char *store;
 	const char *etcd_ca;   /* etcds://: the CA file etcd's members are verified against */
+	const char *etcd_cert, *etcd_key; /* etcds://: the client certificate and its key */
 	int lease_ms;	       /* etcd: the leader's lease TTL (default 5000, at least 2000) */
 	const char *advertise; /* etcd: this controller's address, kept in the leader key */
 	int (*standby)(void *arg, const char *leader, const char *why);
@@ -336,7 +337,7 @@ void xp_park_destroy(struct xp_ctl *ctl);
 
 struct xp_ctl {
 	struct xp_ctl_opts o;
-	char *own[9]; /* copies of o's strings */
+	char *own[11]; /* copies of o's strings */
 	struct xp_oc_rules oc; /* o.overcommit_memory, parsed */
 	struct xp_store *store;
 	struct xp_state *st;

@@ -259,6 +259,11 @@ int xp_tls_make_cert(const char *ca_cert, const char *ca_key, const char *const 
 			rc = gnutls_x509_crt_set_key_usage(crt, GNUTLS_KEY_DIGITAL_SIGNATURE);
 		if (rc == 0)
 			rc = gnutls_x509_crt_set_key_purpose_oid(crt, GNUTLS_KP_TLS_WWW_SERVER, 0);
+		/* a client too: etcd members with --client-cert-auth dial themselves (their
+		 * JSON gateway) with their server certificate, and a controller may show its
+		 * own to etcd (--etcd-cert) */
+		if (rc == 0)
+			rc = gnutls_x509_crt_set_key_purpose_oid(crt, GNUTLS_KP_TLS_WWW_CLIENT, 0);
 		if (rc == 0)
 			rc = add_names(crt, hosts, n);
 		if (rc == 0)

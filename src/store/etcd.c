@@ -21,6 +21,7 @@
 struct xp_etcd {
 	char *url, *prefix;
 	char *ca;			/* etcds://: the CA file (NULL: the system's CAs) */
+	char *cert, *key;		/* etcds://: the client certificate and key, or NULL */
 	struct xp_tls_trust *trust; /* etcds://: what the members are verified against */
 	int serializable;	    /* ranges answered by the member alone (xp_etcd_set_serializable) */
 	char *host[MAX_ENDPOINTS], *port[MAX_ENDPOINTS];
@@ -50,20 +51,32 @@ static int add_endpoint(struct xp_etcd *e, const char *s, size_t len, struct xp_
 	return 0;
 }
 
-/* etcds://: every connection verified against the CA file (NULL: the system's) */
-static int use_tls(struct xp_etcd *e, const char *ca, struct xp_err *err)
+static char *dup_or_null(const char *s)
 {
-	int rc = xp_tls_trust_load(ca, &e->trust, err);
+	return s ? xstrdup(s) : NULL;
+}
+
+/* etcds://: every connection verified against the CA file (NULL: the system's), presenting
+ * the client certificate when one is given */
+static int use_tls(struct xp_etcd *e, const struct xp_etcd_tls *t, struct xp_err *err)
+{
+	int rc = xp_tls_trust_load(t->ca, &e->trust, err);
+	if (rc == 0 && t->cert)
+		rc = xp_tls_trust_identity(e->trust, t->cert, t->key, err);
 	if (rc < 0)
 		return rc;
-	e->ca = ca ? xstrdup(ca) : NULL;
+	e->ca = dup_or_null(t->ca);
+	e->cert = dup_or_null(t->cert);
+	e->key = dup_or_null(t->key);
 	for (int i = 0; i < e->n; i++)
 		xp_http1_set_tls(e->h[i], e->trust);
 	return 0;
 }
 
-int xp_etcd_create(const char *url, const char *ca, struct xp_etcd **out, struct xp_err *err)
+int xp_etcd_create(const char *url, const struct xp_etcd_tls *t, struct xp_etcd **out,
+		   struct xp_err *err)
 {
+	static const struct xp_etcd_tls none;
 	struct xp_etcd *e = XNEW(struct xp_etcd);
 	const char *p = url;
 	int rc = 0, tls = !strncmp(p, "etcds://", 8);
@@ -91,9 +104,21 @@ int xp_etcd_create(const char *url, const char *ca, struct xp_etcd **out, struct
 	memcpy(e->prefix, pre, pl + 1);
 	if (pre[pl - 1] != '/')
 		strcat(e->prefix, "/");
-	for (int i = 0; i < e->n; i++)
+	for (int i = 0; i < e->n; i++) {
 		e->h[i] = xp_http1_create(e->host[i], e->port[i]);
-	if (tls && (rc = use_tls(e, ca, err)) < 0)
+		xp_http1_set_peer(e->h[i], "the etcd member");
+	}
+	if (!tls && t && (t->ca || t->cert)) {
+		rc = xp_errf(err, XP_EINVAL, "etcd address '%s': a CA or client certificate goes "
+					     "with etcds://", url);
+		goto fail;
+	}
+	if (t && !t->cert != !t->key) {
+		rc = xp_errf(err, XP_EINVAL, "etcd: a client certificate needs its key, and a key "
+					     "its certificate");
+		goto fail;
+	}
+	if (tls && (rc = use_tls(e, t ? t : &none, err)) < 0)
 		goto fail;
 	*out = e;
 	return 0;
@@ -114,10 +139,12 @@ struct xp_etcd *xp_etcd_dup(const struct xp_etcd *o)
 		e->host[i] = xstrdup(o->host[i]);
 		e->port[i] = xstrdup(o->port[i]);
 		e->h[i] = xp_http1_create(e->host[i], e->port[i]);
+		xp_http1_set_peer(e->h[i], "the etcd member");
 	}
 	if (o->trust) { /* loaded once already: it loads again */
 		struct xp_err err = { 0 };
-		if (use_tls(e, o->ca, &err) < 0)
+		struct xp_etcd_tls t = { o->ca, o->cert, o->key };
+		if (use_tls(e, &t, &err) < 0)
 			fprintf(stderr, "xpool: etcd %s: %s\n", e->url, err.text);
 	}
 	return e;
@@ -134,6 +161,8 @@ void xp_etcd_destroy(struct xp_etcd *e)
 	}
 	xp_tls_trust_free(e->trust);
 	free(e->ca);
+	free(e->cert);
+	free(e->key);
 	free(e->url);
 	free(e->prefix);
 	free(e);

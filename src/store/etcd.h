@@ -40,10 +40,18 @@ struct xp_etcd_kv {
 };
 typedef int (*xp_etcd_kv_fn)(void *ctx, const struct xp_etcd_kv *kv);
 
+/* etcds://: ca, the CA file the members are verified against (NULL: the system's CAs);
+ * cert and key, the client certificate presented to members that ask for one (etcd's
+ * --client-cert-auth), both or neither. */
+struct xp_etcd_tls {
+	const char *ca, *cert, *key;
+};
+
 /* Parse url ("etcd://h:p[,h:p...][/prefix]", prefix default "/xpool/", always ending in '/';
- * "etcds://" speaks TLS, verifying each member against ca, NULL: the system's CAs). 0, or
- * XP_EINVAL naming what is wrong, or the CA file's error. */
-int xp_etcd_create(const char *url, const char *ca, struct xp_etcd **out, struct xp_err *err);
+ * "etcds://" speaks TLS as tls says (NULL: verified against the system's CAs, no client
+ * certificate). 0, or XP_EINVAL naming what is wrong, or the files' errors. */
+int xp_etcd_create(const char *url, const struct xp_etcd_tls *tls, struct xp_etcd **out,
+		   struct xp_err *err);
 struct xp_etcd *xp_etcd_dup(const struct xp_etcd *e); /* same endpoints, own connection */
 void xp_etcd_destroy(struct xp_etcd *e);
 const char *xp_etcd_prefix(const struct xp_etcd *e);

@@ -51,6 +51,7 @@ struct xp_store_opts {
 	 * fenced by the epoch, and losing the lease fails the store (the controller steps down). */
 	const char *etcd;
 	const char *etcd_ca;   /* etcds://: the CA file the members are verified against */
+	const char *etcd_cert, *etcd_key; /* etcds://: the client certificate, or NULL */
 	long lease_ms;	       /* etcd: the leader's lease TTL in ms, at least 2000 (default 5000) */
 	const char *advertise; /* etcd: the leader key's value: this controller's address */
 	/* etcd: called about every 100 ms while open waits - for etcd (leader NULL, why: what

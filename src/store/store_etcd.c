@@ -448,7 +448,8 @@ int xp_store_etcd_open(const struct xp_store_opts *o, struct xp_store **out, str
 	pthread_cond_init(&x->ka_cv, NULL);
 	atomic_store(&x->linear_ok, xp_mono_ns());
 	x->ttl_ms = o->lease_ms >= 2000 ? o->lease_ms : o->lease_ms ? 2000 : 5000;
-	if ((rc = xp_etcd_create(o->etcd, o->etcd_ca, &e, err)) < 0)
+	struct xp_etcd_tls t = { o->etcd_ca, o->etcd_cert, o->etcd_key };
+	if ((rc = xp_etcd_create(o->etcd, &t, &e, err)) < 0)
 		goto fail;
 	x->w = e;
 	x->r = xp_etcd_dup(e);

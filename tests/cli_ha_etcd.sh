@@ -30,28 +30,10 @@ ADDRS="http://127.0.0.1:$PORT_A,http://127.0.0.1:$PORT_B"
 leads() { eval "role_is \$PORT_$1 leader"; }
 follows() { eval "role_is \$PORT_$1 follower"; }
 
-# submitter I: keys cI-1, cI-2, ... each retried until acknowledged
-submitter() {
-	i=$1 j=0
-	while [ ! -e "$T/stop" ]; do
-		j=$((j + 1))
-		until XPOOL_ADDR=$ADDRS "$XP" submit --cpu 1 --name "c$i" --idempotency-key "c$i-$j" \
-			-- true >"$T/sub$i.out" 2>"$T/sub$i.err"; do
-			[ -e "$T/stop2" ] && return
-			sleep 0.05
-		done
-		id=$(sed -n 's/^job \([0-9]*\) .*/\1/p' "$T/sub$i.out")
-		echo "c$i-$j $id" >>"$T/acked"
-		sleep 0.05 # a steady trickle, not a flood: the check below re-asks every key
-	done
-}
-acked_at_least() { [ "$(wc -l <"$T/acked")" -ge "$1" ]; }
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
-probe() { XPOOL_ADDR=$ADDRS "$XP" submit --cpu 1 --name probe -- true >/dev/null 2>&1; }
 
 : >"$T/acked"
 for i in 1 2 3 4; do
-	submitter "$i" &
+	ha_submitter "$i" &
 	SUBS="$SUBS $!"
 done
 LEADER=A STANDBY=B
@@ -80,24 +62,7 @@ until_ok 60 sh -c "for p in $SUBS; do kill -0 \$p 2>/dev/null && exit 1; done; e
 }
 SUBS=
 
-# every acknowledged key names its job; as many jobs as keys
-keys=$(wc -l <"$T/acked")
-[ "$keys" -ge 24 ] || fail "only $keys submits acknowledged"
-bad=0
-while read -r key id; do
-	out=$(XPOOL_ADDR=$ADDRS "$XP" submit --cpu 1 --name "${key%-*}" --idempotency-key "$key" \
-		-- true 2>&1)
-	case $out in
-	"job $id already submitted with this idempotency key"*) ;;
-	*) bad=$((bad + 1)); [ $bad -le 3 ] && fail "key $key was acknowledged as job $id; now: $out" ;;
-	esac
-done <"$T/acked"
-[ $bad -eq 0 ] || fail "$bad of $keys acknowledged keys lost or changed"
-count_jobs() { jobs=$(XPOOL_ADDR=$ADDRS "$XP" jobs --all --limit 1000 | awk 'NR > 1 && $2 ~ /^c[0-9]$/' | wc -l); }
-all_there() { count_jobs; [ "$jobs" -ge "$keys" ]; }
-until_ok 10 all_there # (a follower may answer the read, up to a poll behind)
-count_jobs
-[ "$jobs" -eq "$keys" ] || fail "$jobs submitter jobs for $keys acknowledged keys (lost or doubled)"
+ha_check_keys 24
 echo "failover: $keys acknowledged submits over 3 kills, $bad lost or changed, $jobs jobs"
 
 # the follower is hot: it shows what the leader acknowledged, and sends writes on

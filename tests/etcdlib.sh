@@ -158,3 +158,46 @@ etcd_test_setup() {
 	fi
 	trap 'eval "${ETCD_TEST_CLEANUP:-:}"; ctl_stop_all; etcd_stop; rm -rf "$T"' EXIT
 }
+
+# Clients with idempotency keys, for the failover tests. ha_submitter I
+# submits keys cI-1, cI-2, ... through $ADDRS until $T/stop exists, each
+# retried until acknowledged (or $T/stop2), appending "KEY ID" to $T/acked.
+# ha_check_keys MIN: every acknowledged key still names its job, and there
+# are exactly as many submitter jobs as keys (none lost, none doubled);
+# sets keys, bad and jobs. probe: one submit through $ADDRS.
+ha_submitter() {
+	i=$1 j=0
+	while [ ! -e "$T/stop" ]; do
+		j=$((j + 1))
+		until XPOOL_ADDR=$ADDRS "$XP" submit --cpu 1 --name "c$i" --idempotency-key "c$i-$j" \
+			-- true >"$T/sub$i.out" 2>"$T/sub$i.err"; do
+			[ -e "$T/stop2" ] && return
+			sleep 0.05
+		done
+		id=$(sed -n 's/^job \([0-9]*\) .*/\1/p' "$T/sub$i.out")
+		echo "c$i-$j $id" >>"$T/acked"
+		sleep 0.05 # a steady trickle, not a flood: the check re-asks every key
+	done
+}
+acked_at_least() { [ "$(wc -l <"$T/acked")" -ge "$1" ]; }
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+probe() { XPOOL_ADDR=$ADDRS "$XP" submit --cpu 1 --name probe -- true >/dev/null 2>&1; }
+ha_check_keys() {
+	keys=$(wc -l <"$T/acked")
+	[ "$keys" -ge "$1" ] || fail "only $keys submits acknowledged"
+	bad=0
+	while read -r key id; do
+		out=$(XPOOL_ADDR=$ADDRS "$XP" submit --cpu 1 --name "${key%-*}" --idempotency-key "$key" \
+			-- true 2>&1)
+		case $out in
+		"job $id already submitted with this idempotency key"*) ;;
+		*) bad=$((bad + 1)); [ $bad -le 3 ] && fail "key $key was acknowledged as job $id; now: $out" ;;
+		esac
+	done <"$T/acked"
+	[ $bad -eq 0 ] || fail "$bad of $keys acknowledged keys lost or changed"
+	count_jobs() { jobs=$(XPOOL_ADDR=$ADDRS "$XP" jobs --all --limit 1000 | awk 'NR > 1 && $2 ~ /^c[0-9]$/' | wc -l); }
+	all_there() { count_jobs; [ "$jobs" -ge "$keys" ]; }
+	until_ok 10 all_there # (a follower may answer the read, up to a poll behind)
+	count_jobs
+	[ "$jobs" -eq "$keys" ] || fail "$jobs submitter jobs for $keys acknowledged keys (lost or doubled)"
+}

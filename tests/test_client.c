@@ -756,6 +756,52 @@ static void test_epoch(void **state)
 	assert_int_equal(g.nreq, 1);
 }
 
+/* A router over n = 2..5 addresses of which only the one at position live answers (the
+ * others refuse connections): every request reaches it, wherever it stands and whichever
+ * address the router tried last. (A router that moved its start while it went round tried
+ * the first address twice and never the third of three.) */
+static void test_router_dead_peers(void **state)
+{
+	struct xp_err err = { 0 };
+	char *resp = NULL;
+	size_t rlen = 0;
+	long status = 0;
+	for (int n = 2; n <= 5; n++)
+		for (int live = 0; live < n; live++) {
+			struct fake f = { 0 };
+			f.replies[0] = EPOCH_REPLY("3");
+			f.replies[1] = EPOCH_REPLY("3");
+			f.nreplies = 2;
+			struct xp_client *direct = fake_start(&f, "t");
+			int hold[5], port[5];
+			char addrs[256] = "";
+			for (int k = 0; k < n; k++) {
+				port[k] = k == live ? f.port : closed_port(&hold[k]);
+				snprintf(addrs + strlen(addrs), sizeof(addrs) - strlen(addrs),
+					 "%s127.0.0.1:%d", k ? "," : "", port[k]);
+			}
+			struct xp_client *r = xp_client_create(addrs, "t", &err);
+			assert_non_null(r);
+			for (int i = 0; i < 2; i++) {
+				int rc = xp_client_request(r, "GET", "/v1/queues", NULL, NULL, 0,
+							   &status, &resp, &rlen, &err);
+				if (rc != 0)
+					fail_msg("%d addresses, live at %d, request %d: %s", n, live,
+						 i, err.text);
+				assert_int_equal(status, 200);
+				free(resp);
+				resp = NULL;
+			}
+			xp_client_destroy(r);
+			fake_stop(&f, direct);
+			assert_int_equal(f.nreq, 2);
+			for (int k = 0; k < n; k++)
+				if (k != live)
+					close(hold[k]);
+		}
+	(void)state;
+}
+
 static void test_wire_post_without_body(void **state)
 {
 	struct fake f = { 0 };
@@ -1190,6 +1236,7 @@ int main(void)
 		cmocka_unit_test(test_cannot_reach),
 		cmocka_unit_test(test_wire),
 		cmocka_unit_test(test_epoch),
+		cmocka_unit_test(test_router_dead_peers),
 		cmocka_unit_test(test_wire_post_without_body),
 		cmocka_unit_test(test_wire_stream),
 		cmocka_unit_test(test_wire_framing),

@@ -446,8 +446,9 @@ static int perform(struct xp_client *c, const struct transfer *t, long *status, 
 		return xp_errf(err, XP_EINVAL, "request path must start with '/'");
 	if (c->npeer) {
 		int rc = 0;
+		size_t first = c->cur; /* c->cur moves as the loop goes */
 		for (size_t k = 0; k < c->npeer; k++) {
-			size_t i = (c->cur + k) % c->npeer;
+			size_t i = (first + k) % c->npeer;
 			struct xp_client *p = c->peer[i];
 			if (p->max_epoch < c->max_epoch)
 				p->max_epoch = c->max_epoch;

@@ -1,5 +1,5 @@
 #!/bin/sh
-# bench/ha.sh BUILD [rate] [failover]: the HA store on etcd (docs/results/ha.md).
+# bench/ha.sh BUILD [rate] [failover] [design]: the HA store on etcd (docs/results/ha.md).
 #   rate      durable submits/s from 64 clients (xp_bench_submit, 5,000 jobs a
 #             run) into one `xpool server`, with the journal in SQLite and in
 #             etcd (one member on this machine, fsync on), RUNS runs of each,
@@ -12,15 +12,24 @@
 #             every acknowledged key is checked (its job is there, under its
 #             id) and the jobs counted (none doubled). Takeover: from the kill
 #             to the first submit acknowledged after it; median and max.
+#   design    the two state designs of the issue on one fresh etcd member each
+#             run (xp_bench_hastore): (a) the journal in etcd, as built, and
+#             (b) live jobs as etcd keys with finished ones archived to local
+#             SQLite; 64 producers, HA_DESIGN_JOBS (10,000) jobs of which a
+#             tenth stay live, with 0 and with 100,000 finished jobs kept from
+#             before (the server's --max-finished default); RUNS runs each,
+#             medians of events/s, load seconds and etcd's database size.
 # etcd members and controllers are started on free loopback ports and
 # stopped by PID. Absolute figures depend on the machine: compare the two
 # stores of one run.
 set -u
 BUILD=${1:-build}
 shift 2>/dev/null || true
-PARTS=${*:-rate failover}
+PARTS=${*:-rate failover design}
 XP=$BUILD/xpool
 SUB=$BUILD/bench/controller/xp_bench_submit
+HS=$BUILD/bench/store/xp_bench_hastore
+DJOBS=${HA_DESIGN_JOBS:-10000}
 FO=$BUILD/bench/controller/xp_bench_failover
 RUNS=${RUNS:-3}
 CYCLES=${HA_CYCLES:-100}
@@ -123,10 +132,38 @@ failover() {
 	echo "kill the leader, $(wc -l <"$T/kills") cycles, $CLIENTS clients: $(field keys "$v") acknowledged submits, $(field lost_or_changed "$v") lost or changed, $(field jobs "$v") jobs; takeover (kill to the first acknowledged submit) median $med ms, max $max ms (goal <= 3000 with a 2 s lease)"
 }
 
+# -------------------------------------------------------------- design --
+design() {
+	for kept in 0 100000; do
+		r=1
+		while [ "$r" -le "$RUNS" ]; do
+			for d in a b; do
+				etcd_stop
+				rm -rf "$T/etcd"
+				etcd_start 1 || exit 1
+				line=$("$HS" -e "$ETCD_URL" -m "$d" -n "$DJOBS" -l $((DJOBS / 10)) -f "$kept" 2>&1)
+				echo "  [design] run $r: $line"
+				echo "$line" | awk '{ for (i = 1; i < NF; i++) v[$i] = $(i + 1)
+					print v["events_per_s"], v["load_seconds"], v["etcd_db_bytes"] }' >>"$T/design_${d}_$kept"
+			done
+			r=$((r + 1))
+		done
+		for d in a b; do
+			set -- $(cut -d' ' -f1 "$T/design_${d}_$kept" | median) \
+				$(cut -d' ' -f2 "$T/design_${d}_$kept" | median) \
+				$(cut -d' ' -f3 "$T/design_${d}_$kept" | median)
+			echo "design ($d), $kept finished jobs kept: events/s $1, load ${2} s, etcd database $(($3 / 1048576)) MiB (medians of $RUNS)"
+			eval "ev_$d=$1"
+		done
+		echo "design (b)/(a) events/s with $kept kept: $(echo "$ev_b $ev_a" | awk '{ printf "%.2f", $1 / $2 }')"
+	done
+}
+
 for part in $PARTS; do
 	case $part in
 	rate) rate ;;
 	failover) failover ;;
+	design) design ;;
 	*) echo "bench/ha.sh: unknown part $part" ;;
 	esac
 done

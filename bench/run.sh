@@ -34,7 +34,8 @@
 #   11. HA on etcd: durable submits/s with the journal in etcd beside SQLite
 #      (64 clients, median of BENCH_RUNS), and 100 kills of the leader under
 #      64 clients with idempotency keys: lost or doubled jobs, takeover
-#      median and max (bench/ha.sh, docs/results/ha.md).
+#      median and max, and the issue's two state designs on one etcd
+#      (bench/ha.sh, docs/results/ha.md).
 #   12. scale: 100,000 emulated agents' heartbeats, one scheduling pass at
 #      100,000 nodes (100,000 and 1,000,000 pending jobs), restart to
 #      serving at 10,000 nodes and 100,000 jobs, RSS at 100,000 nodes and
@@ -119,7 +120,7 @@ echo "== 9b. workflows: 10,000 jobs x up to 4 dependencies, 1,000 x 64, POST to 
 echo "== 10. services: load step to a second ready replica, the Azure LLM hour at 10x through HAProxy with autoscaling and a rolling update (bench/serving.sh, docs/results/serving.md)"
 ./bench/serving.sh "$BUILD"
 
-echo "== 11. HA on etcd: durable submits/s beside SQLite, 100 kills of the leader under 64 clients (bench/ha.sh, docs/results/ha.md)"
+echo "== 11. HA on etcd: durable submits/s beside SQLite, 100 kills of the leader under 64 clients, the two state designs (bench/ha.sh, docs/results/ha.md)"
 RUNS=$RUNS ./bench/ha.sh "$BUILD"
 
 echo "== 12. scale: 100,000 agents, 100,000 nodes, 1,000,000 jobs, restart to serving (bench/scale.sh, docs/results/scale.md)"

@@ -12,7 +12,9 @@
  *    back byte for byte with the journal after it; a read from before it
  *    answers XP_ENOENT (pruned); a later snapshot deletes the older chunks;
  *  - a second store on the same prefix in follow mode becomes leader when
- *    the first closes (gives its lease back), and continues the seqs.
+ *    the first closes (gives its lease back), and continues the seqs;
+ *  - one deadline per call, shared among the endpoints: hung members before
+ *    the live one do not take the call's whole time each.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -303,12 +305,67 @@ static void test_follower_takes_over(void **state)
 	xp_store_close(b);
 }
 
+/* A socket that takes connections (the kernel's backlog) and never answers: a hung member */
+static int hung_port(int *fd)
+{
+	struct sockaddr_in a = { 0 };
+	socklen_t al = sizeof(a);
+	*fd = socket(AF_INET, SOCK_STREAM, 0);
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(*fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(*fd, 16), 0);
+	assert_int_equal(getsockname(*fd, (struct sockaddr *)&a, &al), 0);
+	return ntohs(a.sin_port);
+}
+
+/* One deadline per call: with two hung members before the live one, a call given 3 s reaches
+ * the live one and answers within them (each member gets a share of the time left; a call
+ * that gave each member the whole 3 s took over 6 s), and with all three hung it fails within
+ * them. The bound allows 1.5 s of slack for a loaded or sanitizer machine. */
+static void test_one_deadline(void **state)
+{
+	(void)state;
+	if (etcd_pid < 0)
+		xp_skip();
+	int h1, h2, h3;
+	int p1 = hung_port(&h1), p2 = hung_port(&h2), p3 = hung_port(&h3);
+	char u[256];
+	const char *live = url + strlen("etcd://");
+	snprintf(u, sizeof(u), "etcd://127.0.0.1:%d,127.0.0.1:%d,%s", p1, p2, live);
+	struct xp_err err = { 0 };
+	struct xp_etcd *e = NULL;
+	int64_t rev = 0;
+	assert_int_equal(xp_etcd_create(u, NULL, &e, &err), 0);
+	long long t0 = xp_test_now_ms();
+	int rc = xp_etcd_range(e, "x", 1, NULL, 0, 0, 3000, NULL, NULL, NULL, &rev, &err);
+	long long took = xp_test_now_ms() - t0;
+	if (rc != 0)
+		fail_msg("two hung members, then the live one: %s", err.text);
+	if (took > 4500)
+		fail_msg("two hung members, then the live one: %lld ms for a 3,000 ms call", took);
+	xp_etcd_destroy(e);
+	snprintf(u, sizeof(u), "etcd://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", p1, p2, p3);
+	assert_int_equal(xp_etcd_create(u, NULL, &e, &err), 0);
+	t0 = xp_test_now_ms();
+	assert_int_equal(xp_etcd_range(e, "x", 1, NULL, 0, 0, 3000, NULL, NULL, NULL, &rev, &err),
+			 XP_EUNAVAIL);
+	took = xp_test_now_ms() - t0;
+	if (took > 4500)
+		fail_msg("three hung members: %lld ms for a 3,000 ms call", took);
+	xp_etcd_destroy(e);
+	close(h1);
+	close(h2);
+	close(h3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fencing),
 		cmocka_unit_test(test_batches_and_snapshots),
 		cmocka_unit_test(test_follower_takes_over),
+		cmocka_unit_test(test_one_deadline),
 	};
 	return xp_run_tests(tests, setup, teardown);
 }

@@ -14,6 +14,7 @@
 #include "client/http1.h"
 #include "client/tls.h"
 #include "lib/base64.h"
+#include "lib/clock.h"
 #include "lib/xalloc.h"
 
 #define MAX_ENDPOINTS 16
@@ -234,10 +235,17 @@ static int post_one(struct xp_etcd *e, int i, const char *path, const char *body
 int xp_etcd_post(struct xp_etcd *e, const char *path, const char *body, size_t len,
 		 long timeout_ms, void **out, struct xp_err *err)
 {
+	/* timeout_ms bounds the whole call: each endpoint gets an equal share of what is left
+	 * (at least 100 ms), so a member that hangs does not take the others' time, and one
+	 * that refuses at once leaves its share to the next */
 	int rc = XP_EUNAVAIL;
+	uint64_t end = xp_mono_ns() + (uint64_t)timeout_ms * 1000000u;
 	for (int k = 0; k < e->n; k++) {
 		int i = (e->cur + k) % e->n;
-		rc = post_one(e, i, path, body, len, timeout_ms, (json_t **)out, err);
+		uint64_t now = xp_mono_ns();
+		long left = now < end ? (long)((end - now) / 1000000u) : 0;
+		long each = left / (e->n - k);
+		rc = post_one(e, i, path, body, len, each < 100 ? 100 : each, (json_t **)out, err);
 		if (rc != XP_EUNAVAIL) {
 			e->cur = i;
 			return rc;
@@ -426,11 +434,10 @@ int xp_etcd_keepalive(struct xp_etcd *e, int64_t id, long timeout_ms, int64_t *t
 	char body[64];
 	json_t *o = NULL;
 	int n = snprintf(body, sizeof(body), "{\"ID\":\"%" PRId64 "\"}", id);
-	/* timeout_ms bounds the whole renewal, every endpoint tried included: the leader judges
-	 * its lease by when the last one answered */
-	long each = timeout_ms / (e->n ? e->n : 1);
-	int rc = xp_etcd_post(e, "/v3/lease/keepalive", body, (size_t)n, each < 100 ? 100 : each,
-			      (void **)&o, err);
+	/* timeout_ms bounds the whole renewal, every endpoint tried included (xp_etcd_post): the
+	 * leader judges its lease by when the last one answered */
+	int rc = xp_etcd_post(e, "/v3/lease/keepalive", body, (size_t)n, timeout_ms, (void **)&o,
+			      err);
 	if (rc < 0)
 		return rc;
 	/* a stream of {"result": ...}; one request, one result - or {"error": ...} */

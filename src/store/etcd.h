@@ -63,7 +63,8 @@ const char *xp_etcd_url(const struct xp_etcd *e); /* as given, for messages */
 /* POST path with the JSON body; on a 200 the parsed reply goes to *out (a json_t *, the caller
  * decrefs it). XP_EUNAVAIL when no endpoint answered (err says which and why), XP_EIO for a
  * reply that is not JSON or not 200 (err carries etcd's message: "etcdserver: mvcc: database
- * space exceeded"). */
+ * space exceeded"). timeout_ms bounds the whole call, every endpoint tried included: each gets
+ * an equal share of the time left (at least 100 ms); so do the calls below that take one. */
 int xp_etcd_post(struct xp_etcd *e, const char *path, const char *body, size_t len,
 		 long timeout_ms, void **out, struct xp_err *err);
 

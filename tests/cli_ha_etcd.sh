@@ -17,9 +17,7 @@ set -u
 XP=$1 SRC=$3
 . "$SRC/tests/devlib.sh" # T, fail, until_ok (its dev server is not used)
 . "$SRC/tests/etcdlib.sh"
-SUBS=
-ETCD_TEST_CLEANUP='for p in $SUBS; do kill "$p" 2>/dev/null; done; for p in $SUBS; do wait "$p" 2>/dev/null; done'
-etcd_test_setup
+ha_clients_setup
 etcd_start 1 || exit 1
 # a body etcd could not take in one record is refused at start, not at the first such request
 "$XP" server --data "$T/big" --store "$ETCD_URL/big" --body-limit 2000000 >"$T/big.out" 2>&1

@@ -14,9 +14,7 @@ set -u
 XP=$1 SRC=$3
 . "$SRC/tests/devlib.sh" # T, fail, until_ok (its dev server is not used)
 . "$SRC/tests/etcdlib.sh"
-SUBS=
-ETCD_TEST_CLEANUP='for p in $SUBS; do kill "$p" 2>/dev/null; done; for p in $SUBS; do wait "$p" 2>/dev/null; done'
-etcd_test_setup
+ha_clients_setup
 etcd_start 3 || exit 1
 ha_pair three || exit 1
 free_port

@@ -159,6 +159,29 @@ etcd_test_setup() {
 	trap 'eval "${ETCD_TEST_CLEANUP:-:}"; ctl_stop_all; etcd_stop; rm -rf "$T"' EXIT
 }
 
+# ctl_refused WHAT PATTERN: a controller C started with $CTL_EXTRA that etcd
+# will not let in (WHAT: "with the wrong CA") neither leads nor follows, and
+# says why in words matching PATTERN (grep -i) while it waits.
+ctl_refused() {
+	free_port
+	PORT_C=$FREE_PORT
+	ctl_start C refused
+	REFUSED_WHY=$2
+	said() { grep -qi "$REFUSED_WHY" "$T/C.err"; }
+	until_ok 60 said || fail "a controller $1 did not say why: $(cat "$T/C.err")"
+	role_is "$PORT_C" leader && fail "a controller $1 leads"
+	role_is "$PORT_C" follower && fail "a controller $1 follows"
+	echo "$1: $(grep -i -m 1 "$2" "$T/C.err")"
+}
+
+# ha_clients_setup: for a test that runs ha_submitter in the background
+# (their pids in SUBS): they are stopped on exit; then etcd_test_setup.
+ha_clients_setup() {
+	SUBS=
+	ETCD_TEST_CLEANUP='for p in $SUBS; do kill "$p" 2>/dev/null; done; for p in $SUBS; do wait "$p" 2>/dev/null; done'
+	etcd_test_setup
+}
+
 # Clients with idempotency keys, for the failover tests. ha_submitter I
 # submits keys cI-1, cI-2, ... through $ADDRS until $T/stop exists, each
 # retried until acknowledged (or $T/stop2), appending "KEY ID" to $T/acked.

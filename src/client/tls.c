@@ -113,6 +113,7 @@ static void gt_open(void)
 struct xp_tls_trust {
 	gnutls_certificate_credentials_t cred;
 	char *from; /* the CA file, or "the system's CAs" */
+	const char *where; /* where the CA file is set, for messages (static) */
 };
 
 struct xp_tls {
@@ -156,8 +157,14 @@ int xp_tls_trust_load(const char *ca_file, struct xp_tls_trust **out, struct xp_
 			       n == -1 ? "no PEM certificate in it" : gt.strerror(n));
 	}
 	t->from = xstrdup(ca_file ? ca_file : "the system's CA certificates");
+	t->where = "--ca, $XPOOL_CA or 'ca:' in the config file";
 	*out = t;
 	return 0;
+}
+
+void xp_tls_trust_where(struct xp_tls_trust *t, const char *where)
+{
+	t->where = where;
 }
 
 int xp_tls_trust_identity(struct xp_tls_trust *t, const char *cert_file, const char *key_file,
@@ -251,8 +258,8 @@ static int verify_failed(struct xp_tls *s, const char *url, struct xp_err *err)
 		why[--n] = '\0';
 	return xp_errf(err, XP_EUNAVAIL,
 		       "TLS: the certificate of %s failed verification against %s: %s (the CA "
-		       "file: --ca, $XPOOL_CA or 'ca:' in the config file)",
-		       url, s->trust->from, why);
+		       "file: %s)",
+		       url, s->trust->from, why, s->trust->where);
 }
 
 int xp_tls_handshake(struct xp_tls *s, const char *url, struct xp_err *err)

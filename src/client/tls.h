@@ -33,6 +33,10 @@ struct xp_tls;
 int xp_tls_trust_load(const char *ca_file, struct xp_tls_trust **out, struct xp_err *err);
 void xp_tls_trust_free(struct xp_tls_trust *t);
 
+/* Where the CA file is set, named when a verification fails (a static string; default
+ * "--ca, $XPOOL_CA or 'ca:' in the config file"). */
+void xp_tls_trust_where(struct xp_tls_trust *t, const char *where);
+
 /* Present the certificate of cert_file (PEM, its chain may follow) with the
  * private key of key_file when a peer asks for one (etcd's
  * --client-cert-auth). Errors name the file and GnuTLS's reason (unreadable,

@@ -62,6 +62,8 @@ static char *dup_or_null(const char *s)
 static int use_tls(struct xp_etcd *e, const struct xp_etcd_tls *t, struct xp_err *err)
 {
 	int rc = xp_tls_trust_load(t->ca, &e->trust, err);
+	if (rc == 0)
+		xp_tls_trust_where(e->trust, "--etcd-ca or 'etcd-ca:' in the server's config file");
 	if (rc == 0 && t->cert)
 		rc = xp_tls_trust_identity(e->trust, t->cert, t->key, err);
 	if (rc < 0)

@@ -178,7 +178,7 @@ static int do_register(struct xp_agent *a, struct xp_client *cl, struct xp_err *
 
 /* Sends what a task wrote since the last call. 0: all sent (or the
  * controller refused it for good: a 4xx); -1: try again later. */
-static int upload_output(struct xp_agent *a, struct xp_client *cl, struct xp_task *copy)
+int xp_agent_upload_output(struct xp_agent *a, struct xp_client *cl, struct xp_task *copy)
 {
 	int ret = 0;
 	/* the heartbeat and the monitor both ship output, each from its own
@@ -187,7 +187,7 @@ static int upload_output(struct xp_agent *a, struct xp_client *cl, struct xp_tas
 	pthread_mutex_lock(&a->mu);
 	const struct xp_task *now =
 		xp_task_find_at(a, copy->job, copy->replica, copy->attempt, copy->epoch);
-	if (now) {
+	if (now && copy->state != XP_TASK_DONE) { /* DONE: sent again from its start */
 		copy->sent_out = now->sent_out;
 		copy->sent_err = now->sent_err;
 	}
@@ -424,10 +424,17 @@ static void *heartbeat_main(void *arg)
 		else if (rc < 0)
 			fprintf(stderr, "xpool agent: node=%s: heartbeat failed: %s\n", a->node,
 				err.text);
+		/* a new leader (HA): it may lack output the old one took */
+		long long ep = rc >= 0 ? xp_client_epoch(cl) : 0, was = atomic_load(&a->leader_epoch);
+		if (ep > was) {
+			if (was && a->o.output_resend_s > 0)
+				atomic_store(&a->resend, 1);
+			atomic_store(&a->leader_epoch, ep);
+		}
 		/* output of running tasks */
 		for (size_t i = 0; rc >= 0 && i < n; i++)
 			if (copy[i].state == XP_TASK_RUNNING || copy[i].state == XP_TASK_KILLING)
-				upload_output(a, cl, &copy[i]);
+				xp_agent_upload_output(a, cl, &copy[i]);
 		free(copy);
 		/* the period, or until a replica's readiness changes */
 		for (int ms = a->heartbeat_ms; ms > 0 && !STOP(a); ms -= 20) {
@@ -523,7 +530,7 @@ static void *monitor_main(void *arg)
 		 * refused batch (one is stale) goes again one by one */
 		size_t ready = 0;
 		for (size_t i = 0; i < n; i++)
-			if (upload_output(a, cl, &ended[i]) == 0)
+			if (xp_agent_upload_output(a, cl, &ended[i]) == 0)
 				ended[ready++] = ended[i];
 		for (size_t at = 0; at < ready; at += 4096) { /* the API's most per report */
 			size_t k = ready - at < 4096 ? ready - at : 4096;
@@ -532,6 +539,8 @@ static void *monitor_main(void *arg)
 				report_exits(a, cl, path, &ended[at + i], 1, &err);
 		}
 		free(ended);
+		if (atomic_exchange(&a->resend, 0))
+			xp_output_resend(a, cl);
 		/* a shim's exit wakes it at once; otherwise it looks every second,
 		 * or every 200 ms while a kill's grace period runs */
 		int killing = 0;

@@ -23,6 +23,8 @@
  *             those are ever destroyed), kept warm after their replica
  *             (--mig-keep-warm), the reconciler of orphans, and the
  *             heartbeat's list of a node's instances
+ *   output.c  HA: ended tasks' output sent again to a new leader
+ *             (--output-resend), which lacks what the old one took
  *
  * A task is run by a shim: the agent forks it, the shim starts a new
  * session and waits until the agent has moved it into the task's cgroups,
@@ -82,6 +84,8 @@ struct xp_agent_opts {
 					0: 30000..32767 */
 	int mig_keep_warm_ms;	  /* an ended replica's MIG instance is kept this long for
 				     the next slice of its profile; 0: destroyed at once */
+	int output_resend_s;	  /* HA: after a leader change, the output of tasks reported
+				     within this long is sent again (--output-resend); 0: never */
 };
 
 /* A MIG GPU instance this agent created (mig_keep.c) */
@@ -166,6 +170,8 @@ struct xp_agent {
 	uint64_t mig_devs;		  /* devices in MIG mode at discovery */
 	atomic_int stop; /* the agent is stopping: every thread ends its loop */
 	atomic_int beat_soon; /* a replica's readiness changed: heartbeat now */
+	atomic_llong leader_epoch; /* HA: the highest leader epoch the heartbeats met */
+	atomic_int resend;	/* a new leader: the monitor sends recent output again */
 	struct xp_cg *cg;		  /* the limits; NULL when off or not available */
 	char tag[16];			  /* names this agent's cgroups (its work folder, hashed) */
 	char limits_why[XP_ERR_TEXT_MAX]; /* limits required but not available: why */
@@ -177,6 +183,16 @@ int xp_agent_run(const struct xp_agent_opts *o, struct xp_err *err);
 void xp_agent_signal(int sig);
 /* Discover and print the node (`xpool agent --discover`); json: -o json. */
 int xp_agent_discover(const struct xp_agent_opts *o, int json, struct xp_err *err);
+
+/* Send what a task wrote since copy's offsets (the heartbeat's and the monitor's
+ * uploads, one at a time). 0: all sent, or refused for good; -1: again later. */
+int xp_agent_upload_output(struct xp_agent *a, struct xp_client *cl, struct xp_task *copy);
+
+/* output.c: HA. After a leader change the new leader may lack output the old
+ * one took: every task reported within o.output_resend_s (its folder's
+ * "reported" file) sends its output again from the start; the controller
+ * skips the bytes it holds, so nothing is kept twice. Monitor thread. */
+void xp_output_resend(struct xp_agent *a, struct xp_client *cl);
 
 /* task.c (callers hold a->mu) */
 /* Start the assigned replica. A failure is recorded as an ended task with

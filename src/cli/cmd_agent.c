@@ -89,6 +89,9 @@ int xp_verb_agent(int argc, char **argv)
 		{ "mig-keep-warm", XP_FLAG_STR, "DURATION",
 		  "keep an ended replica's MIG instance this long for the next slice of its "
 		  "profile (default 0: destroyed at once)" },
+		{ "output-resend", XP_FLAG_STR, "DURATION",
+		  "HA: after a leader change, send the output of tasks that ended within this "
+		  "long again, so the new leader has it (default 1h; 0: never)" },
 		{ "dedicated", XP_FLAG_BOOL, NULL,
 		  "the node takes only jobs that name it (--node NAME), as xpool dev's host does" },
 		{ "device-mode", XP_FLAG_STR, "MODE",
@@ -163,6 +166,15 @@ int xp_verb_agent(int argc, char **argv)
 			goto usage;
 		}
 		o.mig_keep_warm_ms = (int)ms;
+	}
+	o.output_resend_s = 3600;
+	if (xp_flag_get(flags, "output-resend")->given) {
+		if (xp_duration_parse(xp_flag_get(flags, "output-resend")->sval, 7 * 86400000LL,
+				      &ms) < 0) {
+			xp_errf(&err, XP_EINVAL, "--output-resend: expected a duration 0..7d");
+			goto usage;
+		}
+		o.output_resend_s = (int)(ms / 1000);
 	}
 	static const char *const modes[] = { "required", "auto", "off", NULL };
 	if (xp_flag_choice(flags, "limits", modes, &o.limits, &err) < 0)

@@ -482,6 +482,11 @@ static int perform(struct xp_client *c, const struct transfer *t, long *status, 
 	return rc;
 }
 
+long long xp_client_epoch(const struct xp_client *c)
+{
+	return c->max_epoch;
+}
+
 /* The status and Content-Type of the reply being received */
 static void reply_head(struct xp_client *c, long *status, const char **ctype)
 {

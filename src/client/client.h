@@ -82,6 +82,9 @@ const char *xp_client_base(const struct xp_client *c);
 /* The local address of the client's last connection ("" before one):
  * where this host reaches the controller from. */
 void xp_client_local_ip(const struct xp_client *c, char *buf, size_t len);
+/* HA: the highest leader epoch (X-Xpool-Epoch) this client has met; 0: none (a controller
+ * with the SQLite store sends none). */
+long long xp_client_epoch(const struct xp_client *c);
 
 /* Send one request; path starts with '/' and includes the query. body may
  * be NULL (no body); content_type is its type (NULL = application/json).

@@ -404,8 +404,10 @@ static int admit(struct conn *k, const char *url, const char *method)
 	} else if (xp_http_route(k, url, method, k->cmd.allow, sizeof(k->cmd.allow)) < 0) {
 		return xp_http_send(k), -1;
 	}
+	/* a follower sends on writes, agents, and job output (kept on the leader's disk) */
 	if (atomic_load(&ctl->follower) && (strcmp(method, "GET") || k->cmd.need == XP_ROUTE_NODE ||
-					    k->cmd.need == XP_ROUTE_JOIN))
+					    k->cmd.need == XP_ROUTE_JOIN ||
+					    k->cmd.fn == xp_api_job_logs))
 		return to_leader(k, url), -1;
 	if (admit_token(k, url) < 0 || admit_body(k) < 0)
 		return -1;

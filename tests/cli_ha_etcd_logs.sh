@@ -45,13 +45,19 @@ until_ok 60 sh -c "[ \"\$(\"$XP\" job $id -o json 2>/dev/null | jq -r .state)\" 
 	fail "job $id did not succeed: $(state)"
 until_ok 30 whole "$ADDRS" || fail "the output through the leader A: $(wc -l <"$T/logs.out") lines $(cat "$T/logs.err")"
 
+# kill_to OLD NEW: OLD killed (-9), NEW leads and has the job's whole output, once
+kill_to() {
+	eval "victim=\$CPID_$1 port=\$PORT_$2"
+	kill -9 "$victim"
+	wait "$victim" 2>/dev/null
+	eval "CPID_$1="
+	until_ok 60 role_is "$port" leader || { fail "$2 did not take over from $1"; return 1; }
+	until_ok 60 whole "http://127.0.0.1:$port" ||
+		fail "$1 killed: the new leader $2 has $(wc -l <"$T/logs.out") lines of $id's 2,000: $(cat "$T/logs.err")"
+}
+
 # A killed: B leads and has the output
-kill -9 "$CPID_A"
-wait "$CPID_A" 2>/dev/null
-CPID_A=
-until_ok 60 role_is "$PORT_B" leader || fail "B did not take over"
-until_ok 60 whole "http://127.0.0.1:$PORT_B" ||
-	fail "after the failover, the new leader B has $(wc -l <"$T/logs.out") lines of $id's 2,000: $(cat "$T/logs.err")"
+kill_to A B
 grep -q "sent again" "$T/agent.log" || fail "the agent did not say it sent output again"
 
 # A back as a follower: a log read sent to it goes on to the leader
@@ -63,12 +69,7 @@ code=$(curl -s -o /dev/null -w '%{http_code} %{redirect_url}' -H "Authorization:
 	fail "a log read on the follower: '$code', want a 307 to the leader"
 
 # B killed: A leads again, with the output once (what it had, and not twice)
-kill -9 "$CPID_B"
-wait "$CPID_B" 2>/dev/null
-CPID_B=
-until_ok 60 role_is "$PORT_A" leader || fail "A did not take over again"
-until_ok 60 whole "http://127.0.0.1:$PORT_A" ||
-	fail "after the second failover, A has $(wc -l <"$T/logs.out") lines of 2,000: $(cat "$T/logs.err")"
+kill_to B A
 echo "output after two failovers: $(wc -l <"$T/logs.out") lines of 2,000; agent: $(grep -m 1 "sent again" "$T/agent.log")"
 [ $fails -eq 0 ] || exit 1
 echo "ok"

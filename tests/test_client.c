@@ -756,6 +756,57 @@ static void test_epoch(void **state)
 	assert_int_equal(g.nreq, 1);
 }
 
+/* HA: a client of one address that a follower answers with a bodyless 307 sends the request
+ * on to the leader it names (X-Xpool-Leader): same method, body and token, once. A 307 naming
+ * an https:// leader to an http:// client, or sent by the leader client itself (no chains),
+ * stands. */
+static void test_follow_leader(void **state)
+{
+	struct fake f = { 0 }, g = { 0 };
+	struct xp_err err = { 0 };
+	char r307[256], rhttps[256];
+	json_t *reply = NULL;
+	char *r201 = reply_text(JSON_REPLY("201 Created", "{\"id\": 5}"), "{\"id\": 5}");
+	g.replies[0] = r201;
+	g.replies[1] = r307; /* the leader client's own 307 stands */
+	g.nreplies = 2;
+	struct xp_client *gc = fake_start(&g, "t");
+	snprintf(r307, sizeof(r307),
+		 "HTTP/1.1 307 Temporary Redirect\r\nLocation: http://127.0.0.1:%d/v1/jobs\r\n"
+		 "X-Xpool-Leader: http://127.0.0.1:%d\r\nContent-Length: 0\r\n\r\n",
+		 g.port, g.port);
+	snprintf(rhttps, sizeof(rhttps),
+		 "HTTP/1.1 307 Temporary Redirect\r\nX-Xpool-Leader: https://127.0.0.1:%d\r\n"
+		 "Content-Length: 0\r\n\r\n", g.port);
+	f.replies[0] = r307;
+	f.replies[1] = rhttps;
+	f.replies[2] = r307;
+	f.nreplies = 3;
+	struct xp_client *c = fake_start(&f, "tok");
+	json_t *body = json_pack("{s:s}", "name", "a");
+	assert_int_equal(xp_client_json(c, "POST", "/v1/jobs", body, &reply, &err), 201);
+	assert_int_equal(json_integer_value(json_object_get(reply, "id")), 5);
+	json_decref(reply);
+	reply = NULL;
+	/* to https:// from http://: not followed */
+	assert_true(xp_client_json(c, "POST", "/v1/jobs", body, &reply, &err) < 0);
+	json_decref(reply);
+	reply = NULL;
+	/* the leader answers 307 itself (naming itself): no chain, it stands */
+	assert_true(xp_client_json(c, "POST", "/v1/jobs", body, &reply, &err) < 0);
+	json_decref(reply);
+	json_decref(body);
+	fake_stop(&f, c);
+	fake_stop(&g, gc);
+	(void)state;
+	assert_int_equal(f.nreq, 3);
+	assert_int_equal(g.nreq, 2);
+	assert_non_null(strstr(g.req[0], "POST /v1/jobs HTTP/1.1\r\n"));
+	assert_non_null(strstr(g.req[0], "\r\nAuthorization: Bearer tok\r\n"));
+	assert_non_null(strstr(g.req[0], "\r\n\r\n{\"name\":\"a\"}"));
+	free(r201);
+}
+
 /* A router over n = 2..5 addresses of which only the one at position live answers (the
  * others refuse connections): every request reaches it, wherever it stands and whichever
  * address the router tried last. (A router that moved its start while it went round tried
@@ -1237,6 +1288,7 @@ int main(void)
 		cmocka_unit_test(test_wire),
 		cmocka_unit_test(test_epoch),
 		cmocka_unit_test(test_router_dead_peers),
+		cmocka_unit_test(test_follow_leader),
 		cmocka_unit_test(test_wire_post_without_body),
 		cmocka_unit_test(test_wire_stream),
 		cmocka_unit_test(test_wire_framing),

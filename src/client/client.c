@@ -51,6 +51,12 @@ struct xp_client {
 	 * a leader that has been replaced (paused, cut off) and is not used */
 	long long max_epoch;
 	int stale; /* the last reply was such a one */
+	/* HA: a client of one address that a follower answered with a bodyless 307 sends the
+	 * request on to the leader it names (X-Xpool-Leader), with this client of that address
+	 * (same token, CA, timeout), made on first use and again when the leader changes */
+	struct xp_client *leader;
+	int via_leader; /* the last request was answered there */
+	int no_follow;	/* this is such a client: a 307 it gets stands (no chains) */
 };
 
 /* ---- addresses ---- */
@@ -283,6 +289,7 @@ void xp_client_destroy(struct xp_client *c)
 	for (size_t i = 0; i < c->npeer; i++)
 		xp_client_destroy(c->peer[i]);
 	free(c->peer);
+	xp_client_destroy(c->leader);
 	xp_http1_destroy(c->h1);
 	xp_tls_trust_free(c->trust);
 	free(c->ca_file);
@@ -434,6 +441,49 @@ static int perform_h1(struct xp_client *c, const struct transfer *t, long *statu
 	return rc;
 }
 
+static int perform(struct xp_client *c, const struct transfer *t, long *status, int *aborted,
+		   struct xp_err *err);
+
+/* A follower's bodyless 307 (nothing was done there): the request goes to the leader it
+ * names, once - over the same scheme only (no https:// answered on to http://), and not
+ * when the leader is this address (a controller taking the lead: the 307 stands). */
+static int to_leader(struct xp_client *c, const struct transfer *t, long *status, int *aborted,
+		     struct xp_err *err)
+{
+	const char *url = xp_http1_leader(c->h1);
+	size_t sl = c->https ? 8 : 7;
+	if (c->no_follow || strncasecmp(url, c->https ? "https://" : "http://", sl) != 0 ||
+	    !strcmp(url, c->base))
+		return 0;
+	if (c->leader && strcmp(c->leader->base, url) != 0) {
+		xp_client_destroy(c->leader);
+		c->leader = NULL;
+	}
+	if (!c->leader) {
+		struct xp_err e2 = { 0 };
+		struct xp_client *l = create_one(url, NULL, &e2);
+		if (!l || (c->ca_file && xp_client_set_ca(l, c->ca_file, &e2) < 0)) {
+			xp_client_destroy(l);
+			return 0; /* the 307 stands */
+		}
+		l->auth = c->auth ? xstrdup(c->auth) : NULL;
+		l->timeout_ms = c->timeout_ms;
+		l->abort = c->abort;
+		l->repeat_safe = c->repeat_safe;
+		l->no_follow = 1;
+		c->leader = l;
+	}
+	struct xp_client *l = c->leader;
+	if (l->max_epoch < c->max_epoch)
+		l->max_epoch = c->max_epoch;
+	int rc = perform(l, t, status, aborted, err);
+	c->via_leader = 1;
+	if (l->max_epoch > c->max_epoch)
+		c->max_epoch = l->max_epoch;
+	c->stale = l->stale;
+	return rc;
+}
+
 /* Run one transfer; the status goes to *status. Transport failures become
  * XP_EUNAVAIL "cannot reach ..." unless the write callback stopped it
  * (*aborted: then the caller knows why and returns its own code). */
@@ -469,7 +519,10 @@ static int perform(struct xp_client *c, const struct transfer *t, long *status, 
 			return rc;
 		open_h1(c);
 	}
+	c->via_leader = 0;
 	int rc = perform_h1(c, t, status, aborted, err);
+	if (rc == 0 && *status == 307 && xp_http1_leader(c->h1)[0])
+		return to_leader(c, t, status, aborted, err);
 	long long epoch = xp_http1_epoch(c->h1);
 	c->stale = rc == 0 && epoch > 0 && epoch < c->max_epoch;
 	if (c->stale)
@@ -494,6 +547,8 @@ static void reply_head(struct xp_client *c, long *status, const char **ctype)
 	*ctype = NULL;
 	if (c->npeer)
 		reply_head(c->peer[c->cur], status, ctype);
+	else if (c->via_leader)
+		reply_head(c->leader, status, ctype);
 	else if (c->h1)
 		xp_http1_reply(c->h1, status, ctype);
 }

@@ -54,6 +54,7 @@ struct xp_http1 {
 	long status;		    /* of the reply being read (or last read) */
 	char ctype[128];	    /* its Content-Type, "" when absent */
 	long long epoch;	    /* its X-Xpool-Epoch (HA: the leader's), 0 when absent */
+	char leader[256];	    /* its X-Xpool-Leader (a follower's 307), "" when absent */
 	char buf[16384];	    /* bytes read but not yet consumed */
 	size_t have, off;
 };
@@ -354,6 +355,7 @@ static int parse_head(struct xp_http1 *h, struct reply *rp, const struct clockc 
 	h->status = rp->status;
 	h->ctype[0] = '\0';
 	h->epoch = 0;
+	h->leader[0] = '\0';
 	rp->length = -1;
 	for (;;) {
 		r = read_line(h, &line, HEAD_MAX, cc);
@@ -391,6 +393,8 @@ static int parse_head(struct xp_http1 *h, struct reply *rp, const struct clockc 
 			snprintf(h->ctype, sizeof(h->ctype), "%s", v);
 		else if (!strcasecmp(line.s, "X-Xpool-Epoch"))
 			h->epoch = strtoll(v, NULL, 10);
+		else if (!strcasecmp(line.s, "X-Xpool-Leader"))
+			snprintf(h->leader, sizeof(h->leader), "%s", v);
 	}
 	xp_sb_free(&line);
 	return 0;
@@ -485,6 +489,11 @@ long long xp_http1_epoch(const struct xp_http1 *h)
 	return h->epoch;
 }
 
+const char *xp_http1_leader(const struct xp_http1 *h)
+{
+	return h->leader;
+}
+
 void xp_http1_reply(const struct xp_http1 *h, long *status, const char **content_type)
 {
 	*status = h->status;
@@ -514,6 +523,7 @@ int xp_http1_perform(struct xp_http1 *h, const struct xp_http1_req *rq, long *st
 	h->status = 0;
 	h->ctype[0] = '\0';
 	h->epoch = 0;
+	h->leader[0] = '\0';
 	if (rq->timeout_ms > 0)
 		cc.deadline = xp_mono_ns() + (uint64_t)rq->timeout_ms * 1000000;
 	xp_sb_printf(&req, "%s %s HTTP/1.1\r\nHost: %s\r\n", rq->method, rq->path, h->hostport);

@@ -52,6 +52,8 @@ int xp_http1_perform(struct xp_http1 *h, const struct xp_http1_req *rq, long *st
 void xp_http1_reply(const struct xp_http1 *h, long *status, const char **content_type);
 /* The X-Xpool-Epoch of the last reply (the HA leader's epoch), 0 when it had none. */
 long long xp_http1_epoch(const struct xp_http1 *h);
+/* The last reply's X-Xpool-Leader (a follower's 307: the leader's address), "" when absent */
+const char *xp_http1_leader(const struct xp_http1 *h);
 /* The local address of the open connection ("" when none). */
 void xp_http1_local_ip(const struct xp_http1 *h, char *buf, size_t len);
 

@@ -23,6 +23,8 @@
  *             those are ever destroyed), kept warm after their replica
  *             (--mig-keep-warm), the reconciler of orphans, and the
  *             heartbeat's list of a node's instances
+ *   mig_mode.c  the controller's orders to turn a GPU's MIG mode on
+ *             (only with --mig-mode-change), and the report of each
  *
  * A task is run by a shim: the agent forks it, the shim starts a new
  * session and waits until the agent has moved it into the task's cgroups,
@@ -53,6 +55,7 @@
 
 struct xp_hal;
 struct xp_client;
+struct json_t;
 
 struct xp_agent_opts {
 	const char *server; /* controller address */
@@ -82,6 +85,8 @@ struct xp_agent_opts {
 					0: 30000..32767 */
 	int mig_keep_warm_ms;	  /* an ended replica's MIG instance is kept this long for
 				     the next slice of its profile; 0: destroyed at once */
+	int mig_mode_change;	  /* --mig-mode-change: carry out the controller's MIG mode
+				     changes (its admin's leave is needed too); 0: refuse */
 };
 
 /* A MIG GPU instance this agent created (mig_keep.c) */
@@ -163,7 +168,12 @@ struct xp_agent {
 	struct xp_mig_owned mig_own[XP_AGENT_MIG_OWN]; /* created by xpool (mu) */
 	unsigned nmig_own;
 	int64_t mig_next_reconcile;	  /* wall-clock ms */
-	uint64_t mig_devs;		  /* devices in MIG mode at discovery */
+	uint64_t mig_devs;		  /* devices in MIG mode (mu) */
+#define XP_AGENT_MIG_MODE 64
+	struct {
+		uint8_t tried, ok, posted;
+		char why[256];
+	} mig_mode[XP_AGENT_MIG_MODE]; /* MIG mode orders, by device (main thread) */
 	atomic_int stop; /* the agent is stopping: every thread ends its loop */
 	atomic_int beat_soon; /* a replica's readiness changed: heartbeat now */
 	struct xp_cg *cg;		  /* the limits; NULL when off or not available */
@@ -259,6 +269,10 @@ void xp_mig_reconcile(struct xp_agent *a, int force);
 /* the node's MIG instances for the heartbeat: [{device, gi, id, start,
  * size, uuid, owned, warm}] */
 void *xp_mig_beat_json(struct xp_agent *a);
+
+/* mig_mode.c (main thread): carry out the assignments' "mig_mode" orders
+ * (once each) and report them to the controller */
+void xp_mig_mode_orders(struct xp_agent *a, struct xp_client *cl, struct json_t *orders);
 
 /* serve.c */
 enum { XP_SERVE_TCP, XP_SERVE_HTTP, XP_SERVE_CMD };

@@ -89,6 +89,10 @@ int xp_verb_agent(int argc, char **argv)
 		{ "mig-keep-warm", XP_FLAG_STR, "DURATION",
 		  "keep an ended replica's MIG instance this long for the next slice of its "
 		  "profile (default 0: destroyed at once)" },
+		{ "mig-mode-change", XP_FLAG_BOOL, NULL,
+		  "carry out the controller's MIG mode changes on idle GPUs (the admin must also "
+		  "allow them for the node: xpool nodes set NAME --mig-mode-change allow); "
+		  "default: refuse them" },
 		{ "dedicated", XP_FLAG_BOOL, NULL,
 		  "the node takes only jobs that name it (--node NAME), as xpool dev's host does" },
 		{ "device-mode", XP_FLAG_STR, "MODE",
@@ -164,6 +168,7 @@ int xp_verb_agent(int argc, char **argv)
 		}
 		o.mig_keep_warm_ms = (int)ms;
 	}
+	o.mig_mode_change = xp_flag_get(flags, "mig-mode-change")->bval;
 	static const char *const modes[] = { "required", "auto", "off", NULL };
 	if (xp_flag_choice(flags, "limits", modes, &o.limits, &err) < 0)
 		goto usage;

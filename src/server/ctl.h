@@ -482,6 +482,15 @@ void xp_mig_beat_apply(struct xp_ctl *ctl, long n, struct xp_live_mig *v, int k)
 /* The MIG view of device d of node n ({slices, instances, ...}), NULL when
  * it is not a MIG GPU with a slice lattice; st->sched must be fresh */
 json_t *xp_mig_dev_json(struct xp_ctl *ctl, size_t n, uint16_t d);
+/* MIG mode changes: node n's leave, reserved and refused change into o
+ * (GET /v1/nodes); the reserved change into an assignments reply; the
+ * agent's answer (edge parser and owner handler); the planner, after each
+ * cycle (owner thread) */
+void xp_mig_mode_node_json(struct xp_ctl *ctl, size_t n, json_t *o);
+void xp_mig_mode_assign(struct xp_ctl *ctl, size_t n, json_t *reply);
+int xp_edge_mig_mode(struct xp_cmd *cmd);
+void xp_api_node_mig_mode(struct xp_ctl *ctl, struct xp_cmd *cmd);
+void xp_mig_mode_plan(struct xp_ctl *ctl);
 
 /* api_agents.c: a heartbeat's power over the elapsed ms, shared among the
  * replicas holding each device; owner.c journals job.energy when the run ends */
@@ -496,7 +505,8 @@ void xp_snap_poll(struct xp_ctl *ctl, int block);
  * a pool thread; no state is read there): what its handler needs, typed. */
 struct xp_small {
 	struct json_t *o;      /* job counters: the checked map */
-	int state, scope;      /* node patch: the state; token: its scope */
+	int state, scope;      /* node patch: the state (-1: unchanged); token: its scope */
+	int mig_leave;	       /* node patch: mig_mode_change allow 1, deny 0, -1: unchanged */
 	uint32_t replicas;     /* service scale */
 	int has_reason;
 	char name[XP_NAME_MAX + 1], tenant[XP_NAME_MAX + 1], node[XP_NAME_MAX + 1];

@@ -432,3 +432,15 @@ void xp_mig_explain(const struct xp_sched *s, const struct xp_request *r, const 
 			 "MIG %s: %u of the %u GPUs offering it have a free placement", what, room,
 			 offer);
 }
+
+uint32_t xp_mig_room_now(const struct xp_sched *s, const struct xp_request *r)
+{
+	uint32_t room = 0;
+	for (uint32_t i = 0; r->mig && i < s->ndevs; i++) {
+		const struct xp_dstate *d = &s->dev[i];
+		int k = dev_kind(s, d, r);
+		if (d->ok && k >= 0)
+			room += (uint32_t)free_places(&s->migs[d->mig - 1], k, NULL);
+	}
+	return room;
+}

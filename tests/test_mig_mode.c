@@ -10,9 +10,10 @@
  *    allow MIG mode changes, and no mode changes;
  *  - allowed: GPU 0 is reserved, the agent's change is refused (busy), the
  *    refusal is journaled and shown on the node, GPU 0 stays off; GPU 1 is
- *    reserved, turned on, the instance is created, the job runs on it and
- *    ends, the instance is destroyed; the controller restarted from its
- *    journal has GPU 1 in mode mig and the node's leave;
+ *    reserved, turned on, the job - a gang of two 3g slices - gets both of
+ *    its placements, both instances are created, it runs and ends, both
+ *    are destroyed; the controller restarted from its journal has GPU 1 in
+ *    mode mig and the node's leave;
  *  - busy everywhere (both GPUs run processes): both changes are refused,
  *    the job waits, explain names the refusal, no mode changes.
  * Every wait is on a condition with a wall-clock deadline.
@@ -185,15 +186,16 @@ static int explain_has(struct env *e, long long id, const char *text, char *out,
 	return strstr(out, text) != NULL;
 }
 
-static long long submit_3g(struct env *e, const char *go)
+/* replicas x 3g.40gb, a gang when more than one */
+static long long submit_3g(struct env *e, const char *go, int replicas)
 {
 	char body[512];
 	long st;
 	snprintf(body, sizeof(body),
-		 "{\"resources\":{\"cpu\":\"100m\",\"memory\":64,\"devices\":{\"mig\":{"
-		 "\"profile\":\"3g.40gb\"}}},\"command\":\"echo CUDA=$CUDA_VISIBLE_DEVICES.; "
-		 "until [ -e %s/%s ]; do sleep 0.05; done\"}",
-		 e->dir, go);
+		 "{\"replicas\":%d,\"resources\":{\"cpu\":\"100m\",\"memory\":64,\"devices\":"
+		 "{\"mig\":{\"profile\":\"3g.40gb\"}}},\"command\":\"echo "
+		 "CUDA=$CUDA_VISIBLE_DEVICES.; until [ -e %s/%s ]; do sleep 0.05; done\"}",
+		 replicas, e->dir, go);
 	json_t *r = api(e, "POST", "/v1/jobs", body, &st);
 	assert_int_equal(st, 201);
 	long long id = json_integer_value(json_object_get(r, "id"));
@@ -283,7 +285,7 @@ static void test_denied_then_allowed(void **state)
 	(void)state;
 	setup(e, "0");
 	WAIT_FOR(node_ready(e), 60, "the agent never registered");
-	long long id = submit_3g(e, "go1");
+	long long id = submit_3g(e, "go1", 2); /* a gang of two slices */
 	/* denied by default: it waits, and explain says why */
 	WAIT_FOR(explain_has(e, id, "node m-0 does not allow MIG mode changes", buf, sizeof(buf)),
 		 30, "explain: %s", buf);
@@ -301,7 +303,8 @@ static void test_denied_then_allowed(void **state)
 	json_decref(r);
 
 	allow(e, "allow");
-	/* GPU 0 runs a process: refused, not changed; GPU 1 is turned on */
+	/* GPU 0 runs a process: refused, not changed; GPU 1 is turned on, and its two 3g
+	 * placements take the gang, both replicas in one decision */
 	WAIT_FOR(job_is(e, id, "running"), 60, "the job never ran");
 	assert_int_equal(refused_dev(e, buf, sizeof(buf)), 0);
 	assert_non_null(strstr(buf, "nvmlDeviceSetMigMode(GPU 0, enable)"));
@@ -309,11 +312,16 @@ static void test_denied_then_allowed(void **state)
 	assert_false(gpu_on(0));
 	assert_true(gpu_on(1));
 	json_t *j = job(e, id);
-	json_t *a = json_array_get(json_object_get(j, "allocations"), 0);
-	json_t *d0 = json_array_get(json_object_get(a, "devices"), 0);
-	assert_int_equal(json_integer_value(json_object_get(d0, "index")), 1);
+	for (size_t k = 0; k < 2; k++) {
+		json_t *a = json_array_get(json_object_get(j, "allocations"), k);
+		json_t *d0 = json_array_get(json_object_get(a, "devices"), 0);
+		assert_int_equal(json_integer_value(json_object_get(d0, "index")), 1);
+		assert_string_equal(json_string_value(json_object_get(
+					    json_object_get(a, "mig"), "profile")),
+				    "3g.40gb");
+	}
 	json_decref(j);
-	WAIT_FOR(gpu_instances(1) == 1, 30, "no instance on GPU 1");
+	WAIT_FOR(gpu_instances(1) == 2, 30, "not two instances on GPU 1");
 	assert_int_equal(gpu_instances(0), 0);
 	touch(e, "go1");
 	WAIT_FOR(job_is(e, id, "succeeded"), 60, "the job never ended");
@@ -345,7 +353,7 @@ static void test_busy_refused(void **state)
 	setup(e, "0,1");
 	WAIT_FOR(node_ready(e), 60, "the agent never registered");
 	allow(e, "allow");
-	long long id = submit_3g(e, "go1");
+	long long id = submit_3g(e, "go1", 1);
 	/* both refused (the second after the first): the job waits */
 	WAIT_FOR(refused_dev(e, buf, sizeof(buf)) == 1, 60, "GPU 1 was never refused");
 	WAIT_FOR(explain_has(e, id, "refused a MIG mode change", buf, sizeof(buf)), 30,

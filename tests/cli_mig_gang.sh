@@ -99,6 +99,8 @@ expect 0 "nodes set ga --mig-mode-change allow"
 grep -q 'node ga: MIG mode changes allowed' "$T/out" || fail "nodes set: $(cat "$T/out")"
 run node ga -o json
 grep -q '"mig_mode_change": "allow"' "$T/out" || fail "node ga: not allow: $(cat "$T/out")"
+run node ga
+grep -q '^MIG modes: *allow' "$T/out" || fail "node ga: no 'MIG modes: allow': $(cat "$T/out")"
 run nodes set ga --mig-mode-change maybe
 expect 2 "nodes set --mig-mode-change maybe"
 run nodes set nosuch --mig-mode-change deny

@@ -337,6 +337,7 @@ static void describe_node(const json_t *n, const json_t *devices)
 		{ "Jobs:", "jobs", 0 },
 		{ "Heartbeat:", "heartbeat_age_ms", 3 },
 		{ "Suspect:", "suspect", 0 },
+		{ "MIG modes:", "mig_mode_change", 0 }, /* allow: xpool may turn MIG on */
 	};
 	struct xp_sb b = { 0 };
 
@@ -358,6 +359,18 @@ static void describe_node(const json_t *n, const json_t *devices)
 		printf("%-14s %s\n", rows[i].label, s && *s ? s : "-");
 		free(s);
 	}
+	const json_t *mr = json_object_get(n, "mig_mode_reserved"),
+		     *mf = json_object_get(n, "mig_mode_refused");
+	if (mr)
+		printf("%-14s GPU %lld is being switched to MIG mode for job %lld (since %s)\n", "",
+		       (long long)json_integer_value(json_object_get(mr, "device")),
+		       (long long)json_integer_value(json_object_get(mr, "job")),
+		       json_string_value(json_object_get(mr, "since")));
+	if (mf)
+		printf("%-14s GPU %lld refused MIG mode at %s: %s\n", "",
+		       (long long)json_integer_value(json_object_get(mf, "device")),
+		       json_string_value(json_object_get(mf, "at")),
+		       json_string_value(json_object_get(mf, "why")));
 	labels_text(&b, json_object_get(n, "labels"));
 	printf("%-14s %s\n", "Labels:", b.len ? b.s : "-");
 	xp_sb_free(&b);

@@ -410,6 +410,7 @@ struct xp_ctl {
 	int64_t svc_sweep_at;	      /* services.c: the next look for orphan replicas */
 	int64_t live_next;	      /* owner.c: the next walk of node liveness (ms) */
 	int64_t svc_next;	      /* owner.c: the next services tick (ms) */
+	int64_t mig_plan_next;	      /* owner.c: the next MIG mode plan (ms) */
 	uint64_t sched_next;	      /* owner.c: no cycle rebuilds the scheduler before (mono ns) */
 	/* services.c: every service's endpoints as JSON, published by the owner
 	 * when they change, for the streams read on pool threads (ep_mu) */

@@ -642,7 +642,8 @@ static int cycle(struct xp_ctl *ctl)
 				     cycle_emit, ctl);
 	xp_hist_add(&ctl->m.cycle, (double)(xp_mono_ns() - t0) / 1e9);
 	(void)placed;
-	xp_mig_mode_plan(ctl); /* MIG mode changes for what no MIG GPU takes (migmode.h) */
+	if (due(&ctl->mig_plan_next, xp_ctl_now(), ctl->o.tick_ms)) /* O(pending): once a tick */
+		xp_mig_mode_plan(ctl); /* MIG mode changes for what no MIG GPU takes (migmode.h) */
 	return xp_state_cycle_more(ctl->st);
 }
 

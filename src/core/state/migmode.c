@@ -221,6 +221,7 @@ static int done(struct xp_state *st, long n, unsigned d, json_t *o, int64_t at,
 	st->sched_stale = 1; /* the GPU takes work again, in its new mode or its old */
 	if (json_is_true(ok)) {
 		st->c->nodes[n].devs[d].mode = XP_MODE_MIG;
+		st->nodes_gen++; /* a device of it changed */
 		m->refused_until[d] = 0;
 		if (m->refused == (int16_t)d)
 			m->refused = -1;

@@ -15,7 +15,9 @@
  *    are destroyed; the controller restarted from its journal has GPU 1 in
  *    mode mig and the node's leave;
  *  - busy everywhere (both GPUs run processes): both changes are refused,
- *    the job waits, explain names the refusal, no mode changes.
+ *    the job waits, explain names the refusal, no mode changes;
+ *  - an agent without --mig-mode-change refuses the orders on an allowed
+ *    node: no mode changes.
  * Every wait is on a condition with a wall-clock deadline.
  */
 #include "testutil.h"
@@ -58,7 +60,7 @@ static const char *const nvml_env[][2] = {
 	{ "XP_HAL_CAMBRICON_LIB", "/nonexistent/x.so" },
 };
 
-static void start_agent(struct env *e)
+static void start_agent(struct env *e, int opt_in)
 {
 	char work[128];
 	snprintf(work, sizeof(work), "%s/work", e->dir);
@@ -70,7 +72,8 @@ static void start_agent(struct env *e)
 		execl(XP_BINARY, XP_BINARY, "agent", "--server", e->ctl->addr, "--token",
 		      e->ctl->admin_token, "--node-name", "m-0", "--work", work, "--heartbeat",
 		      "200ms", "--grace", "1s", "--cgroup-root", "/nonexistent", "--no-limits",
-		      "--mig-mode-change", (char *)NULL);
+		      opt_in ? "--mig-mode-change" : "--mig-keep-warm", opt_in ? NULL : "0s",
+		      (char *)NULL);
 		_exit(127);
 	}
 	e->agent = p;
@@ -91,7 +94,7 @@ static void start_ctl(struct env *e)
 		fail_msg("start: %s", err.text);
 }
 
-static void setup(struct env *e, const char *busy)
+static void setup(struct env *e, const char *busy, int opt_in)
 {
 	char path[128];
 	memset(e, 0, sizeof(*e));
@@ -104,7 +107,7 @@ static void setup(struct env *e, const char *busy)
 	for (size_t i = 0; i < sizeof(nvml_env) / sizeof(nvml_env[0]); i++)
 		setenv(nvml_env[i][0], nvml_env[i][1], 1);
 	start_ctl(e);
-	start_agent(e);
+	start_agent(e, opt_in);
 }
 
 static void stop_agent(struct env *e)
@@ -283,7 +286,7 @@ static void test_denied_then_allowed(void **state)
 	struct env *e = &E;
 	char buf[1024];
 	(void)state;
-	setup(e, "0");
+	setup(e, "0", 1);
 	WAIT_FOR(node_ready(e), 60, "the agent never registered");
 	long long id = submit_3g(e, "go1", 2); /* a gang of two slices */
 	/* denied by default: it waits, and explain says why */
@@ -350,7 +353,7 @@ static void test_busy_refused(void **state)
 	struct env *e = &E;
 	char buf[1024];
 	(void)state;
-	setup(e, "0,1");
+	setup(e, "0,1", 1);
 	WAIT_FOR(node_ready(e), 60, "the agent never registered");
 	allow(e, "allow");
 	long long id = submit_3g(e, "go1", 1);
@@ -369,6 +372,25 @@ static void test_busy_refused(void **state)
 	e->passed = 1;
 }
 
+/* the second key: an agent started without --mig-mode-change refuses the
+ * controller's order even on a node the admin allowed */
+static void test_agent_opt_in(void **state)
+{
+	struct env *e = &E;
+	char buf[1024];
+	(void)state;
+	setup(e, "", 0);
+	WAIT_FOR(node_ready(e), 60, "the agent never registered");
+	allow(e, "allow");
+	long long id = submit_3g(e, "go1", 1);
+	WAIT_FOR(refused_dev(e, buf, sizeof(buf)) == 1, 60, "GPU 1 was never refused");
+	assert_non_null(strstr(buf, "was not started with --mig-mode-change"));
+	assert_true(job_is(e, id, "pending"));
+	assert_false(gpu_on(0));
+	assert_false(gpu_on(1));
+	e->passed = 1;
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -376,6 +398,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_denied_then_allowed, teardown),
 		cmocka_unit_test_teardown(test_busy_refused, teardown),
+		cmocka_unit_test_teardown(test_agent_opt_in, teardown),
 	};
 	int rc = xp_run_tests(tests, NULL, NULL);
 	curl_global_cleanup();

@@ -506,12 +506,13 @@ void xp_snap_poll(struct xp_ctl *ctl, int block);
  * a pool thread; no state is read there): what its handler needs, typed. */
 struct xp_small {
 	struct json_t *o;      /* job counters: the checked map */
-	int state, scope;      /* node patch: the state (-1: unchanged); token: its scope */
+	int state, scope;      /* node patch: the state (-1: unchanged); token: its scope;
+				* a node's mig-mode answer: ok */
 	int mig_leave;	       /* node patch: mig_mode_change allow 1, deny 0, -1: unchanged */
-	uint32_t replicas;     /* service scale */
+	uint32_t replicas;     /* service scale; a node's mig-mode answer: the device */
 	int has_reason;
 	char name[XP_NAME_MAX + 1], tenant[XP_NAME_MAX + 1], node[XP_NAME_MAX + 1];
-	char reason[256];
+	char reason[256]; /* ...; a node's mig-mode answer: why */
 };
 void xp_small_free(void *small);
 int xp_edge_node_patch(struct xp_cmd *cmd);

@@ -411,11 +411,10 @@ static void *heartbeat_main(void *arg)
 			xp_client_local_ip(cl, addr, sizeof(addr));
 		if (addr[0])
 			json_object_set_new(body, "address", json_string(addr));
-		if (a->mig_devs) { /* the MIG instances: warm ones steer placement */
-			pthread_mutex_lock(&a->mu);
+		pthread_mutex_lock(&a->mu); /* mig_devs grows with a MIG mode change */
+		if (a->mig_devs) /* the MIG instances: warm ones steer placement */
 			json_object_set_new(body, "mig", xp_mig_beat_json(a));
-			pthread_mutex_unlock(&a->mu);
-		}
+		pthread_mutex_unlock(&a->mu);
 		int rc = xp_client_json(cl, "POST", path, body, &reply, &err);
 		json_decref(body);
 		json_decref(reply);
@@ -780,6 +779,7 @@ int xp_agent_run(const struct xp_agent_opts *o, struct xp_err *err)
 		backoff = 500;
 		version = (uint64_t)json_integer_value(json_object_get(reply, "version"));
 		reconcile(a, json_object_get(reply, "assignments"));
+		xp_mig_mode_orders(a, cl, json_object_get(reply, "mig_mode"));
 		json_decref(reply);
 	}
 	rc = 0;

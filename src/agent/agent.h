@@ -25,6 +25,8 @@
  *             heartbeat's list of a node's instances
  *   output.c  HA: ended tasks' output sent again to a new leader
  *             (--output-resend), which lacks what the old one took
+ *   mig_mode.c  the controller's orders to turn a GPU's MIG mode on
+ *             (only with --mig-mode-change), and the report of each
  *
  * A task is run by a shim: the agent forks it, the shim starts a new
  * session and waits until the agent has moved it into the task's cgroups,
@@ -55,6 +57,7 @@
 
 struct xp_hal;
 struct xp_client;
+struct json_t;
 
 struct xp_agent_opts {
 	const char *server; /* controller address */
@@ -86,6 +89,8 @@ struct xp_agent_opts {
 				     the next slice of its profile; 0: destroyed at once */
 	int output_resend_s;	  /* HA: after a leader change, the output of tasks reported
 				     within this long is sent again (--output-resend); 0: never */
+	int mig_mode_change;	  /* --mig-mode-change: carry out the controller's MIG mode
+				     changes (its admin's leave is needed too); 0: refuse */
 };
 
 /* A MIG GPU instance this agent created (mig_keep.c) */
@@ -167,7 +172,12 @@ struct xp_agent {
 	struct xp_mig_owned mig_own[XP_AGENT_MIG_OWN]; /* created by xpool (mu) */
 	unsigned nmig_own;
 	int64_t mig_next_reconcile;	  /* wall-clock ms */
-	uint64_t mig_devs;		  /* devices in MIG mode at discovery */
+	uint64_t mig_devs;		  /* devices in MIG mode (mu) */
+#define XP_AGENT_MIG_MODE 64
+	struct {
+		uint8_t tried, ok, posted;
+		char why[256];
+	} mig_mode[XP_AGENT_MIG_MODE]; /* MIG mode orders, by device (main thread) */
 	atomic_int stop; /* the agent is stopping: every thread ends its loop */
 	atomic_int beat_soon; /* a replica's readiness changed: heartbeat now */
 	atomic_llong leader_epoch; /* HA: the highest leader epoch the heartbeats met */
@@ -275,6 +285,10 @@ void xp_mig_reconcile(struct xp_agent *a, int force);
 /* the node's MIG instances for the heartbeat: [{device, gi, id, start,
  * size, uuid, owned, warm}] */
 void *xp_mig_beat_json(struct xp_agent *a);
+
+/* mig_mode.c (main thread): carry out the assignments' "mig_mode" orders
+ * (once each) and report them to the controller */
+void xp_mig_mode_orders(struct xp_agent *a, struct xp_client *cl, struct json_t *orders);
 
 /* serve.c */
 enum { XP_SERVE_TCP, XP_SERVE_HTTP, XP_SERVE_CMD };

@@ -92,6 +92,10 @@ int xp_verb_agent(int argc, char **argv)
 		{ "output-resend", XP_FLAG_STR, "DURATION",
 		  "HA: after a leader change, send the output of tasks that ended within this "
 		  "long again, so the new leader has it (default 1h; 0: never)" },
+		{ "mig-mode-change", XP_FLAG_BOOL, NULL,
+		  "carry out the controller's MIG mode changes on idle GPUs (the admin must also "
+		  "allow them for the node: xpool nodes set NAME --mig-mode-change allow); "
+		  "default: refuse them" },
 		{ "dedicated", XP_FLAG_BOOL, NULL,
 		  "the node takes only jobs that name it (--node NAME), as xpool dev's host does" },
 		{ "device-mode", XP_FLAG_STR, "MODE",
@@ -176,6 +180,7 @@ int xp_verb_agent(int argc, char **argv)
 		}
 		o.output_resend_s = (int)(ms / 1000);
 	}
+	o.mig_mode_change = xp_flag_get(flags, "mig-mode-change")->bval;
 	static const char *const modes[] = { "required", "auto", "off", NULL };
 	if (xp_flag_choice(flags, "limits", modes, &o.limits, &err) < 0)
 		goto usage;

@@ -75,12 +75,77 @@ static void print_nodes(const json_t *list)
 	xp_table_destroy(t);
 }
 
+/* xpool nodes set NAME --mig-mode-change allow|deny: PATCH /v1/nodes/NAME */
+static int nodes_set(int argc, char **argv)
+{
+	struct xp_flag flags[] = {
+		XP_CLIENT_FLAGS,
+		{ "mig-mode-change", XP_FLAG_STR, "allow|deny",
+		  "let xpool turn MIG mode on for idle MIG-capable GPUs of the node when MIG "
+		  "slices wait (default deny)" },
+		{ NULL, 0, NULL, NULL },
+	};
+	static const struct xp_cli_verb verb = {
+		"nodes set",
+		"xpool nodes set NAME --mig-mode-change allow|deny",
+		"Change what xpool may do on a node (admin): --mig-mode-change allow lets it turn "
+		"MIG mode on for an idle GPU when a MIG slice waits that no GPU in MIG mode can "
+		"give (the node's agent must also run with --mig-mode-change).",
+		"NAME",
+		1,
+		1,
+	};
+	static const char *const leave[] = { "allow", "deny", NULL };
+	struct xp_cli x;
+	struct xp_sb path = { 0 };
+	json_t *reply = NULL, *body = NULL;
+	int status = 2, which = -1;
+
+	if (xp_cli_start(&x, &verb, flags, argc, argv))
+		return xp_cli_end(&x, x.status);
+	if (xp_cli_check_name(&x, "node NAME", x.args[0]) < 0)
+		goto out;
+	if (!xp_flag_get(flags, "mig-mode-change")->given) {
+		fprintf(stderr, "xpool nodes set: nothing to set (--mig-mode-change allow|deny)\n");
+		goto out;
+	}
+	if (xp_flag_choice(flags, "mig-mode-change", leave, &which, &x.err) < 0) {
+		fprintf(stderr, "xpool nodes set: %s\n", x.err.text);
+		goto out;
+	}
+	status = 1;
+	if (xp_cli_connect(&x) < 0) {
+		status = x.status;
+		goto out;
+	}
+	xp_sb_puts(&path, "/v1/nodes/");
+	xp_client_escape(&path, x.args[0]);
+	body = json_pack("{s:s}", "mig_mode_change", leave[which]);
+	if (xp_cli_call(&x, "PATCH", path.s, body, &reply) < 0) {
+		xp_cli_fail_api(&x);
+		goto out;
+	}
+	if (x.json)
+		xp_cli_print_json(reply);
+	else
+		printf("node %s: MIG mode changes %s\n", x.args[0],
+		       which == 0 ? "allowed" : "denied");
+	status = 0;
+out:
+	xp_sb_free(&path);
+	json_decref(body);
+	json_decref(reply);
+	return xp_cli_end(&x, status);
+}
+
 int xp_verb_nodes(int argc, char **argv)
 {
+	if (argc > 0 && !strcmp(argv[0], "set"))
+		return nodes_set(argc - 1, argv + 1);
 	struct xp_flag flags[] = { XP_CLIENT_FLAGS, { NULL, 0, NULL, NULL } };
 	static const struct xp_cli_verb verb = {
 		"nodes",
-		"xpool nodes [-o table|json]",
+		"xpool nodes [-o table|json]; xpool nodes set NAME --mig-mode-change allow|deny",
 		"List the nodes with their state and their free and total CPU, memory and devices.",
 		NULL,
 		0,
@@ -272,6 +337,7 @@ static void describe_node(const json_t *n, const json_t *devices)
 		{ "Jobs:", "jobs", 0 },
 		{ "Heartbeat:", "heartbeat_age_ms", 3 },
 		{ "Suspect:", "suspect", 0 },
+		{ "MIG modes:", "mig_mode_change", 0 }, /* allow: xpool may turn MIG on */
 	};
 	struct xp_sb b = { 0 };
 
@@ -293,6 +359,18 @@ static void describe_node(const json_t *n, const json_t *devices)
 		printf("%-14s %s\n", rows[i].label, s && *s ? s : "-");
 		free(s);
 	}
+	const json_t *mr = json_object_get(n, "mig_mode_reserved"),
+		     *mf = json_object_get(n, "mig_mode_refused");
+	if (mr)
+		printf("%-14s GPU %lld is being switched to MIG mode for job %lld (since %s)\n", "",
+		       (long long)json_integer_value(json_object_get(mr, "device")),
+		       (long long)json_integer_value(json_object_get(mr, "job")),
+		       json_string_value(json_object_get(mr, "since")));
+	if (mf)
+		printf("%-14s GPU %lld refused MIG mode at %s: %s\n", "",
+		       (long long)json_integer_value(json_object_get(mf, "device")),
+		       json_string_value(json_object_get(mf, "at")),
+		       json_string_value(json_object_get(mf, "why")));
 	labels_text(&b, json_object_get(n, "labels"));
 	printf("%-14s %s\n", "Labels:", b.len ? b.s : "-");
 	xp_sb_free(&b);

@@ -265,7 +265,7 @@ static int mig_route(struct xp_hal *h, unsigned dev, struct fam **fm, unsigned *
 	return 0;
 }
 
-/* op: 0 list, 1 create, 2 destroy */
+/* op: 0 list, 1 create, 2 destroy, 3 set the mode */
 static int mig_call(struct xp_hal *h, unsigned dev, int op, unsigned a, unsigned b, void *out,
 		    struct xp_err *err)
 {
@@ -279,8 +279,12 @@ static int mig_call(struct xp_hal *h, unsigned dev, int op, unsigned a, unsigned
 		rc = fm->ops->mig_list(fm->f, idx, out, err);
 	else if (rc == 0 && op == 1)
 		rc = fm->ops->mig_create(fm->f, idx, a, b, out, err);
-	else if (rc == 0)
+	else if (rc == 0 && op == 2)
 		rc = fm->ops->mig_destroy(fm->f, idx, a, err);
+	else if (rc == 0)
+		rc = fm->ops->mig_set_mode ? fm->ops->mig_set_mode(fm->f, idx, (int)a, err)
+					   : xp_errf(err, XP_EUNSUPP,
+						     "device %u cannot change its MIG mode", dev);
 	if (rc < 0 && fm && err && err->text[0])
 		xp_err_prefix(err, "%s: ", fm->ops->name);
 	pthread_mutex_unlock(&h->mu);
@@ -360,4 +364,9 @@ void xp_hal_close(struct xp_hal *h)
 	xp_sb_free(&h->active);
 	pthread_mutex_destroy(&h->mu);
 	free(h);
+}
+
+int xp_hal_mig_set_mode(struct xp_hal *h, unsigned dev, int on, struct xp_err *err)
+{
+	return mig_call(h, dev, 3, on ? 1u : 0u, 0, NULL, err);
 }

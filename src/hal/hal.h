@@ -86,7 +86,9 @@ struct xp_device_ops {
 	 * the lines that hide every device of the family. */
 	int (*env)(struct xp_hal_family *f, const unsigned *idx, unsigned n, struct xp_sb *out);
 	void (*close)(struct xp_hal_family *f); /* NULL-safe */
-	/* MIG (NULL in families without it; idx family-local). None changes the MIG mode.
+	/* MIG (NULL in families without it; idx family-local). Only mig_set_mode changes the
+	 * MIG mode (on: enable); it is XP_ESTATE when NVML refuses (IN_USE: processes run) or
+	 * leaves the change pending a GPU reset; 0 when the mode already is so.
 	 * mig_list: the mode and every GPU instance. mig_create: a GPU instance of profile_id
 	 * at start plus one compute instance over all of it; out gets it with its MIG UUID.
 	 * mig_destroy: its compute instances, then the GPU instance. Each NVML failure is an
@@ -98,6 +100,7 @@ struct xp_device_ops {
 			  unsigned start, struct xp_hal_mig_inst *out, struct xp_err *err);
 	int (*mig_destroy)(struct xp_hal_family *f, unsigned idx, unsigned gi_id,
 			   struct xp_err *err);
+	int (*mig_set_mode)(struct xp_hal_family *f, unsigned idx, int on, struct xp_err *err);
 };
 
 struct xp_hal_opts {
@@ -141,6 +144,8 @@ int xp_hal_mig_list(struct xp_hal *h, unsigned dev, struct xp_hal_mig *out, stru
 int xp_hal_mig_create(struct xp_hal *h, unsigned dev, unsigned profile_id, unsigned start,
 		      struct xp_hal_mig_inst *out, struct xp_err *err);
 int xp_hal_mig_destroy(struct xp_hal *h, unsigned dev, unsigned gi_id, struct xp_err *err);
+/* Change the MIG mode of node device dev (the agent, on the controller's order only). */
+int xp_hal_mig_set_mode(struct xp_hal *h, unsigned dev, int on, struct xp_err *err);
 /* "family: reason\n" for every family skipped at open (library absent, no devices, ...); ""
  * when none. Borrowed, valid until xp_hal_close(). */
 const char *xp_hal_notes(const struct xp_hal *h);

@@ -510,4 +510,5 @@ const struct xp_device_ops xp_hal_nvidia_ops = {
 	.mig_list = xp_nv_mig_list,
 	.mig_create = xp_nv_mig_create,
 	.mig_destroy = xp_nv_mig_destroy,
+	.mig_set_mode = xp_nv_mig_set_mode,
 };

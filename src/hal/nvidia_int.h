@@ -53,5 +53,6 @@ int xp_nv_mig_list(struct xp_hal_family *f, unsigned idx, struct xp_hal_mig *out
 int xp_nv_mig_create(struct xp_hal_family *f, unsigned idx, unsigned profile_id, unsigned start,
 		     struct xp_hal_mig_inst *out, struct xp_err *err);
 int xp_nv_mig_destroy(struct xp_hal_family *f, unsigned idx, unsigned gi_id, struct xp_err *err);
+int xp_nv_mig_set_mode(struct xp_hal_family *f, unsigned idx, int on, struct xp_err *err);
 
 #endif

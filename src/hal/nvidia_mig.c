@@ -28,9 +28,14 @@
  * instance's slice count); if the compute instance fails the GPU instance
  * is destroyed again. Destroy removes the compute instances, then the GPU
  * instance; IN_USE (processes) stops it and is reported. Every NVML failure
- * names the call, its arguments and NVML's reason. The MIG mode is read,
- * never changed: creating on a GPU not in MIG mode is refused before NVML
- * is asked.
+ * names the call, its arguments and NVML's reason. Creating on a GPU not
+ * in MIG mode is refused before NVML is asked. The MIG mode is changed
+ * only by mig_set_mode (nvmlDeviceSetMigMode), which the agent calls only
+ * when the controller orders it - for a node whose admin allowed MIG mode
+ * changes, on a GPU with nothing of xpool's on it - and the agent itself
+ * was started with --mig-mode-change (docs/design/mig.md); NVML refuses
+ * while processes run (IN_USE), and a change left pending until a GPU
+ * reset is reported as a failure.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -458,7 +463,8 @@ static int need_mig_mode(struct xp_hal_family *f, struct nv_gpu *g, unsigned idx
 	if (cur != NVML_DEVICE_MIG_ENABLE)
 		return xp_errf(err, XP_ESTATE,
 			       "GPU %u (%s) is not in MIG mode%s: an administrator enables it "
-			       "(nvidia-smi -i %u -mig 1); xpool never changes MIG modes",
+			       "(nvidia-smi -i %u -mig 1); xpool changes MIG modes only on nodes "
+			       "an admin allowed",
 			       idx, g->uuid,
 			       pend == NVML_DEVICE_MIG_ENABLE ? " (enabled at the next reset)" : "",
 			       idx);
@@ -551,5 +557,32 @@ int xp_nv_mig_destroy(struct xp_hal_family *f, unsigned idx, unsigned gi_id, str
 				       gi_id);
 	if ((r = f->fn.nvmlGpuInstanceDestroy(gi)) != NVML_SUCCESS)
 		return nv_fail(f, err, r, "nvmlGpuInstanceDestroy(GPU %u, GI %u)", idx, gi_id);
+	return 0;
+}
+
+int xp_nv_mig_set_mode(struct xp_hal_family *f, unsigned idx, int on, struct xp_err *err)
+{
+	unsigned cur = 0, pend = 0, want = on ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
+	const char *what = on ? "enable" : "disable";
+	struct nv_gpu *g = mig_gpu(f, idx, err);
+	if (!g)
+		return err ? err->code : XP_EUNSUPP;
+	if (!f->fn.nvmlDeviceSetMigMode)
+		return xp_errf(err, XP_EUNSUPP, "GPU %u: this NVML has no nvmlDeviceSetMigMode",
+			       idx);
+	nvmlReturn_t r = f->fn.nvmlDeviceGetMigMode(g->h, &cur, &pend);
+	if (r != NVML_SUCCESS)
+		return nv_fail(f, err, r, "nvmlDeviceGetMigMode(GPU %u)", idx);
+	if (cur == want && pend == want)
+		return 0; /* already so */
+	nvmlReturn_t act = NVML_SUCCESS;
+	r = f->fn.nvmlDeviceSetMigMode(g->h, want, &act);
+	if (r != NVML_SUCCESS)
+		return nv_fail(f, err, r, "nvmlDeviceSetMigMode(GPU %u, %s)", idx, what);
+	if (act != NVML_SUCCESS)
+		return xp_errf(err, XP_ESTATE,
+			       "nvmlDeviceSetMigMode(GPU %u, %s): pending until the GPU is reset "
+			       "(%s); xpool does not reset GPUs",
+			       idx, what, xp_nv_estr(f, act));
 	return 0;
 }

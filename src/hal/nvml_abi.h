@@ -247,11 +247,7 @@ _Static_assert(sizeof(nvmlEventData_t) == 32, "nvmlEventData_t layout");
 	  (nvmlComputeInstance_t ci, nvmlComputeInstanceInfo_t * info))                            \
 	X(nvmlReturn_t, nvmlComputeInstanceDestroy, (nvmlComputeInstance_t ci))                    \
 	X(nvmlReturn_t, nvmlDeviceGetGpuInstanceId, (nvmlDevice_t mig, unsigned int *id))          \
-	X(nvmlReturn_t, nvmlDeviceGetComputeInstanceId, (nvmlDevice_t mig, unsigned int *id))
-
-/* Declared for the fake library only: xpool never changes a GPU's MIG mode,
- * so nvidia.c does not bind it; tests reach it with dlsym on the fake. */
-#define XP_NVML_MODE_FUNCS(X)                                                                      \
+	X(nvmlReturn_t, nvmlDeviceGetComputeInstanceId, (nvmlDevice_t mig, unsigned int *id))      \
 	X(nvmlReturn_t, nvmlDeviceSetMigMode,                                                      \
 	  (nvmlDevice_t dev, unsigned int mode, nvmlReturn_t *activation))
 

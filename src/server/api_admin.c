@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "../core/state/migmode.h"
 #include "../descriptor/descriptor.h"
 #include "../lib/sha256.h"
 #include "../lib/xalloc.h"
@@ -117,6 +118,7 @@ static json_t *node_json(struct xp_ctl *ctl, size_t n)
 	json_object_set_new(o, "devices", json_integer(node->ndevs));
 	json_object_set_new(o, "devices_free", json_integer(free_devs));
 	json_object_set_new(o, "jobs", json_integer(ni->jobs));
+	xp_mig_mode_node_json(ctl, n, o); /* the MIG mode leave, a change reserved or refused */
 	if (ni->source == XP_SRC_AGENT && n < ctl->live.n && ctl->live.v[n].last_seen) {
 		json_object_set_new(o, "heartbeat_age_ms",
 				    json_integer(xp_ctl_now() - ctl->live.v[n].last_seen));
@@ -213,21 +215,33 @@ static struct xp_small *small_new(struct xp_cmd *cmd)
 	return b;
 }
 
-/* edge (pool thread, no state): PATCH /v1/nodes/NAME {state} */
+/* edge (pool thread, no state): PATCH /v1/nodes/NAME {state, mig_mode_change} */
 int xp_edge_node_patch(struct xp_cmd *cmd)
 {
-	static const char *const allowed[] = { "state", NULL };
+	static const char *const allowed[] = { "state", "mig_mode_change", NULL };
 	json_t *o = xp_cmd_body_object(cmd, allowed);
 	if (!o)
 		return -1;
-	json_t *sv = json_object_get(o, "state");
+	json_t *sv = json_object_get(o, "state"), *mv = json_object_get(o, "mig_mode_change");
 	int to = json_is_string(sv) ? xp_node_state_parse(json_string_value(sv)) : -1;
+	const char *m = json_is_string(mv) ? json_string_value(mv) : "";
+	int leave = !strcmp(m, "allow") ? 1 : !strcmp(m, "deny") ? 0 : -1;
 	json_decref(o);
-	if (to != XP_NODE_READY && to != XP_NODE_CORDONED && to != XP_NODE_DRAINING)
+	if (sv && to != XP_NODE_READY && to != XP_NODE_CORDONED && to != XP_NODE_DRAINING)
 		return xp_reply_error(cmd, XP_EINVAL, "state",
 				      "state: expected ready, cordoned or draining"),
 		       -1;
-	small_new(cmd)->state = to;
+	if (mv && leave < 0)
+		return xp_reply_error(cmd, XP_EINVAL, "mig_mode_change",
+				      "mig_mode_change: expected allow or deny"),
+		       -1;
+	if (!sv && !mv)
+		return xp_reply_error(cmd, XP_EINVAL, "state",
+				      "expected state and/or mig_mode_change"),
+		       -1;
+	struct xp_small *b = small_new(cmd);
+	b->state = sv ? to : -1;
+	b->mig_leave = leave;
 	return 0;
 }
 
@@ -237,8 +251,14 @@ void xp_api_node_patch(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	long n = node_or_404(ctl, cmd);
 	if (n < 0)
 		return;
-	int to = ((const struct xp_small *)cmd->payload)->state;
-	if (xp_ctl_journal(ctl, "node.state", xp_rec_node_state(cmd->name, to), &err) < 0)
+	const struct xp_small *b = cmd->payload;
+	if (b->state >= 0 &&
+	    xp_ctl_journal(ctl, "node.state", xp_rec_node_state(cmd->name, b->state), &err) < 0)
+		FAIL_ERR(cmd, &err, NULL);
+	cmd->journaled |= b->state >= 0;
+	if (b->mig_leave >= 0 && xp_ctl_journal(ctl, "node.mig_mode_change",
+						xp_rec_node_mig_leave(cmd->name, b->mig_leave),
+						&err) < 0)
 		FAIL_ERR(cmd, &err, NULL);
 	cmd->journaled = 1;
 	if (fresh_sched(ctl, cmd) == 0)

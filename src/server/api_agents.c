@@ -422,9 +422,10 @@ void xp_api_node_assignments(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	}
 	cmd->id = ctl->assign_ver.v[n]; /* the version this list reflects */
 	cmd->node = n;			/* for the worker's wait */
-	xp_reply_json(cmd, 200,
-		      xp_json_take(json_pack("{s:s,s:I,s:o}", "node", cmd->name, "version",
-				      (json_int_t)cmd->id, "assignments", arr)));
+	json_t *reply = json_pack("{s:s,s:I,s:o}", "node", cmd->name, "version",
+				  (json_int_t)cmd->id, "assignments", arr);
+	xp_mig_mode_assign(ctl, (size_t)n, reply); /* a MIG mode change to make */
+	xp_reply_json(cmd, 200, xp_json_take(reply));
 }
 
 /* ---- task reports ---- */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/state/migmode.h"
 #include "../lib/fileio.h"
 #include "../lib/parse.h"
 #include "../lib/strbuf.h"
@@ -534,6 +535,8 @@ static void explain_placement(struct xp_ctl *ctl, const struct xp_job *j, json_t
 	for (int w = 0; w < XP_WHY_N; w++)
 		total += ex.nodes[w];
 	xp_explain_summary(&ex, *fits, j->spec.replicas, sum);
+	if (!*fits) /* a MIG mode change it waits for, or why none is made */
+		xp_migmode_explain(ctl->st, j, xp_ctl_now(), sum);
 	json_object_set_new(o, "reasons", rs);
 	json_object_set_new(o, "nodes", json_integer(total));
 }

@@ -16,6 +16,12 @@
  * GPU's slices, its instances (profile, placement, GI, UUID, state) and
  * the jobs in them, the reported instances merged with the slices that
  * running allocations hold. Owner thread only.
+ *
+ * MIG mode changes (core/state/migmode.h): the node's leave and its
+ * reserved or refused change in GET /v1/nodes/NAME, the reserved change in
+ * the agent's assignments ("mig_mode"), the agent's answer (POST
+ * /v1/nodes/NAME/mig-mode, checked at the edge) journaled as
+ * node.mig_mode_done, and the planner run after each cycle.
  */
 #include "ctl.h"
 
@@ -25,6 +31,8 @@
 #include <string.h>
 
 #include "../core/model/mig.h"
+#include "../core/state/migmode.h"
+#include "../lib/timefmt.h"
 #include "../lib/xalloc.h"
 
 #define MIG_PER_DEV 8
@@ -169,4 +177,111 @@ json_t *xp_mig_dev_json(struct xp_ctl *ctl, size_t n, uint16_t d)
 			 "memory_slices", XP_MIG_MEM_SLICES, "slices", slices, "free_compute",
 			 (int)xp_mig_free_compute(g), "largest_free",
 			 big >= 0 ? prof_name(t, big) : "", "instances", insts);
+}
+
+/* ---- MIG mode changes (core/state/migmode.h) ---- */
+
+void xp_mig_mode_node_json(struct xp_ctl *ctl, size_t n, json_t *o)
+{
+	const struct xp_state *st = ctl->st;
+	const struct xp_migmode *m = xp_migmode_of(st, n);
+	char ts[XP_TIME_LEN];
+	json_object_set_new(o, "mig_mode_change",
+			    json_string(st->nodes.v[n].mig_leave ? "allow" : "deny"));
+	if (m && m->dev >= 0) {
+		xp_time_format(m->at, ts);
+		json_object_set_new(o, "mig_mode_reserved",
+				    json_pack("{s:i,s:s,s:I,s:s}", "device", (int)m->dev, "mode",
+					      "mig", "job", (json_int_t)m->job, "since", ts));
+	}
+	if (m && m->refused >= 0) {
+		xp_time_format(m->refused_at, ts);
+		json_object_set_new(o, "mig_mode_refused",
+				    json_pack("{s:i,s:s,s:s}", "device", (int)m->refused, "at", ts,
+					      "why", m->why));
+	}
+}
+
+void xp_mig_mode_assign(struct xp_ctl *ctl, size_t n, json_t *reply)
+{
+	const struct xp_migmode *m = xp_migmode_of(ctl->st, n);
+	if (m && m->dev >= 0)
+		json_object_set_new(reply, "mig_mode",
+				    json_pack("[{s:i,s:s,s:I}]", "device", (int)m->dev, "mode",
+					      "mig", "job", (json_int_t)m->job));
+}
+
+/* edge (pool thread): POST /v1/nodes/NAME/mig-mode {device, mode, ok, why} */
+int xp_edge_mig_mode(struct xp_cmd *cmd)
+{
+	static const char *const allowed[] = { "device", "mode", "ok", "why", NULL };
+	json_t *o = xp_cmd_body_object(cmd, allowed);
+	if (!o)
+		return -1;
+	json_t *d = json_object_get(o, "device"), *m = json_object_get(o, "mode"),
+	       *ok = json_object_get(o, "ok"), *why = json_object_get(o, "why");
+	const char *field = !json_is_integer(d) || json_integer_value(d) < 0 ||
+					    json_integer_value(d) >= XP_MAX_NODE_DEVS
+				    ? "device"
+			    : !json_is_string(m) || strcmp(json_string_value(m), "mig") ? "mode"
+			    : !json_is_boolean(ok)					 ? "ok"
+			    : why && (!json_is_string(why) || strlen(json_string_value(why)) > 255)
+				    ? "why"
+				    : NULL;
+	if (field) {
+		json_decref(o);
+		return xp_reply_error(cmd, XP_EINVAL, field,
+				      "%s: expected device (a device index), mode (mig), ok (a "
+				      "boolean) and why (at most 255 characters)",
+				      field),
+		       -1;
+	}
+	struct xp_small *b = XNEW(struct xp_small);
+	b->replicas = (uint32_t)json_integer_value(d);
+	b->state = json_is_true(ok);
+	snprintf(b->reason, sizeof(b->reason), "%s", why ? json_string_value(why) : "");
+	json_decref(o);
+	cmd->payload = b;
+	cmd->payload_free = xp_small_free;
+	return 0;
+}
+
+/* owner: the agent's answer to a reserved MIG mode change */
+void xp_api_node_mig_mode(struct xp_ctl *ctl, struct xp_cmd *cmd)
+{
+	struct xp_err err = { 0 };
+	const struct xp_small *b = cmd->payload;
+	long n = xp_state_node(ctl->st, cmd->name);
+	if (n < 0)
+		FAIL(cmd, XP_ENOENT, NULL, "no node %s", cmd->name);
+	const struct xp_migmode *m = xp_migmode_of(ctl->st, (size_t)n);
+	if (!m || m->dev != (int16_t)b->replicas)
+		FAIL(cmd, XP_ESTATE, "device", "node %s GPU %u: no MIG mode change is reserved",
+		     cmd->name, b->replicas);
+	if (!b->state)
+		fprintf(stderr, "xpool server: node=%s GPU %u: MIG mode change refused: %s\n",
+			cmd->name, b->replicas, b->reason);
+	if (xp_ctl_journal(ctl, "node.mig_mode_done",
+			   xp_rec_node_mig_done(cmd->name, b->replicas, b->state, b->reason),
+			   &err) < 0)
+		FAIL_ERR(cmd, &err, NULL);
+	cmd->journaled = 1;
+	xp_reply_json(cmd, 200,
+		      xp_json_take(json_pack("{s:s,s:i,s:b}", "node", cmd->name, "device",
+					     (int)b->replicas, "ok", b->state)));
+}
+
+static int plan_emit(void *ctx, const char *type, char *body)
+{
+	struct xp_err err = { 0 };
+	int rc = xp_ctl_journal(ctx, type, body, &err);
+	if (rc < 0)
+		fprintf(stderr, "xpool server: a MIG mode change's %s was refused: %s\n", type,
+			err.text);
+	return rc;
+}
+
+void xp_mig_mode_plan(struct xp_ctl *ctl)
+{
+	xp_migmode_plan(ctl->st, xp_ctl_now(), plan_emit, ctl);
 }

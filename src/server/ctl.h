@@ -411,6 +411,7 @@ struct xp_ctl {
 	int64_t svc_sweep_at;	      /* services.c: the next look for orphan replicas */
 	int64_t live_next;	      /* owner.c: the next walk of node liveness (ms) */
 	int64_t svc_next;	      /* owner.c: the next services tick (ms) */
+	int64_t mig_plan_next;	      /* owner.c: the next MIG mode plan (ms) */
 	uint64_t sched_next;	      /* owner.c: no cycle rebuilds the scheduler before (mono ns) */
 	/* services.c: every service's endpoints as JSON, published by the owner
 	 * when they change, for the streams read on pool threads (ep_mu) */
@@ -483,6 +484,15 @@ void xp_mig_beat_apply(struct xp_ctl *ctl, long n, struct xp_live_mig *v, int k)
 /* The MIG view of device d of node n ({slices, instances, ...}), NULL when
  * it is not a MIG GPU with a slice lattice; st->sched must be fresh */
 json_t *xp_mig_dev_json(struct xp_ctl *ctl, size_t n, uint16_t d);
+/* MIG mode changes: node n's leave, reserved and refused change into o
+ * (GET /v1/nodes); the reserved change into an assignments reply; the
+ * agent's answer (edge parser and owner handler); the planner, after each
+ * cycle (owner thread) */
+void xp_mig_mode_node_json(struct xp_ctl *ctl, size_t n, json_t *o);
+void xp_mig_mode_assign(struct xp_ctl *ctl, size_t n, json_t *reply);
+int xp_edge_mig_mode(struct xp_cmd *cmd);
+void xp_api_node_mig_mode(struct xp_ctl *ctl, struct xp_cmd *cmd);
+void xp_mig_mode_plan(struct xp_ctl *ctl);
 
 /* api_agents.c: a heartbeat's power over the elapsed ms, shared among the
  * replicas holding each device; owner.c journals job.energy when the run ends */
@@ -497,11 +507,13 @@ void xp_snap_poll(struct xp_ctl *ctl, int block);
  * a pool thread; no state is read there): what its handler needs, typed. */
 struct xp_small {
 	struct json_t *o;      /* job counters: the checked map */
-	int state, scope;      /* node patch: the state; token: its scope */
-	uint32_t replicas;     /* service scale */
+	int state, scope;      /* node patch: the state (-1: unchanged); token: its scope;
+				* a node's mig-mode answer: ok */
+	int mig_leave;	       /* node patch: mig_mode_change allow 1, deny 0, -1: unchanged */
+	uint32_t replicas;     /* service scale; a node's mig-mode answer: the device */
 	int has_reason;
 	char name[XP_NAME_MAX + 1], tenant[XP_NAME_MAX + 1], node[XP_NAME_MAX + 1];
-	char reason[256];
+	char reason[256]; /* ...; a node's mig-mode answer: why */
 };
 void xp_small_free(void *small);
 int xp_edge_node_patch(struct xp_cmd *cmd);

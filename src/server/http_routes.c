@@ -86,6 +86,7 @@ static const struct route routes[] = {
 	{ "GET", "/v1/nodes/{name}/assignments", xp_api_node_assignments, N, EDGE_WATCH, SMALL },
 	{ "POST", "/v1/nodes/{name}/tasks", xp_api_node_tasks, N, EDGE_REPORTS, 0 },
 	{ "POST", "/v1/nodes/{name}/logs", xp_api_node_logs, N, EDGE_RAW, LOGS_MAX },
+	{ "POST", "/v1/nodes/{name}/mig-mode", xp_api_node_mig_mode, N, EDGE_JSON, SMALL, xp_edge_mig_mode },
 	{ NULL, NULL, NULL, 0, 0, 0 },
 };
 

@@ -348,6 +348,8 @@ static int journal(struct xp_ctl *ctl, const char *type, char *body, struct type
 	for (uint32_t r = 0;
 	     job && !was_running && job->state == XP_JOB_RUNNING && r < job->spec.replicas; r++)
 		xp_watch_bump(ctl, job->allocs[r].node);
+	if (!strncmp(type, "node.mig_mode", 13) && ev.node >= 0) /* its agent's orders changed */
+		xp_watch_bump(ctl, (uint32_t)ev.node);
 	uint64_t seq = xp_store_append(ctl->store, type, body, strlen(body), now);
 	free(body);
 	if (seq == 0) { /* the store has failed: memory is now ahead of the disk */
@@ -640,6 +642,8 @@ static int cycle(struct xp_ctl *ctl)
 				     cycle_emit, ctl);
 	xp_hist_add(&ctl->m.cycle, (double)(xp_mono_ns() - t0) / 1e9);
 	(void)placed;
+	if (due(&ctl->mig_plan_next, xp_ctl_now(), ctl->o.tick_ms)) /* O(pending): once a tick */
+		xp_mig_mode_plan(ctl); /* MIG mode changes for what no MIG GPU takes (migmode.h) */
 	return xp_state_cycle_more(ctl->st);
 }
 

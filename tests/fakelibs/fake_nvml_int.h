@@ -14,7 +14,6 @@
 
 #define X(ret, name, args) FAKE_EXPORT ret name args;
 XP_NVML_FUNCS(X)
-XP_NVML_MODE_FUNCS(X)
 #undef X
 
 #define MAXG	 64

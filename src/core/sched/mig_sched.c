@@ -432,3 +432,29 @@ void xp_mig_explain(const struct xp_sched *s, const struct xp_request *r, const 
 			 "MIG %s: %u of the %u GPUs offering it have a free placement", what, room,
 			 offer);
 }
+
+/* slices of r's profile device d could take now, each at a free placement */
+static uint32_t dev_room(const struct xp_sched *s, const struct xp_dstate *d,
+			 const struct xp_request *r)
+{
+	int k = dev_kind(s, d, r);
+	return d->ok && k >= 0 ? (uint32_t)free_places(&s->migs[d->mig - 1], k, NULL) : 0;
+}
+
+uint32_t xp_mig_room_now(const struct xp_sched *s, const struct xp_request *r)
+{
+	uint32_t room = 0;
+	for (uint32_t i = 0; r->mig && i < s->ndevs; i++)
+		room += dev_room(s, &s->dev[i], r);
+	return room;
+}
+
+uint32_t xp_mig_room_on(const struct xp_sched *s, uint32_t node, const struct xp_request *r)
+{
+	uint32_t room = 0;
+	if (!r->mig || node >= s->nnodes)
+		return 0;
+	for (uint16_t d = 0; d < s->ns[node].ndev; d++)
+		room += dev_room(s, &s->dev[s->ns[node].dev0 + d], r);
+	return room;
+}

@@ -160,6 +160,11 @@ void xp_sched_set_mig_warm(struct xp_sched *s, uint32_t node, uint16_t dev, cons
 const struct xp_mig_table *xp_sched_mig_table(const struct xp_sched *s, uint32_t node,
 					      uint16_t dev);
 const struct xp_mig_gpu *xp_sched_mig_gpu(const struct xp_sched *s, uint32_t node, uint16_t dev);
+/* How many slices of r's profile (mig: any, its smallest that fits) the
+ * healthy GPUs in MIG mode could take now, each at a free placement. */
+uint32_t xp_mig_room_now(const struct xp_sched *s, const struct xp_request *r);
+/* The same on node's GPUs alone (a gang of slices on one node). */
+uint32_t xp_mig_room_on(const struct xp_sched *s, uint32_t node, const struct xp_request *r);
 /* Apply a decision (it must still fit). */
 void xp_sched_commit(struct xp_sched *s, const struct xp_alloc *a);
 /* Return the resources of a committed allocation. */

@@ -80,6 +80,7 @@ int xp_state_sched(struct xp_state *st, struct xp_err *err)
 			xp_sched_set_node_up(s, (uint32_t)n, 0);
 		xp_sched_set_node_failures(s, (uint32_t)n, st->nodes.v[n].failures);
 	}
+	xp_migmode_sched(st, s); /* GPUs reserved for a MIG mode change take nothing */
 	for (size_t i = 0; i < st->jobs.n; i++) {
 		const struct xp_job *j = st->jobs.v[i];
 		if (j->state == XP_JOB_RUNNING)
@@ -363,6 +364,7 @@ static int node_remove(struct xp_state *st, struct rec *r, struct xp_event_info 
 		return refuse(r, XP_ESTATE, "node %s still runs %u jobs", name,
 			      st->nodes.v[n].jobs);
 	st->nodes.v[n].removed = 1;
+	xp_migmode_node_gone(st, (size_t)n); /* its reservation and leave go with it */
 	st->nodes_gen++;
 	xp_capacity_node(st, (uint32_t)n, -1);
 	if (!st->sched_stale)
@@ -930,6 +932,8 @@ int xp_state_apply(struct xp_state *st, uint64_t seq, int64_t at, const char *ty
 		rc = node_state(st, &r, ev);
 	else if (!strcmp(type, "node.remove"))
 		rc = node_remove(st, &r, ev);
+	else if (!strncmp(type, "node.mig_mode", 13)) /* migmode.c */
+		rc = xp_migmode_apply(st, type, r.o, at, ev, err);
 	else if (!strcmp(type, "job.submit"))
 		rc = job_submit(st, &r, at, ev);
 	else if (!strcmp(type, "job.start"))

@@ -46,6 +46,7 @@ struct grp {
 struct shape {
 	struct xp_request req;
 	uint32_t replicas;
+	uint8_t colocate; /* a gang on one node fails where the same spread out fits */
 	uint32_t queue; /* preemption failures only */
 	int32_t priority;
 };
@@ -323,7 +324,7 @@ static long pick(const struct xp_state *st, struct xp_pass *p)
 static int shape_in(const struct shape *f, size_t n, const struct xp_job *j, int with_queue)
 {
 	for (size_t i = 0; i < n; i++)
-		if (f[i].replicas == j->spec.replicas &&
+		if (f[i].replicas == j->spec.replicas && f[i].colocate == j->spec.colocate &&
 		    !memcmp(&f[i].req, &j->req, sizeof(j->req)) &&
 		    (!with_queue || (f[i].queue == j->queue && f[i].priority == j->spec.priority)))
 			return 1;
@@ -337,6 +338,7 @@ static void shape_add(void *vec_v, const struct xp_job *j)
 	memset(&s, 0, sizeof(s));
 	s.req = j->req;
 	s.replicas = j->spec.replicas;
+	s.colocate = (uint8_t)j->spec.colocate;
 	s.queue = j->queue;
 	s.priority = j->spec.priority;
 	xp_vec_push(vec, s);

@@ -12,6 +12,11 @@
  *                   each replica pinned to its nodes in turn.
  * A fractional device share cannot be summed: node, island and numa place
  * such a gang replica by replica pinned to the first replica's node.
+ * Neither can MIG slices (each its own placement on a slice lattice): a
+ * gang of slices with node, island or numa is placed on one node tried in
+ * turn - the policy's pick for the first replica first, then the others
+ * in index order whose GPUs have room for every replica - each replica
+ * pinned there, all or none (place_mig_together; issue 21).
  */
 #include "state_int.h"
 
@@ -111,6 +116,32 @@ static int place_zone(struct xp_state *st, const struct xp_job *j, struct xp_rng
 	return rc;
 }
 
+/* MIG slices, all on one node: the first node whose GPUs take them all */
+static int place_mig_together(struct xp_state *st, const struct xp_job *j, struct xp_rng *rng,
+			      struct xp_alloc *a, uint32_t *placed)
+{
+	uint32_t n = j->spec.replicas, nn = (uint32_t)st->c->nnodes;
+	struct xp_request r = j->req;
+	*placed = 0;
+	if (xp_sched_pick(st->sched, &r, rng, &a[0]) < 0)
+		return XP_ENOSPC;
+	uint32_t first = a[0].node;
+	for (uint32_t i = 0; i <= nn; i++) {
+		uint32_t node = i == 0 ? first : i - 1;
+		if ((i > 0 && node == first) || (j->req.node >= 0 && (int32_t)node != j->req.node) ||
+		    xp_mig_room_on(st->sched, node, &j->req) < n)
+			continue;
+		r.node = (int32_t)node;
+		uint32_t got = place_each(st, &r, n, 0, rng, a);
+		if (got == n) {
+			*placed = n;
+			return 0;
+		}
+		xp_unplace(st, a, got);
+	}
+	return XP_ENOSPC;
+}
+
 int xp_place_gang(struct xp_state *st, const struct xp_job *j, struct xp_rng *rng,
 		  struct xp_alloc *a, uint32_t *placed)
 {
@@ -118,6 +149,8 @@ int xp_place_gang(struct xp_state *st, const struct xp_job *j, struct xp_rng *rn
 	int coloc = n > 1 ? j->spec.colocate : XP_COLOC_NONE;
 	if (coloc == XP_COLOC_ZONE)
 		return place_zone(st, j, rng, a, placed);
+	if (coloc != XP_COLOC_NONE && j->req.mig)
+		return place_mig_together(st, j, rng, a, placed);
 	/* summing replicas into one request would lose a MIG slice's placement */
 	if (coloc != XP_COLOC_NONE && (j->req.dev_count == 0 || j->req.dev_milli >= XP_MILLI) &&
 	    !j->req.mig && (uint32_t)j->req.dev_count * n <= XP_MAX_NODE_DEVS)

@@ -71,6 +71,7 @@ char *xp_state_snapshot(const struct xp_state *st)
 				  "descriptor", node_descriptor(st, n));
 		if (ni->failures)
 			json_object_set_new(no, "failures", json_integer(ni->failures));
+		xp_migmode_snap(st, n, no);
 		if (ni->dev_why) {
 			json_t *why = json_array();
 			for (uint16_t d = 0; d < st->c->nodes[n].ndevs; d++)
@@ -353,6 +354,7 @@ int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, st
 			} else { /* the failure history, for the weighted policy */
 				st->nodes.v[idx].failures = (uint32_t)json_integer_value(
 					json_object_get(v, "failures"));
+				rc = xp_migmode_restore(st, (size_t)idx, v, err);
 			}
 			if (idx >= 0 && removed) {
 				st->nodes.v[idx].removed = 1;

@@ -264,6 +264,7 @@ void xp_state_destroy(struct xp_state *st)
 		for (uint16_t d = 0; st->nodes.v[n].dev_why && d < st->c->nodes[n].ndevs; d++)
 			free(st->nodes.v[n].dev_why[d]);
 		free(st->nodes.v[n].dev_why);
+		free(st->nodes.v[n].mm);
 		xp_vec_free(&st->nodes.v[n].run);
 	}
 	xp_vec_free(&st->nodes);

@@ -36,6 +36,8 @@
  *                possible.c could any node ever run it
  *   retention.c  finished jobs forgotten; workload.c the target workload
  *   meter.c/.h, prices.c/.h  the usage ledger and the price table
+ *   migmode.c/.h MIG mode changes with the admin's leave: the records,
+ *                the planner that reserves an idle GPU, explain
  *   hpa.c/.h     the Horizontal Pod Autoscaler's rule (tolerance,
  *                stabilisation windows, rate limits, an optional forecast),
  *                shared by the serving simulator and the service autoscaler
@@ -181,6 +183,8 @@ struct xp_nodeinfo {
 	uint32_t failures; /* device faults and losses seen (the weighted policy's health) */
 	uint32_t jobs;	   /* running replicas on it (= run.n) */
 	char **dev_why;	   /* per device: why it is unhealthy (NULL: healthy) */
+	uint8_t mig_leave; /* the admin lets xpool change MIG modes here (migmode.c) */
+	struct xp_migmode *mm; /* a MIG mode change reserved or refused, NULL: none */
 	XP_VEC(struct xp_replica_ref) run; /* the running replicas, any order */
 };
 
@@ -264,6 +268,7 @@ struct xp_state {
 	struct xp_meter meter;	     /* the usage ledger and the price table (meter.c) */
 	XP_VEC(struct xp_wshape) workload; /* the estimated target workload M (workload.c) */
 	XP_VEC(struct xp_service) services; /* by creation; a deleted one leaves the list */
+	uint32_t mm_allowed, mm_held; /* nodes with the MIG mode leave; reservations */
 	uint64_t elastic_live; /* elastic jobs pending or running (derived): with none,
 				* the cycle's grow and shrink steps skip their walk of
 				* every node */

@@ -4,6 +4,7 @@
 
 #include <jansson.h>
 
+#include "migmode.h"
 #include "state.h"
 
 void xp_state_job_free(struct xp_job *j);

@@ -1,0 +1,461 @@
+/*
+ * migmode: MIG mode changes with the admin's leave (migmode.h has the
+ * design and the state diagram; docs/design/mig.md "MIG mode changes").
+ *
+ * Notes on the non-obvious:
+ *  - A GPU is a candidate only when it is wholly idle as the controller
+ *    knows it (no allocation of any kind on it, so no vGPU share either)
+ *    and offers the job's profile through its partitions (what NVML
+ *    discovery read, in any mode). Processes outside xpool are NVML's to
+ *    judge: nvmlDeviceSetMigMode refuses with IN_USE, and the refusal is
+ *    journaled and shown.
+ *  - Only agent nodes: an emulated node has nothing to change.
+ *  - One reservation per node at a time; a job gets more GPUs reserved
+ *    only while the room it would have (free slices in MIG mode plus the
+ *    slices the reserved GPUs will give) is short of its replicas.
+ *  - The reserved GPU is marked not ok in the scheduler (as an unhealthy
+ *    one), so nothing is placed on it; a release or a change rebuilds the
+ *    scheduler (the device's mode and lattice change).
+ */
+#include "migmode.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "../../lib/timefmt.h"
+#include "../model/mig.h"
+#include "../../lib/xalloc.h"
+#include "state_int.h"
+
+static char *dump(json_t *o)
+{
+	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	return s;
+}
+
+char *xp_rec_node_mig_leave(const char *node, int allow)
+{
+	return dump(json_pack("{s:s,s:b}", "name", node, "allow", allow));
+}
+
+char *xp_rec_node_mig_mode(const char *node, unsigned dev, uint64_t job)
+{
+	return dump(json_pack("{s:s,s:i,s:s,s:I}", "name", node, "device", (int)dev, "mode",
+			      "mig", "job", (json_int_t)job));
+}
+
+char *xp_rec_node_mig_done(const char *node, unsigned dev, int ok, const char *why)
+{
+	return dump(json_pack("{s:s,s:i,s:s,s:b,s:s}", "name", node, "device", (int)dev, "mode",
+			      "mig", "ok", ok, "why", why ? why : ""));
+}
+
+const struct xp_migmode *xp_migmode_of(const struct xp_state *st, size_t n)
+{
+	return n < st->nodes.n ? st->nodes.v[n].mm : NULL;
+}
+
+static struct xp_migmode *mm_get(struct xp_state *st, size_t n)
+{
+	struct xp_nodeinfo *ni = &st->nodes.v[n];
+	if (!ni->mm) {
+		ni->mm = XNEW(struct xp_migmode);
+		ni->mm->dev = -1;
+		ni->mm->refused = -1;
+	}
+	return ni->mm;
+}
+
+void xp_migmode_node_gone(struct xp_state *st, size_t n)
+{
+	struct xp_nodeinfo *ni = &st->nodes.v[n];
+	st->mm_held -= ni->mm && ni->mm->dev >= 0;
+	st->mm_allowed -= ni->mig_leave;
+	ni->mig_leave = 0;
+	free(ni->mm);
+	ni->mm = NULL;
+}
+
+/* Does any running replica hold device d of node n? */
+static int dev_busy(const struct xp_state *st, size_t n, uint16_t d)
+{
+	const struct xp_nodeinfo *ni = &st->nodes.v[n];
+	for (size_t i = 0; i < ni->run.n; i++) {
+		const struct xp_alloc *a = &ni->run.v[i].job->allocs[ni->run.v[i].replica];
+		for (uint16_t k = 0; k < a->ndev; k++)
+			if (a->devs[k] == d)
+				return 1;
+	}
+	return 0;
+}
+
+/* Could device d of node n, in MIG mode, take r's slices? How many on an
+ * empty GPU (its partition's count), 0: it offers none */
+static unsigned dev_offers(const struct xp_state *st, size_t n, uint16_t d,
+			   const struct xp_request *r)
+{
+	const struct xp_device *dv = &st->c->nodes[n].devs[d];
+	const char *name = r->mig_any ? NULL : xp_strtab_str(st->c->syms, r->mig);
+	unsigned need = xp_mig_slices_for(r->dev_milli), best = 0;
+	uint64_t best_mem = UINT64_MAX;
+	if (dv->cls != XP_CLASS_GPU || dv->mode == XP_MODE_MIG)
+		return 0;
+	for (uint16_t i = 0; i < dv->nparts; i++) {
+		const struct xp_partition *p = &dv->parts[i];
+		unsigned count = p->max_count ? p->max_count : 1;
+		if (!p->name)
+			continue;
+		if (name && !strcasecmp(p->name, name))
+			return count;
+		if (!name && !strstr(p->name, "+me") && p->mem_mib >= r->dev_mem_mib &&
+		    xp_mig_slices_for(p->compute_milli) >= need && p->mem_mib < best_mem) {
+			best = count; /* the smallest that fits, as placement takes */
+			best_mem = p->mem_mib;
+		}
+	}
+	return best;
+}
+
+/* The state of device d of node n for a mode change for r */
+enum cand { C_NONE, C_BUSY, C_REFUSED, C_DENIED, C_OK };
+
+static int candidate(const struct xp_state *st, size_t n, uint16_t d, const struct xp_request *r,
+		     int64_t now, unsigned *room)
+{
+	const struct xp_nodeinfo *ni = &st->nodes.v[n];
+	const struct xp_device *dv = &st->c->nodes[n].devs[d];
+	*room = dev_offers(st, n, d, r);
+	if (!*room || ni->removed || ni->source != XP_SRC_AGENT)
+		return C_NONE;
+	if (ni->state != XP_NODE_READY || dv->health == XP_HEALTH_UNHEALTHY || dev_busy(st, n, d) ||
+	    (ni->mm && ni->mm->dev >= 0))
+		return C_BUSY;
+	if (!ni->mig_leave)
+		return C_DENIED;
+	if (ni->mm && now < ni->mm->refused_until[d])
+		return C_REFUSED;
+	return C_OK;
+}
+
+/* The room job j would have: free slices now plus what its reserved GPUs give */
+static uint32_t room_of(const struct xp_state *st, const struct xp_job *j)
+{
+	uint32_t room = xp_mig_room_now(st->sched, &j->req);
+	for (size_t n = 0; st->mm_held && n < st->nodes.n; n++) {
+		const struct xp_migmode *m = st->nodes.v[n].mm;
+		if (m && m->dev >= 0 && m->job == j->id)
+			room += m->room;
+	}
+	return room;
+}
+
+static int waits_for_mig(const struct xp_job *j)
+{
+	return j->state == XP_JOB_PENDING && j->req.mig && !j->held && !j->unmet;
+}
+
+/* ---- records ---- */
+
+static int leave(struct xp_state *st, long n, json_t *o, struct xp_event_info *ev,
+		 struct xp_err *err)
+{
+	json_t *a = json_object_get(o, "allow");
+	if (!json_is_boolean(a))
+		return xp_errf(err, XP_ECORRUPT, "node.mig_mode_change: allow: expected a boolean");
+	struct xp_nodeinfo *ni = &st->nodes.v[n];
+	st->mm_allowed += json_is_true(a) && !ni->mig_leave;
+	st->mm_allowed -= !json_is_true(a) && ni->mig_leave;
+	ni->mig_leave = json_is_true(a);
+	ev->type = "node.mig_mode_change";
+	return 0;
+}
+
+static int reserve(struct xp_state *st, long n, unsigned d, json_t *o, int64_t at,
+		   struct xp_event_info *ev, struct xp_err *err)
+{
+	json_t *jv = json_object_get(o, "job");
+	const struct xp_job *j = json_is_integer(jv)
+					 ? xp_state_job(st, (uint64_t)json_integer_value(jv))
+					 : NULL;
+	const char *name = st->c->nodes[n].name;
+	unsigned room;
+	if (!j)
+		return xp_errf(err, XP_ECORRUPT, "node.mig_mode: job: no such job");
+	if (candidate(st, (size_t)n, (uint16_t)d, &j->req, at, &room) != C_OK)
+		return xp_errf(err, XP_ESTATE,
+			       "node %s GPU %u: no MIG mode change for job %llu (not an idle, "
+			       "MIG-capable GPU with MIG off on a node that allows it)",
+			       name, d, (unsigned long long)j->id);
+	struct xp_migmode *m = mm_get(st, (size_t)n);
+	m->dev = (int16_t)d;
+	m->on = 1;
+	m->room = (uint8_t)(room > 255 ? 255 : room);
+	m->job = j->id;
+	m->at = at;
+	st->mm_held++;
+	if (!st->sched_stale)
+		xp_sched_set_device_ok(st->sched, (uint32_t)n, (uint16_t)d, 0);
+	ev->type = "node.mig_mode_reserved";
+	ev->job = j->id;
+	ev->tenant = (int64_t)j->tenant;
+	return 0;
+}
+
+static int done(struct xp_state *st, long n, unsigned d, json_t *o, int64_t at,
+		struct xp_event_info *ev, struct xp_err *err)
+{
+	json_t *ok = json_object_get(o, "ok"), *why = json_object_get(o, "why");
+	struct xp_migmode *m = st->nodes.v[n].mm;
+	if (!json_is_boolean(ok) || (why && !json_is_string(why)))
+		return xp_errf(err, XP_ECORRUPT, "node.mig_mode_done: expected {ok, why}");
+	if (!m || m->dev != (int16_t)d)
+		return xp_errf(err, XP_ESTATE, "node %s GPU %u: no MIG mode change reserved",
+			       st->c->nodes[n].name, d);
+	const struct xp_job *j = xp_state_job(st, m->job);
+	ev->job = m->job;
+	ev->tenant = j ? (int64_t)j->tenant : -2;
+	m->dev = -1;
+	st->mm_held--;
+	st->sched_stale = 1; /* the GPU takes work again, in its new mode or its old */
+	if (json_is_true(ok)) {
+		st->c->nodes[n].devs[d].mode = XP_MODE_MIG;
+		st->nodes_gen++; /* a device of it changed */
+		m->refused_until[d] = 0;
+		if (m->refused == (int16_t)d)
+			m->refused = -1;
+		ev->type = "node.mig_mode_changed";
+		return 0;
+	}
+	m->refused = (int16_t)d;
+	m->refused_at = at;
+	m->refused_until[d] = at + XP_MIGMODE_RETRY_MS;
+	snprintf(m->why, sizeof(m->why), "%s", why ? json_string_value(why) : "");
+	ev->type = "node.mig_mode_refused";
+	return 0;
+}
+
+int xp_migmode_apply(struct xp_state *st, const char *type, json_t *o, int64_t at,
+		     struct xp_event_info *ev, struct xp_err *err)
+{
+	const char *name = json_string_value(json_object_get(o, "name"));
+	long n = name ? xp_state_node(st, name) : -1;
+	json_t *dv = json_object_get(o, "device"), *mode = json_object_get(o, "mode");
+	if (!name)
+		return xp_errf(err, XP_ECORRUPT, "%s: name: expected a string", type);
+	if (n < 0 || st->nodes.v[n].removed)
+		return xp_errf(err, XP_ENOENT, "no node %s", name);
+	ev->tenant = -2;
+	ev->node = (int32_t)n;
+	if (!strcmp(type, "node.mig_mode_change"))
+		return leave(st, n, o, ev, err);
+	if (!json_is_integer(dv) || json_integer_value(dv) < 0 ||
+	    json_integer_value(dv) >= st->c->nodes[n].ndevs)
+		return xp_errf(err, XP_ECORRUPT, "%s: device: no such device on node %s", type,
+			       name);
+	if (!json_is_string(mode) || strcmp(json_string_value(mode), "mig"))
+		return xp_errf(err, XP_ECORRUPT, "%s: mode: expected mig", type);
+	unsigned d = (unsigned)json_integer_value(dv);
+	if (!strcmp(type, "node.mig_mode"))
+		return reserve(st, n, d, o, at, ev, err);
+	if (!strcmp(type, "node.mig_mode_done"))
+		return done(st, n, d, o, at, ev, err);
+	return xp_errf(err, XP_ECORRUPT, "unknown record type '%s'", type);
+}
+
+/* ---- the planner ---- */
+
+static int emit_rec(xp_migmode_emit_fn emit, void *ctx, const char *type, char *body)
+{
+	return body ? emit(ctx, type, body) : XP_EINTERNAL;
+}
+
+/* reservations past their time or on nodes that are no longer ready */
+static long expire(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, void *ctx)
+{
+	long made = 0;
+	for (size_t n = 0; st->mm_held && n < st->nodes.n; n++) {
+		const struct xp_nodeinfo *ni = &st->nodes.v[n];
+		const char *why = NULL;
+		if (!ni->mm || ni->mm->dev < 0)
+			continue;
+		if (ni->state != XP_NODE_READY)
+			why = "the node is no longer ready";
+		else if (now - ni->mm->at > XP_MIGMODE_TIMEOUT_MS)
+			why = "no answer from the node's agent in 120 s";
+		if (!why)
+			continue;
+		int rc = emit_rec(emit, ctx, "node.mig_mode_done",
+				  xp_rec_node_mig_done(st->c->nodes[n].name,
+						       (unsigned)ni->mm->dev, 0, why));
+		if (rc < 0)
+			return rc;
+		made++;
+	}
+	return made;
+}
+
+long xp_migmode_plan(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, void *ctx)
+{
+	long made = 0;
+	size_t looked = 0;
+	if (!st->mm_allowed && !st->mm_held)
+		return 0;
+	if ((made = expire(st, now, emit, ctx)) < 0)
+		return made;
+	if (!st->mm_allowed || xp_state_sched(st, NULL) < 0)
+		return made;
+	for (size_t i = 0; i < st->pending.n && looked < XP_MIGMODE_JOBS; i++) {
+		const struct xp_job *j = st->pending.v[i];
+		if (!waits_for_mig(j))
+			continue;
+		looked++;
+		if (room_of(st, j) >= j->spec.replicas)
+			continue;
+		for (size_t n = 0; n < st->nodes.n; n++) {
+			unsigned room;
+			uint16_t d;
+			for (d = 0; d < st->c->nodes[n].ndevs; d++)
+				if (candidate(st, n, d, &j->req, now, &room) == C_OK)
+					break;
+			if (d == st->c->nodes[n].ndevs)
+				continue;
+			int rc = emit_rec(emit, ctx, "node.mig_mode",
+					  xp_rec_node_mig_mode(st->c->nodes[n].name, d, j->id));
+			if (rc < 0)
+				return rc;
+			made++;
+			break; /* one GPU per job per plan: the room is counted again next time */
+		}
+	}
+	return made;
+}
+
+void xp_migmode_sched(const struct xp_state *st, struct xp_sched *s)
+{
+	for (size_t n = 0; st->mm_held && n < st->nodes.n; n++) {
+		const struct xp_migmode *m = st->nodes.v[n].mm;
+		if (m && m->dev >= 0)
+			xp_sched_set_device_ok(s, (uint32_t)n, (uint16_t)m->dev, 0);
+	}
+}
+
+/* ---- explain ---- */
+
+/* The first node (and how many) with GPUs in state `want` for j, and its GPU */
+static unsigned scan(const struct xp_state *st, const struct xp_job *j, int64_t now, int want,
+		     size_t *first, uint16_t *dev)
+{
+	unsigned count = 0;
+	for (size_t n = 0; n < st->nodes.n; n++) {
+		unsigned room;
+		for (uint16_t d = 0; d < st->c->nodes[n].ndevs; d++)
+			if (candidate(st, n, d, &j->req, now, &room) == want) {
+				if (!count++) {
+					*first = n;
+					*dev = d;
+				}
+				break;
+			}
+	}
+	return count;
+}
+
+void xp_migmode_explain(struct xp_state *st, const struct xp_job *j, int64_t now,
+			struct xp_sb *sb)
+{
+	size_t n = 0;
+	uint16_t d = 0;
+	unsigned k;
+	if (!waits_for_mig(j) || xp_state_sched(st, NULL) < 0)
+		return;
+	for (size_t i = 0; st->mm_held && i < st->nodes.n; i++) {
+		const struct xp_migmode *m = st->nodes.v[i].mm;
+		if (m && m->dev >= 0 && m->job == j->id) {
+			char ts[XP_TIME_LEN];
+			xp_time_format(m->at, ts);
+			xp_sb_printf(sb, "%sit waits for a MIG mode change: node %s GPU %d is being "
+					 "switched to MIG mode for it (since %s)",
+				     sb->len ? "; " : "", st->c->nodes[i].name, m->dev, ts);
+			return;
+		}
+	}
+	if (xp_mig_room_now(st->sched, &j->req) >= j->spec.replicas)
+		return;
+	const char *sep = sb->len ? "; " : "";
+	if ((k = scan(st, j, now, C_OK, &n, &d)))
+		xp_sb_printf(sb, "%snode %s GPU %u, idle with MIG mode off, is switched to MIG "
+				 "mode for it at the next cycle",
+			     sep, st->c->nodes[n].name, d);
+	else if ((k = scan(st, j, now, C_REFUSED, &n, &d)))
+		xp_sb_printf(sb, "%snode %s GPU %d refused a MIG mode change: %s (asked again "
+				 "%d s after)",
+			     sep, st->c->nodes[n].name, st->nodes.v[n].mm->refused,
+			     st->nodes.v[n].mm->why, XP_MIGMODE_RETRY_MS / 1000);
+	else if ((k = scan(st, j, now, C_DENIED, &n, &d)))
+		xp_sb_printf(sb, "%snode %s does not allow MIG mode changes (its GPU %u, idle "
+				 "with MIG mode off, offers the profile%s; an admin allows it: "
+				 "xpool nodes set %s --mig-mode-change allow)",
+			     sep, st->c->nodes[n].name, d,
+			     k > 1 ? ", as do GPUs of other such nodes" : "",
+			     st->c->nodes[n].name);
+	else if ((k = scan(st, j, now, C_BUSY, &n, &d)))
+		xp_sb_printf(sb, "%sno MIG mode change: the GPUs with MIG mode off that offer the "
+				 "profile (node %s GPU %u%s) are in use, reserved or on a node "
+				 "not ready",
+			     sep, st->c->nodes[n].name, d, k > 1 ? ", ..." : "");
+}
+
+/* ---- snapshots ---- */
+
+void xp_migmode_snap(const struct xp_state *st, size_t n, json_t *node)
+{
+	const struct xp_nodeinfo *ni = &st->nodes.v[n];
+	if (ni->mig_leave)
+		json_object_set_new(node, "mig_mode_change", json_true());
+	if (ni->mm && ni->mm->dev >= 0)
+		json_object_set_new(node, "mig_mode",
+				    json_pack("{s:i,s:I,s:I,s:i}", "device", (int)ni->mm->dev,
+					      "job", (json_int_t)ni->mm->job, "at",
+					      (json_int_t)ni->mm->at, "room", (int)ni->mm->room));
+	if (ni->mm && ni->mm->refused >= 0)
+		json_object_set_new(node, "mig_mode_refused",
+				    json_pack("{s:i,s:I,s:s}", "device", (int)ni->mm->refused, "at",
+					      (json_int_t)ni->mm->refused_at, "why", ni->mm->why));
+}
+
+int xp_migmode_restore(struct xp_state *st, size_t n, json_t *node, struct xp_err *err)
+{
+	struct xp_nodeinfo *ni = &st->nodes.v[n];
+	json_t *m = json_object_get(node, "mig_mode"), *r = json_object_get(node, "mig_mode_refused");
+	if (json_is_true(json_object_get(node, "mig_mode_change")) && !ni->mig_leave) {
+		ni->mig_leave = 1;
+		st->mm_allowed++;
+	}
+	json_int_t rd = json_integer_value(json_object_get(r, "device"));
+	if (r && rd >= 0 && rd < st->c->nodes[n].ndevs) { /* the last refusal */
+		struct xp_migmode *mm = mm_get(st, n);
+		mm->refused = (int16_t)rd;
+		mm->refused_at = json_integer_value(json_object_get(r, "at"));
+		mm->refused_until[rd] = mm->refused_at + XP_MIGMODE_RETRY_MS;
+		snprintf(mm->why, sizeof(mm->why), "%s",
+			 json_string_value(json_object_get(r, "why")) ?: "");
+	}
+	if (!m)
+		return 0;
+	json_int_t dev = json_integer_value(json_object_get(m, "device"));
+	json_int_t room = json_integer_value(json_object_get(m, "room"));
+	if (dev < 0 || dev >= st->c->nodes[n].ndevs)
+		return xp_errf(err, XP_ECORRUPT, "snapshot: node %s: mig_mode: bad device",
+			       st->c->nodes[n].name);
+	struct xp_migmode *mm = mm_get(st, n);
+	mm->dev = (int16_t)dev;
+	mm->on = 1;
+	mm->room = (uint8_t)(room > 0 && room < 256 ? room : 1); /* the jobs come later */
+	mm->job = (uint64_t)json_integer_value(json_object_get(m, "job"));
+	mm->at = json_integer_value(json_object_get(m, "at"));
+	st->mm_held++;
+	st->sched_stale = 1;
+	return 0;
+}

@@ -587,6 +587,7 @@ static long batch_flush(struct xp_state *st, struct xp_pass *p, struct bqueue *B
 	st->batch.batches++;
 	st->batch.rollouts += o.rollouts;
 	st->batch.searched += n;
+	st->batch.placements += o.placements;
 	for (size_t i = 0; i < n; i++) { /* left out: did it fit on its own? */
 		struct xp_rng r2 = *rng;
 		fit[i] = !in[i] && xp_sched_pick(st->sched, &r[i], &r2, &a) == 0;

@@ -234,7 +234,9 @@ struct xp_state_opts {
 		 * 0 = the job-at-a-time cycle. The owner may change it
 		 * between cycles (st->batch). */
 		uint32_t budget, k;
-		uint64_t batches, rollouts, searched; /* out: work done */
+		/* out: work done - searches, their rollouts, the jobs searched
+		 * and the commits the searches made (about rollouts x jobs) */
+		uint64_t batches, rollouts, searched, placements;
 	} batch;
 };
 

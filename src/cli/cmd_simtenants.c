@@ -38,11 +38,11 @@ static void print_table(const struct xp_tsim_opts *o, const struct xp_tsim_resul
 		snprintf(pol, sizeof(pol), "%s, budget %u", o->policy, o->budget);
 	else
 		snprintf(pol, sizeof(pol), "%s", o->policy);
-	printf("%s (%s): %u nodes (%u GPUs), %u jobs over %.1f h, load %.2f, seed %llu: makespan "
-	       "%.1f h, GPU utilisation %.1f%% (%.1f%% while jobs wait), Jain %.3f, %llu "
+	printf("%s: %u nodes (%u GPUs), %u jobs over %.1f h, load %.2f, seed %llu, policy %s: "
+	       "makespan %.1f h, GPU utilisation %.1f%% (%.1f%% while jobs wait), Jain %.3f, %llu "
 	       "preemptions, %llu never started, %.1f s\n",
-	       xp_tsim_mode_name(o->mode), pol, o->nodes, 8 * o->nodes, o->jobs, r->span_h, o->load,
-	       (unsigned long long)o->seed, r->makespan_h, 100 * r->util, 100 * r->util_waiting,
+	       xp_tsim_mode_name(o->mode), o->nodes, 8 * o->nodes, o->jobs, r->span_h, o->load,
+	       (unsigned long long)o->seed, pol, r->makespan_h, 100 * r->util, 100 * r->util_waiting,
 	       r->jain, (unsigned long long)r->preemptions, (unsigned long long)r->unstarted,
 	       r->wall_s);
 	printf("  fragmentation (%llu samples while jobs wait): stranded %.2f%% of free GPU "

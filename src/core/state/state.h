@@ -28,7 +28,8 @@
  *                checkpoint, the job.resize record, snapshots of the size;
  *                elastic_cycle.c shrinks instead of preemption and growth
  *                after the pending jobs
- *   cycle.c      the scheduling cycle; gang.c gangs placed whole;
+ *   cycle.c      the scheduling cycle and its batch step (a batch optimiser
+ *                plans K jobs together); gang.c gangs placed whole;
  *                backfill.c reservations; preempt.c victims; deps.c
  *                dependencies; limits.c time limits and gang timeouts
  *   explain.c    why a job is not placed (per filter) and its admission;
@@ -431,6 +432,9 @@ uint64_t xp_state_job_by_key(const struct xp_state *st, uint32_t tenant, const c
  * priority, then id), each gang placed whole or not at all. A placement is
  * handed to emit() as a job.start record, which must apply it before
  * returning (the owner also journals it). At most budget jobs are tried.
+ * With st->batch.budget > 0 and a policy with a batch optimiser, jobs
+ * that are one request are planned up to K at a time (cycle.c, the batch
+ * step; docs/design/batch-cycle.md); the records are the same kinds.
  * Returns the number placed, or a negative code from emit().
  */
 typedef int (*xp_emit_fn)(void *ctx, const char *type, char *body);

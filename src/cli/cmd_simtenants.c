@@ -50,7 +50,8 @@ static void print_table(const struct xp_tsim_opts *o, const struct xp_tsim_resul
 	       (unsigned long long)r->frag_samples, 100 * r->frag_stranded,
 	       100 * r->frag_stranded_cap, 100 * r->frag_fm, 100 * r->free_share);
 	if (r->batches)
-		printf("; %llu batches searched, %llu rollouts", (unsigned long long)r->batches,
+		printf("; %llu batches searched (%llu jobs), %llu rollouts",
+		       (unsigned long long)r->batches, (unsigned long long)r->searched,
 		       (unsigned long long)r->rollouts);
 	printf("\n  %-7s %6s %8s %12s %12s %12s %12s %12s\n", "TENANT", "SHARE", "JOBS",
 	       "WAIT_P50_S", "WAIT_P95_S", "WAIT_P99_S", "WAIT_MEAN_S", "GPU_HOURS");
@@ -102,10 +103,11 @@ static json_t *result_json(const struct xp_tsim_opts *o, const struct xp_tsim_re
 	json_t *frag = json_pack("{s:I,s:f,s:f,s:f,s:f}", "samples", (json_int_t)r->frag_samples,
 				 "stranded", r->frag_stranded, "stranded_of_capacity",
 				 r->frag_stranded_cap, "fm", r->frag_fm, "free", r->free_share);
-	return json_pack("{s:s,s:s,s:i,s:I,s:I,s:i,s:i,s:I,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:f,s:o,s:o,"
+	return json_pack("{s:s,s:s,s:i,s:I,s:I,s:I,s:i,s:i,s:I,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:f,s:o,s:o,"
 			 "s:o,s:o}",
 			 "mode", xp_tsim_mode_name(o->mode), "policy", o->policy, "budget",
-			 (int)o->budget, "batches", (json_int_t)r->batches, "rollouts",
+			 (int)o->budget, "batches", (json_int_t)r->batches, "searched",
+			 (json_int_t)r->searched, "rollouts",
 			 (json_int_t)r->rollouts, "nodes", (int)o->nodes, "jobs", (int)o->jobs,
 			 "seed", (json_int_t)o->seed, "span_h", r->span_h, "makespan_h",
 			 r->makespan_h, "util", r->util, "util_waiting", r->util_waiting, "jain",

@@ -615,6 +615,7 @@ int xp_tsim_run(const struct xp_tsim_opts *o, struct xp_tsim_result *r, struct x
 	}
 	r->batches = s.st->batch.batches;
 	r->rollouts = s.st->batch.rollouts;
+	r->searched = s.st->batch.searched;
 	tally_waits(&s, &a, r);
 	free(s.j);
 	xp_due_free(&s.heap);

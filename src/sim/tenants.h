@@ -80,7 +80,8 @@ struct xp_tsim_result {
 	 *                M estimated hourly from the last day's jobs. */
 	double frag_stranded, frag_stranded_cap, frag_fm, free_share;
 	uint64_t frag_samples;
-	uint64_t batches, rollouts; /* the batch step's work */
+	uint64_t batches, rollouts, searched; /* the batch step's work: searches, their
+					       * rollouts, the jobs they planned */
 	double util;	      /* GPU-time used / (GPUs x span) over the arrival span */
 	double util_waiting;  /* the same, over the time jobs were waiting */
 	double jain;	      /* over the time two or more tenants wait, the mean Jain's index of

@@ -50,6 +50,14 @@ expect 2 "-o: expected table or json" -- "$XP" sim tenants -o yaml
 expect 0 "noborrow: 20 nodes (160 GPUs), 300 jobs" -- "$XP" sim tenants --nodes 20 --jobs 300 --load 1.2
 grep -q "^  t3 " "$T/out" || { echo "FAIL: sim tenants: no row for tenant t3"; fails=$((fails + 1)); }
 expect 0 '"mode": "fifo"' -- "$XP" sim tenants --nodes 20 --jobs 300 --mode fifo -o json
+# policies: each with each mode; mcts searches batches in the cycle
+expect 2 "--policy: no policy 'nope'" -- "$XP" sim tenants --policy nope
+expect 2 "--budget: expected an integer 0..1000000" -- "$XP" sim tenants --budget lots
+expect 0 "xpool: 20 nodes (160 GPUs), 300 jobs over 22.2 h, load 1.20, seed 1, policy mcts, budget 4:" -- \
+	"$XP" sim tenants --nodes 20 --jobs 300 --load 1.2 --mode xpool --policy xpool,mcts --budget 4
+grep -q "seed 1, policy xpool: " "$T/out" || { echo "FAIL: sim tenants: no run of policy xpool"; fails=$((fails + 1)); }
+grep -q "batches searched" "$T/out" || { echo "FAIL: sim tenants: mcts searched nothing"; fails=$((fails + 1)); }
+grep -q "^  all " "$T/out" || { echo "FAIL: sim tenants: no row for all jobs"; fails=$((fails + 1)); }
 printf 'currency: EUR\ndevices: {A100: 2}\nenergy: 0.3\n' >"$T/prices.yaml"
 expect 0 "metered (xpool):" -- "$XP" sim tenants --nodes 20 --jobs 300 --mode xpool --prices "$T/prices.yaml"
 grep -q '^total .* EUR$' "$T/out" || { echo "FAIL: sim tenants --prices: no total: $(cat "$T/out")"; fails=$((fails + 1)); }

@@ -9,13 +9,18 @@
 #include "lib/xalloc.h"
 #include "world.h"
 
-void world_init(struct world *w)
+void world_init_opts(struct world *w, const struct xp_state_opts *o)
 {
 	struct xp_err err = { 0 };
 	memset(w, 0, sizeof(*w));
-	w->st = xp_state_create(NULL, &err);
+	w->st = xp_state_create(o, &err);
 	assert_non_null(w->st);
 	w->now = 1000;
+}
+
+void world_init(struct world *w)
+{
+	world_init_opts(w, NULL);
 }
 
 /* The diagrams of docs/design/controller.md, as the reader sees them:

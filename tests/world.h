@@ -2,7 +2,7 @@
  * world: a controller state driven by records in a test, as the owner
  * thread drives it - every record through xp_state_apply(), every
  * invariant checked after each, the accepted records kept as a journal to
- * replay. Shared by test_state and test_tenancy.
+ * replay. Shared by test_state, test_tenancy, test_mcts_cycle and others.
  */
 #ifndef XP_TEST_WORLD_H
 #define XP_TEST_WORLD_H
@@ -35,6 +35,8 @@ struct world {
 
 /* An empty state at now = 1000. */
 void world_init(struct world *w);
+/* The same with state options (a policy, the batch step). */
+void world_init_opts(struct world *w, const struct xp_state_opts *o);
 void world_free(struct world *w);
 /* Apply a record (takes body); returns xp_state_apply's code. Fails the
  * test when an invariant breaks. */

@@ -645,6 +645,9 @@ static void print_explain(long long id, const json_t *e)
 		       nodes);
 	else
 		printf("job %lld is pending%s\n", id, why);
+	const char *detail = xp_cli_jstr(e, "pending_detail");
+	if (code && !strcmp(code, "Search") && detail) /* the batch search placed others */
+		printf("%s\n", detail);
 	/* the controller's own summary, one reason a line; else from the list */
 	if (sum && *sum && json_array_size(reasons)) {
 		for (const char *p = sum; *p;) {

@@ -61,6 +61,8 @@ static int load_config(const char *path, struct xp_flag *flags, struct xp_err *e
 					    "etcd-ca",
 					    "etcd-cert",
 					    "etcd-key",
+					    "optimise",
+					    "budget",
 					    NULL };
 	struct xp_tree *t = NULL;
 	char *buf;
@@ -474,6 +476,47 @@ static int store_flags(struct xp_flag *flags, int dev, struct xp_ctl_opts *o, st
 	return 0;
 }
 
+/* --optimise and --budget into o (and the policy: mcts is xpool's score
+ * with the search); -1 with err naming the flag */
+static int optimise_flags(struct xp_flag *flags, struct xp_ctl_opts *o, struct xp_err *err)
+{
+	const char *opt = xp_flag_get(flags, "optimise")->sval;
+	const char *b = xp_flag_get(flags, "budget")->sval;
+	struct xp_flag *pol = xp_flag_get(flags, "policy");
+	if (opt && strcmp(opt, "mcts") && strcmp(opt, "none"))
+		return xp_errf(err, XP_EINVAL, "--optimise: expected mcts or none, got '%s'", opt);
+	o->optimise = opt ? !strcmp(opt, "mcts") : !strcmp(o->policy, "mcts");
+	if (o->optimise && pol->given && strcmp(o->policy, "xpool") && strcmp(o->policy, "mcts"))
+		return xp_errf(err, XP_EINVAL,
+			       "--optimise mcts: the search scores with xpool's policy; --policy "
+			       "%s has no batch optimiser (give --policy xpool, or none)",
+			       o->policy);
+	if (o->optimise)
+		o->policy = "mcts";
+	else if (!strcmp(o->policy, "mcts"))
+		o->policy = "xpool"; /* --optimise none: the same decisions, no search */
+	if (b && !o->optimise)
+		return xp_errf(err, XP_EINVAL, "--budget: goes with --optimise mcts");
+	o->budget_rollouts = XP_BATCH_BUDGET_DEFAULT;
+	if (!b)
+		return 0;
+	long n;
+	int64_t ms;
+	if (b[0] >= '0' && b[0] <= '9' && b[strspn(b, "0123456789")] == '\0') {
+		if (xp_parse_int_flag("budget", b, 0, 100000, &n, err) < 0)
+			return XP_EINVAL;
+		o->budget_rollouts = (uint32_t)n;
+		return 0;
+	}
+	if (xp_duration_parse(b, 10000, &ms) < 0 || ms < 1)
+		return xp_errf(err, XP_EINVAL,
+			       "--budget: expected rollouts per search (0..100000) or a time per "
+			       "cycle call 1ms..10s (10ms), got '%s'",
+			       b);
+	o->budget_us = ms * 1000;
+	return 0;
+}
+
 /* The flags of xpool server and xpool dev (serve() copies them). */
 static const struct xp_flag server_flags[] = {
 	{ "data", XP_FLAG_STR, "DIR", "data directory (required)" }, /* dev: see serve */
@@ -483,6 +526,13 @@ static const struct xp_flag server_flags[] = {
 	{ "cluster", XP_FLAG_STR, "FILE",
 	  "cluster descriptor of emulated nodes to register" },
 	{ "policy", XP_FLAG_STR, "P", "placement policy (see xpool sim openb --help)" },
+	{ "optimise", XP_FLAG_STR, "mcts|none",
+	  "mcts: the cycle plans the next pending jobs together by tree search over "
+	  "xpool's score (the policy becomes mcts; docs/design/batch-cycle.md)" },
+	{ "budget", XP_FLAG_STR, "N|TIME",
+	  "--optimise mcts: N rollouts per search (default " XP_BATCH_BUDGET_DEFAULT_STR
+	  "), or the search time of one cycle call, 1ms..10s (10ms), turned into "
+	  "rollouts by measuring the last calls" },
 	{ "weights", XP_FLAG_STR, "F=W,...",
 	  "--policy weighted: factor weights, of priority, affinity, energy, network, "
 	  "health "
@@ -643,6 +693,8 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 		xp_errf(&err, XP_EINVAL, "--policy: unknown policy '%s'", o.policy);
 		goto usage;
 	}
+	if (optimise_flags(flags, &o, &err) < 0)
+		goto usage;
 	if (xp_flag_get(flags, "weights")->given &&
 	    xp_weights_parse(xp_flag_get(flags, "weights")->sval, o.weights, &err) < 0) {
 		xp_err_prefix(&err, "--weights: ");

@@ -13,6 +13,8 @@
 
 #include "../lib/parse.h"
 #include "../lib/timefmt.h"
+#include "../core/sched/policy.h"
+#include "../core/sched/sched.h"
 #include "../sim/tenants.h"
 #include "../lib/fileio.h"
 #include "cli.h"
@@ -31,23 +33,53 @@ static int num(const char *flag, const char *v, int64_t min, int64_t max, int64_
 
 static void print_table(const struct xp_tsim_opts *o, const struct xp_tsim_result *r)
 {
-	printf("%s: %u nodes (%u GPUs), %u jobs over %.1f h, load %.2f, seed %llu: makespan "
-	       "%.1f h, GPU utilisation %.1f%% (%.1f%% while jobs wait), Jain %.3f, %llu "
+	char pol[64];
+	if (r->batches)
+		snprintf(pol, sizeof(pol), "%s, budget %u", o->policy, o->budget);
+	else
+		snprintf(pol, sizeof(pol), "%s", o->policy);
+	printf("%s: %u nodes (%u GPUs), %u jobs over %.1f h, load %.2f, seed %llu, policy %s: "
+	       "makespan %.1f h, GPU utilisation %.1f%% (%.1f%% while jobs wait), Jain %.3f, %llu "
 	       "preemptions, %llu never started, %.1f s\n",
 	       xp_tsim_mode_name(o->mode), o->nodes, 8 * o->nodes, o->jobs, r->span_h, o->load,
-	       (unsigned long long)o->seed, r->makespan_h, 100 * r->util, 100 * r->util_waiting,
+	       (unsigned long long)o->seed, pol, r->makespan_h, 100 * r->util, 100 * r->util_waiting,
 	       r->jain, (unsigned long long)r->preemptions, (unsigned long long)r->unstarted,
 	       r->wall_s);
-	printf("  %-7s %6s %8s %12s %12s %12s %12s\n", "TENANT", "SHARE", "JOBS", "WAIT_P50_S",
-	       "WAIT_P99_S", "WAIT_MEAN_S", "GPU_HOURS");
-	for (uint32_t i = 0; i < r->tenants; i++)
-		printf("  t%-6u %5.1f%% %8llu %12.0f %12.0f %12.0f %12.0f\n", i,
-		       100 * r->t[i].share, (unsigned long long)r->t[i].jobs, r->t[i].wait_p50_s,
-		       r->t[i].wait_p99_s, r->t[i].wait_mean_s, r->t[i].gpu_hours);
-	for (int k = 0; k < XP_TSIM_NKINDS; k++) /* by job kind: priority 0, 5, 10 */
-		printf("  %-7s %6s %8llu %12.0f %12.0f %12.0f %12.0f\n", kinds[k], "-",
-		       (unsigned long long)r->kind[k].jobs, r->kind[k].wait_p50_s,
-		       r->kind[k].wait_p99_s, r->kind[k].wait_mean_s, r->kind[k].gpu_hours);
+	printf("  fragmentation (%llu samples while jobs wait): stranded %.2f%% of free GPU "
+	       "(%.2f%% of all GPU), F(M) %.2f%% of free GPU; free GPU %.2f%%",
+	       (unsigned long long)r->frag_samples, 100 * r->frag_stranded,
+	       100 * r->frag_stranded_cap, 100 * r->frag_fm, 100 * r->free_share);
+	if (r->batches)
+		printf("; %llu batches searched (%llu jobs), %llu rollouts",
+		       (unsigned long long)r->batches, (unsigned long long)r->searched,
+		       (unsigned long long)r->rollouts);
+	printf("\n  %-7s %6s %8s %12s %12s %12s %12s %12s\n", "TENANT", "SHARE", "JOBS",
+	       "WAIT_P50_S", "WAIT_P95_S", "WAIT_P99_S", "WAIT_MEAN_S", "GPU_HOURS");
+	for (uint32_t i = 0; i < r->tenants + XP_TSIM_NKINDS + 1; i++) {
+		const struct xp_tsim_tenant *t = i < r->tenants ? &r->t[i]
+						 : i == r->tenants + XP_TSIM_NKINDS
+							 ? &r->all
+							 : &r->kind[i - r->tenants];
+		char name[16], share[16] = "-";
+		if (i < r->tenants) { /* then by job kind (priority 0, 5, 10), then all */
+			snprintf(name, sizeof(name), "t%u", i);
+			snprintf(share, sizeof(share), "%5.1f%%", 100 * t->share);
+		} else {
+			snprintf(name, sizeof(name), "%s",
+				 t == &r->all ? "all" : kinds[i - r->tenants]);
+		}
+		printf("  %-7s %6s %8llu %12.0f %12.0f %12.0f %12.0f %12.0f\n", name, share,
+		       (unsigned long long)t->jobs, t->wait_p50_s, t->wait_p95_s, t->wait_p99_s,
+		       t->wait_mean_s, t->gpu_hours);
+	}
+}
+
+static json_t *waits_json(const struct xp_tsim_tenant *t)
+{
+	return json_pack("{s:I,s:I,s:f,s:f,s:f,s:f,s:f}", "jobs", (json_int_t)t->jobs, "started",
+			 (json_int_t)t->started, "wait_p50_s", t->wait_p50_s, "wait_p95_s",
+			 t->wait_p95_s, "wait_p99_s", t->wait_p99_s, "wait_mean_s", t->wait_mean_s,
+			 "gpu_hours", t->gpu_hours);
 }
 
 static json_t *result_json(const struct xp_tsim_opts *o, const struct xp_tsim_result *r)
@@ -56,10 +88,10 @@ static json_t *result_json(const struct xp_tsim_opts *o, const struct xp_tsim_re
 	for (uint32_t i = 0; i < r->tenants; i++)
 		json_array_append_new(
 			ts,
-			json_pack("{s:i,s:f,s:I,s:I,s:f,s:f,s:f,s:f}", "tenant", (int)i, "share",
+			json_pack("{s:i,s:f,s:I,s:I,s:f,s:f,s:f,s:f,s:f}", "tenant", (int)i, "share",
 				  r->t[i].share, "jobs", (json_int_t)r->t[i].jobs, "started",
 				  (json_int_t)r->t[i].started, "wait_p50_s", r->t[i].wait_p50_s,
-				  "wait_p99_s", r->t[i].wait_p99_s, "wait_mean_s",
+				  "wait_p95_s", r->t[i].wait_p95_s, "wait_p99_s", r->t[i].wait_p99_s, "wait_mean_s",
 				  r->t[i].wait_mean_s, "gpu_hours", r->t[i].gpu_hours));
 	json_t *ks = json_array();
 	for (int k = 0; k < XP_TSIM_NKINDS; k++)
@@ -68,12 +100,20 @@ static json_t *result_json(const struct xp_tsim_opts *o, const struct xp_tsim_re
 						    "wait_p50_s", r->kind[k].wait_p50_s,
 						    "wait_p99_s", r->kind[k].wait_p99_s,
 						    "wait_mean_s", r->kind[k].wait_mean_s));
-	return json_pack("{s:s,s:i,s:i,s:I,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:f,s:o,s:o}", "mode",
-			 xp_tsim_mode_name(o->mode), "nodes", (int)o->nodes, "jobs", (int)o->jobs,
+	json_t *frag = json_pack("{s:I,s:f,s:f,s:f,s:f}", "samples", (json_int_t)r->frag_samples,
+				 "stranded", r->frag_stranded, "stranded_of_capacity",
+				 r->frag_stranded_cap, "fm", r->frag_fm, "free", r->free_share);
+	return json_pack("{s:s,s:s,s:i,s:I,s:I,s:I,s:i,s:i,s:I,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:f,s:o,s:o,"
+			 "s:o,s:o}",
+			 "mode", xp_tsim_mode_name(o->mode), "policy", o->policy, "budget",
+			 (int)o->budget, "batches", (json_int_t)r->batches, "searched",
+			 (json_int_t)r->searched, "rollouts",
+			 (json_int_t)r->rollouts, "nodes", (int)o->nodes, "jobs", (int)o->jobs,
 			 "seed", (json_int_t)o->seed, "span_h", r->span_h, "makespan_h",
 			 r->makespan_h, "util", r->util, "util_waiting", r->util_waiting, "jain",
 			 r->jain, "preemptions", (json_int_t)r->preemptions, "unstarted",
-			 (json_int_t)r->unstarted, "wall_s", r->wall_s, "tenants", ts, "kinds", ks);
+			 (json_int_t)r->unstarted, "wall_s", r->wall_s, "tenants", ts, "kinds", ks,
+			 "all", waits_json(&r->all), "fragmentation", frag);
 }
 
 /* the run's options from the flags (--prices read into *prices, which
@@ -111,8 +151,10 @@ static int opts_from_flags(struct xp_flag *flags, struct xp_tsim_opts *o, char *
 		}
 		o->load = load;
 	}
-	if ((f = xp_flag_get(flags, "policy")->sval))
-		o->policy = f;
+	if ((f = xp_flag_get(flags, "budget")->sval) && (num("budget", f, 0, 1000000, &v) < 0))
+		return 2;
+	if (f)
+		o->budget = (uint32_t)v;
 	if ((f = xp_flag_get(flags, "aging")->sval) &&
 	    (xp_duration_parse(f, 366LL * 86400000, &o->aging_ms) < 0 || o->aging_ms < 1000)) {
 		fprintf(stderr,
@@ -174,16 +216,37 @@ static int parse_modes(const char *ml, int *modes)
 	return nm;
 }
 
-/* one run per mode, each printed as a table (and its metered cost), or
- * all as one JSON array at the end: the exit status */
-static int run_modes(struct xp_tsim_opts *o, const int *modes, int nm, int json)
+/* --policy's list (bestfit when absent), each checked: their count, or -1
+ * (said); list[] borrows from pl's split, freed by the caller */
+static int parse_policies(const char *pl, char ***list, size_t *n)
+{
+	*list = xp_split_list(pl ? pl : "bestfit", n);
+	for (size_t i = 0; i < *n; i++)
+		if (!xp_policy_find((*list)[i])) {
+			fprintf(stderr, "xpool sim tenants: --policy: no policy '%s' (xpool sim "
+					"policies lists them)\n",
+				(*list)[i]);
+			return -1;
+		}
+	if (!*n) {
+		fprintf(stderr, "xpool sim tenants: --policy: expected a policy name\n");
+		return -1;
+	}
+	return (int)*n;
+}
+
+/* one run per policy and mode, each printed as a table (and its metered
+ * cost), or all as one JSON array at the end: the exit status */
+static int run_modes(struct xp_tsim_opts *o, char **pols, size_t np, const int *modes, int nm,
+		     int json)
 {
 	struct xp_err err = { 0 };
 	json_t *all = json_array();
 	int status = 0;
-	for (int i = 0; i < nm && status == 0; i++) {
+	for (size_t k = 0; k < (size_t)nm * np && status == 0; k++) {
 		struct xp_tsim_result r;
-		o->mode = modes[i];
+		o->policy = pols[k / (size_t)nm];
+		o->mode = modes[k % (size_t)nm];
 		if (xp_tsim_run(o, &r, &err) < 0) {
 			status = xp_cli_fail("sim tenants", &err, 1);
 			break;
@@ -221,7 +284,12 @@ int xp_verb_sim_tenants(int argc, char **argv)
 		{ "mode", XP_FLAG_STR, "M[,M...]", "xpool, noborrow, fifo (default all three)" },
 		{ "load", XP_FLAG_STR, "L",
 		  "offered GPU load over the arrival span (default 0.9)" },
-		{ "policy", XP_FLAG_STR, "P", "placement policy (default bestfit)" },
+		{ "policy", XP_FLAG_STR, "P[,P...]",
+		  "placement policies, each run with each mode (default bestfit; mcts: the "
+		  "cycle's batch search)" },
+		{ "budget", XP_FLAG_STR, "R",
+		  "rollouts per batch search of mcts (default " XP_BATCH_BUDGET_DEFAULT_STR
+		  "; 0: greedy xpool)" },
 		{ "aging", XP_FLAG_STR, "DURATION",
 		  "xpool and noborrow queues: +1 priority per DURATION waited, up to +10 (default "
 		  "off)" },
@@ -235,7 +303,8 @@ int xp_verb_sim_tenants(int argc, char **argv)
 		{ NULL, 0, NULL, NULL },
 	};
 	struct xp_tsim_opts o;
-	char *prices = NULL;
+	char *prices = NULL, **pols = NULL;
+	size_t np = 0;
 	struct xp_err err = { 0 };
 	int help, status = 2;
 
@@ -268,8 +337,12 @@ int xp_verb_sim_tenants(int argc, char **argv)
 	int nm = parse_modes(xp_flag_get(flags, "mode")->sval, modes);
 	if (nm < 0)
 		goto out;
-	status = run_modes(&o, modes, nm, fmt && !strcmp(fmt, "json"));
+	if (parse_policies(xp_flag_get(flags, "policy")->sval, &pols, &np) < 0)
+		goto out;
+	status = run_modes(&o, pols, np, modes, nm, fmt && !strcmp(fmt, "json"));
 out:
+	if (pols)
+		xp_free_list(pols, np);
 	free(prices);
 	xp_flags_free(flags);
 	return status;

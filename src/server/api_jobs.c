@@ -596,6 +596,11 @@ void xp_api_job_explain(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	if (j->state == XP_JOB_PENDING) {
 		json_object_set_new(o, "pending_reason", json_string(xp_pend_name(pd.code)));
 		json_object_set_new(o, "pending_detail", json_string(pd.detail));
+		if (pd.code == XP_PEND_SEARCH) /* the batch search placed these instead */
+			json_object_set_new(o, "search",
+					    json_pack("{s:I,s:I}", "placed_instead",
+						      (json_int_t)j->search_ahead, "first",
+						      (json_int_t)j->search_first));
 	}
 	json_object_set_new(o, "fits_now", json_boolean(fits));
 	json_object_set_new(o, "summary", json_string(sum.s));

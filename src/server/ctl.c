@@ -267,6 +267,7 @@ int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err
 	xp_rng_seed(&ctl->rng, (uint64_t)xp_ctl_now());
 	ctl->ev = xp_events_create(ctl->o.event_ring);
 	so.policy = ctl->o.policy;
+	so.batch.budget = ctl->o.optimise ? 1 : 0; /* set before each call (optimise.c) */
 	memcpy(so.weights, ctl->o.weights, sizeof(so.weights));
 	if (ctl->o.overcommit_memory &&
 	    (rc = xp_oc_rules_parse(ctl->o.overcommit_memory, &ctl->oc, err)) < 0) {

@@ -41,6 +41,8 @@
  *   alert.c/.h   the alert engine (grouping, de-duplication, flap damping);
  *                alert_feed.c the controller's signals into it and the
  *                webhook sender
+ *   optimise.c   --optimise mcts --budget 10ms: the time budget of the
+ *                cycle's batch search turned into rollouts (calibration)
  *   tls.c        --tls-cert/--tls-key read and checked for libmicrohttpd,
  *                and the CA and server certificate of `xpool dev --tls`
  *   ui/          the dashboard page, embedded in the binary
@@ -82,6 +84,13 @@ struct xp_ctl_opts {
 	const char *cluster;	  /* descriptor of emulated nodes to register (xpool dev) */
 	const char *policy;	  /* placement policy, default bestfit */
 	uint32_t weights[XP_W_N]; /* the weighted policy's factors (thousandths); 0: the brief's */
+	/* --optimise mcts (the policy is then mcts): the cycle's batch search
+	 * (docs/design/batch-cycle.md), budget_rollouts per search, or with
+	 * budget_us > 0 the search time of one cycle call, turned into
+	 * rollouts by calibration (optimise.c) */
+	int optimise;
+	uint32_t budget_rollouts;
+	int64_t budget_us;
 	size_t body_limit;	  /* bytes, default 1 MiB */
 	int tick_ms;		  /* owner timer, default 50 */
 	size_t max_per_cycle;	  /* placement attempts per cycle call, default 2000 */
@@ -413,6 +422,14 @@ struct xp_ctl {
 	int64_t svc_next;	      /* owner.c: the next services tick (ms) */
 	int64_t mig_plan_next;	      /* owner.c: the next MIG mode plan (ms) */
 	uint64_t sched_next;	      /* owner.c: no cycle rebuilds the scheduler before (mono ns) */
+	struct xp_opt_cal {	      /* optimise.c: time budget -> rollouts */
+		double ns_per;	      /* EWMA: cycle-call ns per search placement */
+		double jobs;	      /* EWMA: jobs searched per call that searched */
+		uint32_t rollouts;    /* the budget of the next call */
+		size_t max_tried;     /* jobs tried per call with a time budget */
+		int warm;	      /* ns_per measured */
+		struct xp_state_batch before; /* the counters before the call */
+	} opt;
 	/* services.c: every service's endpoints as JSON, published by the owner
 	 * when they change, for the streams read on pool threads (ep_mu) */
 	pthread_mutex_t ep_mu;
@@ -789,5 +806,10 @@ void xp_api_token_delete(struct xp_ctl *, struct xp_cmd *);
 /* A new secret "PREFIX_<64 hex>" and its SHA-256: prefix "xpt" for tenants'
  * and admins' tokens, "xpn" node credentials, "xpb" bootstrap tokens. */
 int xp_token_new(const char *prefix, char token[80], char sha[65]);
+
+/* optimise.c: before a cycle call, the batch budget (st->batch.budget) and
+ * the jobs the call may try; after it, what it cost (ns of the call) */
+size_t xp_opt_before(struct xp_ctl *ctl);
+void xp_opt_after(struct xp_ctl *ctl, uint64_t ns);
 
 #endif

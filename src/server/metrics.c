@@ -69,6 +69,24 @@ char *xp_metrics_render(struct xp_ctl *ctl, int tenants)
 		     "xpool_decisions_total{result=\"placed\"} %llu\n"
 		     "xpool_decisions_total{result=\"unplaced\"} %llu\n",
 		     (unsigned long long)st->placed, (unsigned long long)st->unplaced);
+	if (ctl->o.optimise) /* the cycle's batch search (optimise.c) */
+		xp_sb_printf(&sb,
+			     "# HELP xpool_search_batches_total Batch searches of the cycle.\n"
+			     "# TYPE xpool_search_batches_total counter\n"
+			     "xpool_search_batches_total %llu\n"
+			     "# HELP xpool_search_jobs_total Jobs planned by batch searches.\n"
+			     "# TYPE xpool_search_jobs_total counter\n"
+			     "xpool_search_jobs_total %llu\n"
+			     "# HELP xpool_search_rollouts_total Rollouts of the batch searches.\n"
+			     "# TYPE xpool_search_rollouts_total counter\n"
+			     "xpool_search_rollouts_total %llu\n"
+			     "# HELP xpool_search_budget_rollouts Rollouts per search of the next "
+			     "cycle call (--budget, calibrated when a time).\n"
+			     "# TYPE xpool_search_budget_rollouts gauge\n"
+			     "xpool_search_budget_rollouts %u\n",
+			     (unsigned long long)st->batch.batches,
+			     (unsigned long long)st->batch.searched,
+			     (unsigned long long)st->batch.rollouts, ctl->opt.rollouts);
 	hist(&sb, "xpool_schedule_latency_seconds", "Time from submission to start.",
 	     ctl->m.sched_latency.count, xp_hist_bounds, XP_HIST_BUCKETS, ctl->m.sched_latency.sum,
 	     ctl->m.sched_latency.n);

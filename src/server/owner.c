@@ -637,10 +637,12 @@ static int cycle(struct xp_ctl *ctl)
 {
 	if (!sched_paced(ctl))
 		return 0;
+	size_t tries = xp_opt_before(ctl); /* the batch search's budget (optimise.c) */
 	uint64_t t0 = xp_mono_ns();
-	long placed = xp_state_cycle(ctl->st, xp_ctl_now(), ctl->o.max_per_cycle, &ctl->rng,
-				     cycle_emit, ctl);
-	xp_hist_add(&ctl->m.cycle, (double)(xp_mono_ns() - t0) / 1e9);
+	long placed = xp_state_cycle(ctl->st, xp_ctl_now(), tries, &ctl->rng, cycle_emit, ctl);
+	uint64_t ns = xp_mono_ns() - t0;
+	xp_hist_add(&ctl->m.cycle, (double)ns / 1e9);
+	xp_opt_after(ctl, ns);
 	(void)placed;
 	if (due(&ctl->mig_plan_next, xp_ctl_now(), ctl->o.tick_ms)) /* O(pending): once a tick */
 		xp_mig_mode_plan(ctl); /* MIG mode changes for what no MIG GPU takes (migmode.h) */

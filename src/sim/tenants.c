@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/sched/policy.h"
 #include "../core/state/state.h"
 #include "../lib/clock.h"
 #include "../lib/dueheap.h"
@@ -62,6 +63,8 @@ void xp_tsim_defaults(struct xp_tsim_opts *o)
 	o->load = 0.9;
 	o->tick_ms = 60000;
 	o->policy = "bestfit";
+	o->budget = XP_BATCH_BUDGET_DEFAULT;
+	o->frag_ms = 600000;
 }
 
 struct sim {
@@ -314,6 +317,10 @@ struct tally {
 	double used_int, wait_time, used_wait, jain_int, jain_time, last_used, last_jain;
 	int last_contended;
 	int64_t last_t, next_m; /* the last step; when to estimate M again */
+	int needs_m;		/* the policy reads M (and fm is sampled anyway) */
+	int64_t next_frag;	/* the next fragmentation sample: not before */
+	double frag_str, frag_str_cap, frag_fm, frag_free;
+	uint64_t frag_n;
 	XP_VEC(double) ph, pu, pf; /* plots: hours, utilisation, frag */
 };
 
@@ -322,7 +329,10 @@ struct tally {
 static int start_run(struct sim *s, struct tally *a, struct xp_tsim_result *r, struct xp_err *err)
 {
 	const struct xp_tsim_opts *o = s->o;
-	struct xp_state_opts so = { .policy = o->policy, .fifo = o->mode == XP_TSIM_FIFO };
+	struct xp_state_opts so = { .policy = o->policy,
+				    .fifo = o->mode == XP_TSIM_FIFO,
+				    .batch = { .budget = o->budget } };
+	const struct xp_policy_ops *pol = xp_policy_find(o->policy);
 	double wsum = 0;
 	s->st = xp_state_create(&so, err);
 	if (!s->st)
@@ -353,7 +363,8 @@ static int start_run(struct sim *s, struct tally *a, struct xp_tsim_result *r, s
 		a->tix[i] = rc == 0 ? xp_state_tenant(s->st, name) : 0;
 	}
 	a->gpus = 8.0 * o->nodes;
-	a->next_m = a->last_t = T0;
+	a->next_m = a->last_t = a->next_frag = T0;
+	a->needs_m = pol && (pol->flags & XP_POLICY_NEEDS_WORKLOAD);
 	return rc;
 }
 
@@ -410,6 +421,58 @@ static int step(struct sim *s, int64_t t, uint32_t *ai, struct xp_rng *rng,
 	return rc;
 }
 
+/* the smallest pending replica (fewest GPU milli, then CPU), 0 when none */
+static const struct xp_request *smallest_pending(const struct xp_state *st)
+{
+	const struct xp_request *best = NULL;
+	uint64_t bd = 0;
+	for (size_t i = 0; i < st->pending.n; i++) {
+		const struct xp_job *j = st->pending.v[i];
+		if (j->state != XP_JOB_PENDING)
+			continue;
+		uint64_t d = (uint64_t)j->req.dev_count * j->req.dev_milli;
+		if (!best || d < bd || (d == bd && j->req.cpu_milli < best->cpu_milli)) {
+			best = &j->req;
+			bd = d;
+		}
+	}
+	return best;
+}
+
+/* one fragmentation sample (xp_tsim_result): used GPUs now */
+static void frag_sample(struct sim *s, struct tally *a, double used)
+{
+	const struct xp_state *st = s->st;
+	const struct xp_sched *sc = st->sched;
+	const struct xp_request *r = smallest_pending(st);
+	double free_m = 0, stranded = 0;
+	if (!r)
+		return;
+	for (uint32_t n = 0; n < st->c->nnodes; n++) {
+		const struct xp_node *nd = &st->c->nodes[n];
+		uint64_t node_free = 0;
+		uint32_t fit = 0;
+		for (uint16_t d = 0; d < nd->ndevs; d++) {
+			uint16_t f = xp_sched_dev_free_milli(sc, n, d);
+			node_free += f;
+			fit += f && f >= r->dev_milli;
+		}
+		free_m += (double)node_free;
+		if (node_free && (fit < r->dev_count ||
+				  xp_sched_node_cpu_left(sc, n) < (int64_t)r->cpu_milli ||
+				  xp_sched_node_mem_free(sc, n) < (int64_t)r->mem_mib))
+			stranded += (double)node_free;
+	}
+	double idle = (a->gpus - used) * 1000.0;
+	a->frag_n++;
+	a->frag_free += free_m / (a->gpus * 1000.0);
+	if (free_m > 0) {
+		a->frag_str += stranded / free_m;
+		a->frag_fm += idle > 0 ? xp_sched_frag(sc) / idle : 0;
+	}
+	a->frag_str_cap += stranded / (a->gpus * 1000.0);
+}
+
 /* the state after the step at t, held until the next: GPUs used, whether
  * tenants contend, Jain's index over those that wait (usage / share), and
  * the plots' points */
@@ -439,12 +502,16 @@ static void measure(struct sim *s, struct tally *a, int64_t t, int rc)
 				nd++;
 			}
 	}
+	if (rc == 0 && t >= a->next_m) { /* M from the last day's jobs, as the controller */
+		struct xp_err e2 = { 0 };
+		xp_state_estimate_workload(s->st, t - 86400000LL, &e2);
+		a->next_m = t + 3600000;
+	}
+	if (rc == 0 && pending && t >= a->next_frag && !s->st->sched_stale) {
+		frag_sample(s, a, used);
+		a->next_frag = t + o->frag_ms;
+	}
 	if (o->plot_dir && rc == 0) {
-		if (t >= a->next_m) { /* M from the last day's jobs, as the controller */
-			struct xp_err e2 = { 0 };
-			xp_state_estimate_workload(s->st, t - 86400000LL, &e2);
-			a->next_m = t + 3600000;
-		}
 		double idle = a->gpus - used;
 		xp_vec_push(&a->ph, (double)(t - T0) / 3600000.0);
 		xp_vec_push(&a->pu, used / a->gpus);
@@ -463,17 +530,17 @@ static void tally_waits(const struct sim *s, const struct tally *a, struct xp_ts
 {
 	const struct xp_tsim_opts *o = s->o;
 	double *w = XNEWV(double, o->jobs);
-	for (uint32_t i = 0; i < o->tenants + XP_TSIM_NKINDS; i++) {
-		int by_kind = i >= o->tenants;
+	for (uint32_t i = 0; i < o->tenants + XP_TSIM_NKINDS + 1; i++) {
+		int by_kind = i >= o->tenants, every = i == o->tenants + XP_TSIM_NKINDS;
 		uint32_t kind = i - o->tenants;
-		struct xp_tsim_tenant *tt = by_kind ? &r->kind[kind] : &r->t[i];
+		struct xp_tsim_tenant *tt = every ? &r->all : by_kind ? &r->kind[kind] : &r->t[i];
 		size_t n = 0;
 		double sum = 0;
 		tt->share = by_kind ? 0 : a->share[i];
 		for (uint32_t k = 0; k < o->jobs; k++) {
 			const struct xp_tsim_job *x = &s->j[k];
 			int kx = xp_tsim_kind(x);
-			if (by_kind ? kx != (int)kind : x->tenant != i)
+			if (!every && (by_kind ? kx != (int)kind : x->tenant != i))
 				continue;
 			tt->jobs++;
 			tt->gpu_hours += (double)x->dur * x->replicas * x->gpus * x->milli /
@@ -489,6 +556,7 @@ static void tally_waits(const struct sim *s, const struct tally *a, struct xp_ts
 		if (n) {
 			qsort(w, n, sizeof(*w), cmp_d);
 			tt->wait_p50_s = w[n / 2];
+			tt->wait_p95_s = w[(size_t)(0.95 * (double)(n - 1))];
 			tt->wait_p99_s = w[(size_t)(0.99 * (double)(n - 1))];
 			tt->wait_mean_s = sum / (double)n;
 		}
@@ -538,6 +606,16 @@ int xp_tsim_run(const struct xp_tsim_opts *o, struct xp_tsim_result *r, struct x
 	r->jain = a.jain_time > 0 ? a.jain_int / a.jain_time : 1;
 	r->preemptions = s.preemptions;
 	r->makespan_h = makespan / 3600000;
+	r->frag_samples = a.frag_n;
+	if (a.frag_n) {
+		r->frag_stranded = a.frag_str / (double)a.frag_n;
+		r->frag_stranded_cap = a.frag_str_cap / (double)a.frag_n;
+		r->frag_fm = a.frag_fm / (double)a.frag_n;
+		r->free_share = a.frag_free / (double)a.frag_n;
+	}
+	r->batches = s.st->batch.batches;
+	r->rollouts = s.st->batch.rollouts;
+	r->searched = s.st->batch.searched;
 	tally_waits(&s, &a, r);
 	free(s.j);
 	xp_due_free(&s.heap);

@@ -13,9 +13,11 @@
  *   noborrow  the same guarantees as hard maxima, no preemption;
  *   fifo      one queue, submission order, no fair share.
  *
- * Per tenant: queueing time (first start - submission) p50 / p99 / mean;
- * overall: GPU utilisation, utilisation while jobs wait, Jain's fairness
- * index and preemptions.
+ * Per tenant, per job kind and over all jobs: queueing time (first start -
+ * submission) p50 / p95 / p99 / mean; overall: GPU utilisation,
+ * utilisation while jobs wait, Jain's fairness index, preemptions and
+ * fragmentation (xp_tsim_result). Any placement policy; with mcts the
+ * cycle plans K pending jobs at a time (opts.budget).
  */
 #ifndef XP_SIM_TENANTS_H
 #define XP_SIM_TENANTS_H
@@ -38,6 +40,10 @@ struct xp_tsim_opts {
 	double load;	    /* offered GPU-time / capacity over the arrival span (0.9) */
 	int64_t tick_ms;    /* events within a tick are handled together (60000) */
 	const char *policy; /* placement policy (bestfit) */
+	uint32_t budget;    /* rollouts per search of a batch optimiser (mcts; the
+			     * cycle's batch step, docs/design/batch-cycle.md);
+			     * 0: the job-at-a-time cycle (default 16) */
+	int64_t frag_ms;    /* fragmentation sampled at most this often (600000) */
 	int64_t aging_ms;   /* xpool and noborrow: the queues' aging (0: off) */
 	int check;	    /* check every invariant of the state after each step (tests) */
 	const char *prices; /* a price table (YAML or JSON, prices.h): the run is metered and
@@ -50,7 +56,7 @@ struct xp_tsim_opts {
 struct xp_tsim_tenant {
 	double share; /* of the GPUs (its guarantee) */
 	uint64_t jobs, started;
-	double wait_p50_s, wait_p99_s, wait_mean_s;
+	double wait_p50_s, wait_p95_s, wait_p99_s, wait_mean_s;
 	double gpu_hours; /* received */
 };
 
@@ -62,6 +68,20 @@ struct xp_tsim_result {
 	struct xp_tsim_tenant t[XP_TSIM_MAX_TENANTS];
 	struct xp_tsim_tenant kind[XP_TSIM_NKINDS]; /* the same figures per job kind
 						     * (share unused) */
+	struct xp_tsim_tenant all;		    /* every job */
+	/* Fragmentation, sampled at the first step at least frag_ms after the
+	 * last sample at which jobs were pending; means over those samples:
+	 *  stranded      free GPU milli on nodes that cannot host the smallest
+	 *                pending replica (fewest GPU milli, then CPU; its CPU,
+	 *                memory and devices), over all free GPU milli;
+	 *  stranded_cap  the same milli over the cluster's GPU capacity;
+	 *  fm            FGD's F(M) (the expected free GPU milli the target
+	 *                workload M cannot use) over all free GPU milli, with
+	 *                M estimated hourly from the last day's jobs. */
+	double frag_stranded, frag_stranded_cap, frag_fm, free_share;
+	uint64_t frag_samples;
+	uint64_t batches, rollouts, searched; /* the batch step's work: searches, their
+					       * rollouts, the jobs they planned */
 	double util;	      /* GPU-time used / (GPUs x span) over the arrival span */
 	double util_waiting;  /* the same, over the time jobs were waiting */
 	double jain;	      /* over the time two or more tenants wait, the mean Jain's index of

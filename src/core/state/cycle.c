@@ -18,6 +18,10 @@
  * not fit may preempt (preempt.c). Decisions leave the cycle as records
  * (job.preempt, job.start) that emit() applies.
  *
+ * With a policy that has a batch optimiser and st->batch.budget > 0, the
+ * jobs the order yields are planned K at a time instead (the batch step,
+ * below xp_state_cycle's helpers; docs/design/batch-cycle.md).
+ *
  * Work is bounded and not repeated without cause:
  *  - a full pass walks every pending job, resumable across calls (budget
  *    jobs per call), and starts only when capacity was freed or quotas
@@ -35,6 +39,7 @@
 #include <string.h>
 
 #include "../../lib/xalloc.h"
+#include "../sched/policy.h"
 
 enum { PREEMPT_TRIES = 16 }; /* preemption plans per cycle call */
 
@@ -478,16 +483,160 @@ unplaced:
 	return 0;
 }
 
+/*
+ * The batch step (docs/design/batch-cycle.md). With a policy that has a
+ * batch optimiser and st->batch.budget > 0, the jobs the order yields are
+ * gathered, up to K, instead of tried one by one: those that are one
+ * request (a single replica, or a gang placed on one node, island or NUMA
+ * domain, summed as gang.c does) and that their queue admits on their own.
+ * Any other job (a spread or zone gang, MIG, elastic, a shape that already
+ * failed in this pass) first ends the batch, then is tried as before, so
+ * it is decided after the jobs ahead of it. The plan (xp_sched_plan_batch)
+ * is committed in the order's order through the same job.start records;
+ * a planned job its queue or a reservation refuses now, and every job the
+ * plan left out, is then tried as before (try_job: placement, backfill,
+ * preemption). One that fitted before the batch, did not fit after it and
+ * lost its place to others of the batch gets the verdict Search.
+ */
+struct bitem {
+	struct xp_job *j;
+	struct xp_request r; /* searched: j->req, or a gang's sum */
+};
+
+struct bqueue {
+	size_t n, k;
+	struct bitem v[XP_BATCH_MAX];
+};
+
+static int batch_on(const struct xp_state *st)
+{
+	return st->batch.budget && xp_sched_policy(st->sched)->optimise;
+}
+
+static int batchable(const struct xp_state *st, const struct xp_pass *p, const struct xp_job *j)
+{
+	uint64_t d[XP_RES_N];
+	if (j->req.mig || j->req.mig_any || j->spec.rmax)
+		return 0;
+	if (j->spec.replicas != 1 && !xp_gang_summable(j))
+		return 0;
+	if (shape_in(p->failed.v, p->failed.n, j, 0))
+		return 0; /* try_job's short way: nothing to search */
+	xp_request_demand(st, j, d);
+	return xp_queue_admits(st, j->queue, d, NULL, NULL) == 0;
+}
+
+static void batch_add(struct bqueue *B, struct xp_job *j)
+{
+	struct bitem *it = &B->v[B->n++];
+	it->j = j;
+	if (j->spec.replicas > 1)
+		xp_gang_sum(j, &it->r);
+	else
+		it->r = j->req;
+}
+
+/* start j where the plan put it (m: its request's allocation): 1 started,
+ * 0 its queue or a reservation refuses it now, < 0 emit()'s error */
+static int batch_start(struct xp_state *st, struct xp_pass *p, struct xp_job *j,
+		       const struct xp_alloc *m, xp_emit_fn emit, void *ctx)
+{
+	uint32_t n = j->spec.replicas;
+	uint64_t d[XP_RES_N], blocks;
+	struct xp_alloc *a = XNEWV(struct xp_alloc, n);
+	if (n > 1)
+		xp_gang_split(j, m, a);
+	else
+		a[0] = *m;
+	xp_demand_of(st, a, n, d);
+	if (xp_queue_admits(st, j->queue, d, NULL, NULL) < 0 ||
+	    !xp_backfill_allows(st, p->bf, j, a, p->now, &blocks)) {
+		free(a);
+		return 0;
+	}
+	if (p->bf && xp_backfill_active(p->bf))
+		st->backfilled++;
+	int rc = emit(ctx, "job.start", xp_rec_job_start(st, j->id, a, n));
+	free(a);
+	if (rc < 0)
+		return rc;
+	st->placed++;
+	return 1;
+}
+
+/* plan the batch, start the plan, try what it left out; the number
+ * started or emit()'s error */
+static long batch_flush(struct xp_state *st, struct xp_pass *p, struct bqueue *B,
+			struct xp_rng *rng, int *preempt_tries, xp_emit_fn emit, void *ctx)
+{
+	struct xp_request r[XP_BATCH_MAX];
+	struct xp_alloc out[XP_BATCH_MAX], a;
+	uint8_t in[XP_BATCH_MAX], fit[XP_BATCH_MAX];
+	size_t n = B->n;
+	long placed = 0;
+	uint32_t started = 0;
+	uint64_t first = 0;
+
+	if (!n)
+		return 0;
+	B->n = 0;
+	for (size_t i = 0; i < n; i++)
+		r[i] = B->v[i].r;
+	struct xp_batch_opts o = { .budget = st->batch.budget, .k = (uint32_t)n };
+	int rc = xp_sched_plan_batch(st->sched, r, n, &o, rng, out, in);
+	if (rc < 0)
+		return rc;
+	st->batch.batches++;
+	st->batch.rollouts += o.rollouts;
+	st->batch.searched += n;
+	st->batch.placements += o.placements;
+	for (size_t i = 0; i < n; i++) { /* left out: did it fit on its own? */
+		struct xp_rng r2 = *rng;
+		fit[i] = !in[i] && xp_sched_pick(st->sched, &r[i], &r2, &a) == 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!in[i])
+			continue;
+		rc = batch_start(st, p, B->v[i].j, &out[i], emit, ctx);
+		if (rc < 0)
+			return rc;
+		in[i] = (uint8_t)rc;
+		if (rc && !started++)
+			first = B->v[i].j->id;
+	}
+	placed = started;
+	for (size_t i = 0; i < n; i++) {
+		struct xp_job *j = B->v[i].j;
+		if (in[i])
+			continue;
+		rc = try_job(st, p, j, rng, preempt_tries, emit, ctx);
+		if (rc < 0)
+			return rc;
+		placed += rc;
+		if (!rc && fit[i] && started && j->verdict == XP_PEND_RESOURCES) {
+			j->verdict = XP_PEND_SEARCH;
+			j->search_ahead = started;
+			j->search_first = first;
+		}
+	}
+	return placed;
+}
+
 long xp_state_cycle(struct xp_state *st, int64_t now, size_t budget, struct xp_rng *rng,
 		    xp_emit_fn emit, void *ctx)
 {
 	struct xp_err err;
-	long placed = 0;
+	long placed = 0, rc;
 	size_t tried = 0;
 	int preempt_tries = PREEMPT_TRIES;
+	struct bqueue B;
 
 	if (xp_state_sched(st, &err) < 0)
 		return err.code;
+	B.n = 0;
+	B.k = batch_on(st) ? st->batch.k && st->batch.k < XP_BATCH_MAX ? st->batch.k
+								     : XP_BATCH_K_DEFAULT
+			   : 0;
 	if (st->doomed.n && (placed = xp_deps_cancel_doomed(st, emit, ctx)) < 0)
 		return placed;
 	placed = 0;
@@ -506,6 +655,9 @@ long xp_state_cycle(struct xp_state *st, int64_t now, size_t budget, struct xp_r
 		p->now = now; /* aging and backfill read it */
 		long g = pick(st, p);
 		if (g < 0) {
+			if ((rc = batch_flush(st, p, &B, rng, &preempt_tries, emit, ctx)) < 0)
+				return rc;
+			placed += rc;
 			int grew = st->cap_grew, full = p->full;
 			xp_cycle_abort(st); /* the pass is over */
 			st->cap_grew = grew;
@@ -524,8 +676,22 @@ long xp_state_cycle(struct xp_state *st, int64_t now, size_t budget, struct xp_r
 			continue; /* held since the pass began: released, it is fresh again */
 		p->now = now;
 		tried++;
-		int rc = try_job(st, p, j, rng, &preempt_tries, emit, ctx);
+		if (B.k && batchable(st, p, j)) {
+			batch_add(&B, j);
+			rc = B.n < B.k ? 0 : batch_flush(st, p, &B, rng, &preempt_tries, emit, ctx);
+		} else {
+			rc = batch_flush(st, p, &B, rng, &preempt_tries, emit, ctx);
+			if (rc >= 0) {
+				long r1 = try_job(st, p, j, rng, &preempt_tries, emit, ctx);
+				rc = r1 < 0 ? r1 : rc + r1;
+			}
+		}
 		if (rc < 0)
+			return rc;
+		placed += rc;
+	}
+	if (B.n) { /* the budget ran out within a pass: the pass goes on next call */
+		if ((rc = batch_flush(st, st->pass, &B, rng, &preempt_tries, emit, ctx)) < 0)
 			return rc;
 		placed += rc;
 	}

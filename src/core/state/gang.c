@@ -40,35 +40,59 @@ static uint32_t place_each(struct xp_state *st, const struct xp_request *req, ui
 	return k;
 }
 
-/* node / island / numa: the sum of the replicas as one request, split */
+/* node / island / numa: the sum of j's replicas as one request */
+void xp_gang_sum(const struct xp_job *j, struct xp_request *r)
+{
+	uint32_t n = j->spec.replicas;
+	*r = j->req;
+	r->cpu_milli *= n;
+	r->mem_mib *= n;
+	r->dev_count = (uint16_t)(r->dev_count * n);
+	if (j->spec.colocate == XP_COLOC_ISLAND)
+		r->topo = XP_TOPO_SAME_ISLAND;
+	else if (j->spec.colocate == XP_COLOC_NUMA)
+		r->topo = XP_TOPO_SAME_NUMA;
+}
+
+/* the summed allocation m split into j's replicas a[0..replicas) */
+void xp_gang_split(const struct xp_job *j, const struct xp_alloc *m, struct xp_alloc *a)
+{
+	uint16_t k = j->req.dev_count;
+	for (uint32_t i = 0; i < j->spec.replicas; i++) {
+		memset(&a[i], 0, sizeof(a[i]));
+		a[i].node = m->node;
+		a[i].cpu_milli = j->req.cpu_milli;
+		a[i].mem_mib = j->req.mem_mib;
+		a[i].ndev = k;
+		a[i].dev_milli = m->dev_milli;
+		a[i].dev_mem_mib = m->dev_mem_mib;
+		memcpy(a[i].devs, m->devs + i * k, k);
+	}
+}
+
+int xp_gang_summable(const struct xp_job *j)
+{
+	uint32_t n = j->spec.replicas;
+	int coloc = n > 1 ? j->spec.colocate : XP_COLOC_NONE;
+	/* summing replicas into one request would lose a MIG slice's placement */
+	return coloc != XP_COLOC_NONE && coloc != XP_COLOC_ZONE &&
+	       (j->req.dev_count == 0 || j->req.dev_milli >= XP_MILLI) && !j->req.mig &&
+	       (uint32_t)j->req.dev_count * n <= XP_MAX_NODE_DEVS;
+}
+
 static int place_summed(struct xp_state *st, const struct xp_job *j, struct xp_rng *rng,
 			struct xp_alloc *a, uint32_t *placed)
 {
 	uint32_t n = j->spec.replicas;
-	struct xp_request r = j->req;
+	struct xp_request r;
 	struct xp_alloc m;
-	r.cpu_milli *= n;
-	r.mem_mib *= n;
-	r.dev_count = (uint16_t)(r.dev_count * n);
-	if (j->spec.colocate == XP_COLOC_ISLAND)
-		r.topo = XP_TOPO_SAME_ISLAND;
-	else if (j->spec.colocate == XP_COLOC_NUMA)
-		r.topo = XP_TOPO_SAME_NUMA;
+	xp_gang_sum(j, &r);
 	*placed = 0;
 	if (xp_sched_pick(st->sched, &r, rng, &m) < 0)
 		return XP_ENOSPC;
-	uint16_t k = j->req.dev_count;
-	for (uint32_t i = 0; i < n; i++) {
-		memset(&a[i], 0, sizeof(a[i]));
-		a[i].node = m.node;
-		a[i].cpu_milli = j->req.cpu_milli;
-		a[i].mem_mib = j->req.mem_mib;
-		a[i].ndev = k;
-		a[i].dev_milli = m.dev_milli;
-		a[i].dev_mem_mib = m.dev_mem_mib;
-		memcpy(a[i].devs, m.devs + i * k, k);
+	xp_gang_split(j, &m, a);
+	for (uint32_t i = 0; i < n; i++)
 		xp_sched_commit(st->sched, &a[i]);
-	}
 	*placed = n;
 	return 0;
 }
@@ -151,9 +175,7 @@ int xp_place_gang(struct xp_state *st, const struct xp_job *j, struct xp_rng *rn
 		return place_zone(st, j, rng, a, placed);
 	if (coloc != XP_COLOC_NONE && j->req.mig)
 		return place_mig_together(st, j, rng, a, placed);
-	/* summing replicas into one request would lose a MIG slice's placement */
-	if (coloc != XP_COLOC_NONE && (j->req.dev_count == 0 || j->req.dev_milli >= XP_MILLI) &&
-	    !j->req.mig && (uint32_t)j->req.dev_count * n <= XP_MAX_NODE_DEVS)
+	if (xp_gang_summable(j)) /* never a MIG slice's: summing would lose its placement */
 		return place_summed(st, j, rng, a, placed);
 	*placed = place_each(st, &j->req, n, coloc != XP_COLOC_NONE, rng, a);
 	return *placed == n ? 0 : XP_ENOSPC;

@@ -8,7 +8,9 @@
  * the nodes that could were they empty, by their state (possible.c,
  * cached) - and last the cycle's own verdict from its latest try
  * (job->verdict, set in cycle.c: Resources when it did not fit, Priority
- * when backfill kept the room for a job ahead; None before any try).
+ * when backfill kept the room for a job ahead, Search when it fitted but
+ * the batch search placed other jobs of its batch instead; None before
+ * any try).
  *
  * Cost: no placement is tried, so a listing may ask for every row: a hold
  * and a dependency are flags, the quota is a walk up the queue tree, the
@@ -22,6 +24,7 @@
 static const char *const pend_names[XP_PEND_N] = {
 	"None",	    "Held",	"Dependency", "DependencyNeverSatisfied", "QuotaMax",
 	"NoMatchingDevice", "Draining", "NodeDown",   "Resources", "Priority",
+	"Search",
 };
 
 static const char *const hold_names[XP_HOLD_N] = { "none", "user", "admin" };
@@ -111,6 +114,15 @@ void xp_state_pending(struct xp_state *st, const struct xp_job *j, struct xp_pen
 			 : j->spec.hold_for_nodes
 				 ? "no registered node could run it: held for nodes yet to join"
 				 : "no registered node could run it");
+		return;
+	}
+	if (j->verdict == XP_PEND_SEARCH) {
+		out->code = XP_PEND_SEARCH;
+		snprintf(out->detail, sizeof(out->detail),
+			 "it fitted, but the batch search placed %u other job%s of its batch "
+			 "instead (job %llu first)",
+			 j->search_ahead, j->search_ahead == 1 ? "" : "s",
+			 (unsigned long long)j->search_first);
 		return;
 	}
 	out->code = j->verdict == XP_PEND_PRIORITY	? XP_PEND_PRIORITY

@@ -202,6 +202,8 @@ struct xp_state *xp_state_create(const struct xp_state_opts *o, struct xp_err *e
 	if (o)
 		memcpy(st->sopts.weights, o->weights, sizeof(st->sopts.weights));
 	st->fifo = o && o->fifo;
+	if (o)
+		st->batch = o->batch;
 	st->c = xp_cluster_create();
 	st->sched = xp_sched_create(st->c, &st->sopts, err);
 	if (!st->sched) {

@@ -28,7 +28,8 @@
  *                checkpoint, the job.resize record, snapshots of the size;
  *                elastic_cycle.c shrinks instead of preemption and growth
  *                after the pending jobs
- *   cycle.c      the scheduling cycle; gang.c gangs placed whole;
+ *   cycle.c      the scheduling cycle and its batch step (a batch optimiser
+ *                plans K jobs together); gang.c gangs placed whole;
  *                backfill.c reservations; preempt.c victims; deps.c
  *                dependencies; limits.c time limits and gang timeouts
  *   explain.c    why a job is not placed (per filter) and its admission;
@@ -124,6 +125,10 @@ struct xp_job {
 	int64_t resized_at; /* the current size since (metering); 0: started_at */
 	char *resize_why;   /* the last resize's reason, NULL: none */
 	uint8_t shrunk;	    /* shrunk since the last growth (derived): not grown in that one */
+	/* verdict XP_PEND_SEARCH (derived): the batch search placed this many
+	 * jobs of its batch instead, search_first the first of them */
+	uint32_t search_ahead;
+	uint64_t search_first;
 };
 
 /* Who holds a pending job (xpool hold): a tenant releases its own hold,
@@ -227,6 +232,17 @@ struct xp_state_opts {
 	uint32_t weights[XP_W_N]; /* the weighted policy's; all 0: the brief's */
 	int fifo;		  /* order by submission alone: no priorities, no fair
 				   * share (the simulator's FIFO baseline) */
+	struct xp_state_batch {
+		/* the cycle's batch step (cycle.c): with a policy that has a
+		 * batch optimiser and budget > 0, the next k batchable jobs of
+		 * the order are planned together, budget rollouts per search;
+		 * 0 = the job-at-a-time cycle. The owner may change it
+		 * between cycles (st->batch). */
+		uint32_t budget, k;
+		/* out: work done - searches, their rollouts, the jobs searched
+		 * and the commits the searches made (about rollouts x jobs) */
+		uint64_t batches, rollouts, searched, placements;
+	} batch;
 };
 
 struct xp_state {
@@ -248,6 +264,7 @@ struct xp_state {
 	int cap_grew;			 /* capacity freed since the last full pass began */
 	struct xp_pass *pass;		 /* the pass in progress (cycle.c), NULL: none */
 	int fifo;			 /* xp_state_opts.fifo */
+	struct xp_state_batch batch;	 /* xp_state_opts.batch, then the owner's */
 	struct xp_intmap dependents;	 /* job id -> pending jobs waiting for it (deps.c) */
 	XP_VEC(uint64_t) doomed;	 /* pending jobs whose dependencies can never be met */
 	struct xp_backfill *resv;	 /* the reservations of the last finished pass */
@@ -420,6 +437,9 @@ uint64_t xp_state_job_by_key(const struct xp_state *st, uint32_t tenant, const c
  * priority, then id), each gang placed whole or not at all. A placement is
  * handed to emit() as a job.start record, which must apply it before
  * returning (the owner also journals it). At most budget jobs are tried.
+ * With st->batch.budget > 0 and a policy with a batch optimiser, jobs
+ * that are one request are planned up to K at a time (cycle.c, the batch
+ * step; docs/design/batch-cycle.md); the records are the same kinds.
  * Returns the number placed, or a negative code from emit().
  */
 typedef int (*xp_emit_fn)(void *ctx, const char *type, char *body);
@@ -498,6 +518,7 @@ enum xp_pend {
 	XP_PEND_NODE_DOWN,
 	XP_PEND_RESOURCES,
 	XP_PEND_PRIORITY,
+	XP_PEND_SEARCH, /* it fitted, but the batch search placed others of its batch */
 	XP_PEND_N
 };
 struct xp_pending {

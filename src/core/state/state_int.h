@@ -109,6 +109,11 @@ int xp_place_gang(struct xp_state *st, const struct xp_job *j, struct xp_rng *rn
 		  struct xp_alloc *a, uint32_t *placed);
 void xp_unplace(struct xp_state *st, struct xp_alloc *a, uint32_t n);
 void xp_cycle_abort(struct xp_state *st);
+/* gang.c: a gang that is one request (colocate node / island / numa,
+ * whole devices, no MIG): its sum, and the sum's allocation split back */
+int xp_gang_summable(const struct xp_job *j);
+void xp_gang_sum(const struct xp_job *j, struct xp_request *r);
+void xp_gang_split(const struct xp_job *j, const struct xp_alloc *m, struct xp_alloc *a);
 
 /* deps.c: dependencies checked at submit (they exist, are the tenant's,
  * and can still be met), registered with the job, resolved when a job

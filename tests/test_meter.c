@@ -22,6 +22,7 @@
 #include "core/state/meter.h"
 #include "core/state/prices.h"
 #include "core/state/state.h"
+#include "edge/edge.h"
 #include "lib/rng.h"
 #include "lib/xalloc.h"
 #include "world.h"

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/state/state.h"
+#include "edge/edge.h"
 #include "lib/rng.h"
 #include "lib/xalloc.h"
 #include "world.h"
@@ -181,7 +182,7 @@ static void test_hold_update(void **state)
 	char *s = xp_state_snapshot(w.st);
 	char *r = world_replay(&w, w.log.n, NULL, 0);
 	assert_string_equal(s, r);
-	struct xp_state *st2 = xp_state_create(NULL, &err);
+	struct xp_state *st2 = xp_state_create(&world_opts, &err);
 	assert_int_equal(xp_state_load_snapshot(st2, s, strlen(s), &err), 0);
 	assert_int_equal(xp_state_job(st2, x)->held, XP_HOLD_ADMIN);
 	assert_int_equal(xp_state_job(st2, z)->spec.priority, 9);

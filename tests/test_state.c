@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/state/state.h"
+#include "edge/edge.h"
 #include "lib/rng.h"
 #include "lib/sha256.h"
 #include "lib/vec.h"

@@ -5,15 +5,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "edge/edge.h"
 #include "lib/rng.h"
 #include "lib/xalloc.h"
 #include "world.h"
+
+const struct xp_state_opts world_opts = { .docs = &xp_edge_docs };
 
 void world_init(struct world *w)
 {
 	struct xp_err err = { 0 };
 	memset(w, 0, sizeof(*w));
-	w->st = xp_state_create(NULL, &err);
+	w->st = xp_state_create(&world_opts, &err);
 	assert_non_null(w->st);
 	w->now = 1000;
 }
@@ -198,7 +201,7 @@ void world_cycle(struct world *w)
 char *world_replay(struct world *w, size_t upto, const char *snap, uint64_t snap_seq)
 {
 	struct xp_err err = { 0 };
-	struct xp_state *st = xp_state_create(NULL, &err);
+	struct xp_state *st = xp_state_create(&world_opts, &err);
 	assert_non_null(st);
 	if (snap && xp_state_load_snapshot(st, snap, strlen(snap), &err) < 0)
 		fail_msg("snapshot load: %s", err.text);

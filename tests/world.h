@@ -33,6 +33,10 @@ struct world {
 	uint64_t node_seen[XP_NODE_STATE_N + 1][XP_NODE_STATE_N];
 };
 
+/* The options of the tests' states: the defaults, and the edge's document
+ * readers (xp_edge_docs) that every state needs. */
+extern const struct xp_state_opts world_opts;
+
 /* An empty state at now = 1000. */
 void world_init(struct world *w);
 void world_free(struct world *w);

@@ -41,6 +41,7 @@
 
 #include "core/state/state.h"
 #include "descriptor/descriptor.h"
+#include "edge/edge.h"
 #include "lib/clock.h"
 #include "lib/xalloc.h"
 #include "mix.h"
@@ -103,7 +104,7 @@ static long cycle(struct bench *b)
 static void build(struct bench *b, const struct xp_cluster *c, const char *policy, size_t jobs,
 		  uint64_t ids[2], int bf)
 {
-	struct xp_state_opts so = { .policy = policy };
+	struct xp_state_opts so = { .policy = policy, .docs = &xp_edge_docs };
 	struct xp_err err = { 0 };
 	char text[512], model[2][8] = { "A100", "V100" };
 	size_t per[2] = { 0, 0 };

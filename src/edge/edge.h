@@ -5,15 +5,24 @@
  * field by its path ("jobs[3].depends_on[0]"); the owner receives the
  * typed result only, so its commands have a bounded cost.
  *
- * The files of this folder:
+ * The files of this folder (edge_int.h: what they share):
  *   edge.h       this map, and the typed documents
+ *   jobspec.c    job specs (with elastic sizes) and job changes
+ *   svcspec.c    service definitions, a replica's service reference, and
+ *                a replica's spec from its service
+ *   queuespec.c  queue definitions
+ *   prices.c     the price table
+ *   docs.c       xp_edge_docs: these parsers and the descriptor's, as the
+ *                readers the state is given for the documents inside
+ *                records and snapshots (src/core/state/docs.h)
  *   workflow.c   POST /v1/workflows: a DAG of job specs, put in an order
  *                where each job comes after those it depends on (Kahn's,
  *                O(jobs + edges) with the names hashed)
  *
- * Job specs, job changes and queue definitions are parsed at the edge by
- * the parsers in src/core/state (spec.h, queuespec.h), descriptors by
- * src/descriptor; they move here as the edge grows (issue 19).
+ * The typed results (struct xp_jobspec, xp_queuespec, ...) are declared by
+ * the state (src/core/state), which holds them as plain C; node
+ * descriptors are read by src/descriptor. The parsers here are the only
+ * ones: the API and replay read a document with the same code.
  *
  * Ownership: a parsed document owns its strings and specs; its _free()
  * releases them and is NULL-safe.
@@ -24,9 +33,42 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../core/state/docs.h"
+#include "../core/state/prices.h"
+#include "../core/state/queuespec.h"
 #include "../core/state/spec.h"
+#include "../core/state/svcspec.h"
 #include "../lib/err.h"
 #include "../lib/strbuf.h"
+
+/* Job specs (jobspec.c), from text: name labels errors ("request:12:
+ * resources.cpu: ..."); json < 0 detects the syntax, 0 YAML, 1 JSON. On
+ * error *field (if not NULL) gets the path of the faulty field. */
+int xp_jobspec_parse_text(const char *name, const char *buf, size_t len, int json,
+			  struct xp_jobspec *out, char field[320], struct xp_err *err);
+/* A change to a pending job (spec.h, struct xp_jobpatch), json as above;
+ * an empty change is refused. */
+int xp_jobpatch_parse_text(const char *name, const char *buf, size_t len, int json,
+			   struct xp_jobpatch *out, char field[320], struct xp_err *err);
+/* A queue's definition (queuespec.c). need_name: the document must name
+ * the queue (a create; an update takes the name from the URL). */
+int xp_queuespec_parse_text(const char *name, const char *buf, size_t len, int json, int need_name,
+			    struct xp_queuespec *out, char field[320], struct xp_err *err);
+/* A service's definition (svcspec.c); field as above
+ * ("template.resources.cpu"). */
+int xp_servicespec_parse_text(const char *name, const char *buf, size_t len, int json,
+			      struct xp_servicespec *out, char field[320], struct xp_err *err);
+/* A replica's job spec: the template with the service's tenant, queue,
+ * name ("NAME-vVERSION") and {service: {name, version, readiness}}. */
+int xp_servicespec_replica(const struct xp_servicespec *s, uint32_t version,
+			   struct xp_jobspec *out, struct xp_err *err);
+/* A price table (prices.c); errors name the field ("devices.A100:
+ * expected a price 0..1000000, got 'x'"). */
+int xp_prices_parse(const char *name, const char *text, size_t len, int json,
+		    struct xp_prices *out, struct xp_err *err);
+
+/* docs.c: the readers the state is given (xp_state_opts.docs). */
+extern const struct xp_state_docs xp_edge_docs;
 
 /* A workflow: its jobs' specs in an order where each comes after the jobs
  * of the workflow it depends on. Such a dependency holds XP_WF_LOCAL plus

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "../descriptor/descriptor.h"
+#include "../edge/edge.h"
 #include "../lib/fileio.h"
 #include "../lib/xalloc.h"
 
@@ -212,7 +213,7 @@ int xp_ctl_promote(struct xp_ctl *ctl, struct xp_err *err)
 int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err *err)
 {
 	struct xp_ctl *ctl = XNEW(struct xp_ctl);
-	struct xp_state_opts so = { 0 };
+	struct xp_state_opts so = { .docs = &xp_edge_docs };
 	struct xp_store_opts sto = { 0 };
 	struct load_ctx lc = { .ctl = ctl, .err = err };
 	int rc;

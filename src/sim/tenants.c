@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "../core/state/state.h"
+#include "../edge/edge.h"
 #include "../lib/clock.h"
 #include "../lib/dueheap.h"
 #include "../lib/parse.h"
@@ -322,7 +323,9 @@ struct tally {
 static int start_run(struct sim *s, struct tally *a, struct xp_tsim_result *r, struct xp_err *err)
 {
 	const struct xp_tsim_opts *o = s->o;
-	struct xp_state_opts so = { .policy = o->policy, .fifo = o->mode == XP_TSIM_FIFO };
+	struct xp_state_opts so = { .policy = o->policy,
+				    .fifo = o->mode == XP_TSIM_FIFO,
+				    .docs = &xp_edge_docs };
 	double wsum = 0;
 	s->st = xp_state_create(&so, err);
 	if (!s->st)

@@ -12,8 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../descriptor/descriptor.h"
-#include "../../descriptor/tree.h"
 #include "../../lib/signame.h"
 #include "../../lib/xalloc.h"
 
@@ -137,7 +135,7 @@ long xp_state_add_node(struct xp_state *st, json_t *descriptor, int source, int 
 
 	if (!text)
 		return xp_errf(err, XP_ECORRUPT, "node descriptor: not JSON");
-	one = xp_descriptor_load_buf("node", text, strlen(text), XP_DESC_JSON, err);
+	one = st->docs->nodes("node", text, strlen(text), err);
 	free(text);
 	if (!one)
 		return err ? err->code : XP_EINVAL;
@@ -461,7 +459,7 @@ static int job_submit(struct xp_state *st, struct rec *r, int64_t at, struct xp_
 		return rc;
 	struct xp_job *j = XNEW(struct xp_job);
 	char *text = json_dumps(spec, JSON_COMPACT);
-	rc = xp_jobspec_parse_text("spec", text, strlen(text), 1, &j->spec, NULL, r->err);
+	rc = st->docs->jobspec("spec", text, strlen(text), 1, &j->spec, NULL, r->err);
 	free(text);
 	if (rc < 0) {
 		xp_state_job_free(j);

@@ -22,14 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../descriptor/tree.h"
 #include "../../lib/signame.h"
 #include "../../lib/xalloc.h"
-
-static const char *const range_keys[] = { "min", "max", NULL };
-static const char *const ckpt_keys[] = { "signal", "grace", NULL };
-
-#define CKPT_GRACE_MAX_MS (3600LL * 1000)
 
 int xp_job_elastic(const struct xp_job *j)
 {
@@ -44,99 +38,6 @@ int xp_ckpt_signal(const struct xp_jobspec *s)
 int64_t xp_ckpt_grace_ms(const struct xp_jobspec *s)
 {
 	return s->ckpt_grace_ms >= 0 ? s->ckpt_grace_ms : XP_CKPT_GRACE_DEFAULT;
-}
-
-/* "SIGUSR1", "USR1", "usr1" or "10": a signal a process can catch; 0 none */
-static int signal_parse(const char *text)
-{
-	if (*text && strspn(text, "0123456789") == strlen(text)) {
-		long v = strlen(text) < 4 ? atol(text) : 0;
-		return v >= 1 && v <= 64 && v != 9 && v != 19 ? (int)v : 0;
-	}
-	char want[16];
-	size_t n = strlen(text);
-	if (n >= sizeof(want) - 3)
-		return 0;
-	snprintf(want, sizeof(want), "%s%s", strncasecmp(text, "SIG", 3) ? "SIG" : "", text);
-	for (int sig = 1; sig < 64; sig++) {
-		const char *name = xp_signal_name(sig);
-		if (name && !strcasecmp(name, want))
-			return sig != 9 && sig != 19 ? sig : 0;
-	}
-	return 0;
-}
-
-static int parse_range(struct xp_walk *w, const struct xp_tree *r, struct xp_jobspec *s)
-{
-	int64_t lo = 1, hi = 0;
-	int rc = xp_walk_keys(w, r, range_keys);
-	if (rc == 0 && (rc = xp_walk_get_int(w, r, "min", 1, XP_JOB_MAX_REPLICAS, &lo)) == 0)
-		lo = 1;
-	if (rc >= 0 && (rc = xp_walk_get_int(w, r, "max", 1, XP_JOB_MAX_REPLICAS, &hi)) == 0)
-		rc = xp_walk_fail(w, r->line, XP_EINVAL,
-				  "max: expected the most replicas (1..%d) beside min",
-				  XP_JOB_MAX_REPLICAS);
-	if (rc >= 0 && lo > hi) {
-		size_t m = xp_walk_push_key(w, "min");
-		rc = xp_walk_fail(w, r->line, XP_EINVAL, "min (%lld) is above max (%lld)",
-				  (long long)lo, (long long)hi);
-		xp_walk_pop(w, m);
-	}
-	if (rc < 0)
-		return rc;
-	s->rmin = (uint32_t)lo;
-	s->rmax = (uint32_t)hi;
-	s->replicas = s->rmin;
-	return 0;
-}
-
-static int parse_checkpoint(struct xp_walk *w, const struct xp_tree *c, struct xp_jobspec *s)
-{
-	const char *sig = NULL;
-	int rc = xp_walk_want(w, c, XP_TREE_MAP, "a map {signal, grace}");
-	if (rc == 0)
-		rc = xp_walk_keys(w, c, ckpt_keys);
-	if (rc == 0 && (rc = xp_walk_get_str(w, c, "signal", 15, &sig)) > 0) {
-		int v = signal_parse(sig);
-		if (!v) {
-			size_t m = xp_walk_push_key(w, "signal");
-			rc = xp_walk_fail(w, xp_tree_get(c, "signal")->line, XP_EINVAL,
-					  "expected a signal a process can catch such as SIGUSR1, "
-					  "SIGUSR2 or SIGTERM, got '%s'",
-					  XP_SHOW(sig));
-			xp_walk_pop(w, m);
-		}
-		s->ckpt_signal = (uint8_t)v;
-	}
-	if (rc >= 0) {
-		int d = xp_walk_get_duration(w, c, "grace", CKPT_GRACE_MAX_MS, &s->ckpt_grace_ms);
-		rc = d < 0 ? d : 0;
-	}
-	return rc < 0 ? rc : 0;
-}
-
-int xp_elastic_parse(struct xp_walk *w, const struct xp_tree *t, struct xp_jobspec *s)
-{
-	const struct xp_tree *r = xp_tree_field(t, "replicas"), *c;
-	int64_t v;
-	int rc = 0;
-	s->replicas = 1;
-	s->rmin = s->rmax = 0;
-	s->ckpt_signal = 0;
-	s->ckpt_grace_ms = -1;
-	if (r && r->kind == XP_TREE_MAP) {
-		size_t m = xp_walk_push_key(w, "replicas");
-		rc = parse_range(w, r, s);
-		xp_walk_pop(w, m);
-	} else if ((rc = xp_walk_get_int(w, t, "replicas", 1, XP_JOB_MAX_REPLICAS, &v)) > 0) {
-		s->replicas = (uint32_t)v;
-	}
-	if (rc >= 0 && (c = xp_tree_field(t, "checkpoint"))) {
-		size_t m = xp_walk_push_key(w, "checkpoint");
-		rc = parse_checkpoint(w, c, s);
-		xp_walk_pop(w, m);
-	}
-	return rc < 0 ? rc : 0;
 }
 
 void xp_elastic_json(const struct xp_jobspec *s, json_t *o)

@@ -72,7 +72,7 @@ int xp_job_update_apply(struct xp_state *st, json_t *o, struct xp_event_info *ev
 	if (!json_is_object(c))
 		return xp_errf(err, XP_ECORRUPT, "change: missing or not an object");
 	char *text = json_dumps(c, JSON_COMPACT);
-	int rc = xp_jobpatch_parse_text("change", text, strlen(text), 1, &p, NULL, err);
+	int rc = st->docs->jobpatch("change", text, strlen(text), 1, &p, NULL, err);
 	free(text);
 	if (rc < 0)
 		return rc;

@@ -198,7 +198,7 @@ int xp_meter_prices(struct xp_state *st, json_t *o, struct xp_err *err)
 {
 	char *text = json_dumps(o, JSON_COMPACT);
 	struct xp_prices p;
-	int rc = xp_prices_parse("prices.set", text, strlen(text), 1, &p, err);
+	int rc = st->docs->prices("prices.set", text, strlen(text), 1, &p, err);
 	free(text);
 	if (rc == 0)
 		st->meter.prices = p;

@@ -105,7 +105,7 @@ int xp_queue_define(struct xp_state *st, json_t *o, int update, struct xp_event_
 
 	if (!text)
 		return xp_errf(err, XP_ECORRUPT, "queue: not JSON");
-	rc = xp_queuespec_parse_text("queue", text, strlen(text), 1, 1, &s, NULL, err);
+	rc = st->docs->queuespec("queue", text, strlen(text), 1, 1, &s, NULL, err);
 	free(text);
 	if (rc < 0)
 		return rc;

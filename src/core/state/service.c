@@ -114,12 +114,13 @@ void xp_services_free(struct xp_state *st)
 }
 
 /* A definition from its canonical JSON (a record's or a snapshot's). */
-static int spec_from(json_t *def, struct xp_servicespec *out, struct xp_err *err)
+static int spec_from(const struct xp_state *st, json_t *def, struct xp_servicespec *out,
+		     struct xp_err *err)
 {
 	char *text = json_is_object(def) ? json_dumps(def, JSON_COMPACT) : NULL;
 	if (!text)
 		return xp_errf(err, XP_ECORRUPT, "spec: missing or not an object");
-	int rc = xp_servicespec_parse_text("service", text, strlen(text), 1, out, NULL, err);
+	int rc = st->docs->servicespec("service", text, strlen(text), 1, out, NULL, err);
 	free(text);
 	return rc;
 }
@@ -155,7 +156,7 @@ static int service_create(struct xp_state *st, json_t *o, int64_t at, struct xp_
 {
 	struct xp_service s;
 	memset(&s, 0, sizeof(s));
-	int rc = spec_from(json_object_get(o, "spec"), &s.spec, err);
+	int rc = spec_from(st, json_object_get(o, "spec"), &s.spec, err);
 	if (rc < 0)
 		return rc;
 	if (!s.spec.tenant[0]) {
@@ -195,7 +196,7 @@ static int service_update(struct xp_state *st, struct xp_service *s, json_t *o,
 	    json_integer_value(c) > XP_SERVICE_MAX_REPLICAS || json_integer_value(w) < 0 ||
 	    json_integer_value(w) > 100)
 		return xp_errf(err, XP_ECORRUPT, "canary, weight: missing or out of range");
-	int rc = spec_from(json_object_get(o, "spec"), &n, err);
+	int rc = spec_from(st, json_object_get(o, "spec"), &n, err);
 	if (rc < 0)
 		return rc;
 	long q = xp_state_queue(st, n.queue[0] ? n.queue : "default");
@@ -423,7 +424,7 @@ int xp_services_restore(struct xp_state *st, json_t *arr, struct xp_err *err)
 				&last_job, "last_end_at", &last_at) < 0 ||
 		    version < 1 || desired < 0 || streak < 0)
 			return xp_errf(err, XP_ECORRUPT, "snapshot: service %zu is malformed", i);
-		int rc = spec_from(json_object_get(v, "spec"), &s.spec, err);
+		int rc = spec_from(st, json_object_get(v, "spec"), &s.spec, err);
 		if (rc < 0)
 			return rc;
 		s.version = (uint32_t)version;
@@ -458,7 +459,7 @@ int xp_services_restore(struct xp_state *st, json_t *arr, struct xp_err *err)
 			s.next_version = s.version + 1;
 		if (json_object_get(v, "prev")) {
 			s.prev = xcalloc(1, sizeof(*s.prev));
-			if ((rc = spec_from(json_object_get(v, "prev"), s.prev, err)) < 0) {
+			if ((rc = spec_from(st, json_object_get(v, "prev"), s.prev, err)) < 0) {
 				free(s.prev);
 				s.prev = NULL;
 				service_free(&s);

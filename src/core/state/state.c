@@ -196,7 +196,12 @@ void xp_state_assert_fail(const char *file, int line, const struct xp_err *err)
 
 struct xp_state *xp_state_create(const struct xp_state_opts *o, struct xp_err *err)
 {
+	if (!o || !o->docs) {
+		xp_errf(err, XP_EINVAL, "state: no document readers (xp_state_opts.docs)");
+		return NULL;
+	}
 	struct xp_state *st = XNEW(struct xp_state);
+	st->docs = o->docs;
 	st->sopts.policy = o && o->policy ? o->policy : "bestfit";
 	st->sopts.tiebreak = o ? o->tiebreak : XP_TIE_RANK;
 	if (o)

@@ -19,13 +19,20 @@
  *   apply.c      records into the state (xp_state_apply)
  *   jobedit.c    records that change a pending job: job.hold, job.update
  *   snapshot.c   the whole state as JSON and back
- *   spec.c/.h    job specs and job changes: parser and canonical writer
- *   svcspec.c/.h service definitions and a replica's service, in and out;
- *                service.c services in the state (records, replica lists)
- *   queuespec.c/.h queue definitions in and out; queue.c the tree,
- *                quotas, usage and shares
+ *   docs.h       the readers of the documents inside records and
+ *                snapshots, given at creation (the edge's parsers: this
+ *                folder includes no document tree, YAML or descriptor)
+ *   spec.c/.h    job specs and job changes: types and canonical writer
+ *                (the parser: src/edge/jobspec.c)
+ *   svcspec.c/.h service definitions and a replica's service: types and
+ *                writer (parser: src/edge/svcspec.c); service.c services
+ *                in the state (records, replica lists)
+ *   queuespec.c/.h queue definitions: types and writer (parser:
+ *                src/edge/queuespec.c); queue.c the tree, quotas, usage
+ *                and shares
  *   elastic.c    elastic jobs (replicas: {min, max}): the spec's range and
- *                checkpoint, the job.resize record, snapshots of the size;
+ *                checkpoint written out (read by src/edge/jobspec.c), the
+ *                job.resize record, snapshots of the size;
  *                elastic_cycle.c shrinks instead of preemption and growth
  *                after the pending jobs
  *   cycle.c      the scheduling cycle; gang.c gangs placed whole;
@@ -35,7 +42,8 @@
  *                pending.c the one-code reason (squeue's REASON);
  *                possible.c could any node ever run it
  *   retention.c  finished jobs forgotten; workload.c the target workload
- *   meter.c/.h, prices.c/.h  the usage ledger and the price table
+ *   meter.c/.h, prices.c/.h  the usage ledger and the price table (read
+ *                by src/edge/prices.c)
  *   hpa.c/.h     the Horizontal Pod Autoscaler's rule (tolerance,
  *                stabilisation windows, rate limits, an optional forecast),
  *                shared by the serving simulator and the service autoscaler
@@ -52,6 +60,7 @@
 #include "../../lib/vec.h"
 #include "../model/model.h"
 #include "../sched/sched.h"
+#include "docs.h"
 #include "meter.h"
 #include "queuespec.h"
 #include "spec.h"
@@ -223,9 +232,13 @@ struct xp_state_opts {
 	uint32_t weights[XP_W_N]; /* the weighted policy's; all 0: the brief's */
 	int fifo;		  /* order by submission alone: no priorities, no fair
 				   * share (the simulator's FIFO baseline) */
+	/* the readers of the documents inside records and snapshots (docs.h;
+	 * the edge's: xp_edge_docs); required */
+	const struct xp_state_docs *docs;
 };
 
 struct xp_state {
+	const struct xp_state_docs *docs; /* xp_state_opts.docs */
 	struct xp_cluster *c;
 	struct xp_sched *sched;
 	struct xp_sched_opts sopts;

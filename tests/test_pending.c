@@ -199,7 +199,7 @@ static void test_hold_update(void **state)
 	/* a running job is not held, changed or released */
 	struct xp_err e2 = { 0 };
 	char *b = xp_rec_job_hold(z, XP_HOLD_USER);
-	assert_int_equal(xp_state_apply(w.st, 0, w.now, "job.hold", b, strlen(b), NULL, &e2),
+	assert_int_equal(xp_rec_apply(w.st, 0, w.now, "job.hold", b, strlen(b), NULL, &e2),
 			 XP_ESTATE);
 	free(b);
 	assert_int_equal(patch(&w, z, "{priority: 1}"), XP_ESTATE);

@@ -1,6 +1,6 @@
 /*
  * test_state: the controller's state layer. Every record goes through
- * xp_state_apply(); the tests check that illegal records change nothing,
+ * xp_rec_apply(); the tests check that illegal records change nothing,
  * that replaying the journal - from the start or from a snapshot - gives a
  * byte-identical snapshot, and that invariants hold after every step of a
  * random workload.

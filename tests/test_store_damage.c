@@ -156,7 +156,7 @@ static int on_rec(void *ctx, const struct xp_store_rec *rec)
 	struct xp_event_info ev;
 	if (r->limit && rec->seq > r->limit)
 		return 0;
-	return xp_state_apply(r->st, rec->seq, rec->at_ms, rec->type, rec->body, rec->len, &ev,
+	return xp_rec_apply(r->st, rec->seq, rec->at_ms, rec->type, rec->body, rec->len, &ev,
 			      r->err);
 }
 

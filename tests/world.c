@@ -118,7 +118,7 @@ int world_apply(struct world *w, const char *type, char *body)
 	assert_non_null(body);
 	if (w->track)
 		before = states_of(w->st, &nj, &nodes, &nn);
-	int rc = xp_state_apply(w->st, w->log.n + 1, w->now, type, body, strlen(body), NULL, &err);
+	int rc = xp_rec_apply(w->st, w->log.n + 1, w->now, type, body, strlen(body), NULL, &err);
 	if (rc < 0 && getenv("WORLD_DEBUG"))
 		fprintf(stderr, "world: %s refused: %s (%s)\n", type, err.text, body);
 	if (w->track) {
@@ -207,7 +207,7 @@ char *world_replay(struct world *w, size_t upto, const char *snap, uint64_t snap
 		fail_msg("snapshot load: %s", err.text);
 	for (size_t i = snap ? snap_seq : 0; i < upto; i++) {
 		const struct logrec *r = &w->log.v[i];
-		if (xp_state_apply(st, i + 1, r->at, r->type, r->body, strlen(r->body), NULL,
+		if (xp_rec_apply(st, i + 1, r->at, r->type, r->body, strlen(r->body), NULL,
 				   &err) < 0)
 			fail_msg("replay of %zu (%s) failed: %s", i + 1, r->type, err.text);
 	}

@@ -5,7 +5,7 @@
  *   xp_bench_pass [--cluster FILE] [--jobs M] [--runs R] [--policy P]
  *
  * The state is built the way the controller builds it, through journal
- * records applied with xp_state_apply(): the nodes of the descriptor
+ * records applied with xp_rec_apply(): the nodes of the descriptor
  * (default examples/clusters/bench-512.yaml) as emulated nodes, then the
  * Slurm peer's queued test (its README, rule 5): two gang jobs hold every
  * A100 node and every V100 node whole, then M jobs of the job mix (job i =
@@ -65,7 +65,7 @@ static void apply(struct bench *b, const char *type, char *body)
 	struct xp_err err = { 0 };
 	if (!body)
 		die(type, NULL);
-	if (xp_state_apply(b->st, ++b->seq, b->now, type, body, strlen(body), NULL, &err) < 0)
+	if (xp_rec_apply(b->st, ++b->seq, b->now, type, body, strlen(body), NULL, &err) < 0)
 		die(type, &err);
 	free(body);
 }

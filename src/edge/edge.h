@@ -12,6 +12,9 @@
  *                a replica's spec from its service
  *   queuespec.c  queue definitions
  *   prices.c     the price table
+ *   codec.c      journal records: their JSON decoded into struct xp_rec
+ *                (core/state/rec.h) with every field checked, and applied
+ *                (xp_rec_apply: replay and the live path alike)
  *   docs.c       xp_edge_docs: these parsers and the descriptor's, as the
  *                readers the state is given for the documents inside
  *                records and snapshots (src/core/state/docs.h)
@@ -37,6 +40,7 @@
 #include "../core/state/prices.h"
 #include "../core/state/queuespec.h"
 #include "../core/state/spec.h"
+#include "../core/state/state.h"
 #include "../core/state/svcspec.h"
 #include "../lib/err.h"
 #include "../lib/strbuf.h"
@@ -66,6 +70,19 @@ int xp_servicespec_replica(const struct xp_servicespec *s, uint32_t version,
  * expected a price 0..1000000, got 'x'"). */
 int xp_prices_parse(const char *name, const char *text, size_t len, int json,
 		    struct xp_prices *out, struct xp_err *err);
+
+/* codec.c: a journal record's JSON (type, body) into the state: decoded
+ * into struct xp_rec and applied with xp_state_apply_rec, or, for a type
+ * not typed yet, applied from the JSON (xp_state_apply_json). Codes and
+ * texts as xp_state_apply_rec's; a malformed field is XP_ECORRUPT naming
+ * it ("id: missing or out of range"). */
+int xp_rec_apply(struct xp_state *st, uint64_t seq, int64_t at, const char *type,
+		 const char *body, size_t len, struct xp_event_info *ev, struct xp_err *err);
+/* Decode alone: 1 and *out (its strings borrowed from *hold, freed by
+ * xp_rec_release), 0 when type is not typed yet (nothing held), or < 0. */
+int xp_rec_decode(const char *type, const char *body, size_t len, struct xp_rec *out,
+		  void **hold, struct xp_err *err);
+void xp_rec_release(void *hold);
 
 /* docs.c: the readers the state is given (xp_state_opts.docs). */
 extern const struct xp_state_docs xp_edge_docs;

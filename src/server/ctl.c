@@ -4,7 +4,7 @@
  * Start: open the store (which refuses a newer or damaged one; with
  * --recover it drops what is damaged instead, and what it dropped is
  * printed on stderr, one line each), replay the
- * newest snapshot and the journal after it through xp_state_apply() - a
+ * newest snapshot and the journal after it through xp_rec_apply() - a
  * record that does not apply stops the start with its sequence number and
  * the reason, nothing is skipped - refill the event ring, reschedule the
  * completion of emulated tasks; on a fresh store write the bootstrap
@@ -53,7 +53,7 @@ static int on_record(void *arg, const struct xp_store_rec *r)
 {
 	struct load_ctx *lc = arg;
 	struct xp_event_info ev;
-	int rc = xp_state_apply(lc->ctl->st, r->seq, r->at_ms, r->type, r->body, r->len, &ev,
+	int rc = xp_rec_apply(lc->ctl->st, r->seq, r->at_ms, r->type, r->body, r->len, &ev,
 				lc->err);
 	if (rc < 0) {
 		xp_err_prefix(lc->err, "does not apply: "); /* the store names the record */

@@ -20,7 +20,7 @@
  * The clock jumps from event to event (arrival, completion), rounded up to
  * the tick; at each step the arrivals are submitted, the completions
  * finished, then the cycle runs until it has nothing more to do. All
- * through journal records applied with xp_state_apply(), as the
+ * through journal records applied with xp_rec_apply(), as the
  * controller does.
  */
 #include "tenants.h"
@@ -165,7 +165,7 @@ static int apply(struct sim *s, int64_t at, const char *type, char *body)
 {
 	if (!body)
 		return xp_errf(&s->err, XP_EINTERNAL, "%s: no record", type);
-	int rc = xp_state_apply(s->st, ++s->seq, at, type, body, strlen(body), NULL, &s->err);
+	int rc = xp_rec_apply(s->st, ++s->seq, at, type, body, strlen(body), NULL, &s->err);
 	free(body);
 	if (rc < 0)
 		s->failed = 1;

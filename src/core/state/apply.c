@@ -1,9 +1,11 @@
 /*
  * apply: journal records into the state (see state.h). Each handler first
- * decodes and checks everything - the record's fields, the objects it names,
- * that the transition is legal, that allocations fit - and only then
- * changes anything, so a rejected record leaves the state as it was. The
- * live path and replay both come through here.
+ * checks everything - the objects the record names, that the transition
+ * is legal, that allocations fit - and only then changes anything, so a
+ * rejected record leaves the state as it was. The live path and replay
+ * both come through here: typed records (rec.h) decoded by the codec at the
+ * store boundary, whose field checks (form, ranges, names) come first, and
+ * the types not typed yet from their JSON, decoded here.
  */
 #include "state_int.h"
 
@@ -19,6 +21,28 @@ struct rec {
 	json_t *o;
 	struct xp_err *err;
 };
+
+static const char *const rec_names[XP_REC_N] = {
+	[XP_REC_TENANT_CREATE] = "tenant.create", [XP_REC_TOKEN_CREATE] = "token.create",
+	[XP_REC_TOKEN_REVOKE] = "token.revoke",	  [XP_REC_QUEUE_DELETE] = "queue.delete",
+	[XP_REC_NODE_STATE] = "node.state",	  [XP_REC_NODE_REMOVE] = "node.remove",
+	[XP_REC_NODE_HEALTH] = "node.health",	  [XP_REC_JOB_FINISH] = "job.finish",
+	[XP_REC_JOB_CANCEL] = "job.cancel",	  [XP_REC_JOB_TASK] = "job.task",
+	[XP_REC_JOB_REQUEUE] = "job.requeue",	  [XP_REC_JOB_PREEMPT] = "job.preempt",
+};
+
+const char *xp_rec_type_name(int type)
+{
+	return type >= 0 && type < XP_REC_N ? rec_names[type] : NULL;
+}
+
+int xp_rec_type_parse(const char *name)
+{
+	for (int t = 0; t < XP_REC_N; t++)
+		if (!strcmp(rec_names[t], name))
+			return t;
+	return -1;
+}
 
 /* a malformed record; replay names the record */
 static int bad(struct rec *r, const char *what, const char *field)
@@ -47,16 +71,32 @@ static int get_int(struct rec *r, const char *key, int64_t min, int64_t max, int
 }
 
 /* refusals of a well-formed record: the state does not allow it */
+static int refuse_v(struct xp_err *err, int code, const char *fmt, va_list ap)
+{
+	char msg[400];
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	return xp_errf(err, code, "%s", msg);
+}
 static int refuse(struct rec *r, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static int refuse(struct rec *r, int code, const char *fmt, ...)
 {
-	char msg[400];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	int rc = refuse_v(r->err, code, fmt, ap);
 	va_end(ap);
-	return xp_errf(r->err, code, "%s", msg);
+	return rc;
+}
+/* the same for a typed record */
+static int refusef(struct xp_err *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int refusef(struct xp_err *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = refuse_v(err, code, fmt, ap);
+	va_end(ap);
+	return rc;
 }
 
 const struct xp_mig_profile *xp_state_mig_profile(struct xp_state *st, const struct xp_alloc *a)
@@ -167,16 +207,14 @@ long xp_state_add_node(struct xp_state *st, json_t *descriptor, int source, int 
 
 /* ---- handlers ---- */
 
-static int tenant_create(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
+static int tenant_create(struct xp_state *st, const struct xp_rec *r, struct xp_event_info *ev,
+			 struct xp_err *err)
 {
-	const char *name;
-	int rc = get_str(r, "name", &name);
-	if (rc < 0)
-		return rc;
+	const char *name = r->u.tenant.name;
 	if (!xp_name_ok(name))
-		return refuse(r, XP_EINVAL, "tenant name '%s' is not a valid name", name);
+		return refusef(err, XP_EINVAL, "tenant name '%s' is not a valid name", name);
 	if (xp_state_tenant(st, name) >= 0)
-		return refuse(r, XP_EEXIST, "tenant %s already exists", name);
+		return refusef(err, XP_EEXIST, "tenant %s already exists", name);
 	struct xp_tenant t = { .name = xstrdup(name) };
 	xp_vec_push(&st->tenants, t);
 	ev->type = "tenant.created";
@@ -184,58 +222,25 @@ static int tenant_create(struct xp_state *st, struct rec *r, struct xp_event_inf
 	return 0;
 }
 
-#define NODE_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
 
-/* The scope of a token.create record: absent "node" and "bootstrap" is a
- * tenant's or admin's token, as every record before scopes was. */
-static int token_scope(struct rec *r, int admin, int *scope, const char **node)
+static int token_create(struct xp_state *st, const struct xp_rec *r, struct xp_event_info *ev,
+			struct xp_err *err)
 {
-	json_t *jn = json_object_get(r->o, "node"), *jb = json_object_get(r->o, "bootstrap");
-	*scope = admin ? XP_SCOPE_ADMIN : XP_SCOPE_TENANT;
-	*node = NULL;
-	if (jb && !json_is_boolean(jb))
-		return bad(r, "not a boolean", "bootstrap");
-	if (jn) {
-		*node = json_string_value(jn);
-		size_t n = *node ? strlen(*node) : 0;
-		if (n < 1 || n > 253 || strspn(*node, NODE_CHARS) != n)
-			return bad(r, "not a node name", "node");
-		*scope = XP_SCOPE_NODE;
-	}
-	if (json_is_true(jb))
-		*scope = jn ? -1 : XP_SCOPE_BOOTSTRAP;
-	if (*scope < 0 || ((jn || json_is_true(jb)) && admin))
-		return bad(r, "an admin, node or bootstrap token: one of them", "admin");
-	return 0;
-}
-
-static int token_create(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
-{
-	const char *tenant, *name, *sha, *node;
-	int64_t id;
-	json_t *admin = json_object_get(r->o, "admin");
-	int rc, scope;
-	if ((rc = get_int(r, "id", 1, INT64_MAX, &id)) < 0 ||
-	    (rc = get_str(r, "tenant", &tenant)) < 0 || (rc = get_str(r, "name", &name)) < 0 ||
-	    (rc = get_str(r, "sha256", &sha)) < 0)
-		return rc;
-	if (!json_is_boolean(admin))
-		return bad(r, "missing or not a boolean", "admin");
-	if ((rc = token_scope(r, json_is_true(admin), &scope, &node)) < 0)
-		return rc;
-	if (strlen(sha) != 64 || strspn(sha, "0123456789abcdef") != 64)
-		return bad(r, "not a SHA-256 in hex", "sha256");
+	const char *tenant = r->u.token.tenant, *name = r->u.token.name, *sha = r->u.token.sha256,
+		   *node = r->u.token.node;
+	uint64_t id = r->u.token.id;
+	int scope = r->u.token.scope;
 	long t = xp_state_tenant(st, tenant);
 	if (t < 0)
-		return refuse(r, XP_ENOENT, "no tenant %s", tenant);
+		return refusef(err, XP_ENOENT, "no tenant %s", tenant);
 	if (!xp_name_ok(name))
-		return refuse(r, XP_EINVAL, "token name '%s' is not a valid name", name);
+		return refusef(err, XP_EINVAL, "token name '%s' is not a valid name", name);
 	for (size_t i = 0; i < st->tokens.n; i++)
-		if (st->tokens.v[i].id == (uint64_t)id || !strcmp(st->tokens.v[i].sha256, sha))
-			return refuse(r, XP_EEXIST, "token %lld already exists", (long long)id);
-	struct xp_token k = { .id = (uint64_t)id,
+		if (st->tokens.v[i].id == id || !strcmp(st->tokens.v[i].sha256, sha))
+			return refusef(err, XP_EEXIST, "token %lld already exists", (long long)id);
+	struct xp_token k = { .id = id,
 			      .tenant = (uint32_t)t,
-			      .admin = json_is_true(admin),
+			      .admin = scope == XP_SCOPE_ADMIN,
 			      .scope = (uint8_t)scope,
 			      .name = xstrdup(name),
 			      .node = node ? xstrdup(node) : NULL };
@@ -248,30 +253,21 @@ static int token_create(struct xp_state *st, struct rec *r, struct xp_event_info
 	return 0;
 }
 
-static int token_revoke(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
+static int token_revoke(struct xp_state *st, const struct xp_rec *r, struct xp_event_info *ev,
+			struct xp_err *err)
 {
-	int64_t id;
-	int rc = get_int(r, "id", 1, INT64_MAX, &id);
-	if (rc < 0)
-		return rc;
+	uint64_t id = r->u.revoke.id;
 	for (size_t i = 0; i < st->tokens.n; i++)
-		if (st->tokens.v[i].id == (uint64_t)id) {
+		if (st->tokens.v[i].id == id) {
 			if (st->tokens.v[i].revoked)
-				return refuse(r, XP_ESTATE, "token %lld is already revoked",
-					      (long long)id);
+				return refusef(err, XP_ESTATE, "token %lld is already revoked",
+					       (long long)id);
 			st->tokens.v[i].revoked = 1;
 			ev->type = "token.revoked";
 			ev->tenant = -2;
 			return 0;
 		}
-	return refuse(r, XP_ENOENT, "no token %lld", (long long)id);
-}
-
-static int queue_delete(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
-{
-	const char *name;
-	int rc = get_str(r, "name", &name);
-	return rc < 0 ? rc : xp_queue_delete(st, name, ev, r->err);
+	return refusef(err, XP_ENOENT, "no token %lld", (long long)id);
 }
 
 static int node_add(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
@@ -319,25 +315,21 @@ void xp_state_node_set(struct xp_state *st, long n, int state)
 	XP_NODE_CHECK(st, n, from);
 }
 
-static int node_state(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
+static int node_state(struct xp_state *st, const struct xp_rec *r, struct xp_event_info *ev,
+		      struct xp_err *err)
 {
-	const char *name, *sname;
-	int rc;
-	if ((rc = get_str(r, "name", &name)) < 0 || (rc = get_str(r, "state", &sname)) < 0)
-		return rc;
-	int to = xp_node_state_parse(sname);
-	if (to < 0)
-		return bad(r, "unknown node state", "state");
+	const char *name = r->u.node.name;
+	int to = r->u.node.state;
 	long n = xp_state_node(st, name);
 	if (n < 0)
-		return refuse(r, XP_ENOENT, "no node %s", name);
+		return refusef(err, XP_ENOENT, "no node %s", name);
 	int from = st->nodes.v[n].state;
 	if (!xp_node_transition_ok(from, to))
-		return refuse(r, XP_ESTATE, "node %s cannot go from %s to %s", name,
-			      xp_node_state_name(from), xp_node_state_name(to));
+		return refusef(err, XP_ESTATE, "node %s cannot go from %s to %s", name,
+			       xp_node_state_name(from), xp_node_state_name(to));
 	if (to == XP_NODE_DRAINED && st->nodes.v[n].jobs) /* drained: its last job ended */
-		return refuse(r, XP_ESTATE, "node %s still runs %u jobs: it is not drained", name,
-			      st->nodes.v[n].jobs);
+		return refusef(err, XP_ESTATE, "node %s still runs %u jobs: it is not drained",
+			       name, st->nodes.v[n].jobs);
 	if (to == XP_NODE_DRAINING && st->nodes.v[n].jobs == 0)
 		to = XP_NODE_DRAINED; /* nothing to wait for */
 	xp_state_node_set(st, n, to);
@@ -348,18 +340,16 @@ static int node_state(struct xp_state *st, struct rec *r, struct xp_event_info *
 	return 0;
 }
 
-static int node_remove(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
+static int node_remove(struct xp_state *st, const struct xp_rec *r, struct xp_event_info *ev,
+		       struct xp_err *err)
 {
-	const char *name;
-	int rc = get_str(r, "name", &name);
-	if (rc < 0)
-		return rc;
+	const char *name = r->u.node.name;
 	long n = xp_state_node(st, name);
 	if (n < 0)
-		return refuse(r, XP_ENOENT, "no node %s", name);
+		return refusef(err, XP_ENOENT, "no node %s", name);
 	if (st->nodes.v[n].jobs)
-		return refuse(r, XP_ESTATE, "node %s still runs %u jobs", name,
-			      st->nodes.v[n].jobs);
+		return refusef(err, XP_ESTATE, "node %s still runs %u jobs", name,
+			       st->nodes.v[n].jobs);
 	st->nodes.v[n].removed = 1;
 	st->nodes_gen++;
 	xp_capacity_node(st, (uint32_t)n, -1);
@@ -596,60 +586,30 @@ void xp_state_finish(struct xp_state *st, struct xp_job *j, int to, int64_t at)
 	XP_JOB_CHECK(st, j, from);
 }
 
-/* The optional exit fields of a job.finish or job.task record: signal,
- * end, detail (absent in older journals: none). */
-static int get_exit(struct rec *r, struct xp_exit *x)
-{
-	int64_t sig = 0;
-	int rc;
-	json_t *v = json_object_get(r->o, "signal");
-	if (v && (rc = get_int(r, "signal", 1, 127, &sig)) < 0)
-		return rc;
-	x->signal = (int)sig;
-	if ((v = json_object_get(r->o, "end")) &&
-	    (!json_is_string(v) || (x->end = xp_end_parse(json_string_value(v))) < 0))
-		return bad(r, "expected oom, limits, time_limit or start", "end");
-	if ((v = json_object_get(r->o, "detail")) && !json_is_string(v))
-		return bad(r, "not a string", "detail");
-	x->detail = v ? json_string_value(v) : NULL;
-	return 0;
-}
 
-static int job_end(struct xp_state *st, struct rec *r, int64_t at, int cancel,
-		   struct xp_event_info *ev)
+static int job_end(struct xp_state *st, const struct xp_rec *r, int64_t at,
+		   struct xp_event_info *ev, struct xp_err *err)
 {
-	int64_t id, code = 0;
-	struct xp_exit x = { 0 };
-	const char *reason = "", *sname = "cancelled";
-	int rc = get_int(r, "id", 1, INT64_MAX, &id);
-	if (rc == 0 && !cancel && (rc = get_str(r, "state", &sname)) == 0 &&
-	    (x.has_code = json_object_get(r->o, "exit_code") != NULL))
-		rc = get_int(r, "exit_code", -255, 255, &code);
-	if (rc == 0 && !cancel)
-		rc = get_exit(r, &x);
-	if (rc < 0)
-		return rc;
-	json_t *rs = json_object_get(r->o, "reason");
-	if (json_is_string(rs))
-		reason = json_string_value(rs);
-	int to = xp_job_state_parse(sname);
-	if (!cancel && to != XP_JOB_SUCCEEDED && to != XP_JOB_FAILED)
-		return bad(r, "expected succeeded or failed", "state");
-	struct xp_job *j = xp_state_job(st, (uint64_t)id);
+	int cancel = r->type == XP_REC_JOB_CANCEL, rc;
+	uint64_t id = r->u.end.id;
+	const struct xp_exit x = r->u.end.x; /* none for a cancel */
+	const char *reason = r->u.end.reason ? r->u.end.reason : "";
+	int to = cancel ? XP_JOB_CANCELLED : r->u.end.state;
+	struct xp_job *j = xp_state_job(st, id);
 	if (!j)
-		return refuse(r, XP_ENOENT, "no job %lld", (long long)id);
+		return refusef(err, XP_ENOENT, "no job %lld", (long long)id);
 	if (!xp_job_transition_ok(j->state, to))
-		return refuse(r, XP_ESTATE, "job %lld is %s, it cannot become %s", (long long)id,
-			      xp_job_state_name(j->state), xp_job_state_name(to));
+		return refusef(err, XP_ESTATE, "job %lld is %s, it cannot become %s", (long long)id,
+			       xp_job_state_name(j->state), xp_job_state_name(to));
 	int ran = j->state == XP_JOB_RUNNING;
-	if (ran && (rc = xp_state_sched(st, r->err)) < 0)
+	if (ran && (rc = xp_state_sched(st, err)) < 0)
 		return rc;
 	xp_state_finish(st, j, to, at);
 	/* a pending job fails without an exit code (gang timeout); so does a
 	 * running one past its time limit until its agent says how it ended */
 	if (!cancel && ran && x.has_code) {
 		j->has_exit = 1;
-		j->exit_code = (int32_t)code;
+		j->exit_code = (int32_t)x.code;
 		j->exit_signal = (uint8_t)x.signal;
 	}
 	j->end = (uint8_t)x.end;
@@ -717,32 +677,29 @@ static int time_limit_exit(const struct xp_state *st, struct xp_job *j, int64_t 
 }
 
 /* a replica of the running attempt exited: the job ends when one fails or all are done */
-static int job_task(struct xp_state *st, struct rec *r, int64_t at, struct xp_event_info *ev)
+static int job_task(struct xp_state *st, const struct xp_rec *r, int64_t at,
+		    struct xp_event_info *ev, struct xp_err *err)
 {
-	int64_t id, attempt, replica, code;
-	struct xp_exit x = { 0 };
+	int64_t id = (int64_t)r->u.task.id, attempt = r->u.task.attempt,
+		replica = r->u.task.replica, code = r->u.task.x.code;
+	const struct xp_exit x = r->u.task.x;
 	int rc;
-	if ((rc = get_int(r, "id", 1, INT64_MAX, &id)) < 0 ||
-	    (rc = get_int(r, "attempt", 1, INT32_MAX, &attempt)) < 0 ||
-	    (rc = get_int(r, "replica", 0, XP_JOB_MAX_REPLICAS - 1, &replica)) < 0 ||
-	    (rc = get_int(r, "exit_code", -255, 255, &code)) < 0 || (rc = get_exit(r, &x)) < 0)
-		return rc;
 	struct xp_job *j = xp_state_job(st, (uint64_t)id);
 	if (!j)
-		return refuse(r, XP_ENOENT, "no job %lld", (long long)id);
+		return refusef(err, XP_ENOENT, "no job %lld", (long long)id);
 	if (j->state == XP_JOB_FAILED && j->end == XP_END_TIME_LIMIT && !j->has_exit &&
 	    (uint32_t)attempt == j->attempts && j->allocs && (uint32_t)replica < j->spec.replicas)
 		return time_limit_exit(st, j, code, &x, (uint32_t)replica, ev);
 	if (j->state != XP_JOB_RUNNING || (uint32_t)attempt != j->attempts)
-		return refuse(r, XP_ESTATE, "job %lld attempt %lld is not running", (long long)id,
-			      (long long)attempt);
+		return refusef(err, XP_ESTATE, "job %lld attempt %lld is not running", (long long)id,
+			       (long long)attempt);
 	if ((uint32_t)replica >= j->spec.replicas)
-		return refuse(r, XP_EINVAL, "job %lld has no replica %lld", (long long)id,
-			      (long long)replica);
+		return refusef(err, XP_EINVAL, "job %lld has no replica %lld", (long long)id,
+			       (long long)replica);
 	if (j->exited[replica])
-		return refuse(r, XP_ESTATE, "job %lld replica %lld already exited", (long long)id,
-			      (long long)replica);
-	if ((rc = xp_state_sched(st, r->err)) < 0)
+		return refusef(err, XP_ESTATE, "job %lld replica %lld already exited",
+			       (long long)id, (long long)replica);
+	if ((rc = xp_state_sched(st, err)) < 0)
 		return rc;
 	j->exited[replica] = 1;
 	ev->type = "job.task";
@@ -773,21 +730,19 @@ static int job_task(struct xp_state *st, struct rec *r, int64_t at, struct xp_ev
 
 /* running -> pending: its node was lost, or it was preempted; a new
  * attempt starts later */
-static int job_requeue(struct xp_state *st, struct rec *r, int64_t at, int preempted,
-		       struct xp_event_info *ev)
+static int job_requeue(struct xp_state *st, const struct xp_rec *r, int64_t at,
+		       struct xp_event_info *ev, struct xp_err *err)
 {
-	int64_t id;
-	int rc = get_int(r, "id", 1, INT64_MAX, &id);
-	if (rc < 0)
-		return rc;
-	json_t *rs = json_object_get(r->o, "reason");
-	struct xp_job *j = xp_state_job(st, (uint64_t)id);
+	int preempted = r->type == XP_REC_JOB_PREEMPT, rc;
+	uint64_t id = r->u.requeue.id;
+	const char *rs = r->u.requeue.reason;
+	struct xp_job *j = xp_state_job(st, id);
 	if (!j)
-		return refuse(r, XP_ENOENT, "no job %lld", (long long)id);
+		return refusef(err, XP_ENOENT, "no job %lld", (long long)id);
 	if (j->state != XP_JOB_RUNNING)
-		return refuse(r, XP_ESTATE, "job %lld is %s, it cannot be requeued", (long long)id,
-			      xp_job_state_name(j->state));
-	if ((rc = xp_state_sched(st, r->err)) < 0)
+		return refusef(err, XP_ESTATE, "job %lld is %s, it cannot be requeued",
+			       (long long)id, xp_job_state_name(j->state));
+	if ((rc = xp_state_sched(st, err)) < 0)
 		return rc;
 	xp_meter_close_run(st, j, at);
 	xp_usage_charge(st, j, -1);
@@ -813,8 +768,7 @@ static int job_requeue(struct xp_state *st, struct rec *r, int64_t at, int preem
 	j->started_at = 0;
 	j->verdict = XP_PEND_NONE;
 	free(j->reason);
-	j->reason = json_is_string(rs) && *json_string_value(rs) ? xstrdup(json_string_value(rs))
-								 : NULL;
+	j->reason = rs && *rs ? xstrdup(rs) : NULL;
 	xp_vec_push(&st->pending, j);
 	xp_vec_push(&st->fresh, j);
 	st->cap_grew = 1;
@@ -861,89 +815,106 @@ void xp_state_set_health(struct xp_state *st, long n, const uint8_t *ok, char *c
 	}
 }
 
-static int node_health(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
+static int node_health(struct xp_state *st, const struct xp_rec *r, struct xp_event_info *ev,
+		       struct xp_err *err)
 {
-	const char *name;
-	int rc = get_str(r, "name", &name);
-	if (rc < 0)
-		return rc;
+	const char *name = r->u.health.name;
 	long n = xp_state_node(st, name);
 	if (n < 0)
-		return refuse(r, XP_ENOENT, "no node %s", name);
-	json_t *devs = json_object_get(r->o, "devices");
+		return refusef(err, XP_ENOENT, "no node %s", name);
 	uint16_t nd = st->c->nodes[n].ndevs;
-	if (!json_is_array(devs) || json_array_size(devs) != nd)
-		return refuse(r, XP_EINVAL, "node %s has %u devices, the report lists %zu", name,
-			      nd, json_is_array(devs) ? json_array_size(devs) : 0);
-	uint8_t ok[XP_MAX_NODE_DEVS];
-	char *why[XP_MAX_NODE_DEVS];
-	for (uint16_t d = 0; d < nd; d++) {
-		json_t *o = json_array_get(devs, d), *okv = json_object_get(o, "ok"),
-		       *wv = json_object_get(o, "why");
-		if (!json_is_boolean(okv) || (wv && !json_is_string(wv)))
-			return bad(r, "expected {ok, why}", "devices");
-		ok[d] = json_is_true(okv);
-		why[d] = wv ? (char *)json_string_value(wv) : NULL;
-	}
-	xp_state_set_health(st, n, ok, why, 1);
+	if (r->u.health.ndevs != (int)nd)
+		return refusef(err, XP_EINVAL, "node %s has %u devices, the report lists %d", name,
+			       nd, r->u.health.ndevs < 0 ? 0 : r->u.health.ndevs);
+	xp_state_set_health(st, n, r->u.health.ok, (char *const *)r->u.health.why, 1);
 	ev->type = "node.health";
 	ev->tenant = -1;
 	ev->node = (int32_t)n;
 	return 0;
 }
 
-int xp_state_apply(struct xp_state *st, uint64_t seq, int64_t at, const char *type,
-		   const char *body, size_t len, struct xp_event_info *ev, struct xp_err *err)
+static struct xp_event_info *ev_init(struct xp_event_info *ev, struct xp_event_info *dummy)
+{
+	if (!ev)
+		ev = dummy;
+	memset(ev, 0, sizeof(*ev));
+	ev->node = -1;
+	ev->state = -1;
+	return ev;
+}
+
+int xp_state_apply_rec(struct xp_state *st, uint64_t seq, int64_t at, const struct xp_rec *r,
+		       struct xp_event_info *ev, struct xp_err *err)
+{
+	struct xp_event_info dummy;
+	int rc;
+	ev = ev_init(ev, &dummy);
+	switch (r->type) {
+	case XP_REC_TENANT_CREATE:
+		rc = tenant_create(st, r, ev, err);
+		break;
+	case XP_REC_TOKEN_CREATE:
+		rc = token_create(st, r, ev, err);
+		break;
+	case XP_REC_TOKEN_REVOKE:
+		rc = token_revoke(st, r, ev, err);
+		break;
+	case XP_REC_QUEUE_DELETE:
+		rc = xp_queue_delete(st, r->u.node.name, ev, err);
+		break;
+	case XP_REC_NODE_STATE:
+		rc = node_state(st, r, ev, err);
+		break;
+	case XP_REC_NODE_REMOVE:
+		rc = node_remove(st, r, ev, err);
+		break;
+	case XP_REC_NODE_HEALTH:
+		rc = node_health(st, r, ev, err);
+		break;
+	case XP_REC_JOB_FINISH:
+	case XP_REC_JOB_CANCEL:
+		rc = job_end(st, r, at, ev, err);
+		break;
+	case XP_REC_JOB_TASK:
+		rc = job_task(st, r, at, ev, err);
+		break;
+	case XP_REC_JOB_REQUEUE:
+	case XP_REC_JOB_PREEMPT:
+		rc = job_requeue(st, r, at, ev, err);
+		break;
+	default:
+		rc = xp_errf(err, XP_EINTERNAL, "record type %d is not a typed record", r->type);
+	}
+	if (rc == 0 && seq)
+		st->seq = seq;
+	return rc;
+}
+
+int xp_state_apply_json(struct xp_state *st, uint64_t seq, int64_t at, const char *type,
+			const char *body, size_t len, struct xp_event_info *ev,
+			struct xp_err *err)
 {
 	struct xp_event_info dummy;
 	json_error_t je;
 	struct rec r = { .err = err };
 	int rc;
 
-	if (!ev)
-		ev = &dummy;
-	memset(ev, 0, sizeof(*ev));
-	ev->node = -1;
-	ev->state = -1;
+	ev = ev_init(ev, &dummy);
 	r.o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
 	if (!json_is_object(r.o)) {
 		json_decref(r.o);
 		return xp_errf(err, XP_ECORRUPT, "not a JSON object: %s", je.text);
 	}
-	if (!strcmp(type, "tenant.create"))
-		rc = tenant_create(st, &r, ev);
-	else if (!strcmp(type, "token.create"))
-		rc = token_create(st, &r, ev);
-	else if (!strcmp(type, "token.revoke"))
-		rc = token_revoke(st, &r, ev);
-	else if (!strcmp(type, "queue.create"))
+	if (!strcmp(type, "queue.create"))
 		rc = xp_queue_define(st, r.o, 0, ev, err);
 	else if (!strcmp(type, "queue.update"))
 		rc = xp_queue_define(st, r.o, 1, ev, err);
-	else if (!strcmp(type, "queue.delete"))
-		rc = queue_delete(st, &r, ev);
 	else if (!strcmp(type, "node.add"))
 		rc = node_add(st, &r, ev);
-	else if (!strcmp(type, "node.state"))
-		rc = node_state(st, &r, ev);
-	else if (!strcmp(type, "node.remove"))
-		rc = node_remove(st, &r, ev);
 	else if (!strcmp(type, "job.submit"))
 		rc = job_submit(st, &r, at, ev);
 	else if (!strcmp(type, "job.start"))
 		rc = job_start(st, &r, at, ev);
-	else if (!strcmp(type, "job.finish"))
-		rc = job_end(st, &r, at, 0, ev);
-	else if (!strcmp(type, "job.cancel"))
-		rc = job_end(st, &r, at, 1, ev);
-	else if (!strcmp(type, "job.task"))
-		rc = job_task(st, &r, at, ev);
-	else if (!strcmp(type, "job.requeue"))
-		rc = job_requeue(st, &r, at, 0, ev);
-	else if (!strcmp(type, "job.preempt"))
-		rc = job_requeue(st, &r, at, 1, ev);
-	else if (!strcmp(type, "node.health"))
-		rc = node_health(st, &r, ev);
 	else if (!strcmp(type, "job.hold"))
 		rc = xp_job_hold_apply(st, r.o, ev, err);
 	else if (!strcmp(type, "job.update"))

@@ -3,8 +3,10 @@
  * and jobs over the resource model and the scheduling core - changed only
  * by applying journal records (docs/design/controller.md).
  *
- * xp_state_apply() is the one way in, live and on replay alike: it decodes
- * a record, checks it against the state (an illegal transition or a
+ * xp_state_apply_rec() is the one way in, live and on replay alike: the
+ * codec at the store boundary (src/edge/codec.c, xp_rec_apply) decodes a
+ * record's JSON into a struct xp_rec (rec.h), checking every field; the
+ * state checks it against itself (an illegal transition or a
  * reference to something absent is rejected and changes nothing), then
  * applies it. The owner thread of the server builds records with the
  * xp_rec_*() functions, applies them, and only then appends them to the
@@ -16,7 +18,9 @@
  *   state.c      creation, lookups, names, transitions, record builders and
  *                the allocations' JSON both ways and their match to a request,
  *                the invariant check and the state machines' checks
- *   apply.c      records into the state (xp_state_apply)
+ *   rec.h        journal records as plain C (the codec's typed records)
+ *   apply.c      records into the state (xp_state_apply_rec; the types not
+ *                typed yet from JSON: xp_state_apply_json)
  *   jobedit.c    records that change a pending job: job.hold, job.update
  *   snapshot.c   the whole state as JSON and back
  *   docs.h       the readers of the documents inside records and
@@ -63,6 +67,7 @@
 #include "docs.h"
 #include "meter.h"
 #include "queuespec.h"
+#include "rec.h"
 #include "spec.h"
 #include "svcspec.h"
 
@@ -92,14 +97,7 @@ enum xp_node_source { XP_SRC_EMULATED, XP_SRC_AGENT, XP_SRC_N };
  * the name ("oom: replica 0 went over its memory limit of 64 MiB"). */
 enum xp_end { XP_END_NONE, XP_END_OOM, XP_END_LIMITS, XP_END_TIME_LIMIT, XP_END_START, XP_END_N };
 
-/* How a replica or a job ended, as records carry it. */
-struct xp_exit {
-	int has_code;	    /* 0: no exit code (yet): a time limit the agent still enforces */
-	int code;	    /* -255..255 */
-	int signal;	    /* the terminating signal, 0 none */
-	int end;	    /* enum xp_end */
-	const char *detail; /* what failed (limits, start), NULL none */
-};
+/* How a replica or a job ended, as records carry it: struct xp_exit (rec.h). */
 
 struct xp_job {
 	uint64_t id;
@@ -306,8 +304,17 @@ void xp_possible_cache_free(struct xp_possible_cache *c);
  * the scheduler; returns the number of shapes or < 0. */
 int xp_state_estimate_workload(struct xp_state *st, int64_t since, struct xp_err *err);
 
-int xp_state_apply(struct xp_state *st, uint64_t seq, int64_t at, const char *type,
-		   const char *body, size_t len, struct xp_event_info *ev, struct xp_err *err);
+/* A journal record into the state (apply.c): checked whole against the
+ * state, then applied, or refused with nothing changed. seq > 0 becomes
+ * st->seq. The record arrives decoded (rec.h) from the codec at the store
+ * boundary (src/edge/codec.c: xp_rec_apply takes a record's JSON); the
+ * types the codec does not decode yet arrive as JSON (xp_state_apply_json,
+ * the same checks and texts as ever). */
+int xp_state_apply_rec(struct xp_state *st, uint64_t seq, int64_t at, const struct xp_rec *r,
+		       struct xp_event_info *ev, struct xp_err *err);
+int xp_state_apply_json(struct xp_state *st, uint64_t seq, int64_t at, const char *type,
+			const char *body, size_t len, struct xp_event_info *ev,
+			struct xp_err *err);
 
 /* queue.c: the queue tree, quotas and shares (docs/design/tenancy.md) */
 /* q's definition (for records, snapshots and the API). */

@@ -1,0 +1,98 @@
+/*
+ * rec: journal records as plain C (docs/design/controller.md, "Journal
+ * records"). The state applies a struct xp_rec (xp_state_apply_rec); the
+ * JSON the journal holds is decoded into one, and written from one, by the
+ * record codec at the store boundary (src/edge/codec.c), which checks
+ * every field and names the faulty one ("id: missing or out of range"),
+ * as the state did when it read the JSON itself.
+ *
+ * A decoded record's strings are borrowed from the decoder (valid until it
+ * is released); the state copies what it keeps. Fields are checked for
+ * form by the codec (ranges, enum names, lengths), and against the state
+ * (the job exists, the transition is legal) by xp_state_apply_rec.
+ *
+ * Not every record type is typed yet: the types below are; the others are
+ * still applied from their JSON inside the state (xp_state_apply_json),
+ * until the codec takes them too (issue 19; the list in controller.md).
+ */
+#ifndef XP_STATE_REC_H
+#define XP_STATE_REC_H
+
+#include <stdint.h>
+
+#include "../model/model.h"
+
+/* How a replica or a job ended, as records carry it. */
+struct xp_exit {
+	int has_code;	    /* 0: no exit code (yet): a time limit the agent still enforces */
+	int code;	    /* -255..255 */
+	int signal;	    /* the terminating signal, 0 none */
+	int end;	    /* enum xp_end */
+	const char *detail; /* what failed (limits, start), NULL none */
+};
+
+enum xp_rec_type {
+	XP_REC_TENANT_CREATE, /* tenant.create {name} */
+	XP_REC_TOKEN_CREATE,  /* token.create {id, tenant, name, admin, sha256, node?, bootstrap?} */
+	XP_REC_TOKEN_REVOKE,  /* token.revoke {id} */
+	XP_REC_QUEUE_DELETE,  /* queue.delete {name} */
+	XP_REC_NODE_STATE,    /* node.state {name, state} */
+	XP_REC_NODE_REMOVE,   /* node.remove {name} */
+	XP_REC_NODE_HEALTH,   /* node.health {name, devices: [{ok, why}]} */
+	XP_REC_JOB_FINISH,    /* job.finish {id, state, exit_code?, reason?, signal?, end?, detail?} */
+	XP_REC_JOB_CANCEL,    /* job.cancel {id, reason?} */
+	XP_REC_JOB_TASK,      /* job.task {id, attempt, replica, exit_code, signal?, end?, detail?} */
+	XP_REC_JOB_REQUEUE,   /* job.requeue {id, reason?} */
+	XP_REC_JOB_PREEMPT,   /* job.preempt {id, reason?} */
+	XP_REC_N
+};
+
+/* The record type's name ("job.task"), NULL when out of range. */
+const char *xp_rec_type_name(int type);
+/* The type of a name; -1 when it is not a typed record (yet). */
+int xp_rec_type_parse(const char *name);
+
+struct xp_rec {
+	int type; /* enum xp_rec_type */
+	union {
+		struct {
+			const char *name;
+		} tenant; /* tenant.create */
+		struct {
+			uint64_t id;
+			const char *tenant, *name, *sha256;
+			int scope;	  /* enum xp_scope (state.h) */
+			const char *node; /* XP_SCOPE_NODE: the node; else NULL */
+		} token; /* token.create */
+		struct {
+			uint64_t id;
+		} revoke; /* token.revoke */
+		struct {
+			const char *name;
+			int state; /* enum xp_node_state; node.state only */
+		} node;	   /* queue.delete (name), node.state, node.remove */
+		struct {
+			const char *name;
+			int ndevs; /* devices listed; -1: "devices" is not a list */
+			uint8_t ok[XP_MAX_NODE_DEVS];
+			const char *why[XP_MAX_NODE_DEVS]; /* NULL: none given */
+		} health; /* node.health */
+		struct {
+			uint64_t id;
+			int state;	    /* job.finish: XP_JOB_SUCCEEDED or XP_JOB_FAILED */
+			struct xp_exit x;   /* job.finish: x.has_code 0 when no exit code */
+			const char *reason; /* "" none */
+		} end;			    /* job.finish, job.cancel */
+		struct {
+			uint64_t id;
+			uint32_t attempt, replica;
+			struct xp_exit x; /* x.code: the exit code (always given) */
+		} task;			  /* job.task */
+		struct {
+			uint64_t id;
+			const char *reason; /* NULL: not a string */
+		} requeue;		    /* job.requeue, job.preempt */
+	} u;
+};
+
+#endif

@@ -100,6 +100,9 @@ static void test_old_journals(void **unused)
 static void test_writers(void **unused)
 {
 	(void)unused;
+	json_t *cs = json_pack("{s:i}", "a_b", 4);
+	char *counter = xp_rec_job_counter(2, cs);
+	json_decref(cs);
 	struct {
 		char *got;
 		const char *want;
@@ -142,6 +145,10 @@ static void test_writers(void **unused)
 		  "\"oom\",\"detail\":\"d\"}" },
 		{ xp_rec_job_requeue(6, "node lost"), "{\"id\":6,\"reason\":\"node lost\"}" },
 		{ xp_rec_job_preempt(6, NULL), "{\"id\":6,\"reason\":\"\"}" },
+		{ xp_rec_job_hold(5, XP_HOLD_USER), "{\"id\":5,\"held\":\"user\"}" },
+		{ xp_rec_job_forget((const uint64_t[]){ 1, 2 }, 2), "{\"ids\":[1,2]}" },
+		{ xp_rec_job_energy(2, 1, 3), "{\"attempt\":1,\"id\":2,\"joules\":3}" },
+		{ counter, "{\"counters\":{\"a_b\":4},\"id\":2}" },
 	};
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
 		if (!c[i].got || strcmp(c[i].got, c[i].want))

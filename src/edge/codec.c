@@ -16,15 +16,28 @@
  */
 #include "edge.h"
 
+#include <ctype.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../core/state/state.h"
+#include "../lib/xalloc.h"
+
+#define MAX_COUNT_VALUE 1000000000000LL /* per record */
+
+/* what a decoded record borrows from: the parsed JSON, and the documents
+ * and lists decoded out of it */
+struct hold {
+	json_t *o;
+	void *doc;
+};
 
 struct dec {
 	json_t *o;
 	struct xp_err *err;
+	struct hold *h;
 };
 
 /* a malformed record (the text the state gave, replay names the record) */
@@ -197,6 +210,147 @@ static int job_task(struct dec *d, struct xp_rec *r)
 	return 0;
 }
 
+int xp_meter_counters_check(json_t *c, struct xp_err *err)
+{
+	const char *k;
+	json_t *v;
+	if (!json_is_object(c) || json_object_size(c) == 0)
+		return xp_errf(err, XP_EINVAL,
+			       "counters: expected a map of name: count such as "
+			       "{\"inference_requests\": 1200}");
+	if (json_object_size(c) > XP_REC_MAX_COUNTERS)
+		return xp_errf(err, XP_EINVAL, "counters: at most %d names, got %zu", XP_REC_MAX_COUNTERS,
+			       json_object_size(c));
+	json_object_foreach(c, k, v)
+	{
+		size_t n = strlen(k);
+		int ok = n >= 1 && n <= 63;
+		for (size_t i = 0; ok && i < n; i++)
+			ok = islower((unsigned char)k[i]) || isdigit((unsigned char)k[i]) ||
+			     k[i] == '_';
+		if (!ok)
+			return xp_errf(err, XP_EINVAL,
+				       "counters.%.64s: expected a name of 1-63 characters a-z, 0-9 "
+				       "and _",
+				       k);
+		if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+		    json_integer_value(v) > MAX_COUNT_VALUE)
+			return xp_errf(err, XP_EINVAL,
+				       "counters.%s: expected an integer 1..%lld to add", k,
+				       (long long)MAX_COUNT_VALUE);
+	}
+	return 0;
+}
+
+char *xp_rec_job_counter(uint64_t job, json_t *counters)
+{
+	json_t *o = json_pack("{s:I,s:O}", "id", (json_int_t)job, "counters", counters);
+	char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(o);
+	return s;
+}
+
+/* a document inside a record, read by the edge's parser from its compact
+ * JSON (as the state read it before the codec) */
+static char *doc_text(json_t *o)
+{
+	return json_dumps(o, JSON_COMPACT);
+}
+
+static int job_update(struct dec *d, struct xp_rec *r)
+{
+	json_t *v = json_object_get(d->o, "id"), *c = json_object_get(d->o, "change");
+	if (!json_is_integer(v) || json_integer_value(v) < 1)
+		return xp_errf(d->err, XP_ECORRUPT, "id: missing or out of range");
+	if (!json_is_object(c))
+		return xp_errf(d->err, XP_ECORRUPT, "change: missing or not an object");
+	struct xp_jobpatch *p = xmalloc(sizeof(*p));
+	d->h->doc = p;
+	char *text = doc_text(c);
+	int rc = xp_jobpatch_parse_text("change", text, strlen(text), 1, p, NULL, d->err);
+	free(text);
+	r->u.update.id = (uint64_t)json_integer_value(v);
+	r->u.update.change = p;
+	return rc;
+}
+
+static int job_forget(struct dec *d, struct xp_rec *r)
+{
+	json_t *ids = json_object_get(d->o, "ids"), *v;
+	size_t i, n = json_array_size(ids);
+	if (!json_is_array(ids) || n == 0 || n > XP_REC_MAX_FORGET || json_object_size(d->o) != 1)
+		return xp_errf(d->err, XP_ECORRUPT, "ids: expected a list of 1..%d job ids",
+			       XP_REC_MAX_FORGET);
+	uint64_t *out = xmalloc(n * sizeof(*out));
+	d->h->doc = out;
+	json_array_foreach(ids, i, v)
+	{
+		if (!json_is_integer(v) || json_integer_value(v) <= 0)
+			return xp_errf(d->err, XP_ECORRUPT, "ids[%zu]: expected a job id", i);
+		out[i] = (uint64_t)json_integer_value(v);
+	}
+	r->u.forget.ids = out;
+	r->u.forget.n = n;
+	return 0;
+}
+
+static int job_counter(struct dec *d, struct xp_rec *r)
+{
+	json_t *id = json_object_get(d->o, "id"), *c = json_object_get(d->o, "counters"), *v;
+	const char *k;
+	if (!json_is_integer(id) || json_integer_value(id) < 1)
+		return xp_errf(d->err, XP_ECORRUPT, "job.counter: id: expected a job id");
+	int rc = xp_meter_counters_check(c, d->err);
+	if (rc < 0)
+		return rc;
+	r->u.counter.id = (uint64_t)json_integer_value(id);
+	json_object_foreach(c, k, v)
+	{
+		r->u.counter.name[r->u.counter.n] = k;
+		r->u.counter.value[r->u.counter.n++] = (uint64_t)json_integer_value(v);
+	}
+	return 0;
+}
+
+static int job_energy(struct dec *d, struct xp_rec *r)
+{
+	json_t *o = d->o;
+	json_int_t id = json_integer_value(json_object_get(o, "id")),
+		   at = json_integer_value(json_object_get(o, "attempt")),
+		   j = json_integer_value(json_object_get(o, "joules"));
+	if (!json_is_integer(json_object_get(o, "id")) || id < 1 || at < 1 || j < 0 ||
+	    !json_is_integer(json_object_get(o, "joules")))
+		return xp_errf(d->err, XP_ECORRUPT, "job.energy: expected id, attempt and joules");
+	r->u.energy.id = (uint64_t)id;
+	r->u.energy.attempt = at;
+	r->u.energy.joules = (uint64_t)j;
+	return 0;
+}
+
+static int prices_set(struct dec *d, struct xp_rec *r)
+{
+	struct xp_prices *p = xmalloc(sizeof(*p));
+	d->h->doc = p;
+	char *text = doc_text(d->o);
+	int rc = xp_prices_parse("prices.set", text, strlen(text), 1, p, d->err);
+	free(text);
+	r->u.prices = p;
+	return rc;
+}
+
+static int queue_define(struct dec *d, struct xp_rec *r)
+{
+	struct xp_queuespec *q = xmalloc(sizeof(*q));
+	d->h->doc = q;
+	char *text = doc_text(d->o);
+	if (!text)
+		return xp_errf(d->err, XP_ECORRUPT, "queue: not JSON");
+	int rc = xp_queuespec_parse_text("queue", text, strlen(text), 1, 1, q, NULL, d->err);
+	free(text);
+	r->u.queue = q;
+	return rc;
+}
+
 static int decode(struct dec *d, struct xp_rec *r)
 {
 	int64_t id;
@@ -230,6 +384,29 @@ static int decode(struct dec *d, struct xp_rec *r)
 		v = json_object_get(d->o, "reason");
 		r->u.requeue.reason = json_is_string(v) ? json_string_value(v) : NULL;
 		return rc;
+	case XP_REC_JOB_HOLD:
+		v = json_object_get(d->o, "id");
+		if (!json_is_integer(v) || json_integer_value(v) < 1)
+			return xp_errf(d->err, XP_ECORRUPT, "id: missing or out of range");
+		r->u.hold.id = (uint64_t)json_integer_value(v);
+		v = json_object_get(d->o, "held");
+		r->u.hold.held = json_is_string(v) ? xp_hold_parse(json_string_value(v)) : -1;
+		if (r->u.hold.held < 0)
+			return xp_errf(d->err, XP_ECORRUPT, "held: expected none, user or admin");
+		return 0;
+	case XP_REC_JOB_UPDATE:
+		return job_update(d, r);
+	case XP_REC_JOB_FORGET:
+		return job_forget(d, r);
+	case XP_REC_JOB_COUNTER:
+		return job_counter(d, r);
+	case XP_REC_JOB_ENERGY:
+		return job_energy(d, r);
+	case XP_REC_PRICES_SET:
+		return prices_set(d, r);
+	case XP_REC_QUEUE_CREATE:
+	case XP_REC_QUEUE_UPDATE:
+		return queue_define(d, r);
 	}
 	return xp_errf(d->err, XP_EINTERNAL, "record type %d has no decoder", r->type);
 }
@@ -248,18 +425,25 @@ int xp_rec_decode(const char *type, const char *body, size_t len, struct xp_rec 
 		json_decref(d.o);
 		return xp_errf(err, XP_ECORRUPT, "not a JSON object: %s", je.text);
 	}
+	d.h = XNEW(struct hold);
+	d.h->o = d.o;
 	int rc = decode(&d, out);
 	if (rc < 0) {
-		json_decref(d.o);
+		xp_rec_release(d.h);
 		return rc;
 	}
-	*hold = d.o;
+	*hold = d.h;
 	return 1;
 }
 
 void xp_rec_release(void *hold)
 {
-	json_decref(hold);
+	struct hold *h = hold;
+	if (!h)
+		return;
+	json_decref(h->o);
+	free(h->doc);
+	free(h);
 }
 
 int xp_rec_apply(struct xp_state *st, uint64_t seq, int64_t at, const char *type,

@@ -83,6 +83,12 @@ int xp_rec_apply(struct xp_state *st, uint64_t seq, int64_t at, const char *type
 int xp_rec_decode(const char *type, const char *body, size_t len, struct xp_rec *out,
 		  void **hold, struct xp_err *err);
 void xp_rec_release(void *hold);
+/* job.counter: the counters of a POST body (a JSON object) checked -
+ * {name: positive integer}, names [a-z0-9_] 1..63, at most 32; err names
+ * the field - and the record of them */
+struct json_t;
+int xp_meter_counters_check(struct json_t *counters, struct xp_err *err);
+char *xp_rec_job_counter(uint64_t job, struct json_t *counters);
 
 /* docs.c: the readers the state is given (xp_state_opts.docs). */
 extern const struct xp_state_docs xp_edge_docs;

@@ -29,6 +29,10 @@ static const char *const rec_names[XP_REC_N] = {
 	[XP_REC_NODE_HEALTH] = "node.health",	  [XP_REC_JOB_FINISH] = "job.finish",
 	[XP_REC_JOB_CANCEL] = "job.cancel",	  [XP_REC_JOB_TASK] = "job.task",
 	[XP_REC_JOB_REQUEUE] = "job.requeue",	  [XP_REC_JOB_PREEMPT] = "job.preempt",
+	[XP_REC_JOB_HOLD] = "job.hold",		  [XP_REC_JOB_UPDATE] = "job.update",
+	[XP_REC_JOB_FORGET] = "job.forget",	  [XP_REC_JOB_COUNTER] = "job.counter",
+	[XP_REC_JOB_ENERGY] = "job.energy",	  [XP_REC_PRICES_SET] = "prices.set",
+	[XP_REC_QUEUE_CREATE] = "queue.create",	  [XP_REC_QUEUE_UPDATE] = "queue.update",
 };
 
 const char *xp_rec_type_name(int type)
@@ -781,17 +785,29 @@ static int job_requeue(struct xp_state *st, const struct xp_rec *r, int64_t at,
 }
 
 /* business counters a job reports (meter.c) */
-static int job_counter(struct xp_state *st, struct rec *r, int64_t at, struct xp_event_info *ev)
+static int job_counter(struct xp_state *st, const struct xp_rec *r, int64_t at,
+		       struct xp_event_info *ev, struct xp_err *err)
 {
-	int rc = xp_meter_counter(st, r->o, at, r->err);
+	int rc = xp_meter_counter(st, r, at, err);
 	if (rc < 0)
 		return rc;
-	const struct xp_job *j =
-		xp_state_job(st, (uint64_t)json_integer_value(json_object_get(r->o, "id")));
+	const struct xp_job *j = xp_state_job(st, r->u.counter.id);
 	ev->type = "job.counter";
 	ev->job = j->id;
 	ev->tenant = j->tenant;
 	return 0;
+}
+
+/* the energy the agents measured for an ended run (meter.c) */
+static int job_energy(struct xp_state *st, const struct xp_rec *r, struct xp_event_info *ev,
+		      struct xp_err *err)
+{
+	int rc = xp_meter_energy(st, r, err);
+	const struct xp_job *j = rc ? NULL : xp_state_job(st, r->u.energy.id);
+	ev->type = "job.energy";
+	ev->job = j ? j->id : 0;
+	ev->tenant = j ? (int64_t)j->tenant : -2;
+	return rc;
 }
 
 void xp_state_set_health(struct xp_state *st, long n, const uint8_t *ok, char *const *why,
@@ -882,6 +898,31 @@ int xp_state_apply_rec(struct xp_state *st, uint64_t seq, int64_t at, const stru
 	case XP_REC_JOB_PREEMPT:
 		rc = job_requeue(st, r, at, ev, err);
 		break;
+	case XP_REC_JOB_HOLD:
+		rc = xp_job_hold_apply(st, r, ev, err);
+		break;
+	case XP_REC_JOB_UPDATE:
+		rc = xp_job_update_apply(st, r, ev, err);
+		break;
+	case XP_REC_JOB_FORGET:
+		rc = xp_state_job_forget(st, r, ev, err);
+		break;
+	case XP_REC_JOB_COUNTER:
+		rc = job_counter(st, r, at, ev, err);
+		break;
+	case XP_REC_JOB_ENERGY:
+		rc = job_energy(st, r, ev, err);
+		break;
+	case XP_REC_PRICES_SET:
+		xp_meter_prices(st, r->u.prices);
+		ev->type = "prices.set";
+		ev->tenant = -2;
+		rc = 0;
+		break;
+	case XP_REC_QUEUE_CREATE:
+	case XP_REC_QUEUE_UPDATE:
+		rc = xp_queue_define(st, r->u.queue, r->type == XP_REC_QUEUE_UPDATE, ev, err);
+		break;
 	default:
 		rc = xp_errf(err, XP_EINTERNAL, "record type %d is not a typed record", r->type);
 	}
@@ -905,39 +946,14 @@ int xp_state_apply_json(struct xp_state *st, uint64_t seq, int64_t at, const cha
 		json_decref(r.o);
 		return xp_errf(err, XP_ECORRUPT, "not a JSON object: %s", je.text);
 	}
-	if (!strcmp(type, "queue.create"))
-		rc = xp_queue_define(st, r.o, 0, ev, err);
-	else if (!strcmp(type, "queue.update"))
-		rc = xp_queue_define(st, r.o, 1, ev, err);
-	else if (!strcmp(type, "node.add"))
+	if (!strcmp(type, "node.add"))
 		rc = node_add(st, &r, ev);
 	else if (!strcmp(type, "job.submit"))
 		rc = job_submit(st, &r, at, ev);
 	else if (!strcmp(type, "job.start"))
 		rc = job_start(st, &r, at, ev);
-	else if (!strcmp(type, "job.hold"))
-		rc = xp_job_hold_apply(st, r.o, ev, err);
-	else if (!strcmp(type, "job.update"))
-		rc = xp_job_update_apply(st, r.o, ev, err);
 	else if (!strcmp(type, "job.resize"))
 		rc = xp_elastic_resize_apply(st, r.o, at, ev, err);
-	else if (!strcmp(type, "job.counter"))
-		rc = job_counter(st, &r, at, ev);
-	else if (!strcmp(type, "job.energy")) {
-		rc = xp_meter_energy(st, r.o, err);
-		const struct xp_job *j =
-			rc ? NULL
-			   : xp_state_job(st,
-					  (uint64_t)json_integer_value(json_object_get(r.o, "id")));
-		ev->type = "job.energy";
-		ev->job = j ? j->id : 0;
-		ev->tenant = j ? (int64_t)j->tenant : -2;
-	} else if (!strcmp(type, "prices.set")) {
-		rc = xp_meter_prices(st, r.o, err);
-		ev->type = "prices.set";
-		ev->tenant = -2;
-	} else if (!strcmp(type, "job.forget"))
-		rc = xp_state_job_forget(st, r.o, ev, err);
 	else if (!strncmp(type, "service.", 8))
 		rc = xp_service_apply(st, type, r.o, at, ev, err);
 	else

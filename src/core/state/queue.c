@@ -95,20 +95,13 @@ static int children_fit(const struct xp_state *st, long q, long skip, const uint
 	return 0;
 }
 
-int xp_queue_define(struct xp_state *st, json_t *o, int update, struct xp_event_info *ev,
-		    struct xp_err *err)
+int xp_queue_define(struct xp_state *st, const struct xp_queuespec *def, int update,
+		    struct xp_event_info *ev, struct xp_err *err)
 {
-	struct xp_queuespec s;
-	char *text = json_dumps(o, JSON_COMPACT);
-	int rc, res;
+	const struct xp_queuespec s = *def;
+	int res;
 	char a[32], b[32];
 
-	if (!text)
-		return xp_errf(err, XP_ECORRUPT, "queue: not JSON");
-	rc = st->docs->queuespec("queue", text, strlen(text), 1, 1, &s, NULL, err);
-	free(text);
-	if (rc < 0)
-		return rc;
 	long q = xp_state_queue(st, s.name), parent = -1;
 	if (update && q < 0)
 		return xp_errf(err, XP_ENOENT, "no queue %s", s.name);

@@ -22,6 +22,13 @@
 
 #include "../model/model.h"
 
+struct xp_jobpatch;
+struct xp_prices;
+struct xp_queuespec;
+
+#define XP_REC_MAX_COUNTERS 32	     /* names in one job.counter */
+#define XP_REC_MAX_FORGET   10000    /* ids in one job.forget */
+
 /* How a replica or a job ended, as records carry it. */
 struct xp_exit {
 	int has_code;	    /* 0: no exit code (yet): a time limit the agent still enforces */
@@ -44,6 +51,14 @@ enum xp_rec_type {
 	XP_REC_JOB_TASK,      /* job.task {id, attempt, replica, exit_code, signal?, end?, detail?} */
 	XP_REC_JOB_REQUEUE,   /* job.requeue {id, reason?} */
 	XP_REC_JOB_PREEMPT,   /* job.preempt {id, reason?} */
+	XP_REC_JOB_HOLD,      /* job.hold {id, held} */
+	XP_REC_JOB_UPDATE,    /* job.update {id, change} */
+	XP_REC_JOB_FORGET,    /* job.forget {ids} */
+	XP_REC_JOB_COUNTER,   /* job.counter {id, counters} */
+	XP_REC_JOB_ENERGY,    /* job.energy {id, attempt, joules} */
+	XP_REC_PRICES_SET,    /* prices.set: the price table */
+	XP_REC_QUEUE_CREATE,  /* queue.create: the queue's definition */
+	XP_REC_QUEUE_UPDATE,  /* queue.update: the same, after the change */
 	XP_REC_N
 };
 
@@ -92,6 +107,31 @@ struct xp_rec {
 			uint64_t id;
 			const char *reason; /* NULL: not a string */
 		} requeue;		    /* job.requeue, job.preempt */
+		struct {
+			uint64_t id;
+			int held; /* enum xp_hold */
+		} hold;		  /* job.hold */
+		struct {
+			uint64_t id;
+			const struct xp_jobpatch *change;
+		} update; /* job.update */
+		struct {
+			size_t n; /* 1..XP_REC_MAX_FORGET */
+			const uint64_t *ids;
+		} forget; /* job.forget */
+		struct {
+			uint64_t id;
+			uint32_t n; /* 1..XP_REC_MAX_COUNTERS */
+			const char *name[XP_REC_MAX_COUNTERS];
+			uint64_t value[XP_REC_MAX_COUNTERS];
+		} counter; /* job.counter */
+		struct {
+			uint64_t id;
+			int64_t attempt; /* >= 1; a run's attempt is its low 32 bits */
+			uint64_t joules;
+		} energy; /* job.energy */
+		const struct xp_prices *prices;	 /* prices.set */
+		const struct xp_queuespec *queue; /* queue.create, queue.update */
 	} u;
 };
 

@@ -82,17 +82,18 @@ void xp_state_node_set(struct xp_state *st, long n, int state);
 /* retention.c: the finish-order FIFO, and the job.forget record */
 void xp_state_note_done(struct xp_state *st, const struct xp_job *j);
 void xp_state_done_rebuild(struct xp_state *st);
-int xp_state_job_forget(struct xp_state *st, json_t *o, struct xp_event_info *ev,
+int xp_state_job_forget(struct xp_state *st, const struct xp_rec *r, struct xp_event_info *ev,
 			struct xp_err *err);
 /* jobedit.c: the records job.hold and job.update of a pending job */
-int xp_job_hold_apply(struct xp_state *st, json_t *o, struct xp_event_info *ev, struct xp_err *err);
-int xp_job_update_apply(struct xp_state *st, json_t *o, struct xp_event_info *ev,
+int xp_job_hold_apply(struct xp_state *st, const struct xp_rec *r, struct xp_event_info *ev,
+		      struct xp_err *err);
+int xp_job_update_apply(struct xp_state *st, const struct xp_rec *r, struct xp_event_info *ev,
 			struct xp_err *err);
 /* queue.c: records queue.create / queue.update / queue.delete; usage
  * charged (sign 1) when a job starts and discharged (-1) when it stops;
  * capacity added (1) or taken (-1) with a node */
-int xp_queue_define(struct xp_state *st, json_t *o, int update, struct xp_event_info *ev,
-		    struct xp_err *err);
+int xp_queue_define(struct xp_state *st, const struct xp_queuespec *s, int update,
+		    struct xp_event_info *ev, struct xp_err *err);
 int xp_queue_delete(struct xp_state *st, const char *name, struct xp_event_info *ev,
 		    struct xp_err *err);
 void xp_usage_charge(struct xp_state *st, const struct xp_job *j, int sign);

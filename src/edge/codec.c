@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "../core/state/state.h"
+#include "../descriptor/descriptor.h"
 #include "../lib/xalloc.h"
 
 #define MAX_COUNT_VALUE 1000000000000LL /* per record */
@@ -32,6 +33,7 @@
 struct hold {
 	json_t *o;
 	void *doc;
+	void (*doc_free)(void *doc); /* NULL: free() */
 };
 
 struct dec {
@@ -351,6 +353,68 @@ static int queue_define(struct dec *d, struct xp_rec *r)
 	return rc;
 }
 
+static void cluster_free(void *c)
+{
+	xp_cluster_destroy(c);
+}
+
+static int node_add(struct dec *d, struct xp_rec *r)
+{
+	const char *src;
+	int rc = get_str(d, "source", &src);
+	if (rc < 0)
+		return rc;
+	if ((r->u.node_add.source = xp_node_source_parse(src)) < 0)
+		return bad(d, "unknown source", "source");
+	json_t *desc = json_object_get(d->o, "descriptor");
+	if (!json_is_object(desc))
+		return bad(d, "missing or not an object", "descriptor");
+	char *text = doc_text(desc);
+	if (!text)
+		return xp_errf(d->err, XP_ECORRUPT, "node descriptor: not JSON");
+	struct xp_cluster *one = xp_descriptor_load_buf("node", text, strlen(text), XP_DESC_JSON,
+							d->err);
+	free(text);
+	if (!one)
+		return d->err->code;
+	d->h->doc = one;
+	d->h->doc_free = cluster_free;
+	r->u.node_add.desc = one;
+	return 0;
+}
+
+static void spec_free(void *s)
+{
+	xp_jobspec_free(s);
+	free(s);
+}
+
+static int job_submit(struct dec *d, struct xp_rec *r)
+{
+	int64_t id;
+	int rc;
+	if ((rc = get_int(d, "id", 1, INT64_MAX, &id)) < 0 ||
+	    (rc = get_str(d, "tenant", &r->u.submit.tenant)) < 0)
+		return rc;
+	json_t *k = json_object_get(d->o, "key"), *spec = json_object_get(d->o, "spec");
+	if (k && !json_is_null(k)) {
+		if (!json_is_string(k))
+			return bad(d, "not a string", "key");
+		r->u.submit.key = json_string_value(k);
+	}
+	if (!json_is_object(spec))
+		return bad(d, "missing or not an object", "spec");
+	struct xp_jobspec *s = XNEW(struct xp_jobspec);
+	d->h->doc = s;
+	d->h->doc_free = spec_free;
+	char *text = doc_text(spec);
+	rc = xp_jobspec_parse_text("spec", text, strlen(text), 1, s, NULL, d->err);
+	free(text);
+	r->u.submit.id = (uint64_t)id;
+	r->u.submit.spec = s;
+	return rc;
+}
+
 static int decode(struct dec *d, struct xp_rec *r)
 {
 	int64_t id;
@@ -407,6 +471,10 @@ static int decode(struct dec *d, struct xp_rec *r)
 	case XP_REC_QUEUE_CREATE:
 	case XP_REC_QUEUE_UPDATE:
 		return queue_define(d, r);
+	case XP_REC_NODE_ADD:
+		return node_add(d, r);
+	case XP_REC_JOB_SUBMIT:
+		return job_submit(d, r);
 	}
 	return xp_errf(d->err, XP_EINTERNAL, "record type %d has no decoder", r->type);
 }
@@ -442,7 +510,10 @@ void xp_rec_release(void *hold)
 	if (!h)
 		return;
 	json_decref(h->o);
-	free(h->doc);
+	if (h->doc_free)
+		h->doc_free(h->doc);
+	else
+		free(h->doc);
 	free(h);
 }
 

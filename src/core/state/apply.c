@@ -33,6 +33,7 @@ static const char *const rec_names[XP_REC_N] = {
 	[XP_REC_JOB_FORGET] = "job.forget",	  [XP_REC_JOB_COUNTER] = "job.counter",
 	[XP_REC_JOB_ENERGY] = "job.energy",	  [XP_REC_PRICES_SET] = "prices.set",
 	[XP_REC_QUEUE_CREATE] = "queue.create",	  [XP_REC_QUEUE_UPDATE] = "queue.update",
+	[XP_REC_NODE_ADD] = "node.add",		  [XP_REC_JOB_SUBMIT] = "job.submit",
 };
 
 const char *xp_rec_type_name(int type)
@@ -52,16 +53,6 @@ int xp_rec_type_parse(const char *name)
 static int bad(struct rec *r, const char *what, const char *field)
 {
 	return xp_errf(r->err, XP_ECORRUPT, "%s%s%s", field ? field : "", field ? ": " : "", what);
-}
-
-static int get_str(struct rec *r, const char *key, const char **out)
-{
-	json_t *v = json_object_get(r->o, key);
-	*out = NULL; /* set on failure too: gcc -O2 cannot see bad() is < 0 */
-	if (!json_is_string(v))
-		return bad(r, "missing or not a string", key);
-	*out = json_string_value(v);
-	return 0;
 }
 
 static int get_int(struct rec *r, const char *key, int64_t min, int64_t max, int64_t *out)
@@ -175,7 +166,6 @@ long xp_state_add_node(struct xp_state *st, json_t *descriptor, int source, int 
 {
 	char *text = json_dumps(descriptor, JSON_COMPACT);
 	struct xp_cluster *one;
-	long idx;
 
 	if (!text)
 		return xp_errf(err, XP_ECORRUPT, "node descriptor: not JSON");
@@ -183,17 +173,20 @@ long xp_state_add_node(struct xp_state *st, json_t *descriptor, int source, int 
 	free(text);
 	if (!one)
 		return err ? err->code : XP_EINVAL;
-	if (one->nnodes != 1) {
-		xp_cluster_destroy(one);
+	long idx = xp_state_add_node_one(st, one, source, state, err);
+	xp_cluster_destroy(one);
+	return idx;
+}
+
+long xp_state_add_node_one(struct xp_state *st, const struct xp_cluster *one, int source,
+			   int state, struct xp_err *err)
+{
+	long idx;
+	if (one->nnodes != 1)
 		return xp_errf(err, XP_EINVAL, "a node descriptor must describe one node, not %zu",
 			       one->nnodes);
-	}
-	if (xp_state_node(st, one->nodes[0].name) >= 0) {
-		int rc = xp_errf(err, XP_EEXIST, "node %s is already registered",
-				 one->nodes[0].name);
-		xp_cluster_destroy(one);
-		return rc;
-	}
+	if (xp_state_node(st, one->nodes[0].name) >= 0)
+		return xp_errf(err, XP_EEXIST, "node %s is already registered", one->nodes[0].name);
 	xp_cluster_copy_node(st->c, one, &one->nodes[0], NULL);
 	idx = (long)st->c->nnodes - 1;
 	struct xp_nodeinfo ni = { .state = (uint8_t)state, .source = (uint8_t)source };
@@ -205,7 +198,6 @@ long xp_state_add_node(struct xp_state *st, json_t *descriptor, int source, int 
 	st->sched_stale = 1;
 	st->nodes_gen++;
 	xp_capacity_node(st, (uint32_t)idx, 1);
-	xp_cluster_destroy(one);
 	return idx;
 }
 
@@ -274,19 +266,11 @@ static int token_revoke(struct xp_state *st, const struct xp_rec *r, struct xp_e
 	return refusef(err, XP_ENOENT, "no token %lld", (long long)id);
 }
 
-static int node_add(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
+static int node_add(struct xp_state *st, const struct xp_rec *r, struct xp_event_info *ev,
+		    struct xp_err *err)
 {
-	const char *src;
-	int rc = get_str(r, "source", &src);
-	if (rc < 0)
-		return rc;
-	int source = xp_node_source_parse(src);
-	if (source < 0)
-		return bad(r, "unknown source", "source");
-	json_t *d = json_object_get(r->o, "descriptor");
-	if (!json_is_object(d))
-		return bad(r, "missing or not an object", "descriptor");
-	long idx = xp_state_add_node(st, d, source, XP_NODE_READY, r->err);
+	long idx = xp_state_add_node_one(st, r->u.node_add.desc, r->u.node_add.source,
+					 XP_NODE_READY, err);
 	if (idx < 0)
 		return (int)idx;
 	XP_NODE_CHECK(st, idx, -1);
@@ -432,34 +416,11 @@ static int submit_job(struct xp_state *st, struct rec *r, int64_t at, int64_t id
 	return 0;
 }
 
-static int job_submit(struct xp_state *st, struct rec *r, int64_t at, struct xp_event_info *ev)
+static int job_submit(struct xp_state *st, const struct xp_rec *r, int64_t at,
+		      struct xp_event_info *ev, struct xp_err *err)
 {
-	const char *tenant, *key = NULL;
-	int64_t id;
-	long t;
-	int rc;
-	if ((rc = get_int(r, "id", 1, INT64_MAX, &id)) < 0 ||
-	    (rc = get_str(r, "tenant", &tenant)) < 0)
-		return rc;
-	json_t *k = json_object_get(r->o, "key"), *spec = json_object_get(r->o, "spec");
-	if (k && !json_is_null(k)) {
-		if (!json_is_string(k))
-			return bad(r, "not a string", "key");
-		key = json_string_value(k);
-	}
-	if (!json_is_object(spec))
-		return bad(r, "missing or not an object", "spec");
-	if ((rc = submit_admits(st, r, id, tenant, key, &t)) < 0)
-		return rc;
-	struct xp_job *j = XNEW(struct xp_job);
-	char *text = json_dumps(spec, JSON_COMPACT);
-	rc = st->docs->jobspec("spec", text, strlen(text), 1, &j->spec, NULL, r->err);
-	free(text);
-	if (rc < 0) {
-		xp_state_job_free(j);
-		return rc;
-	}
-	return submit_job(st, r, at, id, t, key, j, ev);
+	return xp_state_submit(st, at, r->u.submit.id, r->u.submit.tenant, r->u.submit.key,
+			       r->u.submit.spec, ev, err);
 }
 
 int xp_state_submit(struct xp_state *st, int64_t at, uint64_t id, const char *tenant,
@@ -467,7 +428,7 @@ int xp_state_submit(struct xp_state *st, int64_t at, uint64_t id, const char *te
 		    struct xp_err *err)
 {
 	struct rec r = { .err = err };
-	long t;
+	long t = -1;
 	memset(ev, 0, sizeof(*ev));
 	ev->node = -1;
 	ev->state = -1;
@@ -919,6 +880,12 @@ int xp_state_apply_rec(struct xp_state *st, uint64_t seq, int64_t at, const stru
 		ev->tenant = -2;
 		rc = 0;
 		break;
+	case XP_REC_NODE_ADD:
+		rc = node_add(st, r, ev, err);
+		break;
+	case XP_REC_JOB_SUBMIT:
+		rc = job_submit(st, r, at, ev, err);
+		break;
 	case XP_REC_QUEUE_CREATE:
 	case XP_REC_QUEUE_UPDATE:
 		rc = xp_queue_define(st, r->u.queue, r->type == XP_REC_QUEUE_UPDATE, ev, err);
@@ -946,11 +913,7 @@ int xp_state_apply_json(struct xp_state *st, uint64_t seq, int64_t at, const cha
 		json_decref(r.o);
 		return xp_errf(err, XP_ECORRUPT, "not a JSON object: %s", je.text);
 	}
-	if (!strcmp(type, "node.add"))
-		rc = node_add(st, &r, ev);
-	else if (!strcmp(type, "job.submit"))
-		rc = job_submit(st, &r, at, ev);
-	else if (!strcmp(type, "job.start"))
+	if (!strcmp(type, "job.start"))
 		rc = job_start(st, &r, at, ev);
 	else if (!strcmp(type, "job.resize"))
 		rc = xp_elastic_resize_apply(st, r.o, at, ev, err);

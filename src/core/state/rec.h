@@ -22,6 +22,8 @@
 
 #include "../model/model.h"
 
+struct xp_cluster;
+struct xp_jobspec;
 struct xp_jobpatch;
 struct xp_prices;
 struct xp_queuespec;
@@ -59,6 +61,8 @@ enum xp_rec_type {
 	XP_REC_PRICES_SET,    /* prices.set: the price table */
 	XP_REC_QUEUE_CREATE,  /* queue.create: the queue's definition */
 	XP_REC_QUEUE_UPDATE,  /* queue.update: the same, after the change */
+	XP_REC_NODE_ADD,      /* node.add {source, descriptor} */
+	XP_REC_JOB_SUBMIT,    /* job.submit {id, tenant, key, spec} */
 	XP_REC_N
 };
 
@@ -130,6 +134,15 @@ struct xp_rec {
 			int64_t attempt; /* >= 1; a run's attempt is its low 32 bits */
 			uint64_t joules;
 		} energy; /* job.energy */
+		struct {
+			int source;		       /* enum xp_node_source */
+			const struct xp_cluster *desc; /* the descriptor as read: one node */
+		} node_add;			       /* node.add */
+		struct {
+			uint64_t id;
+			const char *tenant, *key; /* key NULL: none */
+			struct xp_jobspec *spec;  /* the state takes its contents (zeroed) */
+		} submit;			  /* job.submit */
 		const struct xp_prices *prices;	 /* prices.set */
 		const struct xp_queuespec *queue; /* queue.create, queue.update */
 	} u;

@@ -12,7 +12,10 @@ void xp_state_key(const struct xp_state *st, uint32_t tenant, const char *key, c
 json_t *xp_allocs_json(const struct xp_state *st, const struct xp_alloc *a, uint32_t n);
 /* Insert a decoded job (submit or snapshot). */
 void xp_state_add_job(struct xp_state *st, struct xp_job *j);
-/* Node added from a one-node descriptor JSON; returns its index or < 0. */
+/* Node added from a one-node descriptor (JSON: a snapshot's; or as read,
+ * one: node.add's); returns its index or < 0. */
+long xp_state_add_node_one(struct xp_state *st, const struct xp_cluster *one, int source,
+			   int state, struct xp_err *err);
 long xp_state_add_node(struct xp_state *st, json_t *descriptor, int source, int state,
 		       struct xp_err *err);
 /* Allocations of a record or snapshot back into a[n]. */

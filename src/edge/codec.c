@@ -415,6 +415,63 @@ static int job_submit(struct dec *d, struct xp_rec *r)
 	return rc;
 }
 
+static void svcspec_free(void *s)
+{
+	xp_servicespec_free(s);
+	free(s);
+}
+
+/* a service's definition inside a create or an update (as the state read
+ * it before the codec: "service" names the parse) */
+static int service_spec(struct dec *d, struct xp_rec *r)
+{
+	json_t *def = json_object_get(d->o, "spec");
+	char *text = json_is_object(def) ? doc_text(def) : NULL;
+	if (!text)
+		return xp_errf(d->err, XP_ECORRUPT, "spec: missing or not an object");
+	struct xp_servicespec *s = XNEW(struct xp_servicespec);
+	d->h->doc = s;
+	d->h->doc_free = svcspec_free;
+	r->u.service.spec = s;
+	int rc = xp_servicespec_parse_text("service", text, strlen(text), 1, s, NULL, d->err);
+	free(text);
+	return rc;
+}
+
+static int service(struct dec *d, struct xp_rec *r)
+{
+	json_t *v;
+	if (r->type == XP_REC_SERVICE_CREATE) {
+		int rc = service_spec(d, r);
+		if (rc == 0 && !r->u.service.spec->tenant[0])
+			rc = xp_errf(d->err, XP_ECORRUPT, "spec.tenant: missing");
+		return rc;
+	}
+	if (r->type == XP_REC_SERVICE_UPDATE) { /* named by its spec */
+		json_t *c = json_object_get(d->o, "canary"), *w = json_object_get(d->o, "weight");
+		r->u.service.name = json_string_value(json_object_get(json_object_get(d->o, "spec"),
+								      "name"));
+		if (!r->u.service.name)
+			return xp_errf(d->err, XP_ECORRUPT, "name: missing or not a string");
+		if (!json_is_integer(c) || !json_is_integer(w) || json_integer_value(c) < 0 ||
+		    json_integer_value(c) > XP_SERVICE_MAX_REPLICAS || json_integer_value(w) < 0 ||
+		    json_integer_value(w) > 100)
+			return xp_errf(d->err, XP_ECORRUPT,
+				       "canary, weight: missing or out of range");
+		r->u.service.canary = (uint32_t)json_integer_value(c);
+		r->u.service.weight = (uint32_t)json_integer_value(w);
+		return service_spec(d, r);
+	}
+	if (!(r->u.service.name = json_string_value(json_object_get(d->o, "name"))))
+		return xp_errf(d->err, XP_ECORRUPT, "name: missing or not a string");
+	if (r->type == XP_REC_SERVICE_SCALE) { /* its range is the service's */
+		v = json_object_get(d->o, "replicas");
+		r->u.service.replicas = json_is_integer(v) ? json_integer_value(v) : INT64_MIN;
+		r->u.service.reason = json_string_value(json_object_get(d->o, "reason"));
+	}
+	return 0;
+}
+
 static int decode(struct dec *d, struct xp_rec *r)
 {
 	int64_t id;
@@ -475,6 +532,14 @@ static int decode(struct dec *d, struct xp_rec *r)
 		return node_add(d, r);
 	case XP_REC_JOB_SUBMIT:
 		return job_submit(d, r);
+	case XP_REC_SERVICE_CREATE:
+	case XP_REC_SERVICE_UPDATE:
+	case XP_REC_SERVICE_SCALE:
+	case XP_REC_SERVICE_DELETE:
+	case XP_REC_SERVICE_PROMOTE:
+	case XP_REC_SERVICE_ROLLBACK:
+	case XP_REC_SERVICE_ROLLED:
+		return service(d, r);
 	}
 	return xp_errf(d->err, XP_EINTERNAL, "record type %d has no decoder", r->type);
 }

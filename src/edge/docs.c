@@ -14,7 +14,6 @@ static struct xp_cluster *nodes(const char *name, const char *buf, size_t len, s
 
 const struct xp_state_docs xp_edge_docs = {
 	.jobspec = xp_jobspec_parse_text,
-	.jobpatch = xp_jobpatch_parse_text,
 	.queuespec = xp_queuespec_parse_text,
 	.servicespec = xp_servicespec_parse_text,
 	.prices = xp_prices_parse,

@@ -34,6 +34,13 @@ static const char *const rec_names[XP_REC_N] = {
 	[XP_REC_JOB_ENERGY] = "job.energy",	  [XP_REC_PRICES_SET] = "prices.set",
 	[XP_REC_QUEUE_CREATE] = "queue.create",	  [XP_REC_QUEUE_UPDATE] = "queue.update",
 	[XP_REC_NODE_ADD] = "node.add",		  [XP_REC_JOB_SUBMIT] = "job.submit",
+	[XP_REC_SERVICE_CREATE] = "service.create",
+	[XP_REC_SERVICE_UPDATE] = "service.update",
+	[XP_REC_SERVICE_SCALE] = "service.scale",
+	[XP_REC_SERVICE_DELETE] = "service.delete",
+	[XP_REC_SERVICE_PROMOTE] = "service.promote",
+	[XP_REC_SERVICE_ROLLBACK] = "service.rollback",
+	[XP_REC_SERVICE_ROLLED] = "service.rolled",
 };
 
 const char *xp_rec_type_name(int type)
@@ -883,6 +890,15 @@ int xp_state_apply_rec(struct xp_state *st, uint64_t seq, int64_t at, const stru
 	case XP_REC_NODE_ADD:
 		rc = node_add(st, r, ev, err);
 		break;
+	case XP_REC_SERVICE_CREATE:
+	case XP_REC_SERVICE_UPDATE:
+	case XP_REC_SERVICE_SCALE:
+	case XP_REC_SERVICE_DELETE:
+	case XP_REC_SERVICE_PROMOTE:
+	case XP_REC_SERVICE_ROLLBACK:
+	case XP_REC_SERVICE_ROLLED:
+		rc = xp_service_apply(st, r, at, ev, err);
+		break;
 	case XP_REC_JOB_SUBMIT:
 		rc = job_submit(st, r, at, ev, err);
 		break;
@@ -917,8 +933,6 @@ int xp_state_apply_json(struct xp_state *st, uint64_t seq, int64_t at, const cha
 		rc = job_start(st, &r, at, ev);
 	else if (!strcmp(type, "job.resize"))
 		rc = xp_elastic_resize_apply(st, r.o, at, ev, err);
-	else if (!strncmp(type, "service.", 8))
-		rc = xp_service_apply(st, type, r.o, at, ev, err);
 	else
 		rc = xp_errf(err, XP_ECORRUPT, "unknown record type '%s'", type);
 	json_decref(r.o);

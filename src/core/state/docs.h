@@ -1,18 +1,19 @@
 /*
- * docs: the readers of the documents that records and snapshots carry
- * inside them - a job's spec, a job change, a queue, a service, the price
- * table, a node's descriptor - given to the state at creation
- * (xp_state_opts.docs) instead of parsers of its own. The parsers live at
- * the edge (src/edge), which fills this table (edge.h: xp_edge_docs), so
- * the state layer includes no document tree, YAML or descriptor code, and
- * what the API accepted is read back on replay by the very same parser.
+ * docs: the readers of the documents that snapshots carry inside them - a
+ * job's spec, a queue, a service, the price table, a node's descriptor -
+ * given to the state at creation (xp_state_opts.docs) instead of parsers
+ * of its own. The parsers live at the edge (src/edge), which fills this
+ * table (edge.h: xp_edge_docs), so the state layer includes no document
+ * tree, YAML or descriptor code, and what the API accepted is read back by
+ * the very same parser. (Records' documents are read by the record codec,
+ * src/edge/codec.c, before they reach the state.)
  *
  * Each reader has the edge parser's signature; json is always 1 here
- * (records carry canonical JSON). A state created without the table
- * refuses records that carry a document (XP_EINTERNAL, naming it).
+ * (snapshots hold canonical JSON). xp_state_create refuses options
+ * without the table.
  *
- * This table is the stage before the record codec (issue 19): once
- * records reach the state decoded, its entries go with them.
+ * The table goes once snapshots too are decoded outside the state (issue
+ * 19, stage 3).
  */
 #ifndef XP_STATE_DOCS_H
 #define XP_STATE_DOCS_H
@@ -22,7 +23,6 @@
 #include "../../lib/err.h"
 
 struct xp_jobspec;
-struct xp_jobpatch;
 struct xp_queuespec;
 struct xp_servicespec;
 struct xp_prices;
@@ -31,8 +31,6 @@ struct xp_cluster;
 struct xp_state_docs {
 	int (*jobspec)(const char *name, const char *buf, size_t len, int json,
 		       struct xp_jobspec *out, char field[320], struct xp_err *err);
-	int (*jobpatch)(const char *name, const char *buf, size_t len, int json,
-			struct xp_jobpatch *out, char field[320], struct xp_err *err);
 	int (*queuespec)(const char *name, const char *buf, size_t len, int json, int need_name,
 			 struct xp_queuespec *out, char field[320], struct xp_err *err);
 	int (*servicespec)(const char *name, const char *buf, size_t len, int json,

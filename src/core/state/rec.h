@@ -27,6 +27,7 @@ struct xp_jobspec;
 struct xp_jobpatch;
 struct xp_prices;
 struct xp_queuespec;
+struct xp_servicespec;
 
 #define XP_REC_MAX_COUNTERS 32	     /* names in one job.counter */
 #define XP_REC_MAX_FORGET   10000    /* ids in one job.forget */
@@ -63,6 +64,13 @@ enum xp_rec_type {
 	XP_REC_QUEUE_UPDATE,  /* queue.update: the same, after the change */
 	XP_REC_NODE_ADD,      /* node.add {source, descriptor} */
 	XP_REC_JOB_SUBMIT,    /* job.submit {id, tenant, key, spec} */
+	XP_REC_SERVICE_CREATE,	 /* service.create {spec} */
+	XP_REC_SERVICE_UPDATE,	 /* service.update {spec, canary, weight} */
+	XP_REC_SERVICE_SCALE,	 /* service.scale {name, replicas, reason} */
+	XP_REC_SERVICE_DELETE,	 /* service.delete {name} */
+	XP_REC_SERVICE_PROMOTE,	 /* service.promote {name} */
+	XP_REC_SERVICE_ROLLBACK, /* service.rollback {name} */
+	XP_REC_SERVICE_ROLLED,	 /* service.rolled {name} */
 	XP_REC_N
 };
 
@@ -143,6 +151,13 @@ struct xp_rec {
 			const char *tenant, *key; /* key NULL: none */
 			struct xp_jobspec *spec;  /* the state takes its contents (zeroed) */
 		} submit;			  /* job.submit */
+		struct {
+			const char *name;	     /* update: the spec's; else the record's */
+			struct xp_servicespec *spec; /* create, update: the state takes it (zeroed) */
+			uint32_t canary, weight;     /* update */
+			int64_t replicas;	     /* scale; INT64_MIN: not an integer */
+			const char *reason;	     /* scale; NULL: none */
+		} service;			     /* service.* */
 		const struct xp_prices *prices;	 /* prices.set */
 		const struct xp_queuespec *queue; /* queue.create, queue.update */
 	} u;

@@ -49,7 +49,7 @@ __attribute__((noreturn)) void xp_state_assert_fail(const char *file, int line,
 /* service.c: the records service.create / .scale / .delete; a replica job
  * joins its service's list when it enters the state and leaves it when it
  * ends; snapshots */
-int xp_service_apply(struct xp_state *st, const char *type, json_t *o, int64_t at,
+int xp_service_apply(struct xp_state *st, const struct xp_rec *r, int64_t at,
 		     struct xp_event_info *ev, struct xp_err *err);
 int xp_service_admits(const struct xp_state *st, const struct xp_job *j, struct xp_err *err);
 void xp_service_job_added(struct xp_state *st, const struct xp_job *j);

@@ -180,7 +180,8 @@ static void test_decode(void **unused)
 	assert_string_equal(err.text, "attempt: missing or out of range");
 	assert_null(hold);
 	b = "{\"name\":\"x\"}";
-	assert_int_equal(xp_rec_decode("job.start", b, strlen(b), &r, &hold, &err), 0);
+	assert_int_equal(xp_rec_decode("no.such", b, strlen(b), &r, &hold, &err), XP_ECORRUPT);
+	assert_string_equal(err.text, "unknown record type 'no.such'");
 	assert_null(hold);
 	for (int t = 0; t < XP_REC_N; t++)
 		assert_int_equal(xp_rec_type_parse(xp_rec_type_name(t)), t);

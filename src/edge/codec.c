@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/model/mig.h"
 #include "../core/state/state.h"
 #include "../descriptor/descriptor.h"
 #include "../lib/xalloc.h"
@@ -472,6 +473,156 @@ static int service(struct dec *d, struct xp_rec *r)
 	return 0;
 }
 
+/* one allocation's form (its node is the state's to find) */
+static int alloc_decode(json_t *o, uint32_t r, struct xp_rec_alloc *x, struct xp_err *err)
+{
+	json_t *devs;
+	json_int_t cpu, mem, milli, dmem;
+	memset(x, 0, sizeof(*x));
+	if (json_unpack(o, "{s:s,s:I,s:I,s:I,s:I,s:o}", "node", &x->node, "cpu_milli", &cpu,
+			"memory_mib", &mem, "dev_milli", &milli, "dev_mem_mib", &dmem, "devices",
+			&devs) < 0 ||
+	    !json_is_array(devs) || json_array_size(devs) > XP_MAX_NODE_DEVS || cpu < 0 ||
+	    mem < 0 || milli < 0 || milli > XP_MILLI || dmem < 0)
+		return xp_errf(err, XP_ECORRUPT, "allocation %u: malformed", r);
+	json_t *ix = json_object_get(o, "node_index");
+	x->has_index = json_is_integer(ix);
+	x->node_index = x->has_index ? json_integer_value(ix) : -1;
+	x->cpu_milli = (uint64_t)cpu;
+	x->mem_mib = (uint64_t)mem;
+	x->dev_milli = (uint16_t)milli;
+	x->dev_mem_mib = (uint64_t)dmem;
+	x->ndev = (uint16_t)json_array_size(devs);
+	for (uint16_t i = 0; i < x->ndev; i++) {
+		json_t *v = json_array_get(devs, i);
+		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		    json_integer_value(v) >= XP_MAX_NODE_DEVS)
+			return xp_errf(err, XP_ECORRUPT, "allocation %u: device index", r);
+		x->devs[i] = (uint8_t)json_integer_value(v);
+	}
+	json_t *mig = json_object_get(o, "mig");
+	json_int_t id = -1, start = -1;
+	if (mig && (json_unpack(mig, "{s:I,s:I}", "id", &id, "start", &start) < 0 ||
+		    xp_mig_kind_of_id((unsigned)id) < 0 || id < 0 || start < 0 ||
+		    start >= XP_MIG_MEM_SLICES || x->ndev != 1))
+		return xp_errf(err, XP_ECORRUPT, "allocation %u: mig", r);
+	if (mig) {
+		x->mig = (uint8_t)(xp_mig_kind_of_id((unsigned)id) + 1);
+		x->mig_start = (uint8_t)start;
+	}
+	return 0;
+}
+
+/* a list of allocations (at most XP_JOB_MAX_REPLICAS) into *out */
+static int allocs_decode(json_t *arr, struct xp_rec_alloc **out, struct xp_err *err)
+{
+	size_t n = json_array_size(arr);
+	*out = xcalloc(n ? n : 1, sizeof(**out));
+	for (size_t r = 0; r < n; r++) {
+		int rc = alloc_decode(json_array_get(arr, r), (uint32_t)r, &(*out)[r], err);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+int xp_rec_allocs_read(const char *buf, size_t len, struct xp_rec_alloc **out, size_t *n,
+		       struct xp_err *err)
+{
+	json_error_t je;
+	json_t *arr = json_loadb(buf, len, 0, &je);
+	*out = NULL;
+	*n = 0;
+	if (!json_is_array(arr) || json_array_size(arr) > XP_JOB_MAX_REPLICAS) {
+		json_decref(arr);
+		return xp_errf(err, XP_ECORRUPT, "allocations: expected at most %d",
+			       XP_JOB_MAX_REPLICAS);
+	}
+	struct xp_rec_alloc *a;
+	int rc = allocs_decode(arr, &a, err);
+	size_t k = json_array_size(arr), names = 0;
+	for (size_t i = 0; rc == 0 && i < k; i++)
+		names += strlen(a[i].node) + 1;
+	if (rc == 0) { /* one block: the allocations, then their node names */
+		*out = xmalloc(k * sizeof(*a) + names + 1);
+		char *p = (char *)(*out + k);
+		for (size_t i = 0; i < k; i++) {
+			(*out)[i] = a[i];
+			size_t l = strlen(a[i].node) + 1;
+			memcpy(p, a[i].node, l);
+			(*out)[i].node = p;
+			p += l;
+		}
+		*n = k;
+	}
+	free(a);
+	json_decref(arr);
+	return rc;
+}
+
+/* job.start: the allocations' count is the job's (the state checks it) */
+static int job_start(struct dec *d, struct xp_rec *r)
+{
+	int64_t id;
+	int rc = get_int(d, "id", 1, INT64_MAX, &id);
+	if (rc < 0)
+		return rc;
+	r->u.start.id = (uint64_t)id;
+	json_t *arr = json_object_get(d->o, "allocations");
+	if (!json_is_array(arr)) {
+		r->u.start.n = -1;
+		return 0;
+	}
+	r->u.start.n = (int64_t)json_array_size(arr);
+	if (json_array_size(arr) > XP_JOB_MAX_REPLICAS)
+		return 0; /* more than any job has: the state refuses the count */
+	struct xp_rec_alloc *a;
+	rc = allocs_decode(arr, &a, d->err);
+	d->h->doc = a;
+	r->u.start.a = a;
+	return rc;
+}
+
+static int job_resize(struct dec *d, struct xp_rec *r)
+{
+	json_int_t id, epoch, size;
+	json_t *keep, *add;
+	if (json_unpack(d->o, "{s:I,s:I,s:I,s:o,s:o,s:s}", "id", &id, "epoch", &epoch, "size",
+			&size, "keep", &keep, "add", &add, "reason", &r->u.resize.reason) < 0 ||
+	    id < 1 || epoch < 1 || epoch > UINT32_MAX || size < 1 || size > XP_JOB_MAX_REPLICAS ||
+	    !json_is_array(add) || json_array_size(add) > XP_JOB_MAX_REPLICAS)
+		return xp_errf(d->err, XP_ECORRUPT,
+			       "expected {id, epoch 1.., size 1..%d, keep, add, reason}",
+			       XP_JOB_MAX_REPLICAS);
+	r->u.resize.id = (uint64_t)id;
+	r->u.resize.epoch = (uint32_t)epoch;
+	r->u.resize.size = (uint32_t)size;
+	r->u.resize.nadd = (uint32_t)json_array_size(add);
+	/* keep[]'s ranks are checked against the job's size by the state */
+	size_t nk = json_is_array(keep) ? json_array_size(keep) : 0;
+	r->u.resize.nkeep = json_is_array(keep) ? (int64_t)nk : -1;
+	if (nk > XP_JOB_MAX_REPLICAS)
+		nk = 0; /* more than any job has: the state refuses the count */
+	/* one block: the ranks, then the allocations */
+	size_t kb = (nk * sizeof(int64_t) + 15) / 16 * 16;
+	char *block = xcalloc(1, kb + (r->u.resize.nadd + 1) * sizeof(struct xp_rec_alloc));
+	d->h->doc = block;
+	int64_t *k = (int64_t *)(void *)block;
+	for (size_t i = 0; i < nk; i++) {
+		json_t *v = json_array_get(keep, i);
+		k[i] = json_is_integer(v) ? json_integer_value(v) : INT64_MIN;
+	}
+	r->u.resize.keep = k;
+	struct xp_rec_alloc *a = (struct xp_rec_alloc *)(void *)(block + kb);
+	for (uint32_t i = 0; i < r->u.resize.nadd; i++) {
+		int rc = alloc_decode(json_array_get(add, i), i, &a[i], d->err);
+		if (rc < 0)
+			return rc;
+	}
+	r->u.resize.add = a;
+	return 0;
+}
+
 static int decode(struct dec *d, struct xp_rec *r)
 {
 	int64_t id;
@@ -540,6 +691,10 @@ static int decode(struct dec *d, struct xp_rec *r)
 	case XP_REC_SERVICE_ROLLBACK:
 	case XP_REC_SERVICE_ROLLED:
 		return service(d, r);
+	case XP_REC_JOB_START:
+		return job_start(d, r);
+	case XP_REC_JOB_RESIZE:
+		return job_resize(d, r);
 	}
 	return xp_errf(d->err, XP_EINTERNAL, "record type %d has no decoder", r->type);
 }
@@ -551,12 +706,15 @@ int xp_rec_decode(const char *type, const char *body, size_t len, struct xp_rec 
 	struct dec d = { .err = err };
 	*hold = NULL;
 	memset(out, 0, sizeof(*out));
-	if ((out->type = xp_rec_type_parse(type)) < 0)
-		return 0;
+	out->type = xp_rec_type_parse(type);
 	d.o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
 	if (!json_is_object(d.o)) {
 		json_decref(d.o);
 		return xp_errf(err, XP_ECORRUPT, "not a JSON object: %s", je.text);
+	}
+	if (out->type < 0) {
+		json_decref(d.o);
+		return xp_errf(err, XP_ECORRUPT, "unknown record type '%s'", type);
 	}
 	d.h = XNEW(struct hold);
 	d.h->o = d.o;
@@ -588,8 +746,6 @@ int xp_rec_apply(struct xp_state *st, uint64_t seq, int64_t at, const char *type
 	struct xp_rec r;
 	void *hold;
 	int rc = xp_rec_decode(type, body, len, &r, &hold, err);
-	if (rc == 0)
-		return xp_state_apply_json(st, seq, at, type, body, len, ev, err);
 	if (rc < 0) {
 		if (ev) { /* as the state leaves it on a refusal */
 			memset(ev, 0, sizeof(*ev));

@@ -19,4 +19,5 @@ const struct xp_state_docs xp_edge_docs = {
 	.prices = xp_prices_parse,
 	.nodes = nodes,
 	.nodes_json = xp_descriptor_to_json,
+	.allocs = xp_rec_allocs_read,
 };

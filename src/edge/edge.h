@@ -72,17 +72,21 @@ int xp_prices_parse(const char *name, const char *text, size_t len, int json,
 		    struct xp_prices *out, struct xp_err *err);
 
 /* codec.c: a journal record's JSON (type, body) into the state: decoded
- * into struct xp_rec and applied with xp_state_apply_rec, or, for a type
- * not typed yet, applied from the JSON (xp_state_apply_json). Codes and
- * texts as xp_state_apply_rec's; a malformed field is XP_ECORRUPT naming
- * it ("id: missing or out of range"). */
+ * into struct xp_rec and applied with xp_state_apply_rec. Codes and texts
+ * as xp_state_apply_rec's; a malformed field is XP_ECORRUPT naming it
+ * ("id: missing or out of range"). */
 int xp_rec_apply(struct xp_state *st, uint64_t seq, int64_t at, const char *type,
 		 const char *body, size_t len, struct xp_event_info *ev, struct xp_err *err);
 /* Decode alone: 1 and *out (its strings borrowed from *hold, freed by
- * xp_rec_release), 0 when type is not typed yet (nothing held), or < 0. */
+ * xp_rec_release), or < 0 (nothing held; an unknown type is XP_ECORRUPT). */
 int xp_rec_decode(const char *type, const char *body, size_t len, struct xp_rec *out,
 		  void **hold, struct xp_err *err);
 void xp_rec_release(void *hold);
+/* A list of allocations (JSON) decoded as job.start's are, for snapshots
+ * (xp_edge_docs.allocs): *out malloc'd with their node names (one free),
+ * *n of them. */
+int xp_rec_allocs_read(const char *buf, size_t len, struct xp_rec_alloc **out, size_t *n,
+		       struct xp_err *err);
 /* job.counter: the counters of a POST body (a JSON object) checked -
  * {name: positive integer}, names [a-z0-9_] 1..63, at most 32; err names
  * the field - and the record of them */

@@ -3,9 +3,9 @@
  * checks everything - the objects the record names, that the transition
  * is legal, that allocations fit - and only then changes anything, so a
  * rejected record leaves the state as it was. The live path and replay
- * both come through here: typed records (rec.h) decoded by the codec at the
- * store boundary, whose field checks (form, ranges, names) come first, and
- * the types not typed yet from their JSON, decoded here.
+ * both come through here with typed records (rec.h) decoded by the codec
+ * at the store boundary, whose field checks (form, ranges, names) come
+ * first.
  */
 #include "state_int.h"
 
@@ -16,11 +16,6 @@
 
 #include "../../lib/signame.h"
 #include "../../lib/xalloc.h"
-
-struct rec {
-	json_t *o;
-	struct xp_err *err;
-};
 
 static const char *const rec_names[XP_REC_N] = {
 	[XP_REC_TENANT_CREATE] = "tenant.create", [XP_REC_TOKEN_CREATE] = "token.create",
@@ -41,6 +36,8 @@ static const char *const rec_names[XP_REC_N] = {
 	[XP_REC_SERVICE_PROMOTE] = "service.promote",
 	[XP_REC_SERVICE_ROLLBACK] = "service.rollback",
 	[XP_REC_SERVICE_ROLLED] = "service.rolled",
+	[XP_REC_JOB_START] = "job.start",
+	[XP_REC_JOB_RESIZE] = "job.resize",
 };
 
 const char *xp_rec_type_name(int type)
@@ -56,22 +53,6 @@ int xp_rec_type_parse(const char *name)
 	return -1;
 }
 
-/* a malformed record; replay names the record */
-static int bad(struct rec *r, const char *what, const char *field)
-{
-	return xp_errf(r->err, XP_ECORRUPT, "%s%s%s", field ? field : "", field ? ": " : "", what);
-}
-
-static int get_int(struct rec *r, const char *key, int64_t min, int64_t max, int64_t *out)
-{
-	json_t *v = json_object_get(r->o, key);
-	*out = 0; /* as in get_str */
-	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
-		return bad(r, "missing or out of range", key);
-	*out = json_integer_value(v);
-	return 0;
-}
-
 /* refusals of a well-formed record: the state does not allow it */
 static int refuse_v(struct xp_err *err, int code, const char *fmt, va_list ap)
 {
@@ -79,17 +60,6 @@ static int refuse_v(struct xp_err *err, int code, const char *fmt, va_list ap)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	return xp_errf(err, code, "%s", msg);
 }
-static int refuse(struct rec *r, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int refuse(struct rec *r, int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int rc = refuse_v(r->err, code, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-/* the same for a typed record */
 static int refusef(struct xp_err *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static int refusef(struct xp_err *err, int code, const char *fmt, ...)
@@ -359,48 +329,48 @@ static int node_remove(struct xp_state *st, const struct xp_rec *r, struct xp_ev
 }
 
 /* What a job.submit must meet before its spec is looked at: *t its tenant */
-static int submit_admits(struct xp_state *st, struct rec *r, int64_t id, const char *tenant,
+static int submit_admits(struct xp_state *st, struct xp_err *err, int64_t id, const char *tenant,
 			 const char *key, long *t)
 {
 	*t = xp_state_tenant(st, tenant);
 	if (*t < 0)
-		return refuse(r, XP_ENOENT, "no tenant %s", tenant);
+		return refusef(err, XP_ENOENT, "no tenant %s", tenant);
 	if (xp_state_job(st, (uint64_t)id))
-		return refuse(r, XP_EEXIST, "job %lld already exists", (long long)id);
+		return refusef(err, XP_EEXIST, "job %lld already exists", (long long)id);
 	if ((uint64_t)id < st->next_job_id)
-		return refuse(r, XP_EINVAL, "job id %lld is below the next id %llu", (long long)id,
+		return refusef(err, XP_EINVAL, "job id %lld is below the next id %llu", (long long)id,
 			      (unsigned long long)st->next_job_id);
 	if (key && xp_state_job_by_key(st, (uint32_t)*t, key))
-		return refuse(r, XP_EEXIST, "idempotency key already used");
+		return refusef(err, XP_EEXIST, "idempotency key already used");
 	return 0;
 }
 
 /* The rest of job.submit, j's spec decoded: its queue, request, dependencies
  * and node checked, then j is a pending job of the state (or freed). */
-static int submit_job(struct xp_state *st, struct rec *r, int64_t at, int64_t id, long t,
+static int submit_job(struct xp_state *st, struct xp_err *err, int64_t at, int64_t id, long t,
 		      const char *key, struct xp_job *j, struct xp_event_info *ev)
 {
 	const char *qname = j->spec.queue ? j->spec.queue : "default";
 	long q = xp_state_queue(st, qname);
 	int rc = 0;
 	if (q < 0)
-		rc = refuse(r, XP_ENOENT, "no queue %s", qname);
+		rc = refusef(err, XP_ENOENT, "no queue %s", qname);
 	if (rc == 0 && !xp_queue_is_leaf(st, (uint32_t)q))
-		rc = refuse(r, XP_EINVAL,
+		rc = refusef(err, XP_EINVAL,
 			    "queue %s has child queues; jobs go to a queue without children",
 			    qname);
 	if (rc == 0) {
 		xp_jobspec_request(&j->spec, st->c->syms, &j->req);
-		rc = xp_request_check(&j->req, r->err);
+		rc = xp_request_check(&j->req, err);
 	}
 	if (rc == 0)
-		rc = xp_deps_check(st, &j->spec, (uint32_t)t, r->err);
+		rc = xp_deps_check(st, &j->spec, (uint32_t)t, err);
 	if (rc == 0)
-		rc = xp_service_admits(st, j, r->err);
+		rc = xp_service_admits(st, j, err);
 	if (rc == 0 && j->spec.node) {
 		long n = xp_state_node(st, j->spec.node);
 		if (n < 0)
-			rc = refuse(r, XP_ENOENT, "no node %s", j->spec.node);
+			rc = refusef(err, XP_ENOENT, "no node %s", j->spec.node);
 		j->req.node = (int32_t)n;
 	}
 	if (rc < 0) {
@@ -434,13 +404,12 @@ int xp_state_submit(struct xp_state *st, int64_t at, uint64_t id, const char *te
 		    const char *key, struct xp_jobspec *spec, struct xp_event_info *ev,
 		    struct xp_err *err)
 {
-	struct rec r = { .err = err };
 	long t = -1;
 	memset(ev, 0, sizeof(*ev));
 	ev->node = -1;
 	ev->state = -1;
-	int rc = id > INT64_MAX ? bad(&r, "missing or out of range", "id")
-				: submit_admits(st, &r, (int64_t)id, tenant, key, &t);
+	int rc = id > INT64_MAX ? xp_errf(err, XP_ECORRUPT, "id: missing or out of range")
+				: submit_admits(st, err, (int64_t)id, tenant, key, &t);
 	if (rc < 0) {
 		xp_jobspec_free(spec);
 		return rc;
@@ -448,35 +417,36 @@ int xp_state_submit(struct xp_state *st, int64_t at, uint64_t id, const char *te
 	struct xp_job *j = XNEW(struct xp_job);
 	j->spec = *spec; /* taken */
 	memset(spec, 0, sizeof(*spec));
-	return submit_job(st, &r, at, (int64_t)id, t, key, j, ev);
+	return submit_job(st, err, at, (int64_t)id, t, key, j, ev);
 }
 
-static int job_start(struct xp_state *st, struct rec *r, int64_t at, struct xp_event_info *ev)
+static int job_start(struct xp_state *st, const struct xp_rec *rec, int64_t at,
+		     struct xp_event_info *ev, struct xp_err *err)
 {
-	int64_t id;
-	int rc = get_int(r, "id", 1, INT64_MAX, &id);
-	if (rc < 0)
-		return rc;
-	struct xp_job *j = xp_state_job(st, (uint64_t)id);
+	long long id = (long long)rec->u.start.id;
+	int rc;
+	struct xp_job *j = xp_state_job(st, rec->u.start.id);
 	if (!j)
-		return refuse(r, XP_ENOENT, "no job %lld", (long long)id);
+		return refusef(err, XP_ENOENT, "no job %lld", id);
 	if (!xp_job_transition_ok(j->state, XP_JOB_RUNNING))
-		return refuse(r, XP_ESTATE, "job %lld is %s, it cannot start", (long long)id,
-			      xp_job_state_name(j->state));
-	if ((rc = xp_state_sched(st, r->err)) < 0)
+		return refusef(err, XP_ESTATE, "job %lld is %s, it cannot start", id,
+			       xp_job_state_name(j->state));
+	if ((rc = xp_state_sched(st, err)) < 0)
 		return rc;
 	uint32_t n = j->spec.replicas;
 	struct xp_alloc *a = XNEWV(struct xp_alloc, n);
-	rc = xp_allocs_parse(st, json_object_get(r->o, "allocations"), a, n, r->err);
+	rc = rec->u.start.n != (int64_t)n
+		     ? xp_errf(err, XP_ECORRUPT, "allocations: expected %u", n)
+		     : xp_allocs_resolve(st, rec->u.start.a, n, a, err);
 	uint32_t done = 0;
 	for (; rc == 0 && done < n; done++) {
 		const struct xp_alloc *x = &a[done];
 		if (st->nodes.v[x->node].state != XP_NODE_READY)
-			rc = refuse(r, XP_ESTATE, "node %s is %s", st->c->nodes[x->node].name,
+			rc = refusef(err, XP_ESTATE, "node %s is %s", st->c->nodes[x->node].name,
 				    xp_node_state_name(st->nodes.v[x->node].state));
 		else if (!xp_alloc_matches(st, j, x))
-			rc = refuse(r, XP_EINVAL, "allocation %u does not match the request", done);
-		else if ((rc = xp_sched_alloc_fits(st->sched, x, r->err)) == 0)
+			rc = refusef(err, XP_EINVAL, "allocation %u does not match the request", done);
+		else if ((rc = xp_sched_alloc_fits(st->sched, x, err)) == 0)
 			xp_sched_commit(st->sched, x);
 		if (rc < 0)
 			break;
@@ -487,7 +457,7 @@ static int job_start(struct xp_state *st, struct rec *r, int64_t at, struct xp_e
 		int res;
 		xp_demand_of(st, a, n, d);
 		if (xp_queue_admits(st, j->queue, d, &where, &res) < 0)
-			rc = refuse(r, XP_ENOSPC, "queue %s would exceed its max of %s",
+			rc = refusef(err, XP_ENOSPC, "queue %s would exceed its max of %s",
 				    st->queues.v[where].name, xp_res_name(res));
 	}
 	if (rc < 0) {
@@ -890,6 +860,12 @@ int xp_state_apply_rec(struct xp_state *st, uint64_t seq, int64_t at, const stru
 	case XP_REC_NODE_ADD:
 		rc = node_add(st, r, ev, err);
 		break;
+	case XP_REC_JOB_START:
+		rc = job_start(st, r, at, ev, err);
+		break;
+	case XP_REC_JOB_RESIZE:
+		rc = xp_elastic_resize_apply(st, r, at, ev, err);
+		break;
 	case XP_REC_SERVICE_CREATE:
 	case XP_REC_SERVICE_UPDATE:
 	case XP_REC_SERVICE_SCALE:
@@ -909,33 +885,6 @@ int xp_state_apply_rec(struct xp_state *st, uint64_t seq, int64_t at, const stru
 	default:
 		rc = xp_errf(err, XP_EINTERNAL, "record type %d is not a typed record", r->type);
 	}
-	if (rc == 0 && seq)
-		st->seq = seq;
-	return rc;
-}
-
-int xp_state_apply_json(struct xp_state *st, uint64_t seq, int64_t at, const char *type,
-			const char *body, size_t len, struct xp_event_info *ev,
-			struct xp_err *err)
-{
-	struct xp_event_info dummy;
-	json_error_t je;
-	struct rec r = { .err = err };
-	int rc;
-
-	ev = ev_init(ev, &dummy);
-	r.o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
-	if (!json_is_object(r.o)) {
-		json_decref(r.o);
-		return xp_errf(err, XP_ECORRUPT, "not a JSON object: %s", je.text);
-	}
-	if (!strcmp(type, "job.start"))
-		rc = job_start(st, &r, at, ev);
-	else if (!strcmp(type, "job.resize"))
-		rc = xp_elastic_resize_apply(st, r.o, at, ev, err);
-	else
-		rc = xp_errf(err, XP_ECORRUPT, "unknown record type '%s'", type);
-	json_decref(r.o);
 	if (rc == 0 && seq)
 		st->seq = seq;
 	return rc;

@@ -27,6 +27,7 @@ struct xp_queuespec;
 struct xp_servicespec;
 struct xp_prices;
 struct xp_cluster;
+struct xp_rec_alloc;
 
 struct xp_state_docs {
 	int (*jobspec)(const char *name, const char *buf, size_t len, int json,
@@ -42,6 +43,11 @@ struct xp_state_docs {
 				    struct xp_err *err);
 	/* a cluster as a descriptor document (JSON, malloc'd) */
 	char *(*nodes_json)(const struct xp_cluster *c);
+	/* a list of allocations (JSON) into *out (malloc'd with the node names
+	 * it points to, one free; *n of them), each checked for form as a
+	 * record's are (the record codec's reader) */
+	int (*allocs)(const char *buf, size_t len, struct xp_rec_alloc **out, size_t *n,
+		      struct xp_err *err);
 };
 
 #endif

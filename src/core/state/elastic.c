@@ -82,22 +82,21 @@ char *xp_rec_job_resize(const struct xp_state *st, uint64_t id, uint32_t epoch,
 }
 
 /* keep[] of a resize record: ascending ranks below size; n of them */
-static int parse_keep(json_t *arr, uint32_t size, uint32_t *keep, uint32_t *n, struct xp_err *err)
+static int check_keep(const struct xp_rec *r, uint32_t size, uint32_t *keep, uint32_t *n,
+		      struct xp_err *err)
 {
-	size_t i;
-	json_t *v;
-	if (!json_is_array(arr) || json_array_size(arr) > size)
+	int64_t got = r->u.resize.nkeep;
+	if (got < 0 || got > (int64_t)size)
 		return xp_errf(err, XP_ECORRUPT, "keep: expected at most %u ranks", size);
-	json_array_foreach(arr, i, v)
-	{
-		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-		    json_integer_value(v) >= (json_int_t)size ||
-		    (i && json_integer_value(v) <= (json_int_t)keep[i - 1]))
+	for (int64_t i = 0; i < got; i++) {
+		int64_t v = r->u.resize.keep[i]; /* INT64_MIN: not an integer */
+		if (v < 0 || v >= (int64_t)size || (i && v <= (int64_t)keep[i - 1]))
 			return xp_errf(err, XP_ECORRUPT,
-				       "keep[%zu]: expected ascending ranks below %u", i, size);
-		keep[i] = (uint32_t)json_integer_value(v);
+				       "keep[%lld]: expected ascending ranks below %u", (long long)i,
+				       size);
+		keep[i] = (uint32_t)v;
 	}
-	*n = (uint32_t)i;
+	*n = (uint32_t)got;
 	return 0;
 }
 
@@ -134,20 +133,12 @@ struct resize {
 	const char *why;
 };
 
-static int resize_decode(struct xp_state *st, json_t *o, struct resize *z, struct xp_err *err)
+static int resize_check(struct xp_state *st, const struct xp_rec *r, struct resize *z,
+			struct xp_err *err)
 {
-	json_int_t id, epoch, size;
-	const char *why;
-	json_t *keep, *add;
-	if (json_unpack(o, "{s:I,s:I,s:I,s:o,s:o,s:s}", "id", &id, "epoch", &epoch, "size", &size,
-			"keep", &keep, "add", &add, "reason", &why) < 0 ||
-	    id < 1 || epoch < 1 || epoch > UINT32_MAX || size < 1 || size > XP_JOB_MAX_REPLICAS ||
-	    !json_is_array(add) || json_array_size(add) > XP_JOB_MAX_REPLICAS)
-		return xp_errf(err, XP_ECORRUPT,
-			       "expected {id, epoch 1.., size 1..%d, keep, add, reason}",
-			       XP_JOB_MAX_REPLICAS);
-	z->j = xp_state_job(st, (uint64_t)id);
-	z->why = why;
+	long long id = (long long)r->u.resize.id, epoch = r->u.resize.epoch;
+	z->j = xp_state_job(st, r->u.resize.id);
+	z->why = r->u.resize.reason;
 	if (!z->j)
 		return xp_errf(err, XP_ENOENT, "no job %lld", (long long)id);
 	struct xp_job *j = z->j;
@@ -157,11 +148,11 @@ static int resize_decode(struct xp_state *st, json_t *o, struct resize *z, struc
 	if ((uint64_t)epoch != (uint64_t)j->epoch + 1)
 		return xp_errf(err, XP_ESTATE, "job %lld is at epoch %u, not %lld", (long long)id,
 			       j->epoch, (long long)epoch - 1);
-	z->epoch = (uint32_t)epoch;
-	z->size = (uint32_t)size;
+	z->epoch = r->u.resize.epoch;
+	z->size = r->u.resize.size;
 	z->keep = XNEWV(uint32_t, j->spec.replicas + 1);
-	int rc = parse_keep(keep, j->spec.replicas, z->keep, &z->nkeep, err);
-	z->nadd = (uint32_t)json_array_size(add);
+	int rc = check_keep(r, j->spec.replicas, z->keep, &z->nkeep, err);
+	z->nadd = r->u.resize.nadd;
 	if (rc == 0 && (z->nkeep + z->nadd != z->size || z->size < j->spec.rmin ||
 			z->size > j->spec.rmax || z->size == j->spec.replicas))
 		rc = xp_errf(err, XP_EINVAL,
@@ -169,7 +160,7 @@ static int resize_decode(struct xp_state *st, json_t *o, struct resize *z, struc
 			     (long long)id, z->size, z->nkeep, z->nadd, j->spec.rmin, j->spec.rmax);
 	z->add = XNEWV(struct xp_alloc, z->nadd + 1);
 	if (rc == 0)
-		rc = xp_allocs_parse(st, add, z->add, z->nadd, err);
+		rc = xp_allocs_resolve(st, r->u.resize.add, z->nadd, z->add, err);
 	return rc;
 }
 
@@ -222,11 +213,11 @@ static void resize_commit(struct xp_state *st, struct resize *z, int64_t at)
 	j->resize_why = *z->why ? xstrdup(z->why) : NULL;
 }
 
-int xp_elastic_resize_apply(struct xp_state *st, json_t *o, int64_t at, struct xp_event_info *ev,
-			    struct xp_err *err)
+int xp_elastic_resize_apply(struct xp_state *st, const struct xp_rec *r, int64_t at,
+			    struct xp_event_info *ev, struct xp_err *err)
 {
 	struct resize z = { 0 };
-	int rc = resize_decode(st, o, &z, err);
+	int rc = resize_check(st, r, &z, err);
 	if (rc == 0)
 		rc = xp_state_sched(st, err);
 	struct xp_job *j = z.j;
@@ -246,8 +237,8 @@ int xp_elastic_resize_apply(struct xp_state *st, json_t *o, int64_t at, struct x
 		xp_demand_of(st, kept, z.nkeep, d);
 		xp_demand_of(st, z.add, z.nadd, da);
 		free(kept);
-		for (int r = 0; r < XP_RES_N; r++)
-			d[r] += da[r];
+		for (int k = 0; k < XP_RES_N; k++)
+			d[k] += da[k];
 		if (xp_queue_admits(st, j->queue, d, &where, &res) < 0) {
 			xp_usage_charge(st, j, 1);
 			xp_unplace(st, z.add, z.nadd);

@@ -433,60 +433,52 @@ json_t *xp_allocs_json(const struct xp_state *st, const struct xp_alloc *a, uint
 	return arr;
 }
 
+int xp_allocs_resolve(const struct xp_state *st, const struct xp_rec_alloc *in, uint32_t n,
+		      struct xp_alloc *a, struct xp_err *err)
+{
+	for (uint32_t r = 0; r < n; r++) {
+		const struct xp_rec_alloc *x = &in[r];
+		/* by index when given (snapshots keep removed nodes), else by name */
+		long idx = -1;
+		if (x->has_index) {
+			int64_t v = x->node_index;
+			if (v >= 0 && (uint64_t)v < st->c->nnodes &&
+			    !strcmp(st->c->nodes[v].name, x->node))
+				idx = (long)v;
+		} else {
+			idx = xp_state_node(st, x->node);
+		}
+		if (idx < 0)
+			return xp_errf(err, XP_ENOENT, "allocation %u: no node %s", r, x->node);
+		memset(&a[r], 0, sizeof(a[r]));
+		a[r].node = (uint32_t)idx;
+		a[r].cpu_milli = x->cpu_milli;
+		a[r].mem_mib = x->mem_mib;
+		a[r].dev_milli = x->dev_milli;
+		a[r].dev_mem_mib = x->dev_mem_mib;
+		a[r].ndev = x->ndev;
+		memcpy(a[r].devs, x->devs, x->ndev);
+		a[r].mig = x->mig;
+		a[r].mig_start = x->mig_start;
+	}
+	return 0;
+}
+
 int xp_allocs_parse(struct xp_state *st, json_t *arr, struct xp_alloc *a, uint32_t n,
 		    struct xp_err *err)
 {
 	if (!json_is_array(arr) || json_array_size(arr) != n)
 		return xp_errf(err, XP_ECORRUPT, "allocations: expected %u", n);
-	for (uint32_t r = 0; r < n; r++) {
-		json_t *o = json_array_get(arr, r), *devs;
-		const char *node;
-		json_int_t cpu, mem, milli, dmem;
-		if (json_unpack(o, "{s:s,s:I,s:I,s:I,s:I,s:o}", "node", &node, "cpu_milli", &cpu,
-				"memory_mib", &mem, "dev_milli", &milli, "dev_mem_mib", &dmem,
-				"devices", &devs) < 0 ||
-		    !json_is_array(devs) || json_array_size(devs) > XP_MAX_NODE_DEVS || cpu < 0 ||
-		    mem < 0 || milli < 0 || milli > XP_MILLI || dmem < 0)
-			return xp_errf(err, XP_ECORRUPT, "allocation %u: malformed", r);
-		/* by index when given (snapshots keep removed nodes), else by name */
-		json_t *ix = json_object_get(o, "node_index");
-		long idx = -1;
-		if (json_is_integer(ix)) {
-			json_int_t v = json_integer_value(ix);
-			if (v >= 0 && (size_t)v < st->c->nnodes &&
-			    !strcmp(st->c->nodes[v].name, node))
-				idx = (long)v;
-		} else {
-			idx = xp_state_node(st, node);
-		}
-		if (idx < 0)
-			return xp_errf(err, XP_ENOENT, "allocation %u: no node %s", r, node);
-		memset(&a[r], 0, sizeof(a[r]));
-		a[r].node = (uint32_t)idx;
-		a[r].cpu_milli = (uint64_t)cpu;
-		a[r].mem_mib = (uint64_t)mem;
-		a[r].dev_milli = (uint16_t)milli;
-		a[r].dev_mem_mib = (uint64_t)dmem;
-		a[r].ndev = (uint16_t)json_array_size(devs);
-		for (uint16_t i = 0; i < a[r].ndev; i++) {
-			json_t *d = json_array_get(devs, i);
-			if (!json_is_integer(d) || json_integer_value(d) < 0 ||
-			    json_integer_value(d) >= XP_MAX_NODE_DEVS)
-				return xp_errf(err, XP_ECORRUPT, "allocation %u: device index", r);
-			a[r].devs[i] = (uint8_t)json_integer_value(d);
-		}
-		json_t *mig = json_object_get(o, "mig");
-		json_int_t id = -1, start = -1;
-		if (mig && (json_unpack(mig, "{s:I,s:I}", "id", &id, "start", &start) < 0 ||
-			    xp_mig_kind_of_id((unsigned)id) < 0 || id < 0 || start < 0 ||
-			    start >= XP_MIG_MEM_SLICES || a[r].ndev != 1))
-			return xp_errf(err, XP_ECORRUPT, "allocation %u: mig", r);
-		if (mig) {
-			a[r].mig = (uint8_t)(xp_mig_kind_of_id((unsigned)id) + 1);
-			a[r].mig_start = (uint8_t)start;
-		}
-	}
-	return 0;
+	char *text = json_dumps(arr, JSON_COMPACT);
+	struct xp_rec_alloc *in = NULL;
+	size_t got = 0;
+	int rc = text ? st->docs->allocs(text, strlen(text), &in, &got, err)
+		      : xp_errf(err, XP_ECORRUPT, "allocations: not JSON");
+	free(text);
+	if (rc == 0)
+		rc = xp_allocs_resolve(st, in, n, a, err);
+	free(in);
+	return rc;
 }
 
 /* The compute milli j's allocation x must take per device: a share sized

@@ -19,8 +19,7 @@
  *                the allocations' JSON both ways and their match to a request,
  *                the invariant check and the state machines' checks
  *   rec.h        journal records as plain C (the codec's typed records)
- *   apply.c      records into the state (xp_state_apply_rec; the types not
- *                typed yet from JSON: xp_state_apply_json)
+ *   apply.c      records into the state (xp_state_apply_rec)
  *   jobedit.c    records that change a pending job: job.hold, job.update
  *   snapshot.c   the whole state as JSON and back
  *   docs.h       the readers of the documents inside records and
@@ -307,14 +306,9 @@ int xp_state_estimate_workload(struct xp_state *st, int64_t since, struct xp_err
 /* A journal record into the state (apply.c): checked whole against the
  * state, then applied, or refused with nothing changed. seq > 0 becomes
  * st->seq. The record arrives decoded (rec.h) from the codec at the store
- * boundary (src/edge/codec.c: xp_rec_apply takes a record's JSON); the
- * types the codec does not decode yet arrive as JSON (xp_state_apply_json,
- * the same checks and texts as ever). */
+ * boundary (src/edge/codec.c: xp_rec_apply takes a record's JSON). */
 int xp_state_apply_rec(struct xp_state *st, uint64_t seq, int64_t at, const struct xp_rec *r,
 		       struct xp_event_info *ev, struct xp_err *err);
-int xp_state_apply_json(struct xp_state *st, uint64_t seq, int64_t at, const char *type,
-			const char *body, size_t len, struct xp_event_info *ev,
-			struct xp_err *err);
 
 /* queue.c: the queue tree, quotas and shares (docs/design/tenancy.md) */
 /* q's definition (for records, snapshots and the API). */

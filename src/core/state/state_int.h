@@ -18,7 +18,10 @@ long xp_state_add_node_one(struct xp_state *st, const struct xp_cluster *one, in
 			   int state, struct xp_err *err);
 long xp_state_add_node(struct xp_state *st, json_t *descriptor, int source, int state,
 		       struct xp_err *err);
-/* Allocations of a record or snapshot back into a[n]. */
+/* Allocations as decoded (rec.h) into a[n]: their nodes found. */
+int xp_allocs_resolve(const struct xp_state *st, const struct xp_rec_alloc *in, uint32_t n,
+		      struct xp_alloc *a, struct xp_err *err);
+/* Allocations of a snapshot back into a[n] (read by docs->allocs). */
 int xp_allocs_parse(struct xp_state *st, json_t *arr, struct xp_alloc *a, uint32_t n,
 		    struct xp_err *err);
 
@@ -59,8 +62,8 @@ int xp_services_restore(struct xp_state *st, json_t *arr, struct xp_err *err);
 void xp_services_free(struct xp_state *st);
 /* elastic.c: the record job.resize; a job's start and requeue; its size,
  * epoch and resize history in snapshots */
-int xp_elastic_resize_apply(struct xp_state *st, json_t *o, int64_t at, struct xp_event_info *ev,
-			    struct xp_err *err);
+int xp_elastic_resize_apply(struct xp_state *st, const struct xp_rec *r, int64_t at,
+			    struct xp_event_info *ev, struct xp_err *err);
 void xp_elastic_started(struct xp_state *st, struct xp_job *j);
 void xp_elastic_requeued(struct xp_job *j);
 void xp_elastic_snapshot(const struct xp_job *j, json_t *jo);

@@ -14,7 +14,8 @@
  *   prices.c     the price table
  *   codec.c      journal records: their JSON decoded into struct xp_rec
  *                (core/state/rec.h) with every field checked, and applied
- *                (xp_rec_apply: replay and the live path alike)
+ *                (xp_rec_apply: replay and the live path alike);
+ *                records.c their writers (xp_rec_*)
  *   docs.c       xp_edge_docs: these parsers and the descriptor's, as the
  *                readers the state is given for the documents inside
  *                records and snapshots (src/core/state/docs.h)
@@ -93,6 +94,56 @@ int xp_rec_allocs_read(const char *buf, size_t len, struct xp_rec_alloc **out, s
 struct json_t;
 int xp_meter_counters_check(struct json_t *counters, struct xp_err *err);
 char *xp_rec_job_counter(uint64_t job, struct json_t *counters);
+
+/* records.c: the journal records' writers (bodies are malloc'd JSON, the
+ * bytes the journal has always held; test_codec pins them). The cycle's
+ * own records (job.start, job.cancel, job.requeue/preempt, job.resize) are
+ * still written by the state (state.h). */
+char *xp_rec_tenant_create(const char *name);
+/* scope: enum xp_scope; node: the node of a XP_SCOPE_NODE token, else NULL */
+char *xp_rec_token_create(uint64_t id, const char *tenant, const char *name, int scope,
+			  const char *node, const char *sha256);
+char *xp_rec_token_revoke(uint64_t id);
+/* A top-level queue with no quota (the rest default). */
+char *xp_rec_queue_create(const char *name, int32_t priority, uint32_t weight);
+/* queue.create / queue.update: the whole definition after the change */
+char *xp_rec_queue_define(const struct xp_queuespec *q);
+char *xp_rec_queue_delete(const char *name);
+/* descriptor: a one-node descriptor document (JSON) */
+char *xp_rec_node_add(int source, const char *descriptor);
+char *xp_rec_node_state(const char *name, int state);
+char *xp_rec_node_remove(const char *name);
+char *xp_rec_job_submit(uint64_t id, const char *tenant, const char *key,
+			const struct xp_jobspec *spec);
+char *xp_rec_job_finish(uint64_t id, int state, int exit_code, const char *reason);
+/* The same with a signal, an end reason, or no exit code (x->has_code 0). */
+char *xp_rec_job_finish_x(uint64_t id, int state, const struct xp_exit *x, const char *reason);
+/* A replica of attempt `attempt` exited (agent report). Also taken once
+ * for a job its time limit failed (end time_limit, no exit code yet): it
+ * gives the job the exit code and signal the agent saw. */
+char *xp_rec_job_task(uint64_t id, uint32_t attempt, uint32_t replica, int exit_code);
+char *xp_rec_job_task_x(uint64_t id, uint32_t attempt, uint32_t replica, const struct xp_exit *x);
+/* Device health of a node: ok[i] / why[i] for each of its n devices. */
+char *xp_rec_node_health(const char *name, const uint8_t *ok, char *const *why, unsigned n);
+/* A pending job held (held: enum xp_hold) or released (XP_HOLD_NONE). */
+char *xp_rec_job_hold(uint64_t id, int held);
+/* A pending job changed. */
+char *xp_rec_job_update(uint64_t id, const struct xp_jobpatch *p);
+/* Forget finished jobs: at most 10000 ids, each terminal. */
+char *xp_rec_job_forget(const uint64_t *ids, size_t n);
+/* The energy measured for an ended run. */
+char *xp_rec_job_energy(uint64_t job, uint32_t attempt, uint64_t joules);
+/* service.create: spec's tenant is filled in (the record names it). */
+char *xp_rec_service_create(const struct xp_servicespec *spec);
+/* service.scale: replicas wanted from now on, and why (a user, the autoscaler) */
+char *xp_rec_service_scale(const char *name, uint32_t replicas, const char *reason);
+char *xp_rec_service_delete(const char *name);
+/* service.update: the whole definition after the change; canary > 0 holds
+ * a new version at that many replicas taking weight percent of the traffic */
+char *xp_rec_service_update(const struct xp_servicespec *spec, uint32_t canary, uint32_t weight);
+/* service.promote (a canary goes on to all replicas), service.rollback,
+ * service.rolled (the owner saw a rollout finish) */
+char *xp_rec_service_named(const char *name);
 
 /* docs.c: the readers the state is given (xp_state_opts.docs). */
 extern const struct xp_state_docs xp_edge_docs;

@@ -116,14 +116,6 @@ int xp_meter_counter(struct xp_state *st, const struct xp_rec *r, int64_t at, st
 	return 0;
 }
 
-char *xp_rec_job_energy(uint64_t job, uint32_t attempt, uint64_t joules)
-{
-	json_t *o = json_pack("{s:I,s:i,s:I}", "id", (json_int_t)job, "attempt", (int)attempt,
-			      "joules", (json_int_t)joules);
-	char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
-	json_decref(o);
-	return s;
-}
 
 int xp_meter_energy(struct xp_state *st, const struct xp_rec *r, struct xp_err *err)
 {

@@ -47,28 +47,6 @@ int xp_queue_allows(const struct xp_state *st, uint32_t q, const char *tenant)
 	return 1;
 }
 
-static char *dump(json_t *o)
-{
-	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(o);
-	return s;
-}
-
-char *xp_rec_queue_define(const struct xp_queuespec *q)
-{
-	return dump(xp_queuespec_json(q));
-}
-
-char *xp_rec_queue_create(const char *name, int32_t priority, uint32_t weight)
-{
-	struct xp_queuespec q;
-	xp_queuespec_init(&q);
-	snprintf(q.name, sizeof(q.name), "%s", name);
-	q.priority = priority;
-	q.weight = weight;
-	return xp_rec_queue_define(&q);
-}
-
 int xp_queue_is_leaf(const struct xp_state *st, uint32_t q)
 {
 	return st->queues.v[q].children == 0;

@@ -86,16 +86,6 @@ size_t xp_state_forget_due(struct xp_state *st, int64_t now, int64_t keep_ms, ui
 	return n;
 }
 
-char *xp_rec_job_forget(const uint64_t *ids, size_t n)
-{
-	json_t *a = json_array();
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(a, json_integer((json_int_t)ids[i]));
-	json_t *o = json_pack("{s:o}", "ids", a);
-	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(o);
-	return s;
-}
 
 /* keep the jobs of v not being forgotten */
 static void drop_forgotten(struct xp_job **v, size_t *n)

@@ -52,44 +52,10 @@ int64_t xp_service_backoff_ms(const struct xp_service *s)
 	return d < BACKOFF_MAX_MS ? d : BACKOFF_MAX_MS;
 }
 
-char *xp_rec_service_create(const struct xp_servicespec *spec)
-{
-	json_t *o = json_pack("{s:o}", "spec", xp_servicespec_json(spec));
-	char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(o);
-	return text;
-}
 
-char *xp_rec_service_scale(const char *name, uint32_t replicas, const char *reason)
-{
-	json_t *o = json_pack("{s:s,s:i,s:s}", "name", name, "replicas", (int)replicas, "reason",
-			      reason ? reason : "");
-	char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(o);
-	return text;
-}
 
-char *xp_rec_service_delete(const char *name)
-{
-	return xp_rec_service_named(name);
-}
 
-char *xp_rec_service_named(const char *name)
-{
-	json_t *o = json_pack("{s:s}", "name", name);
-	char *text = json_dumps(o, JSON_COMPACT);
-	json_decref(o);
-	return text;
-}
 
-char *xp_rec_service_update(const struct xp_servicespec *spec, uint32_t canary, uint32_t weight)
-{
-	json_t *o = json_pack("{s:o,s:i,s:i}", "spec", xp_servicespec_json(spec), "canary",
-			      (int)canary, "weight", (int)weight);
-	char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(o);
-	return text;
-}
 
 static void prev_free(struct xp_service *s)
 {

@@ -334,76 +334,13 @@ static char *dump(json_t *o)
 	return s;
 }
 
-char *xp_rec_tenant_create(const char *name)
-{
-	return dump(json_pack("{s:s}", "name", name));
-}
 
-char *xp_rec_token_create(uint64_t id, const char *tenant, const char *name, int scope,
-			  const char *node, const char *sha256)
-{
-	json_t *o = json_pack("{s:I,s:s,s:s,s:b,s:s}", "id", (json_int_t)id, "tenant", tenant,
-			      "name", name, "admin", scope == XP_SCOPE_ADMIN, "sha256", sha256);
-	/* tenant and admin tokens are written as before scopes existed */
-	if (scope == XP_SCOPE_NODE)
-		json_object_set_new(o, "node", json_string(node));
-	else if (scope == XP_SCOPE_BOOTSTRAP)
-		json_object_set_new(o, "bootstrap", json_true());
-	return dump(o);
-}
 
-char *xp_rec_token_revoke(uint64_t id)
-{
-	return dump(json_pack("{s:I}", "id", (json_int_t)id));
-}
 
-char *xp_rec_queue_delete(const char *name)
-{
-	return dump(json_pack("{s:s}", "name", name));
-}
 
-char *xp_rec_node_add(int source, const char *descriptor)
-{
-	json_error_t e;
-	json_t *d = json_loads(descriptor, 0, &e);
-	if (!d)
-		return NULL;
-	return dump(json_pack("{s:s,s:o}", "source", xp_node_source_name(source), "descriptor", d));
-}
 
-char *xp_rec_node_state(const char *name, int state)
-{
-	return dump(json_pack("{s:s,s:s}", "name", name, "state", xp_node_state_name(state)));
-}
 
-char *xp_rec_node_remove(const char *name)
-{
-	return dump(json_pack("{s:s}", "name", name));
-}
 
-char *xp_rec_job_submit(uint64_t id, const char *tenant, const char *key,
-			const struct xp_jobspec *spec)
-{
-	/* the spec's canonical JSON spliced in as it is: no parse and dump of
-	 * it again (a workflow of 10,000 jobs writes 10,000 of these) */
-	char *sj = xp_jobspec_to_json(spec);
-	json_t *t = json_string(tenant), *k = key ? json_string(key) : json_null();
-	char *ts = json_dumps(t, JSON_ENCODE_ANY), *ks = json_dumps(k, JSON_ENCODE_ANY);
-	struct xp_sb sb = { 0 };
-	if (ts && ks && sj) { /* else not UTF-8: no record, as json_pack gave none */
-		xp_sb_init(&sb);
-		xp_sb_printf(&sb, "{\"id\":%llu,\"tenant\":%s,\"key\":%s,\"spec\":",
-			     (unsigned long long)id, ts, ks);
-		xp_sb_puts(&sb, sj);
-		xp_sb_puts(&sb, "}");
-	}
-	json_decref(t);
-	json_decref(k);
-	free(ts);
-	free(ks);
-	free(sj);
-	return sb.s ? xp_sb_steal(&sb) : NULL;
-}
 
 /* {id, start} of a MIG slice: the kind by its NVML profile id (the name
  * depends on the device's table; the assignment gives it to the agent) */
@@ -513,77 +450,23 @@ char *xp_rec_job_start(const struct xp_state *st, uint64_t id, const struct xp_a
 			      xp_allocs_json(st, a, n)));
 }
 
-char *xp_rec_job_finish(uint64_t id, int state, int exit_code, const char *reason)
-{
-	return dump(json_pack("{s:I,s:s,s:i,s:s}", "id", (json_int_t)id, "state",
-			      xp_job_state_name(state), "exit_code", exit_code, "reason",
-			      reason ? reason : ""));
-}
 
-char *xp_rec_job_hold(uint64_t id, int held)
-{
-	return dump(json_pack("{s:I,s:s}", "id", (json_int_t)id, "held", xp_hold_name(held)));
-}
 
-char *xp_rec_job_update(uint64_t id, const struct xp_jobpatch *p)
-{
-	return dump(json_pack("{s:I,s:o}", "id", (json_int_t)id, "change", xp_jobpatch_json(p)));
-}
 
-/* the optional fields of an exit: signal, end, detail */
-static json_t *exit_fields(json_t *o, const struct xp_exit *x)
-{
-	if (x->signal > 0)
-		json_object_set_new(o, "signal", json_integer(x->signal));
-	if (x->end > 0 && x->end < XP_END_N)
-		json_object_set_new(o, "end", json_string(ends[x->end]));
-	if (x->detail && *x->detail)
-		json_object_set_new(o, "detail", json_string(x->detail));
-	return o;
-}
 
-char *xp_rec_job_finish_x(uint64_t id, int state, const struct xp_exit *x, const char *reason)
-{
-	json_t *o = json_pack("{s:I,s:s,s:s}", "id", (json_int_t)id, "state",
-			      xp_job_state_name(state), "reason", reason ? reason : "");
-	if (x->has_code) /* absent: no exit code (an agent's kill report brings it) */
-		json_object_set_new(o, "exit_code", json_integer(x->code));
-	return dump(exit_fields(o, x));
-}
 
 char *xp_rec_job_cancel(uint64_t id, const char *reason)
 {
 	return dump(json_pack("{s:I,s:s}", "id", (json_int_t)id, "reason", reason ? reason : ""));
 }
 
-char *xp_rec_job_task(uint64_t id, uint32_t attempt, uint32_t replica, int exit_code)
-{
-	return dump(json_pack("{s:I,s:I,s:I,s:i}", "id", (json_int_t)id, "attempt",
-			      (json_int_t)attempt, "replica", (json_int_t)replica, "exit_code",
-			      exit_code));
-}
 
-char *xp_rec_job_task_x(uint64_t id, uint32_t attempt, uint32_t replica, const struct xp_exit *x)
-{
-	return dump(exit_fields(json_pack("{s:I,s:I,s:I,s:i}", "id", (json_int_t)id, "attempt",
-					  (json_int_t)attempt, "replica", (json_int_t)replica,
-					  "exit_code", x->code),
-				x));
-}
 
 char *xp_rec_job_requeue(uint64_t id, const char *reason)
 {
 	return dump(json_pack("{s:I,s:s}", "id", (json_int_t)id, "reason", reason ? reason : ""));
 }
 
-char *xp_rec_node_health(const char *name, const uint8_t *ok, char *const *why, unsigned n)
-{
-	json_t *a = json_array();
-	for (unsigned i = 0; i < n; i++)
-		json_array_append_new(
-			a, json_pack("{s:b,s:s}", "ok", ok[i], "why", why && why[i] ? why[i] : ""));
-	return dump(json_pack("{s:s,s:o}", "name", name, "devices", a));
-}
 
 /* ---- invariants ---- */
 

@@ -332,58 +332,21 @@ int xp_queue_is_leaf(const struct xp_state *st, uint32_t q);
 /* service.c: services (docs/design/serving.md) */
 /* The service called name, or -1. */
 long xp_state_service(const struct xp_state *st, const char *name);
-/* service.create: spec's tenant is filled in (the record names it). */
-char *xp_rec_service_create(const struct xp_servicespec *spec);
-/* service.scale: replicas wanted from now on, and why (a user, the autoscaler) */
-char *xp_rec_service_scale(const char *name, uint32_t replicas, const char *reason);
-char *xp_rec_service_delete(const char *name);
-/* service.update: the whole definition after the change; canary > 0 holds
- * a new version at that many replicas taking weight percent of the traffic */
-char *xp_rec_service_update(const struct xp_servicespec *spec, uint32_t canary, uint32_t weight);
-/* service.promote (a canary goes on to all replicas), service.rollback,
- * service.rolled (the owner saw a rollout finish) */
-char *xp_rec_service_named(const char *name);
 /* The delay before the next replica may start after replicas ended on
  * their own: 0 with no streak, then 1 s doubling to 60 s (Kubernetes'
  * CrashLoopBackOff: 10 s doubling to 300 s, shortened for a pool that
  * restarts on another node). */
 int64_t xp_service_backoff_ms(const struct xp_service *s);
 
-/* Records (bodies are malloc'd JSON). */
-char *xp_rec_tenant_create(const char *name);
-/* scope: enum xp_scope; node: the node of a XP_SCOPE_NODE token, else NULL */
-char *xp_rec_token_create(uint64_t id, const char *tenant, const char *name, int scope,
-			  const char *node,
-			  const char *sha256);
-char *xp_rec_token_revoke(uint64_t id);
-/* A top-level queue with no quota (the rest default). */
-char *xp_rec_queue_create(const char *name, int32_t priority, uint32_t weight);
-/* queue.create / queue.update: the whole definition after the change */
-char *xp_rec_queue_define(const struct xp_queuespec *q);
-char *xp_rec_queue_delete(const char *name);
-/* descriptor: a one-node descriptor document (JSON) */
-char *xp_rec_node_add(int source, const char *descriptor);
-char *xp_rec_node_state(const char *name, int state);
-char *xp_rec_node_remove(const char *name);
-char *xp_rec_job_submit(uint64_t id, const char *tenant, const char *key,
-			const struct xp_jobspec *spec);
+/* The records the cycle writes (bodies are malloc'd JSON; the other
+ * records' writers are the codec's, src/edge/edge.h). */
 char *xp_rec_job_start(const struct xp_state *st, uint64_t id, const struct xp_alloc *a,
 		       uint32_t n);
-char *xp_rec_job_finish(uint64_t id, int state, int exit_code, const char *reason);
-/* The same with a signal, an end reason, or no exit code (x->has_code 0). */
-char *xp_rec_job_finish_x(uint64_t id, int state, const struct xp_exit *x, const char *reason);
 char *xp_rec_job_cancel(uint64_t id, const char *reason);
-/* A replica of attempt `attempt` exited (agent report). Also taken once
- * for a job its time limit failed (end time_limit, no exit code yet): it
- * gives the job the exit code and signal the agent saw. */
-char *xp_rec_job_task(uint64_t id, uint32_t attempt, uint32_t replica, int exit_code);
-char *xp_rec_job_task_x(uint64_t id, uint32_t attempt, uint32_t replica, const struct xp_exit *x);
 /* Running -> pending: its node was lost; the allocations are released. */
 char *xp_rec_job_requeue(uint64_t id, const char *reason);
 /* Running -> pending: preempted (the same record shape, type job.preempt). */
 #define xp_rec_job_preempt xp_rec_job_requeue
-/* Device health of a node: ok[i] / why[i] for each of its n devices. */
-char *xp_rec_node_health(const char *name, const uint8_t *ok, char *const *why, unsigned n);
 /* elastic.c: job.resize - the running elastic job id goes to epoch
  * `epoch` (its epoch + 1): the replicas keep[0..nkeep) (ascending ranks of
  * the current size) stay, renumbered 0.., and add[0..nadd) join after them;
@@ -393,12 +356,6 @@ char *xp_rec_job_resize(const struct xp_state *st, uint64_t id, uint32_t epoch,
 			uint32_t nadd, const char *why);
 /* Is j elastic (replicas: {min, max})? */
 int xp_job_elastic(const struct xp_job *j);
-/* A pending job held (held: enum xp_hold) or released (XP_HOLD_NONE). */
-char *xp_rec_job_hold(uint64_t id, int held);
-/* A pending job changed (jobedit.c). */
-char *xp_rec_job_update(uint64_t id, const struct xp_jobpatch *p);
-/* Forget finished jobs (retention.c): at most 10000 ids, each terminal. */
-char *xp_rec_job_forget(const uint64_t *ids, size_t n);
 
 /* Retention (retention.c): up to max ids of terminal jobs due to be
  * forgotten at `now` - finished keep_ms ago or more, or beyond the newest

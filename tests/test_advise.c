@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "edge/edge.h"
 #include "server/ctl.h"
 #include "world.h"
 

@@ -24,6 +24,7 @@
 #include "client/client.h"
 #include "core/model/model.h"
 #include "descriptor/descriptor.h"
+#include "edge/edge.h"
 #include "lib/xalloc.h"
 #include "server/ctl.h"
 #include "world.h"

@@ -22,6 +22,7 @@
 #include "core/state/meter.h"
 #include "core/state/prices.h"
 #include "core/state/state.h"
+#include "edge/edge.h"
 #include "lib/rng.h"
 #include "lib/xalloc.h"
 #include "world.h"
@@ -409,7 +410,7 @@ static void test_bad_records(void **state)
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct xp_err err = { 0 };
-		assert_true(xp_state_apply(w.st, 0, w.now, bad[i][0], bad[i][1], strlen(bad[i][1]),
+		assert_true(xp_rec_apply(w.st, 0, w.now, bad[i][0], bad[i][1], strlen(bad[i][1]),
 					   NULL, &err) < 0);
 		char *after = xp_state_snapshot(w.st);
 		assert_string_equal(before, after);

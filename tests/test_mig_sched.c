@@ -15,6 +15,7 @@
 #include "core/state/queuespec.h"
 #include "core/state/spec.h"
 #include "core/state/state.h"
+#include "edge/edge.h"
 #include "lib/strbuf.h"
 #include "lib/xalloc.h"
 #include "testutil.h"

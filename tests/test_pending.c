@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/state/state.h"
+#include "edge/edge.h"
 #include "lib/rng.h"
 #include "lib/xalloc.h"
 #include "world.h"
@@ -181,7 +182,7 @@ static void test_hold_update(void **state)
 	char *s = xp_state_snapshot(w.st);
 	char *r = world_replay(&w, w.log.n, NULL, 0);
 	assert_string_equal(s, r);
-	struct xp_state *st2 = xp_state_create(NULL, &err);
+	struct xp_state *st2 = xp_state_create(&world_opts, &err);
 	assert_int_equal(xp_state_load_snapshot(st2, s, strlen(s), &err), 0);
 	assert_int_equal(xp_state_job(st2, x)->held, XP_HOLD_ADMIN);
 	assert_int_equal(xp_state_job(st2, z)->spec.priority, 9);
@@ -198,7 +199,7 @@ static void test_hold_update(void **state)
 	/* a running job is not held, changed or released */
 	struct xp_err e2 = { 0 };
 	char *b = xp_rec_job_hold(z, XP_HOLD_USER);
-	assert_int_equal(xp_state_apply(w.st, 0, w.now, "job.hold", b, strlen(b), NULL, &e2),
+	assert_int_equal(xp_rec_apply(w.st, 0, w.now, "job.hold", b, strlen(b), NULL, &e2),
 			 XP_ESTATE);
 	free(b);
 	assert_int_equal(patch(&w, z, "{priority: 1}"), XP_ESTATE);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/state/state.h"
+#include "edge/edge.h"
 #include "lib/rng.h"
 #include "world.h"
 

@@ -1,6 +1,6 @@
 /*
  * test_state: the controller's state layer. Every record goes through
- * xp_state_apply(); the tests check that illegal records change nothing,
+ * xp_rec_apply(); the tests check that illegal records change nothing,
  * that replaying the journal - from the start or from a snapshot - gives a
  * byte-identical snapshot, and that invariants hold after every step of a
  * random workload.
@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/state/state.h"
+#include "edge/edge.h"
 #include "lib/rng.h"
 #include "lib/sha256.h"
 #include "lib/vec.h"

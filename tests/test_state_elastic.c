@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "core/state/state.h"
+#include "edge/edge.h"
 #include "lib/rng.h"
 #include "lib/xalloc.h"
 #include "testutil.h"

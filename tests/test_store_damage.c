@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "core/state/state.h"
+#include "edge/edge.h"
 #include "lib/clock.h"
 #include "lib/fileio.h"
 #include "server/ctl.h"
@@ -155,7 +156,7 @@ static int on_rec(void *ctx, const struct xp_store_rec *rec)
 	struct xp_event_info ev;
 	if (r->limit && rec->seq > r->limit)
 		return 0;
-	return xp_state_apply(r->st, rec->seq, rec->at_ms, rec->type, rec->body, rec->len, &ev,
+	return xp_rec_apply(r->st, rec->seq, rec->at_ms, rec->type, rec->body, rec->len, &ev,
 			      r->err);
 }
 
@@ -170,7 +171,7 @@ static enum outcome replay_upto(const char *dir, uint64_t limit, char **text, ui
 {
 	/* no fsync: the cases are thrown away (sync=0 changes no check) */
 	static const struct xp_store_opts nosync = { .sync = 0 };
-	struct xp_state_opts so = { 0 };
+	struct xp_state_opts so = { .docs = &xp_edge_docs };
 	struct xp_store *s = NULL;
 	*text = NULL;
 	memset(err, 0, sizeof(*err));

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/state/state.h"
+#include "edge/edge.h"
 #include "lib/rng.h"
 #include "lib/strbuf.h"
 #include "lib/xalloc.h"
@@ -529,7 +530,7 @@ static void test_snapshot(void **state)
 	assert_int_equal(world_apply(&w, "node.health", xp_rec_node_health("n0", ok, NULL, 8)), 0);
 	assert_int_equal(w.st->nodes.v[0].failures, 1); /* a transition, not a state */
 	char *s = xp_state_snapshot(w.st);
-	struct xp_state *st2 = xp_state_create(NULL, &err);
+	struct xp_state *st2 = xp_state_create(&world_opts, &err);
 	assert_int_equal(xp_state_load_snapshot(st2, s, strlen(s), &err), 0);
 	assert_int_equal(xp_state_check(st2, &err), 0);
 	char *s2 = xp_state_snapshot(st2);
@@ -594,7 +595,7 @@ static void test_allow_list(void **state)
 	/* snapshot and replay keep the lists */
 	char *s = xp_state_snapshot(w.st);
 	assert_non_null(strstr(s, "\"allow\""));
-	struct xp_state *st2 = xp_state_create(NULL, &err);
+	struct xp_state *st2 = xp_state_create(&world_opts, &err);
 	assert_int_equal(xp_state_load_snapshot(st2, s, strlen(s), &err), 0);
 	assert_false(xp_queue_allows(st2, (uint32_t)qa, "t2"));
 	assert_true(xp_queue_allows(st2, (uint32_t)qa, "t1"));

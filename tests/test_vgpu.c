@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "core/state/spec.h"
+#include "edge/edge.h"
 #include "lib/err.h"
 #include "testutil.h"
 

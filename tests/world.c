@@ -5,15 +5,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "edge/edge.h"
 #include "lib/rng.h"
 #include "lib/xalloc.h"
 #include "world.h"
 
+const struct xp_state_opts world_opts = { .docs = &xp_edge_docs };
+
+/* o NULL: world_opts; without docs, the edge's readers */
 void world_init_opts(struct world *w, const struct xp_state_opts *o)
 {
 	struct xp_err err = { 0 };
+	struct xp_state_opts so = o ? *o : world_opts;
+	if (!so.docs)
+		so.docs = &xp_edge_docs;
 	memset(w, 0, sizeof(*w));
-	w->st = xp_state_create(o, &err);
+	w->st = xp_state_create(&so, &err);
 	assert_non_null(w->st);
 	w->now = 1000;
 }
@@ -120,7 +127,7 @@ int world_apply(struct world *w, const char *type, char *body)
 	assert_non_null(body);
 	if (w->track)
 		before = states_of(w->st, &nj, &nodes, &nn);
-	int rc = xp_state_apply(w->st, w->log.n + 1, w->now, type, body, strlen(body), NULL, &err);
+	int rc = xp_rec_apply(w->st, w->log.n + 1, w->now, type, body, strlen(body), NULL, &err);
 	if (rc < 0 && getenv("WORLD_DEBUG"))
 		fprintf(stderr, "world: %s refused: %s (%s)\n", type, err.text, body);
 	if (w->track) {
@@ -203,13 +210,13 @@ void world_cycle(struct world *w)
 char *world_replay(struct world *w, size_t upto, const char *snap, uint64_t snap_seq)
 {
 	struct xp_err err = { 0 };
-	struct xp_state *st = xp_state_create(NULL, &err);
+	struct xp_state *st = xp_state_create(&world_opts, &err);
 	assert_non_null(st);
 	if (snap && xp_state_load_snapshot(st, snap, strlen(snap), &err) < 0)
 		fail_msg("snapshot load: %s", err.text);
 	for (size_t i = snap ? snap_seq : 0; i < upto; i++) {
 		const struct logrec *r = &w->log.v[i];
-		if (xp_state_apply(st, i + 1, r->at, r->type, r->body, strlen(r->body), NULL,
+		if (xp_rec_apply(st, i + 1, r->at, r->type, r->body, strlen(r->body), NULL,
 				   &err) < 0)
 			fail_msg("replay of %zu (%s) failed: %s", i + 1, r->type, err.text);
 	}

@@ -1,6 +1,6 @@
 /*
  * world: a controller state driven by records in a test, as the owner
- * thread drives it - every record through xp_state_apply(), every
+ * thread drives it - every record through xp_rec_apply(), every
  * invariant checked after each, the accepted records kept as a journal to
  * replay. Shared by test_state, test_tenancy, test_mcts_cycle and others.
  */
@@ -33,12 +33,16 @@ struct world {
 	uint64_t node_seen[XP_NODE_STATE_N + 1][XP_NODE_STATE_N];
 };
 
+/* The options of the tests' states: the defaults, and the edge's document
+ * readers (xp_edge_docs) that every state needs. */
+extern const struct xp_state_opts world_opts;
+
 /* An empty state at now = 1000. */
 void world_init(struct world *w);
 /* The same with state options (a policy, the batch step). */
 void world_init_opts(struct world *w, const struct xp_state_opts *o);
 void world_free(struct world *w);
-/* Apply a record (takes body); returns xp_state_apply's code. Fails the
+/* Apply a record (takes body); returns xp_rec_apply's code. Fails the
  * test when an invariant breaks. */
 int world_apply(struct world *w, const char *type, char *body);
 /* The cycle's emit callback (ctx: the world); fails the test on a refusal. */

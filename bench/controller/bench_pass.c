@@ -5,7 +5,7 @@
  *   xp_bench_pass [--cluster FILE] [--jobs M] [--runs R] [--policy P]
  *
  * The state is built the way the controller builds it, through journal
- * records applied with xp_state_apply(): the nodes of the descriptor
+ * records applied with xp_rec_apply(): the nodes of the descriptor
  * (default examples/clusters/bench-512.yaml) as emulated nodes, then the
  * Slurm peer's queued test (its README, rule 5): two gang jobs hold every
  * A100 node and every V100 node whole, then M jobs of the job mix (job i =
@@ -41,6 +41,7 @@
 
 #include "core/state/state.h"
 #include "descriptor/descriptor.h"
+#include "edge/edge.h"
 #include "lib/clock.h"
 #include "lib/xalloc.h"
 #include "mix.h"
@@ -64,7 +65,7 @@ static void apply(struct bench *b, const char *type, char *body)
 	struct xp_err err = { 0 };
 	if (!body)
 		die(type, NULL);
-	if (xp_state_apply(b->st, ++b->seq, b->now, type, body, strlen(body), NULL, &err) < 0)
+	if (xp_rec_apply(b->st, ++b->seq, b->now, type, body, strlen(body), NULL, &err) < 0)
 		die(type, &err);
 	free(body);
 }
@@ -103,7 +104,7 @@ static long cycle(struct bench *b)
 static void build(struct bench *b, const struct xp_cluster *c, const char *policy, size_t jobs,
 		  uint64_t ids[2], int bf)
 {
-	struct xp_state_opts so = { .policy = policy };
+	struct xp_state_opts so = { .policy = policy, .docs = &xp_edge_docs };
 	struct xp_err err = { 0 };
 	char text[512], model[2][8] = { "A100", "V100" };
 	size_t per[2] = { 0, 0 };

@@ -12,7 +12,7 @@
  * up in a hash table - a thousand jobs of 64 dependencies each took the
  * owner thread 98 s when this ran there with linear searches.
  */
-#include "edge.h"
+#include "edge_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>

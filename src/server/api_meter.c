@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../edge/edge.h"
 #include "../lib/timefmt.h"
 #include "../lib/xalloc.h"
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../edge/edge.h"
 #include "../lib/parse.h"
 #include "../lib/xalloc.h"
 

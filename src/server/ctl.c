@@ -4,7 +4,7 @@
  * Start: open the store (which refuses a newer or damaged one; with
  * --recover it drops what is damaged instead, and what it dropped is
  * printed on stderr, one line each), replay the
- * newest snapshot and the journal after it through xp_state_apply() - a
+ * newest snapshot and the journal after it through xp_rec_apply() - a
  * record that does not apply stops the start with its sequence number and
  * the reason, nothing is skipped - refill the event ring, reschedule the
  * completion of emulated tasks; on a fresh store write the bootstrap
@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "../descriptor/descriptor.h"
+#include "../edge/edge.h"
 #include "../lib/fileio.h"
 #include "../lib/xalloc.h"
 
@@ -52,7 +53,7 @@ static int on_record(void *arg, const struct xp_store_rec *r)
 {
 	struct load_ctx *lc = arg;
 	struct xp_event_info ev;
-	int rc = xp_state_apply(lc->ctl->st, r->seq, r->at_ms, r->type, r->body, r->len, &ev,
+	int rc = xp_rec_apply(lc->ctl->st, r->seq, r->at_ms, r->type, r->body, r->len, &ev,
 				lc->err);
 	if (rc < 0) {
 		xp_err_prefix(lc->err, "does not apply: "); /* the store names the record */
@@ -212,7 +213,7 @@ int xp_ctl_promote(struct xp_ctl *ctl, struct xp_err *err)
 int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err *err)
 {
 	struct xp_ctl *ctl = XNEW(struct xp_ctl);
-	struct xp_state_opts so = { 0 };
+	struct xp_state_opts so = { .docs = &xp_edge_docs };
 	struct xp_store_opts sto = { 0 };
 	struct load_ctx lc = { .ctl = ctl, .err = err };
 	int rc;

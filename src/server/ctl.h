@@ -66,6 +66,7 @@
 #include <stdint.h>
 
 #include "../core/state/state.h"
+#include "../edge/edge.h"
 #include "../lib/err.h"
 #include "../lib/rng.h"
 #include "../lib/dueheap.h"

@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../edge/edge.h"
 #include "../lib/clock.h"
 #include "../lib/timefmt.h"
 #include "../lib/xalloc.h"
@@ -340,7 +341,7 @@ static int journal(struct xp_ctl *ctl, const char *type, char *body, struct type
 	/* a resize moves a running job's replicas: its new nodes hear of it too */
 	int was_running = job && job->state == XP_JOB_RUNNING && strcmp(type, "job.resize");
 	rc = ts ? xp_state_submit(ctl->st, now, ts->id, ts->tenant, ts->key, ts->spec, &ev, err)
-		: xp_state_apply(ctl->st, 0, now, type, body, strlen(body), &ev, err);
+		: xp_rec_apply(ctl->st, 0, now, type, body, strlen(body), &ev, err);
 	if (rc < 0) {
 		free(body);
 		return rc;

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "../core/state/hpa.h"
+#include "../edge/edge.h"
 #include "../lib/timefmt.h"
 #include "../lib/xalloc.h"
 

@@ -20,7 +20,7 @@
  * The clock jumps from event to event (arrival, completion), rounded up to
  * the tick; at each step the arrivals are submitted, the completions
  * finished, then the cycle runs until it has nothing more to do. All
- * through journal records applied with xp_state_apply(), as the
+ * through journal records applied with xp_rec_apply(), as the
  * controller does.
  */
 #include "tenants.h"
@@ -32,6 +32,7 @@
 
 #include "../core/sched/policy.h"
 #include "../core/state/state.h"
+#include "../edge/edge.h"
 #include "../lib/clock.h"
 #include "../lib/dueheap.h"
 #include "../lib/parse.h"
@@ -167,7 +168,7 @@ static int apply(struct sim *s, int64_t at, const char *type, char *body)
 {
 	if (!body)
 		return xp_errf(&s->err, XP_EINTERNAL, "%s: no record", type);
-	int rc = xp_state_apply(s->st, ++s->seq, at, type, body, strlen(body), NULL, &s->err);
+	int rc = xp_rec_apply(s->st, ++s->seq, at, type, body, strlen(body), NULL, &s->err);
 	free(body);
 	if (rc < 0)
 		s->failed = 1;
@@ -331,7 +332,8 @@ static int start_run(struct sim *s, struct tally *a, struct xp_tsim_result *r, s
 	const struct xp_tsim_opts *o = s->o;
 	struct xp_state_opts so = { .policy = o->policy,
 				    .fifo = o->mode == XP_TSIM_FIFO,
-				    .batch = { .budget = o->budget } };
+				    .batch = { .budget = o->budget },
+				    .docs = &xp_edge_docs };
 	const struct xp_policy_ops *pol = xp_policy_find(o->policy);
 	double wsum = 0;
 	s->st = xp_state_create(&so, err);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/state/spec.h"
+#include "edge/edge.h"
 #include "fuzz.h"
 
 static const char *const top[] = { "name", "priority", "queue", "time_limit", NULL };

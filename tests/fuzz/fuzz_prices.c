@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/state/prices.h"
+#include "edge/edge.h"
 #include "fuzz.h"
 
 static int price_ok(double v, double max)

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/state/queuespec.h"
+#include "edge/edge.h"
 #include "fuzz.h"
 
 static const char *const top[] = { "name",    "parent", "priority", "weight",

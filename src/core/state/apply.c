@@ -1,9 +1,11 @@
 /*
  * apply: journal records into the state (see state.h). Each handler first
- * decodes and checks everything - the record's fields, the objects it names,
- * that the transition is legal, that allocations fit - and only then
- * changes anything, so a rejected record leaves the state as it was. The
- * live path and replay both come through here.
+ * checks everything - the objects the record names, that the transition
+ * is legal, that allocations fit - and only then changes anything, so a
+ * rejected record leaves the state as it was. The live path and replay
+ * both come through here with typed records (rec.h) decoded by the codec
+ * at the store boundary, whose field checks (form, ranges, names) come
+ * first.
  */
 #include "state_int.h"
 
@@ -12,53 +14,64 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../descriptor/descriptor.h"
-#include "../../descriptor/tree.h"
 #include "../../lib/signame.h"
 #include "../../lib/xalloc.h"
 
-struct rec {
-	json_t *o;
-	struct xp_err *err;
+static const char *const rec_names[XP_REC_N] = {
+	[XP_REC_TENANT_CREATE] = "tenant.create", [XP_REC_TOKEN_CREATE] = "token.create",
+	[XP_REC_TOKEN_REVOKE] = "token.revoke",	  [XP_REC_QUEUE_DELETE] = "queue.delete",
+	[XP_REC_NODE_STATE] = "node.state",	  [XP_REC_NODE_REMOVE] = "node.remove",
+	[XP_REC_NODE_HEALTH] = "node.health",	  [XP_REC_JOB_FINISH] = "job.finish",
+	[XP_REC_JOB_CANCEL] = "job.cancel",	  [XP_REC_JOB_TASK] = "job.task",
+	[XP_REC_JOB_REQUEUE] = "job.requeue",	  [XP_REC_JOB_PREEMPT] = "job.preempt",
+	[XP_REC_JOB_HOLD] = "job.hold",		  [XP_REC_JOB_UPDATE] = "job.update",
+	[XP_REC_JOB_FORGET] = "job.forget",	  [XP_REC_JOB_COUNTER] = "job.counter",
+	[XP_REC_JOB_ENERGY] = "job.energy",	  [XP_REC_PRICES_SET] = "prices.set",
+	[XP_REC_QUEUE_CREATE] = "queue.create",	  [XP_REC_QUEUE_UPDATE] = "queue.update",
+	[XP_REC_NODE_ADD] = "node.add",		  [XP_REC_JOB_SUBMIT] = "job.submit",
+	[XP_REC_SERVICE_CREATE] = "service.create",
+	[XP_REC_SERVICE_UPDATE] = "service.update",
+	[XP_REC_SERVICE_SCALE] = "service.scale",
+	[XP_REC_SERVICE_DELETE] = "service.delete",
+	[XP_REC_SERVICE_PROMOTE] = "service.promote",
+	[XP_REC_SERVICE_ROLLBACK] = "service.rollback",
+	[XP_REC_SERVICE_ROLLED] = "service.rolled",
+	[XP_REC_JOB_START] = "job.start",
+	[XP_REC_JOB_RESIZE] = "job.resize",
+	[XP_REC_NODE_MIG_LEAVE] = "node.mig_mode_change",
+	[XP_REC_NODE_MIG_MODE] = "node.mig_mode",
+	[XP_REC_NODE_MIG_DONE] = "node.mig_mode_done",
 };
 
-/* a malformed record; replay names the record */
-static int bad(struct rec *r, const char *what, const char *field)
+const char *xp_rec_type_name(int type)
 {
-	return xp_errf(r->err, XP_ECORRUPT, "%s%s%s", field ? field : "", field ? ": " : "", what);
+	return type >= 0 && type < XP_REC_N ? rec_names[type] : NULL;
 }
 
-static int get_str(struct rec *r, const char *key, const char **out)
+int xp_rec_type_parse(const char *name)
 {
-	json_t *v = json_object_get(r->o, key);
-	*out = NULL; /* set on failure too: gcc -O2 cannot see bad() is < 0 */
-	if (!json_is_string(v))
-		return bad(r, "missing or not a string", key);
-	*out = json_string_value(v);
-	return 0;
-}
-
-static int get_int(struct rec *r, const char *key, int64_t min, int64_t max, int64_t *out)
-{
-	json_t *v = json_object_get(r->o, key);
-	*out = 0; /* as in get_str */
-	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
-		return bad(r, "missing or out of range", key);
-	*out = json_integer_value(v);
-	return 0;
+	for (int t = 0; t < XP_REC_N; t++)
+		if (!strcmp(rec_names[t], name))
+			return t;
+	return -1;
 }
 
 /* refusals of a well-formed record: the state does not allow it */
-static int refuse(struct rec *r, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int refuse(struct rec *r, int code, const char *fmt, ...)
+static int refuse_v(struct xp_err *err, int code, const char *fmt, va_list ap)
 {
 	char msg[400];
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	return xp_errf(err, code, "%s", msg);
+}
+static int refusef(struct xp_err *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int refusef(struct xp_err *err, int code, const char *fmt, ...)
+{
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	int rc = refuse_v(err, code, fmt, ap);
 	va_end(ap);
-	return xp_errf(r->err, code, "%s", msg);
+	return rc;
 }
 
 const struct xp_mig_profile *xp_state_mig_profile(struct xp_state *st, const struct xp_alloc *a)
@@ -134,25 +147,27 @@ long xp_state_add_node(struct xp_state *st, json_t *descriptor, int source, int 
 {
 	char *text = json_dumps(descriptor, JSON_COMPACT);
 	struct xp_cluster *one;
-	long idx;
 
 	if (!text)
 		return xp_errf(err, XP_ECORRUPT, "node descriptor: not JSON");
-	one = xp_descriptor_load_buf("node", text, strlen(text), XP_DESC_JSON, err);
+	one = st->docs->nodes("node", text, strlen(text), err);
 	free(text);
 	if (!one)
 		return err ? err->code : XP_EINVAL;
-	if (one->nnodes != 1) {
-		xp_cluster_destroy(one);
+	long idx = xp_state_add_node_one(st, one, source, state, err);
+	xp_cluster_destroy(one);
+	return idx;
+}
+
+long xp_state_add_node_one(struct xp_state *st, const struct xp_cluster *one, int source,
+			   int state, struct xp_err *err)
+{
+	long idx;
+	if (one->nnodes != 1)
 		return xp_errf(err, XP_EINVAL, "a node descriptor must describe one node, not %zu",
 			       one->nnodes);
-	}
-	if (xp_state_node(st, one->nodes[0].name) >= 0) {
-		int rc = xp_errf(err, XP_EEXIST, "node %s is already registered",
-				 one->nodes[0].name);
-		xp_cluster_destroy(one);
-		return rc;
-	}
+	if (xp_state_node(st, one->nodes[0].name) >= 0)
+		return xp_errf(err, XP_EEXIST, "node %s is already registered", one->nodes[0].name);
 	xp_cluster_copy_node(st->c, one, &one->nodes[0], NULL);
 	idx = (long)st->c->nnodes - 1;
 	struct xp_nodeinfo ni = { .state = (uint8_t)state, .source = (uint8_t)source };
@@ -164,22 +179,19 @@ long xp_state_add_node(struct xp_state *st, json_t *descriptor, int source, int 
 	st->sched_stale = 1;
 	st->nodes_gen++;
 	xp_capacity_node(st, (uint32_t)idx, 1);
-	xp_cluster_destroy(one);
 	return idx;
 }
 
 /* ---- handlers ---- */
 
-static int tenant_create(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
+static int tenant_create(struct xp_state *st, const struct xp_rec *r, struct xp_event_info *ev,
+			 struct xp_err *err)
 {
-	const char *name;
-	int rc = get_str(r, "name", &name);
-	if (rc < 0)
-		return rc;
+	const char *name = r->u.tenant.name;
 	if (!xp_name_ok(name))
-		return refuse(r, XP_EINVAL, "tenant name '%s' is not a valid name", name);
+		return refusef(err, XP_EINVAL, "tenant name '%s' is not a valid name", name);
 	if (xp_state_tenant(st, name) >= 0)
-		return refuse(r, XP_EEXIST, "tenant %s already exists", name);
+		return refusef(err, XP_EEXIST, "tenant %s already exists", name);
 	struct xp_tenant t = { .name = xstrdup(name) };
 	xp_vec_push(&st->tenants, t);
 	ev->type = "tenant.created";
@@ -187,58 +199,25 @@ static int tenant_create(struct xp_state *st, struct rec *r, struct xp_event_inf
 	return 0;
 }
 
-#define NODE_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
 
-/* The scope of a token.create record: absent "node" and "bootstrap" is a
- * tenant's or admin's token, as every record before scopes was. */
-static int token_scope(struct rec *r, int admin, int *scope, const char **node)
+static int token_create(struct xp_state *st, const struct xp_rec *r, struct xp_event_info *ev,
+			struct xp_err *err)
 {
-	json_t *jn = json_object_get(r->o, "node"), *jb = json_object_get(r->o, "bootstrap");
-	*scope = admin ? XP_SCOPE_ADMIN : XP_SCOPE_TENANT;
-	*node = NULL;
-	if (jb && !json_is_boolean(jb))
-		return bad(r, "not a boolean", "bootstrap");
-	if (jn) {
-		*node = json_string_value(jn);
-		size_t n = *node ? strlen(*node) : 0;
-		if (n < 1 || n > 253 || strspn(*node, NODE_CHARS) != n)
-			return bad(r, "not a node name", "node");
-		*scope = XP_SCOPE_NODE;
-	}
-	if (json_is_true(jb))
-		*scope = jn ? -1 : XP_SCOPE_BOOTSTRAP;
-	if (*scope < 0 || ((jn || json_is_true(jb)) && admin))
-		return bad(r, "an admin, node or bootstrap token: one of them", "admin");
-	return 0;
-}
-
-static int token_create(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
-{
-	const char *tenant, *name, *sha, *node;
-	int64_t id;
-	json_t *admin = json_object_get(r->o, "admin");
-	int rc, scope;
-	if ((rc = get_int(r, "id", 1, INT64_MAX, &id)) < 0 ||
-	    (rc = get_str(r, "tenant", &tenant)) < 0 || (rc = get_str(r, "name", &name)) < 0 ||
-	    (rc = get_str(r, "sha256", &sha)) < 0)
-		return rc;
-	if (!json_is_boolean(admin))
-		return bad(r, "missing or not a boolean", "admin");
-	if ((rc = token_scope(r, json_is_true(admin), &scope, &node)) < 0)
-		return rc;
-	if (strlen(sha) != 64 || strspn(sha, "0123456789abcdef") != 64)
-		return bad(r, "not a SHA-256 in hex", "sha256");
+	const char *tenant = r->u.token.tenant, *name = r->u.token.name, *sha = r->u.token.sha256,
+		   *node = r->u.token.node;
+	uint64_t id = r->u.token.id;
+	int scope = r->u.token.scope;
 	long t = xp_state_tenant(st, tenant);
 	if (t < 0)
-		return refuse(r, XP_ENOENT, "no tenant %s", tenant);
+		return refusef(err, XP_ENOENT, "no tenant %s", tenant);
 	if (!xp_name_ok(name))
-		return refuse(r, XP_EINVAL, "token name '%s' is not a valid name", name);
+		return refusef(err, XP_EINVAL, "token name '%s' is not a valid name", name);
 	for (size_t i = 0; i < st->tokens.n; i++)
-		if (st->tokens.v[i].id == (uint64_t)id || !strcmp(st->tokens.v[i].sha256, sha))
-			return refuse(r, XP_EEXIST, "token %lld already exists", (long long)id);
-	struct xp_token k = { .id = (uint64_t)id,
+		if (st->tokens.v[i].id == id || !strcmp(st->tokens.v[i].sha256, sha))
+			return refusef(err, XP_EEXIST, "token %lld already exists", (long long)id);
+	struct xp_token k = { .id = id,
 			      .tenant = (uint32_t)t,
-			      .admin = json_is_true(admin),
+			      .admin = scope == XP_SCOPE_ADMIN,
 			      .scope = (uint8_t)scope,
 			      .name = xstrdup(name),
 			      .node = node ? xstrdup(node) : NULL };
@@ -251,45 +230,28 @@ static int token_create(struct xp_state *st, struct rec *r, struct xp_event_info
 	return 0;
 }
 
-static int token_revoke(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
+static int token_revoke(struct xp_state *st, const struct xp_rec *r, struct xp_event_info *ev,
+			struct xp_err *err)
 {
-	int64_t id;
-	int rc = get_int(r, "id", 1, INT64_MAX, &id);
-	if (rc < 0)
-		return rc;
+	uint64_t id = r->u.revoke.id;
 	for (size_t i = 0; i < st->tokens.n; i++)
-		if (st->tokens.v[i].id == (uint64_t)id) {
+		if (st->tokens.v[i].id == id) {
 			if (st->tokens.v[i].revoked)
-				return refuse(r, XP_ESTATE, "token %lld is already revoked",
-					      (long long)id);
+				return refusef(err, XP_ESTATE, "token %lld is already revoked",
+					       (long long)id);
 			st->tokens.v[i].revoked = 1;
 			ev->type = "token.revoked";
 			ev->tenant = -2;
 			return 0;
 		}
-	return refuse(r, XP_ENOENT, "no token %lld", (long long)id);
+	return refusef(err, XP_ENOENT, "no token %lld", (long long)id);
 }
 
-static int queue_delete(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
+static int node_add(struct xp_state *st, const struct xp_rec *r, struct xp_event_info *ev,
+		    struct xp_err *err)
 {
-	const char *name;
-	int rc = get_str(r, "name", &name);
-	return rc < 0 ? rc : xp_queue_delete(st, name, ev, r->err);
-}
-
-static int node_add(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
-{
-	const char *src;
-	int rc = get_str(r, "source", &src);
-	if (rc < 0)
-		return rc;
-	int source = xp_node_source_parse(src);
-	if (source < 0)
-		return bad(r, "unknown source", "source");
-	json_t *d = json_object_get(r->o, "descriptor");
-	if (!json_is_object(d))
-		return bad(r, "missing or not an object", "descriptor");
-	long idx = xp_state_add_node(st, d, source, XP_NODE_READY, r->err);
+	long idx = xp_state_add_node_one(st, r->u.node_add.desc, r->u.node_add.source,
+					 XP_NODE_READY, err);
 	if (idx < 0)
 		return (int)idx;
 	XP_NODE_CHECK(st, idx, -1);
@@ -322,25 +284,21 @@ void xp_state_node_set(struct xp_state *st, long n, int state)
 	XP_NODE_CHECK(st, n, from);
 }
 
-static int node_state(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
+static int node_state(struct xp_state *st, const struct xp_rec *r, struct xp_event_info *ev,
+		      struct xp_err *err)
 {
-	const char *name, *sname;
-	int rc;
-	if ((rc = get_str(r, "name", &name)) < 0 || (rc = get_str(r, "state", &sname)) < 0)
-		return rc;
-	int to = xp_node_state_parse(sname);
-	if (to < 0)
-		return bad(r, "unknown node state", "state");
+	const char *name = r->u.node.name;
+	int to = r->u.node.state;
 	long n = xp_state_node(st, name);
 	if (n < 0)
-		return refuse(r, XP_ENOENT, "no node %s", name);
+		return refusef(err, XP_ENOENT, "no node %s", name);
 	int from = st->nodes.v[n].state;
 	if (!xp_node_transition_ok(from, to))
-		return refuse(r, XP_ESTATE, "node %s cannot go from %s to %s", name,
-			      xp_node_state_name(from), xp_node_state_name(to));
+		return refusef(err, XP_ESTATE, "node %s cannot go from %s to %s", name,
+			       xp_node_state_name(from), xp_node_state_name(to));
 	if (to == XP_NODE_DRAINED && st->nodes.v[n].jobs) /* drained: its last job ended */
-		return refuse(r, XP_ESTATE, "node %s still runs %u jobs: it is not drained", name,
-			      st->nodes.v[n].jobs);
+		return refusef(err, XP_ESTATE, "node %s still runs %u jobs: it is not drained",
+			       name, st->nodes.v[n].jobs);
 	if (to == XP_NODE_DRAINING && st->nodes.v[n].jobs == 0)
 		to = XP_NODE_DRAINED; /* nothing to wait for */
 	xp_state_node_set(st, n, to);
@@ -351,18 +309,16 @@ static int node_state(struct xp_state *st, struct rec *r, struct xp_event_info *
 	return 0;
 }
 
-static int node_remove(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
+static int node_remove(struct xp_state *st, const struct xp_rec *r, struct xp_event_info *ev,
+		       struct xp_err *err)
 {
-	const char *name;
-	int rc = get_str(r, "name", &name);
-	if (rc < 0)
-		return rc;
+	const char *name = r->u.node.name;
 	long n = xp_state_node(st, name);
 	if (n < 0)
-		return refuse(r, XP_ENOENT, "no node %s", name);
+		return refusef(err, XP_ENOENT, "no node %s", name);
 	if (st->nodes.v[n].jobs)
-		return refuse(r, XP_ESTATE, "node %s still runs %u jobs", name,
-			      st->nodes.v[n].jobs);
+		return refusef(err, XP_ESTATE, "node %s still runs %u jobs", name,
+			       st->nodes.v[n].jobs);
 	st->nodes.v[n].removed = 1;
 	xp_migmode_node_gone(st, (size_t)n); /* its reservation and leave go with it */
 	st->nodes_gen++;
@@ -378,48 +334,48 @@ static int node_remove(struct xp_state *st, struct rec *r, struct xp_event_info 
 }
 
 /* What a job.submit must meet before its spec is looked at: *t its tenant */
-static int submit_admits(struct xp_state *st, struct rec *r, int64_t id, const char *tenant,
+static int submit_admits(struct xp_state *st, struct xp_err *err, int64_t id, const char *tenant,
 			 const char *key, long *t)
 {
 	*t = xp_state_tenant(st, tenant);
 	if (*t < 0)
-		return refuse(r, XP_ENOENT, "no tenant %s", tenant);
+		return refusef(err, XP_ENOENT, "no tenant %s", tenant);
 	if (xp_state_job(st, (uint64_t)id))
-		return refuse(r, XP_EEXIST, "job %lld already exists", (long long)id);
+		return refusef(err, XP_EEXIST, "job %lld already exists", (long long)id);
 	if ((uint64_t)id < st->next_job_id)
-		return refuse(r, XP_EINVAL, "job id %lld is below the next id %llu", (long long)id,
+		return refusef(err, XP_EINVAL, "job id %lld is below the next id %llu", (long long)id,
 			      (unsigned long long)st->next_job_id);
 	if (key && xp_state_job_by_key(st, (uint32_t)*t, key))
-		return refuse(r, XP_EEXIST, "idempotency key already used");
+		return refusef(err, XP_EEXIST, "idempotency key already used");
 	return 0;
 }
 
 /* The rest of job.submit, j's spec decoded: its queue, request, dependencies
  * and node checked, then j is a pending job of the state (or freed). */
-static int submit_job(struct xp_state *st, struct rec *r, int64_t at, int64_t id, long t,
+static int submit_job(struct xp_state *st, struct xp_err *err, int64_t at, int64_t id, long t,
 		      const char *key, struct xp_job *j, struct xp_event_info *ev)
 {
 	const char *qname = j->spec.queue ? j->spec.queue : "default";
 	long q = xp_state_queue(st, qname);
 	int rc = 0;
 	if (q < 0)
-		rc = refuse(r, XP_ENOENT, "no queue %s", qname);
+		rc = refusef(err, XP_ENOENT, "no queue %s", qname);
 	if (rc == 0 && !xp_queue_is_leaf(st, (uint32_t)q))
-		rc = refuse(r, XP_EINVAL,
+		rc = refusef(err, XP_EINVAL,
 			    "queue %s has child queues; jobs go to a queue without children",
 			    qname);
 	if (rc == 0) {
 		xp_jobspec_request(&j->spec, st->c->syms, &j->req);
-		rc = xp_request_check(&j->req, r->err);
+		rc = xp_request_check(&j->req, err);
 	}
 	if (rc == 0)
-		rc = xp_deps_check(st, &j->spec, (uint32_t)t, r->err);
+		rc = xp_deps_check(st, &j->spec, (uint32_t)t, err);
 	if (rc == 0)
-		rc = xp_service_admits(st, j, r->err);
+		rc = xp_service_admits(st, j, err);
 	if (rc == 0 && j->spec.node) {
 		long n = xp_state_node(st, j->spec.node);
 		if (n < 0)
-			rc = refuse(r, XP_ENOENT, "no node %s", j->spec.node);
+			rc = refusef(err, XP_ENOENT, "no node %s", j->spec.node);
 		j->req.node = (int32_t)n;
 	}
 	if (rc < 0) {
@@ -442,47 +398,23 @@ static int submit_job(struct xp_state *st, struct rec *r, int64_t at, int64_t id
 	return 0;
 }
 
-static int job_submit(struct xp_state *st, struct rec *r, int64_t at, struct xp_event_info *ev)
+static int job_submit(struct xp_state *st, const struct xp_rec *r, int64_t at,
+		      struct xp_event_info *ev, struct xp_err *err)
 {
-	const char *tenant, *key = NULL;
-	int64_t id;
-	long t;
-	int rc;
-	if ((rc = get_int(r, "id", 1, INT64_MAX, &id)) < 0 ||
-	    (rc = get_str(r, "tenant", &tenant)) < 0)
-		return rc;
-	json_t *k = json_object_get(r->o, "key"), *spec = json_object_get(r->o, "spec");
-	if (k && !json_is_null(k)) {
-		if (!json_is_string(k))
-			return bad(r, "not a string", "key");
-		key = json_string_value(k);
-	}
-	if (!json_is_object(spec))
-		return bad(r, "missing or not an object", "spec");
-	if ((rc = submit_admits(st, r, id, tenant, key, &t)) < 0)
-		return rc;
-	struct xp_job *j = XNEW(struct xp_job);
-	char *text = json_dumps(spec, JSON_COMPACT);
-	rc = xp_jobspec_parse_text("spec", text, strlen(text), 1, &j->spec, NULL, r->err);
-	free(text);
-	if (rc < 0) {
-		xp_state_job_free(j);
-		return rc;
-	}
-	return submit_job(st, r, at, id, t, key, j, ev);
+	return xp_state_submit(st, at, r->u.submit.id, r->u.submit.tenant, r->u.submit.key,
+			       r->u.submit.spec, ev, err);
 }
 
 int xp_state_submit(struct xp_state *st, int64_t at, uint64_t id, const char *tenant,
 		    const char *key, struct xp_jobspec *spec, struct xp_event_info *ev,
 		    struct xp_err *err)
 {
-	struct rec r = { .err = err };
-	long t;
+	long t = -1;
 	memset(ev, 0, sizeof(*ev));
 	ev->node = -1;
 	ev->state = -1;
-	int rc = id > INT64_MAX ? bad(&r, "missing or out of range", "id")
-				: submit_admits(st, &r, (int64_t)id, tenant, key, &t);
+	int rc = id > INT64_MAX ? xp_errf(err, XP_ECORRUPT, "id: missing or out of range")
+				: submit_admits(st, err, (int64_t)id, tenant, key, &t);
 	if (rc < 0) {
 		xp_jobspec_free(spec);
 		return rc;
@@ -490,35 +422,36 @@ int xp_state_submit(struct xp_state *st, int64_t at, uint64_t id, const char *te
 	struct xp_job *j = XNEW(struct xp_job);
 	j->spec = *spec; /* taken */
 	memset(spec, 0, sizeof(*spec));
-	return submit_job(st, &r, at, (int64_t)id, t, key, j, ev);
+	return submit_job(st, err, at, (int64_t)id, t, key, j, ev);
 }
 
-static int job_start(struct xp_state *st, struct rec *r, int64_t at, struct xp_event_info *ev)
+static int job_start(struct xp_state *st, const struct xp_rec *rec, int64_t at,
+		     struct xp_event_info *ev, struct xp_err *err)
 {
-	int64_t id;
-	int rc = get_int(r, "id", 1, INT64_MAX, &id);
-	if (rc < 0)
-		return rc;
-	struct xp_job *j = xp_state_job(st, (uint64_t)id);
+	long long id = (long long)rec->u.start.id;
+	int rc;
+	struct xp_job *j = xp_state_job(st, rec->u.start.id);
 	if (!j)
-		return refuse(r, XP_ENOENT, "no job %lld", (long long)id);
+		return refusef(err, XP_ENOENT, "no job %lld", id);
 	if (!xp_job_transition_ok(j->state, XP_JOB_RUNNING))
-		return refuse(r, XP_ESTATE, "job %lld is %s, it cannot start", (long long)id,
-			      xp_job_state_name(j->state));
-	if ((rc = xp_state_sched(st, r->err)) < 0)
+		return refusef(err, XP_ESTATE, "job %lld is %s, it cannot start", id,
+			       xp_job_state_name(j->state));
+	if ((rc = xp_state_sched(st, err)) < 0)
 		return rc;
 	uint32_t n = j->spec.replicas;
 	struct xp_alloc *a = XNEWV(struct xp_alloc, n);
-	rc = xp_allocs_parse(st, json_object_get(r->o, "allocations"), a, n, r->err);
+	rc = rec->u.start.n != (int64_t)n
+		     ? xp_errf(err, XP_ECORRUPT, "allocations: expected %u", n)
+		     : xp_allocs_resolve(st, rec->u.start.a, n, a, err);
 	uint32_t done = 0;
 	for (; rc == 0 && done < n; done++) {
 		const struct xp_alloc *x = &a[done];
 		if (st->nodes.v[x->node].state != XP_NODE_READY)
-			rc = refuse(r, XP_ESTATE, "node %s is %s", st->c->nodes[x->node].name,
+			rc = refusef(err, XP_ESTATE, "node %s is %s", st->c->nodes[x->node].name,
 				    xp_node_state_name(st->nodes.v[x->node].state));
 		else if (!xp_alloc_matches(st, j, x))
-			rc = refuse(r, XP_EINVAL, "allocation %u does not match the request", done);
-		else if ((rc = xp_sched_alloc_fits(st->sched, x, r->err)) == 0)
+			rc = refusef(err, XP_EINVAL, "allocation %u does not match the request", done);
+		else if ((rc = xp_sched_alloc_fits(st->sched, x, err)) == 0)
 			xp_sched_commit(st->sched, x);
 		if (rc < 0)
 			break;
@@ -529,7 +462,7 @@ static int job_start(struct xp_state *st, struct rec *r, int64_t at, struct xp_e
 		int res;
 		xp_demand_of(st, a, n, d);
 		if (xp_queue_admits(st, j->queue, d, &where, &res) < 0)
-			rc = refuse(r, XP_ENOSPC, "queue %s would exceed its max of %s",
+			rc = refusef(err, XP_ENOSPC, "queue %s would exceed its max of %s",
 				    st->queues.v[where].name, xp_res_name(res));
 	}
 	if (rc < 0) {
@@ -600,60 +533,30 @@ void xp_state_finish(struct xp_state *st, struct xp_job *j, int to, int64_t at)
 	XP_JOB_CHECK(st, j, from);
 }
 
-/* The optional exit fields of a job.finish or job.task record: signal,
- * end, detail (absent in older journals: none). */
-static int get_exit(struct rec *r, struct xp_exit *x)
-{
-	int64_t sig = 0;
-	int rc;
-	json_t *v = json_object_get(r->o, "signal");
-	if (v && (rc = get_int(r, "signal", 1, 127, &sig)) < 0)
-		return rc;
-	x->signal = (int)sig;
-	if ((v = json_object_get(r->o, "end")) &&
-	    (!json_is_string(v) || (x->end = xp_end_parse(json_string_value(v))) < 0))
-		return bad(r, "expected oom, limits, time_limit or start", "end");
-	if ((v = json_object_get(r->o, "detail")) && !json_is_string(v))
-		return bad(r, "not a string", "detail");
-	x->detail = v ? json_string_value(v) : NULL;
-	return 0;
-}
 
-static int job_end(struct xp_state *st, struct rec *r, int64_t at, int cancel,
-		   struct xp_event_info *ev)
+static int job_end(struct xp_state *st, const struct xp_rec *r, int64_t at,
+		   struct xp_event_info *ev, struct xp_err *err)
 {
-	int64_t id, code = 0;
-	struct xp_exit x = { 0 };
-	const char *reason = "", *sname = "cancelled";
-	int rc = get_int(r, "id", 1, INT64_MAX, &id);
-	if (rc == 0 && !cancel && (rc = get_str(r, "state", &sname)) == 0 &&
-	    (x.has_code = json_object_get(r->o, "exit_code") != NULL))
-		rc = get_int(r, "exit_code", -255, 255, &code);
-	if (rc == 0 && !cancel)
-		rc = get_exit(r, &x);
-	if (rc < 0)
-		return rc;
-	json_t *rs = json_object_get(r->o, "reason");
-	if (json_is_string(rs))
-		reason = json_string_value(rs);
-	int to = xp_job_state_parse(sname);
-	if (!cancel && to != XP_JOB_SUCCEEDED && to != XP_JOB_FAILED)
-		return bad(r, "expected succeeded or failed", "state");
-	struct xp_job *j = xp_state_job(st, (uint64_t)id);
+	int cancel = r->type == XP_REC_JOB_CANCEL, rc;
+	uint64_t id = r->u.end.id;
+	const struct xp_exit x = r->u.end.x; /* none for a cancel */
+	const char *reason = r->u.end.reason ? r->u.end.reason : "";
+	int to = cancel ? XP_JOB_CANCELLED : r->u.end.state;
+	struct xp_job *j = xp_state_job(st, id);
 	if (!j)
-		return refuse(r, XP_ENOENT, "no job %lld", (long long)id);
+		return refusef(err, XP_ENOENT, "no job %lld", (long long)id);
 	if (!xp_job_transition_ok(j->state, to))
-		return refuse(r, XP_ESTATE, "job %lld is %s, it cannot become %s", (long long)id,
-			      xp_job_state_name(j->state), xp_job_state_name(to));
+		return refusef(err, XP_ESTATE, "job %lld is %s, it cannot become %s", (long long)id,
+			       xp_job_state_name(j->state), xp_job_state_name(to));
 	int ran = j->state == XP_JOB_RUNNING;
-	if (ran && (rc = xp_state_sched(st, r->err)) < 0)
+	if (ran && (rc = xp_state_sched(st, err)) < 0)
 		return rc;
 	xp_state_finish(st, j, to, at);
 	/* a pending job fails without an exit code (gang timeout); so does a
 	 * running one past its time limit until its agent says how it ended */
 	if (!cancel && ran && x.has_code) {
 		j->has_exit = 1;
-		j->exit_code = (int32_t)code;
+		j->exit_code = (int32_t)x.code;
 		j->exit_signal = (uint8_t)x.signal;
 	}
 	j->end = (uint8_t)x.end;
@@ -721,32 +624,29 @@ static int time_limit_exit(const struct xp_state *st, struct xp_job *j, int64_t 
 }
 
 /* a replica of the running attempt exited: the job ends when one fails or all are done */
-static int job_task(struct xp_state *st, struct rec *r, int64_t at, struct xp_event_info *ev)
+static int job_task(struct xp_state *st, const struct xp_rec *r, int64_t at,
+		    struct xp_event_info *ev, struct xp_err *err)
 {
-	int64_t id, attempt, replica, code;
-	struct xp_exit x = { 0 };
+	int64_t id = (int64_t)r->u.task.id, attempt = r->u.task.attempt,
+		replica = r->u.task.replica, code = r->u.task.x.code;
+	const struct xp_exit x = r->u.task.x;
 	int rc;
-	if ((rc = get_int(r, "id", 1, INT64_MAX, &id)) < 0 ||
-	    (rc = get_int(r, "attempt", 1, INT32_MAX, &attempt)) < 0 ||
-	    (rc = get_int(r, "replica", 0, XP_JOB_MAX_REPLICAS - 1, &replica)) < 0 ||
-	    (rc = get_int(r, "exit_code", -255, 255, &code)) < 0 || (rc = get_exit(r, &x)) < 0)
-		return rc;
 	struct xp_job *j = xp_state_job(st, (uint64_t)id);
 	if (!j)
-		return refuse(r, XP_ENOENT, "no job %lld", (long long)id);
+		return refusef(err, XP_ENOENT, "no job %lld", (long long)id);
 	if (j->state == XP_JOB_FAILED && j->end == XP_END_TIME_LIMIT && !j->has_exit &&
 	    (uint32_t)attempt == j->attempts && j->allocs && (uint32_t)replica < j->spec.replicas)
 		return time_limit_exit(st, j, code, &x, (uint32_t)replica, ev);
 	if (j->state != XP_JOB_RUNNING || (uint32_t)attempt != j->attempts)
-		return refuse(r, XP_ESTATE, "job %lld attempt %lld is not running", (long long)id,
-			      (long long)attempt);
+		return refusef(err, XP_ESTATE, "job %lld attempt %lld is not running", (long long)id,
+			       (long long)attempt);
 	if ((uint32_t)replica >= j->spec.replicas)
-		return refuse(r, XP_EINVAL, "job %lld has no replica %lld", (long long)id,
-			      (long long)replica);
+		return refusef(err, XP_EINVAL, "job %lld has no replica %lld", (long long)id,
+			       (long long)replica);
 	if (j->exited[replica])
-		return refuse(r, XP_ESTATE, "job %lld replica %lld already exited", (long long)id,
-			      (long long)replica);
-	if ((rc = xp_state_sched(st, r->err)) < 0)
+		return refusef(err, XP_ESTATE, "job %lld replica %lld already exited",
+			       (long long)id, (long long)replica);
+	if ((rc = xp_state_sched(st, err)) < 0)
 		return rc;
 	j->exited[replica] = 1;
 	ev->type = "job.task";
@@ -777,21 +677,19 @@ static int job_task(struct xp_state *st, struct rec *r, int64_t at, struct xp_ev
 
 /* running -> pending: its node was lost, or it was preempted; a new
  * attempt starts later */
-static int job_requeue(struct xp_state *st, struct rec *r, int64_t at, int preempted,
-		       struct xp_event_info *ev)
+static int job_requeue(struct xp_state *st, const struct xp_rec *r, int64_t at,
+		       struct xp_event_info *ev, struct xp_err *err)
 {
-	int64_t id;
-	int rc = get_int(r, "id", 1, INT64_MAX, &id);
-	if (rc < 0)
-		return rc;
-	json_t *rs = json_object_get(r->o, "reason");
-	struct xp_job *j = xp_state_job(st, (uint64_t)id);
+	int preempted = r->type == XP_REC_JOB_PREEMPT, rc;
+	uint64_t id = r->u.requeue.id;
+	const char *rs = r->u.requeue.reason;
+	struct xp_job *j = xp_state_job(st, id);
 	if (!j)
-		return refuse(r, XP_ENOENT, "no job %lld", (long long)id);
+		return refusef(err, XP_ENOENT, "no job %lld", (long long)id);
 	if (j->state != XP_JOB_RUNNING)
-		return refuse(r, XP_ESTATE, "job %lld is %s, it cannot be requeued", (long long)id,
-			      xp_job_state_name(j->state));
-	if ((rc = xp_state_sched(st, r->err)) < 0)
+		return refusef(err, XP_ESTATE, "job %lld is %s, it cannot be requeued",
+			       (long long)id, xp_job_state_name(j->state));
+	if ((rc = xp_state_sched(st, err)) < 0)
 		return rc;
 	xp_meter_close_run(st, j, at);
 	xp_usage_charge(st, j, -1);
@@ -817,8 +715,7 @@ static int job_requeue(struct xp_state *st, struct rec *r, int64_t at, int preem
 	j->started_at = 0;
 	j->verdict = XP_PEND_NONE;
 	free(j->reason);
-	j->reason = json_is_string(rs) && *json_string_value(rs) ? xstrdup(json_string_value(rs))
-								 : NULL;
+	j->reason = rs && *rs ? xstrdup(rs) : NULL;
 	xp_vec_push(&st->pending, j);
 	xp_vec_push(&st->fresh, j);
 	st->cap_grew = 1;
@@ -831,17 +728,29 @@ static int job_requeue(struct xp_state *st, struct rec *r, int64_t at, int preem
 }
 
 /* business counters a job reports (meter.c) */
-static int job_counter(struct xp_state *st, struct rec *r, int64_t at, struct xp_event_info *ev)
+static int job_counter(struct xp_state *st, const struct xp_rec *r, int64_t at,
+		       struct xp_event_info *ev, struct xp_err *err)
 {
-	int rc = xp_meter_counter(st, r->o, at, r->err);
+	int rc = xp_meter_counter(st, r, at, err);
 	if (rc < 0)
 		return rc;
-	const struct xp_job *j =
-		xp_state_job(st, (uint64_t)json_integer_value(json_object_get(r->o, "id")));
+	const struct xp_job *j = xp_state_job(st, r->u.counter.id);
 	ev->type = "job.counter";
 	ev->job = j->id;
 	ev->tenant = j->tenant;
 	return 0;
+}
+
+/* the energy the agents measured for an ended run (meter.c) */
+static int job_energy(struct xp_state *st, const struct xp_rec *r, struct xp_event_info *ev,
+		      struct xp_err *err)
+{
+	int rc = xp_meter_energy(st, r, err);
+	const struct xp_job *j = rc ? NULL : xp_state_job(st, r->u.energy.id);
+	ev->type = "job.energy";
+	ev->job = j ? j->id : 0;
+	ev->tenant = j ? (int64_t)j->tenant : -2;
+	return rc;
 }
 
 void xp_state_set_health(struct xp_state *st, long n, const uint8_t *ok, char *const *why,
@@ -865,119 +774,127 @@ void xp_state_set_health(struct xp_state *st, long n, const uint8_t *ok, char *c
 	}
 }
 
-static int node_health(struct xp_state *st, struct rec *r, struct xp_event_info *ev)
+static int node_health(struct xp_state *st, const struct xp_rec *r, struct xp_event_info *ev,
+		       struct xp_err *err)
 {
-	const char *name;
-	int rc = get_str(r, "name", &name);
-	if (rc < 0)
-		return rc;
+	const char *name = r->u.health.name;
 	long n = xp_state_node(st, name);
 	if (n < 0)
-		return refuse(r, XP_ENOENT, "no node %s", name);
-	json_t *devs = json_object_get(r->o, "devices");
+		return refusef(err, XP_ENOENT, "no node %s", name);
 	uint16_t nd = st->c->nodes[n].ndevs;
-	if (!json_is_array(devs) || json_array_size(devs) != nd)
-		return refuse(r, XP_EINVAL, "node %s has %u devices, the report lists %zu", name,
-			      nd, json_is_array(devs) ? json_array_size(devs) : 0);
-	uint8_t ok[XP_MAX_NODE_DEVS];
-	char *why[XP_MAX_NODE_DEVS];
-	for (uint16_t d = 0; d < nd; d++) {
-		json_t *o = json_array_get(devs, d), *okv = json_object_get(o, "ok"),
-		       *wv = json_object_get(o, "why");
-		if (!json_is_boolean(okv) || (wv && !json_is_string(wv)))
-			return bad(r, "expected {ok, why}", "devices");
-		ok[d] = json_is_true(okv);
-		why[d] = wv ? (char *)json_string_value(wv) : NULL;
-	}
-	xp_state_set_health(st, n, ok, why, 1);
+	if (r->u.health.ndevs != (int)nd)
+		return refusef(err, XP_EINVAL, "node %s has %u devices, the report lists %d", name,
+			       nd, r->u.health.ndevs < 0 ? 0 : r->u.health.ndevs);
+	xp_state_set_health(st, n, r->u.health.ok, (char *const *)r->u.health.why, 1);
 	ev->type = "node.health";
 	ev->tenant = -1;
 	ev->node = (int32_t)n;
 	return 0;
 }
 
-int xp_state_apply(struct xp_state *st, uint64_t seq, int64_t at, const char *type,
-		   const char *body, size_t len, struct xp_event_info *ev, struct xp_err *err)
+static struct xp_event_info *ev_init(struct xp_event_info *ev, struct xp_event_info *dummy)
 {
-	struct xp_event_info dummy;
-	json_error_t je;
-	struct rec r = { .err = err };
-	int rc;
-
 	if (!ev)
-		ev = &dummy;
+		ev = dummy;
 	memset(ev, 0, sizeof(*ev));
 	ev->node = -1;
 	ev->state = -1;
-	r.o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
-	if (!json_is_object(r.o)) {
-		json_decref(r.o);
-		return xp_errf(err, XP_ECORRUPT, "not a JSON object: %s", je.text);
-	}
-	if (!strcmp(type, "tenant.create"))
-		rc = tenant_create(st, &r, ev);
-	else if (!strcmp(type, "token.create"))
-		rc = token_create(st, &r, ev);
-	else if (!strcmp(type, "token.revoke"))
-		rc = token_revoke(st, &r, ev);
-	else if (!strcmp(type, "queue.create"))
-		rc = xp_queue_define(st, r.o, 0, ev, err);
-	else if (!strcmp(type, "queue.update"))
-		rc = xp_queue_define(st, r.o, 1, ev, err);
-	else if (!strcmp(type, "queue.delete"))
-		rc = queue_delete(st, &r, ev);
-	else if (!strcmp(type, "node.add"))
-		rc = node_add(st, &r, ev);
-	else if (!strcmp(type, "node.state"))
-		rc = node_state(st, &r, ev);
-	else if (!strcmp(type, "node.remove"))
-		rc = node_remove(st, &r, ev);
-	else if (!strncmp(type, "node.mig_mode", 13)) /* migmode.c */
-		rc = xp_migmode_apply(st, type, r.o, at, ev, err);
-	else if (!strcmp(type, "job.submit"))
-		rc = job_submit(st, &r, at, ev);
-	else if (!strcmp(type, "job.start"))
-		rc = job_start(st, &r, at, ev);
-	else if (!strcmp(type, "job.finish"))
-		rc = job_end(st, &r, at, 0, ev);
-	else if (!strcmp(type, "job.cancel"))
-		rc = job_end(st, &r, at, 1, ev);
-	else if (!strcmp(type, "job.task"))
-		rc = job_task(st, &r, at, ev);
-	else if (!strcmp(type, "job.requeue"))
-		rc = job_requeue(st, &r, at, 0, ev);
-	else if (!strcmp(type, "job.preempt"))
-		rc = job_requeue(st, &r, at, 1, ev);
-	else if (!strcmp(type, "node.health"))
-		rc = node_health(st, &r, ev);
-	else if (!strcmp(type, "job.hold"))
-		rc = xp_job_hold_apply(st, r.o, ev, err);
-	else if (!strcmp(type, "job.update"))
-		rc = xp_job_update_apply(st, r.o, ev, err);
-	else if (!strcmp(type, "job.resize"))
-		rc = xp_elastic_resize_apply(st, r.o, at, ev, err);
-	else if (!strcmp(type, "job.counter"))
-		rc = job_counter(st, &r, at, ev);
-	else if (!strcmp(type, "job.energy")) {
-		rc = xp_meter_energy(st, r.o, err);
-		const struct xp_job *j =
-			rc ? NULL
-			   : xp_state_job(st,
-					  (uint64_t)json_integer_value(json_object_get(r.o, "id")));
-		ev->type = "job.energy";
-		ev->job = j ? j->id : 0;
-		ev->tenant = j ? (int64_t)j->tenant : -2;
-	} else if (!strcmp(type, "prices.set")) {
-		rc = xp_meter_prices(st, r.o, err);
+	return ev;
+}
+
+int xp_state_apply_rec(struct xp_state *st, uint64_t seq, int64_t at, const struct xp_rec *r,
+		       struct xp_event_info *ev, struct xp_err *err)
+{
+	struct xp_event_info dummy;
+	int rc;
+	ev = ev_init(ev, &dummy);
+	switch (r->type) {
+	case XP_REC_TENANT_CREATE:
+		rc = tenant_create(st, r, ev, err);
+		break;
+	case XP_REC_TOKEN_CREATE:
+		rc = token_create(st, r, ev, err);
+		break;
+	case XP_REC_TOKEN_REVOKE:
+		rc = token_revoke(st, r, ev, err);
+		break;
+	case XP_REC_QUEUE_DELETE:
+		rc = xp_queue_delete(st, r->u.node.name, ev, err);
+		break;
+	case XP_REC_NODE_STATE:
+		rc = node_state(st, r, ev, err);
+		break;
+	case XP_REC_NODE_REMOVE:
+		rc = node_remove(st, r, ev, err);
+		break;
+	case XP_REC_NODE_HEALTH:
+		rc = node_health(st, r, ev, err);
+		break;
+	case XP_REC_JOB_FINISH:
+	case XP_REC_JOB_CANCEL:
+		rc = job_end(st, r, at, ev, err);
+		break;
+	case XP_REC_JOB_TASK:
+		rc = job_task(st, r, at, ev, err);
+		break;
+	case XP_REC_JOB_REQUEUE:
+	case XP_REC_JOB_PREEMPT:
+		rc = job_requeue(st, r, at, ev, err);
+		break;
+	case XP_REC_JOB_HOLD:
+		rc = xp_job_hold_apply(st, r, ev, err);
+		break;
+	case XP_REC_JOB_UPDATE:
+		rc = xp_job_update_apply(st, r, ev, err);
+		break;
+	case XP_REC_JOB_FORGET:
+		rc = xp_state_job_forget(st, r, ev, err);
+		break;
+	case XP_REC_JOB_COUNTER:
+		rc = job_counter(st, r, at, ev, err);
+		break;
+	case XP_REC_JOB_ENERGY:
+		rc = job_energy(st, r, ev, err);
+		break;
+	case XP_REC_PRICES_SET:
+		xp_meter_prices(st, r->u.prices);
 		ev->type = "prices.set";
 		ev->tenant = -2;
-	} else if (!strcmp(type, "job.forget"))
-		rc = xp_state_job_forget(st, r.o, ev, err);
-	else if (!strncmp(type, "service.", 8))
-		rc = xp_service_apply(st, type, r.o, at, ev, err);
-	else
-		rc = xp_errf(err, XP_ECORRUPT, "unknown record type '%s'", type);
-	json_decref(r.o);
+		rc = 0;
+		break;
+	case XP_REC_NODE_ADD:
+		rc = node_add(st, r, ev, err);
+		break;
+	case XP_REC_NODE_MIG_LEAVE: /* migmode.c */
+	case XP_REC_NODE_MIG_MODE:
+	case XP_REC_NODE_MIG_DONE:
+		rc = xp_migmode_apply(st, r, at, ev, err);
+		break;
+	case XP_REC_JOB_START:
+		rc = job_start(st, r, at, ev, err);
+		break;
+	case XP_REC_JOB_RESIZE:
+		rc = xp_elastic_resize_apply(st, r, at, ev, err);
+		break;
+	case XP_REC_SERVICE_CREATE:
+	case XP_REC_SERVICE_UPDATE:
+	case XP_REC_SERVICE_SCALE:
+	case XP_REC_SERVICE_DELETE:
+	case XP_REC_SERVICE_PROMOTE:
+	case XP_REC_SERVICE_ROLLBACK:
+	case XP_REC_SERVICE_ROLLED:
+		rc = xp_service_apply(st, r, at, ev, err);
+		break;
+	case XP_REC_JOB_SUBMIT:
+		rc = job_submit(st, r, at, ev, err);
+		break;
+	case XP_REC_QUEUE_CREATE:
+	case XP_REC_QUEUE_UPDATE:
+		rc = xp_queue_define(st, r->u.queue, r->type == XP_REC_QUEUE_UPDATE, ev, err);
+		break;
+	default:
+		rc = xp_errf(err, XP_EINTERNAL, "record type %d is not a typed record", r->type);
+	}
 	if (rc == 0 && seq)
 		st->seq = seq;
 	return rc;

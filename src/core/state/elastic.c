@@ -22,14 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../descriptor/tree.h"
 #include "../../lib/signame.h"
 #include "../../lib/xalloc.h"
-
-static const char *const range_keys[] = { "min", "max", NULL };
-static const char *const ckpt_keys[] = { "signal", "grace", NULL };
-
-#define CKPT_GRACE_MAX_MS (3600LL * 1000)
 
 int xp_job_elastic(const struct xp_job *j)
 {
@@ -44,99 +38,6 @@ int xp_ckpt_signal(const struct xp_jobspec *s)
 int64_t xp_ckpt_grace_ms(const struct xp_jobspec *s)
 {
 	return s->ckpt_grace_ms >= 0 ? s->ckpt_grace_ms : XP_CKPT_GRACE_DEFAULT;
-}
-
-/* "SIGUSR1", "USR1", "usr1" or "10": a signal a process can catch; 0 none */
-static int signal_parse(const char *text)
-{
-	if (*text && strspn(text, "0123456789") == strlen(text)) {
-		long v = strlen(text) < 4 ? atol(text) : 0;
-		return v >= 1 && v <= 64 && v != 9 && v != 19 ? (int)v : 0;
-	}
-	char want[16];
-	size_t n = strlen(text);
-	if (n >= sizeof(want) - 3)
-		return 0;
-	snprintf(want, sizeof(want), "%s%s", strncasecmp(text, "SIG", 3) ? "SIG" : "", text);
-	for (int sig = 1; sig < 64; sig++) {
-		const char *name = xp_signal_name(sig);
-		if (name && !strcasecmp(name, want))
-			return sig != 9 && sig != 19 ? sig : 0;
-	}
-	return 0;
-}
-
-static int parse_range(struct xp_walk *w, const struct xp_tree *r, struct xp_jobspec *s)
-{
-	int64_t lo = 1, hi = 0;
-	int rc = xp_walk_keys(w, r, range_keys);
-	if (rc == 0 && (rc = xp_walk_get_int(w, r, "min", 1, XP_JOB_MAX_REPLICAS, &lo)) == 0)
-		lo = 1;
-	if (rc >= 0 && (rc = xp_walk_get_int(w, r, "max", 1, XP_JOB_MAX_REPLICAS, &hi)) == 0)
-		rc = xp_walk_fail(w, r->line, XP_EINVAL,
-				  "max: expected the most replicas (1..%d) beside min",
-				  XP_JOB_MAX_REPLICAS);
-	if (rc >= 0 && lo > hi) {
-		size_t m = xp_walk_push_key(w, "min");
-		rc = xp_walk_fail(w, r->line, XP_EINVAL, "min (%lld) is above max (%lld)",
-				  (long long)lo, (long long)hi);
-		xp_walk_pop(w, m);
-	}
-	if (rc < 0)
-		return rc;
-	s->rmin = (uint32_t)lo;
-	s->rmax = (uint32_t)hi;
-	s->replicas = s->rmin;
-	return 0;
-}
-
-static int parse_checkpoint(struct xp_walk *w, const struct xp_tree *c, struct xp_jobspec *s)
-{
-	const char *sig = NULL;
-	int rc = xp_walk_want(w, c, XP_TREE_MAP, "a map {signal, grace}");
-	if (rc == 0)
-		rc = xp_walk_keys(w, c, ckpt_keys);
-	if (rc == 0 && (rc = xp_walk_get_str(w, c, "signal", 15, &sig)) > 0) {
-		int v = signal_parse(sig);
-		if (!v) {
-			size_t m = xp_walk_push_key(w, "signal");
-			rc = xp_walk_fail(w, xp_tree_get(c, "signal")->line, XP_EINVAL,
-					  "expected a signal a process can catch such as SIGUSR1, "
-					  "SIGUSR2 or SIGTERM, got '%s'",
-					  XP_SHOW(sig));
-			xp_walk_pop(w, m);
-		}
-		s->ckpt_signal = (uint8_t)v;
-	}
-	if (rc >= 0) {
-		int d = xp_walk_get_duration(w, c, "grace", CKPT_GRACE_MAX_MS, &s->ckpt_grace_ms);
-		rc = d < 0 ? d : 0;
-	}
-	return rc < 0 ? rc : 0;
-}
-
-int xp_elastic_parse(struct xp_walk *w, const struct xp_tree *t, struct xp_jobspec *s)
-{
-	const struct xp_tree *r = xp_tree_field(t, "replicas"), *c;
-	int64_t v;
-	int rc = 0;
-	s->replicas = 1;
-	s->rmin = s->rmax = 0;
-	s->ckpt_signal = 0;
-	s->ckpt_grace_ms = -1;
-	if (r && r->kind == XP_TREE_MAP) {
-		size_t m = xp_walk_push_key(w, "replicas");
-		rc = parse_range(w, r, s);
-		xp_walk_pop(w, m);
-	} else if ((rc = xp_walk_get_int(w, t, "replicas", 1, XP_JOB_MAX_REPLICAS, &v)) > 0) {
-		s->replicas = (uint32_t)v;
-	}
-	if (rc >= 0 && (c = xp_tree_field(t, "checkpoint"))) {
-		size_t m = xp_walk_push_key(w, "checkpoint");
-		rc = parse_checkpoint(w, c, s);
-		xp_walk_pop(w, m);
-	}
-	return rc < 0 ? rc : 0;
 }
 
 void xp_elastic_json(const struct xp_jobspec *s, json_t *o)
@@ -181,22 +82,21 @@ char *xp_rec_job_resize(const struct xp_state *st, uint64_t id, uint32_t epoch,
 }
 
 /* keep[] of a resize record: ascending ranks below size; n of them */
-static int parse_keep(json_t *arr, uint32_t size, uint32_t *keep, uint32_t *n, struct xp_err *err)
+static int check_keep(const struct xp_rec *r, uint32_t size, uint32_t *keep, uint32_t *n,
+		      struct xp_err *err)
 {
-	size_t i;
-	json_t *v;
-	if (!json_is_array(arr) || json_array_size(arr) > size)
+	int64_t got = r->u.resize.nkeep;
+	if (got < 0 || got > (int64_t)size)
 		return xp_errf(err, XP_ECORRUPT, "keep: expected at most %u ranks", size);
-	json_array_foreach(arr, i, v)
-	{
-		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-		    json_integer_value(v) >= (json_int_t)size ||
-		    (i && json_integer_value(v) <= (json_int_t)keep[i - 1]))
+	for (int64_t i = 0; i < got; i++) {
+		int64_t v = r->u.resize.keep[i]; /* INT64_MIN: not an integer */
+		if (v < 0 || v >= (int64_t)size || (i && v <= (int64_t)keep[i - 1]))
 			return xp_errf(err, XP_ECORRUPT,
-				       "keep[%zu]: expected ascending ranks below %u", i, size);
-		keep[i] = (uint32_t)json_integer_value(v);
+				       "keep[%lld]: expected ascending ranks below %u", (long long)i,
+				       size);
+		keep[i] = (uint32_t)v;
 	}
-	*n = (uint32_t)i;
+	*n = (uint32_t)got;
 	return 0;
 }
 
@@ -233,20 +133,12 @@ struct resize {
 	const char *why;
 };
 
-static int resize_decode(struct xp_state *st, json_t *o, struct resize *z, struct xp_err *err)
+static int resize_check(struct xp_state *st, const struct xp_rec *r, struct resize *z,
+			struct xp_err *err)
 {
-	json_int_t id, epoch, size;
-	const char *why;
-	json_t *keep, *add;
-	if (json_unpack(o, "{s:I,s:I,s:I,s:o,s:o,s:s}", "id", &id, "epoch", &epoch, "size", &size,
-			"keep", &keep, "add", &add, "reason", &why) < 0 ||
-	    id < 1 || epoch < 1 || epoch > UINT32_MAX || size < 1 || size > XP_JOB_MAX_REPLICAS ||
-	    !json_is_array(add) || json_array_size(add) > XP_JOB_MAX_REPLICAS)
-		return xp_errf(err, XP_ECORRUPT,
-			       "expected {id, epoch 1.., size 1..%d, keep, add, reason}",
-			       XP_JOB_MAX_REPLICAS);
-	z->j = xp_state_job(st, (uint64_t)id);
-	z->why = why;
+	long long id = (long long)r->u.resize.id, epoch = r->u.resize.epoch;
+	z->j = xp_state_job(st, r->u.resize.id);
+	z->why = r->u.resize.reason;
 	if (!z->j)
 		return xp_errf(err, XP_ENOENT, "no job %lld", (long long)id);
 	struct xp_job *j = z->j;
@@ -256,11 +148,11 @@ static int resize_decode(struct xp_state *st, json_t *o, struct resize *z, struc
 	if ((uint64_t)epoch != (uint64_t)j->epoch + 1)
 		return xp_errf(err, XP_ESTATE, "job %lld is at epoch %u, not %lld", (long long)id,
 			       j->epoch, (long long)epoch - 1);
-	z->epoch = (uint32_t)epoch;
-	z->size = (uint32_t)size;
+	z->epoch = r->u.resize.epoch;
+	z->size = r->u.resize.size;
 	z->keep = XNEWV(uint32_t, j->spec.replicas + 1);
-	int rc = parse_keep(keep, j->spec.replicas, z->keep, &z->nkeep, err);
-	z->nadd = (uint32_t)json_array_size(add);
+	int rc = check_keep(r, j->spec.replicas, z->keep, &z->nkeep, err);
+	z->nadd = r->u.resize.nadd;
 	if (rc == 0 && (z->nkeep + z->nadd != z->size || z->size < j->spec.rmin ||
 			z->size > j->spec.rmax || z->size == j->spec.replicas))
 		rc = xp_errf(err, XP_EINVAL,
@@ -268,7 +160,7 @@ static int resize_decode(struct xp_state *st, json_t *o, struct resize *z, struc
 			     (long long)id, z->size, z->nkeep, z->nadd, j->spec.rmin, j->spec.rmax);
 	z->add = XNEWV(struct xp_alloc, z->nadd + 1);
 	if (rc == 0)
-		rc = xp_allocs_parse(st, add, z->add, z->nadd, err);
+		rc = xp_allocs_resolve(st, r->u.resize.add, z->nadd, z->add, err);
 	return rc;
 }
 
@@ -321,11 +213,11 @@ static void resize_commit(struct xp_state *st, struct resize *z, int64_t at)
 	j->resize_why = *z->why ? xstrdup(z->why) : NULL;
 }
 
-int xp_elastic_resize_apply(struct xp_state *st, json_t *o, int64_t at, struct xp_event_info *ev,
-			    struct xp_err *err)
+int xp_elastic_resize_apply(struct xp_state *st, const struct xp_rec *r, int64_t at,
+			    struct xp_event_info *ev, struct xp_err *err)
 {
 	struct resize z = { 0 };
-	int rc = resize_decode(st, o, &z, err);
+	int rc = resize_check(st, r, &z, err);
 	if (rc == 0)
 		rc = xp_state_sched(st, err);
 	struct xp_job *j = z.j;
@@ -345,8 +237,8 @@ int xp_elastic_resize_apply(struct xp_state *st, json_t *o, int64_t at, struct x
 		xp_demand_of(st, kept, z.nkeep, d);
 		xp_demand_of(st, z.add, z.nadd, da);
 		free(kept);
-		for (int r = 0; r < XP_RES_N; r++)
-			d[r] += da[r];
+		for (int k = 0; k < XP_RES_N; k++)
+			d[k] += da[k];
 		if (xp_queue_admits(st, j->queue, d, &where, &res) < 0) {
 			xp_usage_charge(st, j, 1);
 			xp_unplace(st, z.add, z.nadd);

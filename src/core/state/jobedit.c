@@ -14,16 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static struct xp_job *pending_job(struct xp_state *st, json_t *o, struct xp_err *err)
+static struct xp_job *pending_job(struct xp_state *st, uint64_t id, struct xp_err *err)
 {
-	json_t *v = json_object_get(o, "id");
-	if (!json_is_integer(v) || json_integer_value(v) < 1) {
-		xp_errf(err, XP_ECORRUPT, "id: missing or out of range");
-		return NULL;
-	}
-	struct xp_job *j = xp_state_job(st, (uint64_t)json_integer_value(v));
+	struct xp_job *j = xp_state_job(st, id);
 	if (!j)
-		xp_errf(err, XP_ENOENT, "no job %lld", (long long)json_integer_value(v));
+		xp_errf(err, XP_ENOENT, "no job %lld", (long long)id);
 	else if (j->state != XP_JOB_PENDING)
 		xp_errf(err, XP_ESTATE, "job %llu is %s: only a pending job changes",
 			(unsigned long long)j->id, xp_job_state_name(j->state));
@@ -40,15 +35,13 @@ static void rejoin(struct xp_state *st, struct xp_job *j)
 	xp_vec_push(&st->fresh, j);
 }
 
-int xp_job_hold_apply(struct xp_state *st, json_t *o, struct xp_event_info *ev, struct xp_err *err)
+int xp_job_hold_apply(struct xp_state *st, const struct xp_rec *r, struct xp_event_info *ev,
+		      struct xp_err *err)
 {
-	struct xp_job *j = pending_job(st, o, err);
-	json_t *h = json_object_get(o, "held");
-	int held = json_is_string(h) ? xp_hold_parse(json_string_value(h)) : -1;
+	struct xp_job *j = pending_job(st, r->u.hold.id, err);
+	int held = r->u.hold.held;
 	if (!j)
 		return err->code;
-	if (held < 0)
-		return xp_errf(err, XP_ECORRUPT, "held: expected none, user or admin");
 	int was = j->held;
 	j->held = (uint8_t)held;
 	if (was && !held)
@@ -61,21 +54,13 @@ int xp_job_hold_apply(struct xp_state *st, json_t *o, struct xp_event_info *ev, 
 	return 0;
 }
 
-int xp_job_update_apply(struct xp_state *st, json_t *o, struct xp_event_info *ev,
+int xp_job_update_apply(struct xp_state *st, const struct xp_rec *r, struct xp_event_info *ev,
 			struct xp_err *err)
 {
-	struct xp_job *j = pending_job(st, o, err);
-	json_t *c = json_object_get(o, "change");
-	struct xp_jobpatch p;
+	struct xp_job *j = pending_job(st, r->u.update.id, err);
+	const struct xp_jobpatch p = *r->u.update.change;
 	if (!j)
 		return err->code;
-	if (!json_is_object(c))
-		return xp_errf(err, XP_ECORRUPT, "change: missing or not an object");
-	char *text = json_dumps(c, JSON_COMPACT);
-	int rc = xp_jobpatch_parse_text("change", text, strlen(text), 1, &p, NULL, err);
-	free(text);
-	if (rc < 0)
-		return rc;
 	long q = j->queue;
 	if (p.set & XP_JP_QUEUE) {
 		q = xp_state_queue(st, p.queue);

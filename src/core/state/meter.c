@@ -17,8 +17,6 @@
 #include "../../lib/xalloc.h"
 #include "state_int.h"
 
-#define MAX_COUNTERS	32
-#define MAX_COUNT_VALUE 1000000000000LL /* per record */
 
 static const char *const by_names[XP_METER_BY_N] = { "tenant", "queue", "job" };
 
@@ -101,92 +99,32 @@ void xp_meter_close_run(struct xp_state *st, const struct xp_job *j, int64_t at)
 	xp_vec_push(&st->meter.runs, r);
 }
 
-int xp_meter_counters_check(json_t *c, struct xp_err *err)
+int xp_meter_counter(struct xp_state *st, const struct xp_rec *r, int64_t at, struct xp_err *err)
 {
-	const char *k;
-	json_t *v;
-	if (!json_is_object(c) || json_object_size(c) == 0)
-		return xp_errf(err, XP_EINVAL,
-			       "counters: expected a map of name: count such as "
-			       "{\"inference_requests\": 1200}");
-	if (json_object_size(c) > MAX_COUNTERS)
-		return xp_errf(err, XP_EINVAL, "counters: at most %d names, got %zu", MAX_COUNTERS,
-			       json_object_size(c));
-	json_object_foreach(c, k, v)
-	{
-		size_t n = strlen(k);
-		int ok = n >= 1 && n <= 63;
-		for (size_t i = 0; ok && i < n; i++)
-			ok = islower((unsigned char)k[i]) || isdigit((unsigned char)k[i]) ||
-			     k[i] == '_';
-		if (!ok)
-			return xp_errf(err, XP_EINVAL,
-				       "counters.%.64s: expected a name of 1-63 characters a-z, 0-9 "
-				       "and _",
-				       k);
-		if (!json_is_integer(v) || json_integer_value(v) < 1 ||
-		    json_integer_value(v) > MAX_COUNT_VALUE)
-			return xp_errf(err, XP_EINVAL,
-				       "counters.%s: expected an integer 1..%lld to add", k,
-				       (long long)MAX_COUNT_VALUE);
-	}
-	return 0;
-}
-
-char *xp_rec_job_counter(uint64_t job, json_t *counters)
-{
-	json_t *o = json_pack("{s:I,s:O}", "id", (json_int_t)job, "counters", counters);
-	char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
-	json_decref(o);
-	return s;
-}
-
-int xp_meter_counter(struct xp_state *st, json_t *o, int64_t at, struct xp_err *err)
-{
-	json_t *id = json_object_get(o, "id"), *c = json_object_get(o, "counters"), *v;
-	const char *k;
-	if (!json_is_integer(id) || json_integer_value(id) < 1)
-		return xp_errf(err, XP_ECORRUPT, "job.counter: id: expected a job id");
-	int rc = xp_meter_counters_check(c, err);
-	if (rc < 0)
-		return rc;
-	const struct xp_job *j = xp_state_job(st, (uint64_t)json_integer_value(id));
+	const struct xp_job *j = xp_state_job(st, r->u.counter.id);
 	if (!j)
-		return xp_errf(err, XP_ENOENT, "no job %lld", (long long)json_integer_value(id));
-	json_object_foreach(c, k, v)
-	{
+		return xp_errf(err, XP_ENOENT, "no job %lld", (long long)r->u.counter.id);
+	for (uint32_t i = 0; i < r->u.counter.n; i++) {
 		struct xp_meter_count x = { j->id,
 					    j->tenant,
 					    j->queue,
-					    name_id(&st->meter, k),
+					    name_id(&st->meter, r->u.counter.name[i]),
 					    at,
-					    (uint64_t)json_integer_value(v) };
+					    r->u.counter.value[i] };
 		xp_vec_push(&st->meter.counts, x);
 	}
 	return 0;
 }
 
-char *xp_rec_job_energy(uint64_t job, uint32_t attempt, uint64_t joules)
-{
-	json_t *o = json_pack("{s:I,s:i,s:I}", "id", (json_int_t)job, "attempt", (int)attempt,
-			      "joules", (json_int_t)joules);
-	char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
-	json_decref(o);
-	return s;
-}
 
-int xp_meter_energy(struct xp_state *st, json_t *o, struct xp_err *err)
+int xp_meter_energy(struct xp_state *st, const struct xp_rec *r, struct xp_err *err)
 {
-	json_int_t id = json_integer_value(json_object_get(o, "id")),
-		   at = json_integer_value(json_object_get(o, "attempt")),
-		   j = json_integer_value(json_object_get(o, "joules"));
-	if (!json_is_integer(json_object_get(o, "id")) || id < 1 || at < 1 || j < 0 ||
-	    !json_is_integer(json_object_get(o, "joules")))
-		return xp_errf(err, XP_ECORRUPT, "job.energy: expected id, attempt and joules");
+	long long id = (long long)r->u.energy.id, at = r->u.energy.attempt;
+	uint64_t j = r->u.energy.joules;
 	for (size_t i = st->meter.runs.n; i-- > 0;) {
-		struct xp_meter_run *r = &st->meter.runs.v[i];
-		if (r->job == (uint64_t)id && r->attempt == (uint32_t)at) {
-			r->measured_j = (uint64_t)j;
+		struct xp_meter_run *run = &st->meter.runs.v[i];
+		if (run->job == (uint64_t)id && run->attempt == (uint32_t)at) {
+			run->measured_j = (uint64_t)j;
 			return 0;
 		}
 	}
@@ -194,15 +132,9 @@ int xp_meter_energy(struct xp_state *st, json_t *o, struct xp_err *err)
 		       (long long)id);
 }
 
-int xp_meter_prices(struct xp_state *st, json_t *o, struct xp_err *err)
+void xp_meter_prices(struct xp_state *st, const struct xp_prices *p)
 {
-	char *text = json_dumps(o, JSON_COMPACT);
-	struct xp_prices p;
-	int rc = xp_prices_parse("prices.set", text, strlen(text), 1, &p, err);
-	free(text);
-	if (rc == 0)
-		st->meter.prices = p;
-	return rc;
+	st->meter.prices = *p;
 }
 
 /* --- snapshot: compact arrays --- */
@@ -304,8 +236,15 @@ int xp_meter_restore(struct xp_state *st, json_t *o, struct xp_err *err)
 		xp_vec_push(&m->counts, c);
 	}
 	json_t *p = json_object_get(o, "prices");
-	if (p && xp_meter_prices(st, p, err) < 0)
-		return xp_err_prefix(err, "snapshot: meter prices: "), XP_ECORRUPT;
+	if (p) { /* read as a prices.set record is */
+		char *text = json_dumps(p, JSON_COMPACT);
+		struct xp_prices pr;
+		int rc = st->docs->prices("prices.set", text, strlen(text), 1, &pr, err);
+		free(text);
+		if (rc < 0)
+			return xp_err_prefix(err, "snapshot: meter prices: "), XP_ECORRUPT;
+		xp_meter_prices(st, &pr);
+	}
 	return 0;
 }
 

@@ -67,17 +67,14 @@ struct xp_meter {
 void xp_meter_free(struct xp_meter *m);
 /* j's running attempt stops at `at`: its record */
 void xp_meter_close_run(struct xp_state *st, const struct xp_job *j, int64_t at);
-/* records job.counter {"id", "counters": {name: n}} and prices.set {table} */
-int xp_meter_counter(struct xp_state *st, json_t *o, int64_t at, struct xp_err *err);
-int xp_meter_prices(struct xp_state *st, json_t *o, struct xp_err *err);
-char *xp_rec_job_counter(uint64_t job, json_t *counters);
+/* records job.counter {"id", "counters": {name: n}} and prices.set {table}
+ * (decoded by the codec, src/edge/codec.c) */
+struct xp_rec;
+int xp_meter_counter(struct xp_state *st, const struct xp_rec *r, int64_t at, struct xp_err *err);
+void xp_meter_prices(struct xp_state *st, const struct xp_prices *p);
 /* record job.energy {"id", "attempt", "joules"}: the measured energy of a
  * run that has ended (the owner integrates the agents' power reports) */
-int xp_meter_energy(struct xp_state *st, json_t *o, struct xp_err *err);
-char *xp_rec_job_energy(uint64_t job, uint32_t attempt, uint64_t joules);
-/* The counters of a POST body checked: {name: positive integer}, names
- * [a-z0-9_] 1..63, at most 32; err names the field. */
-int xp_meter_counters_check(json_t *counters, struct xp_err *err);
+int xp_meter_energy(struct xp_state *st, const struct xp_rec *r, struct xp_err *err);
 /* snapshot */
 json_t *xp_meter_snapshot(const struct xp_state *st);
 int xp_meter_restore(struct xp_state *st, json_t *o, struct xp_err *err);

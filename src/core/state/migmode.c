@@ -19,6 +19,7 @@
  */
 #include "migmode.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -26,6 +27,7 @@
 #include "../../lib/timefmt.h"
 #include "../model/mig.h"
 #include "../../lib/xalloc.h"
+#include "rec.h"
 #include "state_int.h"
 
 static char *dump(json_t *o)
@@ -158,27 +160,21 @@ static int waits_for_mig(const struct xp_job *j)
 
 /* ---- records ---- */
 
-static int leave(struct xp_state *st, long n, json_t *o, struct xp_event_info *ev,
-		 struct xp_err *err)
+static int leave(struct xp_state *st, long n, const struct xp_rec *r, struct xp_event_info *ev)
 {
-	json_t *a = json_object_get(o, "allow");
-	if (!json_is_boolean(a))
-		return xp_errf(err, XP_ECORRUPT, "node.mig_mode_change: allow: expected a boolean");
 	struct xp_nodeinfo *ni = &st->nodes.v[n];
-	st->mm_allowed += json_is_true(a) && !ni->mig_leave;
-	st->mm_allowed -= !json_is_true(a) && ni->mig_leave;
-	ni->mig_leave = json_is_true(a);
+	int allow = r->u.migmode.allow;
+	st->mm_allowed += allow && !ni->mig_leave;
+	st->mm_allowed -= !allow && ni->mig_leave;
+	ni->mig_leave = (uint8_t)allow;
 	ev->type = "node.mig_mode_change";
 	return 0;
 }
 
-static int reserve(struct xp_state *st, long n, unsigned d, json_t *o, int64_t at,
+static int reserve(struct xp_state *st, long n, unsigned d, const struct xp_rec *r, int64_t at,
 		   struct xp_event_info *ev, struct xp_err *err)
 {
-	json_t *jv = json_object_get(o, "job");
-	const struct xp_job *j = json_is_integer(jv)
-					 ? xp_state_job(st, (uint64_t)json_integer_value(jv))
-					 : NULL;
+	const struct xp_job *j = xp_state_job(st, r->u.migmode.job);
 	const char *name = st->c->nodes[n].name;
 	unsigned room;
 	if (!j)
@@ -203,13 +199,10 @@ static int reserve(struct xp_state *st, long n, unsigned d, json_t *o, int64_t a
 	return 0;
 }
 
-static int done(struct xp_state *st, long n, unsigned d, json_t *o, int64_t at,
+static int done(struct xp_state *st, long n, unsigned d, const struct xp_rec *r, int64_t at,
 		struct xp_event_info *ev, struct xp_err *err)
 {
-	json_t *ok = json_object_get(o, "ok"), *why = json_object_get(o, "why");
 	struct xp_migmode *m = st->nodes.v[n].mm;
-	if (!json_is_boolean(ok) || (why && !json_is_string(why)))
-		return xp_errf(err, XP_ECORRUPT, "node.mig_mode_done: expected {ok, why}");
 	if (!m || m->dev != (int16_t)d)
 		return xp_errf(err, XP_ESTATE, "node %s GPU %u: no MIG mode change reserved",
 			       st->c->nodes[n].name, d);
@@ -219,7 +212,7 @@ static int done(struct xp_state *st, long n, unsigned d, json_t *o, int64_t at,
 	m->dev = -1;
 	st->mm_held--;
 	st->sched_stale = 1; /* the GPU takes work again, in its new mode or its old */
-	if (json_is_true(ok)) {
+	if (r->u.migmode.ok) {
 		st->c->nodes[n].devs[d].mode = XP_MODE_MIG;
 		st->nodes_gen++; /* a device of it changed */
 		m->refused_until[d] = 0;
@@ -231,37 +224,29 @@ static int done(struct xp_state *st, long n, unsigned d, json_t *o, int64_t at,
 	m->refused = (int16_t)d;
 	m->refused_at = at;
 	m->refused_until[d] = at + XP_MIGMODE_RETRY_MS;
-	snprintf(m->why, sizeof(m->why), "%s", why ? json_string_value(why) : "");
+	snprintf(m->why, sizeof(m->why), "%s", r->u.migmode.why);
 	ev->type = "node.mig_mode_refused";
 	return 0;
 }
 
-int xp_migmode_apply(struct xp_state *st, const char *type, json_t *o, int64_t at,
+int xp_migmode_apply(struct xp_state *st, const struct xp_rec *r, int64_t at,
 		     struct xp_event_info *ev, struct xp_err *err)
 {
-	const char *name = json_string_value(json_object_get(o, "name"));
-	long n = name ? xp_state_node(st, name) : -1;
-	json_t *dv = json_object_get(o, "device"), *mode = json_object_get(o, "mode");
-	if (!name)
-		return xp_errf(err, XP_ECORRUPT, "%s: name: expected a string", type);
+	const char *name = r->u.migmode.name, *type = xp_rec_type_name(r->type);
+	long n = xp_state_node(st, name);
 	if (n < 0 || st->nodes.v[n].removed)
 		return xp_errf(err, XP_ENOENT, "no node %s", name);
 	ev->tenant = -2;
 	ev->node = (int32_t)n;
-	if (!strcmp(type, "node.mig_mode_change"))
-		return leave(st, n, o, ev, err);
-	if (!json_is_integer(dv) || json_integer_value(dv) < 0 ||
-	    json_integer_value(dv) >= st->c->nodes[n].ndevs)
+	if (r->type == XP_REC_NODE_MIG_LEAVE)
+		return leave(st, n, r, ev);
+	unsigned d = r->u.migmode.device;
+	if (d >= st->c->nodes[n].ndevs)
 		return xp_errf(err, XP_ECORRUPT, "%s: device: no such device on node %s", type,
 			       name);
-	if (!json_is_string(mode) || strcmp(json_string_value(mode), "mig"))
-		return xp_errf(err, XP_ECORRUPT, "%s: mode: expected mig", type);
-	unsigned d = (unsigned)json_integer_value(dv);
-	if (!strcmp(type, "node.mig_mode"))
-		return reserve(st, n, d, o, at, ev, err);
-	if (!strcmp(type, "node.mig_mode_done"))
-		return done(st, n, d, o, at, ev, err);
-	return xp_errf(err, XP_ECORRUPT, "unknown record type '%s'", type);
+	if (r->type == XP_REC_NODE_MIG_MODE)
+		return reserve(st, n, d, r, at, ev, err);
+	return done(st, n, d, r, at, ev, err);
 }
 
 /* ---- the planner ---- */

@@ -29,7 +29,6 @@
 #ifndef XP_MIGMODE_H
 #define XP_MIGMODE_H
 
-#include <jansson.h>
 #include <stdint.h>
 
 #include "../../lib/strbuf.h"
@@ -57,8 +56,10 @@ struct xp_migmode {
 	int64_t refused_until[XP_MAX_NODE_DEVS]; /* per GPU: not asked again before */
 };
 
-/* node.mig_mode_change, node.mig_mode, node.mig_mode_done */
-int xp_migmode_apply(struct xp_state *st, const char *type, json_t *o, int64_t at,
+struct xp_rec;
+
+/* node.mig_mode_change, node.mig_mode, node.mig_mode_done (decoded by the codec) */
+int xp_migmode_apply(struct xp_state *st, const struct xp_rec *r, int64_t at,
 		     struct xp_event_info *ev, struct xp_err *err);
 char *xp_rec_node_mig_leave(const char *node, int allow);
 char *xp_rec_node_mig_mode(const char *node, unsigned dev, uint64_t job);

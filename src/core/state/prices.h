@@ -1,7 +1,8 @@
 /*
  * prices: the price table that turns metered usage into cost (issue 7 §3,
  * docs/design/metering.md). One table for the pool, set by an admin
- * (PUT /v1/prices, journaled as prices.set), YAML or JSON:
+ * (PUT /v1/prices, journaled as prices.set), YAML or JSON, read by the edge
+ * (src/edge/prices.c):
  *
  *   currency: USD               # a label, 1-8 letters (default USD)
  *   cpu: 0.04                   # per core-hour
@@ -37,10 +38,6 @@ struct xp_prices {
 	double factor[24]; /* by UTC hour */
 };
 
-/* Parse a price table (json: 1 JSON, 0 YAML, -1 by content); errors name
- * the field ("devices.A100: expected a price 0..1000000, got 'x'"). */
-int xp_prices_parse(const char *name, const char *text, size_t len, int json,
-		    struct xp_prices *out, struct xp_err *err);
 /* The canonical document (a new reference); parses back to the same table. */
 json_t *xp_prices_json(const struct xp_prices *p);
 /* Per device-hour of model (NULL or unlisted: the default). */

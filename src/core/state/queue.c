@@ -47,28 +47,6 @@ int xp_queue_allows(const struct xp_state *st, uint32_t q, const char *tenant)
 	return 1;
 }
 
-static char *dump(json_t *o)
-{
-	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(o);
-	return s;
-}
-
-char *xp_rec_queue_define(const struct xp_queuespec *q)
-{
-	return dump(xp_queuespec_json(q));
-}
-
-char *xp_rec_queue_create(const char *name, int32_t priority, uint32_t weight)
-{
-	struct xp_queuespec q;
-	xp_queuespec_init(&q);
-	snprintf(q.name, sizeof(q.name), "%s", name);
-	q.priority = priority;
-	q.weight = weight;
-	return xp_rec_queue_define(&q);
-}
-
 int xp_queue_is_leaf(const struct xp_state *st, uint32_t q)
 {
 	return st->queues.v[q].children == 0;
@@ -95,20 +73,13 @@ static int children_fit(const struct xp_state *st, long q, long skip, const uint
 	return 0;
 }
 
-int xp_queue_define(struct xp_state *st, json_t *o, int update, struct xp_event_info *ev,
-		    struct xp_err *err)
+int xp_queue_define(struct xp_state *st, const struct xp_queuespec *def, int update,
+		    struct xp_event_info *ev, struct xp_err *err)
 {
-	struct xp_queuespec s;
-	char *text = json_dumps(o, JSON_COMPACT);
-	int rc, res;
+	const struct xp_queuespec s = *def;
+	int res;
 	char a[32], b[32];
 
-	if (!text)
-		return xp_errf(err, XP_ECORRUPT, "queue: not JSON");
-	rc = xp_queuespec_parse_text("queue", text, strlen(text), 1, 1, &s, NULL, err);
-	free(text);
-	if (rc < 0)
-		return rc;
 	long q = xp_state_queue(st, s.name), parent = -1;
 	if (update && q < 0)
 		return xp_errf(err, XP_ENOENT, "no queue %s", s.name);

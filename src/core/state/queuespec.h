@@ -1,8 +1,8 @@
 /*
- * queuespec: a queue's definition (docs/api.md "Queues"), parsed from a
- * document tree (API input or a journal record alike) with every field
- * checked, and written back as canonical JSON that parses to the same
- * definition. The state checks it against the tree (queue.c).
+ * queuespec: a queue's definition (docs/api.md "Queues") as plain C, read
+ * by the edge (src/edge/queuespec.c: API input or a journal record alike)
+ * with every field checked, and written back as canonical JSON that parses
+ * to the same definition. The state checks it against the tree (queue.c).
  *
  *   {name, parent, priority, weight, preempt: never|reclaim|priority, aging,
  *    quota: {RES: {guarantee: Q, max: Q}}, allow: [TENANT, ...]}
@@ -72,12 +72,6 @@ int xp_preempt_parse(const char *s);
 /* A quantity of resource r as text ("8", "1500m", "64Gi", "1.5"). */
 void xp_res_format(int r, uint64_t v, char *buf, size_t len);
 
-/* Parse a definition; name labels errors; json < 0 detects the syntax, 0
- * YAML, 1 JSON. need_name: the document must name the queue (a create; an
- * update takes the name from the URL). On error *field (if not NULL) gets
- * the path of the faulty field. */
-int xp_queuespec_parse_text(const char *name, const char *buf, size_t len, int json, int need_name,
-			    struct xp_queuespec *out, char field[320], struct xp_err *err);
 /* Defaults: no parent, priority 0, weight 1, preempt reclaim, no quota. */
 void xp_queuespec_init(struct xp_queuespec *q);
 /* Apply the fields upd set onto q. */

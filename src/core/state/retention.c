@@ -24,7 +24,7 @@
 
 #include "../../lib/xalloc.h"
 
-#define FORGET_MAX 10000 /* ids per record */
+#define FORGET_MAX XP_REC_MAX_FORGET /* ids per record */
 
 void xp_state_note_done(struct xp_state *st, const struct xp_job *j)
 {
@@ -86,16 +86,6 @@ size_t xp_state_forget_due(struct xp_state *st, int64_t now, int64_t keep_ms, ui
 	return n;
 }
 
-char *xp_rec_job_forget(const uint64_t *ids, size_t n)
-{
-	json_t *a = json_array();
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(a, json_integer((json_int_t)ids[i]));
-	json_t *o = json_pack("{s:o}", "ids", a);
-	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(o);
-	return s;
-}
 
 /* keep the jobs of v not being forgotten */
 static void drop_forgotten(struct xp_job **v, size_t *n)
@@ -107,24 +97,17 @@ static void drop_forgotten(struct xp_job **v, size_t *n)
 	*n = keep;
 }
 
-int xp_state_job_forget(struct xp_state *st, json_t *o, struct xp_event_info *ev,
+int xp_state_job_forget(struct xp_state *st, const struct xp_rec *r, struct xp_event_info *ev,
 			struct xp_err *err)
 {
-	json_t *ids = json_object_get(o, "ids"), *v;
-	size_t i, n = json_array_size(ids);
-	if (!json_is_array(ids) || n == 0 || n > FORGET_MAX || json_object_size(o) != 1)
-		return xp_errf(err, XP_ECORRUPT, "ids: expected a list of 1..%d job ids",
-			       FORGET_MAX);
+	const uint64_t *ids = r->u.forget.ids; /* the codec checked 1..FORGET_MAX ids > 0 */
+	size_t i, n = r->u.forget.n;
 	/* check all before changing any */
 	int rc = 0;
-	json_array_foreach(ids, i, v)
-	{
-		json_int_t id = json_integer_value(v);
-		struct xp_job *j =
-			json_is_integer(v) && id > 0 ? xp_state_job(st, (uint64_t)id) : NULL;
-		if (!json_is_integer(v) || id <= 0)
-			rc = xp_errf(err, XP_ECORRUPT, "ids[%zu]: expected a job id", i);
-		else if (!j)
+	for (i = 0; i < n; i++) {
+		long long id = (long long)ids[i];
+		struct xp_job *j = xp_state_job(st, ids[i]);
+		if (!j)
 			rc = xp_errf(err, XP_ENOENT, "no job %lld", (long long)id);
 		else if (!xp_job_terminal(j->state))
 			rc = xp_errf(err, XP_ESTATE,
@@ -137,9 +120,8 @@ int xp_state_job_forget(struct xp_state *st, json_t *o, struct xp_event_info *ev
 		j->forgetting = 1;
 	}
 	if (rc < 0) {
-		json_array_foreach(ids, i, v)
-		{
-			struct xp_job *j = xp_state_job(st, (uint64_t)json_integer_value(v));
+		for (i = 0; i < n; i++) {
+			struct xp_job *j = xp_state_job(st, ids[i]);
 			if (j)
 				j->forgetting = 0;
 		}
@@ -148,9 +130,8 @@ int xp_state_job_forget(struct xp_state *st, json_t *o, struct xp_event_info *ev
 	/* out of the map, the key table and the counts; then out of the lists;
 	 * then freed */
 	struct xp_job **gone = XNEWV(struct xp_job *, n);
-	json_array_foreach(ids, i, v)
-	{
-		struct xp_job *j = xp_intmap_del(&st->job_by_id, (uint64_t)json_integer_value(v));
+	for (i = 0; i < n; i++) {
+		struct xp_job *j = xp_intmap_del(&st->job_by_id, ids[i]);
 		if (j->key) {
 			char buf[512];
 			xp_state_key(st, j->tenant, j->key, buf, sizeof(buf));

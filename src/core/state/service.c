@@ -52,44 +52,10 @@ int64_t xp_service_backoff_ms(const struct xp_service *s)
 	return d < BACKOFF_MAX_MS ? d : BACKOFF_MAX_MS;
 }
 
-char *xp_rec_service_create(const struct xp_servicespec *spec)
-{
-	json_t *o = json_pack("{s:o}", "spec", xp_servicespec_json(spec));
-	char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(o);
-	return text;
-}
 
-char *xp_rec_service_scale(const char *name, uint32_t replicas, const char *reason)
-{
-	json_t *o = json_pack("{s:s,s:i,s:s}", "name", name, "replicas", (int)replicas, "reason",
-			      reason ? reason : "");
-	char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(o);
-	return text;
-}
 
-char *xp_rec_service_delete(const char *name)
-{
-	return xp_rec_service_named(name);
-}
 
-char *xp_rec_service_named(const char *name)
-{
-	json_t *o = json_pack("{s:s}", "name", name);
-	char *text = json_dumps(o, JSON_COMPACT);
-	json_decref(o);
-	return text;
-}
 
-char *xp_rec_service_update(const struct xp_servicespec *spec, uint32_t canary, uint32_t weight)
-{
-	json_t *o = json_pack("{s:o,s:i,s:i}", "spec", xp_servicespec_json(spec), "canary",
-			      (int)canary, "weight", (int)weight);
-	char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(o);
-	return text;
-}
 
 static void prev_free(struct xp_service *s)
 {
@@ -114,12 +80,13 @@ void xp_services_free(struct xp_state *st)
 }
 
 /* A definition from its canonical JSON (a record's or a snapshot's). */
-static int spec_from(json_t *def, struct xp_servicespec *out, struct xp_err *err)
+static int spec_from(const struct xp_state *st, json_t *def, struct xp_servicespec *out,
+		     struct xp_err *err)
 {
 	char *text = json_is_object(def) ? json_dumps(def, JSON_COMPACT) : NULL;
 	if (!text)
 		return xp_errf(err, XP_ECORRUPT, "spec: missing or not an object");
-	int rc = xp_servicespec_parse_text("service", text, strlen(text), 1, out, NULL, err);
+	int rc = st->docs->servicespec("service", text, strlen(text), 1, out, NULL, err);
 	free(text);
 	return rc;
 }
@@ -150,18 +117,21 @@ static int service_add(struct xp_state *st, struct xp_service *s, struct xp_err 
 	return 0;
 }
 
-static int service_create(struct xp_state *st, json_t *o, int64_t at, struct xp_event_info *ev,
-			  struct xp_err *err)
+/* the definition a create or an update record carries, taken */
+static struct xp_servicespec take_spec(const struct xp_rec *r)
+{
+	struct xp_servicespec n = *r->u.service.spec;
+	memset(r->u.service.spec, 0, sizeof(n));
+	return n;
+}
+
+static int service_create(struct xp_state *st, const struct xp_rec *r, int64_t at,
+			  struct xp_event_info *ev, struct xp_err *err)
 {
 	struct xp_service s;
+	int rc;
 	memset(&s, 0, sizeof(s));
-	int rc = spec_from(json_object_get(o, "spec"), &s.spec, err);
-	if (rc < 0)
-		return rc;
-	if (!s.spec.tenant[0]) {
-		xp_servicespec_free(&s.spec);
-		return xp_errf(err, XP_ECORRUPT, "spec.tenant: missing");
-	}
+	s.spec = take_spec(r);
 	s.version = 1;
 	s.next_version = 2;
 	s.desired = s.spec.replicas;
@@ -174,11 +144,8 @@ static int service_create(struct xp_state *st, json_t *o, int64_t at, struct xp_
 	return 0;
 }
 
-static int service_named(const struct xp_state *st, json_t *o, struct xp_err *err)
+static int service_named(const struct xp_state *st, const char *name, struct xp_err *err)
 {
-	const char *name = json_string_value(json_object_get(o, "name"));
-	if (!name)
-		return xp_errf(err, XP_ECORRUPT, "name: missing or not a string");
 	long i = xp_state_service(st, name);
 	if (i < 0)
 		return xp_errf(err, XP_ENOENT, "no service %s", name);
@@ -186,18 +153,10 @@ static int service_named(const struct xp_state *st, json_t *o, struct xp_err *er
 }
 
 /* the new definition; a new version when its replicas differ */
-static int service_update(struct xp_state *st, struct xp_service *s, json_t *o,
+static int service_update(struct xp_state *st, struct xp_service *s, const struct xp_rec *r,
 			  struct xp_err *err)
 {
-	struct xp_servicespec n;
-	json_t *c = json_object_get(o, "canary"), *w = json_object_get(o, "weight");
-	if (!json_is_integer(c) || !json_is_integer(w) || json_integer_value(c) < 0 ||
-	    json_integer_value(c) > XP_SERVICE_MAX_REPLICAS || json_integer_value(w) < 0 ||
-	    json_integer_value(w) > 100)
-		return xp_errf(err, XP_ECORRUPT, "canary, weight: missing or out of range");
-	int rc = spec_from(json_object_get(o, "spec"), &n, err);
-	if (rc < 0)
-		return rc;
+	struct xp_servicespec n = take_spec(r);
 	long q = xp_state_queue(st, n.queue[0] ? n.queue : "default");
 	if (strcmp(n.name, s->spec.name) || strcmp(n.tenant, s->spec.tenant) || q < 0 ||
 	    !xp_queue_is_leaf(st, (uint32_t)q)) {
@@ -221,8 +180,8 @@ static int service_update(struct xp_state *st, struct xp_service *s, json_t *o,
 		*s->prev = s->spec;
 		s->prev_version = s->version;
 		s->version = s->next_version++;
-		s->canary = (uint32_t)json_integer_value(c);
-		s->canary_weight = (uint32_t)json_integer_value(w);
+		s->canary = r->u.service.canary;
+		s->canary_weight = r->u.service.weight;
 		s->rolling = 1;
 	} else {
 		xp_servicespec_free(&s->spec);
@@ -253,53 +212,43 @@ static int service_rollback(struct xp_service *s, struct xp_err *err)
 	return 0;
 }
 
-int xp_service_apply(struct xp_state *st, const char *type, json_t *o, int64_t at,
+int xp_service_apply(struct xp_state *st, const struct xp_rec *r, int64_t at,
 		     struct xp_event_info *ev, struct xp_err *err)
 {
-	if (!strcmp(type, "service.create"))
-		return service_create(st, o, at, ev, err);
-	if (!strcmp(type, "service.update")) { /* named by its spec */
-		json_t *sp = json_object_get(o, "spec");
-		json_t *byname = json_pack("{s:O}", "name",
-					   json_object_get(sp, "name") ? json_object_get(sp, "name")
-								       : json_null());
-		int k = service_named(st, byname, err);
-		json_decref(byname);
-		if (k < 0)
-			return k;
-		ev->type = "service.updated";
-		ev->tenant = st->services.v[k].tenant;
-		return service_update(st, &st->services.v[k], o, err);
-	}
-	int i = service_named(st, o, err);
+	if (r->type == XP_REC_SERVICE_CREATE)
+		return service_create(st, r, at, ev, err);
+	int i = service_named(st, r->u.service.name, err); /* an update: by its spec's */
 	if (i < 0)
 		return i;
 	struct xp_service *s = &st->services.v[i];
 	ev->tenant = s->tenant;
-	if (!strcmp(type, "service.scale")) {
-		json_t *r = json_object_get(o, "replicas");
-		if (!json_is_integer(r) || json_integer_value(r) < s->spec.min ||
-		    json_integer_value(r) > s->spec.max)
+	if (r->type == XP_REC_SERVICE_UPDATE) {
+		ev->type = "service.updated";
+		return service_update(st, s, r, err);
+	}
+	if (r->type == XP_REC_SERVICE_SCALE) {
+		int64_t n = r->u.service.replicas;
+		if (n < s->spec.min || n > s->spec.max)
 			return xp_errf(err, XP_EINVAL, "replicas: expected %u..%u", s->spec.min,
 				       s->spec.max);
-		const char *why = json_string_value(json_object_get(o, "reason"));
+		const char *why = r->u.service.reason;
 		struct xp_scale_ev *e = &s->scales[s->nscales++ % XP_SERVICE_SCALES];
 		e->at = at;
 		e->from = s->desired;
-		e->to = (uint32_t)json_integer_value(r);
+		e->to = (uint32_t)n;
 		snprintf(e->reason, sizeof(e->reason), "%s", why ? why : "");
 		s->desired = e->to;
 		ev->type = "service.scaled";
 		return 0;
 	}
-	if (!strcmp(type, "service.promote")) {
+	if (r->type == XP_REC_SERVICE_PROMOTE) {
 		if (!s->canary)
 			return xp_errf(err, XP_ESTATE, "service %s has no canary", s->spec.name);
 		s->canary = 0;
 		ev->type = "service.promoted";
 		return 0;
 	}
-	if (!strcmp(type, "service.rolled")) {
+	if (r->type == XP_REC_SERVICE_ROLLED) {
 		if (!s->rolling || s->canary)
 			return xp_errf(err, XP_ESTATE, "service %s has no rollout to end",
 				       s->spec.name);
@@ -307,18 +256,16 @@ int xp_service_apply(struct xp_state *st, const char *type, json_t *o, int64_t a
 		ev->type = "service.rolled";
 		return 0;
 	}
-	if (!strcmp(type, "service.rollback")) {
+	if (r->type == XP_REC_SERVICE_ROLLBACK) {
 		ev->type = "service.rolledback";
 		return service_rollback(s, err);
 	}
-	if (!strcmp(type, "service.delete")) {
-		service_free(s);
-		memmove(s, s + 1, (st->services.n - (size_t)i - 1) * sizeof(*s));
-		st->services.n--;
-		ev->type = "service.deleted";
-		return 0;
-	}
-	return xp_errf(err, XP_ECORRUPT, "unknown record type '%s'", type);
+	/* XP_REC_SERVICE_DELETE */
+	service_free(s);
+	memmove(s, s + 1, (st->services.n - (size_t)i - 1) * sizeof(*s));
+	st->services.n--;
+	ev->type = "service.deleted";
+	return 0;
 }
 
 /* the live service j is a replica of, or NULL */
@@ -423,7 +370,7 @@ int xp_services_restore(struct xp_state *st, json_t *arr, struct xp_err *err)
 				&last_job, "last_end_at", &last_at) < 0 ||
 		    version < 1 || desired < 0 || streak < 0)
 			return xp_errf(err, XP_ECORRUPT, "snapshot: service %zu is malformed", i);
-		int rc = spec_from(json_object_get(v, "spec"), &s.spec, err);
+		int rc = spec_from(st, json_object_get(v, "spec"), &s.spec, err);
 		if (rc < 0)
 			return rc;
 		s.version = (uint32_t)version;
@@ -458,7 +405,7 @@ int xp_services_restore(struct xp_state *st, json_t *arr, struct xp_err *err)
 			s.next_version = s.version + 1;
 		if (json_object_get(v, "prev")) {
 			s.prev = xcalloc(1, sizeof(*s.prev));
-			if ((rc = spec_from(json_object_get(v, "prev"), s.prev, err)) < 0) {
+			if ((rc = spec_from(st, json_object_get(v, "prev"), s.prev, err)) < 0) {
 				free(s.prev);
 				s.prev = NULL;
 				service_free(&s);

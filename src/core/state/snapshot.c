@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../descriptor/descriptor.h"
 #include "../../lib/xalloc.h"
 
 #define SNAPSHOT_FORMAT 1
@@ -19,7 +18,7 @@ static json_t *node_descriptor(const struct xp_state *st, size_t n)
 {
 	struct xp_cluster *one = xp_cluster_create();
 	xp_cluster_copy_node(one, st->c, &st->c->nodes[n], NULL);
-	char *text = xp_descriptor_to_json(one);
+	char *text = st->docs->nodes_json(one);
 	xp_cluster_destroy(one);
 	json_error_t e;
 	json_t *d = json_loads(text, 0, &e);
@@ -153,7 +152,7 @@ static int load_job(struct xp_state *st, json_t *jo, size_t i, struct xp_err *er
 			       (long long)id);
 	struct xp_job *j = XNEW(struct xp_job);
 	char *text = json_dumps(spec, JSON_COMPACT);
-	rc = xp_jobspec_parse_text("snapshot", text, strlen(text), 1, &j->spec, NULL, err);
+	rc = st->docs->jobspec("snapshot", text, strlen(text), 1, &j->spec, NULL, err);
 	free(text);
 	const char *qname = rc == 0 && j->spec.queue ? j->spec.queue : "default";
 	long q = -1;
@@ -298,7 +297,7 @@ int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, st
 		if (rc == 0 && !(text = json_dumps(def, JSON_COMPACT)))
 			rc = xp_errf(err, XP_ECORRUPT, "snapshot: queue %zu is malformed", i);
 		if (rc == 0)
-			rc = xp_queuespec_parse_text("snapshot queue", text, strlen(text), 1, 1,
+			rc = st->docs->queuespec("snapshot queue", text, strlen(text), 1, 1,
 						     &qs, NULL, err);
 		free(text);
 		if (rc == 0) {

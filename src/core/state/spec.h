@@ -1,9 +1,9 @@
 /*
- * spec: a job specification (docs/api.md "POST /v1/jobs"), parsed from a
- * document tree (JSON or YAML, user input or a journal record alike) with
- * every field checked, and written back as canonical JSON that parses to
- * the same spec. One parser serves the API edge and replay, so what was
- * accepted is exactly what is replayed.
+ * spec: a job specification (docs/api.md "POST /v1/jobs") as plain C, and
+ * written as canonical JSON that parses to the same spec. The parser is at
+ * the edge (src/edge/jobspec.c, edge.h: xp_jobspec_parse_text); it serves
+ * the API and replay alike (replay through struct xp_state_docs), so what
+ * was accepted is exactly what is replayed.
  *
  * Ownership: a spec owns its strings; xp_jobspec_free() releases them.
  */
@@ -27,8 +27,6 @@
 #define XP_JOB_MAX_MEM_MIB   (1ULL << 30)  /* 1 PiB */
 #define XP_DURATION_MAX_MS   (366LL * 24 * 3600 * 1000)
 
-struct xp_tree;
-
 /* QoS class (qos): how a running job may be preempted (docs/design/tenancy.md) */
 enum xp_qos {
 	XP_QOS_STANDARD,    /* by reclaim of borrowed capacity or by priority, per policy */
@@ -37,6 +35,10 @@ enum xp_qos {
 	XP_QOS_N
 };
 int xp_qos_parse(const char *s);
+/* gang.colocate's names ("none" is no choice: -1) and devices.topology's
+ * (any, same_island, same_numa: 0..2); -1 unknown */
+int xp_coloc_parse(const char *s);
+int xp_topo_parse(const char *s);
 
 /* A gang's placement together (gang.colocate) */
 enum xp_colocate {
@@ -150,37 +152,19 @@ struct xp_jobspec {
 	struct xp_svcref svc;	/* a service's replica (svcspec.h): set by the controller */
 };
 
-/* elastic.c: a job's size range and checkpoint, for spec.c.
- * replicas: N | {min: A, max: B}: 1 <= A <= B <= XP_JOB_MAX_REPLICAS; a
- * number is a fixed gang (rmax 0). checkpoint: {signal: SIGUSR1, grace:
- * 30s}. Errors name the field (replicas.min, checkpoint.signal). */
+/* elastic.c: a job's size range and checkpoint, for spec.c's writer (the
+ * edge reads them: src/edge/jobspec.c). */
 #define XP_CKPT_SIGNAL_DEFAULT 10    /* SIGUSR1 */
 #define XP_CKPT_GRACE_DEFAULT  30000 /* ms */
-struct xp_walk;
-struct xp_tree;
 struct json_t;
-int xp_elastic_parse(struct xp_walk *w, const struct xp_tree *t, struct xp_jobspec *s);
 void xp_elastic_json(const struct xp_jobspec *s, struct json_t *o);
 /* The checkpoint signal and grace a resize uses (the defaults filled in). */
 int xp_ckpt_signal(const struct xp_jobspec *s);
 int64_t xp_ckpt_grace_ms(const struct xp_jobspec *s);
 
-/* A duration field (30s, 5m, 1h30m) of at most max_ms: 0 absent, 1 set,
- * or a negative code naming the field. */
-struct xp_walk;
-int xp_walk_get_duration(struct xp_walk *w, const struct xp_tree *t, const char *key,
-			 int64_t max_ms, int64_t *out);
-
 const char *xp_dep_type_name(int t);
 int xp_dep_type_parse(const char *s);
 
-/* Parse a spec from t; name labels errors ("request:12: resources.cpu: ...").
- * On error *field (if not NULL) gets the path of the faulty field. */
-int xp_jobspec_parse(const struct xp_tree *t, const char *name, struct xp_jobspec *out,
-		     char field[320], struct xp_err *err);
-/* The same from text; json < 0 detects the syntax, 0 YAML, 1 JSON. */
-int xp_jobspec_parse_text(const char *name, const char *buf, size_t len, int json,
-			  struct xp_jobspec *out, char field[320], struct xp_err *err);
 /* The rules a submitted spec obeys beyond what replay accepts (records
  * written before them still load): a CPU and a memory request above 0. */
 int xp_jobspec_check_submit(const struct xp_jobspec *s, const char *name, char field[320],
@@ -209,9 +193,6 @@ struct xp_jobpatch {
 	int32_t priority;
 	int64_t time_limit_ms;
 };
-/* json as for xp_jobspec_parse_text; an empty change is refused. */
-int xp_jobpatch_parse_text(const char *name, const char *buf, size_t len, int json,
-			   struct xp_jobpatch *out, char field[320], struct xp_err *err);
 /* The fields set, as a JSON object (new reference). */
 struct json_t;
 struct json_t *xp_jobpatch_json(const struct xp_jobpatch *p);

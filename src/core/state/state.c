@@ -196,7 +196,12 @@ void xp_state_assert_fail(const char *file, int line, const struct xp_err *err)
 
 struct xp_state *xp_state_create(const struct xp_state_opts *o, struct xp_err *err)
 {
+	if (!o || !o->docs) {
+		xp_errf(err, XP_EINVAL, "state: no document readers (xp_state_opts.docs)");
+		return NULL;
+	}
 	struct xp_state *st = XNEW(struct xp_state);
+	st->docs = o->docs;
 	st->sopts.policy = o && o->policy ? o->policy : "bestfit";
 	st->sopts.tiebreak = o ? o->tiebreak : XP_TIE_RANK;
 	if (o)
@@ -332,76 +337,13 @@ static char *dump(json_t *o)
 	return s;
 }
 
-char *xp_rec_tenant_create(const char *name)
-{
-	return dump(json_pack("{s:s}", "name", name));
-}
 
-char *xp_rec_token_create(uint64_t id, const char *tenant, const char *name, int scope,
-			  const char *node, const char *sha256)
-{
-	json_t *o = json_pack("{s:I,s:s,s:s,s:b,s:s}", "id", (json_int_t)id, "tenant", tenant,
-			      "name", name, "admin", scope == XP_SCOPE_ADMIN, "sha256", sha256);
-	/* tenant and admin tokens are written as before scopes existed */
-	if (scope == XP_SCOPE_NODE)
-		json_object_set_new(o, "node", json_string(node));
-	else if (scope == XP_SCOPE_BOOTSTRAP)
-		json_object_set_new(o, "bootstrap", json_true());
-	return dump(o);
-}
 
-char *xp_rec_token_revoke(uint64_t id)
-{
-	return dump(json_pack("{s:I}", "id", (json_int_t)id));
-}
 
-char *xp_rec_queue_delete(const char *name)
-{
-	return dump(json_pack("{s:s}", "name", name));
-}
 
-char *xp_rec_node_add(int source, const char *descriptor)
-{
-	json_error_t e;
-	json_t *d = json_loads(descriptor, 0, &e);
-	if (!d)
-		return NULL;
-	return dump(json_pack("{s:s,s:o}", "source", xp_node_source_name(source), "descriptor", d));
-}
 
-char *xp_rec_node_state(const char *name, int state)
-{
-	return dump(json_pack("{s:s,s:s}", "name", name, "state", xp_node_state_name(state)));
-}
 
-char *xp_rec_node_remove(const char *name)
-{
-	return dump(json_pack("{s:s}", "name", name));
-}
 
-char *xp_rec_job_submit(uint64_t id, const char *tenant, const char *key,
-			const struct xp_jobspec *spec)
-{
-	/* the spec's canonical JSON spliced in as it is: no parse and dump of
-	 * it again (a workflow of 10,000 jobs writes 10,000 of these) */
-	char *sj = xp_jobspec_to_json(spec);
-	json_t *t = json_string(tenant), *k = key ? json_string(key) : json_null();
-	char *ts = json_dumps(t, JSON_ENCODE_ANY), *ks = json_dumps(k, JSON_ENCODE_ANY);
-	struct xp_sb sb = { 0 };
-	if (ts && ks && sj) { /* else not UTF-8: no record, as json_pack gave none */
-		xp_sb_init(&sb);
-		xp_sb_printf(&sb, "{\"id\":%llu,\"tenant\":%s,\"key\":%s,\"spec\":",
-			     (unsigned long long)id, ts, ks);
-		xp_sb_puts(&sb, sj);
-		xp_sb_puts(&sb, "}");
-	}
-	json_decref(t);
-	json_decref(k);
-	free(ts);
-	free(ks);
-	free(sj);
-	return sb.s ? xp_sb_steal(&sb) : NULL;
-}
 
 /* {id, start} of a MIG slice: the kind by its NVML profile id (the name
  * depends on the device's table; the assignment gives it to the agent) */
@@ -431,60 +373,52 @@ json_t *xp_allocs_json(const struct xp_state *st, const struct xp_alloc *a, uint
 	return arr;
 }
 
+int xp_allocs_resolve(const struct xp_state *st, const struct xp_rec_alloc *in, uint32_t n,
+		      struct xp_alloc *a, struct xp_err *err)
+{
+	for (uint32_t r = 0; r < n; r++) {
+		const struct xp_rec_alloc *x = &in[r];
+		/* by index when given (snapshots keep removed nodes), else by name */
+		long idx = -1;
+		if (x->has_index) {
+			int64_t v = x->node_index;
+			if (v >= 0 && (uint64_t)v < st->c->nnodes &&
+			    !strcmp(st->c->nodes[v].name, x->node))
+				idx = (long)v;
+		} else {
+			idx = xp_state_node(st, x->node);
+		}
+		if (idx < 0)
+			return xp_errf(err, XP_ENOENT, "allocation %u: no node %s", r, x->node);
+		memset(&a[r], 0, sizeof(a[r]));
+		a[r].node = (uint32_t)idx;
+		a[r].cpu_milli = x->cpu_milli;
+		a[r].mem_mib = x->mem_mib;
+		a[r].dev_milli = x->dev_milli;
+		a[r].dev_mem_mib = x->dev_mem_mib;
+		a[r].ndev = x->ndev;
+		memcpy(a[r].devs, x->devs, x->ndev);
+		a[r].mig = x->mig;
+		a[r].mig_start = x->mig_start;
+	}
+	return 0;
+}
+
 int xp_allocs_parse(struct xp_state *st, json_t *arr, struct xp_alloc *a, uint32_t n,
 		    struct xp_err *err)
 {
 	if (!json_is_array(arr) || json_array_size(arr) != n)
 		return xp_errf(err, XP_ECORRUPT, "allocations: expected %u", n);
-	for (uint32_t r = 0; r < n; r++) {
-		json_t *o = json_array_get(arr, r), *devs;
-		const char *node;
-		json_int_t cpu, mem, milli, dmem;
-		if (json_unpack(o, "{s:s,s:I,s:I,s:I,s:I,s:o}", "node", &node, "cpu_milli", &cpu,
-				"memory_mib", &mem, "dev_milli", &milli, "dev_mem_mib", &dmem,
-				"devices", &devs) < 0 ||
-		    !json_is_array(devs) || json_array_size(devs) > XP_MAX_NODE_DEVS || cpu < 0 ||
-		    mem < 0 || milli < 0 || milli > XP_MILLI || dmem < 0)
-			return xp_errf(err, XP_ECORRUPT, "allocation %u: malformed", r);
-		/* by index when given (snapshots keep removed nodes), else by name */
-		json_t *ix = json_object_get(o, "node_index");
-		long idx = -1;
-		if (json_is_integer(ix)) {
-			json_int_t v = json_integer_value(ix);
-			if (v >= 0 && (size_t)v < st->c->nnodes &&
-			    !strcmp(st->c->nodes[v].name, node))
-				idx = (long)v;
-		} else {
-			idx = xp_state_node(st, node);
-		}
-		if (idx < 0)
-			return xp_errf(err, XP_ENOENT, "allocation %u: no node %s", r, node);
-		memset(&a[r], 0, sizeof(a[r]));
-		a[r].node = (uint32_t)idx;
-		a[r].cpu_milli = (uint64_t)cpu;
-		a[r].mem_mib = (uint64_t)mem;
-		a[r].dev_milli = (uint16_t)milli;
-		a[r].dev_mem_mib = (uint64_t)dmem;
-		a[r].ndev = (uint16_t)json_array_size(devs);
-		for (uint16_t i = 0; i < a[r].ndev; i++) {
-			json_t *d = json_array_get(devs, i);
-			if (!json_is_integer(d) || json_integer_value(d) < 0 ||
-			    json_integer_value(d) >= XP_MAX_NODE_DEVS)
-				return xp_errf(err, XP_ECORRUPT, "allocation %u: device index", r);
-			a[r].devs[i] = (uint8_t)json_integer_value(d);
-		}
-		json_t *mig = json_object_get(o, "mig");
-		json_int_t id = -1, start = -1;
-		if (mig && (json_unpack(mig, "{s:I,s:I}", "id", &id, "start", &start) < 0 ||
-			    xp_mig_kind_of_id((unsigned)id) < 0 || id < 0 || start < 0 ||
-			    start >= XP_MIG_MEM_SLICES || a[r].ndev != 1))
-			return xp_errf(err, XP_ECORRUPT, "allocation %u: mig", r);
-		if (mig) {
-			a[r].mig = (uint8_t)(xp_mig_kind_of_id((unsigned)id) + 1);
-			a[r].mig_start = (uint8_t)start;
-		}
-	}
-	return 0;
+	char *text = json_dumps(arr, JSON_COMPACT);
+	struct xp_rec_alloc *in = NULL;
+	size_t got = 0;
+	int rc = text ? st->docs->allocs(text, strlen(text), &in, &got, err)
+		      : xp_errf(err, XP_ECORRUPT, "allocations: not JSON");
+	free(text);
+	if (rc == 0)
+		rc = xp_allocs_resolve(st, in, n, a, err);
+	free(in);
+	return rc;
 }
 
 /* The compute milli j's allocation x must take per device: a share sized
@@ -519,77 +453,23 @@ char *xp_rec_job_start(const struct xp_state *st, uint64_t id, const struct xp_a
 			      xp_allocs_json(st, a, n)));
 }
 
-char *xp_rec_job_finish(uint64_t id, int state, int exit_code, const char *reason)
-{
-	return dump(json_pack("{s:I,s:s,s:i,s:s}", "id", (json_int_t)id, "state",
-			      xp_job_state_name(state), "exit_code", exit_code, "reason",
-			      reason ? reason : ""));
-}
 
-char *xp_rec_job_hold(uint64_t id, int held)
-{
-	return dump(json_pack("{s:I,s:s}", "id", (json_int_t)id, "held", xp_hold_name(held)));
-}
 
-char *xp_rec_job_update(uint64_t id, const struct xp_jobpatch *p)
-{
-	return dump(json_pack("{s:I,s:o}", "id", (json_int_t)id, "change", xp_jobpatch_json(p)));
-}
 
-/* the optional fields of an exit: signal, end, detail */
-static json_t *exit_fields(json_t *o, const struct xp_exit *x)
-{
-	if (x->signal > 0)
-		json_object_set_new(o, "signal", json_integer(x->signal));
-	if (x->end > 0 && x->end < XP_END_N)
-		json_object_set_new(o, "end", json_string(ends[x->end]));
-	if (x->detail && *x->detail)
-		json_object_set_new(o, "detail", json_string(x->detail));
-	return o;
-}
 
-char *xp_rec_job_finish_x(uint64_t id, int state, const struct xp_exit *x, const char *reason)
-{
-	json_t *o = json_pack("{s:I,s:s,s:s}", "id", (json_int_t)id, "state",
-			      xp_job_state_name(state), "reason", reason ? reason : "");
-	if (x->has_code) /* absent: no exit code (an agent's kill report brings it) */
-		json_object_set_new(o, "exit_code", json_integer(x->code));
-	return dump(exit_fields(o, x));
-}
 
 char *xp_rec_job_cancel(uint64_t id, const char *reason)
 {
 	return dump(json_pack("{s:I,s:s}", "id", (json_int_t)id, "reason", reason ? reason : ""));
 }
 
-char *xp_rec_job_task(uint64_t id, uint32_t attempt, uint32_t replica, int exit_code)
-{
-	return dump(json_pack("{s:I,s:I,s:I,s:i}", "id", (json_int_t)id, "attempt",
-			      (json_int_t)attempt, "replica", (json_int_t)replica, "exit_code",
-			      exit_code));
-}
 
-char *xp_rec_job_task_x(uint64_t id, uint32_t attempt, uint32_t replica, const struct xp_exit *x)
-{
-	return dump(exit_fields(json_pack("{s:I,s:I,s:I,s:i}", "id", (json_int_t)id, "attempt",
-					  (json_int_t)attempt, "replica", (json_int_t)replica,
-					  "exit_code", x->code),
-				x));
-}
 
 char *xp_rec_job_requeue(uint64_t id, const char *reason)
 {
 	return dump(json_pack("{s:I,s:s}", "id", (json_int_t)id, "reason", reason ? reason : ""));
 }
 
-char *xp_rec_node_health(const char *name, const uint8_t *ok, char *const *why, unsigned n)
-{
-	json_t *a = json_array();
-	for (unsigned i = 0; i < n; i++)
-		json_array_append_new(
-			a, json_pack("{s:b,s:s}", "ok", ok[i], "why", why && why[i] ? why[i] : ""));
-	return dump(json_pack("{s:s,s:o}", "name", name, "devices", a));
-}
 
 /* ---- invariants ---- */
 

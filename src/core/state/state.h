@@ -3,8 +3,10 @@
  * and jobs over the resource model and the scheduling core - changed only
  * by applying journal records (docs/design/controller.md).
  *
- * xp_state_apply() is the one way in, live and on replay alike: it decodes
- * a record, checks it against the state (an illegal transition or a
+ * xp_state_apply_rec() is the one way in, live and on replay alike: the
+ * codec at the store boundary (src/edge/codec.c, xp_rec_apply) decodes a
+ * record's JSON into a struct xp_rec (rec.h), checking every field; the
+ * state checks it against itself (an illegal transition or a
  * reference to something absent is rejected and changes nothing), then
  * applies it. The owner thread of the server builds records with the
  * xp_rec_*() functions, applies them, and only then appends them to the
@@ -16,16 +18,24 @@
  *   state.c      creation, lookups, names, transitions, record builders and
  *                the allocations' JSON both ways and their match to a request,
  *                the invariant check and the state machines' checks
- *   apply.c      records into the state (xp_state_apply)
+ *   rec.h        journal records as plain C (the codec's typed records)
+ *   apply.c      records into the state (xp_state_apply_rec)
  *   jobedit.c    records that change a pending job: job.hold, job.update
  *   snapshot.c   the whole state as JSON and back
- *   spec.c/.h    job specs and job changes: parser and canonical writer
- *   svcspec.c/.h service definitions and a replica's service, in and out;
- *                service.c services in the state (records, replica lists)
- *   queuespec.c/.h queue definitions in and out; queue.c the tree,
- *                quotas, usage and shares
+ *   docs.h       the readers of the documents inside records and
+ *                snapshots, given at creation (the edge's parsers: this
+ *                folder includes no document tree, YAML or descriptor)
+ *   spec.c/.h    job specs and job changes: types and canonical writer
+ *                (the parser: src/edge/jobspec.c)
+ *   svcspec.c/.h service definitions and a replica's service: types and
+ *                writer (parser: src/edge/svcspec.c); service.c services
+ *                in the state (records, replica lists)
+ *   queuespec.c/.h queue definitions: types and writer (parser:
+ *                src/edge/queuespec.c); queue.c the tree, quotas, usage
+ *                and shares
  *   elastic.c    elastic jobs (replicas: {min, max}): the spec's range and
- *                checkpoint, the job.resize record, snapshots of the size;
+ *                checkpoint written out (read by src/edge/jobspec.c), the
+ *                job.resize record, snapshots of the size;
  *                elastic_cycle.c shrinks instead of preemption and growth
  *                after the pending jobs
  *   cycle.c      the scheduling cycle and its batch step (a batch optimiser
@@ -36,9 +46,11 @@
  *                pending.c the one-code reason (squeue's REASON);
  *                possible.c could any node ever run it
  *   retention.c  finished jobs forgotten; workload.c the target workload
- *   meter.c/.h, prices.c/.h  the usage ledger and the price table
- *   migmode.c/.h MIG mode changes with the admin's leave: the records,
- *                the planner that reserves an idle GPU, explain
+ *   meter.c/.h, prices.c/.h  the usage ledger and the price table (read
+ *                by src/edge/prices.c)
+ *   migmode.c/.h MIG mode changes with the admin's leave: the records
+ *                (decoded by the codec), the planner that reserves an idle
+ *                GPU, explain
  *   hpa.c/.h     the Horizontal Pod Autoscaler's rule (tolerance,
  *                stabilisation windows, rate limits, an optional forecast),
  *                shared by the serving simulator and the service autoscaler
@@ -55,8 +67,10 @@
 #include "../../lib/vec.h"
 #include "../model/model.h"
 #include "../sched/sched.h"
+#include "docs.h"
 #include "meter.h"
 #include "queuespec.h"
+#include "rec.h"
 #include "spec.h"
 #include "svcspec.h"
 
@@ -86,14 +100,7 @@ enum xp_node_source { XP_SRC_EMULATED, XP_SRC_AGENT, XP_SRC_N };
  * the name ("oom: replica 0 went over its memory limit of 64 MiB"). */
 enum xp_end { XP_END_NONE, XP_END_OOM, XP_END_LIMITS, XP_END_TIME_LIMIT, XP_END_START, XP_END_N };
 
-/* How a replica or a job ended, as records carry it. */
-struct xp_exit {
-	int has_code;	    /* 0: no exit code (yet): a time limit the agent still enforces */
-	int code;	    /* -255..255 */
-	int signal;	    /* the terminating signal, 0 none */
-	int end;	    /* enum xp_end */
-	const char *detail; /* what failed (limits, start), NULL none */
-};
+/* How a replica or a job ended, as records carry it: struct xp_exit (rec.h). */
 
 struct xp_job {
 	uint64_t id;
@@ -243,9 +250,13 @@ struct xp_state_opts {
 		 * and the commits the searches made (about rollouts x jobs) */
 		uint64_t batches, rollouts, searched, placements;
 	} batch;
+	/* the readers of the documents inside records and snapshots (docs.h;
+	 * the edge's: xp_edge_docs); required */
+	const struct xp_state_docs *docs;
 };
 
 struct xp_state {
+	const struct xp_state_docs *docs; /* xp_state_opts.docs */
 	struct xp_cluster *c;
 	struct xp_sched *sched;
 	struct xp_sched_opts sopts;
@@ -315,8 +326,12 @@ void xp_possible_cache_free(struct xp_possible_cache *c);
  * the scheduler; returns the number of shapes or < 0. */
 int xp_state_estimate_workload(struct xp_state *st, int64_t since, struct xp_err *err);
 
-int xp_state_apply(struct xp_state *st, uint64_t seq, int64_t at, const char *type,
-		   const char *body, size_t len, struct xp_event_info *ev, struct xp_err *err);
+/* A journal record into the state (apply.c): checked whole against the
+ * state, then applied, or refused with nothing changed. seq > 0 becomes
+ * st->seq. The record arrives decoded (rec.h) from the codec at the store
+ * boundary (src/edge/codec.c: xp_rec_apply takes a record's JSON). */
+int xp_state_apply_rec(struct xp_state *st, uint64_t seq, int64_t at, const struct xp_rec *r,
+		       struct xp_event_info *ev, struct xp_err *err);
 
 /* queue.c: the queue tree, quotas and shares (docs/design/tenancy.md) */
 /* q's definition (for records, snapshots and the API). */
@@ -340,58 +355,21 @@ int xp_queue_is_leaf(const struct xp_state *st, uint32_t q);
 /* service.c: services (docs/design/serving.md) */
 /* The service called name, or -1. */
 long xp_state_service(const struct xp_state *st, const char *name);
-/* service.create: spec's tenant is filled in (the record names it). */
-char *xp_rec_service_create(const struct xp_servicespec *spec);
-/* service.scale: replicas wanted from now on, and why (a user, the autoscaler) */
-char *xp_rec_service_scale(const char *name, uint32_t replicas, const char *reason);
-char *xp_rec_service_delete(const char *name);
-/* service.update: the whole definition after the change; canary > 0 holds
- * a new version at that many replicas taking weight percent of the traffic */
-char *xp_rec_service_update(const struct xp_servicespec *spec, uint32_t canary, uint32_t weight);
-/* service.promote (a canary goes on to all replicas), service.rollback,
- * service.rolled (the owner saw a rollout finish) */
-char *xp_rec_service_named(const char *name);
 /* The delay before the next replica may start after replicas ended on
  * their own: 0 with no streak, then 1 s doubling to 60 s (Kubernetes'
  * CrashLoopBackOff: 10 s doubling to 300 s, shortened for a pool that
  * restarts on another node). */
 int64_t xp_service_backoff_ms(const struct xp_service *s);
 
-/* Records (bodies are malloc'd JSON). */
-char *xp_rec_tenant_create(const char *name);
-/* scope: enum xp_scope; node: the node of a XP_SCOPE_NODE token, else NULL */
-char *xp_rec_token_create(uint64_t id, const char *tenant, const char *name, int scope,
-			  const char *node,
-			  const char *sha256);
-char *xp_rec_token_revoke(uint64_t id);
-/* A top-level queue with no quota (the rest default). */
-char *xp_rec_queue_create(const char *name, int32_t priority, uint32_t weight);
-/* queue.create / queue.update: the whole definition after the change */
-char *xp_rec_queue_define(const struct xp_queuespec *q);
-char *xp_rec_queue_delete(const char *name);
-/* descriptor: a one-node descriptor document (JSON) */
-char *xp_rec_node_add(int source, const char *descriptor);
-char *xp_rec_node_state(const char *name, int state);
-char *xp_rec_node_remove(const char *name);
-char *xp_rec_job_submit(uint64_t id, const char *tenant, const char *key,
-			const struct xp_jobspec *spec);
+/* The records the cycle writes (bodies are malloc'd JSON; the other
+ * records' writers are the codec's, src/edge/edge.h). */
 char *xp_rec_job_start(const struct xp_state *st, uint64_t id, const struct xp_alloc *a,
 		       uint32_t n);
-char *xp_rec_job_finish(uint64_t id, int state, int exit_code, const char *reason);
-/* The same with a signal, an end reason, or no exit code (x->has_code 0). */
-char *xp_rec_job_finish_x(uint64_t id, int state, const struct xp_exit *x, const char *reason);
 char *xp_rec_job_cancel(uint64_t id, const char *reason);
-/* A replica of attempt `attempt` exited (agent report). Also taken once
- * for a job its time limit failed (end time_limit, no exit code yet): it
- * gives the job the exit code and signal the agent saw. */
-char *xp_rec_job_task(uint64_t id, uint32_t attempt, uint32_t replica, int exit_code);
-char *xp_rec_job_task_x(uint64_t id, uint32_t attempt, uint32_t replica, const struct xp_exit *x);
 /* Running -> pending: its node was lost; the allocations are released. */
 char *xp_rec_job_requeue(uint64_t id, const char *reason);
 /* Running -> pending: preempted (the same record shape, type job.preempt). */
 #define xp_rec_job_preempt xp_rec_job_requeue
-/* Device health of a node: ok[i] / why[i] for each of its n devices. */
-char *xp_rec_node_health(const char *name, const uint8_t *ok, char *const *why, unsigned n);
 /* elastic.c: job.resize - the running elastic job id goes to epoch
  * `epoch` (its epoch + 1): the replicas keep[0..nkeep) (ascending ranks of
  * the current size) stay, renumbered 0.., and add[0..nadd) join after them;
@@ -401,12 +379,6 @@ char *xp_rec_job_resize(const struct xp_state *st, uint64_t id, uint32_t epoch,
 			uint32_t nadd, const char *why);
 /* Is j elastic (replicas: {min, max})? */
 int xp_job_elastic(const struct xp_job *j);
-/* A pending job held (held: enum xp_hold) or released (XP_HOLD_NONE). */
-char *xp_rec_job_hold(uint64_t id, int held);
-/* A pending job changed (jobedit.c). */
-char *xp_rec_job_update(uint64_t id, const struct xp_jobpatch *p);
-/* Forget finished jobs (retention.c): at most 10000 ids, each terminal. */
-char *xp_rec_job_forget(const uint64_t *ids, size_t n);
 
 /* Retention (retention.c): up to max ids of terminal jobs due to be
  * forgotten at `now` - finished keep_ms ago or more, or beyond the newest

@@ -13,10 +13,16 @@ void xp_state_key(const struct xp_state *st, uint32_t tenant, const char *key, c
 json_t *xp_allocs_json(const struct xp_state *st, const struct xp_alloc *a, uint32_t n);
 /* Insert a decoded job (submit or snapshot). */
 void xp_state_add_job(struct xp_state *st, struct xp_job *j);
-/* Node added from a one-node descriptor JSON; returns its index or < 0. */
+/* Node added from a one-node descriptor (JSON: a snapshot's; or as read,
+ * one: node.add's); returns its index or < 0. */
+long xp_state_add_node_one(struct xp_state *st, const struct xp_cluster *one, int source,
+			   int state, struct xp_err *err);
 long xp_state_add_node(struct xp_state *st, json_t *descriptor, int source, int state,
 		       struct xp_err *err);
-/* Allocations of a record or snapshot back into a[n]. */
+/* Allocations as decoded (rec.h) into a[n]: their nodes found. */
+int xp_allocs_resolve(const struct xp_state *st, const struct xp_rec_alloc *in, uint32_t n,
+		      struct xp_alloc *a, struct xp_err *err);
+/* Allocations of a snapshot back into a[n] (read by docs->allocs). */
 int xp_allocs_parse(struct xp_state *st, json_t *arr, struct xp_alloc *a, uint32_t n,
 		    struct xp_err *err);
 
@@ -47,7 +53,7 @@ __attribute__((noreturn)) void xp_state_assert_fail(const char *file, int line,
 /* service.c: the records service.create / .scale / .delete; a replica job
  * joins its service's list when it enters the state and leaves it when it
  * ends; snapshots */
-int xp_service_apply(struct xp_state *st, const char *type, json_t *o, int64_t at,
+int xp_service_apply(struct xp_state *st, const struct xp_rec *r, int64_t at,
 		     struct xp_event_info *ev, struct xp_err *err);
 int xp_service_admits(const struct xp_state *st, const struct xp_job *j, struct xp_err *err);
 void xp_service_job_added(struct xp_state *st, const struct xp_job *j);
@@ -57,8 +63,8 @@ int xp_services_restore(struct xp_state *st, json_t *arr, struct xp_err *err);
 void xp_services_free(struct xp_state *st);
 /* elastic.c: the record job.resize; a job's start and requeue; its size,
  * epoch and resize history in snapshots */
-int xp_elastic_resize_apply(struct xp_state *st, json_t *o, int64_t at, struct xp_event_info *ev,
-			    struct xp_err *err);
+int xp_elastic_resize_apply(struct xp_state *st, const struct xp_rec *r, int64_t at,
+			    struct xp_event_info *ev, struct xp_err *err);
 void xp_elastic_started(struct xp_state *st, struct xp_job *j);
 void xp_elastic_requeued(struct xp_job *j);
 void xp_elastic_snapshot(const struct xp_job *j, json_t *jo);
@@ -83,17 +89,18 @@ void xp_state_node_set(struct xp_state *st, long n, int state);
 /* retention.c: the finish-order FIFO, and the job.forget record */
 void xp_state_note_done(struct xp_state *st, const struct xp_job *j);
 void xp_state_done_rebuild(struct xp_state *st);
-int xp_state_job_forget(struct xp_state *st, json_t *o, struct xp_event_info *ev,
+int xp_state_job_forget(struct xp_state *st, const struct xp_rec *r, struct xp_event_info *ev,
 			struct xp_err *err);
 /* jobedit.c: the records job.hold and job.update of a pending job */
-int xp_job_hold_apply(struct xp_state *st, json_t *o, struct xp_event_info *ev, struct xp_err *err);
-int xp_job_update_apply(struct xp_state *st, json_t *o, struct xp_event_info *ev,
+int xp_job_hold_apply(struct xp_state *st, const struct xp_rec *r, struct xp_event_info *ev,
+		      struct xp_err *err);
+int xp_job_update_apply(struct xp_state *st, const struct xp_rec *r, struct xp_event_info *ev,
 			struct xp_err *err);
 /* queue.c: records queue.create / queue.update / queue.delete; usage
  * charged (sign 1) when a job starts and discharged (-1) when it stops;
  * capacity added (1) or taken (-1) with a node */
-int xp_queue_define(struct xp_state *st, json_t *o, int update, struct xp_event_info *ev,
-		    struct xp_err *err);
+int xp_queue_define(struct xp_state *st, const struct xp_queuespec *s, int update,
+		    struct xp_event_info *ev, struct xp_err *err);
 int xp_queue_delete(struct xp_state *st, const char *name, struct xp_event_info *ev,
 		    struct xp_err *err);
 void xp_usage_charge(struct xp_state *st, const struct xp_job *j, int sign);

@@ -1,8 +1,9 @@
 /*
  * svcspec: a service's definition (docs/api.md "Services") and what each of
- * its replica jobs carries of it, parsed from a document tree (API input or
- * a journal record alike) with every field checked, and written back as
- * canonical JSON that parses to the same definition.
+ * its replica jobs carries of it, as plain C, read by the edge
+ * (src/edge/svcspec.c: API input or a journal record alike) with every
+ * field checked, and written back as canonical JSON that parses to the
+ * same definition.
  *
  *   {kind: service, name, tenant, queue, replicas: N | {min, max},
  *    port, readiness: {http: PATH | tcp: true, period, timeout},
@@ -78,26 +79,14 @@ struct xp_servicespec {
 	struct xp_jobspec tmpl;
 };
 
-/* Parse a definition; name labels errors; json < 0 detects the syntax, 0
- * YAML, 1 JSON. On error *field (if not NULL) gets the faulty field's path
- * ("template.resources.cpu"). */
-int xp_servicespec_parse_text(const char *name, const char *buf, size_t len, int json,
-			      struct xp_servicespec *out, char field[320], struct xp_err *err);
 void xp_servicespec_free(struct xp_servicespec *s);
 /* Canonical JSON (a new reference). */
 json_t *xp_servicespec_json(const struct xp_servicespec *s);
 /* Would replicas of a and b differ (template, readiness, load)? Then a
  * change from a to b is a new version, rolled out. */
 int xp_servicespec_new_version(const struct xp_servicespec *a, const struct xp_servicespec *b);
-/* A replica's job spec: the template with the service's tenant, queue,
- * name ("NAME-vVERSION") and {service: {name, version, readiness}}. */
-int xp_servicespec_replica(const struct xp_servicespec *s, uint32_t version,
-			   struct xp_jobspec *out, struct xp_err *err);
 
-/* spec.c's hooks for the jobspec's "service" key */
-struct xp_walk;
-struct xp_tree;
-int xp_svcref_parse(struct xp_walk *w, const struct xp_tree *t, struct xp_svcref *out);
+/* spec.c's hooks for the jobspec's "service" key (read at the edge) */
 void xp_svcref_json(const struct xp_svcref *r, json_t *spec);
 void xp_svcref_free(struct xp_svcref *r);
 

@@ -1,0 +1,229 @@
+/*
+ * records: the journal records' writers - the encoding half of the record
+ * codec (codec.c decodes). Each writes the bytes the journal has always
+ * held for its record (test_codec pins them): key order, number and
+ * string forms as before, so journals, snapshots and the etcd store stay
+ * byte-compatible. The cycle's own records are still written by the state
+ * (core/state/state.h: xp_rec_job_start, _cancel, _requeue, _resize).
+ */
+#include "edge.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../lib/strbuf.h"
+
+static char *dump(json_t *o)
+{
+	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	return s;
+}
+
+char *xp_rec_tenant_create(const char *name)
+{
+	return dump(json_pack("{s:s}", "name", name));
+}
+
+char *xp_rec_token_create(uint64_t id, const char *tenant, const char *name, int scope,
+			  const char *node, const char *sha256)
+{
+	json_t *o = json_pack("{s:I,s:s,s:s,s:b,s:s}", "id", (json_int_t)id, "tenant", tenant,
+			      "name", name, "admin", scope == XP_SCOPE_ADMIN, "sha256", sha256);
+	/* tenant and admin tokens are written as before scopes existed */
+	if (scope == XP_SCOPE_NODE)
+		json_object_set_new(o, "node", json_string(node));
+	else if (scope == XP_SCOPE_BOOTSTRAP)
+		json_object_set_new(o, "bootstrap", json_true());
+	return dump(o);
+}
+
+char *xp_rec_token_revoke(uint64_t id)
+{
+	return dump(json_pack("{s:I}", "id", (json_int_t)id));
+}
+
+char *xp_rec_queue_delete(const char *name)
+{
+	return dump(json_pack("{s:s}", "name", name));
+}
+
+char *xp_rec_node_add(int source, const char *descriptor)
+{
+	json_error_t e;
+	json_t *d = json_loads(descriptor, 0, &e);
+	if (!d)
+		return NULL;
+	return dump(json_pack("{s:s,s:o}", "source", xp_node_source_name(source), "descriptor", d));
+}
+
+char *xp_rec_node_state(const char *name, int state)
+{
+	return dump(json_pack("{s:s,s:s}", "name", name, "state", xp_node_state_name(state)));
+}
+
+char *xp_rec_node_remove(const char *name)
+{
+	return dump(json_pack("{s:s}", "name", name));
+}
+
+char *xp_rec_job_submit(uint64_t id, const char *tenant, const char *key,
+			const struct xp_jobspec *spec)
+{
+	/* the spec's canonical JSON spliced in as it is: no parse and dump of
+	 * it again (a workflow of 10,000 jobs writes 10,000 of these) */
+	char *sj = xp_jobspec_to_json(spec);
+	json_t *t = json_string(tenant), *k = key ? json_string(key) : json_null();
+	char *ts = json_dumps(t, JSON_ENCODE_ANY), *ks = json_dumps(k, JSON_ENCODE_ANY);
+	struct xp_sb sb = { 0 };
+	if (ts && ks && sj) { /* else not UTF-8: no record, as json_pack gave none */
+		xp_sb_init(&sb);
+		xp_sb_printf(&sb, "{\"id\":%llu,\"tenant\":%s,\"key\":%s,\"spec\":",
+			     (unsigned long long)id, ts, ks);
+		xp_sb_puts(&sb, sj);
+		xp_sb_puts(&sb, "}");
+	}
+	json_decref(t);
+	json_decref(k);
+	free(ts);
+	free(ks);
+	free(sj);
+	return sb.s ? xp_sb_steal(&sb) : NULL;
+}
+
+char *xp_rec_job_finish(uint64_t id, int state, int exit_code, const char *reason)
+{
+	return dump(json_pack("{s:I,s:s,s:i,s:s}", "id", (json_int_t)id, "state",
+			      xp_job_state_name(state), "exit_code", exit_code, "reason",
+			      reason ? reason : ""));
+}
+
+char *xp_rec_job_hold(uint64_t id, int held)
+{
+	return dump(json_pack("{s:I,s:s}", "id", (json_int_t)id, "held", xp_hold_name(held)));
+}
+
+char *xp_rec_job_update(uint64_t id, const struct xp_jobpatch *p)
+{
+	return dump(json_pack("{s:I,s:o}", "id", (json_int_t)id, "change", xp_jobpatch_json(p)));
+}
+
+/* the optional fields of an exit: signal, end, detail */
+static json_t *exit_fields(json_t *o, const struct xp_exit *x)
+{
+	if (x->signal > 0)
+		json_object_set_new(o, "signal", json_integer(x->signal));
+	if (x->end > 0 && x->end < XP_END_N)
+		json_object_set_new(o, "end", json_string(xp_end_name(x->end)));
+	if (x->detail && *x->detail)
+		json_object_set_new(o, "detail", json_string(x->detail));
+	return o;
+}
+
+char *xp_rec_job_finish_x(uint64_t id, int state, const struct xp_exit *x, const char *reason)
+{
+	json_t *o = json_pack("{s:I,s:s,s:s}", "id", (json_int_t)id, "state",
+			      xp_job_state_name(state), "reason", reason ? reason : "");
+	if (x->has_code) /* absent: no exit code (an agent's kill report brings it) */
+		json_object_set_new(o, "exit_code", json_integer(x->code));
+	return dump(exit_fields(o, x));
+}
+
+char *xp_rec_job_task(uint64_t id, uint32_t attempt, uint32_t replica, int exit_code)
+{
+	return dump(json_pack("{s:I,s:I,s:I,s:i}", "id", (json_int_t)id, "attempt",
+			      (json_int_t)attempt, "replica", (json_int_t)replica, "exit_code",
+			      exit_code));
+}
+
+char *xp_rec_job_task_x(uint64_t id, uint32_t attempt, uint32_t replica, const struct xp_exit *x)
+{
+	return dump(exit_fields(json_pack("{s:I,s:I,s:I,s:i}", "id", (json_int_t)id, "attempt",
+					  (json_int_t)attempt, "replica", (json_int_t)replica,
+					  "exit_code", x->code),
+				x));
+}
+
+char *xp_rec_node_health(const char *name, const uint8_t *ok, char *const *why, unsigned n)
+{
+	json_t *a = json_array();
+	for (unsigned i = 0; i < n; i++)
+		json_array_append_new(
+			a, json_pack("{s:b,s:s}", "ok", ok[i], "why", why && why[i] ? why[i] : ""));
+	return dump(json_pack("{s:s,s:o}", "name", name, "devices", a));
+}
+
+char *xp_rec_queue_define(const struct xp_queuespec *q)
+{
+	return dump(xp_queuespec_json(q));
+}
+
+char *xp_rec_queue_create(const char *name, int32_t priority, uint32_t weight)
+{
+	struct xp_queuespec q;
+	xp_queuespec_init(&q);
+	snprintf(q.name, sizeof(q.name), "%s", name);
+	q.priority = priority;
+	q.weight = weight;
+	return xp_rec_queue_define(&q);
+}
+
+char *xp_rec_service_create(const struct xp_servicespec *spec)
+{
+	json_t *o = json_pack("{s:o}", "spec", xp_servicespec_json(spec));
+	char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	return text;
+}
+
+char *xp_rec_service_scale(const char *name, uint32_t replicas, const char *reason)
+{
+	json_t *o = json_pack("{s:s,s:i,s:s}", "name", name, "replicas", (int)replicas, "reason",
+			      reason ? reason : "");
+	char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	return text;
+}
+
+char *xp_rec_service_delete(const char *name)
+{
+	return xp_rec_service_named(name);
+}
+
+char *xp_rec_service_named(const char *name)
+{
+	json_t *o = json_pack("{s:s}", "name", name);
+	char *text = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	return text;
+}
+
+char *xp_rec_service_update(const struct xp_servicespec *spec, uint32_t canary, uint32_t weight)
+{
+	json_t *o = json_pack("{s:o,s:i,s:i}", "spec", xp_servicespec_json(spec), "canary",
+			      (int)canary, "weight", (int)weight);
+	char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	return text;
+}
+
+char *xp_rec_job_forget(const uint64_t *ids, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, json_integer((json_int_t)ids[i]));
+	json_t *o = json_pack("{s:o}", "ids", a);
+	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	return s;
+}
+
+char *xp_rec_job_energy(uint64_t job, uint32_t attempt, uint64_t joules)
+{
+	json_t *o = json_pack("{s:I,s:i,s:I}", "id", (json_int_t)job, "attempt", (int)attempt,
+			      "joules", (json_int_t)joules);
+	char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(o);
+	return s;
+}

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "core/state/state.h"
+#include "edge/edge.h"
 #include "lib/rng.h"
 #include "lib/vec.h"
 #include "lib/xalloc.h"

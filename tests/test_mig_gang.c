@@ -26,6 +26,7 @@
 #include "core/sched/sched.h"
 #include "core/state/migmode.h"
 #include "core/state/state.h"
+#include "edge/edge.h"
 #include "lib/strbuf.h"
 #include "lib/xalloc.h"
 #include "testutil.h"

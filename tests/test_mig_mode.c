@@ -34,6 +34,7 @@
 #include "hal/hal.h"
 #include "lib/xalloc.h"
 #include "server/ctl.h"
+#include "edge/edge.h"
 
 struct env {
 	char dir[64];

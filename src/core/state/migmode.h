@@ -57,6 +57,7 @@ struct xp_migmode {
 };
 
 struct xp_rec;
+struct json_t;
 
 /* node.mig_mode_change, node.mig_mode, node.mig_mode_done (decoded by the codec) */
 int xp_migmode_apply(struct xp_state *st, const struct xp_rec *r, int64_t at,
@@ -80,8 +81,9 @@ void xp_migmode_explain(struct xp_state *st, const struct xp_job *j, int64_t now
 /* The reservation and last refusal on node n (NULL: never any). */
 const struct xp_migmode *xp_migmode_of(const struct xp_state *st, size_t n);
 /* Snapshots: the leave and the reservation of node n, and back. */
-void xp_migmode_snap(const struct xp_state *st, size_t n, json_t *node);
-int xp_migmode_restore(struct xp_state *st, size_t n, json_t *node, struct xp_err *err);
+void xp_migmode_snap(const struct xp_state *st, size_t n, struct json_t *node);
+int xp_migmode_restore(struct xp_state *st, size_t n, struct json_t *node,
+		       struct xp_err *err);
 /* Node n removed (record node.remove): its leave and reservation go. */
 void xp_migmode_node_gone(struct xp_state *st, size_t n);
 

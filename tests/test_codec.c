@@ -13,6 +13,11 @@
  * state through xp_rec_apply; every code, every text and the snapshot must
  * be the same, byte for byte.
  *
+ * mig-mode.json holds the MIG mode records (node.mig_mode_change,
+ * node.mig_mode, node.mig_mode_done), which came after 312cf5d: written the
+ * same way by the code that read them as JSON (the mig branch at 8a3c9a7,
+ * test_mig_gang's planner test with malformed records after it).
+ *
  * The writers (xp_rec_*) are checked against the bytes they wrote before,
  * and every typed record of the journals decodes, and applies through
  * xp_state_apply_rec as through the JSON path.

@@ -624,45 +624,30 @@ static int job_resize(struct dec *d, struct xp_rec *r)
 }
 
 /* node.mig_mode_change {name, allow}; node.mig_mode {name, device, mode, job};
- * node.mig_mode_done {name, device, mode, ok, why} (core/state/migmode.h) */
+ * node.mig_mode_done {name, device, mode, ok, why}: read as given, checked by the state
+ * (core/state/migmode.c) in its order and with its texts */
 static int mig_mode(struct dec *d, struct xp_rec *r)
 {
-	int64_t v;
-	int rc;
-	json_t *b;
+	json_t *v;
 	memset(&r->u.migmode, 0, sizeof(r->u.migmode));
-	r->u.migmode.why = "";
-	if ((rc = get_str(d, "name", &r->u.migmode.name)) < 0)
-		return rc;
-	if (r->type == XP_REC_NODE_MIG_LEAVE) {
-		b = json_object_get(d->o, "allow");
-		if (!json_is_boolean(b))
-			return bad(d, "missing or not a boolean", "allow");
-		r->u.migmode.allow = json_is_true(b);
-		return 0;
-	}
-	const char *mode;
-	if ((rc = get_int(d, "device", 0, XP_MAX_NODE_DEVS - 1, &v)) < 0)
-		return rc;
-	r->u.migmode.device = (uint32_t)v;
-	if ((rc = get_str(d, "mode", &mode)) < 0)
-		return rc;
-	if (strcmp(mode, "mig"))
-		return bad(d, "expected mig", "mode");
-	if (r->type == XP_REC_NODE_MIG_MODE) {
-		rc = get_int(d, "job", 1, INT64_MAX, &v);
-		r->u.migmode.job = (uint64_t)v;
-		return rc;
-	}
-	b = json_object_get(d->o, "ok");
-	if (!json_is_boolean(b))
-		return bad(d, "missing or not a boolean", "ok");
-	r->u.migmode.ok = json_is_true(b);
-	b = json_object_get(d->o, "why");
-	if (b && !json_is_string(b))
-		return bad(d, "not a string", "why");
-	if (b)
-		r->u.migmode.why = json_string_value(b);
+	v = json_object_get(d->o, "name");
+	r->u.migmode.name = json_is_string(v) ? json_string_value(v) : NULL;
+	v = json_object_get(d->o, "allow");
+	r->u.migmode.allow = json_is_boolean(v) ? json_is_true(v) : -1;
+	v = json_object_get(d->o, "device");
+	r->u.migmode.device = json_is_integer(v) && json_integer_value(v) >= 0
+				      ? (int64_t)json_integer_value(v)
+				      : -1;
+	v = json_object_get(d->o, "mode");
+	r->u.migmode.mode_mig = json_is_string(v) && !strcmp(json_string_value(v), "mig");
+	v = json_object_get(d->o, "job");
+	r->u.migmode.job = json_is_integer(v) && json_integer_value(v) > 0
+				   ? (uint64_t)json_integer_value(v)
+				   : 0;
+	v = json_object_get(d->o, "ok");
+	r->u.migmode.ok = json_is_boolean(v) ? json_is_true(v) : -1;
+	v = json_object_get(d->o, "why");
+	r->u.migmode.why = !v ? "" : json_is_string(v) ? json_string_value(v) : NULL;
 	return 0;
 }
 

@@ -160,10 +160,13 @@ static int waits_for_mig(const struct xp_job *j)
 
 /* ---- records ---- */
 
-static int leave(struct xp_state *st, long n, const struct xp_rec *r, struct xp_event_info *ev)
+static int leave(struct xp_state *st, long n, const struct xp_rec *r, struct xp_event_info *ev,
+		 struct xp_err *err)
 {
 	struct xp_nodeinfo *ni = &st->nodes.v[n];
 	int allow = r->u.migmode.allow;
+	if (allow < 0)
+		return xp_errf(err, XP_ECORRUPT, "node.mig_mode_change: allow: expected a boolean");
 	st->mm_allowed += allow && !ni->mig_leave;
 	st->mm_allowed -= !allow && ni->mig_leave;
 	ni->mig_leave = (uint8_t)allow;
@@ -203,6 +206,8 @@ static int done(struct xp_state *st, long n, unsigned d, const struct xp_rec *r,
 		struct xp_event_info *ev, struct xp_err *err)
 {
 	struct xp_migmode *m = st->nodes.v[n].mm;
+	if (r->u.migmode.ok < 0 || !r->u.migmode.why)
+		return xp_errf(err, XP_ECORRUPT, "node.mig_mode_done: expected {ok, why}");
 	if (!m || m->dev != (int16_t)d)
 		return xp_errf(err, XP_ESTATE, "node %s GPU %u: no MIG mode change reserved",
 			       st->c->nodes[n].name, d);
@@ -233,17 +238,21 @@ int xp_migmode_apply(struct xp_state *st, const struct xp_rec *r, int64_t at,
 		     struct xp_event_info *ev, struct xp_err *err)
 {
 	const char *name = r->u.migmode.name, *type = xp_rec_type_name(r->type);
+	if (!name)
+		return xp_errf(err, XP_ECORRUPT, "%s: name: expected a string", type);
 	long n = xp_state_node(st, name);
 	if (n < 0 || st->nodes.v[n].removed)
 		return xp_errf(err, XP_ENOENT, "no node %s", name);
 	ev->tenant = -2;
 	ev->node = (int32_t)n;
 	if (r->type == XP_REC_NODE_MIG_LEAVE)
-		return leave(st, n, r, ev);
-	unsigned d = r->u.migmode.device;
-	if (d >= st->c->nodes[n].ndevs)
+		return leave(st, n, r, ev, err);
+	if (r->u.migmode.device < 0 || r->u.migmode.device >= st->c->nodes[n].ndevs)
 		return xp_errf(err, XP_ECORRUPT, "%s: device: no such device on node %s", type,
 			       name);
+	if (!r->u.migmode.mode_mig)
+		return xp_errf(err, XP_ECORRUPT, "%s: mode: expected mig", type);
+	unsigned d = (unsigned)r->u.migmode.device;
 	if (r->type == XP_REC_NODE_MIG_MODE)
 		return reserve(st, n, d, r, at, ev, err);
 	return done(st, n, d, r, at, ev, err);

@@ -191,13 +191,16 @@ struct xp_rec {
 			const char *reason;
 		} resize; /* job.resize */
 		struct {
-			const char *name;
-			int allow;	 /* leave */
-			uint32_t device; /* mode, done (the state checks it is the node's) */
-			uint64_t job;	 /* mode */
-			int ok;		 /* done */
-			const char *why; /* done; "" none */
-		} migmode;		 /* node.mig_mode_change, node.mig_mode, node.mig_mode_done */
+			/* read as given: the state checks them in its order, with its
+			 * texts (migmode.c), as it did when it read the JSON */
+			const char *name; /* NULL: not a string */
+			int allow;	  /* leave: 1, 0; -1: not a boolean */
+			int64_t device;	  /* mode, done; -1: not an integer or negative */
+			int mode_mig;	  /* mode, done: "mode" is "mig" */
+			uint64_t job;	  /* mode; 0: not an integer */
+			int ok;		  /* done: 1, 0; -1: not a boolean */
+			const char *why;  /* done: "" absent; NULL: not a string */
+		} migmode;		  /* node.mig_mode_change, node.mig_mode, node.mig_mode_done */
 		const struct xp_prices *prices;	 /* prices.set */
 		const struct xp_queuespec *queue; /* queue.create, queue.update */
 	} u;

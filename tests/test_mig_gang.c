@@ -16,7 +16,8 @@
  *  - the mode-change planner, driven by records: a denied node, an allowed
  *    one (reservation, the GPU takes nothing meanwhile, explain), a
  *    refusal (kept, not asked again), a change (the job placed), a gang
- *    that needs two GPUs switched, and replay.
+ *    that needs two GPUs switched, and replay; a gang on one node gets
+ *    two GPUs of one node switched, one after the other.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -446,12 +447,54 @@ static void test_plan(void **state)
 	world_free(&w);
 }
 
+/* a gang of 3 x 3g on one node: two GPUs of one node are switched, one
+ * after the other, none of the other node's */
+static void test_plan_colocated(void **state)
+{
+	(void)state;
+	struct world w;
+	setup(&w);
+	add_agent_node(&w, "m1");
+	add_agent_node(&w, "m2");
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(world_apply(&w, "node.mig_mode_change",
+					     xp_rec_node_mig_leave(i ? "m2" : "m1", 1)),
+				 0);
+	uint64_t gang = world_submit(&w, "default",
+				     "command: [true]\nreplicas: 3\ngang: {colocate: node}\n"
+				     "resources: {devices: {mig: {profile: 3g.40gb}}}\n",
+				     NULL);
+	world_cycle(&w);
+	assert_int_equal(plan(&w), 1);
+	assert_non_null(strstr(last.body, "\"name\":\"m1\",\"device\":0"));
+	assert_int_equal(plan(&w), 0); /* m1's change in flight: not m2's GPU meanwhile */
+	assert_int_equal(world_apply(&w, "node.mig_mode_done",
+				     xp_rec_node_mig_done("m1", 0, 1, "")),
+			 0);
+	world_cycle(&w);
+	assert_int_equal(xp_state_job(w.st, gang)->state, XP_JOB_PENDING);
+	assert_int_equal(plan(&w), 1);
+	assert_non_null(strstr(last.body, "\"name\":\"m1\",\"device\":1"));
+	assert_int_equal(world_apply(&w, "node.mig_mode_done",
+				     xp_rec_node_mig_done("m1", 1, 1, "")),
+			 0);
+	world_cycle(&w);
+	const struct xp_job *j = xp_state_job(w.st, gang);
+	assert_int_equal(j->state, XP_JOB_RUNNING);
+	for (uint32_t r = 0; r < 3; r++)
+		assert_int_equal(j->allocs[r].node, 0);
+	assert_int_equal(w.st->c->nodes[1].devs[0].mode, XP_MODE_SHARED);
+	assert_int_equal(plan(&w), 0);
+	world_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_random_gangs),
 		cmocka_unit_test(test_gang_next_node),
 		cmocka_unit_test(test_plan),
+		cmocka_unit_test(test_plan_colocated),
 	};
 	return xp_run_tests(tests, NULL, NULL);
 }

@@ -139,11 +139,38 @@ static int candidate(const struct xp_state *st, size_t n, uint16_t d, const stru
 	return C_OK;
 }
 
-/* The room job j would have: free slices now plus what its reserved GPUs give */
-static uint32_t room_of(const struct xp_state *st, const struct xp_job *j)
+/* Must j's slices be on one node (a gang with colocate node, island or numa)? */
+static int colocated(const struct xp_job *j)
 {
-	uint32_t room = xp_mig_room_now(st->sched, &j->req);
-	for (size_t n = 0; st->mm_held && n < st->nodes.n; n++) {
+	return j->spec.replicas > 1 &&
+	       (j->spec.colocate == XP_COLOC_NODE || j->spec.colocate == XP_COLOC_ISLAND ||
+		j->spec.colocate == XP_COLOC_NUMA);
+}
+
+/* The slices of j's profile node n gives: free now, plus what its GPU
+ * reserved for j will give when with_reserved */
+static uint32_t node_room(const struct xp_state *st, size_t n, const struct xp_job *j,
+			  int with_reserved)
+{
+	const struct xp_migmode *m = st->nodes.v[n].mm;
+	uint32_t room = xp_mig_room_on(st->sched, (uint32_t)n, &j->req);
+	return room + (with_reserved && m && m->dev >= 0 && m->job == j->id ? m->room : 0);
+}
+
+/* The room job j has (with_reserved: and will have once its reserved GPUs
+ * are switched): over all GPUs, or on its best node when colocated */
+static uint32_t room_of(const struct xp_state *st, const struct xp_job *j, int with_reserved)
+{
+	uint32_t room = 0;
+	if (colocated(j)) {
+		for (size_t n = 0; n < st->nodes.n; n++) {
+			uint32_t r = node_room(st, n, j, with_reserved);
+			room = r > room ? r : room;
+		}
+		return room;
+	}
+	room = xp_mig_room_now(st->sched, &j->req);
+	for (size_t n = 0; with_reserved && st->mm_held && n < st->nodes.n; n++) {
 		const struct xp_migmode *m = st->nodes.v[n].mm;
 		if (m && m->dev >= 0 && m->job == j->id)
 			room += m->room;
@@ -296,6 +323,41 @@ static long expire(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, vo
 	return made;
 }
 
+/* The node (and *dev, its GPU) to switch for j, or -1. Spread out: the
+ * first node with a candidate. On one node: the node with the most room
+ * for j (its change in flight counted), waiting while that node's own
+ * change is in flight, so the GPUs switched for a gang end up together. */
+static long pick_node(const struct xp_state *st, const struct xp_job *j, int64_t now,
+		      uint16_t *dev)
+{
+	long best = -1;
+	uint32_t best_room = 0;
+	int best_ok = 0;
+	for (size_t n = 0; n < st->nodes.n; n++) {
+		const struct xp_migmode *m = st->nodes.v[n].mm;
+		unsigned room;
+		uint16_t d;
+		for (d = 0; d < st->c->nodes[n].ndevs; d++)
+			if (candidate(st, n, d, &j->req, now, &room) == C_OK)
+				break;
+		int ok = d < st->c->nodes[n].ndevs;
+		if (!colocated(j)) {
+			if (!ok)
+				continue;
+			*dev = d;
+			return (long)n;
+		}
+		uint32_t r = node_room(st, n, j, 1);
+		if ((!ok && !(m && m->dev >= 0 && m->job == j->id)) || (best >= 0 && r <= best_room))
+			continue;
+		best = (long)n;
+		best_room = r;
+		best_ok = ok;
+		*dev = d;
+	}
+	return best_ok ? best : -1;
+}
+
 long xp_migmode_plan(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, void *ctx)
 {
 	long made = 0;
@@ -311,23 +373,17 @@ long xp_migmode_plan(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, 
 		if (!waits_for_mig(j))
 			continue;
 		looked++;
-		if (room_of(st, j) >= j->spec.replicas)
+		if (room_of(st, j, 1) >= j->spec.replicas)
 			continue;
-		for (size_t n = 0; n < st->nodes.n; n++) {
-			unsigned room;
-			uint16_t d;
-			for (d = 0; d < st->c->nodes[n].ndevs; d++)
-				if (candidate(st, n, d, &j->req, now, &room) == C_OK)
-					break;
-			if (d == st->c->nodes[n].ndevs)
-				continue;
-			int rc = emit_rec(emit, ctx, "node.mig_mode",
-					  xp_rec_node_mig_mode(st->c->nodes[n].name, d, j->id));
-			if (rc < 0)
-				return rc;
-			made++;
-			break; /* one GPU per job per plan: the room is counted again next time */
-		}
+		uint16_t d;
+		long n = pick_node(st, j, now, &d);
+		if (n < 0)
+			continue;
+		int rc = emit_rec(emit, ctx, "node.mig_mode",
+				  xp_rec_node_mig_mode(st->c->nodes[n].name, d, j->id));
+		if (rc < 0)
+			return rc;
+		made++; /* one GPU per job per plan: the room is counted again next time */
 	}
 	return made;
 }
@@ -381,7 +437,7 @@ void xp_migmode_explain(struct xp_state *st, const struct xp_job *j, int64_t now
 			return;
 		}
 	}
-	if (xp_mig_room_now(st->sched, &j->req) >= j->spec.replicas)
+	if (room_of(st, j, 0) >= j->spec.replicas)
 		return;
 	const char *sep = sb->len ? "; " : "";
 	if ((k = scan(st, j, now, C_OK, &n, &d)))

@@ -42,8 +42,8 @@ char *xp_rec_node_mig_leave(const char *node, int allow)
 
 char *xp_rec_node_mig_mode(const char *node, unsigned dev, uint64_t job)
 {
-	return dump(json_pack("{s:s,s:i,s:s,s:I}", "name", node, "device", (int)dev, "mode",
-			      "mig", "job", (json_int_t)job));
+	return dump(json_pack("{s:s,s:i,s:s,s:I}", "name", node, "device", (int)dev, "mode", "mig",
+			      "job", (json_int_t)job));
 }
 
 char *xp_rec_node_mig_done(const char *node, unsigned dev, int ok, const char *why)
@@ -203,9 +203,8 @@ static int reserve(struct xp_state *st, long n, unsigned d, json_t *o, int64_t a
 		   struct xp_event_info *ev, struct xp_err *err)
 {
 	json_t *jv = json_object_get(o, "job");
-	const struct xp_job *j = json_is_integer(jv)
-					 ? xp_state_job(st, (uint64_t)json_integer_value(jv))
-					 : NULL;
+	const struct xp_job *j =
+		json_is_integer(jv) ? xp_state_job(st, (uint64_t)json_integer_value(jv)) : NULL;
 	const char *name = st->c->nodes[n].name;
 	unsigned room;
 	if (!j)
@@ -313,9 +312,9 @@ static long expire(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, vo
 			why = "no answer from the node's agent in 120 s";
 		if (!why)
 			continue;
-		int rc = emit_rec(emit, ctx, "node.mig_mode_done",
-				  xp_rec_node_mig_done(st->c->nodes[n].name,
-						       (unsigned)ni->mm->dev, 0, why));
+		int rc = emit_rec(
+			emit, ctx, "node.mig_mode_done",
+			xp_rec_node_mig_done(st->c->nodes[n].name, (unsigned)ni->mm->dev, 0, why));
 		if (rc < 0)
 			return rc;
 		made++;
@@ -327,8 +326,7 @@ static long expire(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, vo
  * first node with a candidate. On one node: the node with the most room
  * for j (its change in flight counted), waiting while that node's own
  * change is in flight, so the GPUs switched for a gang end up together. */
-static long pick_node(const struct xp_state *st, const struct xp_job *j, int64_t now,
-		      uint16_t *dev)
+static long pick_node(const struct xp_state *st, const struct xp_job *j, int64_t now, uint16_t *dev)
 {
 	long best = -1;
 	uint32_t best_room = 0;
@@ -348,7 +346,8 @@ static long pick_node(const struct xp_state *st, const struct xp_job *j, int64_t
 			return (long)n;
 		}
 		uint32_t r = node_room(st, n, j, 1);
-		if ((!ok && !(m && m->dev >= 0 && m->job == j->id)) || (best >= 0 && r <= best_room))
+		if ((!ok && !(m && m->dev >= 0 && m->job == j->id)) ||
+		    (best >= 0 && r <= best_room))
 			continue;
 		best = (long)n;
 		best_room = r;
@@ -418,8 +417,7 @@ static unsigned scan(const struct xp_state *st, const struct xp_job *j, int64_t 
 	return count;
 }
 
-void xp_migmode_explain(struct xp_state *st, const struct xp_job *j, int64_t now,
-			struct xp_sb *sb)
+void xp_migmode_explain(struct xp_state *st, const struct xp_job *j, int64_t now, struct xp_sb *sb)
 {
 	size_t n = 0;
 	uint16_t d = 0;
@@ -431,8 +429,9 @@ void xp_migmode_explain(struct xp_state *st, const struct xp_job *j, int64_t now
 		if (m && m->dev >= 0 && m->job == j->id) {
 			char ts[XP_TIME_LEN];
 			xp_time_format(m->at, ts);
-			xp_sb_printf(sb, "%sit waits for a MIG mode change: node %s GPU %d is being "
-					 "switched to MIG mode for it (since %s)",
+			xp_sb_printf(sb,
+				     "%sit waits for a MIG mode change: node %s GPU %d is being "
+				     "switched to MIG mode for it (since %s)",
 				     sb->len ? "; " : "", st->c->nodes[i].name, m->dev, ts);
 			return;
 		}
@@ -441,25 +440,28 @@ void xp_migmode_explain(struct xp_state *st, const struct xp_job *j, int64_t now
 		return;
 	const char *sep = sb->len ? "; " : "";
 	if ((k = scan(st, j, now, C_OK, &n, &d)))
-		xp_sb_printf(sb, "%snode %s GPU %u, idle with MIG mode off, is switched to MIG "
-				 "mode for it at the next cycle",
+		xp_sb_printf(sb,
+			     "%snode %s GPU %u, idle with MIG mode off, is switched to MIG "
+			     "mode for it at the next cycle",
 			     sep, st->c->nodes[n].name, d);
 	else if ((k = scan(st, j, now, C_REFUSED, &n, &d)))
-		xp_sb_printf(sb, "%snode %s GPU %d refused a MIG mode change: %s (asked again "
-				 "%d s after)",
+		xp_sb_printf(sb,
+			     "%snode %s GPU %d refused a MIG mode change: %s (asked again "
+			     "%d s after)",
 			     sep, st->c->nodes[n].name, st->nodes.v[n].mm->refused,
 			     st->nodes.v[n].mm->why, XP_MIGMODE_RETRY_MS / 1000);
 	else if ((k = scan(st, j, now, C_DENIED, &n, &d)))
-		xp_sb_printf(sb, "%snode %s does not allow MIG mode changes (its GPU %u, idle "
-				 "with MIG mode off, offers the profile%s; an admin allows it: "
-				 "xpool nodes set %s --mig-mode-change allow)",
+		xp_sb_printf(sb,
+			     "%snode %s does not allow MIG mode changes (its GPU %u, idle "
+			     "with MIG mode off, offers the profile%s; an admin allows it: "
+			     "xpool nodes set %s --mig-mode-change allow)",
 			     sep, st->c->nodes[n].name, d,
-			     k > 1 ? ", as do GPUs of other such nodes" : "",
-			     st->c->nodes[n].name);
+			     k > 1 ? ", as do GPUs of other such nodes" : "", st->c->nodes[n].name);
 	else if ((k = scan(st, j, now, C_BUSY, &n, &d)))
-		xp_sb_printf(sb, "%sno MIG mode change: the GPUs with MIG mode off that offer the "
-				 "profile (node %s GPU %u%s) are in use, reserved or on a node "
-				 "not ready",
+		xp_sb_printf(sb,
+			     "%sno MIG mode change: the GPUs with MIG mode off that offer the "
+			     "profile (node %s GPU %u%s) are in use, reserved or on a node "
+			     "not ready",
 			     sep, st->c->nodes[n].name, d, k > 1 ? ", ..." : "");
 }
 
@@ -484,7 +486,8 @@ void xp_migmode_snap(const struct xp_state *st, size_t n, json_t *node)
 int xp_migmode_restore(struct xp_state *st, size_t n, json_t *node, struct xp_err *err)
 {
 	struct xp_nodeinfo *ni = &st->nodes.v[n];
-	json_t *m = json_object_get(node, "mig_mode"), *r = json_object_get(node, "mig_mode_refused");
+	json_t *m = json_object_get(node, "mig_mode"),
+	       *r = json_object_get(node, "mig_mode_refused");
 	if (json_is_true(json_object_get(node, "mig_mode_change")) && !ni->mig_leave) {
 		ni->mig_leave = 1;
 		st->mm_allowed++;

@@ -16,7 +16,8 @@
  *  - the mode-change planner, driven by records: a denied node, an allowed
  *    one (reservation, the GPU takes nothing meanwhile, explain), a
  *    refusal (kept, not asked again), a change (the job placed), a gang
- *    that needs two GPUs switched, and replay.
+ *    that needs two GPUs switched, and replay; a gang on one node gets
+ *    two GPUs of one node switched, one after the other.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,8 +136,9 @@ static void reference(struct world *w, struct xp_mig_gpu *g)
 				assert_int_equal(a->node, j->allocs[0].node);
 			struct xp_mig_gpu *gg = &g[a->node * 2 + a->devs[0]];
 			if (!j->req.mig_any)
-				assert_int_equal(a->mig - 1,
-						 xp_mig_profile_find(gg->t, j->spec.mig_profile, NULL));
+				assert_int_equal(
+					a->mig - 1,
+					xp_mig_profile_find(gg->t, j->spec.mig_profile, NULL));
 			struct xp_err err = { 0 };
 			if (xp_mig_place(gg, a->mig - 1, a->mig_start, &err) < 0)
 				fail_msg("job %llu replica %u: %s", (unsigned long long)j->id, r,
@@ -144,12 +146,12 @@ static void reference(struct world *w, struct xp_mig_gpu *g)
 		}
 	}
 	for (int i = 0; i < NGPU; i++) { /* the scheduler's lattice holds what runs, no more */
-		const struct xp_mig_gpu *s = xp_sched_mig_gpu(w->st->sched, (uint32_t)(i / 2),
-							      (uint16_t)(i % 2));
+		const struct xp_mig_gpu *s =
+			xp_sched_mig_gpu(w->st->sched, (uint32_t)(i / 2), (uint16_t)(i % 2));
 		assert_non_null(s);
 		if (s->mem != g[i].mem)
-			fail_msg("GPU %d: the scheduler holds slices %02x, the running jobs %02x", i,
-				 s->mem, g[i].mem);
+			fail_msg("GPU %d: the scheduler holds slices %02x, the running jobs %02x",
+				 i, s->mem, g[i].mem);
 	}
 }
 
@@ -297,9 +299,9 @@ static void test_gang_next_node(void **state)
 	xp_state_explain(w.st, xp_state_job(w.st, g2), &ex, &fits);
 	assert_false(fits);
 	/* the gang's end frees all three slices at once */
-	assert_int_equal(world_apply(&w, "job.finish",
-				     xp_rec_job_finish(gang, XP_JOB_SUCCEEDED, 0, NULL)),
-			 0);
+	assert_int_equal(
+		world_apply(&w, "job.finish", xp_rec_job_finish(gang, XP_JOB_SUCCEEDED, 0, NULL)),
+		0);
 	world_cycle(&w);
 	j = xp_state_job(w.st, g2);
 	assert_int_equal(j->state, XP_JOB_RUNNING);
@@ -358,6 +360,46 @@ static void explain(struct world *w, uint64_t id, char *out, size_t len)
 	xp_sb_free(&sb);
 }
 
+/* test_plan, continued: a gang of 3 x 3g; GPU 0 (in mode mig) has room
+ * for one, GPU 1 runs the whole-GPU job: nothing until it ends, then GPU 1
+ * is reserved; replay; the reservation times out */
+static void plan_gang_then_replay(struct world *wp, uint64_t whole)
+{
+	char buf[1024];
+	/* a gang of 3 x 3g: GPU 0 has room for one; GPU 1 frees and is switched */
+	uint64_t gang = world_submit(wp, "default",
+				     "command: [true]\nreplicas: 3\n"
+				     "resources: {devices: {mig: {profile: 3g.40gb}}}\n",
+				     NULL);
+	world_cycle(wp);
+	assert_int_equal(xp_state_job(wp->st, gang)->state, XP_JOB_PENDING);
+	assert_int_equal(plan(wp), 0); /* GPU 1 is busy */
+	explain(wp, gang, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "are in use"));
+	assert_int_equal(
+		world_apply(wp, "job.finish", xp_rec_job_finish(whole, XP_JOB_SUCCEEDED, 0, NULL)),
+		0);
+	world_cycle(wp);
+	assert_int_equal(plan(wp), 1);
+	assert_non_null(strstr(last.body, "\"device\":1"));
+	/* replay (and a snapshot taken while it is reserved) rebuild the same */
+	char *live = xp_state_snapshot(wp->st);
+	assert_non_null(strstr(live, "\"mig_mode\""));
+	char *full = world_replay(wp, wp->log.n, NULL, 0);
+	assert_string_equal(live, full);
+	char *from_snap = world_replay(wp, wp->log.n, live, wp->st->seq);
+	assert_string_equal(live, from_snap);
+	free(from_snap);
+	free(full);
+	free(live);
+	/* no answer in time: released */
+	wp->now += XP_MIGMODE_TIMEOUT_MS + 1000;
+	assert_int_equal(plan(wp), 1);
+	assert_string_equal(last.type, "node.mig_mode_done");
+	assert_non_null(strstr(last.body, "no answer"));
+	assert_int_equal(wp->st->mm_held, 0);
+}
+
 static void test_plan(void **state)
 {
 	(void)state;
@@ -375,8 +417,7 @@ static void test_plan(void **state)
 	explain(&w, id, buf, sizeof(buf));
 	assert_non_null(strstr(buf, "node m does not allow MIG mode changes (its GPU 0"));
 	/* allowed: GPU 0 reserved, nothing else placed on it meanwhile */
-	assert_int_equal(world_apply(&w, "node.mig_mode_change", xp_rec_node_mig_leave("m", 1)),
-			 0);
+	assert_int_equal(world_apply(&w, "node.mig_mode_change", xp_rec_node_mig_leave("m", 1)), 0);
 	explain(&w, id, buf, sizeof(buf));
 	assert_non_null(strstr(buf, "node m GPU 0, idle with MIG mode off, is switched"));
 	assert_int_equal(plan(&w), 1);
@@ -403,8 +444,7 @@ static void test_plan(void **state)
 	/* after the retry time it is asked again; this time it changes */
 	w.now += XP_MIGMODE_RETRY_MS + 1000;
 	assert_int_equal(plan(&w), 1);
-	assert_int_equal(world_apply(&w, "node.mig_mode_done",
-				     xp_rec_node_mig_done("m", 0, 1, "")),
+	assert_int_equal(world_apply(&w, "node.mig_mode_done", xp_rec_node_mig_done("m", 0, 1, "")),
 			 0);
 	assert_int_equal(w.st->c->nodes[0].devs[0].mode, XP_MODE_MIG);
 	world_cycle(&w);
@@ -412,38 +452,46 @@ static void test_plan(void **state)
 	assert_int_equal(j->state, XP_JOB_RUNNING);
 	assert_int_equal(j->allocs[0].devs[0], 0);
 	assert_int_equal(j->allocs[0].mig, XP_MIG_3G + 1);
-	/* a gang of 3 x 3g: GPU 0 has room for one; GPU 1 frees and is switched */
+	plan_gang_then_replay(&w, whole);
+	world_free(&w);
+}
+
+/* a gang of 3 x 3g on one node: two GPUs of one node are switched, one
+ * after the other, none of the other node's */
+static void test_plan_colocated(void **state)
+{
+	(void)state;
+	struct world w;
+	setup(&w);
+	add_agent_node(&w, "m1");
+	add_agent_node(&w, "m2");
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(world_apply(&w, "node.mig_mode_change",
+					     xp_rec_node_mig_leave(i ? "m2" : "m1", 1)),
+				 0);
 	uint64_t gang = world_submit(&w, "default",
-				     "command: [true]\nreplicas: 3\n"
+				     "command: [true]\nreplicas: 3\ngang: {colocate: node}\n"
 				     "resources: {devices: {mig: {profile: 3g.40gb}}}\n",
 				     NULL);
 	world_cycle(&w);
-	assert_int_equal(xp_state_job(w.st, gang)->state, XP_JOB_PENDING);
-	assert_int_equal(plan(&w), 0); /* GPU 1 is busy */
-	explain(&w, gang, buf, sizeof(buf));
-	assert_non_null(strstr(buf, "are in use"));
-	assert_int_equal(world_apply(&w, "job.finish",
-				     xp_rec_job_finish(whole, XP_JOB_SUCCEEDED, 0, NULL)),
-			 0);
+	assert_int_equal(plan(&w), 1);
+	assert_non_null(strstr(last.body, "\"name\":\"m1\",\"device\":0"));
+	assert_int_equal(plan(&w), 0); /* m1's change in flight: not m2's GPU meanwhile */
+	assert_int_equal(
+		world_apply(&w, "node.mig_mode_done", xp_rec_node_mig_done("m1", 0, 1, "")), 0);
 	world_cycle(&w);
+	assert_int_equal(xp_state_job(w.st, gang)->state, XP_JOB_PENDING);
 	assert_int_equal(plan(&w), 1);
-	assert_non_null(strstr(last.body, "\"device\":1"));
-	/* replay (and a snapshot taken while it is reserved) rebuild the same */
-	char *live = xp_state_snapshot(w.st);
-	assert_non_null(strstr(live, "\"mig_mode\""));
-	char *full = world_replay(&w, w.log.n, NULL, 0);
-	assert_string_equal(live, full);
-	char *from_snap = world_replay(&w, w.log.n, live, w.st->seq);
-	assert_string_equal(live, from_snap);
-	free(from_snap);
-	free(full);
-	free(live);
-	/* no answer in time: released */
-	w.now += XP_MIGMODE_TIMEOUT_MS + 1000;
-	assert_int_equal(plan(&w), 1);
-	assert_string_equal(last.type, "node.mig_mode_done");
-	assert_non_null(strstr(last.body, "no answer"));
-	assert_int_equal(w.st->mm_held, 0);
+	assert_non_null(strstr(last.body, "\"name\":\"m1\",\"device\":1"));
+	assert_int_equal(
+		world_apply(&w, "node.mig_mode_done", xp_rec_node_mig_done("m1", 1, 1, "")), 0);
+	world_cycle(&w);
+	const struct xp_job *j = xp_state_job(w.st, gang);
+	assert_int_equal(j->state, XP_JOB_RUNNING);
+	for (uint32_t r = 0; r < 3; r++)
+		assert_int_equal(j->allocs[r].node, 0);
+	assert_int_equal(w.st->c->nodes[1].devs[0].mode, XP_MODE_SHARED);
+	assert_int_equal(plan(&w), 0);
 	world_free(&w);
 }
 
@@ -453,6 +501,7 @@ int main(void)
 		cmocka_unit_test(test_random_gangs),
 		cmocka_unit_test(test_gang_next_node),
 		cmocka_unit_test(test_plan),
+		cmocka_unit_test(test_plan_colocated),
 	};
 	return xp_run_tests(tests, NULL, NULL);
 }

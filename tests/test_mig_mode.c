@@ -147,7 +147,7 @@ static int teardown(void **state)
 
 #define WAIT_FOR(cond, secs, ...)                                                                  \
 	do {                                                                                       \
-		int64_t end_ = xp_test_now_ms() + (secs) * 1000;                                   \
+		int64_t end_ = xp_test_now_ms() + (secs)*1000;                                     \
 		while (!(cond)) {                                                                  \
 			if (xp_test_now_ms() > end_)                                               \
 				fail_msg(__VA_ARGS__);                                             \
@@ -320,9 +320,9 @@ static void test_denied_then_allowed(void **state)
 		json_t *a = json_array_get(json_object_get(j, "allocations"), k);
 		json_t *d0 = json_array_get(json_object_get(a, "devices"), 0);
 		assert_int_equal(json_integer_value(json_object_get(d0, "index")), 1);
-		assert_string_equal(json_string_value(json_object_get(
-					    json_object_get(a, "mig"), "profile")),
-				    "3g.40gb");
+		assert_string_equal(
+			json_string_value(json_object_get(json_object_get(a, "mig"), "profile")),
+			"3g.40gb");
 	}
 	json_decref(j);
 	WAIT_FOR(gpu_instances(1) == 2, 30, "not two instances on GPU 1");

@@ -256,9 +256,9 @@ void xp_api_node_patch(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	    xp_ctl_journal(ctl, "node.state", xp_rec_node_state(cmd->name, b->state), &err) < 0)
 		FAIL_ERR(cmd, &err, NULL);
 	cmd->journaled |= b->state >= 0;
-	if (b->mig_leave >= 0 && xp_ctl_journal(ctl, "node.mig_mode_change",
-						xp_rec_node_mig_leave(cmd->name, b->mig_leave),
-						&err) < 0)
+	if (b->mig_leave >= 0 &&
+	    xp_ctl_journal(ctl, "node.mig_mode_change",
+			   xp_rec_node_mig_leave(cmd->name, b->mig_leave), &err) < 0)
 		FAIL_ERR(cmd, &err, NULL);
 	cmd->journaled = 1;
 	if (fresh_sched(ctl, cmd) == 0)

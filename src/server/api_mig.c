@@ -224,7 +224,7 @@ int xp_edge_mig_mode(struct xp_cmd *cmd)
 					    json_integer_value(d) >= XP_MAX_NODE_DEVS
 				    ? "device"
 			    : !json_is_string(m) || strcmp(json_string_value(m), "mig") ? "mode"
-			    : !json_is_boolean(ok)					 ? "ok"
+			    : !json_is_boolean(ok)					? "ok"
 			    : why && (!json_is_string(why) || strlen(json_string_value(why)) > 255)
 				    ? "why"
 				    : NULL;

@@ -52,7 +52,7 @@ struct shape {
 	struct xp_request req;
 	uint32_t replicas;
 	uint8_t colocate; /* a gang on one node fails where the same spread out fits */
-	uint32_t queue; /* preemption failures only */
+	uint32_t queue;	  /* preemption failures only */
 	int32_t priority;
 };
 

@@ -152,7 +152,8 @@ static int place_mig_together(struct xp_state *st, const struct xp_job *j, struc
 	uint32_t first = a[0].node;
 	for (uint32_t i = 0; i <= nn; i++) {
 		uint32_t node = i == 0 ? first : i - 1;
-		if ((i > 0 && node == first) || (j->req.node >= 0 && (int32_t)node != j->req.node) ||
+		if ((i > 0 && node == first) ||
+		    (j->req.node >= 0 && (int32_t)node != j->req.node) ||
 		    xp_mig_room_on(st->sched, node, &j->req) < n)
 			continue;
 		r.node = (int32_t)node;

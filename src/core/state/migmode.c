@@ -44,8 +44,8 @@ char *xp_rec_node_mig_leave(const char *node, int allow)
 
 char *xp_rec_node_mig_mode(const char *node, unsigned dev, uint64_t job)
 {
-	return dump(json_pack("{s:s,s:i,s:s,s:I}", "name", node, "device", (int)dev, "mode",
-			      "mig", "job", (json_int_t)job));
+	return dump(json_pack("{s:s,s:i,s:s,s:I}", "name", node, "device", (int)dev, "mode", "mig",
+			      "job", (json_int_t)job));
 }
 
 char *xp_rec_node_mig_done(const char *node, unsigned dev, int ok, const char *why)
@@ -141,11 +141,38 @@ static int candidate(const struct xp_state *st, size_t n, uint16_t d, const stru
 	return C_OK;
 }
 
-/* The room job j would have: free slices now plus what its reserved GPUs give */
-static uint32_t room_of(const struct xp_state *st, const struct xp_job *j)
+/* Must j's slices be on one node (a gang with colocate node, island or numa)? */
+static int colocated(const struct xp_job *j)
 {
-	uint32_t room = xp_mig_room_now(st->sched, &j->req);
-	for (size_t n = 0; st->mm_held && n < st->nodes.n; n++) {
+	return j->spec.replicas > 1 &&
+	       (j->spec.colocate == XP_COLOC_NODE || j->spec.colocate == XP_COLOC_ISLAND ||
+		j->spec.colocate == XP_COLOC_NUMA);
+}
+
+/* The slices of j's profile node n gives: free now, plus what its GPU
+ * reserved for j will give when with_reserved */
+static uint32_t node_room(const struct xp_state *st, size_t n, const struct xp_job *j,
+			  int with_reserved)
+{
+	const struct xp_migmode *m = st->nodes.v[n].mm;
+	uint32_t room = xp_mig_room_on(st->sched, (uint32_t)n, &j->req);
+	return room + (with_reserved && m && m->dev >= 0 && m->job == j->id ? m->room : 0);
+}
+
+/* The room job j has (with_reserved: and will have once its reserved GPUs
+ * are switched): over all GPUs, or on its best node when colocated */
+static uint32_t room_of(const struct xp_state *st, const struct xp_job *j, int with_reserved)
+{
+	uint32_t room = 0;
+	if (colocated(j)) {
+		for (size_t n = 0; n < st->nodes.n; n++) {
+			uint32_t r = node_room(st, n, j, with_reserved);
+			room = r > room ? r : room;
+		}
+		return room;
+	}
+	room = xp_mig_room_now(st->sched, &j->req);
+	for (size_t n = 0; with_reserved && st->mm_held && n < st->nodes.n; n++) {
 		const struct xp_migmode *m = st->nodes.v[n].mm;
 		if (m && m->dev >= 0 && m->job == j->id)
 			room += m->room;
@@ -280,14 +307,49 @@ static long expire(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, vo
 			why = "no answer from the node's agent in 120 s";
 		if (!why)
 			continue;
-		int rc = emit_rec(emit, ctx, "node.mig_mode_done",
-				  xp_rec_node_mig_done(st->c->nodes[n].name,
-						       (unsigned)ni->mm->dev, 0, why));
+		int rc = emit_rec(
+			emit, ctx, "node.mig_mode_done",
+			xp_rec_node_mig_done(st->c->nodes[n].name, (unsigned)ni->mm->dev, 0, why));
 		if (rc < 0)
 			return rc;
 		made++;
 	}
 	return made;
+}
+
+/* The node (and *dev, its GPU) to switch for j, or -1. Spread out: the
+ * first node with a candidate. On one node: the node with the most room
+ * for j (its change in flight counted), waiting while that node's own
+ * change is in flight, so the GPUs switched for a gang end up together. */
+static long pick_node(const struct xp_state *st, const struct xp_job *j, int64_t now, uint16_t *dev)
+{
+	long best = -1;
+	uint32_t best_room = 0;
+	int best_ok = 0;
+	for (size_t n = 0; n < st->nodes.n; n++) {
+		const struct xp_migmode *m = st->nodes.v[n].mm;
+		unsigned room;
+		uint16_t d;
+		for (d = 0; d < st->c->nodes[n].ndevs; d++)
+			if (candidate(st, n, d, &j->req, now, &room) == C_OK)
+				break;
+		int ok = d < st->c->nodes[n].ndevs;
+		if (!colocated(j)) {
+			if (!ok)
+				continue;
+			*dev = d;
+			return (long)n;
+		}
+		uint32_t r = node_room(st, n, j, 1);
+		if ((!ok && !(m && m->dev >= 0 && m->job == j->id)) ||
+		    (best >= 0 && r <= best_room))
+			continue;
+		best = (long)n;
+		best_room = r;
+		best_ok = ok;
+		*dev = d;
+	}
+	return best_ok ? best : -1;
 }
 
 long xp_migmode_plan(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, void *ctx)
@@ -305,23 +367,17 @@ long xp_migmode_plan(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, 
 		if (!waits_for_mig(j))
 			continue;
 		looked++;
-		if (room_of(st, j) >= j->spec.replicas)
+		if (room_of(st, j, 1) >= j->spec.replicas)
 			continue;
-		for (size_t n = 0; n < st->nodes.n; n++) {
-			unsigned room;
-			uint16_t d;
-			for (d = 0; d < st->c->nodes[n].ndevs; d++)
-				if (candidate(st, n, d, &j->req, now, &room) == C_OK)
-					break;
-			if (d == st->c->nodes[n].ndevs)
-				continue;
-			int rc = emit_rec(emit, ctx, "node.mig_mode",
-					  xp_rec_node_mig_mode(st->c->nodes[n].name, d, j->id));
-			if (rc < 0)
-				return rc;
-			made++;
-			break; /* one GPU per job per plan: the room is counted again next time */
-		}
+		uint16_t d;
+		long n = pick_node(st, j, now, &d);
+		if (n < 0)
+			continue;
+		int rc = emit_rec(emit, ctx, "node.mig_mode",
+				  xp_rec_node_mig_mode(st->c->nodes[n].name, d, j->id));
+		if (rc < 0)
+			return rc;
+		made++; /* one GPU per job per plan: the room is counted again next time */
 	}
 	return made;
 }
@@ -356,8 +412,7 @@ static unsigned scan(const struct xp_state *st, const struct xp_job *j, int64_t 
 	return count;
 }
 
-void xp_migmode_explain(struct xp_state *st, const struct xp_job *j, int64_t now,
-			struct xp_sb *sb)
+void xp_migmode_explain(struct xp_state *st, const struct xp_job *j, int64_t now, struct xp_sb *sb)
 {
 	size_t n = 0;
 	uint16_t d = 0;
@@ -369,35 +424,39 @@ void xp_migmode_explain(struct xp_state *st, const struct xp_job *j, int64_t now
 		if (m && m->dev >= 0 && m->job == j->id) {
 			char ts[XP_TIME_LEN];
 			xp_time_format(m->at, ts);
-			xp_sb_printf(sb, "%sit waits for a MIG mode change: node %s GPU %d is being "
-					 "switched to MIG mode for it (since %s)",
+			xp_sb_printf(sb,
+				     "%sit waits for a MIG mode change: node %s GPU %d is being "
+				     "switched to MIG mode for it (since %s)",
 				     sb->len ? "; " : "", st->c->nodes[i].name, m->dev, ts);
 			return;
 		}
 	}
-	if (xp_mig_room_now(st->sched, &j->req) >= j->spec.replicas)
+	if (room_of(st, j, 0) >= j->spec.replicas)
 		return;
 	const char *sep = sb->len ? "; " : "";
 	if ((k = scan(st, j, now, C_OK, &n, &d)))
-		xp_sb_printf(sb, "%snode %s GPU %u, idle with MIG mode off, is switched to MIG "
-				 "mode for it at the next cycle",
+		xp_sb_printf(sb,
+			     "%snode %s GPU %u, idle with MIG mode off, is switched to MIG "
+			     "mode for it at the next cycle",
 			     sep, st->c->nodes[n].name, d);
 	else if ((k = scan(st, j, now, C_REFUSED, &n, &d)))
-		xp_sb_printf(sb, "%snode %s GPU %d refused a MIG mode change: %s (asked again "
-				 "%d s after)",
+		xp_sb_printf(sb,
+			     "%snode %s GPU %d refused a MIG mode change: %s (asked again "
+			     "%d s after)",
 			     sep, st->c->nodes[n].name, st->nodes.v[n].mm->refused,
 			     st->nodes.v[n].mm->why, XP_MIGMODE_RETRY_MS / 1000);
 	else if ((k = scan(st, j, now, C_DENIED, &n, &d)))
-		xp_sb_printf(sb, "%snode %s does not allow MIG mode changes (its GPU %u, idle "
-				 "with MIG mode off, offers the profile%s; an admin allows it: "
-				 "xpool nodes set %s --mig-mode-change allow)",
+		xp_sb_printf(sb,
+			     "%snode %s does not allow MIG mode changes (its GPU %u, idle "
+			     "with MIG mode off, offers the profile%s; an admin allows it: "
+			     "xpool nodes set %s --mig-mode-change allow)",
 			     sep, st->c->nodes[n].name, d,
-			     k > 1 ? ", as do GPUs of other such nodes" : "",
-			     st->c->nodes[n].name);
+			     k > 1 ? ", as do GPUs of other such nodes" : "", st->c->nodes[n].name);
 	else if ((k = scan(st, j, now, C_BUSY, &n, &d)))
-		xp_sb_printf(sb, "%sno MIG mode change: the GPUs with MIG mode off that offer the "
-				 "profile (node %s GPU %u%s) are in use, reserved or on a node "
-				 "not ready",
+		xp_sb_printf(sb,
+			     "%sno MIG mode change: the GPUs with MIG mode off that offer the "
+			     "profile (node %s GPU %u%s) are in use, reserved or on a node "
+			     "not ready",
 			     sep, st->c->nodes[n].name, d, k > 1 ? ", ..." : "");
 }
 
@@ -422,7 +481,8 @@ void xp_migmode_snap(const struct xp_state *st, size_t n, json_t *node)
 int xp_migmode_restore(struct xp_state *st, size_t n, json_t *node, struct xp_err *err)
 {
 	struct xp_nodeinfo *ni = &st->nodes.v[n];
-	json_t *m = json_object_get(node, "mig_mode"), *r = json_object_get(node, "mig_mode_refused");
+	json_t *m = json_object_get(node, "mig_mode"),
+	       *r = json_object_get(node, "mig_mode_refused");
 	if (json_is_true(json_object_get(node, "mig_mode_change")) && !ni->mig_leave) {
 		ni->mig_leave = 1;
 		st->mm_allowed++;

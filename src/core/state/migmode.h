@@ -45,14 +45,14 @@ struct xp_err;
 #define XP_MIGMODE_JOBS	      64     /* pending MIG jobs looked at per plan */
 
 struct xp_migmode {
-	int16_t dev;	  /* the GPU reserved for a mode change, -1: none */
-	uint8_t on;	  /* the change asked: 1 MIG on */
-	uint8_t room;	  /* slices of the job's profile it gives in MIG mode (estimate) */
-	uint64_t job;	  /* the job it was reserved for */
-	int64_t at;	  /* reserved at */
-	int16_t refused;  /* the GPU of the last refusal, -1: none */
+	int16_t dev;	 /* the GPU reserved for a mode change, -1: none */
+	uint8_t on;	 /* the change asked: 1 MIG on */
+	uint8_t room;	 /* slices of the job's profile it gives in MIG mode (estimate) */
+	uint64_t job;	 /* the job it was reserved for */
+	int64_t at;	 /* reserved at */
+	int16_t refused; /* the GPU of the last refusal, -1: none */
 	int64_t refused_at;
-	char why[240]; /* NVML's or the agent's reason */
+	char why[240];				 /* NVML's or the agent's reason */
 	int64_t refused_until[XP_MAX_NODE_DEVS]; /* per GPU: not asked again before */
 };
 
@@ -76,8 +76,7 @@ long xp_migmode_plan(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, 
 void xp_migmode_sched(const struct xp_state *st, struct xp_sched *s);
 /* Why pending job j waits for a MIG mode change or why none is made, in
  * a sentence appended to sb ("" when it is not about MIG modes). */
-void xp_migmode_explain(struct xp_state *st, const struct xp_job *j, int64_t now,
-			struct xp_sb *sb);
+void xp_migmode_explain(struct xp_state *st, const struct xp_job *j, int64_t now, struct xp_sb *sb);
 /* The reservation and last refusal on node n (NULL: never any). */
 const struct xp_migmode *xp_migmode_of(const struct xp_state *st, size_t n);
 /* Snapshots: the leave and the reservation of node n, and back. */

@@ -54,7 +54,9 @@
  * owner touches ctl->st. The store has its own thread; a command is
  * answered from the store's durability callback whenever records are in
  * flight (its own or others': a reply never shows state that is not
- * durable yet), which resumes its connection.
+ * durable yet), which resumes its connection. Beside them: park.c's
+ * timer (parked requests' deadlines) and http_acct.c's reaper (strangers
+ * past the header timeout).
  */
 #ifndef XP_CTL_H
 #define XP_CTL_H

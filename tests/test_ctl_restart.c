@@ -12,7 +12,10 @@
  *  - a record changed in place without its checksum (the CPU of a job) is
  *    refused the same way, as failing its checksum; --recover then starts,
  *    saying what it dropped;
- *  - a store written by a newer format is refused the same way.
+ *  - a store written by a newer format is refused the same way;
+ *  - a finished job and a service's replica (its readiness and load
+ *    checks, held apart from the job: spec.h, struct xp_svccheck) answer
+ *    GET /v1/jobs/ID byte for byte the same before and after a restart.
  */
 #include "testutil.h"
 
@@ -285,12 +288,102 @@ static void test_retention(void **state)
 	xp_test_rmdir(dir);
 }
 
+/* GET path until its "state" is want (a deadline, not a pace): the reply */
+static char *await_state(struct xp_ctl *ctl, const char *path, const char *want)
+{
+	long st;
+	long long end = xp_test_now_ms() + 60000;
+	for (;;) {
+		char *r = http(ctl, "GET", path, NULL, &st);
+		json_t *o = json_loads(r, 0, NULL);
+		const char *s = json_string_value(json_object_get(o, "state"));
+		int done = st == 200 && s && !strcmp(s, want);
+		json_decref(o);
+		if (done)
+			return r;
+		free(r);
+		if (xp_test_now_ms() > end)
+			fail_msg("%s did not reach %s", path, want);
+		usleep(20000);
+	}
+}
+
+static void test_job_json_restart(void **state)
+{
+	char dir[] = "/tmp/xpjobjsonXXXXXX", path[64], token[80];
+	struct xp_err err = { 0 };
+	long st;
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	struct xp_ctl *ctl = start(dir, &err);
+	if (!ctl)
+		fail_msg("start: %s", err.text);
+	snprintf(token, sizeof(token), "%s", ctl->admin_token);
+	json_t *j = xp_test_json(ctl->addr, token, "POST", "/v1/jobs",
+				 "{\"name\":\"full\",\"command\":[\"sh\",\"-c\",\"exit 3\"],"
+				 "\"env\":{\"A\":\"1\",\"B\":\"two\"},\"labels\":{\"team\":\"x\"},"
+				 "\"resources\":{\"cpu\":1,\"memory\":\"1Gi\"},\"priority\":7,"
+				 "\"duration\":\"1ms\",\"exit_code\":3,\"time_limit\":\"1h\"}",
+				 &st);
+	assert_int_equal(st, 201);
+	snprintf(path, sizeof(path), "/v1/jobs/%lld",
+		 (long long)json_integer_value(json_object_get(j, "id")));
+	json_decref(j);
+	j = xp_test_json(ctl->addr, token, "POST", "/v1/services",
+			 "{\"name\":\"web\",\"replicas\":{\"min\":1,\"max\":2},"
+			 "\"readiness\":{\"http\":\"/ready\",\"period\":\"2s\",\"timeout\":\"1s\"},"
+			 "\"autoscale\":{\"metric\":\"rps\",\"target\":20,\"series\":\"hits_total\"},"
+			 "\"template\":{\"resources\":{\"cpu\":1},\"duration\":\"1h\"}}",
+			 &st);
+	if (st != 201)
+		fail_msg("POST /v1/services: %ld %s", st, json_dumps(j, 0));
+	json_decref(j);
+	char *done = await_state(ctl, path, "failed");
+	/* the replica: the job the controller makes for the service */
+	char rpath[64] = "";
+	for (long long end = xp_test_now_ms() + 60000; !rpath[0]; usleep(20000)) {
+		char *list = http(ctl, "GET", "/v1/jobs?limit=100", NULL, &st);
+		json_t *o = json_loads(list, 0, NULL), *e;
+		size_t i;
+		json_array_foreach(json_object_get(o, "jobs"), i, e)
+			if (!strcmp(json_string_value(json_object_get(e, "name")), "web-v1"))
+				snprintf(rpath, sizeof(rpath), "/v1/jobs/%lld",
+					 (long long)json_integer_value(json_object_get(e, "id")));
+		json_decref(o);
+		free(list);
+		if (!rpath[0] && xp_test_now_ms() > end)
+			fail_msg("no replica of service web in the job list");
+	}
+	char *rep = http(ctl, "GET", rpath, NULL, &st);
+	assert_int_equal(st, 200);
+	if (!strstr(rep, "\"/ready\"") || !strstr(rep, "\"hits_total\""))
+		fail_msg("the replica's spec lacks its checks: %s", rep);
+	xp_ctl_stop(ctl);
+	ctl = start(dir, &err);
+	if (!ctl)
+		fail_msg("restart: %s", err.text);
+	snprintf(ctl->admin_token, sizeof(ctl->admin_token), "%s", token);
+	char *again = http(ctl, "GET", path, NULL, &st);
+	assert_int_equal(st, 200);
+	assert_string_equal(done, again);
+	free(again);
+	again = http(ctl, "GET", rpath, NULL, &st);
+	assert_int_equal(st, 200);
+	assert_string_equal(rep, again);
+	free(again);
+	free(rep);
+	free(done);
+	xp_ctl_stop(ctl);
+	xp_test_rmdir(dir);
+}
+
 int main(void)
 {
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_restart_and_refusals),
 		cmocka_unit_test(test_retention),
+		cmocka_unit_test(test_job_json_restart),
 	};
 	int rc = xp_run_tests(tests, NULL, NULL);
 	curl_global_cleanup();

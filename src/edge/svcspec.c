@@ -363,9 +363,10 @@ int xp_servicespec_replica(const struct xp_servicespec *s, uint32_t version,
 		json_object_set_new(o, "tenant", json_string(s->tenant));
 	if (s->queue[0])
 		json_object_set_new(o, "queue", json_string(s->queue));
-	struct xp_svcref ref = { .name = (char *)s->name, .version = version, .ready = s->ready };
+	struct xp_svccheck chk = { .ready = s->ready };
 	if (s->scale.on)
-		ref.load = s->scale.load;
+		chk.load = s->scale.load;
+	struct xp_svcref ref = { .name = (char *)s->name, .version = version, .chk = &chk };
 	xp_svcref_json(&ref, o);
 	char *text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
@@ -380,6 +381,7 @@ int xp_svcref_parse(struct xp_walk *w, const struct xp_tree *t, struct xp_svcref
 	const char *name;
 	int64_t ver;
 	int rc;
+	struct xp_svccheck chk = { 0 };
 	if (!v)
 		return 0;
 	size_t m = xp_walk_push_key(w, "service");
@@ -391,10 +393,10 @@ int xp_svcref_parse(struct xp_walk *w, const struct xp_tree *t, struct xp_svcref
 		rc = xp_walk_fail(w, v->line, XP_EINVAL, "version: expected 1 or more");
 	const struct xp_tree *rd = rc > 0 ? xp_tree_field(v, "readiness") : NULL;
 	if (rc > 0) {
-		probe_init(&out->ready);
+		probe_init(&chk.ready);
 		if (rd) {
 			size_t m2 = xp_walk_push_key(w, "readiness");
-			rc = parse_probe(w, rd, &out->ready);
+			rc = parse_probe(w, rd, &chk.ready);
 			xp_walk_pop(w, m2);
 		}
 	}
@@ -405,11 +407,11 @@ int xp_svcref_parse(struct xp_walk *w, const struct xp_tree *t, struct xp_svcref
 		rc = xp_walk_want(w, ld, XP_TREE_MAP, "a map {kind, path, series}");
 		if (rc == 0 && (rc = xp_walk_keys(w, ld, load_keys)) == 0 &&
 		    (rc = xp_walk_get_str(w, ld, "kind", 8, &kind)) >= 0)
-			rc = parse_scrape(w, ld, &out->load);
+			rc = parse_scrape(w, ld, &chk.load);
 		if (rc >= 0 && (!kind || (strcmp(kind, "rate") && strcmp(kind, "gauge"))))
 			rc = fail_at(w, ld, "kind", "expected rate or gauge");
 		if (rc >= 0) {
-			out->load.kind = !strcmp(kind, "rate") ? XP_SCRAPE_RATE : XP_SCRAPE_GAUGE;
+			chk.load.kind = !strcmp(kind, "rate") ? XP_SCRAPE_RATE : XP_SCRAPE_GAUGE;
 			rc = 1;
 		}
 		xp_walk_pop(w, m2);
@@ -417,6 +419,8 @@ int xp_svcref_parse(struct xp_walk *w, const struct xp_tree *t, struct xp_svcref
 	if (rc >= 0) {
 		out->name = xstrdup(name);
 		out->version = (uint32_t)ver;
+		out->chk = XNEW(struct xp_svccheck);
+		*out->chk = chk;
 	}
 	xp_walk_pop(w, m);
 	return rc < 0 ? rc : 0;

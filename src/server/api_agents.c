@@ -324,19 +324,19 @@ static json_t *assign_service(const struct xp_svcref *r)
 {
 	json_t *o = json_pack("{s:s,s:i,s:s,s:I,s:I}", "name", r->name, "version",
 			      (int)r->version, "probe",
-			      r->ready.kind == XP_PROBE_HTTP  ? "http"
-			      : r->ready.kind == XP_PROBE_CMD ? "command"
+			      r->chk->ready.kind == XP_PROBE_HTTP  ? "http"
+			      : r->chk->ready.kind == XP_PROBE_CMD ? "command"
 							      : "tcp",
 			      "period_ms",
-			      (json_int_t)r->ready.period_ms, "timeout_ms",
-			      (json_int_t)r->ready.timeout_ms);
-	if (r->ready.kind != XP_PROBE_TCP) /* the path, or the command */
-		json_object_set_new(o, "path", json_string(r->ready.path));
-	if (r->load.kind) /* its load for the autoscaler: read with each check */
+			      (json_int_t)r->chk->ready.period_ms, "timeout_ms",
+			      (json_int_t)r->chk->ready.timeout_ms);
+	if (r->chk->ready.kind != XP_PROBE_TCP) /* the path, or the command */
+		json_object_set_new(o, "path", json_string(r->chk->ready.path));
+	if (r->chk->load.kind) /* its load for the autoscaler: read with each check */
 		json_object_set_new(o, "load",
 				    json_pack("{s:s,s:s,s:s}", "kind",
-					      r->load.kind == XP_SCRAPE_RATE ? "rate" : "gauge",
-					      "path", r->load.path, "series", r->load.series));
+					      r->chk->load.kind == XP_SCRAPE_RATE ? "rate" : "gauge",
+					      "path", r->chk->load.path, "series", r->chk->load.series));
 	return o;
 }
 

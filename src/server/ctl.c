@@ -244,6 +244,8 @@ int xp_ctl_start(const struct xp_ctl_opts *o, struct xp_ctl **out, struct xp_err
 		ctl->o.max_connections = 16384;
 	if (!ctl->o.max_strangers)
 		ctl->o.max_strangers = 64;
+	if (ctl->o.header_timeout_ms <= 0)
+		ctl->o.header_timeout_ms = 30000;
 	if (ctl->o.heartbeat_ms <= 0)
 		ctl->o.heartbeat_ms = 5000;
 	if (ctl->o.suspect_beats <= 0)
@@ -375,7 +377,7 @@ void xp_ctl_stop(struct xp_ctl *ctl)
 	pthread_mutex_destroy(&ctl->watch_mu);
 	pthread_mutex_destroy(&ctl->ep_mu);
 	pthread_mutex_destroy(&ctl->acct.mu);
-	free(ctl->acct.ips);
+	xp_http_acct_free(&ctl->acct);
 	free(ctl->auth);
 	for (size_t i = 0; i < sizeof(ctl->own) / sizeof(ctl->own[0]); i++)
 		free(ctl->own[i]);

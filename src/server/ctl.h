@@ -9,6 +9,8 @@
  *   http.c       the HTTP front on libmicrohttpd (an event loop on a
  *                thread pool): admission before the body, connection
  *                accounting, suspend/resume around the owner, replies
+ *   http_acct.c  connection accounting: strangers per address, their
+ *                header timeout (a reaper thread), admission marks
  *   http_routes.c the route table (method, path, admin, body limit) and
  *                the edge's parsers (src/edge) run on the pool thread
  *   http_wait.c  long polls (events, a node's assignments), server-sent
@@ -54,7 +56,9 @@
  * owner touches ctl->st. The store has its own thread; a command is
  * answered from the store's durability callback whenever records are in
  * flight (its own or others': a reply never shows state that is not
- * durable yet), which resumes its connection.
+ * durable yet), which resumes its connection. Beside them: park.c's
+ * timer (parked requests' deadlines) and http_acct.c's reaper (strangers
+ * past the header timeout).
  */
 #ifndef XP_CTL_H
 #define XP_CTL_H
@@ -100,6 +104,7 @@ struct xp_ctl_opts {
 	int sync;		  /* 1: fsync commits (default); 0: tests and benches only */
 	size_t max_connections;	  /* default 16384 */
 	size_t max_strangers;	  /* per address, before admission; default 64 */
+	int header_timeout_ms;	  /* a stranger's time to send a request head, default 30000 */
 	int heartbeat_ms;	  /* agents' heartbeat period, default 5000 */
 	int suspect_beats;	  /* missed beats before a node is suspect, default 3 */
 	int lost_ms;		  /* silence before a node is lost, default 40000 */
@@ -303,16 +308,23 @@ void xp_metrics_pool(struct xp_ctl *ctl, struct xp_sb *sb, int tenants);
 
 /* ---- the controller ---- */
 
-/* http.c: connections that have not passed admission, per address */
+/* http_acct.c: connections that have not passed admission (strangers),
+ * per address, and their timeout */
+struct connrec;
 struct xp_http_acct {
 	pthread_mutex_t mu;
-	struct ipcount *ips;
-	size_t nips, cap;
+	struct ipcount **ips; /* a hash table of addresses holding strangers */
+	size_t nips;
 	size_t unauth;	  /* in all */
 	size_t total;	  /* every open connection: --max-connections is held here,
 			     not by libmicrohttpd's limit, which it splits evenly
 			     over its pool threads */
 	uint64_t refused; /* connections the accept policy refused */
+	uint64_t reaped;  /* strangers closed after the header timeout */
+	struct connrec *shead, *stail; /* strangers by their last request head */
+	pthread_t reaper;
+	pthread_cond_t reaper_cv;
+	int reaper_started, reaper_stop;
 };
 
 /* park.c: a request parked until a wake of its key, its deadline or the
@@ -706,6 +718,8 @@ char *xp_event_json(struct xp_ctl *ctl, uint64_t seq, int64_t at, const struct x
 /* http.c */
 int xp_http_start(struct xp_ctl *ctl, struct xp_err *err);
 void xp_http_stop(struct xp_ctl *ctl);
+/* http_acct.c: the per-address table's memory (at the controller's end) */
+void xp_http_acct_free(struct xp_http_acct *a);
 
 /* reply.c: the one family of replies */
 void xp_reply_json(struct xp_cmd *cmd, int status, char *json);

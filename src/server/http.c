@@ -26,10 +26,11 @@
  *
  * Connections that have not yet passed admission are counted per source
  * address and in all (--max-strangers, 64; a quarter of --max-connections
- * kept for those that did), and time out after XP_HEADER_TIMEOUT_S; a
- * connection that passed admission once (an agent's) keeps the longer
- * idle timeout. An attacker holding connections open from one address
- * cannot take the slots agents need for their heartbeats.
+ * kept for those that did), and closed 30 s after their accept unless
+ * admitted by then (http_acct.c, which says why that is not libmicrohttpd's
+ * per-connection timeout); every connection has the 120 s idle timeout.
+ * An attacker holding connections open from one address cannot take the
+ * slots agents need for their heartbeats.
  *
  * Every reply, errors included, goes through k->cmd and xp_http_send: one
  * error family (reply.c).
@@ -57,120 +58,8 @@
 #include "../lib/sha256.h"
 #include "../lib/xalloc.h"
 
-#define XP_HEADER_TIMEOUT_S 30	/* for them: headers and body */
-#define XP_IDLE_TIMEOUT_S   120 /* a connection that passed admission, idle */
+#define XP_IDLE_TIMEOUT_S 120 /* any connection, idle (strangers: http_acct.c) */
 #define XP_HTTP_MIN_THREADS 4
-
-/* ---- connection accounting: who has not passed admission yet ---- */
-
-
-struct ipcount {
-	uint32_t ip, n;
-};
-
-static struct ipcount *ip_slot(struct xp_ctl *ctl, uint32_t ip, int add)
-{
-	struct xp_http_acct *a = &ctl->acct;
-	for (size_t i = 0; i < a->nips; i++)
-		if (a->ips[i].ip == ip)
-			return &a->ips[i];
-	if (!add)
-		return NULL;
-	if (a->nips == a->cap) {
-		a->cap = a->cap ? 2 * a->cap : 16;
-		a->ips = xrealloc(a->ips, a->cap * sizeof(*a->ips));
-	}
-	a->ips[a->nips] = (struct ipcount){ ip, 0 };
-	return &a->ips[a->nips++];
-}
-
-/* one fewer connection before admission from ip (under acct.mu) */
-static void unauth_drop(struct xp_ctl *ctl, uint32_t ip)
-{
-	struct xp_http_acct *a = &ctl->acct;
-	struct ipcount *s = ip_slot(ctl, ip, 0);
-	if (s && --s->n == 0) /* keep the table to the addresses holding some */
-		*s = a->ips[--a->nips];
-	a->unauth--;
-}
-
-static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t len)
-{
-	struct xp_ctl *ctl = cls;
-	if (len < (socklen_t)sizeof(struct sockaddr_in) || addr->sa_family != AF_INET)
-		return MHD_YES;
-	uint32_t ip = ((const struct sockaddr_in *)addr)->sin_addr.s_addr;
-	pthread_mutex_lock(&ctl->acct.mu);
-	struct ipcount *s = ip_slot(ctl, ip, 0);
-	int ok = (!s || s->n < ctl->o.max_strangers) &&
-		 ctl->acct.unauth < ctl->o.max_connections - ctl->o.max_connections / 4 &&
-		 ctl->acct.total < ctl->o.max_connections;
-	if (!ok)
-		ctl->acct.refused++;
-	pthread_mutex_unlock(&ctl->acct.mu);
-	return ok ? MHD_YES : MHD_NO;
-}
-
-/* TLS: GnuTLS writes a handshake flight and a reply as several records,
- * each a send() that libmicrohttpd does not cork; with Nagle on, the second
- * waits for the client's delayed ACK (40 ms a step, measured: 80 ms for
- * one CLI call). So the records go at once. */
-static void tls_nodelay(struct MHD_Connection *c)
-{
-	const union MHD_ConnectionInfo *fi =
-		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-	int one = 1;
-	if (fi)
-		setsockopt(fi->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-}
-
-static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
-			  enum MHD_ConnectionNotificationCode code)
-{
-	struct xp_ctl *ctl = cls;
-	struct connrec *r = *socket_context;
-	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-		const union MHD_ConnectionInfo *ci =
-			MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-		r = XNEW(struct connrec);
-		if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
-			r->ip = ((const struct sockaddr_in *)ci->client_addr)->sin_addr.s_addr;
-		if (ctl->tls_pem[0])
-			tls_nodelay(c);
-		*socket_context = r;
-		pthread_mutex_lock(&ctl->acct.mu);
-		ip_slot(ctl, r->ip, 1)->n++;
-		ctl->acct.unauth++;
-		ctl->acct.total++;
-		pthread_mutex_unlock(&ctl->acct.mu);
-		return;
-	}
-	if (!r)
-		return;
-	pthread_mutex_lock(&ctl->acct.mu);
-	if (!r->admitted)
-		unauth_drop(ctl, r->ip);
-	ctl->acct.total--;
-	pthread_mutex_unlock(&ctl->acct.mu);
-	free(r->reply);
-	free(r);
-	*socket_context = NULL;
-}
-
-/* the connection passed admission: it no longer counts as a stranger's */
-static void admitted(struct conn *k)
-{
-	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(k->c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	struct connrec *r = ci ? ci->socket_context : NULL;
-	if (!r || r->admitted)
-		return;
-	pthread_mutex_lock(&k->ctl->acct.mu);
-	r->admitted = 1;
-	unauth_drop(k->ctl, r->ip);
-	pthread_mutex_unlock(&k->ctl->acct.mu);
-	MHD_set_connection_option(k->c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)XP_IDLE_TIMEOUT_S);
-}
 
 /* ---- replies ---- */
 
@@ -411,7 +300,7 @@ static int admit(struct conn *k, const char *url, const char *method)
 		return to_leader(k, url), -1;
 	if (admit_token(k, url) < 0 || admit_body(k) < 0)
 		return -1;
-	admitted(k);
+	xp_http_admitted(k);
 	MHD_get_connection_values(k->c, MHD_GET_ARGUMENT_KIND, collect_query, &k->cmd);
 	k->cmd.idem_key = MHD_lookup_connection_value(k->c, MHD_HEADER_KIND, "Idempotency-Key");
 	if (k->cmd.idem_key) {
@@ -609,7 +498,7 @@ int xp_http_start(struct xp_ctl *ctl, struct xp_err *err)
 	if (rc < 0)
 		return rc;
 	raise_fd_limit(ctl);
-	if ((rc = xp_park_start(ctl, err)) < 0)
+	if ((rc = xp_park_start(ctl, err)) < 0 || (rc = xp_http_acct_start(ctl, err)) < 0)
 		return rc;
 	unsigned tls = 0;
 	if (ctl->o.tls_cert || ctl->o.tls_key) {
@@ -633,16 +522,18 @@ int xp_http_start(struct xp_ctl *ctl, struct xp_err *err)
 	ctl->http = MHD_start_daemon(
 		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
 			MHD_USE_ERROR_LOG | tls,
-		ntohs(sa.sin_port), on_accept, ctl, on_request, ctl, MHD_OPTION_EXTERNAL_LOGGER,
+		ntohs(sa.sin_port), xp_http_on_accept, ctl, on_request, ctl, MHD_OPTION_EXTERNAL_LOGGER,
 		mhd_log, ctl, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
 		/* libmicrohttpd gives each pool thread limit / threads: a thread
 		 * that the kernel hands more accepts than its share would refuse
 		 * them while others idle. Each may take them all; on_accept holds
 		 * --max-connections over the whole pool. */
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)ctl->o.max_connections * threads,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)XP_HEADER_TIMEOUT_S,
+		/* one timeout for all: a connection with its own is walked
+		 * every loop round (http_acct.c) */
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)XP_IDLE_TIMEOUT_S,
 		MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-		ctl, MHD_OPTION_NOTIFY_CONNECTION, on_connection, ctl,
+		ctl, MHD_OPTION_NOTIFY_CONNECTION, xp_http_on_connection, ctl,
 		MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)4096, MHD_OPTION_ARRAY, tlsopt,
 		MHD_OPTION_END);
 	if (!ctl->http)
@@ -658,6 +549,7 @@ int xp_http_start(struct xp_ctl *ctl, struct xp_err *err)
 void xp_http_stop(struct xp_ctl *ctl)
 {
 	if (!ctl->http) {
+		xp_http_acct_stop(ctl);
 		free(ctl->tls_pem[0]);
 		free(ctl->tls_pem[1]);
 		ctl->tls_pem[0] = ctl->tls_pem[1] = NULL;
@@ -676,6 +568,7 @@ void xp_http_stop(struct xp_ctl *ctl)
 	       pthread_cond_timedwait(&ctl->http_cv, &ctl->http_mu, &until) == 0)
 		;
 	pthread_mutex_unlock(&ctl->http_mu);
+	xp_http_acct_stop(ctl); /* before the descriptors go */
 	MHD_stop_daemon(ctl->http);
 	ctl->http = NULL;
 	for (int i = 0; i < 2; i++) {
@@ -685,6 +578,10 @@ void xp_http_stop(struct xp_ctl *ctl)
 	if (ctl->acct.refused)
 		fprintf(stderr, "xpool server: http: %llu connections refused at accept (limits)\n",
 			(unsigned long long)ctl->acct.refused);
+	if (ctl->acct.reaped)
+		fprintf(stderr,
+			"xpool server: http: %llu connections closed without a request head in %d s\n",
+			(unsigned long long)ctl->acct.reaped, ctl->o.header_timeout_ms / 1000);
 	/* the parking itself goes in xp_ctl_stop, after the owner and the
 	 * store thread, which still wake keys (a refused park is answered) */
 }

@@ -1,7 +1,7 @@
 /*
- * http_int: what the files of the HTTP front share (http.c, http_routes.c,
- * http_wait.c). See http.c for the model: an event loop on a small thread
- * pool, requests that wait held as suspended connections.
+ * http_int: what the files of the HTTP front share (http.c, http_acct.c,
+ * http_routes.c, http_wait.c). See http.c for the model: an event loop on
+ * a small thread pool, requests that wait held as suspended connections.
  */
 #ifndef XP_HTTP_INT_H
 #define XP_HTTP_INT_H
@@ -39,6 +39,10 @@ struct route {
 struct connrec {
 	uint32_t ip; /* IPv4, network order */
 	int admitted;
+	int fd;			       /* the socket (-1 unknown): the reaper shuts it down */
+	int queued;		       /* in the strangers' FIFO (http_acct.c) */
+	int64_t since;		       /* its accept (ms, xp_ctl_now) */
+	struct connrec *sprev, *snext; /* the FIFO, under acct.mu */
 	char node[64];	  /* the node the cached reply is for ("" none) */
 	long index;	  /* its index in the state */
 	uint64_t version; /* the assignment version the reply reflects */
@@ -81,6 +85,16 @@ enum MHD_Result xp_http_epwatch(struct conn *k);
 enum MHD_Result xp_http_logs(struct conn *k);
 enum MHD_Result xp_http_metrics(struct conn *k, int full);
 enum MHD_Result xp_http_ui(struct conn *k, int script);
+
+/* http_acct.c: the accept policy and connection notices libmicrohttpd
+ * calls; admission; the reaper of strangers */
+enum MHD_Result xp_http_on_accept(void *cls, const struct sockaddr *addr, socklen_t len);
+void xp_http_on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			   enum MHD_ConnectionNotificationCode code);
+/* k passed admission: no longer a stranger (no header timeout, not counted) */
+void xp_http_admitted(struct conn *k);
+int xp_http_acct_start(struct xp_ctl *ctl, struct xp_err *err);
+void xp_http_acct_stop(struct xp_ctl *ctl);
 
 /* http.c */
 /* Send k->cmd's reply (status, body, type); frees the body. */

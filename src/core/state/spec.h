@@ -92,12 +92,20 @@ struct xp_scrape {
 	char series[XP_SERIES_MAX + 1];
 };
 
-/* A replica job's service (xp_jobspec.svc); name NULL: not a replica. */
+/* A service replica's checks (xp_svcref.chk). */
+struct xp_svccheck {
+	struct xp_probe ready;
+	struct xp_scrape load; /* kind NONE: the service does not autoscale */
+};
+
+/* A replica job's service (xp_jobspec.svc); name NULL: not a replica. The
+ * checks are held apart: inline they were 650 of a job's 1,240 bytes, in
+ * every job - nearly none a replica - and in each of the finished jobs
+ * kept for the API (1,000,000 of them: docs/results/scale.md). */
 struct xp_svcref {
 	char *name;
 	uint32_t version;
-	struct xp_probe ready;
-	struct xp_scrape load; /* kind NONE: the service does not autoscale */
+	struct xp_svccheck *chk; /* with name: owned, never NULL; else NULL */
 };
 
 struct xp_jobspec {

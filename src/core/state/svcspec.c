@@ -101,12 +101,13 @@ static char *replica_json(const struct xp_servicespec *s)
 	r.name = name;
 	r.tenant = s->tenant[0] ? (char *)s->tenant : NULL;
 	r.queue = s->queue[0] ? (char *)s->queue : NULL;
+	struct xp_svccheck chk = { .ready = s->ready };
+	if (s->scale.on)
+		chk.load = s->scale.load;
 	memset(&r.svc, 0, sizeof(r.svc));
 	r.svc.name = (char *)s->name;
 	r.svc.version = 1;
-	r.svc.ready = s->ready;
-	if (s->scale.on)
-		r.svc.load = s->scale.load;
+	r.svc.chk = &chk;
 	return xp_jobspec_to_json(&r);
 }
 
@@ -124,14 +125,16 @@ void xp_svcref_json(const struct xp_svcref *r, json_t *spec)
 	if (!r->name)
 		return;
 	json_t *o = json_pack("{s:s,s:i,s:o}", "name", r->name, "version", (int)r->version,
-			      "readiness", probe_json(&r->ready));
-	if (r->load.kind)
-		json_object_set_new(o, "load", scrape_json(&r->load));
+			      "readiness", probe_json(&r->chk->ready));
+	if (r->chk->load.kind)
+		json_object_set_new(o, "load", scrape_json(&r->chk->load));
 	json_object_set_new(spec, "service", o);
 }
 
 void xp_svcref_free(struct xp_svcref *r)
 {
 	free(r->name);
+	free(r->chk);
 	r->name = NULL;
+	r->chk = NULL;
 }

@@ -517,6 +517,21 @@ static int optimise_flags(struct xp_flag *flags, struct xp_ctl_opts *o, struct x
 	return 0;
 }
 
+/* --policy, --weights, --optimise and --budget into o; -1 with err naming the flag */
+static int policy_flags(struct xp_flag *flags, struct xp_ctl_opts *o, struct xp_err *err)
+{
+	if (!xp_policy_find(o->policy))
+		return xp_errf(err, XP_EINVAL, "--policy: unknown policy '%s'", o->policy);
+	if (optimise_flags(flags, o, err) < 0)
+		return -1;
+	if (xp_flag_get(flags, "weights")->given &&
+	    xp_weights_parse(xp_flag_get(flags, "weights")->sval, o->weights, err) < 0) {
+		xp_err_prefix(err, "--weights: ");
+		return -1;
+	}
+	return 0;
+}
+
 /* The flags of xpool server and xpool dev (serve() copies them). */
 static const struct xp_flag server_flags[] = {
 	{ "data", XP_FLAG_STR, "DIR", "data directory (required)" }, /* dev: see serve */
@@ -689,17 +704,8 @@ static int serve(const char *verb, int dev, int argc, char **argv)
 			o.alert_webhook);
 		goto usage;
 	}
-	if (!xp_policy_find(o.policy)) {
-		xp_errf(&err, XP_EINVAL, "--policy: unknown policy '%s'", o.policy);
+	if (policy_flags(flags, &o, &err) < 0)
 		goto usage;
-	}
-	if (optimise_flags(flags, &o, &err) < 0)
-		goto usage;
-	if (xp_flag_get(flags, "weights")->given &&
-	    xp_weights_parse(xp_flag_get(flags, "weights")->sval, o.weights, &err) < 0) {
-		xp_err_prefix(&err, "--weights: ");
-		goto usage;
-	}
 	if (time_flags(flags, &o, &err) < 0 || size_flags(flags, &o, &err) < 0 ||
 	    store_flags(flags, dev, &o, &err) < 0)
 		goto usage;

@@ -338,22 +338,10 @@ long xp_state_service(const struct xp_state *st, const char *name);
  * restarts on another node). */
 int64_t xp_service_backoff_ms(const struct xp_service *s);
 
-/* The records the cycle writes (bodies are malloc'd JSON; the other
- * records' writers are the codec's, src/edge/edge.h). */
-char *xp_rec_job_start(const struct xp_state *st, uint64_t id, const struct xp_alloc *a,
-		       uint32_t n);
-char *xp_rec_job_cancel(uint64_t id, const char *reason);
-/* Running -> pending: its node was lost; the allocations are released. */
-char *xp_rec_job_requeue(uint64_t id, const char *reason);
-/* Running -> pending: preempted (the same record shape, type job.preempt). */
-#define xp_rec_job_preempt xp_rec_job_requeue
-/* elastic.c: job.resize - the running elastic job id goes to epoch
- * `epoch` (its epoch + 1): the replicas keep[0..nkeep) (ascending ranks of
- * the current size) stay, renumbered 0.., and add[0..nadd) join after them;
- * why is the reason (docs/design/controller.md, "Elastic jobs"). */
-char *xp_rec_job_resize(const struct xp_state *st, uint64_t id, uint32_t epoch,
-			const uint32_t *keep, uint32_t nkeep, const struct xp_alloc *add,
-			uint32_t nadd, const char *why);
+/* Allocations a[n] as records carry them (rec.h; node names borrowed
+ * from the state), malloc'd: for job.start and job.resize records. */
+struct xp_rec_alloc *xp_allocs_rec(const struct xp_state *st, const struct xp_alloc *a,
+				   uint32_t n);
 /* Is j elastic (replicas: {min, max})? */
 int xp_job_elastic(const struct xp_job *j);
 
@@ -387,8 +375,12 @@ uint64_t xp_state_job_by_key(const struct xp_state *st, uint32_t tenant, const c
  * handed to emit() as a job.start record, which must apply it before
  * returning (the owner also journals it). At most budget jobs are tried.
  * Returns the number placed, or a negative code from emit().
+ *
+ * The record is typed (rec.h: job.start, job.preempt, job.cancel,
+ * job.resize) and borrowed for the call: emit() encodes it for the journal
+ * (src/edge: xp_rec_encode) and applies it.
  */
-typedef int (*xp_emit_fn)(void *ctx, const char *type, char *body);
+typedef int (*xp_emit_fn)(void *ctx, const struct xp_rec *r);
 long xp_state_cycle(struct xp_state *st, int64_t now, size_t budget, struct xp_rng *rng,
 		    xp_emit_fn emit, void *ctx);
 /* The reservation the last finished pass made for job (backfill.c): 1 and

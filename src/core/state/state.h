@@ -490,10 +490,11 @@ int xp_job_terminal(int s);
 const char *xp_end_name(int e);	 /* "" for none */
 int xp_end_parse(const char *s); /* "oom" -> XP_END_OOM; -1 unknown (or "") */
 /* A job.submit record applied from the spec it was encoded from, as
- * xp_state_apply(st, 0, at, "job.submit", xp_rec_job_submit(id, tenant,
+ * xp_rec_apply(st, 0, at, "job.submit", xp_rec_job_submit(id, tenant,
  * key, spec), ...) would, without parsing the record again: the owner's
- * path (replay parses the record; a spec's canonical JSON parses to the
- * same spec, spec.h). Takes *spec (zeroed), applied or not. */
+ * path, and the typed job.submit's (replay decodes the record; a spec's
+ * canonical JSON parses to the same spec, spec.h). Takes *spec (zeroed),
+ * applied or not. */
 int xp_state_submit(struct xp_state *st, int64_t at, uint64_t id, const char *tenant,
 		    const char *key, struct xp_jobspec *spec, struct xp_event_info *ev,
 		    struct xp_err *err);

@@ -209,12 +209,28 @@ static void test_decode(void **unused)
 	assert_null(xp_rec_type_name(XP_REC_N));
 }
 
+/* A state needs the edge's readers for the documents inside snapshots. */
+static void test_state_needs_docs(void **unused)
+{
+	(void)unused;
+	struct xp_err err = { 0 };
+	struct xp_state_opts none = { 0 };
+	assert_null(xp_state_create(NULL, &err));
+	assert_int_equal(err.code, XP_EINVAL);
+	assert_null(xp_state_create(&none, &err));
+	assert_non_null(strstr(err.text, "xp_state_opts.docs"));
+	struct xp_state *st = xp_state_create(&world_opts, &err);
+	assert_non_null(st);
+	xp_state_destroy(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_old_journals),
 		cmocka_unit_test(test_writers),
 		cmocka_unit_test(test_decode),
+		cmocka_unit_test(test_state_needs_docs),
 	};
 	return xp_run_tests(tests, NULL, NULL);
 }

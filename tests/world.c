@@ -146,9 +146,11 @@ int world_apply(struct world *w, const char *type, char *body)
 	return rc;
 }
 
-int world_emit(void *ctx, const char *type, char *body)
+int world_emit(void *ctx, const struct xp_rec *r)
 {
 	struct world *w = ctx;
+	const char *type = xp_rec_type_name(r->type);
+	char *body = xp_rec_encode(r);
 	if (w->on_emit)
 		w->on_emit(w, type, body);
 	int rc = world_apply(w, type, body);

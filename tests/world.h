@@ -45,8 +45,9 @@ void world_free(struct world *w);
 /* Apply a record (takes body); returns xp_rec_apply's code. Fails the
  * test when an invariant breaks. */
 int world_apply(struct world *w, const char *type, char *body);
-/* The cycle's emit callback (ctx: the world); fails the test on a refusal. */
-int world_emit(void *ctx, const char *type, char *body);
+/* The cycle's emit callback (ctx: the world): the record encoded (the
+ * codec's xp_rec_encode) and applied; fails the test on a refusal. */
+int world_emit(void *ctx, const struct xp_rec *r);
 /* Run the cycle until it has nothing more to do (seed 1). */
 void world_cycle(struct world *w);
 /* Submit a YAML spec as tenant; the job id, 0 if refused. */

@@ -70,9 +70,9 @@ static void apply(struct bench *b, const char *type, char *body)
 	free(body);
 }
 
-static int emit(void *ctx, const char *type, char *body)
+static int emit(void *ctx, const struct xp_rec *r)
 {
-	apply(ctx, type, body);
+	apply(ctx, xp_rec_type_name(r->type), xp_rec_encode(r));
 	return 0;
 }
 

@@ -96,9 +96,25 @@ int xp_meter_counters_check(struct json_t *counters, struct xp_err *err);
 char *xp_rec_job_counter(uint64_t job, struct json_t *counters);
 
 /* records.c: the journal records' writers (bodies are malloc'd JSON, the
- * bytes the journal has always held; test_codec pins them). The cycle's
- * own records (job.start, job.cancel, job.requeue/preempt, job.resize) are
- * still written by the state (state.h). */
+ * bytes the journal has always held; test_codec pins them). */
+/* A typed record's JSON: the records the scheduling cycle emits
+ * (job.start, job.preempt, job.cancel, job.resize) and job.requeue; NULL
+ * for the other types (their writers are below). */
+char *xp_rec_encode(const struct xp_rec *r);
+char *xp_rec_job_start(const struct xp_state *st, uint64_t id, const struct xp_alloc *a,
+		       uint32_t n);
+char *xp_rec_job_cancel(uint64_t id, const char *reason);
+/* Running -> pending: its node was lost; the allocations are released. */
+char *xp_rec_job_requeue(uint64_t id, const char *reason);
+/* Running -> pending: preempted (the same record shape, type job.preempt). */
+#define xp_rec_job_preempt xp_rec_job_requeue
+/* job.resize - the running elastic job id goes to epoch `epoch` (its
+ * epoch + 1): the replicas keep[0..nkeep) (ascending ranks of the current
+ * size) stay, renumbered 0.., and add[0..nadd) join after them; why is the
+ * reason (docs/design/controller.md, "Elastic jobs"). */
+char *xp_rec_job_resize(const struct xp_state *st, uint64_t id, uint32_t epoch,
+			const uint32_t *keep, uint32_t nkeep, const struct xp_alloc *add,
+			uint32_t nadd, const char *why);
 char *xp_rec_tenant_create(const char *name);
 /* scope: enum xp_scope; node: the node of a XP_SCOPE_NODE token, else NULL */
 char *xp_rec_token_create(uint64_t id, const char *tenant, const char *name, int scope,

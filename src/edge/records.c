@@ -3,8 +3,8 @@
  * codec (codec.c decodes). Each writes the bytes the journal has always
  * held for its record (test_codec pins them): key order, number and
  * string forms as before, so journals, snapshots and the etcd store stay
- * byte-compatible. The cycle's own records are still written by the state
- * (core/state/state.h: xp_rec_job_start, _cancel, _requeue, _resize).
+ * byte-compatible. xp_rec_encode writes the typed records the scheduling
+ * cycle emits.
  */
 #include "edge.h"
 
@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../core/model/mig.h"
 #include "../lib/strbuf.h"
+#include "../lib/xalloc.h"
 
 static char *dump(json_t *o)
 {
@@ -225,5 +227,98 @@ char *xp_rec_job_energy(uint64_t job, uint32_t attempt, uint64_t joules)
 			      "joules", (json_int_t)joules);
 	char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(o);
+	return s;
+}
+
+/* allocations as job.start and job.resize carry them; a MIG slice's kind
+ * by its NVML profile id (the name depends on the device's table; the
+ * assignment gives it to the agent) */
+static json_t *allocs_json(const struct xp_rec_alloc *a, uint32_t n)
+{
+	json_t *arr = json_array();
+	for (uint32_t r = 0; r < n; r++) {
+		json_t *devs = json_array(), *o;
+		for (uint16_t i = 0; i < a[r].ndev; i++)
+			json_array_append_new(devs, json_integer(a[r].devs[i]));
+		json_array_append_new(
+			arr, o = json_pack("{s:i,s:s,s:i,s:I,s:I,s:i,s:I,s:o}", "replica", (int)r,
+					   "node", a[r].node, "node_index", (int)a[r].node_index,
+					   "cpu_milli", (json_int_t)a[r].cpu_milli, "memory_mib",
+					   (json_int_t)a[r].mem_mib, "dev_milli", (int)a[r].dev_milli,
+					   "dev_mem_mib", (json_int_t)a[r].dev_mem_mib, "devices",
+					   devs));
+		if (a[r].mig)
+			json_object_set_new(o, "mig",
+					    json_pack("{s:i,s:i}", "id",
+						      (int)xp_mig_kind_id(a[r].mig - 1), "start",
+						      (int)a[r].mig_start));
+	}
+	return arr;
+}
+
+char *xp_rec_encode(const struct xp_rec *r)
+{
+	switch (r->type) {
+	case XP_REC_JOB_START:
+		return dump(json_pack("{s:I,s:o}", "id", (json_int_t)r->u.start.id, "allocations",
+				      allocs_json(r->u.start.a, (uint32_t)r->u.start.n)));
+	case XP_REC_JOB_CANCEL:
+		return xp_rec_job_cancel(r->u.end.id, r->u.end.reason);
+	case XP_REC_JOB_REQUEUE:
+	case XP_REC_JOB_PREEMPT:
+		return xp_rec_job_requeue(r->u.requeue.id, r->u.requeue.reason);
+	case XP_REC_JOB_RESIZE: {
+		json_t *k = json_array();
+		for (int64_t i = 0; i < r->u.resize.nkeep; i++)
+			json_array_append_new(k, json_integer(r->u.resize.keep[i]));
+		return dump(json_pack("{s:I,s:i,s:i,s:o,s:o,s:s}", "id",
+				      (json_int_t)r->u.resize.id, "epoch", (int)r->u.resize.epoch,
+				      "size", (int)r->u.resize.size, "keep", k, "add",
+				      allocs_json(r->u.resize.add, r->u.resize.nadd), "reason",
+				      r->u.resize.reason ? r->u.resize.reason : ""));
+	}
+	}
+	return NULL;
+}
+
+char *xp_rec_job_start(const struct xp_state *st, uint64_t id, const struct xp_alloc *a, uint32_t n)
+{
+	struct xp_rec_alloc *ra = xp_allocs_rec(st, a, n);
+	struct xp_rec r = { .type = XP_REC_JOB_START, .u.start = { .id = id, .n = n, .a = ra } };
+	char *s = xp_rec_encode(&r);
+	free(ra);
+	return s;
+}
+
+char *xp_rec_job_cancel(uint64_t id, const char *reason)
+{
+	return dump(json_pack("{s:I,s:s}", "id", (json_int_t)id, "reason", reason ? reason : ""));
+}
+
+char *xp_rec_job_requeue(uint64_t id, const char *reason)
+{
+	return dump(json_pack("{s:I,s:s}", "id", (json_int_t)id, "reason", reason ? reason : ""));
+}
+
+char *xp_rec_job_resize(const struct xp_state *st, uint64_t id, uint32_t epoch,
+			const uint32_t *keep, uint32_t nkeep, const struct xp_alloc *add,
+			uint32_t nadd, const char *why)
+{
+	int64_t *k = XNEWV(int64_t, nkeep + 1);
+	for (uint32_t i = 0; i < nkeep; i++)
+		k[i] = keep[i];
+	struct xp_rec_alloc *ra = xp_allocs_rec(st, add, nadd);
+	struct xp_rec r = { .type = XP_REC_JOB_RESIZE,
+			    .u.resize = { .id = id,
+					  .epoch = epoch,
+					  .size = nkeep + nadd,
+					  .nkeep = nkeep,
+					  .keep = k,
+					  .nadd = nadd,
+					  .add = ra,
+					  .reason = why } };
+	char *s = xp_rec_encode(&r);
+	free(ra);
+	free(k);
 	return s;
 }

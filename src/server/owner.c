@@ -394,10 +394,11 @@ int xp_ctl_journal_submit(struct xp_ctl *ctl, uint64_t id, const char *tenant, c
 	return journal(ctl, "job.submit", xp_rec_job_submit(id, tenant, key, spec), &ts, err);
 }
 
-static int cycle_emit(void *ctx, const char *type, char *body)
+static int cycle_emit(void *ctx, const struct xp_rec *r)
 {
 	struct xp_err err = { 0 };
-	int rc = xp_ctl_journal(ctx, type, body, &err);
+	const char *type = xp_rec_type_name(r->type);
+	int rc = xp_ctl_journal(ctx, type, xp_rec_encode(r), &err);
 	if (rc < 0)
 		fprintf(stderr, "xpool server: the cycle's %s was refused: %s\n", type, err.text);
 	return rc;

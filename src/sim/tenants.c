@@ -175,10 +175,11 @@ static int apply(struct sim *s, int64_t at, const char *type, char *body)
 	return rc;
 }
 
-static int emit(void *ctx, const char *type, char *body)
+static int emit(void *ctx, const struct xp_rec *r)
 {
 	struct sim *s = ctx;
-	int rc = apply(s, s->now, type, body);
+	const char *type = xp_rec_type_name(r->type);
+	int rc = apply(s, s->now, type, xp_rec_encode(r));
 	if (rc < 0)
 		return rc;
 	if (!strcmp(type, "job.preempt"))

@@ -384,7 +384,9 @@ static int make_room(struct xp_state *st, struct xp_pass *p, struct xp_job *j,
 	for (size_t k = 0; k < plan.n; k++) {
 		char why[300];
 		xp_plan_reason(st, j, &plan, k, why, sizeof(why));
-		rc = emit(ctx, "job.preempt", xp_rec_job_preempt(plan.victims[k], why));
+		struct xp_rec rec = { .type = XP_REC_JOB_PREEMPT,
+				      .u.requeue = { .id = plan.victims[k], .reason = why } };
+		rc = emit(ctx, &rec);
 		if (rc < 0) {
 			xp_plan_free(&plan);
 			return rc;
@@ -466,7 +468,11 @@ static int try_job(struct xp_state *st, struct xp_pass *p, struct xp_job *j, str
 			goto unplaced;
 		}
 	}
-	rc = emit(ctx, "job.start", xp_rec_job_start(st, j->id, a, j->spec.replicas));
+	struct xp_rec_alloc *ra = xp_allocs_rec(st, a, j->spec.replicas);
+	struct xp_rec rec = { .type = XP_REC_JOB_START,
+			      .u.start = { .id = j->id, .n = j->spec.replicas, .a = ra } };
+	rc = emit(ctx, &rec);
+	free(ra);
 	free(a);
 	if (rc < 0)
 		return rc;

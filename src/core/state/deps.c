@@ -144,7 +144,9 @@ long xp_deps_cancel_doomed(struct xp_state *st, xp_emit_fn emit, void *ctx)
 					 (unsigned long long)d->id, xp_job_state_name(d->state),
 					 xp_dep_type_name(j->spec.deps[k].type));
 		}
-		int rc = emit(ctx, "job.cancel", xp_rec_job_cancel(id, why));
+		struct xp_rec rec = { .type = XP_REC_JOB_CANCEL,
+				      .u.end = { .id = id, .state = XP_JOB_CANCELLED, .reason = why } };
+		int rc = emit(ctx, &rec);
 		if (rc < 0)
 			return rc;
 		n++;

@@ -66,20 +66,6 @@ void xp_elastic_json(const struct xp_jobspec *s, json_t *o)
 
 /* ---- job.resize ---- */
 
-char *xp_rec_job_resize(const struct xp_state *st, uint64_t id, uint32_t epoch,
-			const uint32_t *keep, uint32_t nkeep, const struct xp_alloc *add,
-			uint32_t nadd, const char *why)
-{
-	json_t *k = json_array();
-	for (uint32_t i = 0; i < nkeep; i++)
-		json_array_append_new(k, json_integer(keep[i]));
-	json_t *o = json_pack("{s:I,s:i,s:i,s:o,s:o,s:s}", "id", (json_int_t)id, "epoch",
-			      (int)epoch, "size", (int)(nkeep + nadd), "keep", k, "add",
-			      xp_allocs_json(st, add, nadd), "reason", why ? why : "");
-	char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(o);
-	return text;
-}
 
 /* keep[] of a resize record: ascending ranks below size; n of them */
 static int check_keep(const struct xp_rec *r, uint32_t size, uint32_t *keep, uint32_t *n,

@@ -118,6 +118,30 @@ static int shrink_plan(struct xp_state *st, const struct xp_job *j, const struct
 	return ok;
 }
 
+/* job.resize of e to epoch + 1: the replicas keep[] stay, add[] join */
+static int emit_resize(const struct xp_state *st, const struct xp_job *e, const uint32_t *keep,
+		       uint32_t nkeep, const struct xp_alloc *add, uint32_t nadd, const char *why,
+		       xp_emit_fn emit, void *ctx)
+{
+	int64_t *k = XNEWV(int64_t, nkeep + 1);
+	for (uint32_t i = 0; i < nkeep; i++)
+		k[i] = keep[i];
+	struct xp_rec_alloc *ra = xp_allocs_rec(st, add, nadd);
+	struct xp_rec rec = { .type = XP_REC_JOB_RESIZE,
+			      .u.resize = { .id = e->id,
+					    .epoch = e->epoch + 1,
+					    .size = nkeep + nadd,
+					    .nkeep = nkeep,
+					    .keep = k,
+					    .nadd = nadd,
+					    .add = ra,
+					    .reason = why } };
+	int rc = emit(ctx, &rec);
+	free(ra);
+	free(k);
+	return rc;
+}
+
 /* job.resize of e without its taken replicas */
 static int emit_shrink(struct xp_state *st, const struct xp_job *j, struct xp_job *e,
 		       const struct taken *t, size_t nt, xp_emit_fn emit, void *ctx)
@@ -135,8 +159,7 @@ static int emit_shrink(struct xp_state *st, const struct xp_job *j, struct xp_jo
 		 "shrink: job %llu (priority %d, queue %s) needs the capacity; %u -> %u replicas",
 		 (unsigned long long)j->id, j->spec.priority, st->queues.v[j->queue].name,
 		 e->spec.replicas, nkeep);
-	int rc = emit(ctx, "job.resize",
-		      xp_rec_job_resize(st, e->id, e->epoch + 1, keep, nkeep, NULL, 0, why));
+	int rc = emit_resize(st, e, keep, nkeep, NULL, 0, why, emit, ctx);
 	free(keep);
 	return rc;
 }
@@ -236,9 +259,7 @@ static int emit_grow(struct xp_state *st, struct xp_job *e, const struct xp_allo
 	snprintf(why, sizeof(why),
 		 "grow: capacity free once the pending jobs were tried; %u -> %u replicas",
 		 e->spec.replicas, e->spec.replicas + n);
-	int rc =
-		emit(ctx, "job.resize",
-		     xp_rec_job_resize(st, e->id, e->epoch + 1, keep, e->spec.replicas, a, n, why));
+	int rc = emit_resize(st, e, keep, e->spec.replicas, a, n, why, emit, ctx);
 	free(keep);
 	return rc;
 }

@@ -18,7 +18,6 @@
  */
 #include "state_int.h"
 
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 

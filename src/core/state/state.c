@@ -328,22 +328,7 @@ uint64_t xp_state_job_by_key(const struct xp_state *st, uint32_t tenant, const c
 	return s && s < st->key_job.n ? st->key_job.v[s] : 0;
 }
 
-/* ---- records ---- */
-
-static char *dump(json_t *o)
-{
-	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(o);
-	return s;
-}
-
-
-
-
-
-
-
-
+/* ---- allocations as records carry them ---- */
 
 /* {id, start} of a MIG slice: the kind by its NVML profile id (the name
  * depends on the device's table; the assignment gives it to the agent) */
@@ -447,10 +432,23 @@ int xp_alloc_matches(const struct xp_state *st, const struct xp_job *j, const st
 		(x->mig && !j->req.mig_any && x->dev_milli == j->req.dev_milli));
 }
 
-char *xp_rec_job_start(const struct xp_state *st, uint64_t id, const struct xp_alloc *a, uint32_t n)
+struct xp_rec_alloc *xp_allocs_rec(const struct xp_state *st, const struct xp_alloc *a, uint32_t n)
 {
-	return dump(json_pack("{s:I,s:o}", "id", (json_int_t)id, "allocations",
-			      xp_allocs_json(st, a, n)));
+	struct xp_rec_alloc *r = XNEWV(struct xp_rec_alloc, n + 1);
+	for (uint32_t i = 0; i < n; i++) {
+		r[i].node = st->c->nodes[a[i].node].name;
+		r[i].has_index = 1;
+		r[i].node_index = a[i].node;
+		r[i].cpu_milli = a[i].cpu_milli;
+		r[i].mem_mib = a[i].mem_mib;
+		r[i].dev_milli = a[i].dev_milli;
+		r[i].dev_mem_mib = a[i].dev_mem_mib;
+		r[i].ndev = a[i].ndev;
+		memcpy(r[i].devs, a[i].devs, a[i].ndev);
+		r[i].mig = a[i].mig;
+		r[i].mig_start = a[i].mig_start;
+	}
+	return r;
 }
 
 
@@ -458,17 +456,9 @@ char *xp_rec_job_start(const struct xp_state *st, uint64_t id, const struct xp_a
 
 
 
-char *xp_rec_job_cancel(uint64_t id, const char *reason)
-{
-	return dump(json_pack("{s:I,s:s}", "id", (json_int_t)id, "reason", reason ? reason : ""));
-}
 
 
 
-char *xp_rec_job_requeue(uint64_t id, const char *reason)
-{
-	return dump(json_pack("{s:I,s:s}", "id", (json_int_t)id, "reason", reason ? reason : ""));
-}
 
 
 /* ---- invariants ---- */

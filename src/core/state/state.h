@@ -361,22 +361,10 @@ long xp_state_service(const struct xp_state *st, const char *name);
  * restarts on another node). */
 int64_t xp_service_backoff_ms(const struct xp_service *s);
 
-/* The records the cycle writes (bodies are malloc'd JSON; the other
- * records' writers are the codec's, src/edge/edge.h). */
-char *xp_rec_job_start(const struct xp_state *st, uint64_t id, const struct xp_alloc *a,
-		       uint32_t n);
-char *xp_rec_job_cancel(uint64_t id, const char *reason);
-/* Running -> pending: its node was lost; the allocations are released. */
-char *xp_rec_job_requeue(uint64_t id, const char *reason);
-/* Running -> pending: preempted (the same record shape, type job.preempt). */
-#define xp_rec_job_preempt xp_rec_job_requeue
-/* elastic.c: job.resize - the running elastic job id goes to epoch
- * `epoch` (its epoch + 1): the replicas keep[0..nkeep) (ascending ranks of
- * the current size) stay, renumbered 0.., and add[0..nadd) join after them;
- * why is the reason (docs/design/controller.md, "Elastic jobs"). */
-char *xp_rec_job_resize(const struct xp_state *st, uint64_t id, uint32_t epoch,
-			const uint32_t *keep, uint32_t nkeep, const struct xp_alloc *add,
-			uint32_t nadd, const char *why);
+/* Allocations a[n] as records carry them (rec.h; node names borrowed
+ * from the state), malloc'd: for job.start and job.resize records. */
+struct xp_rec_alloc *xp_allocs_rec(const struct xp_state *st, const struct xp_alloc *a,
+				   uint32_t n);
 /* Is j elastic (replicas: {min, max})? */
 int xp_job_elastic(const struct xp_job *j);
 
@@ -413,8 +401,12 @@ uint64_t xp_state_job_by_key(const struct xp_state *st, uint32_t tenant, const c
  * that are one request are planned up to K at a time (cycle.c, the batch
  * step; docs/design/batch-cycle.md); the records are the same kinds.
  * Returns the number placed, or a negative code from emit().
+ *
+ * The record is typed (rec.h: job.start, job.preempt, job.cancel,
+ * job.resize) and borrowed for the call: emit() encodes it for the journal
+ * (src/edge: xp_rec_encode) and applies it.
  */
-typedef int (*xp_emit_fn)(void *ctx, const char *type, char *body);
+typedef int (*xp_emit_fn)(void *ctx, const struct xp_rec *r);
 long xp_state_cycle(struct xp_state *st, int64_t now, size_t budget, struct xp_rng *rng,
 		    xp_emit_fn emit, void *ctx);
 /* The reservation the last finished pass made for job (backfill.c): 1 and
@@ -525,10 +517,11 @@ int xp_job_terminal(int s);
 const char *xp_end_name(int e);	 /* "" for none */
 int xp_end_parse(const char *s); /* "oom" -> XP_END_OOM; -1 unknown (or "") */
 /* A job.submit record applied from the spec it was encoded from, as
- * xp_state_apply(st, 0, at, "job.submit", xp_rec_job_submit(id, tenant,
+ * xp_rec_apply(st, 0, at, "job.submit", xp_rec_job_submit(id, tenant,
  * key, spec), ...) would, without parsing the record again: the owner's
- * path (replay parses the record; a spec's canonical JSON parses to the
- * same spec, spec.h). Takes *spec (zeroed), applied or not. */
+ * path, and the typed job.submit's (replay decodes the record; a spec's
+ * canonical JSON parses to the same spec, spec.h). Takes *spec (zeroed),
+ * applied or not. */
 int xp_state_submit(struct xp_state *st, int64_t at, uint64_t id, const char *tenant,
 		    const char *key, struct xp_jobspec *spec, struct xp_event_info *ev,
 		    struct xp_err *err);

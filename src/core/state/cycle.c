@@ -562,7 +562,10 @@ static int batch_start(struct xp_state *st, struct xp_pass *p, struct xp_job *j,
 	}
 	if (p->bf && xp_backfill_active(p->bf))
 		st->backfilled++;
-	int rc = emit(ctx, "job.start", xp_rec_job_start(st, j->id, a, n));
+	struct xp_rec_alloc *ra = xp_allocs_rec(st, a, n);
+	struct xp_rec rec = { .type = XP_REC_JOB_START, .u.start = { .id = j->id, .n = n, .a = ra } };
+	int rc = emit(ctx, &rec);
+	free(ra);
 	free(a);
 	if (rc < 0)
 		return rc;

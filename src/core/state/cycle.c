@@ -397,6 +397,23 @@ static int make_room(struct xp_state *st, struct xp_pass *p, struct xp_job *j,
 	return 1;
 }
 
+/* journal j's start with the allocations a (j's replicas; freed here): 1,
+ * or emit()'s error */
+static int emit_start(struct xp_state *st, const struct xp_job *j, struct xp_alloc *a,
+		      xp_emit_fn emit, void *ctx)
+{
+	struct xp_rec_alloc *ra = xp_allocs_rec(st, a, j->spec.replicas);
+	struct xp_rec rec = { .type = XP_REC_JOB_START,
+			      .u.start = { .id = j->id, .n = j->spec.replicas, .a = ra } };
+	int rc = emit(ctx, &rec);
+	free(ra);
+	free(a);
+	if (rc < 0)
+		return rc;
+	st->placed++;
+	return 1;
+}
+
 /* Try j: 1 started, 0 not, < 0 emit()'s error. */
 static int try_job(struct xp_state *st, struct xp_pass *p, struct xp_job *j, struct xp_rng *rng,
 		   int *preempt_tries, xp_emit_fn emit, void *ctx)
@@ -468,16 +485,7 @@ static int try_job(struct xp_state *st, struct xp_pass *p, struct xp_job *j, str
 			goto unplaced;
 		}
 	}
-	struct xp_rec_alloc *ra = xp_allocs_rec(st, a, j->spec.replicas);
-	struct xp_rec rec = { .type = XP_REC_JOB_START,
-			      .u.start = { .id = j->id, .n = j->spec.replicas, .a = ra } };
-	rc = emit(ctx, &rec);
-	free(ra);
-	free(a);
-	if (rc < 0)
-		return rc;
-	st->placed++;
-	return 1;
+	return emit_start(st, j, a, emit, ctx);
 blocked: /* the first blocked jobs of the pass hold reservations */
 	j->verdict = XP_PEND_RESOURCES;
 	if (p->resv_tries < 2 * XP_RESV_MAX) {
@@ -562,15 +570,7 @@ static int batch_start(struct xp_state *st, struct xp_pass *p, struct xp_job *j,
 	}
 	if (p->bf && xp_backfill_active(p->bf))
 		st->backfilled++;
-	struct xp_rec_alloc *ra = xp_allocs_rec(st, a, n);
-	struct xp_rec rec = { .type = XP_REC_JOB_START, .u.start = { .id = j->id, .n = n, .a = ra } };
-	int rc = emit(ctx, &rec);
-	free(ra);
-	free(a);
-	if (rc < 0)
-		return rc;
-	st->placed++;
-	return 1;
+	return emit_start(st, j, a, emit, ctx);
 }
 
 /* plan the batch, start the plan, try what it left out; the number

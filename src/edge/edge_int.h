@@ -14,6 +14,9 @@ struct xp_tree;
  * faulty field. */
 int xp_jobspec_parse(const struct xp_tree *t, const char *name, struct xp_jobspec *out,
 		     char field[320], struct xp_err *err);
+/* A name-like string field (xp_name_ok): 0 absent, 1 with *v (borrowed
+ * from t), or a negative code naming the field and what a name may hold. */
+int xp_walk_get_name(struct xp_walk *w, const struct xp_tree *t, const char *key, const char **v);
 /* A duration field (30s, 5m, 1h30m) of at most max_ms: 0 absent, 1 set,
  * or a negative code naming the field. */
 int xp_walk_get_duration(struct xp_walk *w, const struct xp_tree *t, const char *key,

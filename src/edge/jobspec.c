@@ -50,24 +50,33 @@ static const char *const dev_keys[] = {
 };
 static const char *const mig_keys[] = { "profile", NULL };
 
-/* a name-like string field */
-static int get_name(struct xp_walk *w, const struct xp_tree *t, const char *key, char **out)
+/* A name-like string field: 0 absent, 1 with *v (borrowed from t), or a
+ * negative code naming the field. */
+int xp_walk_get_name(struct xp_walk *w, const struct xp_tree *t, const char *key, const char **v)
 {
-	const char *v = NULL;
-	int rc = xp_walk_get_str(w, t, key, 253, &v);
+	*v = NULL;
+	int rc = xp_walk_get_str(w, t, key, 253, v);
 	if (rc <= 0)
 		return rc;
-	if (!xp_name_ok(v)) {
+	if (!xp_name_ok(*v)) {
 		size_t m = xp_walk_push_key(w, key);
 		rc = xp_walk_fail(w, xp_tree_get(t, key)->line, XP_EINVAL,
 				  "expected 1..%d letters, digits, '-', '_' or '.' starting with a "
 				  "letter or digit, got '%s'",
-				  XP_NAME_MAX, XP_SHOW(v));
+				  XP_NAME_MAX, XP_SHOW(*v));
 		xp_walk_pop(w, m);
 		return rc;
 	}
-	*out = xstrdup(v);
 	return 1;
+}
+
+static int get_name(struct xp_walk *w, const struct xp_tree *t, const char *key, char **out)
+{
+	const char *v;
+	int rc = xp_walk_get_name(w, t, key, &v);
+	if (rc == 1)
+		*out = xstrdup(v);
+	return rc;
 }
 
 /* a list of strings (or, if one_ok, a single string) into argv */

@@ -18,21 +18,11 @@ static const char *const quota_keys[] = { "guarantee", "max", NULL };
 
 static int get_name(struct xp_walk *w, const struct xp_tree *t, const char *key, char *out)
 {
-	const char *v = NULL;
-	int rc = xp_walk_get_str(w, t, key, 253, &v);
-	if (rc <= 0)
-		return rc;
-	if (!xp_name_ok(v)) {
-		size_t m = xp_walk_push_key(w, key);
-		rc = xp_walk_fail(w, xp_tree_get(t, key)->line, XP_EINVAL,
-				  "expected 1..%d letters, digits, '-', '_' or '.' starting with a "
-				  "letter or digit, got '%s'",
-				  XP_NAME_MAX, XP_SHOW(v));
-		xp_walk_pop(w, m);
-		return rc;
-	}
-	snprintf(out, XP_NAME_MAX + 1, "%s", v);
-	return 1;
+	const char *v;
+	int rc = xp_walk_get_name(w, t, key, &v);
+	if (rc == 1)
+		snprintf(out, XP_NAME_MAX + 1, "%s", v);
+	return rc;
 }
 
 static int parse_quota(struct xp_walk *w, const struct xp_tree *t, struct xp_queuespec *q)

@@ -9,12 +9,8 @@
 set -u
 XP=$1 SRC=$3
 
-if ! "$XP" dev --help >/dev/null 2>&1; then
-	echo "SKIP: xpool dev not available"
-	exit 77
-fi
-
 . "$SRC/tests/devlib.sh"
+need_dev
 # emulated nodes only: the local agent's real runs are cli_dev.sh's
 start_dev --no-agent --cluster "$SRC/examples/clusters/small.yaml" --overcommit-memory h100-sxm5-80gb=1.5
 ADMIN=$XPOOL_TOKEN

@@ -8,11 +8,8 @@
 set -u
 XP=$1 SRC=$3
 
-if ! "$XP" dev --help >/dev/null 2>&1; then
-	echo "SKIP: xpool dev not available"
-	exit 77
-fi
 . "$SRC/tests/devlib.sh"
+need_dev
 # bad server flags: exit 2 naming the flag, nothing started, no data written
 for bad in "--alert-webhook ftp://x|--alert-webhook: expected an http" \
 	"--alert-interval 0|--alert-interval: expected a duration" \
@@ -54,7 +51,6 @@ grep -q "\"node\": \"$NODE\"" "$T/out" || fail "no node-scoped token for $NODE: 
 run node "$NODE"
 grep -q '^Source: *agent$' "$T/out" || fail "node $NODE source: $(cat "$T/out")"
 grep -q '^Heartbeat: *[0-9.]*s ago$' "$T/out" || fail "node $NODE heartbeat: $(cat "$T/out")"
-
 
 # a real run: output, stderr, the exit code, the allocation's variables
 run submit --node "$NODE" --cpu 100m --memory 64Mi -- \

@@ -15,12 +15,9 @@ set -u
 XP=$1 SRC=$3
 HOG=$(dirname "$XP")/xp-memhog
 
-if ! "$XP" dev --help >/dev/null 2>&1; then
-	echo "SKIP: xpool dev not available"
-	exit 77
-fi
 [ -x "$HOG" ] || { echo "FAIL: $HOG is missing (built with the tests)"; exit 1; }
 . "$SRC/tests/devlib.sh"
+need_dev
 start_dev --cluster "$SRC/examples/clusters/small.yaml"
 if grep -q '^local agent: CPU and memory limits off' "$T/dev.out"; then
 	echo "SKIP: cgroups are not writable here: $(grep '^local agent: CPU and memory limits off' "$T/dev.out")"

@@ -14,11 +14,8 @@
 set -u
 XP=$1 SRC=$3
 
-if ! "$XP" dev --help >/dev/null 2>&1; then
-	echo "SKIP: xpool dev not available"
-	exit 77
-fi
 . "$SRC/tests/devlib.sh"
+need_dev
 
 cat >"$T/one.yaml" <<'YAML'
 version: 1

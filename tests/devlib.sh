@@ -16,6 +16,8 @@
 #                       ready; NODE gets its name (exits 1 when it is not)
 #   wait_state JOB ST   until `xpool job JOB` is in state ST (60 s), else a failure
 #   wait_line JOB RE    until `xpool job JOB` prints a line matching RE (60 s)
+#   need_dev            exit 77 (skipped, saying why) when this xpool has no
+#                       `dev` verb
 T=$(mktemp -d)
 PID=
 fails=0
@@ -29,6 +31,11 @@ stop_server() {
 trap 'stop_server; rm -rf "$T"' EXIT
 trap 'exit 1' INT TERM HUP
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+need_dev() {
+	"$XP" dev --help >/dev/null 2>&1 && return 0
+	echo "SKIP: xpool dev not available"
+	exit 77
+}
 run() {
 	"$XP" "$@" >"$T/out" 2>"$T/err"
 	rc=$?

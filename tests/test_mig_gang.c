@@ -18,6 +18,12 @@
  *    refusal (kept, not asked again), a change (the job placed), a gang
  *    that needs two GPUs switched, and replay; a gang on one node gets
  *    two GPUs of one node switched, one after the other.
+ *  - MIG off, driven by records: a whole-GPU job waits beside GPUs in MIG
+ *    mode: denied, an administrator's instances block it, reserved "off",
+ *    an answer of the other direction refused, refused by NVML, switched
+ *    and the job placed, replay and snapshot (the hold kept); the GPU is
+ *    not switched on again within XP_MIGMODE_HOLD_MS; no GPU is switched
+ *    off while a MIG job waits that it could serve.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -17,7 +17,11 @@
  *  - busy everywhere (both GPUs run processes): both changes are refused,
  *    the job waits, explain names the refusal, no mode changes;
  *  - an agent without --mig-mode-change refuses the orders on an allowed
- *    node: no mode changes.
+ *    node: no mode changes;
+ *  - MIG off: both GPUs in MIG mode, GPU 0 with an administrator's
+ *    instance; a whole-GPU job waits (denied, explained), then with the
+ *    leave GPU 1 is switched off and the job runs on it; GPU 0 and its
+ *    instance stay.
  * Every wait is on a condition with a wall-clock deadline.
  */
 #include "testutil.h"

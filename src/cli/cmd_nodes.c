@@ -362,12 +362,15 @@ static void describe_node(const json_t *n, const json_t *devices)
 	const json_t *mr = json_object_get(n, "mig_mode_reserved"),
 		     *mf = json_object_get(n, "mig_mode_refused");
 	if (mr)
-		printf("%-14s GPU %lld is being switched to MIG mode for job %lld (since %s)\n", "",
+		printf("%-14s GPU %lld is being switched %s MIG mode for job %lld (since %s)\n", "",
 		       (long long)json_integer_value(json_object_get(mr, "device")),
+		       strcmp(json_string_value(json_object_get(mr, "mode")) ?: "", "off")
+			       ? "to"
+			       : "out of",
 		       (long long)json_integer_value(json_object_get(mr, "job")),
 		       json_string_value(json_object_get(mr, "since")));
 	if (mf)
-		printf("%-14s GPU %lld refused MIG mode at %s: %s\n", "",
+		printf("%-14s GPU %lld refused a MIG mode change at %s: %s\n", "",
 		       (long long)json_integer_value(json_object_get(mf, "device")),
 		       json_string_value(json_object_get(mf, "at")),
 		       json_string_value(json_object_get(mf, "why")));

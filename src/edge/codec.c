@@ -624,8 +624,8 @@ static int job_resize(struct dec *d, struct xp_rec *r)
 }
 
 /* node.mig_mode_change {name, allow}; node.mig_mode {name, device, mode, job};
- * node.mig_mode_done {name, device, mode, ok, why}, mode "mig" (on) or "off": read as given, checked by the state
- * (core/state/migmode.c) in its order and with its texts */
+ * node.mig_mode_done {name, device, mode, ok, why}, mode "mig" (on) or "off": read as
+ * given, checked by the state (core/state/migmode.c) in its order and with its texts */
 static int mig_mode(struct dec *d, struct xp_rec *r)
 {
 	json_t *v;

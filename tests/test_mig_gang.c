@@ -530,7 +530,8 @@ static void plan_off_hold(struct world *w, uint64_t whole)
 	assert_int_equal(xp_state_job(w->st, mig)->state, XP_JOB_PENDING);
 	assert_int_equal(plan(w), 0); /* GPU 1 runs the whole-GPU job */
 	assert_int_equal(
-		world_apply(w, "job.finish", xp_rec_job_finish(whole, XP_JOB_SUCCEEDED, 0, NULL)), 0);
+		world_apply(w, "job.finish", xp_rec_job_finish(whole, XP_JOB_SUCCEEDED, 0, NULL)),
+		0);
 	world_cycle(w);
 	hint(w, 0, 1);
 	assert_int_equal(plan(w), 0); /* idle, but switched a moment ago */
@@ -587,9 +588,10 @@ static void test_plan_off(void **state)
 	assert_int_equal(world_apply(&w, "node.mig_mode_done", xp_rec_node_mig_done("m", 1, 1, "")),
 			 XP_ESTATE);
 	/* refused: released, kept, not asked again at once */
-	assert_int_equal(world_apply(&w, "node.mig_mode_done",
-				     xp_rec_node_mig_done_to("m", 1, 0, 0, "In use by another client")),
-			 0);
+	assert_int_equal(
+		world_apply(&w, "node.mig_mode_done",
+			    xp_rec_node_mig_done_to("m", 1, 0, 0, "In use by another client")),
+		0);
 	assert_int_equal(w.st->c->nodes[0].devs[1].mode, XP_MODE_MIG);
 	hint(&w, 0, 1);
 	assert_int_equal(plan(&w), 0);
@@ -600,9 +602,9 @@ static void test_plan_off(void **state)
 	hint(&w, 0, 1);
 	assert_int_equal(plan(&w), 1);
 	assert_non_null(strstr(last.body, "\"device\":1,\"mode\":\"off\""));
-	assert_int_equal(world_apply(&w, "node.mig_mode_done",
-				     xp_rec_node_mig_done_to("m", 1, 0, 1, "")),
-			 0);
+	assert_int_equal(
+		world_apply(&w, "node.mig_mode_done", xp_rec_node_mig_done_to("m", 1, 0, 1, "")),
+		0);
 	assert_int_equal(w.st->c->nodes[0].devs[1].mode, XP_MODE_SHARED);
 	assert_int_equal(w.st->c->nodes[0].devs[0].mode, XP_MODE_MIG);
 	world_cycle(&w);
@@ -661,12 +663,9 @@ static void test_plan_off_mig_waits(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_random_gangs),
-		cmocka_unit_test(test_gang_next_node),
-		cmocka_unit_test(test_plan),
-		cmocka_unit_test(test_plan_colocated),
-		cmocka_unit_test(test_plan_off),
-		cmocka_unit_test(test_plan_off_mig_waits),
+		cmocka_unit_test(test_random_gangs), cmocka_unit_test(test_gang_next_node),
+		cmocka_unit_test(test_plan),	     cmocka_unit_test(test_plan_colocated),
+		cmocka_unit_test(test_plan_off),     cmocka_unit_test(test_plan_off_mig_waits),
 	};
 	return xp_run_tests(tests, NULL, NULL);
 }

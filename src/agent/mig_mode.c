@@ -79,10 +79,9 @@ static void report(struct xp_agent *a, struct xp_client *cl, unsigned dev)
 {
 	struct xp_err err = { 0 };
 	char path[400];
-	json_t *reply = NULL,
-	       *body = json_pack("{s:i,s:s,s:b,s:s}", "device", (int)dev, "mode",
-				 a->mig_mode[dev].on ? "mig" : "off", "ok", a->mig_mode[dev].ok,
-				 "why", a->mig_mode[dev].why);
+	json_t *reply = NULL, *body = json_pack("{s:i,s:s,s:b,s:s}", "device", (int)dev, "mode",
+						a->mig_mode[dev].on ? "mig" : "off", "ok",
+						a->mig_mode[dev].ok, "why", a->mig_mode[dev].why);
 	snprintf(path, sizeof(path), "/v1/nodes/%s/mig-mode", a->node);
 	int rc = xp_client_json(cl, "POST", path, body, &reply, &err);
 	json_decref(body);

@@ -192,8 +192,8 @@ void xp_mig_mode_node_json(struct xp_ctl *ctl, size_t n, json_t *o)
 		xp_time_format(m->at, ts);
 		json_object_set_new(o, "mig_mode_reserved",
 				    json_pack("{s:i,s:s,s:I,s:s}", "device", (int)m->dev, "mode",
-					      m->on ? "mig" : "off", "job", (json_int_t)m->job, "since",
-					      ts));
+					      m->on ? "mig" : "off", "job", (json_int_t)m->job,
+					      "since", ts));
 	}
 	if (m && m->refused >= 0) {
 		xp_time_format(m->refused_at, ts);
@@ -227,16 +227,17 @@ int xp_edge_mig_mode(struct xp_cmd *cmd)
 			    : !json_is_string(m) || (strcmp(json_string_value(m), "mig") &&
 						     strcmp(json_string_value(m), "off"))
 				    ? "mode"
-			    : !json_is_boolean(ok)					? "ok"
+			    : !json_is_boolean(ok) ? "ok"
 			    : why && (!json_is_string(why) || strlen(json_string_value(why)) > 255)
 				    ? "why"
 				    : NULL;
 	if (field) {
 		json_decref(o);
-		return xp_reply_error(cmd, XP_EINVAL, field,
-				      "%s: expected device (a device index), mode (mig or off), ok (a "
-				      "boolean) and why (at most 255 characters)",
-				      field),
+		return xp_reply_error(
+			       cmd, XP_EINVAL, field,
+			       "%s: expected device (a device index), mode (mig or off), ok (a "
+			       "boolean) and why (at most 255 characters)",
+			       field),
 		       -1;
 	}
 	struct xp_small *b = XNEW(struct xp_small);
@@ -268,10 +269,10 @@ void xp_api_node_mig_mode(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	if (!b->state)
 		fprintf(stderr, "xpool server: node=%s GPU %u: MIG mode change (%s) refused: %s\n",
 			cmd->name, b->replicas, b->scope ? "on" : "off", b->reason);
-	if (xp_ctl_journal(ctl, "node.mig_mode_done",
-			   xp_rec_node_mig_done_to(cmd->name, b->replicas, b->scope, b->state,
-						   b->reason),
-			   &err) < 0)
+	if (xp_ctl_journal(
+		    ctl, "node.mig_mode_done",
+		    xp_rec_node_mig_done_to(cmd->name, b->replicas, b->scope, b->state, b->reason),
+		    &err) < 0)
 		FAIL_ERR(cmd, &err, NULL);
 	cmd->journaled = 1;
 	xp_reply_json(cmd, 200,

@@ -106,7 +106,7 @@ static int dev_busy(const struct xp_state *st, size_t n, uint16_t d)
 /* Could device d of node n, in MIG mode, take r's slices? How many on an
  * empty GPU (its partition's count), 0: it offers none; in any mode */
 static unsigned profile_room(const struct xp_state *st, size_t n, uint16_t d,
-			   const struct xp_request *r)
+			     const struct xp_request *r)
 {
 	const struct xp_device *dv = &st->c->nodes[n].devs[d];
 	const char *name = r->mig_any ? NULL : xp_strtab_str(st->c->syms, r->mig);
@@ -405,7 +405,8 @@ static long expire(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, vo
 			continue;
 		int rc = emit_rec(emit, ctx, "node.mig_mode_done",
 				  xp_rec_node_mig_done_to(st->c->nodes[n].name,
-							  (unsigned)ni->mm->dev, ni->mm->on, 0, why));
+							  (unsigned)ni->mm->dev, ni->mm->on, 0,
+							  why));
 		if (rc < 0)
 			return rc;
 		made++;
@@ -482,8 +483,9 @@ static long plan_off(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, 
 					break;
 			if (d == st->c->nodes[n].ndevs)
 				continue;
-			int rc = emit_rec(emit, ctx, "node.mig_mode",
-					  xp_rec_node_mig_mode_to(st->c->nodes[n].name, d, 0, j->id));
+			int rc = emit_rec(
+				emit, ctx, "node.mig_mode",
+				xp_rec_node_mig_mode_to(st->c->nodes[n].name, d, 0, j->id));
 			if (rc < 0)
 				return rc;
 			made++;
@@ -572,8 +574,7 @@ static unsigned scan_off(const struct xp_state *st, const struct xp_job *j, int6
 
 /* explain for a pending whole-GPU or fractional job: a GPU in MIG mode
  * that is (or is not, and why) switched off for it */
-static void explain_off(struct xp_state *st, const struct xp_job *j, int64_t now,
-			struct xp_sb *sb)
+static void explain_off(struct xp_state *st, const struct xp_job *j, int64_t now, struct xp_sb *sb)
 {
 	const char *sep = sb->len ? "; " : "";
 	long rn = reserved_for(st, j);
@@ -701,8 +702,8 @@ void xp_migmode_snap(const struct xp_state *st, size_t n, json_t *node)
 	json_t *sw = json_array(); /* the hold against flapping: [[device, at], ...] */
 	for (uint16_t d = 0; ni->mm && d < st->c->nodes[n].ndevs; d++)
 		if (ni->mm->switched_at[d])
-			json_array_append_new(sw, json_pack("[i,I]", (int)d,
-							    (json_int_t)ni->mm->switched_at[d]));
+			json_array_append_new(
+				sw, json_pack("[i,I]", (int)d, (json_int_t)ni->mm->switched_at[d]));
 	if (json_array_size(sw))
 		json_object_set(node, "mig_mode_switched", sw);
 	json_decref(sw);

@@ -82,7 +82,8 @@ char *xp_rec_node_mig_done_to(const char *node, unsigned dev, int on, int ok, co
 
 /* After a cycle: release reservations past their time or on lost nodes,
  * then reserve GPUs for pending MIG jobs that nothing in MIG mode can
- * take (MIG on), then for pending whole-GPU or fractional jobs (MIG off). Returns the records emitted, or a negative code from emit. */
+ * take (MIG on), then for pending whole-GPU or fractional jobs (MIG
+ * off). Returns the records emitted, or a negative code from emit. */
 typedef int (*xp_migmode_emit_fn)(void *ctx, const char *type, char *body);
 long xp_migmode_plan(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, void *ctx);
 

@@ -582,6 +582,13 @@ static void test_plan_off(void **state)
 	assert_string_equal(last.type, "node.mig_mode");
 	assert_non_null(strstr(last.body, "\"device\":1,\"mode\":\"off\""));
 	assert_int_equal(plan(&w), 0); /* one change in flight for it */
+	/* a snapshot taken while it is reserved keeps its direction */
+	char *live = xp_state_snapshot(w.st);
+	assert_non_null(strstr(live, "\"mode\":\"off\""));
+	char *from_snap = world_replay(&w, w.log.n, live, w.st->seq);
+	assert_string_equal(live, from_snap);
+	free(from_snap);
+	free(live);
 	explain(&w, id, buf, sizeof(buf));
 	assert_non_null(strstr(buf, "node m GPU 1 is being switched out of MIG mode for it"));
 	/* the answer must be for the direction reserved */
@@ -613,11 +620,11 @@ static void test_plan_off(void **state)
 	assert_int_equal(j->allocs[0].devs[0], 1);
 	assert_int_equal(j->allocs[0].mig, 0);
 	/* replay and a snapshot rebuild the same, the hold included */
-	char *live = xp_state_snapshot(w.st);
+	live = xp_state_snapshot(w.st);
 	assert_non_null(strstr(live, "\"mig_mode_switched\""));
 	char *full = world_replay(&w, w.log.n, NULL, 0);
 	assert_string_equal(live, full);
-	char *from_snap = world_replay(&w, w.log.n, live, w.st->seq);
+	from_snap = world_replay(&w, w.log.n, live, w.st->seq);
 	assert_string_equal(live, from_snap);
 	free(from_snap);
 	free(full);

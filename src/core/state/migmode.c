@@ -478,6 +478,8 @@ static long plan_off(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, 
 			continue;
 		for (size_t n = 0; n < st->nodes.n; n++) {
 			uint16_t d;
+			if (!st->nodes.v[n].mig_leave)
+				continue; /* cheaply: most nodes */
 			for (d = 0; d < st->c->nodes[n].ndevs; d++)
 				if (candidate_off(st, n, d, j, now, 1) == C_OK)
 					break;
@@ -695,6 +697,8 @@ void xp_migmode_snap(const struct xp_state *st, size_t n, json_t *node)
 				    json_pack("{s:i,s:I,s:I,s:i}", "device", (int)ni->mm->dev,
 					      "job", (json_int_t)ni->mm->job, "at",
 					      (json_int_t)ni->mm->at, "room", (int)ni->mm->room));
+	if (ni->mm && ni->mm->dev >= 0 && !ni->mm->on) /* MIG off; absent: on, as before */
+		json_object_set_new(json_object_get(node, "mig_mode"), "mode", json_string("off"));
 	if (ni->mm && ni->mm->refused >= 0)
 		json_object_set_new(node, "mig_mode_refused",
 				    json_pack("{s:i,s:I,s:s}", "device", (int)ni->mm->refused, "at",
@@ -744,8 +748,9 @@ int xp_migmode_restore(struct xp_state *st, size_t n, json_t *node, struct xp_er
 			       st->c->nodes[n].name);
 	struct xp_migmode *mm = mm_get(st, n);
 	mm->dev = (int16_t)dev;
-	mm->on = 1;
-	mm->room = (uint8_t)(room > 0 && room < 256 ? room : 1); /* the jobs come later */
+	mm->on = !json_is_string(json_object_get(m, "mode")) ||
+		 strcmp(json_string_value(json_object_get(m, "mode")), "off");
+	mm->room = (uint8_t)(!mm->on ? 0 : room > 0 && room < 256 ? room : 1); /* off: none */
 	mm->job = (uint64_t)json_integer_value(json_object_get(m, "job"));
 	mm->at = json_integer_value(json_object_get(m, "at"));
 	st->mm_held++;

@@ -18,6 +18,12 @@
  *    refusal (kept, not asked again), a change (the job placed), a gang
  *    that needs two GPUs switched, and replay; a gang on one node gets
  *    two GPUs of one node switched, one after the other.
+ *  - MIG off, driven by records: a whole-GPU job waits beside GPUs in MIG
+ *    mode: denied, an administrator's instances block it, reserved "off",
+ *    an answer of the other direction refused, refused by NVML, switched
+ *    and the job placed, replay and snapshot (the hold kept); the GPU is
+ *    not switched on again within XP_MIGMODE_HOLD_MS; no GPU is switched
+ *    off while a MIG job waits that it could serve.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -314,19 +320,24 @@ static void test_gang_next_node(void **state)
 
 /* A node with two A100-80GB in mode shared, MIG off, whose partitions are
  * what NVML discovery reads (the profiles, in any mode), from an agent */
-static void add_agent_node(struct world *w, const char *name)
+static void add_agent_node_in(struct world *w, const char *name, const char *mode)
 {
 	char buf[2048];
 	snprintf(buf, sizeof(buf),
 		 "{\"version\":1,\"nodes\":[{\"name\":\"%s\",\"cpu\":64,\"memory\":262144,"
 		 "\"devices\":[{\"type\":\"gpu\",\"vendor\":\"NVIDIA\",\"model\":"
-		 "\"A100-SXM4-80GB\",\"memory\":81920,\"count\":2,\"mode\":\"shared\","
+		 "\"A100-SXM4-80GB\",\"memory\":81920,\"count\":2,\"mode\":\"%s\","
 		 "\"partitions\":[{\"name\":\"1g.10gb\",\"compute_milli\":142,\"memory\":9728,"
 		 "\"max\":7},{\"name\":\"3g.40gb\",\"compute_milli\":428,\"memory\":40192,"
 		 "\"max\":2},{\"name\":\"7g.80gb\",\"compute_milli\":1000,\"memory\":81152,"
 		 "\"max\":1}]}]}]}",
-		 name);
+		 name, mode);
 	assert_int_equal(world_apply(w, "node.add", xp_rec_node_add(XP_SRC_AGENT, buf)), 0);
+}
+
+static void add_agent_node(struct world *w, const char *name)
+{
+	add_agent_node_in(w, name, "shared");
 }
 
 struct planned {
@@ -495,13 +506,173 @@ static void test_plan_colocated(void **state)
 	world_free(&w);
 }
 
+/* ---- MIG off ---- */
+
+/* The agent's heartbeat hint: GPU dev of node 0 holds an instance xpool
+ * did not create (an administrator's) when foreign */
+static void hint(struct world *w, uint16_t dev, int foreign)
+{
+	uint8_t warm[XP_MIG_NKINDS] = { 0 };
+	assert_int_equal(xp_state_sched(w->st, NULL), 0);
+	xp_sched_set_mig_warm(w->st->sched, 0, dev, warm, foreign ? 0x0f : 0);
+}
+
+/* test_plan_off, continued: the switched-off GPU 1 runs the whole-GPU job;
+ * a 3g waits; GPU 1 is not switched back on before the hold time */
+static void plan_off_hold(struct world *w, uint64_t whole)
+{
+	char buf[1024];
+	uint64_t mig = world_submit(
+		w, "default", "command: [true]\nresources: {devices: {mig: {profile: 7g.80gb}}}\n",
+		NULL);
+	hint(w, 0, 1); /* GPU 0 holds an administrator's instance: no room for a 7g */
+	world_cycle(w);
+	assert_int_equal(xp_state_job(w->st, mig)->state, XP_JOB_PENDING);
+	assert_int_equal(plan(w), 0); /* GPU 1 runs the whole-GPU job */
+	assert_int_equal(
+		world_apply(w, "job.finish", xp_rec_job_finish(whole, XP_JOB_SUCCEEDED, 0, NULL)),
+		0);
+	world_cycle(w);
+	hint(w, 0, 1);
+	assert_int_equal(plan(w), 0); /* idle, but switched a moment ago */
+	explain(w, mig, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "node m GPU 1, idle with MIG mode off, was switched less than "
+				    "600 s ago"));
+	/* a record that would flap is refused at apply as well */
+	assert_int_equal(world_apply(w, "node.mig_mode", xp_rec_node_mig_mode("m", 1, mig)),
+			 XP_ESTATE);
+	w->now += XP_MIGMODE_HOLD_MS;
+	hint(w, 0, 1);
+	assert_int_equal(plan(w), 1);
+	assert_non_null(strstr(last.body, "\"device\":1,\"mode\":\"mig\""));
+}
+
+/* MIG off, record by record: a node whose two A100-80GB are in MIG mode,
+ * idle; a whole-GPU job waits. */
+static void test_plan_off(void **state)
+{
+	(void)state;
+	struct world w;
+	char buf[1024];
+	setup(&w);
+	add_agent_node_in(&w, "m", "mig");
+	uint64_t id = world_submit(&w, "default",
+				   "command: [true]\nresources: {devices: {count: 1}}\n", NULL);
+	assert_true(id > 0);
+	world_cycle(&w);
+	assert_int_equal(xp_state_job(w.st, id)->state, XP_JOB_PENDING);
+	/* denied: nothing planned, explain says why */
+	assert_int_equal(plan(&w), 0);
+	explain(&w, id, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "node m does not allow MIG mode changes (its GPU 0, idle in "
+				    "MIG mode, would take this job with MIG off"));
+	/* allowed, but both GPUs hold an administrator's instance: never */
+	assert_int_equal(world_apply(&w, "node.mig_mode_change", xp_rec_node_mig_leave("m", 1)), 0);
+	hint(&w, 0, 1);
+	hint(&w, 1, 1);
+	assert_int_equal(plan(&w), 0);
+	explain(&w, id, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "node m GPU 0 stays in MIG mode: it holds a warm instance or "
+				    "one xpool did not create"));
+	/* GPU 1's instance is gone: it is reserved, "mode": "off" */
+	hint(&w, 1, 0);
+	explain(&w, id, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "node m GPU 1, idle in MIG mode, is switched out of MIG mode"));
+	assert_int_equal(plan(&w), 1);
+	assert_string_equal(last.type, "node.mig_mode");
+	assert_non_null(strstr(last.body, "\"device\":1,\"mode\":\"off\""));
+	assert_int_equal(plan(&w), 0); /* one change in flight for it */
+	/* a snapshot taken while it is reserved keeps its direction */
+	char *live = xp_state_snapshot(w.st);
+	assert_non_null(strstr(live, "\"mode\":\"off\""));
+	char *from_snap = world_replay(&w, w.log.n, live, w.st->seq);
+	assert_string_equal(live, from_snap);
+	free(from_snap);
+	free(live);
+	explain(&w, id, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "node m GPU 1 is being switched out of MIG mode for it"));
+	/* the answer must be for the direction reserved */
+	assert_int_equal(world_apply(&w, "node.mig_mode_done", xp_rec_node_mig_done("m", 1, 1, "")),
+			 XP_ESTATE);
+	/* refused: released, kept, not asked again at once */
+	assert_int_equal(
+		world_apply(&w, "node.mig_mode_done",
+			    xp_rec_node_mig_done_to("m", 1, 0, 0, "In use by another client")),
+		0);
+	assert_int_equal(w.st->c->nodes[0].devs[1].mode, XP_MODE_MIG);
+	hint(&w, 0, 1);
+	assert_int_equal(plan(&w), 0);
+	explain(&w, id, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "node m GPU 1 refused a MIG mode change: In use"));
+	/* after the retry time it is asked again; this time it changes */
+	w.now += XP_MIGMODE_RETRY_MS + 1000;
+	hint(&w, 0, 1);
+	assert_int_equal(plan(&w), 1);
+	assert_non_null(strstr(last.body, "\"device\":1,\"mode\":\"off\""));
+	assert_int_equal(
+		world_apply(&w, "node.mig_mode_done", xp_rec_node_mig_done_to("m", 1, 0, 1, "")),
+		0);
+	assert_int_equal(w.st->c->nodes[0].devs[1].mode, XP_MODE_SHARED);
+	assert_int_equal(w.st->c->nodes[0].devs[0].mode, XP_MODE_MIG);
+	world_cycle(&w);
+	const struct xp_job *j = xp_state_job(w.st, id);
+	assert_int_equal(j->state, XP_JOB_RUNNING);
+	assert_int_equal(j->allocs[0].devs[0], 1);
+	assert_int_equal(j->allocs[0].mig, 0);
+	/* replay and a snapshot rebuild the same, the hold included */
+	live = xp_state_snapshot(w.st);
+	assert_non_null(strstr(live, "\"mig_mode_switched\""));
+	char *full = world_replay(&w, w.log.n, NULL, 0);
+	assert_string_equal(live, full);
+	from_snap = world_replay(&w, w.log.n, live, w.st->seq);
+	assert_string_equal(live, from_snap);
+	free(from_snap);
+	free(full);
+	free(live);
+	plan_off_hold(&w, id);
+	world_free(&w);
+}
+
+/* MIG off is never planned while a pending MIG job could use the GPU: a
+ * gang of five 3g waits (the two GPUs in MIG mode give four), a whole-GPU
+ * job waits too */
+static void test_plan_off_mig_waits(void **state)
+{
+	(void)state;
+	struct world w;
+	char buf[1024];
+	setup(&w);
+	add_agent_node_in(&w, "m", "mig");
+	assert_int_equal(world_apply(&w, "node.mig_mode_change", xp_rec_node_mig_leave("m", 1)), 0);
+	uint64_t g = world_submit(&w, "default",
+				  "command: [true]\nreplicas: 5\n"
+				  "resources: {devices: {mig: {profile: 3g.40gb}}}\n",
+				  NULL);
+	uint64_t id = world_submit(&w, "default",
+				   "command: [true]\nresources: {devices: {count: 1}}\n", NULL);
+	world_cycle(&w);
+	assert_int_equal(xp_state_job(w.st, g)->state, XP_JOB_PENDING);
+	assert_int_equal(xp_state_job(w.st, id)->state, XP_JOB_PENDING);
+	assert_int_equal(plan(&w), 0);
+	explain(&w, id, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "node m GPU 0 stays in MIG mode: a pending MIG job could use"));
+	/* a record that would take it from the MIG job is refused at apply */
+	assert_int_equal(world_apply(&w, "node.mig_mode", xp_rec_node_mig_mode_to("m", 0, 0, id)),
+			 XP_ESTATE);
+	/* the gang is cancelled: GPU 0 is switched off for the whole-GPU job */
+	assert_int_equal(world_apply(&w, "job.cancel", xp_rec_job_cancel(g, NULL)), 0);
+	world_cycle(&w);
+	assert_int_equal(plan(&w), 1);
+	assert_non_null(strstr(last.body, "\"device\":0,\"mode\":\"off\""));
+	world_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_random_gangs),
-		cmocka_unit_test(test_gang_next_node),
-		cmocka_unit_test(test_plan),
-		cmocka_unit_test(test_plan_colocated),
+		cmocka_unit_test(test_random_gangs), cmocka_unit_test(test_gang_next_node),
+		cmocka_unit_test(test_plan),	     cmocka_unit_test(test_plan_colocated),
+		cmocka_unit_test(test_plan_off),     cmocka_unit_test(test_plan_off_mig_waits),
 	};
 	return xp_run_tests(tests, NULL, NULL);
 }

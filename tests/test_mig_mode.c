@@ -17,7 +17,11 @@
  *  - busy everywhere (both GPUs run processes): both changes are refused,
  *    the job waits, explain names the refusal, no mode changes;
  *  - an agent without --mig-mode-change refuses the orders on an allowed
- *    node: no mode changes.
+ *    node: no mode changes;
+ *  - MIG off: both GPUs in MIG mode, GPU 0 with an administrator's
+ *    instance; a whole-GPU job waits (denied, explained), then with the
+ *    leave GPU 1 is switched off and the job runs on it; GPU 0 and its
+ *    instance stay.
  * Every wait is on a condition with a wall-clock deadline.
  */
 #include "testutil.h"
@@ -95,7 +99,11 @@ static void start_ctl(struct env *e)
 		fail_msg("start: %s", err.text);
 }
 
-static void setup(struct env *e, const char *busy, int opt_in)
+static void hal_foreign(unsigned gpu);
+
+/* mig: the GPUs in MIG mode at the start ("": none); foreign: create an
+ * administrator's 3g at start 0 on GPU 0 before the agent starts */
+static void setup_in(struct env *e, const char *busy, int opt_in, const char *mig, int foreign)
 {
 	char path[128];
 	memset(e, 0, sizeof(*e));
@@ -104,11 +112,18 @@ static void setup(struct env *e, const char *busy, int opt_in)
 	snprintf(path, sizeof(path), "%s/nvml.state", e->dir);
 	setenv("FAKE_NVML_STATE", path, 1);
 	setenv("FAKE_NVML_BUSY", busy, 1);
-	unsetenv("FAKE_NVML_MIG"); /* every GPU starts with MIG mode off */
+	setenv("FAKE_NVML_MIG", mig, 1); /* "": every GPU starts with MIG mode off */
 	for (size_t i = 0; i < sizeof(nvml_env) / sizeof(nvml_env[0]); i++)
 		setenv(nvml_env[i][0], nvml_env[i][1], 1);
+	if (foreign)
+		hal_foreign(0);
 	start_ctl(e);
 	start_agent(e, opt_in);
+}
+
+static void setup(struct env *e, const char *busy, int opt_in)
+{
+	setup_in(e, busy, opt_in, "", 0);
 }
 
 static void stop_agent(struct env *e)
@@ -140,6 +155,7 @@ static int teardown(void **state)
 	}
 	unsetenv("FAKE_NVML_STATE");
 	unsetenv("FAKE_NVML_BUSY");
+	unsetenv("FAKE_NVML_MIG");
 	for (size_t i = 0; i < sizeof(nvml_env) / sizeof(nvml_env[0]); i++)
 		unsetenv(nvml_env[i][0]);
 	return 0;
@@ -207,6 +223,34 @@ static long long submit_3g(struct env *e, const char *go, int replicas)
 	return id;
 }
 
+static void hal_opts(struct xp_hal_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->lib_override[0] = "nvidia=" XP_FAKE_NVML;
+	o->lib_override[1] = "amd=/nonexistent/x.so";
+	o->lib_override[2] = "ascend=/nonexistent/x.so";
+	o->lib_override[3] = "cambricon=/nonexistent/x.so";
+	o->sysfs_root = "/nonexistent/xpool-test/sysfs";
+}
+
+/* an instance made outside xpool, as an administrator would: a 3g.40gb
+ * (profile id 9) at start 0 on GPU gpu, through the HAL */
+static void hal_foreign(unsigned gpu)
+{
+	struct xp_hal_opts o;
+	struct xp_err err = { 0 };
+	struct xp_hal_mig_inst in;
+	hal_opts(&o);
+	struct xp_hal *h = xp_hal_open(&o, &err);
+	assert_non_null(h);
+	struct xp_cluster *c = xp_hal_discover(h, "x", NULL, &err);
+	assert_non_null(c);
+	xp_cluster_destroy(c);
+	if (xp_hal_mig_create(h, gpu, 9, 0, &in, &err) < 0)
+		fail_msg("create: %s", err.text);
+	xp_hal_close(h);
+}
+
 /* GPU gpu as another process reads it through the HAL (the fake's state
  * file): its MIG mode and instances. A list between the agent's two NVML
  * calls of a create fails; it is tried again for 60 s of wall time. */
@@ -215,12 +259,7 @@ static void gpu_read(unsigned gpu, struct xp_hal_mig *m)
 	struct xp_hal_opts o;
 	struct xp_err err = { 0 };
 	int64_t end = xp_test_now_ms() + 60000;
-	memset(&o, 0, sizeof(o));
-	o.lib_override[0] = "nvidia=" XP_FAKE_NVML;
-	o.lib_override[1] = "amd=/nonexistent/x.so";
-	o.lib_override[2] = "ascend=/nonexistent/x.so";
-	o.lib_override[3] = "cambricon=/nonexistent/x.so";
-	o.sysfs_root = "/nonexistent/xpool-test/sysfs";
+	hal_opts(&o);
 	for (;;) {
 		struct xp_hal *h = xp_hal_open(&o, &err);
 		assert_non_null(h);
@@ -392,6 +431,55 @@ static void test_agent_opt_in(void **state)
 	e->passed = 1;
 }
 
+/* MIG off: both GPUs start in MIG mode, GPU 0 holds an administrator's
+ * 3g; a whole-GPU job waits. Denied: it waits and explain says why.
+ * Allowed: GPU 1 (idle, nothing on it) is switched off, the job runs on it
+ * and ends; GPU 0 and its instance are left alone. */
+static void test_mig_off(void **state)
+{
+	struct env *e = &E;
+	char buf[1024], body[512];
+	long st;
+	(void)state;
+	setup_in(e, "", 1, "0,1", 1);
+	WAIT_FOR(node_ready(e), 60, "the agent never registered");
+	snprintf(body, sizeof(body),
+		 "{\"resources\":{\"cpu\":\"100m\",\"memory\":64,\"devices\":{\"count\":1}},"
+		 "\"command\":\"echo CUDA=$CUDA_VISIBLE_DEVICES.; until [ -e %s/go1 ]; do sleep "
+		 "0.05; done\"}",
+		 e->dir);
+	json_t *r = api(e, "POST", "/v1/jobs", body, &st);
+	assert_int_equal(st, 201);
+	long long id = json_integer_value(json_object_get(r, "id"));
+	json_decref(r);
+	/* denied by default: it waits, and explain says why */
+	WAIT_FOR(explain_has(e, id, "node m-0 does not allow MIG mode changes", buf, sizeof(buf)),
+		 30, "explain: %s", buf);
+	assert_non_null(strstr(buf, "idle in MIG mode, would take this job with MIG off"));
+	assert_true(job_is(e, id, "pending"));
+	assert_true(gpu_on(0));
+	assert_true(gpu_on(1));
+	/* allowed: GPU 1 is switched off and the job runs on it */
+	allow(e, "allow");
+	WAIT_FOR(job_is(e, id, "running"), 60, "the job never ran");
+	assert_false(gpu_on(1));
+	assert_true(gpu_on(0)); /* the administrator's instance is never destroyed */
+	assert_int_equal(gpu_instances(0), 1);
+	json_t *j = job(e, id);
+	json_t *a = json_array_get(json_object_get(j, "allocations"), 0);
+	json_t *d0 = json_array_get(json_object_get(a, "devices"), 0);
+	assert_int_equal(json_integer_value(json_object_get(d0, "index")), 1);
+	assert_null(json_object_get(a, "mig"));
+	json_decref(j);
+	json_t *dv = api(e, "GET", "/v1/devices?node=m-0", NULL, NULL);
+	json_t *d1 = json_array_get(json_object_get(dv, "devices"), 1);
+	assert_string_equal(json_string_value(json_object_get(d1, "mode")), "shared");
+	json_decref(dv);
+	touch(e, "go1");
+	WAIT_FOR(job_is(e, id, "succeeded"), 60, "the job never ended");
+	e->passed = 1;
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -400,6 +488,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_denied_then_allowed, teardown),
 		cmocka_unit_test_teardown(test_busy_refused, teardown),
 		cmocka_unit_test_teardown(test_agent_opt_in, teardown),
+		cmocka_unit_test_teardown(test_mig_off, teardown),
 	};
 	int rc = xp_run_tests(tests, NULL, NULL);
 	curl_global_cleanup();

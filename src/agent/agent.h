@@ -25,8 +25,10 @@
  *             heartbeat's list of a node's instances
  *   output.c  HA: ended tasks' output sent again to a new leader
  *             (--output-resend), which lacks what the old one took
- *   mig_mode.c  the controller's orders to turn a GPU's MIG mode on
- *             (only with --mig-mode-change), and the report of each
+ *   mig_mode.c  the controller's orders to turn a GPU's MIG mode on or
+ *             off (only with --mig-mode-change; off: xpool's idle
+ *             instances destroyed first, anyone else's refuse it), and
+ *             the report of each
  *
  * A task is run by a shim: the agent forks it, the shim starts a new
  * session and waits until the agent has moved it into the task's cgroups,
@@ -175,7 +177,7 @@ struct xp_agent {
 	uint64_t mig_devs;		  /* devices in MIG mode (mu) */
 #define XP_AGENT_MIG_MODE 64
 	struct {
-		uint8_t tried, ok, posted;
+		uint8_t tried, ok, posted, on; /* on: the order, 1 MIG on, 0 off */
 		char why[256];
 	} mig_mode[XP_AGENT_MIG_MODE]; /* MIG mode orders, by device (main thread) */
 	atomic_int stop; /* the agent is stopping: every thread ends its loop */

@@ -82,7 +82,7 @@ static int nodes_set(int argc, char **argv)
 		XP_CLIENT_FLAGS,
 		{ "mig-mode-change", XP_FLAG_STR, "allow|deny",
 		  "let xpool turn MIG mode on for idle MIG-capable GPUs of the node when MIG "
-		  "slices wait (default deny)" },
+		  "slices wait, and off again when whole-GPU work waits (default deny)" },
 		{ NULL, 0, NULL, NULL },
 	};
 	static const struct xp_cli_verb verb = {
@@ -90,7 +90,9 @@ static int nodes_set(int argc, char **argv)
 		"xpool nodes set NAME --mig-mode-change allow|deny",
 		"Change what xpool may do on a node (admin): --mig-mode-change allow lets it turn "
 		"MIG mode on for an idle GPU when a MIG slice waits that no GPU in MIG mode can "
-		"give (the node's agent must also run with --mig-mode-change).",
+		"give, and off again for an idle GPU in MIG mode when whole-GPU or fractional "
+		"work waits that nothing places (the node's agent must also run with "
+		"--mig-mode-change).",
 		"NAME",
 		1,
 		1,
@@ -362,12 +364,15 @@ static void describe_node(const json_t *n, const json_t *devices)
 	const json_t *mr = json_object_get(n, "mig_mode_reserved"),
 		     *mf = json_object_get(n, "mig_mode_refused");
 	if (mr)
-		printf("%-14s GPU %lld is being switched to MIG mode for job %lld (since %s)\n", "",
+		printf("%-14s GPU %lld is being switched %s MIG mode for job %lld (since %s)\n", "",
 		       (long long)json_integer_value(json_object_get(mr, "device")),
+		       strcmp(json_string_value(json_object_get(mr, "mode")) ?: "", "off")
+			       ? "to"
+			       : "out of",
 		       (long long)json_integer_value(json_object_get(mr, "job")),
 		       json_string_value(json_object_get(mr, "since")));
 	if (mf)
-		printf("%-14s GPU %lld refused MIG mode at %s: %s\n", "",
+		printf("%-14s GPU %lld refused a MIG mode change at %s: %s\n", "",
 		       (long long)json_integer_value(json_object_get(mf, "device")),
 		       json_string_value(json_object_get(mf, "at")),
 		       json_string_value(json_object_get(mf, "why")));

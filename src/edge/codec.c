@@ -624,8 +624,8 @@ static int job_resize(struct dec *d, struct xp_rec *r)
 }
 
 /* node.mig_mode_change {name, allow}; node.mig_mode {name, device, mode, job};
- * node.mig_mode_done {name, device, mode, ok, why}: read as given, checked by the state
- * (core/state/migmode.c) in its order and with its texts */
+ * node.mig_mode_done {name, device, mode, ok, why}, mode "mig" (on) or "off": read as
+ * given, checked by the state (core/state/migmode.c) in its order and with its texts */
 static int mig_mode(struct dec *d, struct xp_rec *r)
 {
 	json_t *v;
@@ -640,6 +640,7 @@ static int mig_mode(struct dec *d, struct xp_rec *r)
 				      : -1;
 	v = json_object_get(d->o, "mode");
 	r->u.migmode.mode_mig = json_is_string(v) && !strcmp(json_string_value(v), "mig");
+	r->u.migmode.mode_off = json_is_string(v) && !strcmp(json_string_value(v), "off");
 	v = json_object_get(d->o, "job");
 	r->u.migmode.job = json_is_integer(v) && json_integer_value(v) > 0
 				   ? (uint64_t)json_integer_value(v)

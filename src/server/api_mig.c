@@ -192,7 +192,8 @@ void xp_mig_mode_node_json(struct xp_ctl *ctl, size_t n, json_t *o)
 		xp_time_format(m->at, ts);
 		json_object_set_new(o, "mig_mode_reserved",
 				    json_pack("{s:i,s:s,s:I,s:s}", "device", (int)m->dev, "mode",
-					      "mig", "job", (json_int_t)m->job, "since", ts));
+					      m->on ? "mig" : "off", "job", (json_int_t)m->job,
+					      "since", ts));
 	}
 	if (m && m->refused >= 0) {
 		xp_time_format(m->refused_at, ts);
@@ -208,10 +209,10 @@ void xp_mig_mode_assign(struct xp_ctl *ctl, size_t n, json_t *reply)
 	if (m && m->dev >= 0)
 		json_object_set_new(reply, "mig_mode",
 				    json_pack("[{s:i,s:s,s:I}]", "device", (int)m->dev, "mode",
-					      "mig", "job", (json_int_t)m->job));
+					      m->on ? "mig" : "off", "job", (json_int_t)m->job));
 }
 
-/* edge (pool thread): POST /v1/nodes/NAME/mig-mode {device, mode, ok, why} */
+/* edge (pool thread): POST /v1/nodes/NAME/mig-mode {device, mode (mig | off), ok, why} */
 int xp_edge_mig_mode(struct xp_cmd *cmd)
 {
 	static const char *const allowed[] = { "device", "mode", "ok", "why", NULL };
@@ -223,22 +224,26 @@ int xp_edge_mig_mode(struct xp_cmd *cmd)
 	const char *field = !json_is_integer(d) || json_integer_value(d) < 0 ||
 					    json_integer_value(d) >= XP_MAX_NODE_DEVS
 				    ? "device"
-			    : !json_is_string(m) || strcmp(json_string_value(m), "mig") ? "mode"
-			    : !json_is_boolean(ok)					? "ok"
+			    : !json_is_string(m) || (strcmp(json_string_value(m), "mig") &&
+						     strcmp(json_string_value(m), "off"))
+				    ? "mode"
+			    : !json_is_boolean(ok) ? "ok"
 			    : why && (!json_is_string(why) || strlen(json_string_value(why)) > 255)
 				    ? "why"
 				    : NULL;
 	if (field) {
 		json_decref(o);
-		return xp_reply_error(cmd, XP_EINVAL, field,
-				      "%s: expected device (a device index), mode (mig), ok (a "
-				      "boolean) and why (at most 255 characters)",
-				      field),
+		return xp_reply_error(
+			       cmd, XP_EINVAL, field,
+			       "%s: expected device (a device index), mode (mig or off), ok (a "
+			       "boolean) and why (at most 255 characters)",
+			       field),
 		       -1;
 	}
 	struct xp_small *b = XNEW(struct xp_small);
 	b->replicas = (uint32_t)json_integer_value(d);
 	b->state = json_is_true(ok);
+	b->scope = !strcmp(json_string_value(m), "mig"); /* 1 MIG on, 0 off */
 	snprintf(b->reason, sizeof(b->reason), "%s", why ? json_string_value(why) : "");
 	json_decref(o);
 	cmd->payload = b;
@@ -258,12 +263,16 @@ void xp_api_node_mig_mode(struct xp_ctl *ctl, struct xp_cmd *cmd)
 	if (!m || m->dev != (int16_t)b->replicas)
 		FAIL(cmd, XP_ESTATE, "device", "node %s GPU %u: no MIG mode change is reserved",
 		     cmd->name, b->replicas);
+	if (m->on != b->scope)
+		FAIL(cmd, XP_ESTATE, "mode", "node %s GPU %u: the change reserved is MIG %s",
+		     cmd->name, b->replicas, m->on ? "on (mode mig)" : "off");
 	if (!b->state)
-		fprintf(stderr, "xpool server: node=%s GPU %u: MIG mode change refused: %s\n",
-			cmd->name, b->replicas, b->reason);
-	if (xp_ctl_journal(ctl, "node.mig_mode_done",
-			   xp_rec_node_mig_done(cmd->name, b->replicas, b->state, b->reason),
-			   &err) < 0)
+		fprintf(stderr, "xpool server: node=%s GPU %u: MIG mode change (%s) refused: %s\n",
+			cmd->name, b->replicas, b->scope ? "on" : "off", b->reason);
+	if (xp_ctl_journal(
+		    ctl, "node.mig_mode_done",
+		    xp_rec_node_mig_done_to(cmd->name, b->replicas, b->scope, b->state, b->reason),
+		    &err) < 0)
 		FAIL_ERR(cmd, &err, NULL);
 	cmd->journaled = 1;
 	xp_reply_json(cmd, 200,

@@ -271,6 +271,22 @@ void xp_sched_set_mig_warm(struct xp_sched *s, uint32_t node, uint16_t dev, cons
 	s->migs[ds->mig - 1].foreign = foreign;
 }
 
+int xp_sched_mig_kept(const struct xp_sched *s, uint32_t node, uint16_t dev)
+{
+	if (node >= s->nnodes || dev >= s->ns[node].ndev)
+		return 0;
+	const struct xp_dstate *ds = &s->dev[s->ns[node].dev0 + dev];
+	if (!ds->mig)
+		return 0;
+	const struct xp_sched_mig *m = &s->migs[ds->mig - 1];
+	if (m->foreign)
+		return 2;
+	for (int k = 0; k < XP_MIG_NKINDS; k++)
+		if (m->warm[k])
+			return 1;
+	return 0;
+}
+
 const struct xp_mig_table *xp_sched_mig_table(const struct xp_sched *s, uint32_t node, uint16_t dev)
 {
 	if (node >= s->nnodes || dev >= s->ns[node].ndev)

@@ -155,6 +155,9 @@ uint16_t xp_mig_kind_milli(int kind);
  * and never places on foreign slices. */
 void xp_sched_set_mig_warm(struct xp_sched *s, uint32_t node, uint16_t dev, const uint8_t *warm,
 			   uint8_t foreign);
+/* Does the agent's hint say device dev holds instances that are not to be
+ * destroyed: 2 one xpool did not create, 1 a warm one, 0 neither. */
+int xp_sched_mig_kept(const struct xp_sched *s, uint32_t node, uint16_t dev);
 /* The slice lattice of a device in mode mig (its table, and the slices of
  * running allocations), NULL when it has none. */
 const struct xp_mig_table *xp_sched_mig_table(const struct xp_sched *s, uint32_t node,

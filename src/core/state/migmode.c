@@ -42,16 +42,26 @@ char *xp_rec_node_mig_leave(const char *node, int allow)
 	return dump(json_pack("{s:s,s:b}", "name", node, "allow", allow));
 }
 
+char *xp_rec_node_mig_mode_to(const char *node, unsigned dev, int on, uint64_t job)
+{
+	return dump(json_pack("{s:s,s:i,s:s,s:I}", "name", node, "device", (int)dev, "mode",
+			      on ? "mig" : "off", "job", (json_int_t)job));
+}
+
+char *xp_rec_node_mig_done_to(const char *node, unsigned dev, int on, int ok, const char *why)
+{
+	return dump(json_pack("{s:s,s:i,s:s,s:b,s:s}", "name", node, "device", (int)dev, "mode",
+			      on ? "mig" : "off", "ok", ok, "why", why ? why : ""));
+}
+
 char *xp_rec_node_mig_mode(const char *node, unsigned dev, uint64_t job)
 {
-	return dump(json_pack("{s:s,s:i,s:s,s:I}", "name", node, "device", (int)dev, "mode", "mig",
-			      "job", (json_int_t)job));
+	return xp_rec_node_mig_mode_to(node, dev, 1, job);
 }
 
 char *xp_rec_node_mig_done(const char *node, unsigned dev, int ok, const char *why)
 {
-	return dump(json_pack("{s:s,s:i,s:s,s:b,s:s}", "name", node, "device", (int)dev, "mode",
-			      "mig", "ok", ok, "why", why ? why : ""));
+	return xp_rec_node_mig_done_to(node, dev, 1, ok, why);
 }
 
 const struct xp_migmode *xp_migmode_of(const struct xp_state *st, size_t n)
@@ -94,15 +104,15 @@ static int dev_busy(const struct xp_state *st, size_t n, uint16_t d)
 }
 
 /* Could device d of node n, in MIG mode, take r's slices? How many on an
- * empty GPU (its partition's count), 0: it offers none */
-static unsigned dev_offers(const struct xp_state *st, size_t n, uint16_t d,
-			   const struct xp_request *r)
+ * empty GPU (its partition's count), 0: it offers none; in any mode */
+static unsigned profile_room(const struct xp_state *st, size_t n, uint16_t d,
+			     const struct xp_request *r)
 {
 	const struct xp_device *dv = &st->c->nodes[n].devs[d];
 	const char *name = r->mig_any ? NULL : xp_strtab_str(st->c->syms, r->mig);
 	unsigned need = xp_mig_slices_for(r->dev_milli), best = 0;
 	uint64_t best_mem = UINT64_MAX;
-	if (dv->cls != XP_CLASS_GPU || dv->mode == XP_MODE_MIG)
+	if (dv->cls != XP_CLASS_GPU)
 		return 0;
 	for (uint16_t i = 0; i < dv->nparts; i++) {
 		const struct xp_partition *p = &dv->parts[i];
@@ -120,8 +130,23 @@ static unsigned dev_offers(const struct xp_state *st, size_t n, uint16_t d,
 	return best;
 }
 
-/* The state of device d of node n for a mode change for r */
-enum cand { C_NONE, C_BUSY, C_REFUSED, C_DENIED, C_OK };
+/* The same, only for a GPU with MIG mode off (one to switch on) */
+static unsigned dev_offers(const struct xp_state *st, size_t n, uint16_t d,
+			   const struct xp_request *r)
+{
+	return st->c->nodes[n].devs[d].mode == XP_MODE_MIG ? 0 : profile_room(st, n, d, r);
+}
+
+/* The state of device d of node n for a mode change for r (C_HOLD:
+ * switched less than XP_MIGMODE_HOLD_MS ago; MIG off only: C_KEPT, it
+ * holds a warm or an administrator's instance; C_MIGWAIT, a pending MIG
+ * job could use it) */
+enum cand { C_NONE, C_BUSY, C_KEPT, C_HOLD, C_MIGWAIT, C_REFUSED, C_DENIED, C_OK };
+
+static int held_back(const struct xp_migmode *m, uint16_t d, int64_t now)
+{
+	return m && m->switched_at[d] && now < m->switched_at[d] + XP_MIGMODE_HOLD_MS;
+}
 
 static int candidate(const struct xp_state *st, size_t n, uint16_t d, const struct xp_request *r,
 		     int64_t now, unsigned *room)
@@ -136,6 +161,64 @@ static int candidate(const struct xp_state *st, size_t n, uint16_t d, const stru
 		return C_BUSY;
 	if (!ni->mig_leave)
 		return C_DENIED;
+	if (held_back(ni->mm, d, now))
+		return C_HOLD;
+	if (ni->mm && now < ni->mm->refused_until[d])
+		return C_REFUSED;
+	return C_OK;
+}
+
+static int waits_for_mig(const struct xp_job *j);
+
+/* Does a pending whole-GPU or fractional job j wait that device d of
+ * node n, out of MIG mode, could serve? */
+static int serves(const struct xp_state *st, size_t n, uint16_t d, const struct xp_job *j)
+{
+	const struct xp_device *dv = &st->c->nodes[n].devs[d];
+	const struct xp_request *r = &j->req;
+	return j->state == XP_JOB_PENDING && !r->mig && r->dev_count && !j->held && !j->unmet &&
+	       dv->cls == XP_CLASS_GPU && xp_selector_match(&r->sel, dv) &&
+	       (!r->dev_mem_mib || r->dev_mem_mib <= dv->mem_mib) &&
+	       (r->node < 0 || (size_t)r->node == n);
+}
+
+/* Does a pending MIG job (of the first XP_MIGMODE_JOBS, as the planner
+ * looks at) wait whose profile device d of node n offers? */
+static int mig_waits_for(const struct xp_state *st, size_t n, uint16_t d)
+{
+	size_t looked = 0;
+	for (size_t i = 0; i < st->pending.n && looked < XP_MIGMODE_JOBS; i++) {
+		if (!waits_for_mig(st->pending.v[i]))
+			continue;
+		looked++;
+		if (profile_room(st, n, d, &st->pending.v[i]->req))
+			return 1;
+	}
+	return 0;
+}
+
+/* The state of device d of node n, in MIG mode, for switching it off for
+ * j. live: the planner, which also reads the agent's instance hint (warm,
+ * foreign); a record's apply reads journaled state only. */
+static int candidate_off(const struct xp_state *st, size_t n, uint16_t d, const struct xp_job *j,
+			 int64_t now, int live)
+{
+	const struct xp_nodeinfo *ni = &st->nodes.v[n];
+	const struct xp_device *dv = &st->c->nodes[n].devs[d];
+	if (dv->mode != XP_MODE_MIG || ni->removed || ni->source != XP_SRC_AGENT ||
+	    !serves(st, n, d, j))
+		return C_NONE;
+	if (ni->state != XP_NODE_READY || dv->health == XP_HEALTH_UNHEALTHY || dev_busy(st, n, d) ||
+	    (ni->mm && ni->mm->dev >= 0))
+		return C_BUSY;
+	if (live && xp_sched_mig_kept(st->sched, (uint32_t)n, d))
+		return C_KEPT;
+	if (!ni->mig_leave)
+		return C_DENIED;
+	if (held_back(ni->mm, d, now))
+		return C_HOLD;
+	if (mig_waits_for(st, n, d))
+		return C_MIGWAIT;
 	if (ni->mm && now < ni->mm->refused_until[d])
 		return C_REFUSED;
 	return C_OK;
@@ -206,17 +289,24 @@ static int reserve(struct xp_state *st, long n, unsigned d, const struct xp_rec 
 {
 	const struct xp_job *j = xp_state_job(st, r->u.migmode.job);
 	const char *name = st->c->nodes[n].name;
-	unsigned room;
+	unsigned room = 0;
+	int on = r->u.migmode.mode_mig;
 	if (!j)
 		return xp_errf(err, XP_ECORRUPT, "node.mig_mode: job: no such job");
-	if (candidate(st, (size_t)n, (uint16_t)d, &j->req, at, &room) != C_OK)
+	if (on && candidate(st, (size_t)n, (uint16_t)d, &j->req, at, &room) != C_OK)
 		return xp_errf(err, XP_ESTATE,
 			       "node %s GPU %u: no MIG mode change for job %llu (not an idle, "
 			       "MIG-capable GPU with MIG off on a node that allows it)",
 			       name, d, (unsigned long long)j->id);
+	if (!on && candidate_off(st, (size_t)n, (uint16_t)d, j, at, 0) != C_OK)
+		return xp_errf(err, XP_ESTATE,
+			       "node %s GPU %u: no MIG mode change to off for job %llu (not a GPU "
+			       "in MIG mode with no slice in use, switched over %d s ago, that no "
+			       "pending MIG job could use, on a node that allows it)",
+			       name, d, (unsigned long long)j->id, XP_MIGMODE_HOLD_MS / 1000);
 	struct xp_migmode *m = mm_get(st, (size_t)n);
 	m->dev = (int16_t)d;
-	m->on = 1;
+	m->on = (uint8_t)on;
 	m->room = (uint8_t)(room > 255 ? 255 : room);
 	m->job = j->id;
 	m->at = at;
@@ -238,6 +328,9 @@ static int done(struct xp_state *st, long n, unsigned d, const struct xp_rec *r,
 	if (!m || m->dev != (int16_t)d)
 		return xp_errf(err, XP_ESTATE, "node %s GPU %u: no MIG mode change reserved",
 			       st->c->nodes[n].name, d);
+	if (m->on != r->u.migmode.mode_mig)
+		return xp_errf(err, XP_ESTATE, "node %s GPU %u: the change reserved is MIG %s",
+			       st->c->nodes[n].name, d, m->on ? "on (mode mig)" : "off");
 	const struct xp_job *j = xp_state_job(st, m->job);
 	ev->job = m->job;
 	ev->tenant = j ? (int64_t)j->tenant : -2;
@@ -245,8 +338,10 @@ static int done(struct xp_state *st, long n, unsigned d, const struct xp_rec *r,
 	st->mm_held--;
 	st->sched_stale = 1; /* the GPU takes work again, in its new mode or its old */
 	if (r->u.migmode.ok) {
-		st->c->nodes[n].devs[d].mode = XP_MODE_MIG;
+		/* off: a shared GPU again (whole-GPU work takes it as well) */
+		st->c->nodes[n].devs[d].mode = m->on ? XP_MODE_MIG : XP_MODE_SHARED;
 		st->nodes_gen++; /* a device of it changed */
+		m->switched_at[d] = at;
 		m->refused_until[d] = 0;
 		if (m->refused == (int16_t)d)
 			m->refused = -1;
@@ -277,7 +372,8 @@ int xp_migmode_apply(struct xp_state *st, const struct xp_rec *r, int64_t at,
 	if (r->u.migmode.device < 0 || r->u.migmode.device >= st->c->nodes[n].ndevs)
 		return xp_errf(err, XP_ECORRUPT, "%s: device: no such device on node %s", type,
 			       name);
-	if (!r->u.migmode.mode_mig)
+	/* "off" is read too; the text stays as tests/codec/mig-mode.json pins it */
+	if (!r->u.migmode.mode_mig && !r->u.migmode.mode_off)
 		return xp_errf(err, XP_ECORRUPT, "%s: mode: expected mig", type);
 	unsigned d = (unsigned)r->u.migmode.device;
 	if (r->type == XP_REC_NODE_MIG_MODE)
@@ -307,9 +403,10 @@ static long expire(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, vo
 			why = "no answer from the node's agent in 120 s";
 		if (!why)
 			continue;
-		int rc = emit_rec(
-			emit, ctx, "node.mig_mode_done",
-			xp_rec_node_mig_done(st->c->nodes[n].name, (unsigned)ni->mm->dev, 0, why));
+		int rc = emit_rec(emit, ctx, "node.mig_mode_done",
+				  xp_rec_node_mig_done_to(st->c->nodes[n].name,
+							  (unsigned)ni->mm->dev, ni->mm->on, 0,
+							  why));
 		if (rc < 0)
 			return rc;
 		made++;
@@ -352,9 +449,57 @@ static long pick_node(const struct xp_state *st, const struct xp_job *j, int64_t
 	return best_ok ? best : -1;
 }
 
-long xp_migmode_plan(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, void *ctx)
+/* The node whose reservation is for job j, or -1 */
+static long reserved_for(const struct xp_state *st, const struct xp_job *j)
+{
+	for (size_t n = 0; st->mm_held && n < st->nodes.n; n++) {
+		const struct xp_migmode *m = st->nodes.v[n].mm;
+		if (m && m->dev >= 0 && m->job == j->id)
+			return (long)n;
+	}
+	return -1;
+}
+
+/* MIG off: for each of the first XP_MIGMODE_JOBS pending whole-GPU or
+ * fractional jobs (the cycle just placed none of them) with no change in
+ * flight for it, the first GPU in MIG mode that may be switched off. One
+ * GPU per job per plan: a job that needs more gets the next one once this
+ * one is done and the cycle still cannot place it. */
+static long plan_off(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, void *ctx)
 {
 	long made = 0;
+	size_t looked = 0;
+	for (size_t i = 0; i < st->pending.n && looked < XP_MIGMODE_JOBS; i++) {
+		const struct xp_job *j = st->pending.v[i];
+		if (j->req.mig || !j->req.dev_count || j->held || j->unmet)
+			continue;
+		looked++;
+		if (reserved_for(st, j) >= 0)
+			continue;
+		for (size_t n = 0; n < st->nodes.n; n++) {
+			uint16_t d;
+			if (!st->nodes.v[n].mig_leave)
+				continue; /* cheaply: most nodes */
+			for (d = 0; d < st->c->nodes[n].ndevs; d++)
+				if (candidate_off(st, n, d, j, now, 1) == C_OK)
+					break;
+			if (d == st->c->nodes[n].ndevs)
+				continue;
+			int rc = emit_rec(
+				emit, ctx, "node.mig_mode",
+				xp_rec_node_mig_mode_to(st->c->nodes[n].name, d, 0, j->id));
+			if (rc < 0)
+				return rc;
+			made++;
+			break;
+		}
+	}
+	return made;
+}
+
+long xp_migmode_plan(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, void *ctx)
+{
+	long made = 0, off;
 	size_t looked = 0;
 	if (!st->mm_allowed && !st->mm_held)
 		return 0;
@@ -379,7 +524,9 @@ long xp_migmode_plan(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, 
 			return rc;
 		made++; /* one GPU per job per plan: the room is counted again next time */
 	}
-	return made;
+	if ((off = plan_off(st, now, emit, ctx)) < 0)
+		return off;
+	return made + off;
 }
 
 void xp_migmode_sched(const struct xp_state *st, struct xp_sched *s)
@@ -412,11 +559,82 @@ static unsigned scan(const struct xp_state *st, const struct xp_job *j, int64_t 
 	return count;
 }
 
+/* The first GPU in MIG mode (node *first, GPU *dev; how many) in state
+ * `want` for switching it off for j */
+static unsigned scan_off(const struct xp_state *st, const struct xp_job *j, int64_t now, int want,
+			 size_t *first, uint16_t *dev)
+{
+	unsigned count = 0;
+	for (size_t n = 0; n < st->nodes.n; n++)
+		for (uint16_t d = 0; d < st->c->nodes[n].ndevs; d++)
+			if (candidate_off(st, n, d, j, now, 1) == want && !count++) {
+				*first = n;
+				*dev = d;
+			}
+	return count;
+}
+
+/* explain for a pending whole-GPU or fractional job: a GPU in MIG mode
+ * that is (or is not, and why) switched off for it */
+static void explain_off(struct xp_state *st, const struct xp_job *j, int64_t now, struct xp_sb *sb)
+{
+	const char *sep = sb->len ? "; " : "";
+	long rn = reserved_for(st, j);
+	size_t n = 0;
+	uint16_t d = 0;
+	char ts[XP_TIME_LEN];
+	if (rn >= 0) {
+		const struct xp_migmode *m = st->nodes.v[rn].mm;
+		xp_time_format(m->at, ts);
+		xp_sb_printf(sb,
+			     "%sit waits for a MIG mode change: node %s GPU %d is being switched "
+			     "out of MIG mode for it (since %s)",
+			     sep, st->c->nodes[rn].name, m->dev, ts);
+	} else if (scan_off(st, j, now, C_OK, &n, &d))
+		xp_sb_printf(sb,
+			     "%snode %s GPU %u, idle in MIG mode, is switched out of MIG mode "
+			     "for it at the next cycle",
+			     sep, st->c->nodes[n].name, d);
+	else if (scan_off(st, j, now, C_REFUSED, &n, &d))
+		xp_sb_printf(sb,
+			     "%snode %s GPU %d refused a MIG mode change: %s (asked again %d s "
+			     "after)",
+			     sep, st->c->nodes[n].name, st->nodes.v[n].mm->refused,
+			     st->nodes.v[n].mm->why, XP_MIGMODE_RETRY_MS / 1000);
+	else if (scan_off(st, j, now, C_MIGWAIT, &n, &d))
+		xp_sb_printf(sb,
+			     "%snode %s GPU %u stays in MIG mode: a pending MIG job could use "
+			     "it",
+			     sep, st->c->nodes[n].name, d);
+	else if (scan_off(st, j, now, C_HOLD, &n, &d)) {
+		xp_time_format(st->nodes.v[n].mm->switched_at[d] + XP_MIGMODE_HOLD_MS, ts);
+		xp_sb_printf(sb,
+			     "%snode %s GPU %u, idle in MIG mode, was switched less than %d s "
+			     "ago: not switched again before %s",
+			     sep, st->c->nodes[n].name, d, XP_MIGMODE_HOLD_MS / 1000, ts);
+	} else if (scan_off(st, j, now, C_DENIED, &n, &d))
+		xp_sb_printf(sb,
+			     "%snode %s does not allow MIG mode changes (its GPU %u, idle in MIG "
+			     "mode, would take this job with MIG off; an admin allows it: xpool "
+			     "nodes set %s --mig-mode-change allow)",
+			     sep, st->c->nodes[n].name, d, st->c->nodes[n].name);
+	else if (scan_off(st, j, now, C_KEPT, &n, &d))
+		xp_sb_printf(sb,
+			     "%snode %s GPU %u stays in MIG mode: it holds a warm instance or "
+			     "one xpool did not create (an administrator's, never destroyed)",
+			     sep, st->c->nodes[n].name, d);
+}
+
 void xp_migmode_explain(struct xp_state *st, const struct xp_job *j, int64_t now, struct xp_sb *sb)
 {
 	size_t n = 0;
 	uint16_t d = 0;
 	unsigned k;
+	if (j->state == XP_JOB_PENDING && !j->req.mig && j->req.dev_count && !j->held &&
+	    !j->unmet && xp_state_sched(st, NULL) >= 0) {
+		explain_off(st, j, now, sb);
+		return;
+	}
 	if (!waits_for_mig(j) || xp_state_sched(st, NULL) < 0)
 		return;
 	for (size_t i = 0; st->mm_held && i < st->nodes.n; i++) {
@@ -445,7 +663,14 @@ void xp_migmode_explain(struct xp_state *st, const struct xp_job *j, int64_t now
 			     "%d s after)",
 			     sep, st->c->nodes[n].name, st->nodes.v[n].mm->refused,
 			     st->nodes.v[n].mm->why, XP_MIGMODE_RETRY_MS / 1000);
-	else if ((k = scan(st, j, now, C_DENIED, &n, &d)))
+	else if ((k = scan(st, j, now, C_HOLD, &n, &d))) {
+		char ts[XP_TIME_LEN];
+		xp_time_format(st->nodes.v[n].mm->switched_at[d] + XP_MIGMODE_HOLD_MS, ts);
+		xp_sb_printf(sb,
+			     "%snode %s GPU %u, idle with MIG mode off, was switched less than "
+			     "%d s ago: not switched again before %s",
+			     sep, st->c->nodes[n].name, d, XP_MIGMODE_HOLD_MS / 1000, ts);
+	} else if ((k = scan(st, j, now, C_DENIED, &n, &d)))
 		xp_sb_printf(sb,
 			     "%snode %s does not allow MIG mode changes (its GPU %u, idle "
 			     "with MIG mode off, offers the profile%s; an admin allows it: "
@@ -472,10 +697,20 @@ void xp_migmode_snap(const struct xp_state *st, size_t n, json_t *node)
 				    json_pack("{s:i,s:I,s:I,s:i}", "device", (int)ni->mm->dev,
 					      "job", (json_int_t)ni->mm->job, "at",
 					      (json_int_t)ni->mm->at, "room", (int)ni->mm->room));
+	if (ni->mm && ni->mm->dev >= 0 && !ni->mm->on) /* MIG off; absent: on, as before */
+		json_object_set_new(json_object_get(node, "mig_mode"), "mode", json_string("off"));
 	if (ni->mm && ni->mm->refused >= 0)
 		json_object_set_new(node, "mig_mode_refused",
 				    json_pack("{s:i,s:I,s:s}", "device", (int)ni->mm->refused, "at",
 					      (json_int_t)ni->mm->refused_at, "why", ni->mm->why));
+	json_t *sw = json_array(); /* the hold against flapping: [[device, at], ...] */
+	for (uint16_t d = 0; ni->mm && d < st->c->nodes[n].ndevs; d++)
+		if (ni->mm->switched_at[d])
+			json_array_append_new(
+				sw, json_pack("[i,I]", (int)d, (json_int_t)ni->mm->switched_at[d]));
+	if (json_array_size(sw))
+		json_object_set(node, "mig_mode_switched", sw);
+	json_decref(sw);
 }
 
 int xp_migmode_restore(struct xp_state *st, size_t n, json_t *node, struct xp_err *err)
@@ -496,6 +731,14 @@ int xp_migmode_restore(struct xp_state *st, size_t n, json_t *node, struct xp_er
 		snprintf(mm->why, sizeof(mm->why), "%s",
 			 json_string_value(json_object_get(r, "why")) ?: "");
 	}
+	size_t i;
+	json_t *sw;
+	json_array_foreach(json_object_get(node, "mig_mode_switched"), i, sw)
+	{
+		json_int_t sd = json_integer_value(json_array_get(sw, 0));
+		if (sd >= 0 && sd < st->c->nodes[n].ndevs)
+			mm_get(st, n)->switched_at[sd] = json_integer_value(json_array_get(sw, 1));
+	}
 	if (!m)
 		return 0;
 	json_int_t dev = json_integer_value(json_object_get(m, "device"));
@@ -505,8 +748,9 @@ int xp_migmode_restore(struct xp_state *st, size_t n, json_t *node, struct xp_er
 			       st->c->nodes[n].name);
 	struct xp_migmode *mm = mm_get(st, n);
 	mm->dev = (int16_t)dev;
-	mm->on = 1;
-	mm->room = (uint8_t)(room > 0 && room < 256 ? room : 1); /* the jobs come later */
+	mm->on = !json_is_string(json_object_get(m, "mode")) ||
+		 strcmp(json_string_value(json_object_get(m, "mode")), "off");
+	mm->room = (uint8_t)(!mm->on ? 0 : room > 0 && room < 256 ? room : 1); /* off: none */
 	mm->job = (uint64_t)json_integer_value(json_object_get(m, "job"));
 	mm->at = json_integer_value(json_object_get(m, "at"));
 	st->mm_held++;

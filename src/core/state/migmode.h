@@ -19,9 +19,18 @@
  * does not answer in XP_MIGMODE_TIMEOUT_MS, or on a node that is no longer
  * ready, is released the same way.
  *
- *   (none) --plan: node.mig_mode--> reserved --done ok--> (mode mig)
+ *   (none) --plan: node.mig_mode--> reserved --done ok--> (mode mig | mode shared)
  *                                     |--done refused / timeout / node lost--> refused
  *   refused --XP_MIGMODE_RETRY_MS--> (none)
+ *
+ * Both directions. MIG on ("mode": "mig") for a pending MIG job, on a GPU
+ * with MIG off; MIG off ("mode": "off") for a pending whole-GPU or
+ * fractional job that nothing places, on a GPU in MIG mode that holds no
+ * slice of a running job, no warm instance and no instance xpool did not
+ * create (an administrator's: never destroyed), while no pending MIG job
+ * could use it. The agent destroys xpool's idle instances on it first; on
+ * success it is a shared GPU again. Against flapping, a GPU switched either
+ * way is not switched again for XP_MIGMODE_HOLD_MS.
  *
  * Pure (contract 1): now comes in; records go out through emit.
  * Ownership: a node's struct xp_migmode belongs to its xp_nodeinfo.
@@ -42,11 +51,12 @@ struct xp_err;
 
 #define XP_MIGMODE_TIMEOUT_MS 120000 /* a reservation the agent never answers */
 #define XP_MIGMODE_RETRY_MS   60000  /* a refused GPU is not asked again before */
-#define XP_MIGMODE_JOBS	      64     /* pending MIG jobs looked at per plan */
+#define XP_MIGMODE_JOBS	      64     /* pending jobs looked at per plan, per direction */
+#define XP_MIGMODE_HOLD_MS    600000 /* a GPU switched either way stays so at least */
 
 struct xp_migmode {
 	int16_t dev;	 /* the GPU reserved for a mode change, -1: none */
-	uint8_t on;	 /* the change asked: 1 MIG on */
+	uint8_t on;	 /* the change asked: 1 MIG on, 0 MIG off */
 	uint8_t room;	 /* slices of the job's profile it gives in MIG mode (estimate) */
 	uint64_t job;	 /* the job it was reserved for */
 	int64_t at;	 /* reserved at */
@@ -54,6 +64,7 @@ struct xp_migmode {
 	int64_t refused_at;
 	char why[240];				 /* NVML's or the agent's reason */
 	int64_t refused_until[XP_MAX_NODE_DEVS]; /* per GPU: not asked again before */
+	int64_t switched_at[XP_MAX_NODE_DEVS];	 /* per GPU: its last change, 0: none */
 };
 
 struct xp_rec;
@@ -65,16 +76,20 @@ int xp_migmode_apply(struct xp_state *st, const struct xp_rec *r, int64_t at,
 char *xp_rec_node_mig_leave(const char *node, int allow);
 char *xp_rec_node_mig_mode(const char *node, unsigned dev, uint64_t job);
 char *xp_rec_node_mig_done(const char *node, unsigned dev, int ok, const char *why);
+/* the same for either direction: on 1 "mode": "mig", 0 "mode": "off" */
+char *xp_rec_node_mig_mode_to(const char *node, unsigned dev, int on, uint64_t job);
+char *xp_rec_node_mig_done_to(const char *node, unsigned dev, int on, int ok, const char *why);
 
 /* After a cycle: release reservations past their time or on lost nodes,
  * then reserve GPUs for pending MIG jobs that nothing in MIG mode can
- * take. Returns the records emitted, or a negative code from emit. */
+ * take (MIG on), then for pending whole-GPU or fractional jobs (MIG
+ * off). Returns the records emitted, or a negative code from emit. */
 typedef int (*xp_migmode_emit_fn)(void *ctx, const char *type, char *body);
 long xp_migmode_plan(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, void *ctx);
 
 /* The reserved GPUs take nothing in s (after a rebuild of the scheduler). */
 void xp_migmode_sched(const struct xp_state *st, struct xp_sched *s);
-/* Why pending job j waits for a MIG mode change or why none is made, in
+/* Why pending job j (MIG or not) waits for a MIG mode change or why none is made, in
  * a sentence appended to sb ("" when it is not about MIG modes). */
 void xp_migmode_explain(struct xp_state *st, const struct xp_job *j, int64_t now, struct xp_sb *sb);
 /* The reservation and last refusal on node n (NULL: never any). */

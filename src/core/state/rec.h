@@ -74,8 +74,8 @@ enum xp_rec_type {
 	XP_REC_JOB_START,	 /* job.start {id, allocations} */
 	XP_REC_JOB_RESIZE,	 /* job.resize {id, epoch, size, keep, add, reason} */
 	XP_REC_NODE_MIG_LEAVE,	 /* node.mig_mode_change {name, allow} */
-	XP_REC_NODE_MIG_MODE,	 /* node.mig_mode {name, device, mode: mig, job} */
-	XP_REC_NODE_MIG_DONE,	 /* node.mig_mode_done {name, device, mode: mig, ok, why} */
+	XP_REC_NODE_MIG_MODE,	 /* node.mig_mode {name, device, mode: mig|off, job} */
+	XP_REC_NODE_MIG_DONE,	 /* node.mig_mode_done {name, device, mode: mig|off, ok, why} */
 	XP_REC_N
 };
 
@@ -196,7 +196,8 @@ struct xp_rec {
 			const char *name; /* NULL: not a string */
 			int allow;	  /* leave: 1, 0; -1: not a boolean */
 			int64_t device;	  /* mode, done; -1: not an integer or negative */
-			int mode_mig;	  /* mode, done: "mode" is "mig" */
+			int mode_mig;	  /* mode, done: "mode" is "mig" (MIG on) */
+			int mode_off;	  /* mode, done: "mode" is "off" (MIG off) */
 			uint64_t job;	  /* mode; 0: not an integer */
 			int ok;		  /* done: 1, 0; -1: not a boolean */
 			const char *why;  /* done: "" absent; NULL: not a string */

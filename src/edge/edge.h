@@ -19,6 +19,10 @@
  *   docs.c       xp_edge_docs: these parsers and the descriptor's, as the
  *                readers the state is given for the documents inside
  *                records and snapshots (src/core/state/docs.h)
+ *   snapshot.c   the whole state as one JSON document and back (the
+ *                store keeps it; replay starts from it); snapshot_parts.c
+ *                the services', meter's, elastic jobs' and MIG modes'
+ *                parts; snapshot_int.h what the two share
  *   workflow.c   POST /v1/workflows: a DAG of job specs, put in an order
  *                where each job comes after those it depends on (Kahn's,
  *                O(jobs + edges) with the names hashed)
@@ -160,6 +164,13 @@ char *xp_rec_service_update(const struct xp_servicespec *spec, uint32_t canary, 
 /* service.promote (a canary goes on to all replicas), service.rollback,
  * service.rolled (the owner saw a rollout finish) */
 char *xp_rec_service_named(const char *name);
+
+/* snapshot.c: the whole state as JSON (malloc'd; the format and bytes
+ * the state wrote before it moved here), and a snapshot loaded into a
+ * fresh state (XP_ECORRUPT naming the part at fault, XP_EVERSION for a
+ * newer format). */
+char *xp_state_snapshot(const struct xp_state *st);
+int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, struct xp_err *err);
 
 /* docs.c: the readers the state is given (xp_state_opts.docs). */
 extern const struct xp_state_docs xp_edge_docs;

@@ -268,35 +268,4 @@ void xp_elastic_requeued(struct xp_job *j)
 	j->resized_at = 0;
 }
 
-void xp_elastic_snapshot(const struct xp_job *j, json_t *jo)
-{
-	if (!xp_job_elastic(j) && !j->resizes)
-		return;
-	json_t *e = json_pack("{s:i,s:i,s:i,s:I}", "size", (int)j->spec.replicas, "epoch",
-			      (int)j->epoch, "resizes", (int)j->resizes, "resized_at",
-			      (json_int_t)j->resized_at);
-	if (j->resize_why)
-		json_object_set_new(e, "reason", json_string(j->resize_why));
-	json_object_set_new(jo, "elastic", e);
-}
 
-int xp_elastic_restore(struct xp_job *j, json_t *jo, struct xp_err *err)
-{
-	json_t *e = json_object_get(jo, "elastic");
-	json_int_t size = j->spec.replicas, epoch = 0, resizes = 0, at = 0;
-	const char *why = NULL;
-	if (!e)
-		return 0;
-	if (json_unpack(e, "{s:I,s:I,s:I,s:I,s?s}", "size", &size, "epoch", &epoch, "resizes",
-			&resizes, "resized_at", &at, "reason", &why) < 0 ||
-	    !xp_job_elastic(j) || size < j->spec.rmin || size > j->spec.rmax || epoch < 0 ||
-	    epoch > UINT32_MAX || resizes < 0 || resizes > UINT32_MAX)
-		return xp_errf(err, XP_ECORRUPT, "snapshot: job %llu: bad elastic size",
-			       (unsigned long long)j->id);
-	j->spec.replicas = (uint32_t)size;
-	j->epoch = (uint32_t)epoch;
-	j->resizes = (uint32_t)resizes;
-	j->resized_at = at;
-	j->resize_why = why && *why ? xstrdup(why) : NULL;
-	return 0;
-}

@@ -75,9 +75,6 @@ void xp_meter_prices(struct xp_state *st, const struct xp_prices *p);
 /* record job.energy {"id", "attempt", "joules"}: the measured energy of a
  * run that has ended (the owner integrates the agents' power reports) */
 int xp_meter_energy(struct xp_state *st, const struct xp_rec *r, struct xp_err *err);
-/* snapshot */
-json_t *xp_meter_snapshot(const struct xp_state *st);
-int xp_meter_restore(struct xp_state *st, json_t *o, struct xp_err *err);
 
 int xp_meter_by_parse(const char *s);
 const char *xp_meter_by_name(int by);

@@ -460,56 +460,10 @@ void xp_migmode_explain(struct xp_state *st, const struct xp_job *j, int64_t now
 			     sep, st->c->nodes[n].name, d, k > 1 ? ", ..." : "");
 }
 
-/* ---- snapshots ---- */
-
-void xp_migmode_snap(const struct xp_state *st, size_t n, json_t *node)
+/* a snapshot's reservation and refusal come back through here (src/edge/snapshot_parts.c) */
+struct xp_migmode *xp_migmode_get(struct xp_state *st, size_t n)
 {
-	const struct xp_nodeinfo *ni = &st->nodes.v[n];
-	if (ni->mig_leave)
-		json_object_set_new(node, "mig_mode_change", json_true());
-	if (ni->mm && ni->mm->dev >= 0)
-		json_object_set_new(node, "mig_mode",
-				    json_pack("{s:i,s:I,s:I,s:i}", "device", (int)ni->mm->dev,
-					      "job", (json_int_t)ni->mm->job, "at",
-					      (json_int_t)ni->mm->at, "room", (int)ni->mm->room));
-	if (ni->mm && ni->mm->refused >= 0)
-		json_object_set_new(node, "mig_mode_refused",
-				    json_pack("{s:i,s:I,s:s}", "device", (int)ni->mm->refused, "at",
-					      (json_int_t)ni->mm->refused_at, "why", ni->mm->why));
+	return mm_get(st, n);
 }
 
-int xp_migmode_restore(struct xp_state *st, size_t n, json_t *node, struct xp_err *err)
-{
-	struct xp_nodeinfo *ni = &st->nodes.v[n];
-	json_t *m = json_object_get(node, "mig_mode"),
-	       *r = json_object_get(node, "mig_mode_refused");
-	if (json_is_true(json_object_get(node, "mig_mode_change")) && !ni->mig_leave) {
-		ni->mig_leave = 1;
-		st->mm_allowed++;
-	}
-	json_int_t rd = json_integer_value(json_object_get(r, "device"));
-	if (r && rd >= 0 && rd < st->c->nodes[n].ndevs) { /* the last refusal */
-		struct xp_migmode *mm = mm_get(st, n);
-		mm->refused = (int16_t)rd;
-		mm->refused_at = json_integer_value(json_object_get(r, "at"));
-		mm->refused_until[rd] = mm->refused_at + XP_MIGMODE_RETRY_MS;
-		snprintf(mm->why, sizeof(mm->why), "%s",
-			 json_string_value(json_object_get(r, "why")) ?: "");
-	}
-	if (!m)
-		return 0;
-	json_int_t dev = json_integer_value(json_object_get(m, "device"));
-	json_int_t room = json_integer_value(json_object_get(m, "room"));
-	if (dev < 0 || dev >= st->c->nodes[n].ndevs)
-		return xp_errf(err, XP_ECORRUPT, "snapshot: node %s: mig_mode: bad device",
-			       st->c->nodes[n].name);
-	struct xp_migmode *mm = mm_get(st, n);
-	mm->dev = (int16_t)dev;
-	mm->on = 1;
-	mm->room = (uint8_t)(room > 0 && room < 256 ? room : 1); /* the jobs come later */
-	mm->job = (uint64_t)json_integer_value(json_object_get(m, "job"));
-	mm->at = json_integer_value(json_object_get(m, "at"));
-	st->mm_held++;
-	st->sched_stale = 1;
-	return 0;
-}
+

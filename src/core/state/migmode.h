@@ -57,8 +57,6 @@ struct xp_migmode {
 };
 
 struct xp_rec;
-struct json_t;
-
 /* node.mig_mode_change, node.mig_mode, node.mig_mode_done (decoded by the codec) */
 int xp_migmode_apply(struct xp_state *st, const struct xp_rec *r, int64_t at,
 		     struct xp_event_info *ev, struct xp_err *err);
@@ -79,10 +77,9 @@ void xp_migmode_sched(const struct xp_state *st, struct xp_sched *s);
 void xp_migmode_explain(struct xp_state *st, const struct xp_job *j, int64_t now, struct xp_sb *sb);
 /* The reservation and last refusal on node n (NULL: never any). */
 const struct xp_migmode *xp_migmode_of(const struct xp_state *st, size_t n);
-/* Snapshots: the leave and the reservation of node n, and back. */
-void xp_migmode_snap(const struct xp_state *st, size_t n, struct json_t *node);
-int xp_migmode_restore(struct xp_state *st, size_t n, struct json_t *node,
-		       struct xp_err *err);
+/* The reservation and refusal record of node n, made on first use: a
+ * snapshot's come back through it (src/edge/snapshot_parts.c). */
+struct xp_migmode *xp_migmode_get(struct xp_state *st, size_t n);
 /* Node n removed (record node.remove): its leave and reservation go. */
 void xp_migmode_node_gone(struct xp_state *st, size_t n);
 

@@ -389,22 +389,6 @@ int xp_allocs_resolve(const struct xp_state *st, const struct xp_rec_alloc *in, 
 	return 0;
 }
 
-int xp_allocs_parse(struct xp_state *st, json_t *arr, struct xp_alloc *a, uint32_t n,
-		    struct xp_err *err)
-{
-	if (!json_is_array(arr) || json_array_size(arr) != n)
-		return xp_errf(err, XP_ECORRUPT, "allocations: expected %u", n);
-	char *text = json_dumps(arr, JSON_COMPACT);
-	struct xp_rec_alloc *in = NULL;
-	size_t got = 0;
-	int rc = text ? st->docs->allocs(text, strlen(text), &in, &got, err)
-		      : xp_errf(err, XP_ECORRUPT, "allocations: not JSON");
-	free(text);
-	if (rc == 0)
-		rc = xp_allocs_resolve(st, in, n, a, err);
-	free(in);
-	return rc;
-}
 
 /* The compute milli j's allocation x must take per device: a share sized
  * by memory takes its part of the device it landed on, one whole device of

@@ -16,15 +16,16 @@
  *
  * The files of this folder (state_int.h: what they share):
  *   state.c      creation, lookups, names, transitions, record builders and
- *                the allocations' JSON both ways and their match to a request,
+ *                the allocations' JSON and their match to a request,
  *                the invariant check and the state machines' checks
  *   rec.h        journal records as plain C (the codec's typed records)
  *   apply.c      records into the state (xp_state_apply_rec)
  *   jobedit.c    records that change a pending job: job.hold, job.update
- *   snapshot.c   the whole state as JSON and back
- *   docs.h       the readers of the documents inside records and
- *                snapshots, given at creation (the edge's parsers: this
- *                folder includes no document tree, YAML or descriptor)
+ *                (snapshots are encoded at the edge: src/edge/snapshot.c)
+ *   docs.h       the readers of the documents inside snapshots, given at
+ *                creation (the edge's parsers, which the edge's snapshot
+ *                reader calls through st->docs: this folder includes no
+ *                document tree, YAML or descriptor)
  *   spec.c/.h    job specs and job changes: types and canonical writer
  *                (the parser: src/edge/jobspec.c)
  *   svcspec.c/.h service definitions and a replica's service: types and
@@ -35,7 +36,7 @@
  *                and shares
  *   elastic.c    elastic jobs (replicas: {min, max}): the spec's range and
  *                checkpoint written out (read by src/edge/jobspec.c), the
- *                job.resize record, snapshots of the size;
+ *                job.resize record;
  *                elastic_cycle.c shrinks instead of preemption and growth
  *                after the pending jobs
  *   cycle.c      the scheduling cycle and its batch step (a batch optimiser
@@ -495,10 +496,6 @@ void xp_state_pending(struct xp_state *st, const struct xp_job *j, struct xp_pen
  * empty: XP_PEND_RESOURCES (a ready one), _DRAINING, _NODE_DOWN or
  * _NO_DEVICE (none); cached per request and node generation. */
 int xp_state_nodes_for(struct xp_state *st, const struct xp_request *r);
-
-/* Snapshot: the whole state as JSON (malloc'd); load into a fresh state. */
-char *xp_state_snapshot(const struct xp_state *st);
-int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, struct xp_err *err);
 
 /* A job's deadline (ms since the epoch; 0: none), and how it stands at
  * now: "met", "missed", "at_risk" (it cannot end in time by its time

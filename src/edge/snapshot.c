@@ -4,15 +4,58 @@
  * allocations), so loading a snapshot and applying the records after it
  * rebuilds exactly the state the records alone would. Nodes are kept in
  * index order, removed ones included, so allocations keep their indices.
+ *
+ * The encoding is the edge's (issue 19, item 2): the state in src/core
+ * holds plain structs; this file walks them (state_int.h: the state's
+ * types and its insert functions) and reads the documents inside a
+ * snapshot with the edge's parsers (through st->docs, xp_edge_docs). The
+ * services', meter's, elastic jobs' and MIG modes' parts are in
+ * snapshot_parts.c.
  */
-#include "state_int.h"
+#include "snapshot_int.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/xalloc.h"
+#include "../lib/xalloc.h"
 
 #define SNAPSHOT_FORMAT 1
+
+/* Allocations of a snapshot back into a[n], read as a job.start's are. */
+static int allocs_parse(struct xp_state *st, json_t *arr, struct xp_alloc *a, uint32_t n,
+			struct xp_err *err)
+{
+	if (!json_is_array(arr) || json_array_size(arr) != n)
+		return xp_errf(err, XP_ECORRUPT, "allocations: expected %u", n);
+	char *text = json_dumps(arr, JSON_COMPACT);
+	struct xp_rec_alloc *in = NULL;
+	size_t got = 0;
+	int rc = text ? st->docs->allocs(text, strlen(text), &in, &got, err)
+		      : xp_errf(err, XP_ECORRUPT, "allocations: not JSON");
+	free(text);
+	if (rc == 0)
+		rc = xp_allocs_resolve(st, in, n, a, err);
+	free(in);
+	return rc;
+}
+
+/* A node from a snapshot's one-node descriptor. */
+static long add_node(struct xp_state *st, json_t *descriptor, int source, int state,
+		     struct xp_err *err)
+{
+	char *text = json_dumps(descriptor, JSON_COMPACT);
+	struct xp_cluster *one;
+
+	if (!text)
+		return xp_errf(err, XP_ECORRUPT, "node descriptor: not JSON");
+	one = st->docs->nodes("node", text, strlen(text), err);
+	free(text);
+	if (!one)
+		return err ? err->code : XP_EINVAL;
+	long idx = xp_state_add_node_one(st, one, source, state, err);
+	xp_cluster_destroy(one);
+	return idx;
+}
 
 static json_t *node_descriptor(const struct xp_state *st, size_t n)
 {
@@ -171,7 +214,7 @@ static int load_job(struct xp_state *st, json_t *jo, size_t i, struct xp_err *er
 			     (long long)id);
 	if (rc == 0 && al) {
 		j->allocs = XNEWV(struct xp_alloc, j->spec.replicas);
-		rc = xp_allocs_parse(st, al, j->allocs, j->spec.replicas, err);
+		rc = allocs_parse(st, al, j->allocs, j->spec.replicas, err);
 	}
 	if (rc < 0) {
 		xp_state_job_free(j);
@@ -297,8 +340,8 @@ int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, st
 		if (rc == 0 && !(text = json_dumps(def, JSON_COMPACT)))
 			rc = xp_errf(err, XP_ECORRUPT, "snapshot: queue %zu is malformed", i);
 		if (rc == 0)
-			rc = st->docs->queuespec("snapshot queue", text, strlen(text), 1, 1,
-						     &qs, NULL, err);
+			rc = st->docs->queuespec("snapshot queue", text, strlen(text), 1, 1, &qs,
+						 NULL, err);
 		free(text);
 		if (rc == 0) {
 			struct xp_queue q = { .name = xstrdup(qs.name),
@@ -334,7 +377,7 @@ int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, st
 			rc = xp_errf(err, XP_ECORRUPT, "snapshot: node %zu: bad source or state",
 				     i);
 		if (rc == 0) {
-			long idx = xp_state_add_node(st, d, so, ns, err);
+			long idx = add_node(st, d, so, ns, err);
 			json_t *why = json_object_get(v, "why");
 			if (idx >= 0 && json_is_array(why)) { /* health comes with the descriptor */
 				uint16_t nd = st->c->nodes[idx].ndevs;

@@ -16,7 +16,7 @@
  *
  * The files of this folder (state_int.h: what they share):
  *   state.c      creation, lookups, names, transitions, record builders and
- *                the allocations' JSON and their match to a request,
+ *                decoded allocations resolved and their match to a request,
  *                the invariant check and the state machines' checks
  *   rec.h        journal records as plain C (the codec's typed records)
  *   apply.c      records into the state (xp_state_apply_rec)

@@ -10,7 +10,6 @@
 void xp_state_job_free(struct xp_job *j);
 void xp_state_key(const struct xp_state *st, uint32_t tenant, const char *key, char *buf,
 		  size_t len);
-json_t *xp_allocs_json(const struct xp_state *st, const struct xp_alloc *a, uint32_t n);
 /* Insert a decoded job (submit or snapshot). */
 void xp_state_add_job(struct xp_state *st, struct xp_job *j);
 /* Node added from a one-node descriptor (JSON: a snapshot's; or as read,

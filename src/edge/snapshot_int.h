@@ -6,6 +6,7 @@
 #include <jansson.h>
 
 #include "../core/state/meter.h"
+#include "edge.h"
 #include "../core/state/state_int.h"
 
 /* the services, before the jobs: these join their services as they load */

@@ -371,7 +371,7 @@ static int submit_job(struct xp_state *st, struct xp_err *err, int64_t at, int64
 	j->queue = (uint32_t)q;
 	j->state = XP_JOB_PENDING;
 	j->key = key ? xstrdup(key) : NULL;
-	j->key_hash = key ? xp_jobspec_hash(&j->spec) : 0;
+	j->key_hash = key ? st->docs->jobspec_hash(&j->spec) : 0;
 	j->submitted_at = at;
 	xp_state_add_job(st, j);
 	XP_JOB_CHECK(st, j, -1);

@@ -19,6 +19,7 @@
 #define XP_STATE_DOCS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../../lib/err.h"
 
@@ -48,6 +49,12 @@ struct xp_state_docs {
 	 * record's are (the record codec's reader) */
 	int (*allocs)(const char *buf, size_t len, struct xp_rec_alloc **out, size_t *n,
 		      struct xp_err *err);
+	/* the hash of a spec's canonical JSON (job.submit's idempotency key) */
+	uint64_t (*jobspec_hash)(const struct xp_jobspec *s);
+	/* would replicas of a and b differ (their canonical JSON)? then a
+	 * service.update is a new version, rolled out */
+	int (*service_new_version)(const struct xp_servicespec *a,
+				   const struct xp_servicespec *b);
 };
 
 #endif

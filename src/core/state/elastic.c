@@ -40,30 +40,6 @@ int64_t xp_ckpt_grace_ms(const struct xp_jobspec *s)
 	return s->ckpt_grace_ms >= 0 ? s->ckpt_grace_ms : XP_CKPT_GRACE_DEFAULT;
 }
 
-void xp_elastic_json(const struct xp_jobspec *s, json_t *o)
-{
-	if (s->rmax)
-		json_object_set_new(
-			o, "replicas",
-			json_pack("{s:i,s:i}", "min", (int)s->rmin, "max", (int)s->rmax));
-	else
-		json_object_set_new(o, "replicas", json_integer(s->replicas));
-	if (!s->ckpt_signal && s->ckpt_grace_ms < 0)
-		return;
-	json_t *c = json_object();
-	if (s->ckpt_signal)
-		json_object_set_new(c, "signal",
-				    json_string(xp_signal_name(s->ckpt_signal)
-							? xp_signal_name(s->ckpt_signal)
-							: "SIGUSR1"));
-	if (s->ckpt_grace_ms >= 0) {
-		char buf[32];
-		snprintf(buf, sizeof(buf), "%lldms", (long long)s->ckpt_grace_ms);
-		json_object_set_new(c, "grace", json_string(buf));
-	}
-	json_object_set_new(o, "checkpoint", c);
-}
-
 /* ---- job.resize ---- */
 
 

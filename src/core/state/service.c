@@ -155,7 +155,7 @@ static int service_update(struct xp_state *st, struct xp_service *s, const struc
 			       "exists",
 			       s->spec.name);
 	}
-	int fresh = xp_servicespec_new_version(&s->spec, &n);
+	int fresh = st->docs->service_new_version(&s->spec, &n);
 	if (fresh && s->canary) {
 		xp_servicespec_free(&n);
 		return xp_errf(err, XP_ESTATE,

@@ -6,7 +6,6 @@
 #include "state_int.h"
 
 #include <assert.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -537,10 +536,3 @@ const char *xp_job_deadline_status(const struct xp_job *j, int64_t now)
 	return "ok";
 }
 
-uint64_t xp_jobspec_hash(const struct xp_jobspec *s)
-{
-	char *j = xp_jobspec_to_json(s);
-	uint64_t h = xp_hash_bytes(j, strlen(j));
-	free(j);
-	return h;
-}

@@ -387,9 +387,8 @@ struct xp_job *xp_state_job(const struct xp_state *st, uint64_t id);
 long xp_state_tenant(const struct xp_state *st, const char *name);
 long xp_state_queue(const struct xp_state *st, const char *name);
 long xp_state_node(const struct xp_state *st, const char *name);
-/* The hash a job submitted with an idempotency key keeps of its spec
- * (canonical JSON), to tell a retry from a different request. */
-uint64_t xp_jobspec_hash(const struct xp_jobspec *s);
+/* The hash a job submitted with an idempotency key keeps of its spec is
+ * the edge's (xp_jobspec_hash, src/edge/canon.c; st->docs->jobspec_hash). */
 /* Job id for (tenant, idempotency key), 0 when none. */
 uint64_t xp_state_job_by_key(const struct xp_state *st, uint32_t tenant, const char *key);
 

@@ -2,7 +2,6 @@
 #ifndef XP_STATE_INT_H
 #define XP_STATE_INT_H
 
-#include <jansson.h>
 
 #include "migmode.h"
 #include "state.h"

@@ -105,9 +105,16 @@ char *xp_rec_job_counter(uint64_t job, struct json_t *counters);
 /* records.c: the journal records' writers (bodies are malloc'd JSON, the
  * bytes the journal has always held; test_codec pins them). */
 /* A typed record's JSON: the records the scheduling cycle emits
- * (job.start, job.preempt, job.cancel, job.resize) and job.requeue; NULL
- * for the other types (their writers are below). */
+ * (job.start, job.preempt, job.cancel, job.resize), job.requeue and the
+ * MIG mode planner's (node.mig_mode, node.mig_mode_done; and
+ * node.mig_mode_change); NULL for the other types (their writers are
+ * below). */
 char *xp_rec_encode(const struct xp_rec *r);
+/* node.mig_mode_change {name, allow}, node.mig_mode {name, device, mode:
+ * "mig", job}, node.mig_mode_done {name, device, mode: "mig", ok, why} */
+char *xp_rec_node_mig_leave(const char *node, int allow);
+char *xp_rec_node_mig_mode(const char *node, unsigned dev, uint64_t job);
+char *xp_rec_node_mig_done(const char *node, unsigned dev, int ok, const char *why);
 char *xp_rec_job_start(const struct xp_state *st, uint64_t id, const struct xp_alloc *a,
 		       uint32_t n);
 char *xp_rec_job_cancel(uint64_t id, const char *reason);

@@ -19,7 +19,6 @@
  */
 #include "migmode.h"
 
-#include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -29,30 +28,6 @@
 #include "../../lib/xalloc.h"
 #include "rec.h"
 #include "state_int.h"
-
-static char *dump(json_t *o)
-{
-	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-	json_decref(o);
-	return s;
-}
-
-char *xp_rec_node_mig_leave(const char *node, int allow)
-{
-	return dump(json_pack("{s:s,s:b}", "name", node, "allow", allow));
-}
-
-char *xp_rec_node_mig_mode(const char *node, unsigned dev, uint64_t job)
-{
-	return dump(json_pack("{s:s,s:i,s:s,s:I}", "name", node, "device", (int)dev, "mode", "mig",
-			      "job", (json_int_t)job));
-}
-
-char *xp_rec_node_mig_done(const char *node, unsigned dev, int ok, const char *why)
-{
-	return dump(json_pack("{s:s,s:i,s:s,s:b,s:s}", "name", node, "device", (int)dev, "mode",
-			      "mig", "ok", ok, "why", why ? why : ""));
-}
 
 const struct xp_migmode *xp_migmode_of(const struct xp_state *st, size_t n)
 {
@@ -287,13 +262,24 @@ int xp_migmode_apply(struct xp_state *st, const struct xp_rec *r, int64_t at,
 
 /* ---- the planner ---- */
 
-static int emit_rec(xp_migmode_emit_fn emit, void *ctx, const char *type, char *body)
+typedef int (*emit_fn)(void *ctx, const struct xp_rec *r);
+
+/* a node.mig_mode (job) or node.mig_mode_done (not ok, why) for GPU dev of node n */
+static int emit_rec(emit_fn emit, void *ctx, int type, const char *node, unsigned dev, uint64_t job,
+		    const char *why)
 {
-	return body ? emit(ctx, type, body) : XP_EINTERNAL;
+	struct xp_rec r = { .type = type,
+			    .u.migmode = { .name = node,
+					   .device = dev,
+					   .mode_mig = 1,
+					   .job = job,
+					   .ok = 0,
+					   .why = why } };
+	return emit(ctx, &r);
 }
 
 /* reservations past their time or on nodes that are no longer ready */
-static long expire(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, void *ctx)
+static long expire(struct xp_state *st, int64_t now, emit_fn emit, void *ctx)
 {
 	long made = 0;
 	for (size_t n = 0; st->mm_held && n < st->nodes.n; n++) {
@@ -307,9 +293,8 @@ static long expire(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, vo
 			why = "no answer from the node's agent in 120 s";
 		if (!why)
 			continue;
-		int rc = emit_rec(
-			emit, ctx, "node.mig_mode_done",
-			xp_rec_node_mig_done(st->c->nodes[n].name, (unsigned)ni->mm->dev, 0, why));
+		int rc = emit_rec(emit, ctx, XP_REC_NODE_MIG_DONE, st->c->nodes[n].name,
+				  (unsigned)ni->mm->dev, 0, why);
 		if (rc < 0)
 			return rc;
 		made++;
@@ -352,7 +337,7 @@ static long pick_node(const struct xp_state *st, const struct xp_job *j, int64_t
 	return best_ok ? best : -1;
 }
 
-long xp_migmode_plan(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, void *ctx)
+long xp_migmode_plan(struct xp_state *st, int64_t now, emit_fn emit, void *ctx)
 {
 	long made = 0;
 	size_t looked = 0;
@@ -373,8 +358,8 @@ long xp_migmode_plan(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, 
 		long n = pick_node(st, j, now, &d);
 		if (n < 0)
 			continue;
-		int rc = emit_rec(emit, ctx, "node.mig_mode",
-				  xp_rec_node_mig_mode(st->c->nodes[n].name, d, j->id));
+		int rc = emit_rec(emit, ctx, XP_REC_NODE_MIG_MODE, st->c->nodes[n].name, d, j->id,
+				  NULL);
 		if (rc < 0)
 			return rc;
 		made++; /* one GPU per job per plan: the room is counted again next time */
@@ -465,5 +450,3 @@ struct xp_migmode *xp_migmode_get(struct xp_state *st, size_t n)
 {
 	return mm_get(st, n);
 }
-
-

@@ -60,15 +60,16 @@ struct xp_rec;
 /* node.mig_mode_change, node.mig_mode, node.mig_mode_done (decoded by the codec) */
 int xp_migmode_apply(struct xp_state *st, const struct xp_rec *r, int64_t at,
 		     struct xp_event_info *ev, struct xp_err *err);
-char *xp_rec_node_mig_leave(const char *node, int allow);
-char *xp_rec_node_mig_mode(const char *node, unsigned dev, uint64_t job);
-char *xp_rec_node_mig_done(const char *node, unsigned dev, int ok, const char *why);
+/* (their writers: src/edge/records.c, xp_rec_node_mig_*) */
 
 /* After a cycle: release reservations past their time or on lost nodes,
  * then reserve GPUs for pending MIG jobs that nothing in MIG mode can
- * take. Returns the records emitted, or a negative code from emit. */
-typedef int (*xp_migmode_emit_fn)(void *ctx, const char *type, char *body);
-long xp_migmode_plan(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, void *ctx);
+ * take. The records are typed (node.mig_mode, node.mig_mode_done), as
+ * the cycle's are (state.h's xp_emit_fn): the emitter encodes them
+ * (xp_rec_encode) and journals them. Returns the records emitted, or a
+ * negative code from emit. */
+long xp_migmode_plan(struct xp_state *st, int64_t now,
+		     int (*emit)(void *ctx, const struct xp_rec *r), void *ctx);
 
 /* The reserved GPUs take nothing in s (after a rebuild of the scheduler). */
 void xp_migmode_sched(const struct xp_state *st, struct xp_sched *s);

@@ -100,6 +100,68 @@ static json_t *node_descriptor(const struct xp_state *st, size_t n)
 	return d;
 }
 
+/* node n: its state, its one-node descriptor, health, failures, MIG modes */
+static json_t *snap_node(const struct xp_state *st, size_t n)
+{
+	const struct xp_nodeinfo *ni = &st->nodes.v[n];
+	json_t *no = json_pack("{s:s,s:s,s:b,s:o}", "source", xp_node_source_name(ni->source),
+			       "state", xp_node_state_name(ni->state), "removed", ni->removed,
+			       "descriptor", node_descriptor(st, n));
+	if (ni->failures)
+		json_object_set_new(no, "failures", json_integer(ni->failures));
+	xp_migmode_snap(st, n, no);
+	if (ni->dev_why) {
+		json_t *why = json_array();
+		for (uint16_t d = 0; d < st->c->nodes[n].ndevs; d++)
+			json_array_append_new(why,
+					      json_string(ni->dev_why[d] ? ni->dev_why[d] : ""));
+		json_object_set_new(no, "why", why);
+	}
+	return no;
+}
+
+/* job j with its spec, allocations and counts */
+static json_t *snap_job(const struct xp_state *st, const struct xp_job *j)
+{
+	char *sj = xp_jobspec_to_json(&j->spec);
+	json_error_t e;
+	json_t *jo = json_pack("{s:I,s:s,s:s?,s:s,s:o,s:I,s:I,s:I,s:s?}", "id", (json_int_t)j->id,
+			       "tenant", st->tenants.v[j->tenant].name, "key", j->key, "state",
+			       xp_job_state_name(j->state), "spec", json_loads(sj, 0, &e),
+			       "submitted_at", (json_int_t)j->submitted_at, "started_at",
+			       (json_int_t)j->started_at, "finished_at", (json_int_t)j->finished_at,
+			       "reason", j->reason);
+	free(sj);
+	if (j->has_exit)
+		json_object_set_new(jo, "exit_code", json_integer(j->exit_code));
+	if (j->exit_signal)
+		json_object_set_new(jo, "signal", json_integer(j->exit_signal));
+	if (j->end)
+		json_object_set_new(jo, "end", json_string(xp_end_name(j->end)));
+	if (j->allocs)
+		json_object_set_new(jo, "allocations",
+				    allocs_json(st, j->allocs, j->spec.replicas));
+	json_object_set_new(jo, "attempts", json_integer(j->attempts));
+	json_object_set_new(jo, "requeues", json_integer(j->requeues));
+	if (j->preemptions)
+		json_object_set_new(jo, "preemptions", json_integer(j->preemptions));
+	if (j->held)
+		json_object_set_new(jo, "held", json_string(xp_hold_name(j->held)));
+	if (j->key) { /* the spec may have changed since (job.update) */
+		char h[24];
+		snprintf(h, sizeof(h), "%016llx", (unsigned long long)j->key_hash);
+		json_object_set_new(jo, "key_hash", json_string(h));
+	}
+	xp_elastic_snapshot(j, jo);
+	if (j->exited) {
+		json_t *ex = json_array();
+		for (uint32_t k = 0; k < j->spec.replicas; k++)
+			json_array_append_new(ex, json_boolean(j->exited[k]));
+		json_object_set_new(jo, "exited", ex);
+	}
+	return jo;
+}
+
 char *xp_state_snapshot(const struct xp_state *st)
 {
 	json_t *o = json_object(), *a;
@@ -136,66 +198,12 @@ char *xp_state_snapshot(const struct xp_state *st)
 	}
 	json_object_set_new(o, "queues", a);
 	a = json_array();
-	for (size_t n = 0; n < st->nodes.n; n++) {
-		const struct xp_nodeinfo *ni = &st->nodes.v[n];
-		json_t *no =
-			json_pack("{s:s,s:s,s:b,s:o}", "source", xp_node_source_name(ni->source),
-				  "state", xp_node_state_name(ni->state), "removed", ni->removed,
-				  "descriptor", node_descriptor(st, n));
-		if (ni->failures)
-			json_object_set_new(no, "failures", json_integer(ni->failures));
-		xp_migmode_snap(st, n, no);
-		if (ni->dev_why) {
-			json_t *why = json_array();
-			for (uint16_t d = 0; d < st->c->nodes[n].ndevs; d++)
-				json_array_append_new(
-					why, json_string(ni->dev_why[d] ? ni->dev_why[d] : ""));
-			json_object_set_new(no, "why", why);
-		}
-		json_array_append_new(a, no);
-	}
+	for (size_t n = 0; n < st->nodes.n; n++)
+		json_array_append_new(a, snap_node(st, n));
 	json_object_set_new(o, "nodes", a);
 	a = json_array();
-	for (size_t i = 0; i < st->jobs.n; i++) {
-		const struct xp_job *j = st->jobs.v[i];
-		char *sj = xp_jobspec_to_json(&j->spec);
-		json_error_t e;
-		json_t *jo = json_pack(
-			"{s:I,s:s,s:s?,s:s,s:o,s:I,s:I,s:I,s:s?}", "id", (json_int_t)j->id,
-			"tenant", st->tenants.v[j->tenant].name, "key", j->key, "state",
-			xp_job_state_name(j->state), "spec", json_loads(sj, 0, &e), "submitted_at",
-			(json_int_t)j->submitted_at, "started_at", (json_int_t)j->started_at,
-			"finished_at", (json_int_t)j->finished_at, "reason", j->reason);
-		free(sj);
-		if (j->has_exit)
-			json_object_set_new(jo, "exit_code", json_integer(j->exit_code));
-		if (j->exit_signal)
-			json_object_set_new(jo, "signal", json_integer(j->exit_signal));
-		if (j->end)
-			json_object_set_new(jo, "end", json_string(xp_end_name(j->end)));
-		if (j->allocs)
-			json_object_set_new(jo, "allocations",
-					    allocs_json(st, j->allocs, j->spec.replicas));
-		json_object_set_new(jo, "attempts", json_integer(j->attempts));
-		json_object_set_new(jo, "requeues", json_integer(j->requeues));
-		if (j->preemptions)
-			json_object_set_new(jo, "preemptions", json_integer(j->preemptions));
-		if (j->held)
-			json_object_set_new(jo, "held", json_string(xp_hold_name(j->held)));
-		if (j->key) { /* the spec may have changed since (job.update) */
-			char h[24];
-			snprintf(h, sizeof(h), "%016llx", (unsigned long long)j->key_hash);
-			json_object_set_new(jo, "key_hash", json_string(h));
-		}
-		xp_elastic_snapshot(j, jo);
-		if (j->exited) {
-			json_t *ex = json_array();
-			for (uint32_t k = 0; k < j->spec.replicas; k++)
-				json_array_append_new(ex, json_boolean(j->exited[k]));
-			json_object_set_new(jo, "exited", ex);
-		}
-		json_array_append_new(a, jo);
-	}
+	for (size_t i = 0; i < st->jobs.n; i++)
+		json_array_append_new(a, snap_job(st, st->jobs.v[i]));
 	json_object_set_new(o, "jobs", a);
 	json_object_set_new(o, "services", xp_services_snapshot(st));
 	json_object_set_new(o, "meter", xp_meter_snapshot(st));
@@ -300,27 +308,14 @@ static int load_job(struct xp_state *st, json_t *jo, size_t i, struct xp_err *er
 	return 0;
 }
 
-int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, struct xp_err *err)
+/* the tenants, in index order */
+static int load_tenants(struct xp_state *st, json_t *arr, struct xp_err *err)
 {
-	json_error_t je;
-	json_t *o = json_loadb(body, len, 0, &je), *a, *v;
-	json_int_t fmt, seq, nj, nt;
 	size_t i;
+	json_t *v;
 	int rc = 0;
 
-	if (!o || json_unpack(o, "{s:I,s:I,s:I,s:I}", "format", &fmt, "seq", &seq, "next_job_id",
-			      &nj, "next_token_id", &nt) < 0) {
-		json_decref(o);
-		return xp_errf(err, XP_ECORRUPT, "snapshot: not a state snapshot%s%s",
-			       o ? "" : ": ", o ? "" : je.text);
-	}
-	if (fmt > SNAPSHOT_FORMAT) {
-		json_decref(o);
-		return xp_errf(err, XP_EVERSION,
-			       "snapshot format %lld is newer than this build's %d", (long long)fmt,
-			       SNAPSHOT_FORMAT);
-	}
-	json_array_foreach(json_object_get(o, "tenants"), i, v)
+	json_array_foreach(arr, i, v)
 	{
 		const char *name;
 		if (rc == 0 && (json_unpack(v, "{s:s}", "name", &name) < 0 || !xp_name_ok(name)))
@@ -329,8 +324,20 @@ int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, st
 			struct xp_tenant t = { .name = xstrdup(name) };
 			xp_vec_push(&st->tenants, t);
 		}
+		if (rc < 0)
+			return rc;
 	}
-	json_array_foreach(json_object_get(o, "tokens"), i, v)
+	return 0;
+}
+
+/* the tokens (their tenants loaded) */
+static int load_tokens(struct xp_state *st, json_t *arr, struct xp_err *err)
+{
+	size_t i;
+	json_t *v;
+	int rc = 0;
+
+	json_array_foreach(arr, i, v)
 	{
 		json_int_t id;
 		const char *tenant, *name, *sha, *node = NULL;
@@ -357,8 +364,20 @@ int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, st
 			memcpy(k.sha256, sha, 65);
 			xp_vec_push(&st->tokens, k);
 		}
+		if (rc < 0)
+			return rc;
 	}
-	json_array_foreach(json_object_get(o, "queues"), i, v)
+	return 0;
+}
+
+/* the queues: a parent before its children */
+static int load_queues(struct xp_state *st, json_t *arr, struct xp_err *err)
+{
+	size_t i;
+	json_t *v;
+	int rc = 0;
+
+	json_array_foreach(arr, i, v)
 	{
 		int parent, deleted;
 		json_t *def;
@@ -393,8 +412,20 @@ int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, st
 				st->queues.v[parent].children++;
 			xp_vec_push(&st->queues, q);
 		}
+		if (rc < 0)
+			return rc;
 	}
-	json_array_foreach(json_object_get(o, "nodes"), i, v)
+	return 0;
+}
+
+/* the nodes in index order, removed ones too, with health, failures and MIG modes */
+static int load_nodes(struct xp_state *st, json_t *arr, struct xp_err *err)
+{
+	size_t i;
+	json_t *v;
+	int rc = 0;
+
+	json_array_foreach(arr, i, v)
 	{
 		const char *src, *state;
 		int removed;
@@ -437,7 +468,39 @@ int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, st
 					UINT32_MAX;
 			}
 		}
+		if (rc < 0)
+			return rc;
 	}
+	return 0;
+}
+
+int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, struct xp_err *err)
+{
+	json_error_t je;
+	json_t *o = json_loadb(body, len, 0, &je), *a, *v;
+	json_int_t fmt, seq, nj, nt;
+	size_t i;
+	int rc = 0;
+
+	if (!o || json_unpack(o, "{s:I,s:I,s:I,s:I}", "format", &fmt, "seq", &seq, "next_job_id",
+			      &nj, "next_token_id", &nt) < 0) {
+		json_decref(o);
+		return xp_errf(err, XP_ECORRUPT, "snapshot: not a state snapshot%s%s",
+			       o ? "" : ": ", o ? "" : je.text);
+	}
+	if (fmt > SNAPSHOT_FORMAT) {
+		json_decref(o);
+		return xp_errf(err, XP_EVERSION,
+			       "snapshot format %lld is newer than this build's %d", (long long)fmt,
+			       SNAPSHOT_FORMAT);
+	}
+	rc = load_tenants(st, json_object_get(o, "tenants"), err);
+	if (rc == 0)
+		rc = load_tokens(st, json_object_get(o, "tokens"), err);
+	if (rc == 0)
+		rc = load_queues(st, json_object_get(o, "queues"), err);
+	if (rc == 0)
+		rc = load_nodes(st, json_object_get(o, "nodes"), err);
 	if (rc == 0) /* before the jobs, which join their services */
 		rc = xp_services_restore(st, json_object_get(o, "services"), err);
 	a = json_object_get(o, "jobs");

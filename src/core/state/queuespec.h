@@ -2,7 +2,7 @@
  * queuespec: a queue's definition (docs/api.md "Queues") as plain C, read
  * by the edge (src/edge/queuespec.c: API input or a journal record alike)
  * with every field checked, and written back as canonical JSON that parses
- * to the same definition. The state checks it against the tree (queue.c).
+ * to the same definition (src/edge/canon.c). The state checks it against the tree (queue.c).
  *
  *   {name, parent, priority, weight, preempt: never|reclaim|priority, aging,
  *    quota: {RES: {guarantee: Q, max: Q}}, allow: [TENANT, ...]}

@@ -1,7 +1,7 @@
 /*
  * spec: a job specification (docs/api.md "POST /v1/jobs") as plain C, and
- * written as canonical JSON that parses to the same spec. The parser is at
- * the edge (src/edge/jobspec.c, edge.h: xp_jobspec_parse_text); it serves
+ * written as canonical JSON that parses to the same spec. The parser and
+ * the writer are at the edge (src/edge/jobspec.c, canon.c); they serve
  * the API and replay alike (replay through struct xp_state_docs), so what
  * was accepted is exactly what is replayed.
  *

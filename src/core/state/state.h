@@ -21,22 +21,23 @@
  *   rec.h        journal records as plain C (the codec's typed records)
  *   apply.c      records into the state (xp_state_apply_rec)
  *   jobedit.c    records that change a pending job: job.hold, job.update
- *                (snapshots are encoded at the edge: src/edge/snapshot.c)
- *   docs.h       the readers of the documents inside snapshots, given at
- *                creation (the edge's parsers, which the edge's snapshot
- *                reader calls through st->docs: this folder includes no
+ *   (snapshots, canonical JSON and the usage report are written and read
+ *   at the edge: src/edge/snapshot.c, canon.c, meter_report.c)
+ *   docs.h       the edge's document code, given at creation: the
+ *                readers the edge's snapshot reader calls through
+ *                st->docs, a spec's canonical hash, a service's
+ *                new-version test (this folder includes no JSON,
  *                document tree, YAML or descriptor)
- *   spec.c/.h    job specs and job changes: types and canonical writer
+ *   spec.c/.h    job specs and job changes: types and names
  *                (the parser: src/edge/jobspec.c)
- *   svcspec.c/.h service definitions and a replica's service: types and
- *                writer (parser: src/edge/svcspec.c); service.c services
+ *   svcspec.c/.h service definitions and a replica's service: types
+ *                (parser: src/edge/svcspec.c); service.c services
  *                in the state (records, replica lists)
- *   queuespec.c/.h queue definitions: types and writer (parser:
+ *   queuespec.c/.h queue definitions: types and names (parser:
  *                src/edge/queuespec.c); queue.c the tree, quotas, usage
  *                and shares
- *   elastic.c    elastic jobs (replicas: {min, max}): the spec's range and
- *                checkpoint written out (read by src/edge/jobspec.c), the
- *                job.resize record;
+ *   elastic.c    elastic jobs (replicas: {min, max}): the checkpoint's
+ *                defaults, the job.resize record;
  *                elastic_cycle.c shrinks instead of preemption and growth
  *                after the pending jobs
  *   cycle.c      the scheduling cycle and its batch step (a batch optimiser
@@ -47,8 +48,9 @@
  *                pending.c the one-code reason (squeue's REASON);
  *                possible.c could any node ever run it
  *   retention.c  finished jobs forgotten; workload.c the target workload
- *   meter.c/.h, prices.c/.h  the usage ledger and the price table (read
- *                by src/edge/prices.c)
+ *   meter.c/.h, prices.c/.h  the usage ledger, the report's rows
+ *                (xp_meter_rows) and the price table (read by
+ *                src/edge/prices.c)
  *   migmode.c/.h MIG mode changes with the admin's leave: the records
  *                (decoded by the codec), the planner that reserves an idle
  *                GPU, explain
@@ -251,8 +253,8 @@ struct xp_state_opts {
 		 * and the commits the searches made (about rollouts x jobs) */
 		uint64_t batches, rollouts, searched, placements;
 	} batch;
-	/* the readers of the documents inside records and snapshots (docs.h;
-	 * the edge's: xp_edge_docs); required */
+	/* the edge's document code (docs.h; xp_edge_docs): snapshots'
+	 * readers, a spec's hash, a service's new-version test; required */
 	const struct xp_state_docs *docs;
 };
 

@@ -3,7 +3,7 @@
  * its replica jobs carries of it, as plain C, read by the edge
  * (src/edge/svcspec.c: API input or a journal record alike) with every
  * field checked, and written back as canonical JSON that parses to the
- * same definition.
+ * same definition (src/edge/canon.c).
  *
  *   {kind: service, name, tenant, queue, replicas: N | {min, max},
  *    port, readiness: {http: PATH | tcp: true, period, timeout},

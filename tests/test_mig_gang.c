@@ -348,9 +348,11 @@ struct planned {
 static struct planned last;
 static int nplanned;
 
-static int plan_emit(void *ctx, const char *type, char *body)
+static int plan_emit(void *ctx, const struct xp_rec *r)
 {
 	struct world *w = ctx;
+	const char *type = xp_rec_type_name(r->type);
+	char *body = xp_rec_encode(r);
 	snprintf(last.type, sizeof(last.type), "%s", type);
 	snprintf(last.body, sizeof(last.body), "%s", body);
 	nplanned++;

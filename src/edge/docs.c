@@ -20,4 +20,6 @@ const struct xp_state_docs xp_edge_docs = {
 	.nodes = nodes,
 	.nodes_json = xp_descriptor_to_json,
 	.allocs = xp_rec_allocs_read,
+	.jobspec_hash = xp_jobspec_hash,
+	.service_new_version = xp_servicespec_new_version,
 };

@@ -19,6 +19,13 @@
  *   docs.c       xp_edge_docs: these parsers and the descriptor's, as the
  *                readers the state is given for the documents inside
  *                records and snapshots (src/core/state/docs.h)
+ *   canon.c      the canonical JSON of specs, job changes, services,
+ *                queues and prices (records, snapshots, API replies)
+ *   meter_report.c the usage report as JSON and CSV (rows: the state's)
+ *   snapshot.c   the whole state as one JSON document and back (the
+ *                store keeps it; replay starts from it); snapshot_parts.c
+ *                the services', meter's, elastic jobs' and MIG modes'
+ *                parts; snapshot_int.h what the two share
  *   workflow.c   POST /v1/workflows: a DAG of job specs, put in an order
  *                where each job comes after those it depends on (Kahn's,
  *                O(jobs + edges) with the names hashed)
@@ -98,9 +105,19 @@ char *xp_rec_job_counter(uint64_t job, struct json_t *counters);
 /* records.c: the journal records' writers (bodies are malloc'd JSON, the
  * bytes the journal has always held; test_codec pins them). */
 /* A typed record's JSON: the records the scheduling cycle emits
- * (job.start, job.preempt, job.cancel, job.resize) and job.requeue; NULL
- * for the other types (their writers are below). */
+ * (job.start, job.preempt, job.cancel, job.resize), job.requeue and the
+ * MIG mode planner's (node.mig_mode, node.mig_mode_done; and
+ * node.mig_mode_change); NULL for the other types (their writers are
+ * below). */
 char *xp_rec_encode(const struct xp_rec *r);
+/* node.mig_mode_change {name, allow}, node.mig_mode {name, device, mode:
+ * "mig", job}, node.mig_mode_done {name, device, mode: "mig", ok, why} */
+char *xp_rec_node_mig_leave(const char *node, int allow);
+char *xp_rec_node_mig_mode(const char *node, unsigned dev, uint64_t job);
+char *xp_rec_node_mig_done(const char *node, unsigned dev, int ok, const char *why);
+/* the same for either direction: on 1 "mode": "mig", 0 "mode": "off" */
+char *xp_rec_node_mig_mode_to(const char *node, unsigned dev, int on, uint64_t job);
+char *xp_rec_node_mig_done_to(const char *node, unsigned dev, int on, int ok, const char *why);
 char *xp_rec_job_start(const struct xp_state *st, uint64_t id, const struct xp_alloc *a,
 		       uint32_t n);
 char *xp_rec_job_cancel(uint64_t id, const char *reason);
@@ -160,6 +177,43 @@ char *xp_rec_service_update(const struct xp_servicespec *spec, uint32_t canary, 
 /* service.promote (a canary goes on to all replicas), service.rollback,
  * service.rolled (the owner saw a rollout finish) */
 char *xp_rec_service_named(const char *name);
+
+/* canon.c: the canonical JSON of the typed documents, as records,
+ * snapshots and API replies carry them; each parses back to the same
+ * struct. _to_json: malloc'd text; _json: a new reference. */
+struct json_t;
+char *xp_jobspec_to_json(const struct xp_jobspec *s);
+struct json_t *xp_jobspec_json(const struct xp_jobspec *s);
+/* the fields a job change sets */
+struct json_t *xp_jobpatch_json(const struct xp_jobpatch *p);
+/* a spec's size range and checkpoint, into its object o */
+void xp_elastic_json(const struct xp_jobspec *s, struct json_t *o);
+/* a replica's "service" key, into its spec's object */
+void xp_svcref_json(const struct xp_svcref *r, struct json_t *spec);
+struct json_t *xp_servicespec_json(const struct xp_servicespec *s);
+struct json_t *xp_queuespec_json(const struct xp_queuespec *q);
+struct json_t *xp_prices_json(const struct xp_prices *p);
+/* The hash a job submitted with an idempotency key keeps of its spec
+ * (canonical JSON), to tell a retry from a different request. */
+uint64_t xp_jobspec_hash(const struct xp_jobspec *s);
+/* Would replicas of a and b differ (template, readiness, load)? Then a
+ * change from a to b is a new version, rolled out. */
+int xp_servicespec_new_version(const struct xp_servicespec *a, const struct xp_servicespec *b);
+
+/* meter_report.c: the usage report {"by", "since", "until", "currency",
+ * "priced", "rows": [...], "total": {...}} (a new reference) from the
+ * state's rows (xp_meter_rows; tenant >= 0: only that tenant's usage),
+ * and the same rows as CSV, one line per row then "total" (malloc'd). */
+struct json_t *xp_meter_report(const struct xp_state *st, int by, int64_t since, int64_t until,
+			       int64_t now, int64_t tenant);
+char *xp_meter_report_csv(const struct json_t *report);
+
+/* snapshot.c: the whole state as JSON (malloc'd; the format and bytes
+ * the state wrote before it moved here), and a snapshot loaded into a
+ * fresh state (XP_ECORRUPT naming the part at fault, XP_EVERSION for a
+ * newer format). */
+char *xp_state_snapshot(const struct xp_state *st);
+int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, struct xp_err *err);
 
 /* docs.c: the readers the state is given (xp_state_opts.docs). */
 extern const struct xp_state_docs xp_edge_docs;

@@ -244,9 +244,9 @@ static json_t *allocs_json(const struct xp_rec_alloc *a, uint32_t n)
 			arr, o = json_pack("{s:i,s:s,s:i,s:I,s:I,s:i,s:I,s:o}", "replica", (int)r,
 					   "node", a[r].node, "node_index", (int)a[r].node_index,
 					   "cpu_milli", (json_int_t)a[r].cpu_milli, "memory_mib",
-					   (json_int_t)a[r].mem_mib, "dev_milli", (int)a[r].dev_milli,
-					   "dev_mem_mib", (json_int_t)a[r].dev_mem_mib, "devices",
-					   devs));
+					   (json_int_t)a[r].mem_mib, "dev_milli",
+					   (int)a[r].dev_milli, "dev_mem_mib",
+					   (json_int_t)a[r].dev_mem_mib, "devices", devs));
 		if (a[r].mig)
 			json_object_set_new(o, "mig",
 					    json_pack("{s:i,s:i}", "id",
@@ -271,14 +271,52 @@ char *xp_rec_encode(const struct xp_rec *r)
 		json_t *k = json_array();
 		for (int64_t i = 0; i < r->u.resize.nkeep; i++)
 			json_array_append_new(k, json_integer(r->u.resize.keep[i]));
-		return dump(json_pack("{s:I,s:i,s:i,s:o,s:o,s:s}", "id",
-				      (json_int_t)r->u.resize.id, "epoch", (int)r->u.resize.epoch,
-				      "size", (int)r->u.resize.size, "keep", k, "add",
+		return dump(json_pack("{s:I,s:i,s:i,s:o,s:o,s:s}", "id", (json_int_t)r->u.resize.id,
+				      "epoch", (int)r->u.resize.epoch, "size",
+				      (int)r->u.resize.size, "keep", k, "add",
 				      allocs_json(r->u.resize.add, r->u.resize.nadd), "reason",
 				      r->u.resize.reason ? r->u.resize.reason : ""));
 	}
+	case XP_REC_NODE_MIG_LEAVE:
+		return xp_rec_node_mig_leave(r->u.migmode.name, r->u.migmode.allow);
+	case XP_REC_NODE_MIG_MODE:
+		return xp_rec_node_mig_mode_to(r->u.migmode.name, (unsigned)r->u.migmode.device,
+					       !r->u.migmode.mode_off, r->u.migmode.job);
+	case XP_REC_NODE_MIG_DONE:
+		return xp_rec_node_mig_done_to(r->u.migmode.name, (unsigned)r->u.migmode.device,
+					       !r->u.migmode.mode_off, r->u.migmode.ok,
+					       r->u.migmode.why);
 	}
 	return NULL;
+}
+
+/* node.mig_mode_change, node.mig_mode, node.mig_mode_done (moved from
+ * core/state/migmode.c, the same bytes) */
+char *xp_rec_node_mig_leave(const char *node, int allow)
+{
+	return dump(json_pack("{s:s,s:b}", "name", node, "allow", allow));
+}
+
+char *xp_rec_node_mig_mode_to(const char *node, unsigned dev, int on, uint64_t job)
+{
+	return dump(json_pack("{s:s,s:i,s:s,s:I}", "name", node, "device", (int)dev, "mode",
+			      on ? "mig" : "off", "job", (json_int_t)job));
+}
+
+char *xp_rec_node_mig_done_to(const char *node, unsigned dev, int on, int ok, const char *why)
+{
+	return dump(json_pack("{s:s,s:i,s:s,s:b,s:s}", "name", node, "device", (int)dev, "mode",
+			      on ? "mig" : "off", "ok", ok, "why", why ? why : ""));
+}
+
+char *xp_rec_node_mig_mode(const char *node, unsigned dev, uint64_t job)
+{
+	return xp_rec_node_mig_mode_to(node, dev, 1, job);
+}
+
+char *xp_rec_node_mig_done(const char *node, unsigned dev, int ok, const char *why)
+{
+	return xp_rec_node_mig_done_to(node, dev, 1, ok, why);
 }
 
 char *xp_rec_job_start(const struct xp_state *st, uint64_t id, const struct xp_alloc *a, uint32_t n)

@@ -11,6 +11,8 @@
 #ifndef XP_VEC_H
 #define XP_VEC_H
 
+#include <stdlib.h>
+
 #include "xalloc.h"
 
 #define XP_VEC(T)                                                                                  \

@@ -280,10 +280,11 @@ void xp_api_node_mig_mode(struct xp_ctl *ctl, struct xp_cmd *cmd)
 					     (int)b->replicas, "ok", b->state)));
 }
 
-static int plan_emit(void *ctx, const char *type, char *body)
+static int plan_emit(void *ctx, const struct xp_rec *r)
 {
 	struct xp_err err = { 0 };
-	int rc = xp_ctl_journal(ctx, type, body, &err);
+	const char *type = xp_rec_type_name(r->type);
+	int rc = xp_ctl_journal(ctx, type, xp_rec_encode(r), &err);
 	if (rc < 0)
 		fprintf(stderr, "xpool server: a MIG mode change's %s was refused: %s\n", type,
 			err.text);

@@ -63,6 +63,7 @@
 #ifndef XP_CTL_H
 #define XP_CTL_H
 
+#include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/types.h>

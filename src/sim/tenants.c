@@ -25,6 +25,7 @@
  */
 #include "tenants.h"
 
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -142,22 +142,6 @@ void xp_state_add_job(struct xp_state *st, struct xp_job *j)
 	}
 }
 
-long xp_state_add_node(struct xp_state *st, json_t *descriptor, int source, int state,
-		       struct xp_err *err)
-{
-	char *text = json_dumps(descriptor, JSON_COMPACT);
-	struct xp_cluster *one;
-
-	if (!text)
-		return xp_errf(err, XP_ECORRUPT, "node descriptor: not JSON");
-	one = st->docs->nodes("node", text, strlen(text), err);
-	free(text);
-	if (!one)
-		return err ? err->code : XP_EINVAL;
-	long idx = xp_state_add_node_one(st, one, source, state, err);
-	xp_cluster_destroy(one);
-	return idx;
-}
 
 long xp_state_add_node_one(struct xp_state *st, const struct xp_cluster *one, int source,
 			   int state, struct xp_err *err)
@@ -387,7 +371,7 @@ static int submit_job(struct xp_state *st, struct xp_err *err, int64_t at, int64
 	j->queue = (uint32_t)q;
 	j->state = XP_JOB_PENDING;
 	j->key = key ? xstrdup(key) : NULL;
-	j->key_hash = key ? xp_jobspec_hash(&j->spec) : 0;
+	j->key_hash = key ? st->docs->jobspec_hash(&j->spec) : 0;
 	j->submitted_at = at;
 	xp_state_add_job(st, j);
 	XP_JOB_CHECK(st, j, -1);

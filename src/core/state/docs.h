@@ -1,24 +1,23 @@
 /*
- * docs: the readers of the documents that snapshots carry inside them - a
- * job's spec, a queue, a service, the price table, a node's descriptor -
- * given to the state at creation (xp_state_opts.docs) instead of parsers
- * of its own. The parsers live at the edge (src/edge), which fills this
- * table (edge.h: xp_edge_docs), so the state layer includes no document
- * tree, YAML or descriptor code, and what the API accepted is read back by
- * the very same parser. (Records' documents are read by the record codec,
- * src/edge/codec.c, before they reach the state.)
+ * docs: the edge's document code the state is given at creation
+ * (xp_state_opts.docs; edge.h: xp_edge_docs), so the state layer includes
+ * no JSON, document tree, YAML or descriptor code. The readers - a job's
+ * spec, a queue, a service, the price table, a node's descriptor, a
+ * running job's allocations - are the edge's snapshot reader's
+ * (src/edge/snapshot.c, which reads them through st->docs; records'
+ * documents are read by the record codec, src/edge/codec.c, before they
+ * reach the state). The state itself calls the last two entries: the hash
+ * of a spec's canonical JSON and the new-version test of a service.
  *
  * Each reader has the edge parser's signature; json is always 1 here
  * (snapshots hold canonical JSON). xp_state_create refuses options
  * without the table.
- *
- * The table goes once snapshots too are decoded outside the state (issue
- * 19, stage 3).
  */
 #ifndef XP_STATE_DOCS_H
 #define XP_STATE_DOCS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../../lib/err.h"
 
@@ -48,6 +47,12 @@ struct xp_state_docs {
 	 * record's are (the record codec's reader) */
 	int (*allocs)(const char *buf, size_t len, struct xp_rec_alloc **out, size_t *n,
 		      struct xp_err *err);
+	/* the hash of a spec's canonical JSON (job.submit's idempotency key) */
+	uint64_t (*jobspec_hash)(const struct xp_jobspec *s);
+	/* would replicas of a and b differ (their canonical JSON)? then a
+	 * service.update is a new version, rolled out */
+	int (*service_new_version)(const struct xp_servicespec *a,
+				   const struct xp_servicespec *b);
 };
 
 #endif

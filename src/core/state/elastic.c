@@ -40,30 +40,6 @@ int64_t xp_ckpt_grace_ms(const struct xp_jobspec *s)
 	return s->ckpt_grace_ms >= 0 ? s->ckpt_grace_ms : XP_CKPT_GRACE_DEFAULT;
 }
 
-void xp_elastic_json(const struct xp_jobspec *s, json_t *o)
-{
-	if (s->rmax)
-		json_object_set_new(
-			o, "replicas",
-			json_pack("{s:i,s:i}", "min", (int)s->rmin, "max", (int)s->rmax));
-	else
-		json_object_set_new(o, "replicas", json_integer(s->replicas));
-	if (!s->ckpt_signal && s->ckpt_grace_ms < 0)
-		return;
-	json_t *c = json_object();
-	if (s->ckpt_signal)
-		json_object_set_new(c, "signal",
-				    json_string(xp_signal_name(s->ckpt_signal)
-							? xp_signal_name(s->ckpt_signal)
-							: "SIGUSR1"));
-	if (s->ckpt_grace_ms >= 0) {
-		char buf[32];
-		snprintf(buf, sizeof(buf), "%lldms", (long long)s->ckpt_grace_ms);
-		json_object_set_new(c, "grace", json_string(buf));
-	}
-	json_object_set_new(o, "checkpoint", c);
-}
-
 /* ---- job.resize ---- */
 
 
@@ -268,35 +244,4 @@ void xp_elastic_requeued(struct xp_job *j)
 	j->resized_at = 0;
 }
 
-void xp_elastic_snapshot(const struct xp_job *j, json_t *jo)
-{
-	if (!xp_job_elastic(j) && !j->resizes)
-		return;
-	json_t *e = json_pack("{s:i,s:i,s:i,s:I}", "size", (int)j->spec.replicas, "epoch",
-			      (int)j->epoch, "resizes", (int)j->resizes, "resized_at",
-			      (json_int_t)j->resized_at);
-	if (j->resize_why)
-		json_object_set_new(e, "reason", json_string(j->resize_why));
-	json_object_set_new(jo, "elastic", e);
-}
 
-int xp_elastic_restore(struct xp_job *j, json_t *jo, struct xp_err *err)
-{
-	json_t *e = json_object_get(jo, "elastic");
-	json_int_t size = j->spec.replicas, epoch = 0, resizes = 0, at = 0;
-	const char *why = NULL;
-	if (!e)
-		return 0;
-	if (json_unpack(e, "{s:I,s:I,s:I,s:I,s?s}", "size", &size, "epoch", &epoch, "resizes",
-			&resizes, "resized_at", &at, "reason", &why) < 0 ||
-	    !xp_job_elastic(j) || size < j->spec.rmin || size > j->spec.rmax || epoch < 0 ||
-	    epoch > UINT32_MAX || resizes < 0 || resizes > UINT32_MAX)
-		return xp_errf(err, XP_ECORRUPT, "snapshot: job %llu: bad elastic size",
-			       (unsigned long long)j->id);
-	j->spec.replicas = (uint32_t)size;
-	j->epoch = (uint32_t)epoch;
-	j->resizes = (uint32_t)resizes;
-	j->resized_at = at;
-	j->resize_why = why && *why ? xstrdup(why) : NULL;
-	return 0;
-}

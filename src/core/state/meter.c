@@ -17,7 +17,6 @@
 #include "../../lib/xalloc.h"
 #include "state_int.h"
 
-
 static const char *const by_names[XP_METER_BY_N] = { "tenant", "queue", "job" };
 
 int xp_meter_by_parse(const char *s)
@@ -86,8 +85,8 @@ static void run_of(const struct xp_state *st, struct xp_meter *m, const struct x
 			const struct xp_device *d = &node->devs[a->devs[i]];
 			const char *model = d->model ? xp_strtab_str(st->c->syms, d->model) : NULL;
 			uint32_t mi = a->dev_milli ? a->dev_milli : 1000;
-			add_dev(m, r, name_id(m, model && *model ? model : xp_class_name(d->cls)), mi,
-				(uint32_t)((uint64_t)d->tdp_w * mi / 1000));
+			add_dev(m, r, name_id(m, model && *model ? model : xp_class_name(d->cls)),
+				mi, (uint32_t)((uint64_t)d->tdp_w * mi / 1000));
 		}
 	}
 }
@@ -105,17 +104,13 @@ int xp_meter_counter(struct xp_state *st, const struct xp_rec *r, int64_t at, st
 	if (!j)
 		return xp_errf(err, XP_ENOENT, "no job %lld", (long long)r->u.counter.id);
 	for (uint32_t i = 0; i < r->u.counter.n; i++) {
-		struct xp_meter_count x = { j->id,
-					    j->tenant,
-					    j->queue,
-					    name_id(&st->meter, r->u.counter.name[i]),
-					    at,
-					    r->u.counter.value[i] };
+		struct xp_meter_count x = { j->id,    j->tenant,
+					    j->queue, name_id(&st->meter, r->u.counter.name[i]),
+					    at,	      r->u.counter.value[i] };
 		xp_vec_push(&st->meter.counts, x);
 	}
 	return 0;
 }
-
 
 int xp_meter_energy(struct xp_state *st, const struct xp_rec *r, struct xp_err *err)
 {
@@ -137,117 +132,6 @@ void xp_meter_prices(struct xp_state *st, const struct xp_prices *p)
 	st->meter.prices = *p;
 }
 
-/* --- snapshot: compact arrays --- */
-
-json_t *xp_meter_snapshot(const struct xp_state *st)
-{
-	const struct xp_meter *m = &st->meter;
-	json_t *o = json_object(), *a = json_array();
-	for (size_t i = 0; i < m->names.n; i++)
-		json_array_append_new(a, json_string(m->names.v[i]));
-	json_object_set_new(o, "names", a);
-	a = json_array();
-	for (size_t i = 0; i < m->runs.n; i++) {
-		const struct xp_meter_run *r = &m->runs.v[i];
-		json_t *d = json_array();
-		for (uint32_t k = 0; k < r->ndev; k++) {
-			const struct xp_meter_dev *x = &m->devs.v[r->dev0 + k];
-			json_array_append_new(d, json_pack("[i,i,i]", x->model, x->milli, x->watts));
-		}
-		json_t *row = json_pack("[I,i,i,i,I,I,I,I,o]", (json_int_t)r->job, r->tenant,
-					r->queue, r->attempt, (json_int_t)r->start,
-					(json_int_t)r->end, (json_int_t)r->cpu_milli,
-					(json_int_t)r->mem_mib, d);
-		if (r->measured_j)
-			json_array_append_new(row, json_integer((json_int_t)r->measured_j));
-		json_array_append_new(a, row);
-	}
-	json_object_set_new(o, "runs", a);
-	a = json_array();
-	for (size_t i = 0; i < m->counts.n; i++) {
-		const struct xp_meter_count *c = &m->counts.v[i];
-		json_array_append_new(a, json_pack("[I,i,i,i,I,I]", (json_int_t)c->job, c->tenant,
-						   c->queue, c->name, (json_int_t)c->at,
-						   (json_int_t)c->value));
-	}
-	json_object_set_new(o, "counts", a);
-	if (m->prices.set)
-		json_object_set_new(o, "prices", xp_prices_json(&m->prices));
-	return o;
-}
-
-int xp_meter_restore(struct xp_state *st, json_t *o, struct xp_err *err)
-{
-	struct xp_meter *m = &st->meter;
-	size_t i;
-	json_t *v;
-	if (!o)
-		return 0; /* a snapshot from before metering */
-	json_array_foreach(json_object_get(o, "names"), i, v)
-	{
-		if (!json_is_string(v))
-			return xp_errf(err, XP_ECORRUPT, "snapshot: meter name %zu is malformed", i);
-		xp_vec_push(&m->names, xstrdup(json_string_value(v)));
-	}
-	json_array_foreach(json_object_get(o, "runs"), i, v)
-	{
-		json_int_t job, start, end, cpu, mem, mj = 0;
-		int tenant, queue, attempt;
-		json_t *d, *x;
-		size_t k;
-		if (json_unpack(v, "[I,i,i,i,I,I,I,I,o!]", &job, &tenant, &queue, &attempt, &start,
-				&end, &cpu, &mem, &d) < 0 &&
-		    json_unpack(v, "[I,i,i,i,I,I,I,I,o,I]", &job, &tenant, &queue, &attempt,
-				&start, &end, &cpu, &mem, &d, &mj) < 0)
-			return xp_errf(err, XP_ECORRUPT, "snapshot: meter run %zu is malformed", i);
-		if (tenant < 0 || (size_t)tenant >= st->tenants.n || queue < 0 ||
-		    (size_t)queue >= st->queues.n || !json_is_array(d) || mj < 0)
-			return xp_errf(err, XP_ECORRUPT, "snapshot: meter run %zu is malformed", i);
-		struct xp_meter_run r = { (uint64_t)job,      (uint32_t)tenant,	  (uint32_t)queue,
-					  (uint32_t)attempt, start,		  end,
-					  (uint64_t)cpu,      (uint64_t)mem,	  (uint32_t)m->devs.n,
-					  0,		      (uint64_t)mj };
-		json_array_foreach(d, k, x)
-		{
-			int model, milli, watts;
-			if (json_unpack(x, "[i,i,i]", &model, &milli, &watts) < 0 || model < 0 ||
-			    (size_t)model >= m->names.n || milli < 0 || watts < 0)
-				return xp_errf(err, XP_ECORRUPT,
-					       "snapshot: meter run %zu device %zu is malformed", i,
-					       k);
-			struct xp_meter_dev dv = { (uint32_t)model, (uint32_t)milli,
-						   (uint32_t)watts };
-			xp_vec_push(&m->devs, dv);
-			r.ndev++;
-		}
-		xp_vec_push(&m->runs, r);
-	}
-	json_array_foreach(json_object_get(o, "counts"), i, v)
-	{
-		json_int_t job, at, value;
-		int tenant, queue, name;
-		if (json_unpack(v, "[I,i,i,i,I,I]", &job, &tenant, &queue, &name, &at, &value) < 0 ||
-		    tenant < 0 || (size_t)tenant >= st->tenants.n || queue < 0 ||
-		    (size_t)queue >= st->queues.n || name < 0 || (size_t)name >= m->names.n)
-			return xp_errf(err, XP_ECORRUPT, "snapshot: meter counter %zu is malformed",
-				       i);
-		struct xp_meter_count c = { (uint64_t)job, (uint32_t)tenant, (uint32_t)queue,
-					    (uint32_t)name, at,		     (uint64_t)value };
-		xp_vec_push(&m->counts, c);
-	}
-	json_t *p = json_object_get(o, "prices");
-	if (p) { /* read as a prices.set record is */
-		char *text = json_dumps(p, JSON_COMPACT);
-		struct xp_prices pr;
-		int rc = st->docs->prices("prices.set", text, strlen(text), 1, &pr, err);
-		free(text);
-		if (rc < 0)
-			return xp_err_prefix(err, "snapshot: meter prices: "), XP_ECORRUPT;
-		xp_meter_prices(st, &pr);
-	}
-	return 0;
-}
-
 /* --- pricing and the runs still going --- */
 
 double xp_meter_run_rate(const struct xp_prices *p, const struct xp_meter_dev *devs,
@@ -267,8 +151,7 @@ double xp_meter_run_rate(const struct xp_prices *p, const struct xp_meter_dev *d
 
 /* open: the ledger's names, then the runs of the running jobs (of tenant,
  * or all with tenant < 0) as if they stopped at now */
-static void open_runs(const struct xp_state *st, int64_t tenant, int64_t now,
-		      struct xp_meter *open)
+static void open_runs(const struct xp_state *st, int64_t tenant, int64_t now, struct xp_meter *open)
 {
 	memset(open, 0, sizeof(*open));
 	for (size_t i = 0; i < st->meter.names.n; i++)
@@ -285,25 +168,16 @@ static void open_runs(const struct xp_state *st, int64_t tenant, int64_t now,
 
 /* --- the report --- */
 
-struct row {
-	uint64_t key;
-	uint64_t cpu_ms, mem_ms; /* milli-core-seconds, MiB-seconds */
-	uint64_t joules;
-	int64_t cost_micros;
-	uint64_t *dev;	 /* per name: milli-device-seconds */
-	uint64_t *count; /* per name */
-};
-
 struct report {
 	int by;
 	char **names; /* the ledger's names, then those only running jobs use */
 	size_t nnames;
 	const struct xp_prices *prices;
-	XP_VEC(struct row) rows;
+	XP_VEC(struct xp_meter_row) rows;
 	struct xp_intmap at; /* key + 1 -> row index + 1 */
 };
 
-static void row_init(struct row *r, size_t nnames, uint64_t key)
+static void row_init(struct xp_meter_row *r, size_t nnames, uint64_t key)
 {
 	memset(r, 0, sizeof(*r));
 	r->key = key;
@@ -313,12 +187,12 @@ static void row_init(struct row *r, size_t nnames, uint64_t key)
 	memset(r->count, 0, sizeof(uint64_t) * (nnames + 1));
 }
 
-static struct row *row_for(struct report *rp, uint64_t key)
+static struct xp_meter_row *row_for(struct report *rp, uint64_t key)
 {
 	uintptr_t i = (uintptr_t)xp_intmap_get(&rp->at, key + 1);
 	if (i)
 		return &rp->rows.v[i - 1];
-	struct row r;
+	struct xp_meter_row r;
 	row_init(&r, rp->nnames, key);
 	xp_vec_push(&rp->rows, r);
 	xp_intmap_put(&rp->at, key + 1, (void *)(uintptr_t)rp->rows.n);
@@ -338,7 +212,7 @@ static void add_run(struct report *rp, const struct xp_meter_dev *devs,
 	if (b <= a)
 		return;
 	uint64_t ms = (uint64_t)(b - a), watts = 0;
-	struct row *w = row_for(rp, key_of(rp->by, r->job, r->tenant, r->queue));
+	struct xp_meter_row *w = row_for(rp, key_of(rp->by, r->job, r->tenant, r->queue));
 	const struct xp_prices *p = rp->prices;
 	w->cpu_ms += (uint64_t)((unsigned __int128)r->cpu_milli * ms / 1000);
 	w->mem_ms += (uint64_t)((unsigned __int128)r->mem_mib * ms / 1000);
@@ -357,49 +231,28 @@ static void add_run(struct report *rp, const struct xp_meter_dev *devs,
 					  xp_prices_hours(p, a, b) * 1e6);
 }
 
-static json_t *row_json(const struct report *rp, const struct row *w)
-{
-	json_t *o = json_object(), *d = json_object(), *c = json_object();
-	json_object_set_new(o, "cpu_core_hours", json_real(w->cpu_ms / 1000.0 / 3600.0));
-	json_object_set_new(o, "memory_gib_hours", json_real(w->mem_ms / 1024.0 / 3600.0));
-	for (size_t i = 0; i < rp->nnames; i++) {
-		if (w->dev[i])
-			json_object_set_new(d, rp->names[i], json_real(w->dev[i] / 1000.0 / 3600.0));
-		if (w->count[i])
-			json_object_set_new(c, rp->names[i], json_integer((json_int_t)w->count[i]));
-	}
-	json_object_set_new(o, "device_hours", d);
-	json_object_set_new(o, "energy_kwh", json_real(w->joules / 3.6e6));
-	json_object_set_new(o, "counters", c);
-	json_object_set_new(o, "cost", json_real(w->cost_micros / 1e6));
-	json_object_set_new(o, "cost_micros", json_integer(w->cost_micros));
-	return o;
-}
-
 static int cmp_row(const void *a, const void *b)
 {
-	const struct row *x = a, *y = b;
+	const struct xp_meter_row *x = a, *y = b;
 	return x->key < y->key ? -1 : x->key > y->key;
 }
 
-json_t *xp_meter_report(const struct xp_state *st, int by, int64_t since, int64_t until,
-			int64_t now, int64_t tenant)
+void xp_meter_rows(const struct xp_state *st, int by, int64_t since, int64_t until, int64_t now,
+		   int64_t tenant, struct xp_meter_rows *out)
 {
 	const struct xp_meter *m = &st->meter;
 	struct report rp = { .by = by, .prices = &m->prices };
-	struct xp_meter open; /* running jobs, as if they stopped now */
-	char ts[XP_TIME_LEN];
-	struct row total;
 
-	open_runs(st, tenant, now, &open);
-	rp.names = open.names.v;
-	rp.nnames = open.names.n;
+	memset(out, 0, sizeof(*out));
+	open_runs(st, tenant, now, &out->open); /* running jobs, as if they stopped now */
+	rp.names = out->open.names.v;
+	rp.nnames = out->open.names.n;
 	xp_intmap_init(&rp.at);
 	for (size_t i = 0; i < m->runs.n; i++)
 		if (tenant < 0 || m->runs.v[i].tenant == tenant)
 			add_run(&rp, m->devs.v, &m->runs.v[i], since, until);
-	for (size_t i = 0; i < open.runs.n; i++)
-		add_run(&rp, open.devs.v, &open.runs.v[i], since, until);
+	for (size_t i = 0; i < out->open.runs.n; i++)
+		add_run(&rp, out->open.devs.v, &out->open.runs.v[i], since, until);
 	for (size_t i = 0; i < m->counts.n; i++) {
 		const struct xp_meter_count *c = &m->counts.v[i];
 		if ((tenant >= 0 && c->tenant != tenant) || c->at < since || c->at >= until)
@@ -407,51 +260,38 @@ json_t *xp_meter_report(const struct xp_state *st, int by, int64_t since, int64_
 		row_for(&rp, key_of(by, c->job, c->tenant, c->queue))->count[c->name] += c->value;
 	}
 	if (rp.rows.n) /* qsort(NULL, 0) is undefined */
-		qsort(rp.rows.v, rp.rows.n, sizeof(struct row), cmp_row);
-
-	json_t *o = json_object(), *rows = json_array();
-	row_init(&total, rp.nnames, 0);
+		qsort(rp.rows.v, rp.rows.n, sizeof(struct xp_meter_row), cmp_row);
+	struct xp_meter_row *total = &out->total;
+	row_init(total, rp.nnames, 0);
 	for (size_t i = 0; i < rp.rows.n; i++) {
-		struct row *w = &rp.rows.v[i];
-		json_t *r = row_json(&rp, w);
-		if (by == XP_METER_TENANT)
-			json_object_set_new(r, "tenant", json_string(st->tenants.v[w->key].name));
-		else if (by == XP_METER_QUEUE)
-			json_object_set_new(r, "queue", json_string(st->queues.v[w->key].name));
-		else {
-			const struct xp_job *j = xp_state_job(st, w->key);
-			json_object_set_new(r, "job", json_integer((json_int_t)w->key));
-			if (j) /* a forgotten job keeps its records, not its name */
-				json_object_set_new(r, "tenant",
-						    json_string(st->tenants.v[j->tenant].name));
-		}
-		json_array_append_new(rows, r);
-		total.cpu_ms += w->cpu_ms;
-		total.mem_ms += w->mem_ms;
-		total.joules += w->joules;
-		total.cost_micros += w->cost_micros;
+		const struct xp_meter_row *w = &rp.rows.v[i];
+		total->cpu_ms += w->cpu_ms;
+		total->mem_ms += w->mem_ms;
+		total->joules += w->joules;
+		total->cost_micros += w->cost_micros;
 		for (size_t k = 0; k < rp.nnames; k++) {
-			total.dev[k] += w->dev[k];
-			total.count[k] += w->count[k];
+			total->dev[k] += w->dev[k];
+			total->count[k] += w->count[k];
 		}
-		free(w->dev);
-		free(w->count);
 	}
-	json_object_set_new(o, "by", json_string(xp_meter_by_name(by)));
-	xp_time_format(since, ts);
-	json_object_set_new(o, "since", json_string(ts));
-	xp_time_format(until, ts);
-	json_object_set_new(o, "until", json_string(ts));
-	json_object_set_new(o, "currency", json_string(m->prices.set ? m->prices.currency : ""));
-	json_object_set_new(o, "priced", json_boolean(m->prices.set));
-	json_object_set_new(o, "rows", rows);
-	json_object_set_new(o, "total", row_json(&rp, &total));
-	free(total.dev);
-	free(total.count);
-	xp_vec_free(&rp.rows);
+	out->by = by;
+	out->names = rp.names;
+	out->nnames = rp.nnames;
+	out->rows = rp.rows.v;
+	out->n = rp.rows.n;
 	xp_intmap_free(&rp.at);
-	xp_meter_free(&open);
-	return o;
+}
+
+void xp_meter_rows_free(struct xp_meter_rows *r)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		free(r->rows[i].dev);
+		free(r->rows[i].count);
+	}
+	free(r->rows);
+	free(r->total.dev);
+	free(r->total.count);
+	xp_meter_free(&r->open);
 }
 
 /* spread one run over the hourly buckets it overlaps */
@@ -489,102 +329,9 @@ void xp_meter_series(const struct xp_state *st, int64_t tenant, int64_t since, s
 		series_run(st, m->devs.v, open.names.v, &m->runs.v[i], tenant, since, hours, cost,
 			   util);
 	for (size_t i = 0; i < open.runs.n; i++)
-		series_run(st, open.devs.v, open.names.v, &open.runs.v[i], tenant, since, hours, cost,
-			   util);
+		series_run(st, open.devs.v, open.names.v, &open.runs.v[i], tenant, since, hours,
+			   cost, util);
 	for (size_t h = 0; h < hours; h++)
 		util[h] = gpus > 0 ? util[h] / gpus : 0;
 	xp_meter_free(&open);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-static void csv_field(struct xp_sb *b, const char *s)
-{
-	if (!strpbrk(s, ",\"\n")) {
-		xp_sb_puts(b, s);
-		return;
-	}
-	xp_sb_putc(b, '"');
-	for (; *s; s++) {
-		if (*s == '"')
-			xp_sb_putc(b, '"');
-		xp_sb_putc(b, *s);
-	}
-	xp_sb_putc(b, '"');
-}
-
-char *xp_meter_report_csv(const json_t *report)
-{
-	struct xp_sb b = { 0 };
-	const char *by = json_string_value(json_object_get(report, "by"));
-	json_t *rows = json_object_get(report, "rows"), *r;
-	const char *k;
-	json_t *v;
-	size_t i;
-	/* the device models and counters that occur, in name order */
-	json_t *devs = json_object(), *counts = json_object();
-	json_array_foreach(rows, i, r)
-	{
-		json_object_foreach(json_object_get(r, "device_hours"), k, v)
-			json_object_set(devs, k, json_true());
-		json_object_foreach(json_object_get(r, "counters"), k, v)
-			json_object_set(counts, k, json_true());
-	}
-	const char **dn = XNEWV(const char *, json_object_size(devs) + 1),
-		   **cn = XNEWV(const char *, json_object_size(counts) + 1);
-	size_t nd = 0, nc = 0;
-	json_object_foreach(devs, k, v) dn[nd++] = k;
-	json_object_foreach(counts, k, v) cn[nc++] = k;
-	qsort(dn, nd, sizeof(*dn), cmp_str);
-	qsort(cn, nc, sizeof(*cn), cmp_str);
-	xp_sb_printf(&b, "%s,cpu_core_hours,memory_gib_hours", by);
-	for (size_t d = 0; d < nd; d++) {
-		xp_sb_puts(&b, ",");
-		struct xp_sb h = { 0 };
-		xp_sb_printf(&h, "device_hours_%s", dn[d]);
-		csv_field(&b, h.s);
-		xp_sb_free(&h);
-	}
-	xp_sb_puts(&b, ",energy_kwh");
-	for (size_t c = 0; c < nc; c++)
-		xp_sb_printf(&b, ",count_%s", cn[c]);
-	xp_sb_printf(&b, ",cost_%s\n",
-		     *json_string_value(json_object_get(report, "currency"))
-			     ? json_string_value(json_object_get(report, "currency"))
-			     : "none");
-	for (i = 0; i <= json_array_size(rows); i++) {
-		int last = i == json_array_size(rows);
-		r = last ? json_object_get(report, "total") : json_array_get(rows, i);
-		json_t *key = json_object_get(r, by);
-		if (last)
-			xp_sb_puts(&b, "total");
-		else if (json_is_string(key))
-			csv_field(&b, json_string_value(key));
-		else
-			xp_sb_printf(&b, "%" JSON_INTEGER_FORMAT, json_integer_value(key));
-		xp_sb_printf(&b, ",%.6f,%.6f",
-			     json_real_value(json_object_get(r, "cpu_core_hours")),
-			     json_real_value(json_object_get(r, "memory_gib_hours")));
-		for (size_t d = 0; d < nd; d++)
-			xp_sb_printf(&b, ",%.6f",
-				     json_real_value(json_object_get(
-					     json_object_get(r, "device_hours"), dn[d])));
-		xp_sb_printf(&b, ",%.6f", json_real_value(json_object_get(r, "energy_kwh")));
-		for (size_t c = 0; c < nc; c++)
-			xp_sb_printf(&b, ",%" JSON_INTEGER_FORMAT,
-				     json_integer_value(
-					     json_object_get(json_object_get(r, "counters"), cn[c])));
-		json_int_t micros = json_integer_value(json_object_get(r, "cost_micros"));
-		xp_sb_printf(&b, ",%s%" JSON_INTEGER_FORMAT ".%06" JSON_INTEGER_FORMAT "\n",
-			     micros < 0 ? "-" : "", (micros < 0 ? -micros : micros) / 1000000,
-			     (micros < 0 ? -micros : micros) % 1000000);
-	}
-	free(dn);
-	free(cn);
-	json_decref(devs);
-	json_decref(counts);
-	return xp_sb_steal(&b);
 }

@@ -22,8 +22,6 @@
 
 #include <stdint.h>
 
-#include <jansson.h>
-
 #include "../../lib/err.h"
 #include "../../lib/vec.h"
 #include "prices.h"
@@ -75,16 +73,34 @@ void xp_meter_prices(struct xp_state *st, const struct xp_prices *p);
 /* record job.energy {"id", "attempt", "joules"}: the measured energy of a
  * run that has ended (the owner integrates the agents' power reports) */
 int xp_meter_energy(struct xp_state *st, const struct xp_rec *r, struct xp_err *err);
-/* snapshot */
-json_t *xp_meter_snapshot(const struct xp_state *st);
-int xp_meter_restore(struct xp_state *st, json_t *o, struct xp_err *err);
 
 int xp_meter_by_parse(const char *s);
 const char *xp_meter_by_name(int by);
-/* The report: {"by", "since", "until", "currency", "rows": [...], "total": {...}};
- * tenant >= 0: only that tenant's usage. */
-json_t *xp_meter_report(const struct xp_state *st, int by, int64_t since, int64_t until,
-			int64_t now, int64_t tenant);
+/* The report's rows (the JSON and CSV are the edge's, src/edge/meter_report.c):
+ * usage in [since, until) by tenant, queue or job (key: its index or id),
+ * running jobs counted as if they stopped at now; tenant >= 0: only that
+ * tenant's usage. Rows in key order; names: what dev[] and count[] are
+ * per (the ledger's names, then those only running jobs use). */
+struct xp_meter_row {
+	uint64_t key;
+	uint64_t cpu_ms, mem_ms; /* milli-core-seconds, MiB-seconds */
+	uint64_t joules;
+	int64_t cost_micros;
+	uint64_t *dev;	 /* per name: milli-device-seconds */
+	uint64_t *count; /* per name */
+};
+struct xp_meter_rows {
+	int by;
+	char **names; /* borrowed from open */
+	size_t nnames;
+	struct xp_meter_row *rows;
+	size_t n;
+	struct xp_meter_row total;
+	struct xp_meter open; /* the running jobs' runs */
+};
+void xp_meter_rows(const struct xp_state *st, int by, int64_t since, int64_t until, int64_t now,
+		   int64_t tenant, struct xp_meter_rows *out);
+void xp_meter_rows_free(struct xp_meter_rows *r);
 /* A run's price per hour under p: CPU, memory, devices by model, and
  * energy - the agents' measured mean power when the run has it, else the
  * devices' power model. names: what devs' model indices name. */
@@ -96,7 +112,5 @@ double xp_meter_run_rate(const struct xp_prices *p, const struct xp_meter_dev *d
  * jobs count up to now. */
 void xp_meter_series(const struct xp_state *st, int64_t tenant, int64_t since, size_t hours,
 		     int64_t now, double *cost, double *util);
-/* The same rows as CSV, one line per row then "total". */
-char *xp_meter_report_csv(const json_t *report);
 
 #endif

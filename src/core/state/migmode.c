@@ -19,7 +19,6 @@
  */
 #include "migmode.h"
 
-#include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -29,40 +28,6 @@
 #include "../../lib/xalloc.h"
 #include "rec.h"
 #include "state_int.h"
-
-static char *dump(json_t *o)
-{
-	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-	json_decref(o);
-	return s;
-}
-
-char *xp_rec_node_mig_leave(const char *node, int allow)
-{
-	return dump(json_pack("{s:s,s:b}", "name", node, "allow", allow));
-}
-
-char *xp_rec_node_mig_mode_to(const char *node, unsigned dev, int on, uint64_t job)
-{
-	return dump(json_pack("{s:s,s:i,s:s,s:I}", "name", node, "device", (int)dev, "mode",
-			      on ? "mig" : "off", "job", (json_int_t)job));
-}
-
-char *xp_rec_node_mig_done_to(const char *node, unsigned dev, int on, int ok, const char *why)
-{
-	return dump(json_pack("{s:s,s:i,s:s,s:b,s:s}", "name", node, "device", (int)dev, "mode",
-			      on ? "mig" : "off", "ok", ok, "why", why ? why : ""));
-}
-
-char *xp_rec_node_mig_mode(const char *node, unsigned dev, uint64_t job)
-{
-	return xp_rec_node_mig_mode_to(node, dev, 1, job);
-}
-
-char *xp_rec_node_mig_done(const char *node, unsigned dev, int ok, const char *why)
-{
-	return xp_rec_node_mig_done_to(node, dev, 1, ok, why);
-}
 
 const struct xp_migmode *xp_migmode_of(const struct xp_state *st, size_t n)
 {
@@ -383,13 +348,27 @@ int xp_migmode_apply(struct xp_state *st, const struct xp_rec *r, int64_t at,
 
 /* ---- the planner ---- */
 
-static int emit_rec(xp_migmode_emit_fn emit, void *ctx, const char *type, char *body)
+typedef int (*emit_fn)(void *ctx, const struct xp_rec *r);
+
+/* a node.mig_mode (job) or node.mig_mode_done (not ok, why) for GPU dev of node n */
+/* a planner's record: node.mig_mode (job) or node.mig_mode_done (refused: why), toward MIG
+ * on (on 1) or off */
+static int emit_rec(emit_fn emit, void *ctx, int type, const char *node, unsigned dev, int on,
+		    uint64_t job, const char *why)
 {
-	return body ? emit(ctx, type, body) : XP_EINTERNAL;
+	struct xp_rec r = { .type = type,
+			    .u.migmode = { .name = node,
+					   .device = dev,
+					   .mode_mig = on,
+					   .mode_off = !on,
+					   .job = job,
+					   .ok = 0,
+					   .why = why } };
+	return emit(ctx, &r);
 }
 
 /* reservations past their time or on nodes that are no longer ready */
-static long expire(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, void *ctx)
+static long expire(struct xp_state *st, int64_t now, emit_fn emit, void *ctx)
 {
 	long made = 0;
 	for (size_t n = 0; st->mm_held && n < st->nodes.n; n++) {
@@ -403,10 +382,8 @@ static long expire(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, vo
 			why = "no answer from the node's agent in 120 s";
 		if (!why)
 			continue;
-		int rc = emit_rec(emit, ctx, "node.mig_mode_done",
-				  xp_rec_node_mig_done_to(st->c->nodes[n].name,
-							  (unsigned)ni->mm->dev, ni->mm->on, 0,
-							  why));
+		int rc = emit_rec(emit, ctx, XP_REC_NODE_MIG_DONE, st->c->nodes[n].name,
+				  (unsigned)ni->mm->dev, ni->mm->on, 0, why);
 		if (rc < 0)
 			return rc;
 		made++;
@@ -465,7 +442,7 @@ static long reserved_for(const struct xp_state *st, const struct xp_job *j)
  * flight for it, the first GPU in MIG mode that may be switched off. One
  * GPU per job per plan: a job that needs more gets the next one once this
  * one is done and the cycle still cannot place it. */
-static long plan_off(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, void *ctx)
+static long plan_off(struct xp_state *st, int64_t now, emit_fn emit, void *ctx)
 {
 	long made = 0;
 	size_t looked = 0;
@@ -485,9 +462,8 @@ static long plan_off(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, 
 					break;
 			if (d == st->c->nodes[n].ndevs)
 				continue;
-			int rc = emit_rec(
-				emit, ctx, "node.mig_mode",
-				xp_rec_node_mig_mode_to(st->c->nodes[n].name, d, 0, j->id));
+			int rc = emit_rec(emit, ctx, XP_REC_NODE_MIG_MODE, st->c->nodes[n].name, d, 0,
+					  j->id, NULL);
 			if (rc < 0)
 				return rc;
 			made++;
@@ -497,7 +473,7 @@ static long plan_off(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, 
 	return made;
 }
 
-long xp_migmode_plan(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, void *ctx)
+long xp_migmode_plan(struct xp_state *st, int64_t now, emit_fn emit, void *ctx)
 {
 	long made = 0, off;
 	size_t looked = 0;
@@ -518,8 +494,8 @@ long xp_migmode_plan(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, 
 		long n = pick_node(st, j, now, &d);
 		if (n < 0)
 			continue;
-		int rc = emit_rec(emit, ctx, "node.mig_mode",
-				  xp_rec_node_mig_mode(st->c->nodes[n].name, d, j->id));
+		int rc = emit_rec(emit, ctx, XP_REC_NODE_MIG_MODE, st->c->nodes[n].name, d, 1, j->id,
+				  NULL);
 		if (rc < 0)
 			return rc;
 		made++; /* one GPU per job per plan: the room is counted again next time */
@@ -685,75 +661,8 @@ void xp_migmode_explain(struct xp_state *st, const struct xp_job *j, int64_t now
 			     sep, st->c->nodes[n].name, d, k > 1 ? ", ..." : "");
 }
 
-/* ---- snapshots ---- */
-
-void xp_migmode_snap(const struct xp_state *st, size_t n, json_t *node)
+/* a snapshot's reservation and refusal come back through here (src/edge/snapshot_parts.c) */
+struct xp_migmode *xp_migmode_get(struct xp_state *st, size_t n)
 {
-	const struct xp_nodeinfo *ni = &st->nodes.v[n];
-	if (ni->mig_leave)
-		json_object_set_new(node, "mig_mode_change", json_true());
-	if (ni->mm && ni->mm->dev >= 0)
-		json_object_set_new(node, "mig_mode",
-				    json_pack("{s:i,s:I,s:I,s:i}", "device", (int)ni->mm->dev,
-					      "job", (json_int_t)ni->mm->job, "at",
-					      (json_int_t)ni->mm->at, "room", (int)ni->mm->room));
-	if (ni->mm && ni->mm->dev >= 0 && !ni->mm->on) /* MIG off; absent: on, as before */
-		json_object_set_new(json_object_get(node, "mig_mode"), "mode", json_string("off"));
-	if (ni->mm && ni->mm->refused >= 0)
-		json_object_set_new(node, "mig_mode_refused",
-				    json_pack("{s:i,s:I,s:s}", "device", (int)ni->mm->refused, "at",
-					      (json_int_t)ni->mm->refused_at, "why", ni->mm->why));
-	json_t *sw = json_array(); /* the hold against flapping: [[device, at], ...] */
-	for (uint16_t d = 0; ni->mm && d < st->c->nodes[n].ndevs; d++)
-		if (ni->mm->switched_at[d])
-			json_array_append_new(
-				sw, json_pack("[i,I]", (int)d, (json_int_t)ni->mm->switched_at[d]));
-	if (json_array_size(sw))
-		json_object_set(node, "mig_mode_switched", sw);
-	json_decref(sw);
-}
-
-int xp_migmode_restore(struct xp_state *st, size_t n, json_t *node, struct xp_err *err)
-{
-	struct xp_nodeinfo *ni = &st->nodes.v[n];
-	json_t *m = json_object_get(node, "mig_mode"),
-	       *r = json_object_get(node, "mig_mode_refused");
-	if (json_is_true(json_object_get(node, "mig_mode_change")) && !ni->mig_leave) {
-		ni->mig_leave = 1;
-		st->mm_allowed++;
-	}
-	json_int_t rd = json_integer_value(json_object_get(r, "device"));
-	if (r && rd >= 0 && rd < st->c->nodes[n].ndevs) { /* the last refusal */
-		struct xp_migmode *mm = mm_get(st, n);
-		mm->refused = (int16_t)rd;
-		mm->refused_at = json_integer_value(json_object_get(r, "at"));
-		mm->refused_until[rd] = mm->refused_at + XP_MIGMODE_RETRY_MS;
-		snprintf(mm->why, sizeof(mm->why), "%s",
-			 json_string_value(json_object_get(r, "why")) ?: "");
-	}
-	size_t i;
-	json_t *sw;
-	json_array_foreach(json_object_get(node, "mig_mode_switched"), i, sw)
-	{
-		json_int_t sd = json_integer_value(json_array_get(sw, 0));
-		if (sd >= 0 && sd < st->c->nodes[n].ndevs)
-			mm_get(st, n)->switched_at[sd] = json_integer_value(json_array_get(sw, 1));
-	}
-	if (!m)
-		return 0;
-	json_int_t dev = json_integer_value(json_object_get(m, "device"));
-	json_int_t room = json_integer_value(json_object_get(m, "room"));
-	if (dev < 0 || dev >= st->c->nodes[n].ndevs)
-		return xp_errf(err, XP_ECORRUPT, "snapshot: node %s: mig_mode: bad device",
-			       st->c->nodes[n].name);
-	struct xp_migmode *mm = mm_get(st, n);
-	mm->dev = (int16_t)dev;
-	mm->on = !json_is_string(json_object_get(m, "mode")) ||
-		 strcmp(json_string_value(json_object_get(m, "mode")), "off");
-	mm->room = (uint8_t)(!mm->on ? 0 : room > 0 && room < 256 ? room : 1); /* off: none */
-	mm->job = (uint64_t)json_integer_value(json_object_get(m, "job"));
-	mm->at = json_integer_value(json_object_get(m, "at"));
-	st->mm_held++;
-	st->sched_stale = 1;
-	return 0;
+	return mm_get(st, n);
 }

@@ -68,24 +68,20 @@ struct xp_migmode {
 };
 
 struct xp_rec;
-struct json_t;
-
 /* node.mig_mode_change, node.mig_mode, node.mig_mode_done (decoded by the codec) */
 int xp_migmode_apply(struct xp_state *st, const struct xp_rec *r, int64_t at,
 		     struct xp_event_info *ev, struct xp_err *err);
-char *xp_rec_node_mig_leave(const char *node, int allow);
-char *xp_rec_node_mig_mode(const char *node, unsigned dev, uint64_t job);
-char *xp_rec_node_mig_done(const char *node, unsigned dev, int ok, const char *why);
-/* the same for either direction: on 1 "mode": "mig", 0 "mode": "off" */
-char *xp_rec_node_mig_mode_to(const char *node, unsigned dev, int on, uint64_t job);
-char *xp_rec_node_mig_done_to(const char *node, unsigned dev, int on, int ok, const char *why);
+/* (their writers: src/edge/records.c, xp_rec_node_mig_*) */
 
 /* After a cycle: release reservations past their time or on lost nodes,
  * then reserve GPUs for pending MIG jobs that nothing in MIG mode can
- * take (MIG on), then for pending whole-GPU or fractional jobs (MIG
- * off). Returns the records emitted, or a negative code from emit. */
-typedef int (*xp_migmode_emit_fn)(void *ctx, const char *type, char *body);
-long xp_migmode_plan(struct xp_state *st, int64_t now, xp_migmode_emit_fn emit, void *ctx);
+ * take (MIG on), then for pending whole-GPU or fractional jobs (MIG off).
+ * The records are typed (node.mig_mode, node.mig_mode_done), as
+ * the cycle's are (state.h's xp_emit_fn): the emitter encodes them
+ * (xp_rec_encode) and journals them. Returns the records emitted, or a
+ * negative code from emit. */
+long xp_migmode_plan(struct xp_state *st, int64_t now,
+		     int (*emit)(void *ctx, const struct xp_rec *r), void *ctx);
 
 /* The reserved GPUs take nothing in s (after a rebuild of the scheduler). */
 void xp_migmode_sched(const struct xp_state *st, struct xp_sched *s);
@@ -94,10 +90,9 @@ void xp_migmode_sched(const struct xp_state *st, struct xp_sched *s);
 void xp_migmode_explain(struct xp_state *st, const struct xp_job *j, int64_t now, struct xp_sb *sb);
 /* The reservation and last refusal on node n (NULL: never any). */
 const struct xp_migmode *xp_migmode_of(const struct xp_state *st, size_t n);
-/* Snapshots: the leave and the reservation of node n, and back. */
-void xp_migmode_snap(const struct xp_state *st, size_t n, struct json_t *node);
-int xp_migmode_restore(struct xp_state *st, size_t n, struct json_t *node,
-		       struct xp_err *err);
+/* The reservation and refusal record of node n, made on first use: a
+ * snapshot's come back through it (src/edge/snapshot_parts.c). */
+struct xp_migmode *xp_migmode_get(struct xp_state *st, size_t n);
 /* Node n removed (record node.remove): its leave and reservation go. */
 void xp_migmode_node_gone(struct xp_state *st, size_t n);
 

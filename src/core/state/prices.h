@@ -21,7 +21,6 @@
 
 #include <stdint.h>
 
-#include <jansson.h>
 
 #include "../../lib/err.h"
 
@@ -38,8 +37,7 @@ struct xp_prices {
 	double factor[24]; /* by UTC hour */
 };
 
-/* The canonical document (a new reference); parses back to the same table. */
-json_t *xp_prices_json(const struct xp_prices *p);
+/* The canonical document: src/edge/canon.c (xp_prices_json). */
 /* Per device-hour of model (NULL or unlisted: the default). */
 double xp_prices_device(const struct xp_prices *p, const char *model);
 /* Hours in [a, b) (ms since the epoch), each weighted by its UTC hour's

@@ -2,7 +2,7 @@
  * queuespec: a queue's definition (docs/api.md "Queues") as plain C, read
  * by the edge (src/edge/queuespec.c: API input or a journal record alike)
  * with every field checked, and written back as canonical JSON that parses
- * to the same definition. The state checks it against the tree (queue.c).
+ * to the same definition (src/edge/canon.c). The state checks it against the tree (queue.c).
  *
  *   {name, parent, priority, weight, preempt: never|reclaim|priority, aging,
  *    quota: {RES: {guarantee: Q, max: Q}}, allow: [TENANT, ...]}
@@ -19,7 +19,6 @@
 
 #include <stdint.h>
 
-#include <jansson.h>
 
 #include "../../lib/err.h"
 #include "../model/model.h"
@@ -76,7 +75,6 @@ void xp_res_format(int r, uint64_t v, char *buf, size_t len);
 void xp_queuespec_init(struct xp_queuespec *q);
 /* Apply the fields upd set onto q. */
 void xp_queuespec_merge(struct xp_queuespec *q, const struct xp_queuespec *upd);
-/* Canonical JSON (a new reference). */
-json_t *xp_queuespec_json(const struct xp_queuespec *q);
+/* Its canonical JSON: src/edge/canon.c (xp_queuespec_json). */
 
 #endif

@@ -65,7 +65,7 @@ static void prev_free(struct xp_service *s)
 	s->prev = NULL;
 }
 
-static void service_free(struct xp_service *s)
+void xp_service_free(struct xp_service *s)
 {
 	xp_servicespec_free(&s->spec);
 	prev_free(s);
@@ -75,24 +75,13 @@ static void service_free(struct xp_service *s)
 void xp_services_free(struct xp_state *st)
 {
 	for (size_t i = 0; i < st->services.n; i++)
-		service_free(&st->services.v[i]);
+		xp_service_free(&st->services.v[i]);
 	xp_vec_free(&st->services);
 }
 
-/* A definition from its canonical JSON (a record's or a snapshot's). */
-static int spec_from(const struct xp_state *st, json_t *def, struct xp_servicespec *out,
-		     struct xp_err *err)
-{
-	char *text = json_is_object(def) ? json_dumps(def, JSON_COMPACT) : NULL;
-	if (!text)
-		return xp_errf(err, XP_ECORRUPT, "spec: missing or not an object");
-	int rc = st->docs->servicespec("service", text, strlen(text), 1, out, NULL, err);
-	free(text);
-	return rc;
-}
 
 /* s checked against the state; on success it is the state's */
-static int service_add(struct xp_state *st, struct xp_service *s, struct xp_err *err)
+int xp_service_add(struct xp_state *st, struct xp_service *s, struct xp_err *err)
 {
 	long t = xp_state_tenant(st, s->spec.tenant);
 	long q = xp_state_queue(st, s->spec.queue[0] ? s->spec.queue : "default");
@@ -109,7 +98,7 @@ static int service_add(struct xp_state *st, struct xp_service *s, struct xp_err 
 		rc = xp_errf(err, XP_ECORRUPT, "service %s: %u replicas, outside %u..%u",
 			     s->spec.name, s->desired, s->spec.min, s->spec.max);
 	if (rc < 0) {
-		service_free(s);
+		xp_service_free(s);
 		return rc;
 	}
 	s->tenant = (uint32_t)t;
@@ -137,7 +126,7 @@ static int service_create(struct xp_state *st, const struct xp_rec *r, int64_t a
 	s.desired = s.spec.replicas;
 	s.first_job = st->next_job_id;
 	s.created_at = at;
-	if ((rc = service_add(st, &s, err)) < 0)
+	if ((rc = xp_service_add(st, &s, err)) < 0)
 		return rc;
 	ev->type = "service.created";
 	ev->tenant = st->services.v[st->services.n - 1].tenant;
@@ -166,7 +155,7 @@ static int service_update(struct xp_state *st, struct xp_service *s, const struc
 			       "exists",
 			       s->spec.name);
 	}
-	int fresh = xp_servicespec_new_version(&s->spec, &n);
+	int fresh = st->docs->service_new_version(&s->spec, &n);
 	if (fresh && s->canary) {
 		xp_servicespec_free(&n);
 		return xp_errf(err, XP_ESTATE,
@@ -261,7 +250,7 @@ int xp_service_apply(struct xp_state *st, const struct xp_rec *r, int64_t at,
 		return service_rollback(s, err);
 	}
 	/* XP_REC_SERVICE_DELETE */
-	service_free(s);
+	xp_service_free(s);
 	memmove(s, s + 1, (st->services.n - (size_t)i - 1) * sizeof(*s));
 	st->services.n--;
 	ev->type = "service.deleted";
@@ -317,103 +306,4 @@ void xp_service_job_ended(struct xp_state *st, const struct xp_job *j, int to, i
 	s->last_end_at = at;
 }
 
-json_t *xp_services_snapshot(const struct xp_state *st)
-{
-	json_t *a = json_array();
-	for (size_t i = 0; i < st->services.n; i++) {
-		const struct xp_service *s = &st->services.v[i];
-		json_t *sc = json_array();
-		for (uint32_t k = s->nscales > XP_SERVICE_SCALES ? s->nscales - XP_SERVICE_SCALES : 0;
-		     k < s->nscales; k++) {
-			const struct xp_scale_ev *e = &s->scales[k % XP_SERVICE_SCALES];
-			json_array_append_new(sc, json_pack("{s:I,s:i,s:i,s:s}", "at",
-							    (json_int_t)e->at, "from", (int)e->from,
-							    "to", (int)e->to, "reason", e->reason));
-		}
-		json_array_append_new(
-			a, json_pack("{s:o,s:i,s:i,s:I,s:I,s:i,s:I,s:I,s:I,s:o,s:i}", "spec",
-				     xp_servicespec_json(&s->spec), "version", (int)s->version,
-				     "desired", (int)s->desired, "first_job",
-				     (json_int_t)s->first_job, "created_at",
-				     (json_int_t)s->created_at, "fail_streak", (int)s->fail_streak,
-				     "restarts", (json_int_t)s->restarts, "last_end_job",
-				     (json_int_t)s->last_end_job, "last_end_at",
-				     (json_int_t)s->last_end_at, "scales", sc, "nscales",
-				     (int)s->nscales));
-		json_t *so = json_array_get(a, json_array_size(a) - 1);
-		json_object_set_new(so, "rollout",
-				    json_pack("{s:i,s:i,s:i,s:i,s:b}", "prev_version",
-					      (int)s->prev_version, "next_version",
-					      (int)s->next_version, "canary", (int)s->canary,
-					      "weight", (int)s->canary_weight, "rolling",
-					      (int)s->rolling));
-		if (s->prev)
-			json_object_set_new(so, "prev", xp_servicespec_json(s->prev));
-	}
-	return a;
-}
 
-/* before the jobs: they join their services' lists as they load */
-int xp_services_restore(struct xp_state *st, json_t *arr, struct xp_err *err)
-{
-	size_t i;
-	json_t *v;
-	json_array_foreach(arr, i, v)
-	{
-		struct xp_service s;
-		json_int_t first, created, restarts, last_job, last_at;
-		int version, desired, streak;
-		memset(&s, 0, sizeof(s));
-		if (json_unpack(v, "{s:i,s:i,s:I,s:I,s:i,s:I,s:I,s:I}", "version", &version,
-				"desired", &desired, "first_job", &first, "created_at", &created,
-				"fail_streak", &streak, "restarts", &restarts, "last_end_job",
-				&last_job, "last_end_at", &last_at) < 0 ||
-		    version < 1 || desired < 0 || streak < 0)
-			return xp_errf(err, XP_ECORRUPT, "snapshot: service %zu is malformed", i);
-		int rc = spec_from(st, json_object_get(v, "spec"), &s.spec, err);
-		if (rc < 0)
-			return rc;
-		s.version = (uint32_t)version;
-		s.desired = (uint32_t)desired;
-		s.first_job = (uint64_t)first;
-		s.created_at = created;
-		s.fail_streak = (uint32_t)streak;
-		s.restarts = (uint64_t)restarts;
-		s.last_end_job = (uint64_t)last_job;
-		s.last_end_at = last_at;
-		size_t k;
-		json_t *e;
-		json_t *sc = json_object_get(v, "scales");
-		int nsc = (int)json_integer_value(json_object_get(v, "nscales"));
-		s.nscales = nsc > 0 ? (uint32_t)nsc - (uint32_t)json_array_size(sc) : 0;
-		json_array_foreach(sc, k, e)
-		{
-			struct xp_scale_ev *x = &s.scales[s.nscales++ % XP_SERVICE_SCALES];
-			const char *why = json_string_value(json_object_get(e, "reason"));
-			x->at = json_integer_value(json_object_get(e, "at"));
-			x->from = (uint32_t)json_integer_value(json_object_get(e, "from"));
-			x->to = (uint32_t)json_integer_value(json_object_get(e, "to"));
-			snprintf(x->reason, sizeof(x->reason), "%s", why ? why : "");
-		}
-		json_t *ro = json_object_get(v, "rollout");
-		s.next_version = (uint32_t)json_integer_value(json_object_get(ro, "next_version"));
-		s.prev_version = (uint32_t)json_integer_value(json_object_get(ro, "prev_version"));
-		s.canary = (uint32_t)json_integer_value(json_object_get(ro, "canary"));
-		s.canary_weight = (uint32_t)json_integer_value(json_object_get(ro, "weight"));
-		s.rolling = json_is_true(json_object_get(ro, "rolling"));
-		if (s.next_version <= s.version)
-			s.next_version = s.version + 1;
-		if (json_object_get(v, "prev")) {
-			s.prev = xcalloc(1, sizeof(*s.prev));
-			if ((rc = spec_from(st, json_object_get(v, "prev"), s.prev, err)) < 0) {
-				free(s.prev);
-				s.prev = NULL;
-				service_free(&s);
-				return rc;
-			}
-		}
-		if ((rc = service_add(st, &s, err)) < 0)
-			return rc;
-	}
-	return 0;
-}

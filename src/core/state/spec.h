@@ -1,7 +1,7 @@
 /*
  * spec: a job specification (docs/api.md "POST /v1/jobs") as plain C, and
- * written as canonical JSON that parses to the same spec. The parser is at
- * the edge (src/edge/jobspec.c, edge.h: xp_jobspec_parse_text); it serves
+ * written as canonical JSON that parses to the same spec. The parser and
+ * the writer are at the edge (src/edge/jobspec.c, canon.c); they serve
  * the API and replay alike (replay through struct xp_state_docs), so what
  * was accepted is exactly what is replayed.
  *
@@ -160,17 +160,20 @@ struct xp_jobspec {
 	struct xp_svcref svc;	/* a service's replica (svcspec.h): set by the controller */
 };
 
-/* elastic.c: a job's size range and checkpoint, for spec.c's writer (the
- * edge reads them: src/edge/jobspec.c). */
+/* elastic.c: a job's size range and checkpoint (the edge reads and
+ * writes them: src/edge/jobspec.c, canon.c). */
 #define XP_CKPT_SIGNAL_DEFAULT 10    /* SIGUSR1 */
 #define XP_CKPT_GRACE_DEFAULT  30000 /* ms */
-struct json_t;
-void xp_elastic_json(const struct xp_jobspec *s, struct json_t *o);
 /* The checkpoint signal and grace a resize uses (the defaults filled in). */
 int xp_ckpt_signal(const struct xp_jobspec *s);
 int64_t xp_ckpt_grace_ms(const struct xp_jobspec *s);
 
 const char *xp_dep_type_name(int t);
+/* The names of a QoS class, a colocation and a topology constraint (in
+ * range: a parsed spec's), as the canonical JSON spells them. */
+const char *xp_qos_name(int q);
+const char *xp_coloc_name(int c);
+const char *xp_topo_name(int t);
 int xp_dep_type_parse(const char *s);
 
 /* The rules a submitted spec obeys beyond what replay accepts (records
@@ -178,12 +181,7 @@ int xp_dep_type_parse(const char *s);
 int xp_jobspec_check_submit(const struct xp_jobspec *s, const char *name, char field[320],
 			    struct xp_err *err);
 void xp_jobspec_free(struct xp_jobspec *s);
-/* Canonical JSON (malloc'd). */
-char *xp_jobspec_to_json(const struct xp_jobspec *s);
-/* The same as a JSON object (a new reference), for a reply to embed
- * without parsing the text again. */
-struct json_t;
-struct json_t *xp_jobspec_json(const struct xp_jobspec *s);
+/* Its canonical JSON is the edge's (src/edge/canon.c: xp_jobspec_to_json). */
 /* The per-replica request, with vendor and models interned in syms. */
 void xp_jobspec_request(const struct xp_jobspec *s, struct xp_strtab *syms, struct xp_request *r);
 /* Does s ask for a MIG slice by size (devices.mig: any)? */
@@ -201,9 +199,6 @@ struct xp_jobpatch {
 	int32_t priority;
 	int64_t time_limit_ms;
 };
-/* The fields set, as a JSON object (new reference). */
-struct json_t;
-struct json_t *xp_jobpatch_json(const struct xp_jobpatch *p);
 /* Apply p to s (the spec of a pending job). */
 void xp_jobpatch_apply(const struct xp_jobpatch *p, struct xp_jobspec *s);
 /* Is s a valid name (1..63 of [A-Za-z0-9._-], starting with a letter or digit)? */

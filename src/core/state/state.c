@@ -6,7 +6,6 @@
 #include "state_int.h"
 
 #include <assert.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -328,35 +327,7 @@ uint64_t xp_state_job_by_key(const struct xp_state *st, uint32_t tenant, const c
 	return s && s < st->key_job.n ? st->key_job.v[s] : 0;
 }
 
-/* ---- allocations as records carry them ---- */
-
-/* {id, start} of a MIG slice: the kind by its NVML profile id (the name
- * depends on the device's table; the assignment gives it to the agent) */
-static json_t *alloc_mig_json(const struct xp_alloc *a)
-{
-	return json_pack("{s:i,s:i}", "id", (int)xp_mig_kind_id(a->mig - 1), "start",
-			 (int)a->mig_start);
-}
-
-json_t *xp_allocs_json(const struct xp_state *st, const struct xp_alloc *a, uint32_t n)
-{
-	json_t *arr = json_array();
-	for (uint32_t r = 0; r < n; r++) {
-		json_t *devs = json_array(), *o;
-		for (uint16_t i = 0; i < a[r].ndev; i++)
-			json_array_append_new(devs, json_integer(a[r].devs[i]));
-		json_array_append_new(
-			arr, o = json_pack("{s:i,s:s,s:i,s:I,s:I,s:i,s:I,s:o}", "replica", (int)r,
-					   "node", st->c->nodes[a[r].node].name, "node_index",
-					   (int)a[r].node, "cpu_milli", (json_int_t)a[r].cpu_milli,
-					   "memory_mib", (json_int_t)a[r].mem_mib, "dev_milli",
-					   (int)a[r].dev_milli, "dev_mem_mib",
-					   (json_int_t)a[r].dev_mem_mib, "devices", devs));
-		if (a[r].mig)
-			json_object_set_new(o, "mig", alloc_mig_json(&a[r]));
-	}
-	return arr;
-}
+/* ---- allocations as records carry them (decoded by the codec) ---- */
 
 int xp_allocs_resolve(const struct xp_state *st, const struct xp_rec_alloc *in, uint32_t n,
 		      struct xp_alloc *a, struct xp_err *err)
@@ -389,22 +360,6 @@ int xp_allocs_resolve(const struct xp_state *st, const struct xp_rec_alloc *in, 
 	return 0;
 }
 
-int xp_allocs_parse(struct xp_state *st, json_t *arr, struct xp_alloc *a, uint32_t n,
-		    struct xp_err *err)
-{
-	if (!json_is_array(arr) || json_array_size(arr) != n)
-		return xp_errf(err, XP_ECORRUPT, "allocations: expected %u", n);
-	char *text = json_dumps(arr, JSON_COMPACT);
-	struct xp_rec_alloc *in = NULL;
-	size_t got = 0;
-	int rc = text ? st->docs->allocs(text, strlen(text), &in, &got, err)
-		      : xp_errf(err, XP_ECORRUPT, "allocations: not JSON");
-	free(text);
-	if (rc == 0)
-		rc = xp_allocs_resolve(st, in, n, a, err);
-	free(in);
-	return rc;
-}
 
 /* The compute milli j's allocation x must take per device: a share sized
  * by memory takes its part of the device it landed on, one whole device of
@@ -581,10 +536,3 @@ const char *xp_job_deadline_status(const struct xp_job *j, int64_t now)
 	return "ok";
 }
 
-uint64_t xp_jobspec_hash(const struct xp_jobspec *s)
-{
-	char *j = xp_jobspec_to_json(s);
-	uint64_t h = xp_hash_bytes(j, strlen(j));
-	free(j);
-	return h;
-}

@@ -16,26 +16,28 @@
  *
  * The files of this folder (state_int.h: what they share):
  *   state.c      creation, lookups, names, transitions, record builders and
- *                the allocations' JSON both ways and their match to a request,
+ *                decoded allocations resolved and their match to a request,
  *                the invariant check and the state machines' checks
  *   rec.h        journal records as plain C (the codec's typed records)
  *   apply.c      records into the state (xp_state_apply_rec)
  *   jobedit.c    records that change a pending job: job.hold, job.update
- *   snapshot.c   the whole state as JSON and back
- *   docs.h       the readers of the documents inside records and
- *                snapshots, given at creation (the edge's parsers: this
- *                folder includes no document tree, YAML or descriptor)
- *   spec.c/.h    job specs and job changes: types and canonical writer
+ *   (snapshots, canonical JSON and the usage report are written and read
+ *   at the edge: src/edge/snapshot.c, canon.c, meter_report.c)
+ *   docs.h       the edge's document code, given at creation: the
+ *                readers the edge's snapshot reader calls through
+ *                st->docs, a spec's canonical hash, a service's
+ *                new-version test (this folder includes no JSON,
+ *                document tree, YAML or descriptor)
+ *   spec.c/.h    job specs and job changes: types and names
  *                (the parser: src/edge/jobspec.c)
- *   svcspec.c/.h service definitions and a replica's service: types and
- *                writer (parser: src/edge/svcspec.c); service.c services
+ *   svcspec.c/.h service definitions and a replica's service: types
+ *                (parser: src/edge/svcspec.c); service.c services
  *                in the state (records, replica lists)
- *   queuespec.c/.h queue definitions: types and writer (parser:
+ *   queuespec.c/.h queue definitions: types and names (parser:
  *                src/edge/queuespec.c); queue.c the tree, quotas, usage
  *                and shares
- *   elastic.c    elastic jobs (replicas: {min, max}): the spec's range and
- *                checkpoint written out (read by src/edge/jobspec.c), the
- *                job.resize record, snapshots of the size;
+ *   elastic.c    elastic jobs (replicas: {min, max}): the checkpoint's
+ *                defaults, the job.resize record;
  *                elastic_cycle.c shrinks instead of preemption and growth
  *                after the pending jobs
  *   cycle.c      the scheduling cycle and its batch step (a batch optimiser
@@ -46,8 +48,9 @@
  *                pending.c the one-code reason (squeue's REASON);
  *                possible.c could any node ever run it
  *   retention.c  finished jobs forgotten; workload.c the target workload
- *   meter.c/.h, prices.c/.h  the usage ledger and the price table (read
- *                by src/edge/prices.c)
+ *   meter.c/.h, prices.c/.h  the usage ledger, the report's rows
+ *                (xp_meter_rows) and the price table (read by
+ *                src/edge/prices.c)
  *   migmode.c/.h MIG mode changes with the admin's leave: the records
  *                (decoded by the codec), the planner that reserves an idle
  *                GPU, explain
@@ -250,8 +253,8 @@ struct xp_state_opts {
 		 * and the commits the searches made (about rollouts x jobs) */
 		uint64_t batches, rollouts, searched, placements;
 	} batch;
-	/* the readers of the documents inside records and snapshots (docs.h;
-	 * the edge's: xp_edge_docs); required */
+	/* the edge's document code (docs.h; xp_edge_docs): snapshots'
+	 * readers, a spec's hash, a service's new-version test; required */
 	const struct xp_state_docs *docs;
 };
 
@@ -386,9 +389,8 @@ struct xp_job *xp_state_job(const struct xp_state *st, uint64_t id);
 long xp_state_tenant(const struct xp_state *st, const char *name);
 long xp_state_queue(const struct xp_state *st, const char *name);
 long xp_state_node(const struct xp_state *st, const char *name);
-/* The hash a job submitted with an idempotency key keeps of its spec
- * (canonical JSON), to tell a retry from a different request. */
-uint64_t xp_jobspec_hash(const struct xp_jobspec *s);
+/* The hash a job submitted with an idempotency key keeps of its spec is
+ * the edge's (xp_jobspec_hash, src/edge/canon.c; st->docs->jobspec_hash). */
 /* Job id for (tenant, idempotency key), 0 when none. */
 uint64_t xp_state_job_by_key(const struct xp_state *st, uint32_t tenant, const char *key);
 
@@ -495,10 +497,6 @@ void xp_state_pending(struct xp_state *st, const struct xp_job *j, struct xp_pen
  * empty: XP_PEND_RESOURCES (a ready one), _DRAINING, _NODE_DOWN or
  * _NO_DEVICE (none); cached per request and node generation. */
 int xp_state_nodes_for(struct xp_state *st, const struct xp_request *r);
-
-/* Snapshot: the whole state as JSON (malloc'd); load into a fresh state. */
-char *xp_state_snapshot(const struct xp_state *st);
-int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, struct xp_err *err);
 
 /* A job's deadline (ms since the epoch; 0: none), and how it stands at
  * now: "met", "missed", "at_risk" (it cannot end in time by its time

@@ -2,7 +2,6 @@
 #ifndef XP_STATE_INT_H
 #define XP_STATE_INT_H
 
-#include <jansson.h>
 
 #include "migmode.h"
 #include "state.h"
@@ -10,21 +9,15 @@
 void xp_state_job_free(struct xp_job *j);
 void xp_state_key(const struct xp_state *st, uint32_t tenant, const char *key, char *buf,
 		  size_t len);
-json_t *xp_allocs_json(const struct xp_state *st, const struct xp_alloc *a, uint32_t n);
 /* Insert a decoded job (submit or snapshot). */
 void xp_state_add_job(struct xp_state *st, struct xp_job *j);
 /* Node added from a one-node descriptor (JSON: a snapshot's; or as read,
  * one: node.add's); returns its index or < 0. */
 long xp_state_add_node_one(struct xp_state *st, const struct xp_cluster *one, int source,
 			   int state, struct xp_err *err);
-long xp_state_add_node(struct xp_state *st, json_t *descriptor, int source, int state,
-		       struct xp_err *err);
 /* Allocations as decoded (rec.h) into a[n]: their nodes found. */
 int xp_allocs_resolve(const struct xp_state *st, const struct xp_rec_alloc *in, uint32_t n,
 		      struct xp_alloc *a, struct xp_err *err);
-/* Allocations of a snapshot back into a[n] (read by docs->allocs). */
-int xp_allocs_parse(struct xp_state *st, json_t *arr, struct xp_alloc *a, uint32_t n,
-		    struct xp_err *err);
 
 void xp_state_finish(struct xp_state *st, struct xp_job *j, int to, int64_t at);
 
@@ -58,8 +51,10 @@ int xp_service_apply(struct xp_state *st, const struct xp_rec *r, int64_t at,
 int xp_service_admits(const struct xp_state *st, const struct xp_job *j, struct xp_err *err);
 void xp_service_job_added(struct xp_state *st, const struct xp_job *j);
 void xp_service_job_ended(struct xp_state *st, const struct xp_job *j, int to, int64_t at);
-json_t *xp_services_snapshot(const struct xp_state *st);
-int xp_services_restore(struct xp_state *st, json_t *arr, struct xp_err *err);
+/* A service as a snapshot restores it: checked against the state; on
+ * success it is the state's, on failure freed (src/edge/snapshot_parts.c) */
+int xp_service_add(struct xp_state *st, struct xp_service *s, struct xp_err *err);
+void xp_service_free(struct xp_service *s);
 void xp_services_free(struct xp_state *st);
 /* elastic.c: the record job.resize; a job's start and requeue; its size,
  * epoch and resize history in snapshots */
@@ -67,8 +62,6 @@ int xp_elastic_resize_apply(struct xp_state *st, const struct xp_rec *r, int64_t
 			    struct xp_event_info *ev, struct xp_err *err);
 void xp_elastic_started(struct xp_state *st, struct xp_job *j);
 void xp_elastic_requeued(struct xp_job *j);
-void xp_elastic_snapshot(const struct xp_job *j, json_t *jo);
-int xp_elastic_restore(struct xp_job *j, json_t *jo, struct xp_err *err);
 /* elastic_cycle.c: a pending job that does not fit takes elastic jobs'
  * replicas above their min (1: it fits now, the resizes emitted; 0: not
  * enough; < 0 emit()'s error; *tried 0: no elastic job had any to give);

@@ -3,7 +3,7 @@
  * its replica jobs carries of it, as plain C, read by the edge
  * (src/edge/svcspec.c: API input or a journal record alike) with every
  * field checked, and written back as canonical JSON that parses to the
- * same definition.
+ * same definition (src/edge/canon.c).
  *
  *   {kind: service, name, tenant, queue, replicas: N | {min, max},
  *    port, readiness: {http: PATH | tcp: true, period, timeout},
@@ -36,7 +36,6 @@
 
 #include <stdint.h>
 
-#include <jansson.h>
 
 #include "../../lib/err.h"
 #include "spec.h"
@@ -80,14 +79,8 @@ struct xp_servicespec {
 };
 
 void xp_servicespec_free(struct xp_servicespec *s);
-/* Canonical JSON (a new reference). */
-json_t *xp_servicespec_json(const struct xp_servicespec *s);
-/* Would replicas of a and b differ (template, readiness, load)? Then a
- * change from a to b is a new version, rolled out. */
-int xp_servicespec_new_version(const struct xp_servicespec *a, const struct xp_servicespec *b);
-
-/* spec.c's hooks for the jobspec's "service" key (read at the edge) */
-void xp_svcref_json(const struct xp_svcref *r, json_t *spec);
+/* Its canonical JSON and the new-version test are the edge's
+ * (src/edge/canon.c); the state calls the test through its docs table. */
 void xp_svcref_free(struct xp_svcref *r);
 
 #endif

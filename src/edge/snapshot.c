@@ -4,15 +4,89 @@
  * allocations), so loading a snapshot and applying the records after it
  * rebuilds exactly the state the records alone would. Nodes are kept in
  * index order, removed ones included, so allocations keep their indices.
+ *
+ * The encoding is the edge's (issue 19, item 2): the state in src/core
+ * holds plain structs; this file walks them (state_int.h: the state's
+ * types and its insert functions) and reads the documents inside a
+ * snapshot with the edge's parsers (through st->docs, xp_edge_docs). The
+ * services', meter's, elastic jobs' and MIG modes' parts are in
+ * snapshot_parts.c.
  */
-#include "state_int.h"
+#include "snapshot_int.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/xalloc.h"
+#include "../core/model/mig.h"
+#include "../lib/xalloc.h"
 
 #define SNAPSHOT_FORMAT 1
+
+/* {id, start} of a MIG slice: the kind by its NVML profile id (the name
+ * depends on the device's table; the assignment gives it to the agent) */
+static json_t *alloc_mig_json(const struct xp_alloc *a)
+{
+	return json_pack("{s:i,s:i}", "id", (int)xp_mig_kind_id(a->mig - 1), "start",
+			 (int)a->mig_start);
+}
+
+/* A running job's allocations, as job.start records carry them (with
+ * node_index: snapshots keep removed nodes). */
+static json_t *allocs_json(const struct xp_state *st, const struct xp_alloc *a, uint32_t n)
+{
+	json_t *arr = json_array();
+	for (uint32_t r = 0; r < n; r++) {
+		json_t *devs = json_array(), *o;
+		for (uint16_t i = 0; i < a[r].ndev; i++)
+			json_array_append_new(devs, json_integer(a[r].devs[i]));
+		json_array_append_new(
+			arr, o = json_pack("{s:i,s:s,s:i,s:I,s:I,s:i,s:I,s:o}", "replica", (int)r,
+					   "node", st->c->nodes[a[r].node].name, "node_index",
+					   (int)a[r].node, "cpu_milli", (json_int_t)a[r].cpu_milli,
+					   "memory_mib", (json_int_t)a[r].mem_mib, "dev_milli",
+					   (int)a[r].dev_milli, "dev_mem_mib",
+					   (json_int_t)a[r].dev_mem_mib, "devices", devs));
+		if (a[r].mig)
+			json_object_set_new(o, "mig", alloc_mig_json(&a[r]));
+	}
+	return arr;
+}
+
+/* Allocations of a snapshot back into a[n], read as a job.start's are. */
+static int allocs_parse(struct xp_state *st, json_t *arr, struct xp_alloc *a, uint32_t n,
+			struct xp_err *err)
+{
+	if (!json_is_array(arr) || json_array_size(arr) != n)
+		return xp_errf(err, XP_ECORRUPT, "allocations: expected %u", n);
+	char *text = json_dumps(arr, JSON_COMPACT);
+	struct xp_rec_alloc *in = NULL;
+	size_t got = 0;
+	int rc = text ? st->docs->allocs(text, strlen(text), &in, &got, err)
+		      : xp_errf(err, XP_ECORRUPT, "allocations: not JSON");
+	free(text);
+	if (rc == 0)
+		rc = xp_allocs_resolve(st, in, n, a, err);
+	free(in);
+	return rc;
+}
+
+/* A node from a snapshot's one-node descriptor. */
+static long add_node(struct xp_state *st, json_t *descriptor, int source, int state,
+		     struct xp_err *err)
+{
+	char *text = json_dumps(descriptor, JSON_COMPACT);
+	struct xp_cluster *one;
+
+	if (!text)
+		return xp_errf(err, XP_ECORRUPT, "node descriptor: not JSON");
+	one = st->docs->nodes("node", text, strlen(text), err);
+	free(text);
+	if (!one)
+		return err ? err->code : XP_EINVAL;
+	long idx = xp_state_add_node_one(st, one, source, state, err);
+	xp_cluster_destroy(one);
+	return idx;
+}
 
 static json_t *node_descriptor(const struct xp_state *st, size_t n)
 {
@@ -24,6 +98,68 @@ static json_t *node_descriptor(const struct xp_state *st, size_t n)
 	json_t *d = json_loads(text, 0, &e);
 	free(text);
 	return d;
+}
+
+/* node n: its state, its one-node descriptor, health, failures, MIG modes */
+static json_t *snap_node(const struct xp_state *st, size_t n)
+{
+	const struct xp_nodeinfo *ni = &st->nodes.v[n];
+	json_t *no = json_pack("{s:s,s:s,s:b,s:o}", "source", xp_node_source_name(ni->source),
+			       "state", xp_node_state_name(ni->state), "removed", ni->removed,
+			       "descriptor", node_descriptor(st, n));
+	if (ni->failures)
+		json_object_set_new(no, "failures", json_integer(ni->failures));
+	xp_migmode_snap(st, n, no);
+	if (ni->dev_why) {
+		json_t *why = json_array();
+		for (uint16_t d = 0; d < st->c->nodes[n].ndevs; d++)
+			json_array_append_new(why,
+					      json_string(ni->dev_why[d] ? ni->dev_why[d] : ""));
+		json_object_set_new(no, "why", why);
+	}
+	return no;
+}
+
+/* job j with its spec, allocations and counts */
+static json_t *snap_job(const struct xp_state *st, const struct xp_job *j)
+{
+	char *sj = xp_jobspec_to_json(&j->spec);
+	json_error_t e;
+	json_t *jo = json_pack("{s:I,s:s,s:s?,s:s,s:o,s:I,s:I,s:I,s:s?}", "id", (json_int_t)j->id,
+			       "tenant", st->tenants.v[j->tenant].name, "key", j->key, "state",
+			       xp_job_state_name(j->state), "spec", json_loads(sj, 0, &e),
+			       "submitted_at", (json_int_t)j->submitted_at, "started_at",
+			       (json_int_t)j->started_at, "finished_at", (json_int_t)j->finished_at,
+			       "reason", j->reason);
+	free(sj);
+	if (j->has_exit)
+		json_object_set_new(jo, "exit_code", json_integer(j->exit_code));
+	if (j->exit_signal)
+		json_object_set_new(jo, "signal", json_integer(j->exit_signal));
+	if (j->end)
+		json_object_set_new(jo, "end", json_string(xp_end_name(j->end)));
+	if (j->allocs)
+		json_object_set_new(jo, "allocations",
+				    allocs_json(st, j->allocs, j->spec.replicas));
+	json_object_set_new(jo, "attempts", json_integer(j->attempts));
+	json_object_set_new(jo, "requeues", json_integer(j->requeues));
+	if (j->preemptions)
+		json_object_set_new(jo, "preemptions", json_integer(j->preemptions));
+	if (j->held)
+		json_object_set_new(jo, "held", json_string(xp_hold_name(j->held)));
+	if (j->key) { /* the spec may have changed since (job.update) */
+		char h[24];
+		snprintf(h, sizeof(h), "%016llx", (unsigned long long)j->key_hash);
+		json_object_set_new(jo, "key_hash", json_string(h));
+	}
+	xp_elastic_snapshot(j, jo);
+	if (j->exited) {
+		json_t *ex = json_array();
+		for (uint32_t k = 0; k < j->spec.replicas; k++)
+			json_array_append_new(ex, json_boolean(j->exited[k]));
+		json_object_set_new(jo, "exited", ex);
+	}
+	return jo;
 }
 
 char *xp_state_snapshot(const struct xp_state *st)
@@ -62,66 +198,12 @@ char *xp_state_snapshot(const struct xp_state *st)
 	}
 	json_object_set_new(o, "queues", a);
 	a = json_array();
-	for (size_t n = 0; n < st->nodes.n; n++) {
-		const struct xp_nodeinfo *ni = &st->nodes.v[n];
-		json_t *no =
-			json_pack("{s:s,s:s,s:b,s:o}", "source", xp_node_source_name(ni->source),
-				  "state", xp_node_state_name(ni->state), "removed", ni->removed,
-				  "descriptor", node_descriptor(st, n));
-		if (ni->failures)
-			json_object_set_new(no, "failures", json_integer(ni->failures));
-		xp_migmode_snap(st, n, no);
-		if (ni->dev_why) {
-			json_t *why = json_array();
-			for (uint16_t d = 0; d < st->c->nodes[n].ndevs; d++)
-				json_array_append_new(
-					why, json_string(ni->dev_why[d] ? ni->dev_why[d] : ""));
-			json_object_set_new(no, "why", why);
-		}
-		json_array_append_new(a, no);
-	}
+	for (size_t n = 0; n < st->nodes.n; n++)
+		json_array_append_new(a, snap_node(st, n));
 	json_object_set_new(o, "nodes", a);
 	a = json_array();
-	for (size_t i = 0; i < st->jobs.n; i++) {
-		const struct xp_job *j = st->jobs.v[i];
-		char *sj = xp_jobspec_to_json(&j->spec);
-		json_error_t e;
-		json_t *jo = json_pack(
-			"{s:I,s:s,s:s?,s:s,s:o,s:I,s:I,s:I,s:s?}", "id", (json_int_t)j->id,
-			"tenant", st->tenants.v[j->tenant].name, "key", j->key, "state",
-			xp_job_state_name(j->state), "spec", json_loads(sj, 0, &e), "submitted_at",
-			(json_int_t)j->submitted_at, "started_at", (json_int_t)j->started_at,
-			"finished_at", (json_int_t)j->finished_at, "reason", j->reason);
-		free(sj);
-		if (j->has_exit)
-			json_object_set_new(jo, "exit_code", json_integer(j->exit_code));
-		if (j->exit_signal)
-			json_object_set_new(jo, "signal", json_integer(j->exit_signal));
-		if (j->end)
-			json_object_set_new(jo, "end", json_string(xp_end_name(j->end)));
-		if (j->allocs)
-			json_object_set_new(jo, "allocations",
-					    xp_allocs_json(st, j->allocs, j->spec.replicas));
-		json_object_set_new(jo, "attempts", json_integer(j->attempts));
-		json_object_set_new(jo, "requeues", json_integer(j->requeues));
-		if (j->preemptions)
-			json_object_set_new(jo, "preemptions", json_integer(j->preemptions));
-		if (j->held)
-			json_object_set_new(jo, "held", json_string(xp_hold_name(j->held)));
-		if (j->key) { /* the spec may have changed since (job.update) */
-			char h[24];
-			snprintf(h, sizeof(h), "%016llx", (unsigned long long)j->key_hash);
-			json_object_set_new(jo, "key_hash", json_string(h));
-		}
-		xp_elastic_snapshot(j, jo);
-		if (j->exited) {
-			json_t *ex = json_array();
-			for (uint32_t k = 0; k < j->spec.replicas; k++)
-				json_array_append_new(ex, json_boolean(j->exited[k]));
-			json_object_set_new(jo, "exited", ex);
-		}
-		json_array_append_new(a, jo);
-	}
+	for (size_t i = 0; i < st->jobs.n; i++)
+		json_array_append_new(a, snap_job(st, st->jobs.v[i]));
 	json_object_set_new(o, "jobs", a);
 	json_object_set_new(o, "services", xp_services_snapshot(st));
 	json_object_set_new(o, "meter", xp_meter_snapshot(st));
@@ -171,7 +253,7 @@ static int load_job(struct xp_state *st, json_t *jo, size_t i, struct xp_err *er
 			     (long long)id);
 	if (rc == 0 && al) {
 		j->allocs = XNEWV(struct xp_alloc, j->spec.replicas);
-		rc = xp_allocs_parse(st, al, j->allocs, j->spec.replicas, err);
+		rc = allocs_parse(st, al, j->allocs, j->spec.replicas, err);
 	}
 	if (rc < 0) {
 		xp_state_job_free(j);
@@ -226,27 +308,14 @@ static int load_job(struct xp_state *st, json_t *jo, size_t i, struct xp_err *er
 	return 0;
 }
 
-int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, struct xp_err *err)
+/* the tenants, in index order */
+static int load_tenants(struct xp_state *st, json_t *arr, struct xp_err *err)
 {
-	json_error_t je;
-	json_t *o = json_loadb(body, len, 0, &je), *a, *v;
-	json_int_t fmt, seq, nj, nt;
 	size_t i;
+	json_t *v;
 	int rc = 0;
 
-	if (!o || json_unpack(o, "{s:I,s:I,s:I,s:I}", "format", &fmt, "seq", &seq, "next_job_id",
-			      &nj, "next_token_id", &nt) < 0) {
-		json_decref(o);
-		return xp_errf(err, XP_ECORRUPT, "snapshot: not a state snapshot%s%s",
-			       o ? "" : ": ", o ? "" : je.text);
-	}
-	if (fmt > SNAPSHOT_FORMAT) {
-		json_decref(o);
-		return xp_errf(err, XP_EVERSION,
-			       "snapshot format %lld is newer than this build's %d", (long long)fmt,
-			       SNAPSHOT_FORMAT);
-	}
-	json_array_foreach(json_object_get(o, "tenants"), i, v)
+	json_array_foreach(arr, i, v)
 	{
 		const char *name;
 		if (rc == 0 && (json_unpack(v, "{s:s}", "name", &name) < 0 || !xp_name_ok(name)))
@@ -255,8 +324,20 @@ int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, st
 			struct xp_tenant t = { .name = xstrdup(name) };
 			xp_vec_push(&st->tenants, t);
 		}
+		if (rc < 0)
+			return rc;
 	}
-	json_array_foreach(json_object_get(o, "tokens"), i, v)
+	return 0;
+}
+
+/* the tokens (their tenants loaded) */
+static int load_tokens(struct xp_state *st, json_t *arr, struct xp_err *err)
+{
+	size_t i;
+	json_t *v;
+	int rc = 0;
+
+	json_array_foreach(arr, i, v)
 	{
 		json_int_t id;
 		const char *tenant, *name, *sha, *node = NULL;
@@ -283,8 +364,20 @@ int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, st
 			memcpy(k.sha256, sha, 65);
 			xp_vec_push(&st->tokens, k);
 		}
+		if (rc < 0)
+			return rc;
 	}
-	json_array_foreach(json_object_get(o, "queues"), i, v)
+	return 0;
+}
+
+/* the queues: a parent before its children */
+static int load_queues(struct xp_state *st, json_t *arr, struct xp_err *err)
+{
+	size_t i;
+	json_t *v;
+	int rc = 0;
+
+	json_array_foreach(arr, i, v)
 	{
 		int parent, deleted;
 		json_t *def;
@@ -297,8 +390,8 @@ int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, st
 		if (rc == 0 && !(text = json_dumps(def, JSON_COMPACT)))
 			rc = xp_errf(err, XP_ECORRUPT, "snapshot: queue %zu is malformed", i);
 		if (rc == 0)
-			rc = st->docs->queuespec("snapshot queue", text, strlen(text), 1, 1,
-						     &qs, NULL, err);
+			rc = st->docs->queuespec("snapshot queue", text, strlen(text), 1, 1, &qs,
+						 NULL, err);
 		free(text);
 		if (rc == 0) {
 			struct xp_queue q = { .name = xstrdup(qs.name),
@@ -319,8 +412,20 @@ int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, st
 				st->queues.v[parent].children++;
 			xp_vec_push(&st->queues, q);
 		}
+		if (rc < 0)
+			return rc;
 	}
-	json_array_foreach(json_object_get(o, "nodes"), i, v)
+	return 0;
+}
+
+/* the nodes in index order, removed ones too, with health, failures and MIG modes */
+static int load_nodes(struct xp_state *st, json_t *arr, struct xp_err *err)
+{
+	size_t i;
+	json_t *v;
+	int rc = 0;
+
+	json_array_foreach(arr, i, v)
 	{
 		const char *src, *state;
 		int removed;
@@ -334,7 +439,7 @@ int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, st
 			rc = xp_errf(err, XP_ECORRUPT, "snapshot: node %zu: bad source or state",
 				     i);
 		if (rc == 0) {
-			long idx = xp_state_add_node(st, d, so, ns, err);
+			long idx = add_node(st, d, so, ns, err);
 			json_t *why = json_object_get(v, "why");
 			if (idx >= 0 && json_is_array(why)) { /* health comes with the descriptor */
 				uint16_t nd = st->c->nodes[idx].ndevs;
@@ -363,7 +468,39 @@ int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, st
 					UINT32_MAX;
 			}
 		}
+		if (rc < 0)
+			return rc;
 	}
+	return 0;
+}
+
+int xp_state_load_snapshot(struct xp_state *st, const char *body, size_t len, struct xp_err *err)
+{
+	json_error_t je;
+	json_t *o = json_loadb(body, len, 0, &je), *a, *v;
+	json_int_t fmt, seq, nj, nt;
+	size_t i;
+	int rc = 0;
+
+	if (!o || json_unpack(o, "{s:I,s:I,s:I,s:I}", "format", &fmt, "seq", &seq, "next_job_id",
+			      &nj, "next_token_id", &nt) < 0) {
+		json_decref(o);
+		return xp_errf(err, XP_ECORRUPT, "snapshot: not a state snapshot%s%s",
+			       o ? "" : ": ", o ? "" : je.text);
+	}
+	if (fmt > SNAPSHOT_FORMAT) {
+		json_decref(o);
+		return xp_errf(err, XP_EVERSION,
+			       "snapshot format %lld is newer than this build's %d", (long long)fmt,
+			       SNAPSHOT_FORMAT);
+	}
+	rc = load_tenants(st, json_object_get(o, "tenants"), err);
+	if (rc == 0)
+		rc = load_tokens(st, json_object_get(o, "tokens"), err);
+	if (rc == 0)
+		rc = load_queues(st, json_object_get(o, "queues"), err);
+	if (rc == 0)
+		rc = load_nodes(st, json_object_get(o, "nodes"), err);
 	if (rc == 0) /* before the jobs, which join their services */
 		rc = xp_services_restore(st, json_object_get(o, "services"), err);
 	a = json_object_get(o, "jobs");

@@ -120,8 +120,10 @@ if [ -f "$SHARED/traces/gavel/gavel_isolated_throughputs.csv" ]; then
 	expect 0 "" -- "$XP" sim gavel-trace --matrix "$SHARED/traces/gavel/gavel_isolated_throughputs.csv" --jobs 5 --multi-gpu
 	[ "$(wc -l <"$T/out")" = 5 ] || { echo "FAIL: gavel-trace: $(cat "$T/out")"; fails=$((fails + 1)); }
 	[ "$(head -1 "$T/out" | awk -F'\t' '{ print NF }')" = 10 ] || { echo "FAIL: gavel-trace: not 10 fields"; fails=$((fails + 1)); }
+	expect 2 "\-\-budget: expected an integer 0..100000, got 'x'" -- "$XP" sim gavel --matrix "$SHARED/traces/gavel/gavel_isolated_throughputs.csv" --colo "$SHARED/traces/gavel/gavel_colocated_throughputs.csv" --policy mcts --budget x
 fi
 expect 2 "\-\-rate: expected jobs per hour" -- "$XP" sim gavel-trace --rate 0
+expect 0 "mcts: rollouts per round" -- "$XP" sim gavel --help
 for f in analysis_allo_discrete.csv analysis_frag_discrete.csv analysis_frag_ratio_discrete.csv runs.csv; do
 	[ -s "$T/run/$f" ] || { echo "FAIL: $f missing"; fails=$((fails + 1)); }
 done

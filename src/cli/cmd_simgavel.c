@@ -50,10 +50,11 @@ static void *worker(void *arg)
 
 static void summary(const struct run *runs, size_t nruns, size_t nseeds)
 {
-	printf("%-11s %4s %6s %5s %14s %14s %7s %7s %9s %9s %8s\n", "policy", "ew", "rate", "seeds",
-	       "avg JCT h", "p99 JCT h", "FTF", "util", "kWh/job", "idle MWh", "ms/round");
+	printf("%-11s %4s %6s %5s %14s %9s %14s %7s %7s %9s %9s %8s\n", "policy", "ew", "rate",
+	       "seeds", "avg JCT h", "queue h", "p99 JCT h", "FTF", "util", "kWh/job", "idle MWh",
+	       "ms/round");
 	for (size_t i = 0; i < nruns; i += nseeds) {
-		double s = 0, ss = 0, p99 = 0, ftf = 0, u = 0, kwh = 0, idle = 0, ms = 0;
+		double s = 0, ss = 0, p99 = 0, ftf = 0, u = 0, kwh = 0, idle = 0, ms = 0, qh = 0;
 		size_t ok = 0;
 		for (size_t q = i; q < i + nseeds; q++) {
 			const struct xp_gavel_result *r = &runs[q].res;
@@ -63,6 +64,7 @@ static void summary(const struct run *runs, size_t nruns, size_t nseeds)
 			s += r->avg_jct_h;
 			ss += r->avg_jct_h * r->avg_jct_h;
 			p99 += r->p99_jct_h;
+			qh += r->avg_queue_h;
 			ftf += r->ftf_mean;
 			u += (r->util[0] + r->util[1] + r->util[2]) / 3;
 			kwh += r->job_kwh;
@@ -77,10 +79,10 @@ static void summary(const struct run *runs, size_t nruns, size_t nseeds)
 		}
 		double n = (double)ok, mean = s / n;
 		double sd = ok > 1 ? sqrt(fmax(0, (ss - n * mean * mean) / (n - 1))) : 0;
-		printf("%-11s %4.2f %6.2f %5zu %8.2f +-%4.2f %14.2f %7.2f %6.1f%% %9.1f %9.1f "
+		printf("%-11s %4.2f %6.2f %5zu %8.2f +-%4.2f %9.2f %14.2f %7.2f %6.1f%% %9.1f %9.1f "
 		       "%8.3f\n",
 		       xp_gavel_policy_name(c->policy), c->energy_weight, c->rate, nseeds, mean, sd,
-		       p99 / n, ftf / n, 100 * u / n, kwh / n, idle / n, ms / n);
+		       qh / n, p99 / n, ftf / n, 100 * u / n, kwh / n, idle / n, ms / n);
 	}
 }
 
@@ -179,7 +181,7 @@ static int parse_plan(struct xp_flag *flags, struct plan *pl, struct xp_err *err
 		if (xp_gavel_policy_parse(pl->pols[i]) < 0)
 			return xp_errf(err, XP_EINVAL,
 				       "--policy: unknown '%s' (fifo, gavel-fifo, las, gavel-las, "
-				       "xpool, gavel-las-ss)",
+				       "xpool, gavel-las-ss, mcts)",
 				       pl->pols[i]);
 		else if (xp_gavel_policy_parse(pl->pols[i]) == XP_GP_LAS_SS &&
 			 xp_flag_get(flags, "no-share")->bval)
@@ -217,7 +219,7 @@ static int parse_plan(struct xp_flag *flags, struct plan *pl, struct xp_err *err
 }
 
 /* the configuration every run starts from: --active, --cluster,
- * --max-active. 0, or the exit status (2) with err filled */
+ * --max-active, --budget. 0, or the exit status (2) with err filled */
 static int base_config(struct xp_flag *flags, struct xp_gavel_cfg *base, struct xp_err *err)
 {
 	const char *f;
@@ -240,6 +242,11 @@ static int base_config(struct xp_flag *flags, struct xp_gavel_cfg *base, struct 
 	    xp_parse_int_flag("max-active", f, 10, 1000000, &maxact, err) < 0)
 		return 2;
 	base->max_active = (size_t)maxact;
+	long budget = 16;
+	if ((f = xp_flag_get(flags, "budget")->sval) &&
+	    xp_parse_int_flag("budget", f, 0, 100000, &budget, err) < 0)
+		return 2;
+	base->budget = (unsigned)budget;
 	return 0;
 }
 
@@ -289,16 +296,16 @@ static void print_csv(const struct run *runs, size_t nruns)
 {
 	printf("policy,energy_weight,rate,seed,multi_gpu,avg_jct_h,p50_jct_h,p99_jct_h,"
 	       "makespan_h,util,"
-	       "ftf_mean,ftf_max,energy_kwh,idle_kwh,decision_ms,saturated\n");
+	       "ftf_mean,ftf_max,energy_kwh,idle_kwh,decision_ms,saturated,avg_queue_h\n");
 	for (size_t i = 0; i < nruns; i++) {
 		const struct xp_gavel_result *x = &runs[i].res;
 		const struct xp_gavel_cfg *c = &runs[i].cfg;
 		printf("%s,%g,%g,%u,%d,%.4f,%.4f,%.4f,%.2f,%.4f,%.4f,%.4f,%.3f,%.1f,%.4f,%"
-		       "d\n",
+		       "d,%.4f\n",
 		       xp_gavel_policy_name(c->policy), c->energy_weight, c->rate, c->seed,
 		       c->multi_gpu, x->avg_jct_h, x->p50_jct_h, x->p99_jct_h, x->end_h,
 		       (x->util[0] + x->util[1] + x->util[2]) / 3, x->ftf_mean, x->ftf_max,
-		       x->job_kwh, x->idle_kwh, x->decision_ms, x->saturated);
+		       x->job_kwh, x->idle_kwh, x->decision_ms, x->saturated, x->avg_queue_h);
 	}
 }
 
@@ -307,7 +314,10 @@ int xp_verb_sim_gavel(int argc, char **argv)
 	struct xp_flag flags[] = {
 		{ "policy", XP_FLAG_STR, "P[,P...]",
 		  "fifo, gavel-fifo, las, gavel-las, xpool, gavel-las-ss (LAS w/ space "
-		  "sharing) (default: all but gavel-las-ss)" },
+		  "sharing), mcts (xpool + search) (default: all but gavel-las-ss, mcts)" },
+		{ "budget", XP_FLAG_STR, "N",
+		  "mcts: rollouts per round after xpool's plan, 0..100000 (default 16; 0 = "
+		  "xpool)" },
 		{ "rates", XP_FLAG_STR, "R[,R...]", "arrivals per hour (default 0.4,2,4)" },
 		{ "seeds", XP_FLAG_STR, "LIST", "Gavel seeds, e.g. 0-2 (default 0)" },
 		{ "multi-gpu", XP_FLAG_BOOL, NULL, "scale factors 1/2/4/8 (70/10/15/5 %)" },

@@ -27,7 +27,8 @@
 static const char *const type_names[GT] = { "v100", "p100", "k80" };
 
 static const char *const pnames[XP_GP_COUNT] = { "fifo",      "gavel-fifo", "las",
-						 "gavel-las", "xpool",	    "gavel-las-ss" };
+						 "gavel-las", "xpool",	    "gavel-las-ss",
+						 "mcts" };
 
 const char *xp_gavel_policy_name(enum xp_gavel_policy p)
 {
@@ -62,6 +63,7 @@ void xp_gavel_cfg_default(struct xp_gavel_cfg *c)
 	c->max_active = 2000;
 	c->round_s = 360;
 	c->reset_s = 1920;
+	c->budget = 16;
 	xp_gavel_power_default(&c->power);
 }
 
@@ -208,6 +210,7 @@ static void add_job(struct gsim *s)
 	j.total = tj->total_steps;
 	j.arrival = tj->arrival_s;
 	j.finish = -1;
+	j.first_run = -1;
 	j.fifo_k = -1;
 	j.last_k = -1;
 	j.active = 1;
@@ -406,6 +409,8 @@ static void start_round(struct gsim *s, struct runvec *run)
 		for (int w = 0; w < (pl->b < 0 ? 1 : 2); w++) {
 			struct gjob *j = &s->jobs.v[w ? pl->b : pl->a];
 			double tp = run_tput(s, pl, w);
+			if (j->first_run < 0)
+				j->first_run = s->now;
 			double steps = floor(tp * s->cfg->round_s), rem = j->total - j->done;
 			if (steps > rem)
 				steps = rem;
@@ -527,7 +532,7 @@ static void end_round(struct gsim *s, const struct runvec *run, struct tally *t)
 				j->finish = combo ? r->end : r->fin[w];
 				j->active = 0;
 				s->need_update = 1;
-				if (cfg->policy == XP_GP_XPOOL)
+				if (xp_gavel_is_xpool(cfg->policy))
 					xp_gittins_finished(&s->git, j->served * j->sf);
 				size_t id = (size_t)(j - s->jobs.v);
 				if (id >= cfg->win_lo && id < cfg->win_hi)
@@ -564,8 +569,12 @@ static void results(const struct gsim *s, const struct tally *t, struct xp_gavel
 	const struct xp_gavel_cfg *cfg = s->cfg;
 	size_t nwin = cfg->win_hi - cfg->win_lo;
 	double *jct = xcalloc(nwin + 1, sizeof(*jct)), sum = 0, ftf = 0, ftfmax = 0, kwh = 0;
+	double queue = 0;
 	double end = 0;
 	size_t n = 0;
+	for (size_t id = cfg->win_lo; id < cfg->win_hi; id++)
+		if (cfg->finish)
+			cfg->finish[id - cfg->win_lo] = id < s->jobs.n ? s->jobs.v[id].finish : -1;
 	for (size_t id = cfg->win_lo; id < cfg->win_hi && id < s->jobs.n; id++) {
 		const struct gjob *j = &s->jobs.v[id];
 		if (j->finish < 0)
@@ -573,6 +582,7 @@ static void results(const struct gsim *s, const struct tally *t, struct xp_gavel
 		double c = j->finish - j->arrival, alone = j->total / j->best;
 		jct[n++] = c;
 		sum += c;
+		queue += j->first_run - j->arrival;
 		ftf += c / alone;
 		if (c / alone > ftfmax)
 			ftfmax = c / alone;
@@ -585,6 +595,7 @@ static void results(const struct gsim *s, const struct tally *t, struct xp_gavel
 	res->jobs = n;
 	if (n) {
 		res->avg_jct_h = sum / (double)n / 3600;
+		res->avg_queue_h = queue / (double)n / 3600;
 		qsort(jct, n, sizeof(*jct), dbl_cmp);
 		res->p50_jct_h = jct[n / 2] / 3600;
 		res->p99_jct_h = jct[(size_t)ceil(0.99 * (double)n) - 1] / 3600;
@@ -621,7 +632,7 @@ int xp_gavel_simulate(const struct xp_gavel_matrix *m, const struct xp_gavel_cfg
 	xp_pyrand_seed(&s.shuffler, (uint64_t)cfg->seed + 5);
 	xp_pyrand_seed(&s.fifo_rng, cfg->seed);
 	/* xpool's learned sizes: 1 s to 10^9 s in 5 % steps */
-	if (cfg->policy == XP_GP_XPOOL)
+	if (xp_gavel_is_xpool(cfg->policy))
 		xp_gittins_init(&s.git, 1, 1e9, 48);
 	memset(res, 0, sizeof(*res));
 	struct runvec run = { 0 };
@@ -641,6 +652,8 @@ int xp_gavel_simulate(const struct xp_gavel_matrix *m, const struct xp_gavel_cfg
 		uint64_t t0 = xp_thread_cpu_ns();
 		if (cfg->policy == XP_GP_XPOOL)
 			xp_gavel_xpool_plan(&s);
+		else if (cfg->policy == XP_GP_MCTS)
+			xp_gavel_mcts_plan(&s);
 		else
 			gavel_plan(&s);
 		xp_vec_push(&dec, (double)(xp_thread_cpu_ns() - t0) / 1e6);

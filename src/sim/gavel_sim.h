@@ -19,6 +19,8 @@
  *
  * xpool's policy (XP_GP_XPOOL, gavel_xpool.c) shares the rounds, the
  * workload and the accounting, and decides every round by itself: see there.
+ * XP_GP_MCTS (gavel_mcts.c) is that policy with a search over the order in
+ * which its round plan takes the jobs; budget 0 is XP_GP_XPOOL exactly.
  */
 #ifndef XP_SIM_GAVEL_SIM_H
 #define XP_SIM_GAVEL_SIM_H
@@ -34,11 +36,12 @@ enum xp_gavel_policy {
 	XP_GP_LAS_PERF,	 /* `max_min_fairness_perf`: the LP, solved by simplex */
 	XP_GP_XPOOL,	 /* xpool's policy */
 	XP_GP_LAS_SS,	 /* `max_min_fairness_packed`: LAS with space sharing (needs colo) */
+	XP_GP_MCTS,	 /* xpool's policy plus a search over its order (gavel_mcts.c) */
 	XP_GP_COUNT
 };
 
 const char *xp_gavel_policy_name(enum xp_gavel_policy p);
-/* by name (fifo, gavel-fifo, las, gavel-las, xpool, gavel-las-ss); -1 if unknown */
+/* by name (fifo, gavel-fifo, las, gavel-las, xpool, gavel-las-ss, mcts); -1 if unknown */
 int xp_gavel_policy_parse(const char *name);
 
 /* Co-located throughputs (gavel_colocated_throughputs.csv): what job a and
@@ -75,6 +78,8 @@ struct xp_gavel_cfg {
 	const struct xp_gavel_colo *colo; /* space sharing (xpool, gavel-las-ss); NULL = none */
 	double energy_weight;		  /* xpool's energy factor, 0 = JCT only */
 	int check; /* verify every round's plan (tests): an error if it breaks one */
+	unsigned budget; /* mcts: rollouts per round after xpool's own plan (0 = xpool) */
+	double *finish;	 /* when set, each window job's finish (s, -1 none): hi - lo of them */
 };
 void xp_gavel_cfg_default(struct xp_gavel_cfg *c);
 /* The GPU counts and power of c from a cluster descriptor (docs/descriptor.md):
@@ -89,6 +94,7 @@ struct xp_gavel_result {
 	int saturated;
 	size_t jobs; /* completed in the window */
 	double avg_jct_h, p50_jct_h, p99_jct_h;
+	double avg_queue_h; /* arrival to the first round the job runs in */
 	double ftf_mean, ftf_max; /* JCT / JCT alone on the best type */
 	double excess_max_s;	  /* the most any job took beyond that */
 	double end_h;		  /* when the last window job finished */

@@ -23,6 +23,7 @@ struct gjob {
 	int has_x;
 	int fifo_k; /* `fifo`'s kept type, -1 none */
 	/* xpool */
+	double first_run; /* start of the first round it ran in, -1 */
 	double served; /* attained service, seconds on the job's best type */
 	int last_k;    /* type of its previous round, -1 */
 	double energy_j;
@@ -91,6 +92,24 @@ int xp_gavel_classes(const struct gsim *s, const int *ids, size_t n, int *cls_of
 void xp_gavel_alloc(struct gsim *s);
 /* the round's plan by xpool's policy (gavel_xpool.c) */
 void xp_gavel_xpool_plan(struct gsim *s);
+/* its parts, which the search (gavel_mcts.c) reuses: the active jobs in
+ * xpool's order, best first (an array of s->act.n ids, the caller frees
+ * it) and whether the pool is crowded (it builds the Gittins table); the
+ * plan (select, LP, fill, improve, share) over the jobs in the order
+ * ids[0..n) appended to s->plan; and the round objective of s->plan -
+ * the LP's column values summed over every placement the plan made */
+int *xp_gavel_xpool_order(struct gsim *s, int *crowded);
+void xp_gavel_xpool_place(struct gsim *s, const int *ids, size_t n, int crowded);
+double xp_gavel_xpool_score(const struct gsim *s, int crowded);
+/* the round's plan by the search (gavel_mcts.c): xpool's plan when
+ * cfg->budget is 0; else the best by xp_gavel_xpool_score of xpool's plan
+ * and cfg->budget rollouts */
+void xp_gavel_mcts_plan(struct gsim *s);
+/* xpool's policy or the search over it */
+static inline int xp_gavel_is_xpool(enum xp_gavel_policy p)
+{
+	return p == XP_GP_XPOOL || p == XP_GP_MCTS;
+}
 
 /* gavel-las-ss (gavel_packed.c): the packed LP's X for jobs and pairs; the
  * pairs of a job just added (the last of act) and the dropping of pairs

@@ -431,12 +431,10 @@ static void fill(struct gsim *s, const struct cand *c, size_t n, int *left, int 
 			place(s, c, i, left, total, placed);
 }
 
-void xp_gavel_xpool_plan(struct gsim *s)
+int *xp_gavel_xpool_order(struct gsim *s, int *crowded)
 {
 	size_t n = s->act.n;
-	if (!n)
-		return;
-	struct cand *c = xcalloc(n, sizeof(*c));
+	struct cand *c = xcalloc(n + 1, sizeof(*c));
 	struct xp_gittins *g = &s->git;
 	int git = g->nfin >= XPOOL_LEARN;
 	if (git) {
@@ -447,7 +445,7 @@ void xp_gavel_xpool_plan(struct gsim *s)
 		}
 		xp_gittins_build(g);
 	}
-	int demand = 0;
+	int demand = 0, total = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct gjob *j = &s->jobs.v[s->act.v[i]];
 		double a = j->served * j->sf;
@@ -459,15 +457,29 @@ void xp_gavel_xpool_plan(struct gsim *s)
 			c[i] = (struct cand){ git ? -xp_gittins_index(g, a) : a, s->act.v[i] };
 	}
 	qsort(c, n, sizeof(*c), cand_cmp);
+	for (int k = 0; k < GT; k++)
+		total += s->cfg->gpus[k];
+	*crowded = demand > XPOOL_CROWDED * total;
+	int *ids = xcalloc(n + 1, sizeof(int));
+	for (size_t i = 0; i < n; i++)
+		ids[i] = c[i].job;
+	free(c);
+	return ids;
+}
+
+void xp_gavel_xpool_place(struct gsim *s, const int *ids, size_t n, int crowded)
+{
+	struct cand *c = xcalloc(n + 1, sizeof(*c));
+	for (size_t i = 0; i < n; i++)
+		c[i] = (struct cand){ (double)i, ids[i] };
 	int left[GT], total = 0;
 	for (int k = 0; k < GT; k++)
 		total += left[k] = s->cfg->gpus[k];
-	int crowded = demand > XPOOL_CROWDED * total;
-	unsigned char *placed = xcalloc(n, 1);
+	unsigned char *placed = xcalloc(n + 1, 1);
 	/* select by the order while the pool could hold them - two jobs to a
 	 * GPU when they may share, since the LP can pair them - then let the
 	 * LP place the selected */
-	size_t *sel = xcalloc(n, sizeof(*sel)), ns = 0;
+	size_t *sel = xcalloc(n + 1, sizeof(*sel)), ns = 0;
 	int want = s->cfg->colo ? 2 * total : total;
 	for (size_t i = 0; i < n && want > 0; i++) {
 		const struct gjob *j = &s->jobs.v[c[i].job];
@@ -484,4 +496,48 @@ void xp_gavel_xpool_plan(struct gsim *s)
 		share(s, c, n, placed);
 	free(placed);
 	free(c);
+}
+
+/* each job's weight in the objective: 1, or when crowded its class's
+ * backlog weight (backlog_weights) */
+static double job_weight(const struct gsim *s, const struct gjob *j, const int *q, double mean,
+			 int crowded)
+{
+	return crowded ? pow(q[xp_gavel_key(j)] / mean, XPOOL_MAXWEIGHT) : 1;
+}
+
+double xp_gavel_xpool_score(const struct gsim *s, int crowded)
+{
+	int q[XP_GAVEL_CLASSES] = { 0 }, present = 0;
+	for (size_t i = 0; i < s->act.n; i++)
+		if (!q[xp_gavel_key(&s->jobs.v[s->act.v[i]])]++)
+			present++;
+	double mean = present ? (double)s->act.n / present : 1, each = crowded ? 0.5 : 1, v = 0;
+	for (size_t i = 0; i < s->plan.n; i++) {
+		const struct gplace *p = &s->plan.v[i];
+		const struct gjob *a = &s->jobs.v[p->a];
+		double wa = job_weight(s, a, q, mean, crowded);
+		if (p->b < 0) {
+			v += a->sf * (1 + wvalue(s, a, p->k, wa));
+			continue;
+		}
+		const struct gjob *b = &s->jobs.v[p->b];
+		const float *tp = s->cfg->colo->tput[p->k][a->sfi][a->tmpl][b->tmpl];
+		double u = wa * tp[0] / a->best +
+			   job_weight(s, b, q, mean, crowded) * tp[1] / b->best;
+		if (s->cfg->energy_weight > 0)
+			u -= s->cfg->energy_weight * power_share(s, p->k);
+		v += a->sf * (2 * each + u);
+	}
+	return v;
+}
+
+void xp_gavel_xpool_plan(struct gsim *s)
+{
+	if (!s->act.n)
+		return;
+	int crowded;
+	int *ids = xp_gavel_xpool_order(s, &crowded);
+	xp_gavel_xpool_place(s, ids, s->act.n, crowded);
+	free(ids);
 }

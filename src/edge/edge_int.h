@@ -17,6 +17,11 @@ int xp_jobspec_parse(const struct xp_tree *t, const char *name, struct xp_jobspe
 /* A name-like string field (xp_name_ok): 0 absent, 1 with *v (borrowed
  * from t), or a negative code naming the field and what a name may hold. */
 int xp_walk_get_name(struct xp_walk *w, const struct xp_tree *t, const char *key, const char **v);
+/* records.c: allocations as job.start and job.resize carry them (snapshots
+ * too), a MIG slice's kind by its NVML profile id */
+struct xp_rec_alloc;
+struct json_t;
+struct json_t *xp_rec_allocs_json(const struct xp_rec_alloc *a, uint32_t n);
 /* A duration field (30s, 5m, 1h30m) of at most max_ms: 0 absent, 1 set,
  * or a negative code naming the field. */
 int xp_walk_get_duration(struct xp_walk *w, const struct xp_tree *t, const char *key,

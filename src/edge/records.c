@@ -7,6 +7,7 @@
  * cycle emits.
  */
 #include "edge.h"
+#include "edge_int.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -233,7 +234,7 @@ char *xp_rec_job_energy(uint64_t job, uint32_t attempt, uint64_t joules)
 /* allocations as job.start and job.resize carry them; a MIG slice's kind
  * by its NVML profile id (the name depends on the device's table; the
  * assignment gives it to the agent) */
-static json_t *allocs_json(const struct xp_rec_alloc *a, uint32_t n)
+json_t *xp_rec_allocs_json(const struct xp_rec_alloc *a, uint32_t n)
 {
 	json_t *arr = json_array();
 	for (uint32_t r = 0; r < n; r++) {
@@ -261,7 +262,7 @@ char *xp_rec_encode(const struct xp_rec *r)
 	switch (r->type) {
 	case XP_REC_JOB_START:
 		return dump(json_pack("{s:I,s:o}", "id", (json_int_t)r->u.start.id, "allocations",
-				      allocs_json(r->u.start.a, (uint32_t)r->u.start.n)));
+				      xp_rec_allocs_json(r->u.start.a, (uint32_t)r->u.start.n)));
 	case XP_REC_JOB_CANCEL:
 		return xp_rec_job_cancel(r->u.end.id, r->u.end.reason);
 	case XP_REC_JOB_REQUEUE:
@@ -274,7 +275,7 @@ char *xp_rec_encode(const struct xp_rec *r)
 		return dump(json_pack("{s:I,s:i,s:i,s:o,s:o,s:s}", "id", (json_int_t)r->u.resize.id,
 				      "epoch", (int)r->u.resize.epoch, "size",
 				      (int)r->u.resize.size, "keep", k, "add",
-				      allocs_json(r->u.resize.add, r->u.resize.nadd), "reason",
+				      xp_rec_allocs_json(r->u.resize.add, r->u.resize.nadd), "reason",
 				      r->u.resize.reason ? r->u.resize.reason : ""));
 	}
 	case XP_REC_NODE_MIG_LEAVE:

@@ -13,6 +13,7 @@
  * snapshot_parts.c.
  */
 #include "snapshot_int.h"
+#include "edge_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -22,33 +23,13 @@
 
 #define SNAPSHOT_FORMAT 1
 
-/* {id, start} of a MIG slice: the kind by its NVML profile id (the name
- * depends on the device's table; the assignment gives it to the agent) */
-static json_t *alloc_mig_json(const struct xp_alloc *a)
-{
-	return json_pack("{s:i,s:i}", "id", (int)xp_mig_kind_id(a->mig - 1), "start",
-			 (int)a->mig_start);
-}
-
 /* A running job's allocations, as job.start records carry them (with
- * node_index: snapshots keep removed nodes). */
+ * node_index: snapshots keep removed nodes): the records' writer. */
 static json_t *allocs_json(const struct xp_state *st, const struct xp_alloc *a, uint32_t n)
 {
-	json_t *arr = json_array();
-	for (uint32_t r = 0; r < n; r++) {
-		json_t *devs = json_array(), *o;
-		for (uint16_t i = 0; i < a[r].ndev; i++)
-			json_array_append_new(devs, json_integer(a[r].devs[i]));
-		json_array_append_new(
-			arr, o = json_pack("{s:i,s:s,s:i,s:I,s:I,s:i,s:I,s:o}", "replica", (int)r,
-					   "node", st->c->nodes[a[r].node].name, "node_index",
-					   (int)a[r].node, "cpu_milli", (json_int_t)a[r].cpu_milli,
-					   "memory_mib", (json_int_t)a[r].mem_mib, "dev_milli",
-					   (int)a[r].dev_milli, "dev_mem_mib",
-					   (json_int_t)a[r].dev_mem_mib, "devices", devs));
-		if (a[r].mig)
-			json_object_set_new(o, "mig", alloc_mig_json(&a[r]));
-	}
+	struct xp_rec_alloc *ra = xp_allocs_rec(st, a, n);
+	json_t *arr = xp_rec_allocs_json(ra, n);
+	free(ra);
 	return arr;
 }
 

@@ -57,32 +57,10 @@ NOFILE=${BENCH_AGENT_NOFILE:-1048576}
 P99_LIMIT=200
 OUT=${BENCH_OUT:-out/bench}/agents
 mkdir -p "$OUT"
-TMP=$(mktemp -d /tmp/xpool-bench-agents.XXXXXX)
-SERVER_PID=""
-
-stop_server() {
-	if [ -n "$SERVER_PID" ]; then
-		kill -TERM "$SERVER_PID" 2>/dev/null || true
-		wait "$SERVER_PID" 2>/dev/null || true
-		SERVER_PID=""
-	fi
-	[ -f "$TMP/server.err" ] && grep "refused at accept" "$TMP/server.err" >&2 || true
-	rm -rf "$TMP/data"
-}
-cleanup() {
-	stop_server
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-for f in "$BUILD/xpool" "$BUILD/xpoold" "$BUILD/bench/controller/xp_bench_agents"; do
-	[ -x "$f" ] || {
-		echo "bench/agents.sh: $f is missing: run make first" >&2
-		exit 1
-	}
-	cp "$f" "$TMP/"
-done
+BENCH=agents
+BENCH_AFTER_STOP='[ -f "$TMP/server.err" ] && grep "refused at accept" "$TMP/server.err" >&2 || true; rm -rf "$TMP/data"'
+. "$(dirname "$0")/benchlib.sh"
+bench_bins xpool xpoold bench/controller/xp_bench_agents
 XP=$TMP/xpool
 BA=$TMP/xp_bench_agents
 # one descriptor per connection, on both sides (dash and bash both have -n, -H)

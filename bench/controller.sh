@@ -40,32 +40,9 @@ FIGURES=${BENCH_FIGURES:-1 2 3 4 5}
 CLUSTER=examples/clusters/bench-512.yaml # the blockers below assume its two node shapes
 OUT=${BENCH_OUT:-out/bench}/controller
 mkdir -p "$OUT"
-TMP=$(mktemp -d /tmp/xpool-bench.XXXXXX)
-SERVER_PID=""
-
-stop_server() {
-	if [ -n "$SERVER_PID" ]; then
-		kill -TERM "$SERVER_PID" 2>/dev/null || true
-		wait "$SERVER_PID" 2>/dev/null || true
-		SERVER_PID=""
-	fi
-	rm -rf "$TMP/data"
-}
-cleanup() {
-	stop_server
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-for f in "$BUILD/xpool" "$BUILD/xpoold" "$BUILD/bench/controller/xp_bench_submit" \
-	"$BUILD/bench/controller/xp_bench_pass"; do
-	[ -x "$f" ] || {
-		echo "bench/controller.sh: $f is missing: run make first" >&2
-		exit 1
-	}
-	cp "$f" "$TMP/"
-done
+BENCH=controller BENCH_AFTER_STOP='rm -rf "$TMP/data"'
+. "$(dirname "$0")/benchlib.sh"
+bench_bins xpool xpoold bench/controller/xp_bench_submit bench/controller/xp_bench_pass
 XP=$TMP/xpool
 SUB=$TMP/xp_bench_submit
 PASS=$TMP/xp_bench_pass

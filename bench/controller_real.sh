@@ -47,10 +47,7 @@ READY_S=${BENCH_REAL_READY_SECONDS:-300}
 CLUSTER=examples/clusters/bench-512.yaml
 OUT=${BENCH_OUT:-out/bench}/controller_real
 mkdir -p "$OUT"
-TMP=$(mktemp -d /tmp/xpool-bench-real.XXXXXX)
-SERVER_PID=""
 AGENT_PIDS=""
-
 stop_agents() {
 	[ -n "$AGENT_PIDS" ] || return 0
 	# shellcheck disable=SC2086
@@ -58,32 +55,14 @@ stop_agents() {
 	for p in $AGENT_PIDS; do wait "$p" 2>/dev/null || true; done
 	AGENT_PIDS=""
 }
-stop_server() {
-	if [ -n "$SERVER_PID" ]; then
-		kill -TERM "$SERVER_PID" 2>/dev/null || true
-		wait "$SERVER_PID" 2>/dev/null || true
-		SERVER_PID=""
-	fi
-}
-cleanup() {
-	stop_agents
-	stop_server
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+BENCH=controller_real BENCH_CLEANUP=stop_agents
+. "$(dirname "$0")/benchlib.sh"
 
 command -v jq >/dev/null || {
 	echo "bench/controller_real.sh: needs jq (apt-get install jq)" >&2
 	exit 1
 }
-for f in "$BUILD/xpool" "$BUILD/xpoold" "$BUILD/bench/controller/xp_bench_submit"; do
-	[ -x "$f" ] || {
-		echo "bench/controller_real.sh: $f is missing: run make first" >&2
-		exit 1
-	}
-	cp "$f" "$TMP/"
-done
+bench_bins xpool xpoold bench/controller/xp_bench_submit
 XP=$TMP/xpool
 SUB=$TMP/xp_bench_submit
 # agents, shims and the controller's connection threads: lift the soft limit

@@ -40,31 +40,9 @@ R_JOBS=${SCALE_RESTART_JOBS:-100000}
 RUNS=${SCALE_RUNS:-3}
 OUT=${BENCH_OUT:-out/bench}/scale
 mkdir -p "$OUT"
-TMP=$(mktemp -d /tmp/xpool-bench-scale.XXXXXX)
-SERVER_PID=""
-
-stop_server() {
-	if [ -n "$SERVER_PID" ]; then
-		kill -TERM "$SERVER_PID" 2>/dev/null || true
-		wait "$SERVER_PID" 2>/dev/null || true
-		SERVER_PID=""
-	fi
-}
-cleanup() {
-	stop_server
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-for f in "$BUILD/xpool" "$BUILD/xpoold" "$BUILD/bench/controller/xp_bench_submit" \
-	"$BUILD/bench/controller/xp_bench_pass"; do
-	[ -x "$f" ] || {
-		echo "bench/scale.sh: $f is missing: run make first" >&2
-		exit 1
-	}
-	cp "$f" "$TMP/"
-done
+BENCH=scale
+. "$(dirname "$0")/benchlib.sh"
+bench_bins xpool xpoold bench/controller/xp_bench_submit bench/controller/xp_bench_pass
 XP=$TMP/xpool
 now_ms() { date +%s%3N; }
 stat3() { sort -g "$1" 2>/dev/null | awk '{ v[NR] = $1 } END { if (!NR) { print "-"; exit }

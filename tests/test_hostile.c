@@ -70,30 +70,6 @@ static int64_t beats, failed_beats;
 static char running_job[32];
 
 
-/* A connection to the server from source address src (any 127/8). */
-static int dial(const char *src)
-{
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_true(fd >= 0);
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	inet_pton(AF_INET, src, &a.sin_addr);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	a.sin_port = htons((uint16_t)port);
-	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	return fd;
-}
-
-static void say(int fd, const char *fmt, ...)
-{
-	char buf[8192];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	assert_true(n > 0 && (size_t)n < sizeof(buf));
-	assert_int_equal(send(fd, buf, (size_t)n, MSG_NOSIGNAL), n);
-}
 
 /* Read until the server closes or deadline: bytes read into buf (NUL
  * ended); *closed set when it closed (EOF or reset). Stops early once buf
@@ -289,8 +265,8 @@ static void refused_before_body(const char *auth, const char *method, const char
 {
 	char buf[8192];
 	int closed;
-	int fd = dial("127.0.0.1");
-	say(fd,
+	int fd = xp_test_dial("127.0.0.1", port);
+	xp_test_say(fd,
 	    "%s %s HTTP/1.1\r\nHost: x\r\n%s%s%sContent-Type: application/json\r\n"
 	    "Content-Length: %s\r\n\r\n{\"na",
 	    method, path, auth ? "Authorization: Bearer " : "", auth ? auth : "",
@@ -325,8 +301,8 @@ static void smuggle(const char *framing)
 		 "Content-Type: application/json\r\nContent-Length: "
 		 "20\r\n\r\n{\"name\":\"smuggled\"}\n",
 		 ctl->admin_token);
-	int fd = dial("127.0.0.1");
-	say(fd,
+	int fd = xp_test_dial("127.0.0.1", port);
+	xp_test_say(fd,
 	    "POST /v1/tenants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
 	    "Content-Type: application/json\r\n%s\r\n\r\n{\"name\":\"front\"}%s",
 	    ctl->admin_token, framing, hidden);
@@ -356,8 +332,8 @@ static void test_smuggling(void **state)
 static void hold(int *fds, int n, const char *src)
 {
 	for (int i = 0; i < n; i++) {
-		fds[i] = dial(src);
-		say(fds[i], "GET /v1/nodes HTTP/1.1\r\nHost: x\r\n");
+		fds[i] = xp_test_dial(src, port);
+		xp_test_say(fds[i], "GET /v1/nodes HTTP/1.1\r\nHost: x\r\n");
 	}
 }
 
@@ -366,8 +342,8 @@ static int served_from(const char *src)
 {
 	char buf[4096];
 	int closed;
-	int fd = dial(src);
-	say(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+	int fd = xp_test_dial(src, port);
+	xp_test_say(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
 	hear(fd, buf, sizeof(buf), 1, &closed);
 	close(fd);
 	return status_of(buf) == 200;
@@ -436,8 +412,8 @@ static void test_half_sent_bodies(void **state)
 	for (int i = 0; i < N; i++) {
 		char src[32];
 		snprintf(src, sizeof(src), "127.0.1.%d", 1 + i % 16);
-		fds[i] = dial(src);
-		say(fds[i],
+		fds[i] = xp_test_dial(src, port);
+		xp_test_say(fds[i],
 		    "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
 		    "Content-Length: 1000000\r\n\r\n");
 		/* the server may close before all of it is sent: that is the point */
@@ -474,8 +450,8 @@ static void test_long_polls_park(void **state)
 	for (int i = 0; i < N; i++) {
 		char src[32];
 		snprintf(src, sizeof(src), "127.0.2.%d", 1 + i % 32);
-		fds[i] = dial(src);
-		say(fds[i],
+		fds[i] = xp_test_dial(src, port);
+		xp_test_say(fds[i],
 		    "GET /v1/events?since=%lld&wait=60 HTTP/1.1\r\nHost: x\r\n"
 		    "Authorization: Bearer %s\r\n\r\n",
 		    (long long)next, ctl->admin_token);
@@ -514,8 +490,8 @@ static void test_metrics_scrapes(void **state)
 	for (int i = 0; i < N; i++) {
 		char src[32];
 		snprintf(src, sizeof(src), "127.0.3.%d", 1 + i % 100);
-		fds[i] = dial(src);
-		say(fds[i], "GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n",
+		fds[i] = xp_test_dial(src, port);
+		xp_test_say(fds[i], "GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n",
 		    ctl->admin_token);
 	}
 	for (int i = 0; i < N; i++) {
@@ -583,8 +559,8 @@ static void log_readers(int *fds, int n, int net)
 	for (int i = 0; i < n; i++) {
 		char src[32];
 		snprintf(src, sizeof(src), "127.0.%d.%d", net, 1 + i % 50);
-		fds[i] = dial(src);
-		say(fds[i],
+		fds[i] = xp_test_dial(src, port);
+		xp_test_say(fds[i],
 		    "GET /v1/jobs/%s/logs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
 		    "Connection: close\r\n\r\n",
 		    log_job, ctl->admin_token);

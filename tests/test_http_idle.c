@@ -40,29 +40,6 @@ static struct xp_ctl *ctl;
 static char dir[] = "/tmp/xpidleXXXXXX";
 static int port;
 
-static int dial(const char *src)
-{
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_true(fd >= 0);
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	inet_pton(AF_INET, src, &a.sin_addr);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	a.sin_port = htons((uint16_t)port);
-	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	return fd;
-}
-
-static void say(int fd, const char *fmt, ...)
-{
-	char buf[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	assert_true(n > 0 && (size_t)n < sizeof(buf));
-	assert_int_equal(send(fd, buf, (size_t)n, MSG_NOSIGNAL), n);
-}
 
 /* Wait up to ms for the server to close fd: 1 closed (EOF or reset), 0 not.
  * Bytes that come meanwhile are read and dropped. */
@@ -87,7 +64,7 @@ static int request(int fd, const char *path, const char *token)
 {
 	char buf[65536];
 	size_t n = 0;
-	say(fd, "GET %s HTTP/1.1\r\nHost: x\r\n%s%s%s\r\n", path, token ? "Authorization: Bearer " : "",
+	xp_test_say(fd, "GET %s HTTP/1.1\r\nHost: x\r\n%s%s%s\r\n", path, token ? "Authorization: Bearer " : "",
 	    token ? token : "", token ? "\r\n" : "");
 	long long end = xp_test_now_ms() + WAIT_MS;
 	while (n + 1 < sizeof(buf) && xp_test_now_ms() < end) {
@@ -157,8 +134,8 @@ static void test_strangers_closed(void **state)
 	uint64_t reaped0, reaped;
 	read_acct(&unauth, &nips, &reaped0);
 	long long t0 = xp_test_now_ms();
-	int half = dial("127.0.0.5"), mute = dial("127.0.0.5");
-	say(half, "GET /v1/nodes HTTP/1.1\r\nHost: x\r\n");
+	int half = xp_test_dial("127.0.0.5", port), mute = xp_test_dial("127.0.0.5", port);
+	xp_test_say(half, "GET /v1/nodes HTTP/1.1\r\nHost: x\r\n");
 	assert_true(closed_within(half, WAIT_MS));
 	assert_true(closed_within(mute, WAIT_MS));
 	long long took = xp_test_now_ms() - t0;
@@ -174,7 +151,7 @@ static void test_strangers_closed(void **state)
 static void test_admitted_kept(void **state)
 {
 	(void)state;
-	int fd = dial("127.0.0.6");
+	int fd = xp_test_dial("127.0.0.6", port);
 	assert_int_equal(request(fd, "/v1/nodes", ctl->admin_token), 200);
 	if (closed_within(fd, 3 * TIMEOUT_MS))
 		fail_msg("an admitted connection was closed within 3 header timeouts");
@@ -185,7 +162,7 @@ static void test_admitted_kept(void **state)
 static void test_slowloris(void **state)
 {
 	(void)state;
-	int fd = dial("127.0.0.7");
+	int fd = xp_test_dial("127.0.0.7", port);
 	long long t0 = xp_test_now_ms();
 	const char *head = "GET /v1/nodes HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaa";
 	int closed = 0;
@@ -208,13 +185,13 @@ static void test_many_addresses(void **state)
 	static int s[STRANGERS], k[KEPT];
 	char src[32];
 	for (int i = 0; i < KEPT; i++) {
-		k[i] = dial("127.0.0.8");
+		k[i] = xp_test_dial("127.0.0.8", port);
 		assert_int_equal(request(k[i], "/v1/nodes", ctl->admin_token), 200);
 	}
 	for (int i = 0; i < STRANGERS; i++) {
 		snprintf(src, sizeof(src), "127.1.%d.%d", i / 250, 1 + i % 250);
-		s[i] = dial(src);
-		say(s[i], "GET /v1/jobs HTTP/1.1\r\n");
+		s[i] = xp_test_dial(src, port);
+		xp_test_say(s[i], "GET /v1/jobs HTTP/1.1\r\n");
 	}
 	for (int i = 0; i < STRANGERS; i++)
 		if (!closed_within(s[i], WAIT_MS))

@@ -43,6 +43,11 @@ struct json_t *xp_test_json(const char *addr, const char *token, const char *met
 /* The same, a reply that is not JSON (a job's logs) as a JSON string. */
 struct json_t *xp_test_api(const char *addr, const char *token, const char *method,
 			   const char *path, const char *body, long *status);
+/* A TCP connection to 127.0.0.1:port from source address src (any of
+ * 127/8: tests put attackers and agents on different addresses). */
+int xp_test_dial(const char *src, int port);
+/* printf to a connected socket, asserting every byte (up to 8 KiB) went. */
+void xp_test_say(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Milliseconds of the monotonic clock: deadlines of condition waits. */
 long long xp_test_now_ms(void);
 /* rm -rf dir, asserting it worked. */

@@ -40,31 +40,7 @@
 #include "sim/gavel_sim.h"
 #include "sim/gavel_sim_int.h"
 
-static struct xp_gavel_matrix M;
-static struct xp_gavel_colo *C;
-
-static int setup(void **state)
-{
-	(void)state;
-	const char *iso = xp_test_shared("traces/gavel/gavel_isolated_throughputs.csv");
-	const char *col = xp_test_shared("traces/gavel/gavel_colocated_throughputs.csv");
-	if (!iso || !col)
-		return 0;
-	struct xp_err err = { 0 };
-	C = malloc(sizeof(*C));
-	if (xp_gavel_load(iso, &M, &err) < 0 || xp_gavel_colo_load(col, C, &err) < 0) {
-		fprintf(stderr, "%s\n", err.text);
-		return -1;
-	}
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	free(C);
-	return 0;
-}
+#include "gavel_fixture.h"
 
 static double jct_run(enum xp_gavel_policy p, int multi, double rate, unsigned seed, size_t lo,
 		      size_t hi)

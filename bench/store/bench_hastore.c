@@ -33,7 +33,7 @@
  * (b) rows of the archive.
  *
  * Prints one line: design, jobs, events, seconds, events/s, jobs/s, etcd
- * txns, etcd bytes put (keys and values), etcd's database size at the end
+ * commits (batches), bytes put (keys and values), etcd's database size at the end
  * (maintenance/status dbSize), load seconds and what it read.
  */
 #define _GNU_SOURCE /* nftw */
@@ -69,7 +69,7 @@ struct cfg {
 struct counts {
 	pthread_mutex_t mu;
 	long live, done, events;
-	uint64_t commits, txns, bytes; /* commits: batches, each one or more txns */
+	uint64_t commits, bytes; /* commits: batches, each one or more txns */
 };
 
 /* ---- design (b): the committer ---------------------------------------------------------- */
@@ -120,7 +120,6 @@ static int run_txn(struct hybrid *h, struct xp_etcd_txn *t)
 	int64_t rev = 0;
 	int rc = xp_etcd_txn_run(h->e, t, 10000, &ok, &rev, &err);
 	xp_etcd_txn_free(t);
-	h->c->txns++;
 	if (rc < 0 || !ok) {
 		fprintf(stderr, "xp_bench_hastore: txn: %s\n", rc < 0 ? err.text : "fenced");
 		return -1;
@@ -387,7 +386,7 @@ static int load_kv(void *ctx, const struct xp_etcd_kv *kv)
 	return 0;
 }
 
-static int load_a(const struct cfg *g, struct xp_store_opts *o, struct loaded *l, double *open_s)
+static int load_a(struct xp_store_opts *o, struct loaded *l, double *open_s)
 {
 	struct xp_err err = { 0 };
 	struct xp_store *s;
@@ -401,7 +400,6 @@ static int load_a(const struct cfg *g, struct xp_store_opts *o, struct loaded *l
 	if (rc < 0)
 		fprintf(stderr, "xp_bench_hastore: load: %s\n", err.text);
 	xp_store_close(s);
-	(void)g;
 	return rc;
 }
 
@@ -579,7 +577,7 @@ int main(int argc, char **argv)
 		return 2;
 	if (!g.dir && !(g.dir = mkdtemp(tmp)))
 		return 1;
-	struct counts c = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0, 0 };
+	struct counts c = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0 };
 	struct xp_store_opts o = { .sync = 1, .etcd = g.prefix_url, .lease_ms = 5000 };
 	double secs = 0, open_s = 0;
 	int rc = run(&g, &c, &o, &secs);
@@ -587,7 +585,7 @@ int main(int argc, char **argv)
 	struct loaded l = { 0 };
 	uint64_t t0 = xp_mono_ns();
 	if (rc == 0)
-		rc = g.design == 'a' ? load_a(&g, &o, &l, &open_s) : load_b(&g, &l);
+		rc = g.design == 'a' ? load_a(&o, &l, &open_s) : load_b(&g, &l);
 	double load = (double)(xp_mono_ns() - t0) / 1e9 - open_s;
 	printf("design %c jobs %d live %d kept %ld producers %d events %ld seconds %.2f events_per_s %.0f "
 	       "jobs_per_s %.0f commits %" PRIu64 " bytes_put %" PRIu64 " etcd_db_bytes %lld "
